@@ -1,0 +1,1 @@
+"""Salt execution modules of salt-proxmox (packaged as ``saltext_proxmox.modules``)."""

@@ -1,0 +1,1 @@
+"""Salt state modules of salt-proxmox (packaged as ``saltext_proxmox.states``)."""

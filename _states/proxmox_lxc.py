@@ -1,0 +1,57 @@
+"""State module ``proxmox_lxc``: Proxmox VE containers, planned with ``test=True`` and applied
+without it, by the same judge.
+
+.. code-block:: yaml
+
+    web:
+      proxmox_lxc.present:
+        - vmid: 150
+        - node: pve1
+        - target: homelab            # optional when one target is configured
+        - ostemplate: local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst
+        - unprivileged: true
+        - hostname: web
+        - memory: 1024               # MiB
+        - cores: 2
+        - rootfs: local-zfs:8        # storage:GiB for a new volume
+        - net0: name=eth0,bridge=vmbr0,ip=dhcp
+        - features: nesting=1
+        - tags: web;prod
+        - adopt: false               # true takes over a live guest this minion did not create
+        - removal: retain            # or destroy (used by absent)
+
+Config keys are spelled as PVE spells them (``pct set`` / the API). The logic lives in the
+``salt_proxmox`` library behind the ``proxmox`` execution module.
+
+:depends: salt_proxmox
+"""
+
+__virtualname__ = "proxmox_lxc"
+
+
+def __virtual__():
+    if "proxmox.lxc_present" not in __salt__:
+        return False, "proxmox_lxc: the proxmox execution module is not available"
+    return __virtualname__
+
+
+def present(name, vmid, node, target=None, adopt=False, removal="retain", **config):
+    """
+    Ensure container ``vmid`` on ``node`` is as declared: create it when the cluster proves the
+    vmid free, update drifted keys in place, refuse what only root@pam or a new guest could do.
+    Under ``test=True`` nothing is written (not PVE, not OpenBao, not grains).
+    """
+    return __salt__["proxmox.lxc_present"](
+        name, test=__opts__["test"], target=target, vmid=vmid, node=node, adopt=adopt, removal=removal, **config
+    )
+
+
+def absent(name, vmid, node, target=None, removal="retain"):
+    """
+    Stop managing container ``vmid``. ``removal: retain`` (default) forgets ownership and
+    touches nothing; ``removal: destroy`` deletes it only if it still matches its last
+    declaration, without force or purge.
+    """
+    return __salt__["proxmox.lxc_absent"](
+        name, vmid=vmid, node=node, test=__opts__["test"], target=target, removal=removal
+    )

@@ -1,0 +1,362 @@
+"""Declared against live: what a container write would change, and what it must refuse (pure).
+
+One function, ``judge``, decides for both the plan (``test=True``) and the apply, so they cannot
+disagree about drift. Its answer (``Change``) is plain data: ``put`` keys for the config PUT,
+``clear`` keys for ``delete=``, ``resize`` for ``PUT .../resize`` tasks after the PUT,
+``refuse`` sentences (non-empty means nothing is written) and ``drift`` (every differing key).
+
+Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (PVE 9,
+6.x): it returns early only for ``$authuser eq 'root@pam'``, and an API token is never that, so
+``devN``, bind/device mount points, any feature on a privileged guest, and any feature change
+but ``nesting`` are refused at plan with the ``pct set`` command to run on the node instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from salt_proxmox.lxc import schema
+from salt_proxmox.lxc.props import LxcDeclaration
+from salt_proxmox.wire.propstring import (
+    canonical_option,
+    flag,
+    option_map,
+    pairs,
+    print_pairs,
+    sorted_form,
+    wire,
+)
+from salt_proxmox.wire.volumes import judge_volume, parse_volume
+
+
+@dataclass(frozen=True)
+class Change:
+    """The judge's answer; see the module docstring."""
+
+    put: dict[str, str] = field(default_factory=dict)
+    clear: list[str] = field(default_factory=list)
+    resize: list[tuple[str, str]] = field(default_factory=list)
+    refuse: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
+
+    @property
+    def writes(self) -> bool:
+        """True when applying this change sends anything to PVE."""
+        return bool(self.put or self.clear or self.resize)
+
+
+def live_text(value: object) -> str | None:
+    """A live config value as a string (PVE's JSON gives numbers for integer keys)."""
+    if value is None:
+        return None
+    try:
+        return wire(value)
+    except TypeError:
+        return str(value)
+
+
+def tag_set(value: str) -> str:
+    """Tags as PVE stores them: split on ``;``, ``,`` or space, lower-cased, de-duplicated, sorted
+    (pve-manager ``PVE::API2::Cluster`` tag-style defaults: case-insensitive, ordered)."""
+    return ";".join(sorted({tag.lower() for tag in value.replace(",", " ").replace(";", " ").split()}))
+
+
+def ordered_list(value: str) -> str:
+    """A resolver list: order matters (PVE writes it into resolv.conf as given), separators do not."""
+    return " ".join(value.replace(",", " ").replace(";", " ").split())
+
+
+def scalar_form(key: str, value: str) -> str:
+    """One scalar value in its comparable spelling (see ``schema.Key.compare``)."""
+    compare = schema.SCALARS[key].compare
+    if compare == "number":
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return str(int(number)) if number.is_integer() else str(number)
+    if compare == "flag":
+        try:
+            return flag(value)
+        except ValueError:
+            return value
+    if compare == "description":
+        # PVE stores a description as ``#`` comment lines and reads each back with "\n"
+        # appended (pve-container Config.pm ``parse_pct_config``): trailing whitespace is not it.
+        return value.rstrip()
+    if compare == "features":
+        return sorted_form(option_map(value, "features"))
+    if compare == "list":
+        return ordered_list(value)
+    if compare == "startup":
+        return sorted_form(dict(pairs(value, default_key="order")))
+    if compare == "tags":
+        return tag_set(value)
+    return value
+
+
+def features_sent(value: str) -> str:
+    """``features`` as written: off keys dropped (PVE would otherwise count them, see below)."""
+    return print_pairs(option_map(value, "features"))
+
+
+def _raw_features(value: str) -> dict[str, str]:
+    """``features`` parsed as PVE's ``parse_features`` sees it: nothing dropped."""
+    return {key: canonical_option(key, entry) for key, entry in pairs(value)} if value else {}
+
+
+def features_need_root(live: str, sent: str | None, unprivileged: bool) -> bool:
+    """PVE's own ``features`` rule, on the value actually sent (None: ``delete=features``).
+
+    On a privileged guest every features write is root@pam's. On an unprivileged one, changing
+    any key but ``nesting`` is — compared key for key with off keys kept, because PVE compares
+    the raw strings (a live ``keyctl=0`` against a sent value without it is a change to PVE).
+    """
+    if not unprivileged:
+        return True
+    have = _raw_features(live)
+    if sent is None:
+        return not (not have or set(have) == {"nesting"})
+    want = _raw_features(sent)
+    return any(key != "nesting" and have.get(key, "") != want.get(key, "") for key in {*have, *want})
+
+
+def root_only(vmid: int, key: str, value: str, why: str) -> str:
+    """A refusal naming the ``pct set`` to run on the node; ``''`` names ``--delete``."""
+    command = f"--delete {key}" if value == "" else f"--{key} '{value}'"
+    return (
+        f"{key}: {why} PVE lets only root@pam make this change, and an API token is never root@pam. "
+        f"Run `pct set {vmid} {command}` on the node, then plan again."
+    )
+
+
+def _feature_why(unprivileged: bool) -> str:
+    return "A feature other than nesting." if unprivileged else "Any feature on a privileged guest."
+
+
+def net_write(declared: str, live: str | None) -> str:
+    """The NIC value to PUT: the declaration plus the live MAC when it names none.
+
+    Without the live MAC, PVE generates a new one for a rewritten NIC — a new DHCP lease and a
+    new IPv6 link-local address for a guest that only had its MTU edited.
+    """
+    want = dict(pairs(declared))
+    if live is not None and "hwaddr" not in want:
+        mac = dict(pairs(live)).get("hwaddr")
+        if mac:
+            want["hwaddr"] = mac
+    return print_pairs(want, lead=("name",))
+
+
+def _net_same(declared: str, live: str) -> bool:
+    want = option_map(declared, "net")
+    have = option_map(live, "net")
+    if "hwaddr" not in want:
+        have.pop("hwaddr", None)  # PVE generated it; not declared, not drift
+    return want == have
+
+
+def _dev_same(declared: str, live: str) -> bool:
+    return option_map(declared, "dev", "path") == option_map(live, "dev", "path")
+
+
+def judge(decl: LxcDeclaration, live: Mapping[str, object]) -> Change:
+    """Compare ``decl`` with a live config (``GET .../config`` data) and say what to do.
+
+    Pure: no I/O. Never raises for a live value it cannot parse; such a key is drift with a
+    refusal naming it.
+    """
+    change = Change()
+    drift: set[str] = set()
+    unprivileged = flag(live_text(live.get("unprivileged")) or "0") == "1"
+    for key, want in decl.config.items():
+        have = live_text(live.get(key))
+        family = (schema.indexed(key) or ("", 0))[0]
+        try:
+            _judge_key(decl, key, family, want, have, unprivileged, change, drift)
+        except ValueError as exc:
+            drift.add(key)
+            change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
+    change.drift.extend(sorted(drift))
+    return change
+
+
+def _judge_key(
+    decl: LxcDeclaration,
+    key: str,
+    family: str,
+    want: str,
+    have: str | None,
+    unprivileged: bool,
+    change: Change,
+    drift: set[str],
+) -> None:
+    vmid = decl.vmid
+    if key == "unprivileged":
+        if flag(want) != flag(have or "0"):
+            drift.add(key)
+            change.refuse.append(
+                f"unprivileged: live {have or '0'}, declared {want}. PVE refuses to change it (`unable to "
+                "modify read-only option: 'unprivileged'`); only a backup and restore can, and that is a "
+                "new guest."
+            )
+        return
+    if key == "rootfs" or family == "mp":
+        if want == "":
+            if have is not None:
+                drift.add(key)
+                change.refuse.append(
+                    f"{key}: detaching a mount point moves its volume to unusedN; do it by hand "
+                    f"(`pct set {vmid} --delete {key}`) if that is what you want."
+                )
+            return
+        if have is None:
+            drift.add(key)
+            if parse_volume(want).host_path:
+                change.refuse.append(root_only(vmid, key, want, "A bind or device mount point."))
+            else:
+                change.put[key] = want
+            return
+        verdict = judge_volume(key, want, have)
+        if not verdict.differs:
+            return
+        drift.add(key)
+        if verdict.refuse:
+            change.refuse.append(verdict.refuse)
+        if verdict.root_only:
+            change.refuse.append(root_only(vmid, key, want, "A bind or device mount point."))
+        if verdict.put:
+            change.put[key] = verdict.put
+        if verdict.resize:
+            change.resize.append((key, verdict.resize))
+        return
+    if family == "dev":
+        same = have is None if want == "" else have is not None and _dev_same(want, have)
+        if not same:
+            drift.add(key)
+            change.refuse.append(root_only(vmid, key, want, "Device passthrough."))
+        return
+    if family == "net":
+        if want == "":
+            if have is not None:
+                drift.add(key)
+                change.clear.append(key)
+            return
+        if have is None or not _net_same(want, have):
+            drift.add(key)
+            change.put[key] = net_write(want, have)
+        return
+    spec = schema.SCALARS[key]
+    wanted = "" if want == "" else scalar_form(key, want)
+    current = have if have is not None else spec.default
+    had = "" if current is None else scalar_form(key, current)
+    if wanted == had:
+        return
+    drift.add(key)
+    if key == "features":
+        sent = features_sent(want) if want else ""
+        if features_need_root(have or "", sent or None, unprivileged):
+            change.refuse.append(root_only(vmid, key, want, _feature_why(unprivileged)))
+        elif sent == "":
+            change.clear.append(key)
+        else:
+            change.put[key] = sent
+        return
+    if want == "":
+        if spec.clearable:
+            change.clear.append(key)
+        else:
+            change.refuse.append(f"{key}: cannot be removed; declare the value it should have.")
+        return
+    change.put[key] = want
+
+
+def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | None) -> list[str]:
+    """What makes this declaration a different guest than the one its state recorded.
+
+    A new vmid, or another ``ostemplate`` (consumed at create: another one is a new guest). A
+    changed node is not identity: the read at the declared node settles it (SPEC §6).
+    """
+    if not recorded:
+        return []
+    reasons = []
+    was = recorded.get("vmid")
+    if was is not None and int(str(was)) != decl.vmid:
+        reasons.append(
+            f"vmid: {was} -> {decl.vmid} is a different guest. Declare it under a new state id; the old "
+            f"guest is retained (run `proxmox_lxc.absent` on it, or `pct destroy {was}` by hand)."
+        )
+    template = recorded.get("ostemplate")
+    if decl.ostemplate is not None and template is not None and template != decl.ostemplate:
+        reasons.append(
+            f"ostemplate: {template} -> {decl.ostemplate}. A template is consumed at create; another one "
+            "is a new guest. Declare a new state with a new vmid instead."
+        )
+    return reasons
+
+
+def create_refusals(decl: LxcDeclaration) -> list[str]:
+    """Why this declaration cannot be created with an API token (empty when it can).
+
+    ``POST /nodes/{node}/lxc`` (pve-container ``src/PVE/API2/LXC.pm``): an ostemplate is required;
+    ``unprivileged`` defaults to 0 there, so undeclared means privileged; root-only rules as in
+    ``check_ct_modify_config_perm``; volumes only as new ``storage:GiB`` disks, so a create never
+    attaches a volume it did not allocate.
+    """
+    reasons = []
+    vmid = decl.vmid
+    if decl.ostemplate is None:
+        reasons.append(
+            f"CT {vmid} does not exist and the declaration has no ostemplate, so it cannot be created. "
+            "Declare ostemplate, or declare the node and vmid of the guest that exists."
+        )
+    unprivileged = flag(decl.config.get("unprivileged", "0")) == "1"
+    for key, value in decl.config.items():
+        family = (schema.indexed(key) or ("", 0))[0]
+        if value == "":
+            continue
+        if key == "features" and features_need_root("", features_sent(value) or None, unprivileged):
+            reasons.append(root_only(vmid, key, value, _feature_why(unprivileged)))
+        elif family == "dev":
+            reasons.append(root_only(vmid, key, value, "Device passthrough."))
+        elif key == "rootfs" or family == "mp":
+            volume = parse_volume(value)
+            if volume.host_path:
+                reasons.append(root_only(vmid, key, value, "A bind or device mount point."))
+            elif volume.kind != "new":
+                reasons.append(
+                    f"{key}: a create allocates new volumes only; declare it as storage:GiB "
+                    f"(e.g. {volume.storage}:8), not the existing volume {volume.volume}."
+                )
+    if "rootfs" not in decl.config and any(k.startswith("mp") for k in decl.config):
+        reasons.append("rootfs: mount points are declared but rootfs is not (PVE: `rootfs' not set`).")
+    return reasons
+
+
+def create_form(decl: LxcDeclaration) -> dict[str, str]:
+    """The ``POST /nodes/{node}/lxc`` form: declared keys, empties dropped, features without off
+    keys, ``start`` only when asked. Refusals are ``create_refusals``'s to check first."""
+    form = {"vmid": str(decl.vmid)}
+    if decl.ostemplate is not None:
+        form["ostemplate"] = decl.ostemplate
+    for key, value in decl.config.items():
+        if value == "":
+            continue
+        if key == "features":
+            value = features_sent(value)
+            if not value:
+                continue
+        form[key] = value
+    if decl.start:
+        form["start"] = "1"
+    return form
+
+
+def stored_config(live: Mapping[str, object]) -> dict[str, str]:
+    """A live config as returns may show it: no description, digest, lock, env or raw ``lxc``."""
+    return {
+        key: text
+        for key, value in live.items()
+        if key not in schema.NEVER_STORED and key != "lxc" and (text := live_text(value)) is not None
+    }

@@ -1,0 +1,460 @@
+"""The calls a container makes, and the plan/apply of ``proxmox_lxc.present``/``absent``.
+
+Read (SPEC §6): ``GET nodes/{node}/lxc/{vmid}/config`` with the ``read`` credential. A success
+must carry a non-empty ``digest`` (every real config has one: pve-guest-common
+``AbstractConfig::load_config`` adds it), else it is an error. Only PVE's exact missing-config
+answer may lead to absence, and only after ONE ``GET cluster/resources?type=vm`` with the SAME
+credential: pve-container ``src/PVE/API2/LXC/Config.pm`` checks VM.Audit on ``/vms/{vmid}``
+before the missing-config error, and pve-manager ``src/PVE/API2/Cluster.pm`` filters the index
+rows by that same privilege, so only the same token's index speaks for this vmid. The vmid
+listed nowhere is absent; listed on the declared node as an lxc is PVE's own error; listed
+elsewhere is refused naming its type and node (vmids are cluster-wide).
+
+Plan and apply call the same ``_decide``; apply decides again on a fresh read, then writes:
+create as a POST task, update as one digest-guarded config PUT followed by one resize task per
+grown disk, each with a freshly minted ``provision`` credential polled by its owner; then reads
+back and judges again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
+from salt_proxmox.lxc import schema
+from salt_proxmox.lxc.judge import (
+    Change,
+    create_form,
+    create_refusals,
+    identity_refusals,
+    judge,
+    live_text,
+)
+from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
+from salt_proxmox.openbao.creds import CredentialBroker
+from salt_proxmox.outcome import Outcome
+from salt_proxmox.ownership import CREATING, Ownership, row_key
+from salt_proxmox.pve.client import PveClient, Target, api_path
+from salt_proxmox.pve.constraints import check_form
+from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed
+from salt_proxmox.pve.tasks import CREATE_POLLS, POLL_INTERVAL, TASK_POLLS, await_task, start_task
+
+log = logging.getLogger(__name__)
+
+FAMILY = "lxc"
+
+
+@dataclass
+class PveContext:
+    """Everything one target's calls need within one Salt run.
+
+    ``client`` sends; ``broker`` hands out credentials; ``ownership`` keeps rows; ``sleep`` and
+    ``poll_interval`` (seconds) drive task polling (tests pass a no-op sleep).
+    """
+
+    target: Target
+    client: PveClient
+    broker: CredentialBroker
+    ownership: Ownership
+    sleep: Callable[[float], None] | None = None
+    poll_interval: float = POLL_INTERVAL
+    extra: MutableMapping = field(default_factory=dict)
+
+    def task(self, method: str, path: str, node: str, what: str, form=None, polls: int = TASK_POLLS) -> str:
+        """Run one task with a fresh provision credential, polled by that same credential."""
+        credential = self.broker.provision(need_seconds=polls * self.poll_interval)
+        upid = start_task(self.client, credential, method, path, what, form)
+        self.await_task(credential, node, upid, what, polls)
+        return upid
+
+    def await_task(self, credential, node: str, upid: str, what: str, polls: int) -> None:
+        """Poll ``upid`` with ``credential`` (its owner), bounded by ``polls``."""
+        kwargs = {"sleep": self.sleep} if self.sleep is not None else {}
+        await_task(self.client, credential, node, upid, what, polls, self.poll_interval, **kwargs)
+
+
+def guest_path(node: str, vmid: int) -> str:
+    """``nodes/{node}/lxc/{vmid}``, labels encoded."""
+    return api_path("nodes", node, "lxc", vmid)
+
+
+def _valid_row(row: object) -> bool:
+    if not isinstance(row, Mapping):
+        return False
+    vmid = row.get("vmid")
+    if isinstance(vmid, bool):
+        return False
+    try:
+        number = int(vmid) if isinstance(vmid, int | str) else None
+    except ValueError:
+        number = None
+    node = row.get("node")
+    return (
+        number is not None
+        and number > 0
+        and str(number) == str(vmid).strip()
+        and isinstance(node, str)
+        and node != ""
+        and row.get("type") in ("lxc", "qemu")
+    )
+
+
+def read_live(ctx: PveContext, node: str, vmid: int) -> dict | None:
+    """The live config of CT ``vmid`` on ``node``, or None when the cluster proves it absent.
+
+    Raises PveError (PVE's own answer, including a 403 or a generic 500), PveMalformed (a 200
+    without a digest-bearing config, or a guest index whose rows lack vmid/node/type), Refused
+    (the vmid is held elsewhere), PveUnreachable or CredentialError. Never folds a failure into
+    absence.
+    """
+    credential = ctx.broker.read()
+    path = f"{guest_path(node, vmid)}/config"
+    try:
+        live = ctx.client.request("GET", path, credential)
+    except PveConfigMissing as missing:
+        error = missing
+    else:
+        digest = live.get("digest") if isinstance(live, Mapping) else None
+        if not isinstance(digest, str) or not digest:
+            raise PveMalformed(
+                "GET", path, "the config has no digest, so it is not a config PVE read from disk"
+            )
+        return dict(live)
+    rows = ctx.client.request("GET", "cluster/resources", credential, params={"type": "vm"})
+    if not isinstance(rows, list) or not all(_valid_row(row) for row in rows):
+        raise PveMalformed(
+            "GET",
+            "cluster/resources?type=vm",
+            "the guest index has rows without a positive vmid, a node or a type of lxc/qemu, so it cannot "
+            "prove the vmid free",
+        )
+    found = next((row for row in rows if int(row["vmid"]) == vmid), None)
+    if found is None:
+        return None
+    if found["node"] == node and found["type"] == "lxc":
+        raise error
+    raise Refused(
+        f"vmid {vmid} is a {found['type']} guest on node {found['node']}, not a container on {node}. "
+        "A migration is not an update and vmids are cluster-wide: declare the node it is on, or pick a "
+        "free vmid."
+    )
+
+
+def _show(key: str, value: str | None) -> object:
+    """A value as a return may show it; a description only by its length (SPEC §6)."""
+    if value is None:
+        return None
+    if key in schema.NEVER_STORED:
+        return f"<{len(value.rstrip())} characters>"
+    return value
+
+
+def _changes(change: Change, live: Mapping[str, object]) -> dict:
+    out: dict = {}
+    for key, value in change.put.items():
+        out[key] = {"old": _show(key, live_text(live.get(key))), "new": _show(key, value)}
+    for key in change.clear:
+        out[key] = {"old": _show(key, live_text(live.get(key))), "new": ""}
+    if change.resize:
+        out["disks"] = {
+            disk: {"old": _size_of(live_text(live.get(disk))), "new": size} for disk, size in change.resize
+        }
+    return out
+
+
+def _size_of(value: str | None) -> str | None:
+    if not value:
+        return None
+    return dict(part.split("=", 1) for part in value.split(",")[1:] if "=" in part).get("size")
+
+
+@dataclass
+class Decision:
+    """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``."""
+
+    action: str
+    change: Change = field(default_factory=Change)
+    live: dict | None = None
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    row_key: str = ""
+    row: dict | None = None
+    record: bool = False
+
+
+def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
+    """The one decision plan and apply share (SPEC §6 Plan, §8)."""
+    key = row_key(decl.target, FAMILY, decl.vmid)
+    row = ctx.ownership.row(key)
+    previous = ctx.ownership.for_state(decl.target, FAMILY, decl.state_id)
+    recorded = (previous[1].get("declared") if previous else None) or (row or {}).get("declared")
+    identity = identity_refusals(decl, recorded)
+    if identity:
+        return Decision("refuse", reasons=identity, row_key=key, row=row)
+    live = read_live(ctx, decl.node, decl.vmid)
+    what = f"CT {decl.vmid} on {decl.node}"
+    if live is None:
+        refusals = create_refusals(decl)
+        if refusals:
+            return Decision("refuse", reasons=refusals, row_key=key, row=row)
+        if row and row.get("phase") != CREATING:
+            note = (
+                f"{what}: the cluster lists no guest with this vmid although it was ours; would CREATE "
+                "it AGAIN from ostemplate with new, empty volumes"
+            )
+        elif row:
+            note = f"{what}: an earlier create did not finish and the guest is absent; would create it"
+        else:
+            note = f"{what}: would be created from {decl.ostemplate}"
+        return Decision("create", live=None, notes=[note], row_key=key, row=row)
+    change = judge(decl, live)
+    notes: list[str] = []
+    record = False
+    if row is None:
+        if not decl.adopt:
+            return Decision(
+                "refuse",
+                live=live,
+                change=change,
+                row_key=key,
+                row=row,
+                reasons=[
+                    f"{what} exists and this minion did not create it. Nothing is taken over silently: "
+                    "declare adopt: true to manage it"
+                    + (f" (it differs in {', '.join(change.drift)})." if change.drift else " (it matches).")
+                ],
+            )
+        notes.append(f"{what}: adopted as declared")
+        record = True
+    elif row.get("phase") == CREATING:
+        if change.drift:
+            return Decision(
+                "refuse",
+                live=live,
+                change=change,
+                row_key=key,
+                row=row,
+                reasons=[
+                    f"{what} exists with a create of ours recorded as unfinished, but it differs in "
+                    f"{', '.join(change.drift)}, so it may not be ours. Check it, then declare adopt: true or "
+                    "pick another vmid."
+                ],
+            )
+        notes.append(f"{what}: our interrupted create is finished; recorded as ours")
+        record = True
+    elif (row.get("declared") or {}).get("node") not in (None, decl.node):
+        notes.append(f"{what}: the guest is on {decl.node} now; re-recorded, nothing written for the move")
+        record = True
+    if change.refuse:
+        return Decision("refuse", live=live, change=change, reasons=change.refuse, row_key=key, row=row)
+    if change.drift:
+        return Decision("update", live=live, change=change, notes=notes, row_key=key, row=row, record=True)
+    return Decision("noop", live=live, change=change, notes=notes, row_key=key, row=row, record=record)
+
+
+def _fail_text(exc: Exception) -> str:
+    if isinstance(exc, Refused):
+        return "\n".join(exc.reasons)
+    return str(exc)
+
+
+def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
+    """Plan (``test``) or apply one container declaration; never raises for a known failure.
+
+    ``declared``: ``vmid``, ``node``, ``adopt``, ``removal`` and the config keys (``hostname``,
+    ``rootfs``, ``net0``, ...), as the state received them.
+    """
+    outcome = Outcome()
+    try:
+        decl = parse_declaration(
+            state_id,
+            vmid=declared.pop("vmid", None),
+            node=declared.pop("node", None),
+            target=ctx.target.name,
+            adopt=declared.pop("adopt", False),
+            removal=declared.pop("removal", "retain"),
+            config=declared,
+        )
+        decision = _decide(ctx, decl)
+    except DeclarationError as exc:
+        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{state_id}: {_fail_text(exc)}", "Nothing was written.")
+    if decision.action == "refuse":
+        return outcome.fail(*decision.reasons, "Nothing was written.")
+    if decision.action == "create":
+        outcome.changes = {"created": {"old": None, "new": f"CT {decl.vmid} on {decl.node}"}}
+        form = create_form(decl)
+        outcome.changes.update(
+            {k: {"old": None, "new": _show(k, v)} for k, v in form.items() if k not in ("vmid",)}
+        )
+    else:
+        outcome.changes = _changes(decision.change, decision.live or {})
+    if decision.record and decision.action != "create":
+        outcome.changes["ownership"] = {"old": (decision.row or {}).get("phase"), "new": "owned"}
+    if test or decision.action != "create":
+        outcome.comment.extend(decision.notes)
+    if test:
+        if decision.action == "update":
+            outcome.comment.append(
+                f"CT {decl.vmid} on {decl.node}: would write {', '.join(decision.change.drift)}"
+            )
+        if decision.action == "noop" and not decision.record:
+            outcome.comment.append(f"CT {decl.vmid} on {decl.node} is as declared")
+        outcome.result = None if (outcome.changes or decision.record) else True
+        return outcome
+    try:
+        if decision.action == "create":
+            _create(ctx, decl)
+        elif decision.action == "update":
+            _update(ctx, decl, decision)
+        after = read_live(ctx, decl.node, decl.vmid)
+    except SaltProxmoxError as exc:
+        outcome.changes = {} if not isinstance(exc, Uncertain) else outcome.changes
+        return outcome.fail(_fail_text(exc))
+    if after is None:
+        return outcome.fail(f"CT {decl.vmid}: the write returned no error but the guest is absent.")
+    ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored())
+    left = judge(decl, after).drift
+    if left:
+        return outcome.fail(
+            f"CT {decl.vmid}: after the write, {', '.join(left)} still differ from the declaration. PVE may "
+            "store another spelling; declare what it stores."
+        )
+    if decision.action == "create":
+        outcome.comment.append(f"CT {decl.vmid} on {decl.node} has been created")
+    elif decision.action == "update":
+        outcome.comment.append(
+            f"CT {decl.vmid} on {decl.node} has been updated: {', '.join(decision.change.drift)}"
+        )
+    elif not decision.record:
+        outcome.comment.append(f"CT {decl.vmid} on {decl.node} is as declared")
+    return outcome
+
+
+def adhoc_declaration(ctx: PveContext, vmid: object, config: Mapping[str, object]) -> tuple[str, dict]:
+    """For an ad-hoc write: the state id that owns ``vmid`` and its recorded declaration with
+    ``config`` merged over it, so an ad-hoc call never re-labels or shrinks an owned row."""
+    try:
+        number = int(str(vmid))
+    except ValueError:
+        raise DeclarationError(f"vmid: {vmid!r} is not an integer") from None
+    row = ctx.ownership.row(row_key(ctx.target.name, FAMILY, number)) or {}
+    declared = dict(row.get("declared") or {})
+    declared.update(config)
+    declared["vmid"] = number
+    return str(row.get("state_id") or f"adhoc-{number}"), declared
+
+
+def _create(ctx: PveContext, decl: LxcDeclaration) -> None:
+    form = create_form(decl)
+    check_form(schema.CREATE, form, presence=True)
+    path = api_path("nodes", decl.node, "lxc")
+    what = f"create CT {decl.vmid} on {decl.node}"
+    key = row_key(decl.target, FAMILY, decl.vmid)
+    credential = ctx.broker.provision(need_seconds=CREATE_POLLS * ctx.poll_interval)
+    earlier = ctx.ownership.row(key)
+    ctx.ownership.mark_creating(key, decl.state_id, decl.stored())
+    try:
+        upid = start_task(ctx.client, credential, "POST", path, what, form)
+    except PveError:
+        # PVE answered and refused: nothing started, so the row must not claim a create did.
+        _restore(ctx, key, earlier)
+        raise
+    ctx.await_task(credential, decl.node, upid, what, CREATE_POLLS)
+
+
+def _restore(ctx: PveContext, key: str, earlier: dict | None) -> None:
+    if earlier is None:
+        ctx.ownership.forget(key)
+    else:
+        ctx.ownership.mark_owned(key, earlier.get("state_id", ""), earlier.get("declared", {}))
+
+
+def _update(ctx: PveContext, decl: LxcDeclaration, decision: Decision) -> None:
+    change = decision.change
+    path = guest_path(decl.node, decl.vmid)
+    if change.put or change.clear:
+        form = dict(change.put)
+        if change.clear:
+            form["delete"] = ",".join(change.clear)
+        form["digest"] = str(decision.live["digest"])
+        check_form(schema.UPDATE, form, presence=False)
+        credential = ctx.broker.provision()
+        ctx.client.request("PUT", f"{path}/config", credential, form=form)
+    for disk, size in change.resize:
+        form = {"disk": disk, "size": size}
+        check_form(schema.RESIZE, form, presence=True)
+        ctx.task("PUT", f"{path}/resize", decl.node, f"grow {disk} of CT {decl.vmid} to {size}", form=form)
+
+
+def absent(
+    ctx: PveContext, state_id: str, test: bool, vmid: object, node: object, removal: object = "retain"
+) -> Outcome:
+    """Retain (default: forget ownership, touch nothing) or destroy a container we made.
+
+    ``removal: destroy`` deletes only a guest that still matches its last declaration, with no
+    ``force``/``purge``, and keeps PVE's refusal of a running or protected guest
+    (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``).
+    """
+    outcome = Outcome()
+    try:
+        decl = parse_declaration(state_id, vmid=vmid, node=node, target=ctx.target.name, removal=removal)
+    except DeclarationError as exc:
+        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+    key = row_key(decl.target, FAMILY, decl.vmid)
+    row = ctx.ownership.row(key)
+    what = f"CT {decl.vmid} on {decl.node}"
+    if decl.removal == "retain":
+        if row is None:
+            outcome.comment.append(f"{what} is not recorded as ours; nothing to forget")
+            return outcome
+        outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
+        if test:
+            outcome.result = None
+            outcome.comment.append(f"{what}: would forget ownership and leave the guest untouched (retain)")
+            return outcome
+        ctx.ownership.forget(key)
+        outcome.comment.append(f"{what}: ownership forgotten; the guest is retained untouched")
+        return outcome
+    if row is None:
+        return outcome.fail(f"{what} is not recorded as ours, so it is not destroyed. Nothing was deleted.")
+    try:
+        recorded = dict(row.get("declared") or {})
+        last = parse_declaration(
+            state_id,
+            vmid=recorded.pop("vmid", decl.vmid),
+            node=recorded.pop("node", decl.node),
+            target=decl.target,
+            config=recorded,
+        )
+        live = read_live(ctx, last.node, last.vmid)
+        if live is None:
+            outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
+            if test:
+                outcome.result = None
+                outcome.comment.append(f"{what} is already absent; would forget ownership")
+                return outcome
+            ctx.ownership.forget(key)
+            outcome.comment.append(f"{what} is already absent; ownership forgotten")
+            return outcome
+        drift = judge(last, live).drift
+        if drift:
+            return outcome.fail(
+                f"destroy {what}: the guest no longer matches its last declaration ({', '.join(drift)}), so it "
+                "may not be the guest this state made. Nothing was deleted: delete it by hand if it should go."
+            )
+        outcome.changes = {"destroyed": {"old": f"CT {last.vmid} on {last.node}", "new": None}}
+        if test:
+            outcome.result = None
+            outcome.comment.append(f"{what}: would be destroyed (no force, no purge)")
+            return outcome
+        ctx.task("DELETE", guest_path(last.node, last.vmid), last.node, f"destroy CT {last.vmid}")
+    except SaltProxmoxError as exc:
+        outcome.changes = {}
+        return outcome.fail(_fail_text(exc), "Nothing was deleted unless a task UPID is named above.")
+    ctx.ownership.forget(key)
+    outcome.comment.append(f"{what} has been destroyed")
+    return outcome

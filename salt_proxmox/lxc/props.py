@@ -1,0 +1,201 @@
+"""A container declaration: the state's arguments, checked and turned into PVE's wire spelling.
+
+Bad input is refused here, before any network call, with one sentence per key naming the key
+and the rule (SPEC §3: keys a family does not know are refused by name, never ignored).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.lxc import schema
+from salt_proxmox.pve.constraints import NODE, VMID_MAX, VMID_MIN
+from salt_proxmox.wire.propstring import flag, pairs, wire
+from salt_proxmox.wire.volumes import parse_volume
+
+_MAC = re.compile(r"^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}$")
+REMOVALS = ("retain", "destroy")
+
+
+@dataclass(frozen=True)
+class LxcDeclaration:
+    """One declared container.
+
+    ``config`` maps PVE config keys (``hostname``, ``rootfs``, ``net0``, ``unprivileged``, ...) to
+    their wire strings; ``''`` asks to clear the key. ``ostemplate`` and ``start`` are create-only.
+    """
+
+    state_id: str
+    target: str
+    node: str
+    vmid: int
+    adopt: bool = False
+    removal: str = "retain"
+    config: dict[str, str] = field(default_factory=dict)
+    ostemplate: str | None = None
+    start: bool = False
+
+    def stored(self) -> dict[str, object]:
+        """The declaration as grains keep it: identity and config, without never-stored keys."""
+        out: dict[str, object] = {
+            key: value for key, value in self.config.items() if key not in schema.NEVER_STORED
+        }
+        out["node"] = self.node
+        out["vmid"] = self.vmid
+        if self.ostemplate is not None:
+            out["ostemplate"] = self.ostemplate
+        return out
+
+
+def _problem_for(key: str, value: str) -> str | None:
+    """Why ``value`` is not a valid ``key`` (its schema rule or property-string format), or None."""
+    if value == "":
+        return None
+    if key in schema.SCALARS:
+        if key == "features":
+            return _options_problem(value, schema.FEATURE_OPTIONS, None, check_flags=True)
+        return schema.SCALARS[key].rule.problem(value)
+    if key == "unprivileged":
+        return schema._rule_for(key).problem(value)
+    family = (schema.indexed(key) or ("", 0))[0]
+    if key == "rootfs" or family == "mp":
+        try:
+            volume = parse_volume(value)
+        except ValueError as exc:
+            return str(exc)
+        if family == "mp" and "mp" not in volume.options:
+            return "a mount point needs mp=<path in the container>"
+        if key == "rootfs" and "mp" in volume.options:
+            return "rootfs takes no mp= (it is mounted at /)"
+        return None
+    if family == "net":
+        problem = _options_problem(value, schema.NET_OPTIONS, None)
+        if problem:
+            return problem
+        options = dict(pairs(value))
+        if not options.get("name"):
+            return "a NIC needs name=<interface name in the container>"
+        if "hwaddr" in options and not _MAC.match(options["hwaddr"]):
+            return f"hwaddr {options['hwaddr']!r} is not a MAC address"
+        return None
+    if family == "dev":
+        return _options_problem(value, schema.DEV_OPTIONS, "path", check_flags=True)
+    return None
+
+
+def _options_problem(
+    value: str, allowed: frozenset[str], default_key: str | None, check_flags: bool = False
+) -> str | None:
+    try:
+        items = pairs(value, default_key)
+    except ValueError as exc:
+        return str(exc)
+    unknown = sorted({key for key, _ in items} - allowed)
+    if unknown:
+        return f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+    if check_flags:
+        for key, raw in items:
+            if key in ("mount", "path", "mode", "uid", "gid"):
+                continue
+            try:
+                flag(raw)
+            except ValueError:
+                return f"{key}={raw} is not a boolean"
+    return None
+
+
+def _vmid(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise DeclarationError(f"vmid: expected an integer, got {type(value).__name__}")
+    if isinstance(value, str) and not value.isdigit():
+        raise DeclarationError(f"vmid: {value!r} is not an integer")
+    number = int(value)
+    if not VMID_MIN <= number <= VMID_MAX:
+        raise DeclarationError(f"vmid: {number} is outside PVE's range {VMID_MIN}-{VMID_MAX} (pve-vmid)")
+    return number
+
+
+def parse_declaration(
+    state_id: str,
+    *,
+    vmid: object,
+    node: object,
+    target: object,
+    adopt: object = False,
+    removal: object = "retain",
+    config: Mapping[str, object] | None = None,
+) -> LxcDeclaration:
+    """Check a ``proxmox_lxc`` declaration and return it in wire spelling.
+
+    Raises DeclarationError listing every problem: an unknown key, a value of the wrong type
+    (a list or a mapping where PVE takes a string), or a value PVE's schema rejects.
+    """
+    problems: list[str] = []
+    try:
+        number = _vmid(vmid)
+    except DeclarationError as exc:
+        problems += exc.problems
+        number = 0
+    if not isinstance(node, str) or not NODE.match(node):
+        problems.append(f"node: {node!r} is not a PVE node name (pve-node)")
+    if not isinstance(target, str) or not target:
+        problems.append("target: name the cluster from proxmox:targets")
+    if not isinstance(adopt, bool):
+        problems.append(f"adopt: expected true or false, got {adopt!r}")
+    if removal not in REMOVALS:
+        problems.append(f"removal: expected one of {', '.join(REMOVALS)}, got {removal!r}")
+    wired: dict[str, str] = {}
+    ostemplate: str | None = None
+    start = False
+    for key, raw in sorted((config or {}).items()):
+        if not isinstance(key, str):
+            problems.append(f"{key!r}: config keys are strings")
+            continue
+        if key not in schema.CREATE_ONLY and not schema.is_config_key(key):
+            problems.append(
+                f"{key}: not a container config key this state manages (see pve-container "
+                "src/PVE/LXC/Config.pm); remove it from the declaration"
+            )
+            continue
+        try:
+            value = wire(raw)
+        except TypeError as exc:
+            problems.append(f"{key}: {exc}")
+            continue
+        if key == "ostemplate":
+            if not value:
+                problems.append("ostemplate: give a template volume (storage:vztmpl/file) or leave it out")
+            ostemplate = value or None
+            continue
+        if key == "start":
+            try:
+                start = flag(value) == "1"
+            except ValueError as exc:
+                problems.append(f"start: {exc}")
+            continue
+        if len(value) > 65536:
+            problems.append(
+                f"{key}: value is {len(value)} characters long; PVE's config lines are far shorter"
+            )
+            continue
+        problem = _problem_for(key, value)
+        if problem:
+            problems.append(f"{key}: {problem}")
+            continue
+        wired[key] = value
+    if problems:
+        raise DeclarationError(problems)
+    return LxcDeclaration(
+        state_id=state_id,
+        target=str(target),
+        node=str(node),
+        vmid=number,
+        adopt=bool(adopt),
+        removal=str(removal),
+        config=wired,
+        ostemplate=ostemplate,
+        start=start,
+    )

@@ -1,0 +1,1 @@
+"""OpenBao: the hvac client, PVE credential minting, and (later) policy management."""

@@ -1,0 +1,34 @@
+"""What a state reports: the Salt return's ``result``, ``changes`` and ``comment`` lines.
+
+Every family's plan/apply returns one ``Outcome``; the Salt state module only adds ``name``.
+``result`` is True (done or nothing to do), None (``test=True`` with changes to make) or False
+(refused or failed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Outcome:
+    """A state's verdict. ``comment`` holds one line per decision."""
+
+    result: bool | None = True
+    changes: dict = field(default_factory=dict)
+    comment: list[str] = field(default_factory=list)
+
+    def fail(self, *lines: str) -> Outcome:
+        """Mark failed, adding each line to the comment."""
+        self.result = False
+        self.comment.extend(lines)
+        return self
+
+    def salt_return(self, name: str) -> dict:
+        """The dict a Salt state function returns."""
+        return {
+            "name": name,
+            "result": self.result,
+            "changes": self.changes,
+            "comment": "\n".join(self.comment),
+        }

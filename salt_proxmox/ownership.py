@@ -1,0 +1,107 @@
+"""Who made what: the ownership rows of SPEC §8, kept in one grain (``salt_proxmox:owned``).
+
+Each row is keyed ``<target>/<family>/<identity>`` and holds ``{phase: creating|owned,
+instance: uuid, state_id, declared: {non-secret declared keys}}``.
+
+- ``creating`` is written before a create's POST; a later run that finds the guest with a
+  ``creating`` row and a matching declaration finishes it as ours.
+- A live object with no row is unowned: plan and apply refuse it unless ``adopt: true``.
+- ``state_id`` lets a later run see the same state now declaring another identity.
+
+Storage is injected (``OwnershipStore``): Salt grains in production, a dict in tests. Nothing
+secret is stored: callers pass declarations through ``LxcDeclaration.stored`` and the like.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Mapping
+from typing import Protocol
+
+CREATING = "creating"
+OWNED = "owned"
+
+
+class OwnershipStore(Protocol):
+    """Where rows live. ``load`` returns every row; ``save`` replaces them all."""
+
+    def load(self) -> dict[str, dict]: ...
+
+    def save(self, rows: dict[str, dict]) -> None: ...
+
+
+class MemoryStore:
+    """A store in a dict, for tests and dry runs."""
+
+    def __init__(self, rows: Mapping[str, dict] | None = None):
+        self.rows = copy.deepcopy(dict(rows or {}))
+        self.saves = 0
+
+    def load(self) -> dict[str, dict]:
+        return copy.deepcopy(self.rows)
+
+    def save(self, rows: dict[str, dict]) -> None:
+        self.rows = copy.deepcopy(rows)
+        self.saves += 1
+
+
+def row_key(target: str, family: str, identity: object) -> str:
+    """``homelab/lxc/150``; names are lower-cased where the family compares them so."""
+    return f"{target}/{family}/{identity}"
+
+
+class Ownership:
+    """Reads and writes ownership rows through a store. Every write saves at once, so an error
+    later in the run never leaves a row that disagrees with what was done."""
+
+    def __init__(self, store: OwnershipStore):
+        self.store = store
+
+    def row(self, key: str) -> dict | None:
+        """The row for ``key``, or None."""
+        row = self.store.load().get(key)
+        return row if isinstance(row, dict) else None
+
+    def for_state(self, target: str, family: str, state_id: str) -> tuple[str, dict] | None:
+        """The row (key, row) this state id recorded in ``target``'s ``family``, if any."""
+        prefix = f"{target}/{family}/"
+        for key, row in sorted(self.store.load().items()):
+            if key.startswith(prefix) and isinstance(row, dict) and row.get("state_id") == state_id:
+                return key, row
+        return None
+
+    def mark_creating(self, key: str, state_id: str, declared: Mapping[str, object]) -> str:
+        """Record a create about to start; returns its instance id."""
+        instance = str(uuid.uuid4())
+        self._put(
+            key, {"phase": CREATING, "instance": instance, "state_id": state_id, "declared": dict(declared)}
+        )
+        return instance
+
+    def mark_owned(self, key: str, state_id: str, declared: Mapping[str, object]) -> None:
+        """Record the object as ours, keeping the instance id of an earlier row."""
+        earlier = self.row(key) or {}
+        self._put(
+            key,
+            {
+                "phase": OWNED,
+                "instance": earlier.get("instance") or str(uuid.uuid4()),
+                "state_id": state_id,
+                "declared": dict(declared),
+            },
+        )
+
+    def forget(self, key: str) -> bool:
+        """Drop the row; True when there was one."""
+        rows = self.store.load()
+        if key not in rows:
+            return False
+        del rows[key]
+        self.store.save(rows)
+        return True
+
+    def _put(self, key: str, row: dict) -> None:
+        rows = self.store.load()
+        rows[key] = row
+        self.store.save(rows)

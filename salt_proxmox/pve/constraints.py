@@ -1,0 +1,167 @@
+"""Vendor constraints: the PVE API schema's rules for a form, checked before any write (SPEC §5a).
+
+Each ``Rule`` names its source. The formats are pve-common ``src/PVE/JSONSchema.pm`` (PVE 9
+line): ``dns-name``, ``pve-tag-list``, ``pve-startup-order``, ``address-list``,
+``dns-name-list``; sizes are ``parse_size`` (see ``salt_proxmox.wire.sizes``). A failing form
+is refused naming key and rule, and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.wire.propstring import flag
+from salt_proxmox.wire.sizes import parse_size
+
+_DNS_LABEL = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)"
+#: ``pve_verify_dns_name``: labels of letters, digits and inner hyphens, dot-separated.
+DNS_NAME = re.compile(rf"^(?:{_DNS_LABEL}\.)*{_DNS_LABEL}$")
+#: ``$PVE::JSONSchema::PVE_TAG_RE``.
+TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE)
+#: ``pve-startup-order``: ``[[order=]\d+] [,up=\d+] [,down=\d+]``.
+STARTUP = re.compile(r"^(?:(?:order=)?\d+)?(?:,?up=\d+)?(?:,?down=\d+)?$")
+#: ``pve-node`` (pve-common ``pve_verify_node_name``).
+NODE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?$")
+#: Resize ``size`` (pve-container ``src/PVE/API2/LXC.pm`` ``resize_vm``).
+RESIZE_SIZE = re.compile(r"^\+?\d+(?:\.\d+)?[KMGT]?$")
+#: ``pve-vmid``: ``100 - 999999999`` (pve-common ``JSONSchema.pm`` ``pve_verify_vmid``).
+VMID_MIN, VMID_MAX = 100, 999_999_999
+
+
+def _split_list(value: str) -> list[str]:
+    return [part for part in re.split(r"[;,\s]+", value) if part]
+
+
+def check_dns_name(value: str) -> str | None:
+    """None when ``value`` is a DNS name, else the reason (PVE: ``value does not look like a valid
+    DNS name``)."""
+    if len(value) > 255 or not DNS_NAME.match(value):
+        return "value does not look like a valid DNS name"
+    return None
+
+
+def check_tags(value: str) -> str | None:
+    """``pve-tag-list``: tags split on ``;``, ``,`` or space, each matching PVE_TAG_RE."""
+    bad = [tag for tag in _split_list(value) if not TAG.match(tag)]
+    return f"invalid tag(s) {', '.join(bad)}: a tag is letters, digits, _ - + ." if bad else None
+
+
+def check_startup(value: str) -> str | None:
+    """``pve-startup-order``."""
+    return None if STARTUP.match(value) else "not [order=]N[,up=N][,down=N]"
+
+
+def check_addresses(value: str) -> str | None:
+    """``address-list``: IP addresses split on ``;``, ``,`` or space."""
+    for part in _split_list(value):
+        try:
+            ipaddress.ip_address(part)
+        except ValueError:
+            return f"{part!r} is not an IP address"
+    return None
+
+
+def check_dns_names(value: str) -> str | None:
+    """``dns-name-list``."""
+    for part in _split_list(value):
+        if check_dns_name(part):
+            return f"{part!r} does not look like a valid DNS name"
+    return None
+
+
+def check_size(value: str) -> str | None:
+    """``parse_size``: binary units only."""
+    try:
+        parse_size(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def check_resize(value: str) -> str | None:
+    """The resize endpoint's ``size`` pattern."""
+    return None if RESIZE_SIZE.match(value) else "not [+]N[.N][K|M|G|T]"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One key's schema rule.
+
+    ``kind``: ``integer``, ``number``, ``boolean``, ``string`` or ``enum``; ``minimum``/``maximum``
+    for numbers; ``max_length`` for strings; ``choices`` for enums; ``check`` a format checker
+    returning None or the reason.
+    """
+
+    kind: str = "string"
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int | None = None
+    choices: tuple[str, ...] = ()
+    check: Callable[[str], str | None] | None = None
+
+    def problem(self, value: str) -> str | None:
+        """None when ``value`` (its wire spelling) satisfies the rule, else the reason in PVE's words."""
+        if self.kind in ("integer", "number"):
+            try:
+                number = int(value) if self.kind == "integer" else float(value)
+            except ValueError:
+                return f"type check ('{self.kind}') failed - got '{value}'"
+            if self.minimum is not None and number < self.minimum:
+                return f"value must have a minimum value of {self.minimum:g}"
+            if self.maximum is not None and number > self.maximum:
+                return f"value must have a maximum value of {self.maximum:g}"
+            return None
+        if self.kind == "boolean":
+            try:
+                flag(value)
+            except ValueError:
+                return f"type check ('boolean') failed - got '{value}'"
+            return None
+        if self.kind == "enum" and value not in self.choices:
+            return f"value '{value}' does not have a value in the enumeration '{', '.join(self.choices)}'"
+        if self.max_length is not None and len(value) > self.max_length:
+            return f"value may only be {self.max_length} characters long"
+        if self.check is not None and value != "":
+            return self.check(value)
+        return None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One write endpoint: its label, required keys, and the rule for each key it takes."""
+
+    label: str
+    required: tuple[str, ...]
+    rule_for: Callable[[str], Rule | None]
+
+
+def check_form(endpoint: Endpoint, form: Mapping[str, str], presence: bool) -> None:
+    """Refuse ``form`` unless every key passes its rule (and, with ``presence``, every required
+    key is there). ``presence`` is False for partial config updates, whose keys are all optional.
+
+    Raises DeclarationError listing ``<endpoint>: <key>: <rule>`` for each problem; the caller
+    sends nothing.
+    """
+    problems: list[str] = []
+    if presence:
+        problems += [
+            f"{endpoint.label}: {key}: property is missing and it is not optional"
+            for key in endpoint.required
+            if form.get(key) in (None, "")
+        ]
+    for key, value in form.items():
+        if key in ("digest", "delete"):
+            continue
+        rule = endpoint.rule_for(key)
+        if rule is None:
+            problems.append(f"{endpoint.label}: {key}: property is not defined in schema")
+            continue
+        reason = rule.problem(value)
+        if reason:
+            problems.append(f"{endpoint.label}: {key}: {reason}")
+    if problems:
+        raise DeclarationError(problems)

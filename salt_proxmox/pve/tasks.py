@@ -1,0 +1,127 @@
+"""Asynchronous PVE tasks: start one, then poll it with the credential that started it.
+
+Create, resize and delete answer a UPID the moment PVE forks the worker (pve-container
+``src/PVE/API2/LXC.pm``: their ``returns`` are ``string``); a config PUT answers ``null`` once
+written and needs no wait.
+
+- Each task is polled with the very credential that started it: PVE lets a task's owner read
+  its status without ``Sys.Audit`` (pve-manager ``src/PVE/API2/Tasks.pm`` ``read_task_status``:
+  ``$user eq $task->{user}``); a new mint is another token identity.
+- Polling is bounded (``polls`` × ``interval`` seconds). A poll that cannot be read (an error,
+  a body without ``status``) makes the outcome uncertain: reported with the UPID, never retried.
+- A task that stops with an exit status other than ``OK`` fails with the UPID and the
+  ``pvesh get .../log`` command to read why.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from salt_proxmox.errors import Refused, SaltProxmoxError, Uncertain
+from salt_proxmox.pve.client import Credential, PveClient, api_path
+
+#: One-second polls: a cap, not an estimate.
+CREATE_POLLS = 180
+TASK_POLLS = 60
+POLL_INTERVAL = 1.0
+
+
+class TaskFailed(Refused):
+    """The task ran and ended with a non-OK exit status."""
+
+
+class TaskUncertain(Uncertain):
+    """The task was started and its end could not be observed."""
+
+
+def log_command(node: str, upid: str) -> str:
+    """The command an operator runs to read a task's log."""
+    return f"`pvesh get /nodes/{node}/tasks/{upid}/log`"
+
+
+def await_task(
+    client: PveClient,
+    credential: Credential,
+    node: str,
+    upid: str,
+    what: str,
+    polls: int = TASK_POLLS,
+    interval: float = POLL_INTERVAL,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Wait for ``upid`` on ``node`` to stop with ``OK``.
+
+    Raises TaskFailed for another exit status, TaskUncertain when a poll cannot be read or the
+    task is still running after ``polls`` polls. Neither is retried.
+    """
+    path = f"{api_path('nodes', node, 'tasks', upid)}/status"
+    for attempt in range(polls):
+        try:
+            status = client.request("GET", path, credential)
+        except SaltProxmoxError as exc:
+            raise TaskUncertain(
+                f"{what}: task {upid} could not be read ({exc}); it may still be running or have ended. "
+                f"Nothing is retried. Read {log_command(node, upid)} before running the state again."
+            ) from None
+        state = status.get("status") if isinstance(status, Mapping) else None
+        if not isinstance(state, str):
+            raise TaskUncertain(
+                f"{what}: task {upid} could not be read (the status answer has no status); nothing is "
+                f"retried. Read {log_command(node, upid)} before running the state again."
+            )
+        if state == "stopped":
+            exit_status = status.get("exitstatus")
+            if exit_status == "OK":
+                return
+            raise TaskFailed(
+                f"{what}: task {upid} ended {exit_status or 'with no exit status'!r}. Read "
+                f"{log_command(node, upid)} before running the state again."
+            )
+        # Any other word (``running``, or one PVE may add) keeps polling: only "stopped" ends it.
+        if attempt + 1 < polls:
+            sleep(interval)
+    raise TaskUncertain(
+        f"{what}: task {upid} was still running after {polls * interval:g}s; it was not cancelled and "
+        f"nothing is retried. Read {log_command(node, upid)} and run the state again when it has ended."
+    )
+
+
+def start_task(
+    client: PveClient,
+    credential: Credential,
+    method: str,
+    path: str,
+    what: str,
+    form: Mapping[str, str] | None = None,
+) -> str:
+    """Send a task-starting call; returns its UPID.
+
+    Raises PveError when PVE refused (nothing started), and TaskUncertain when PVE answered no
+    UPID (the write cannot be confirmed and is not claimed).
+    """
+    upid = client.request(method, path, credential, form=form)
+    if not isinstance(upid, str) or not upid.startswith("UPID:"):
+        raise TaskUncertain(
+            f"{what}: PVE answered no task id, so the write cannot be confirmed and is not claimed. "
+            "Read the object before running the state again."
+        )
+    return upid
+
+
+def run_task(
+    client: PveClient,
+    credential: Credential,
+    method: str,
+    path: str,
+    node: str,
+    what: str,
+    form: Mapping[str, str] | None = None,
+    polls: int = TASK_POLLS,
+    interval: float = POLL_INTERVAL,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """``start_task`` then ``await_task`` on the same credential; returns the UPID."""
+    upid = start_task(client, credential, method, path, what, form)
+    await_task(client, credential, node, upid, what, polls, interval, sleep)
+    return upid

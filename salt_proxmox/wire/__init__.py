@@ -1,0 +1,1 @@
+"""How values are spelled on the PVE wire, and when two spellings are one value (pure)."""

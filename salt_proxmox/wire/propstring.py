@@ -1,0 +1,167 @@
+"""Property strings (``key=value,key=value``) and the canonical spelling of their values.
+
+PVE parses these with pve-common ``src/PVE/JSONSchema.pm`` (``parse_property_string``): items
+split on ``,``, each ``key=value``, and at most one bare item taken as the format's
+``default_key`` (``name`` is not one; the volume of ``rootfs``/``mpN`` is, and ``order`` of
+``startup`` is). PVE prints them back in its own key order with defaults it chooses to show, so
+values are compared as maps with each family's defaults dropped, never as strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+#: Boolean spellings PVE's JSONSchema accepts for ``type => 'boolean'`` (pve-common
+#: ``JSONSchema.pm`` ``check_type``: 1|0|true|false|yes|no|on|off, any case).
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+#: What absence means for each family's keys (pve-container ``src/PVE/LXC/Config.pm``:
+#: ``$netconf_desc``, ``$features_desc``, ``$dev_desc``, ``$rootfs_desc``/``$mp_desc``).
+#: ``replicate`` defaults ON; everything else here defaults off. ``acl`` has no default (unset
+#: means the storage's own), so it is not listed.
+FAMILY_DEFAULTS: dict[str, dict[str, str]] = {
+    "net": {"firewall": "0", "host-managed": "0", "link_down": "0", "type": "veth"},
+    "features": {"force_rw_sys": "0", "fuse": "0", "keyctl": "0", "mknod": "0", "nesting": "0"},
+    "dev": {"deny-write": "0"},
+    "volume": {
+        "backup": "0",
+        "keepattrs": "0",
+        "quota": "0",
+        "replicate": "1",
+        "ro": "0",
+        "shared": "0",
+    },
+}
+
+#: Keys whose value is a boolean, in any family.
+FLAG_KEYS = frozenset(
+    {
+        "acl",
+        "backup",
+        "deny-write",
+        "firewall",
+        "force_rw_sys",
+        "fuse",
+        "host-managed",
+        "keepattrs",
+        "keyctl",
+        "link_down",
+        "mknod",
+        "nesting",
+        "quota",
+        "replicate",
+        "ro",
+        "shared",
+    }
+)
+
+#: Keys holding a ``;`` list whose order PVE does not keep meaningful (``mount`` of features,
+#: ``mountoptions`` of a volume).
+SET_KEYS = frozenset({"mount", "mountoptions"})
+
+
+def flag(value: object) -> str:
+    """``'1'`` or ``'0'`` for any boolean spelling PVE accepts.
+
+    Raises ValueError for anything else (``'2'``, ``'maybe'``).
+    """
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return "1"
+    if text in _FALSE:
+        return "0"
+    raise ValueError(f"{value!r} is not a boolean (1/0, true/false, yes/no, on/off)")
+
+
+def wire(value: object) -> str:
+    """A declared scalar as PVE's form encoding spells it: booleans as 1/0, numbers plain.
+
+    Raises TypeError for a list, a dict or None: PVE config values are scalars.
+    """
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"expected a string, number or boolean, got {type(value).__name__}")
+
+
+def pairs(value: str, default_key: str | None = None) -> list[tuple[str, str]]:
+    """``'a=1,b=2'`` as ``[('a', '1'), ('b', '2')]``; a bare item is ``default_key``'s value.
+
+    Raises ValueError for a bare item when the format has no default key, or a second bare
+    item, or an empty key — PVE's ``parse_property_string`` rejects each.
+    """
+    out: list[tuple[str, str]] = []
+    bare_seen = False
+    for raw in value.split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        key, eq, val = part.partition("=")
+        if not eq:
+            if default_key is None:
+                raise ValueError(f"{part!r} has no '=' and this property string has no default key")
+            if bare_seen:
+                raise ValueError(f"{part!r}: only one value may omit its key ({default_key})")
+            bare_seen = True
+            out.append((default_key, part))
+            continue
+        key = key.strip()
+        if not key:
+            raise ValueError(f"{part!r} has an empty key")
+        out.append((key, val.strip()))
+    seen: set[str] = set()
+    for key, _ in out:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen.add(key)
+    return out
+
+
+def canonical_option(key: str, value: str) -> str:
+    """One option value in its comparable spelling.
+
+    Flags as 1/0; ``;`` lists as sorted sets; MACs upper-cased (pve-common ``PVE::Tools``
+    prints generated MACs upper-case and PVE compares them case-insensitively).
+    """
+    if key in FLAG_KEYS:
+        try:
+            return flag(value)
+        except ValueError:
+            return value
+    if key in SET_KEYS:
+        return ";".join(sorted({part.strip() for part in value.split(";") if part.strip()}))
+    if key == "hwaddr":
+        return value.upper()
+    return value
+
+
+def option_map(value: str, family: str, default_key: str | None = None) -> dict[str, str]:
+    """A property string as ``{key: canonical value}`` with ``family``'s defaults dropped."""
+    defaults = FAMILY_DEFAULTS.get(family, {})
+    out: dict[str, str] = {}
+    for key, raw in pairs(value, default_key):
+        canonical = canonical_option(key, raw)
+        if defaults.get(key) == canonical:
+            continue
+        out[key] = canonical
+    return out
+
+
+def sorted_form(mapping: Mapping[str, str]) -> str:
+    """An order-free spelling of a map, for comparing and for naming a value in a message."""
+    return ",".join(f"{key}={value}" for key, value in sorted(mapping.items()))
+
+
+def print_pairs(mapping: Mapping[str, str], lead: Iterable[str] = ()) -> str:
+    """A map back to a property string, ``lead`` keys first (PVE wants ``name=`` first on a NIC)."""
+    lead = [key for key in lead if key in mapping]
+    rest = [key for key in mapping if key not in lead]
+    return ",".join(f"{key}={mapping[key]}" for key in [*lead, *rest])

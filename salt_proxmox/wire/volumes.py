@@ -1,0 +1,181 @@
+"""Mount point values (``rootfs``, ``mpN``) as pve-container classifies them.
+
+pve-container ``src/PVE/LXC/Config.pm`` (``$rootfs_desc``, ``$mp_desc``, ``classify_mountpoint``):
+the first, key-less item is the volume. ``STORAGE:SIZE_IN_GiB`` asks for a new volume at create
+(``PVE::LXC::create_disks``); a ``/dev/...`` path is a device mount point, any other absolute path
+a bind mount, and ``storage:volname`` an allocated volume. Bind and device mount points are for
+root@pam only (``PVE::LXC::check_ct_modify_config_perm``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from salt_proxmox.wire.propstring import option_map, pairs, print_pairs, sorted_form
+from salt_proxmox.wire.sizes import gib_text, parse_size
+
+#: pve-storage ``PVE::Storage::Plugin`` storage id format ``pve-storage-id``.
+STORAGE_ID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]$", re.IGNORECASE)
+_SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*$")
+_NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$", re.IGNORECASE)
+
+#: Options a volume may carry (``$rootfs_desc``; ``mp`` only on ``mpN``).
+VOLUME_OPTIONS = frozenset(
+    {"volume", "mp", "size", "acl", "backup", "mountoptions", "quota", "replicate", "ro", "shared"}
+)
+
+
+@dataclass(frozen=True)
+class Volume:
+    """One parsed mount point: ``kind`` is ``new``, ``volume``, ``bind`` or ``device``."""
+
+    kind: str
+    volume: str
+    storage: str | None = None
+    new_gib: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def host_path(self) -> bool:
+        """True for bind and device mount points, which only root@pam may configure."""
+        return self.kind in ("bind", "device")
+
+
+def parse_volume(value: str) -> Volume:
+    """Parse a ``rootfs``/``mpN`` value.
+
+    Raises ValueError for an unknown option, a malformed size, or a volume that is neither
+    ``storage:...`` nor an absolute path.
+    """
+    items = pairs(value, default_key="volume")
+    options = dict(items)
+    unknown = sorted(set(options) - VOLUME_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown mount point option(s) {', '.join(unknown)}")
+    volume = options.pop("volume", "")
+    if not volume:
+        raise ValueError("a mount point needs a volume (storage:size-in-GiB, storage:volname or a path)")
+    if "size" in options:
+        parse_size(options["size"])
+    new = _NEW.match(volume)
+    if new:
+        return Volume("new", volume, storage=new.group(1), new_gib=new.group(2), options=options)
+    if volume.startswith("/dev/"):
+        return Volume("device", volume, options=options)
+    if volume.startswith("/"):
+        return Volume("bind", volume, options=options)
+    storage, colon, name = volume.partition(":")
+    if _SIZE_LIKE.match(name):
+        raise ValueError(
+            f"{volume!r}: a new volume is storage:GiB with a bare number (e.g. {storage}:40); "
+            f"{name!r} is not a volume name"
+        )
+    if not colon or not name or not STORAGE_ID.match(storage):
+        raise ValueError(f"{volume!r} is not storage:size, storage:volume or an absolute path")
+    return Volume("volume", volume, storage=storage, options=options)
+
+
+def _comparable(volume: Volume) -> dict[str, str]:
+    """Options that define the mount (defaults dropped), without the volume and its size."""
+    text = ",".join(f"{key}={value}" for key, value in volume.options.items() if key != "size")
+    return option_map(text, "volume")
+
+
+@dataclass(frozen=True)
+class VolumeVerdict:
+    """What one declared mount point needs against its live value.
+
+    ``put``: the value to write (live volume id and size, declared options); ``resize``: a grow
+    size for ``PUT .../resize``; ``refuse``: why it cannot be done; ``root_only``: a bind/device
+    change only root@pam may make.
+    """
+
+    put: str | None = None
+    resize: str | None = None
+    refuse: str | None = None
+    root_only: bool = False
+
+    @property
+    def differs(self) -> bool:
+        """True when the live mount point is not what was declared."""
+        return any((self.put, self.resize, self.refuse, self.root_only))
+
+
+def _live_write(live: Volume, want: Volume) -> str:
+    """The declared options written onto the LIVE volume id and size, ``mp`` first as PVE prints."""
+    declared = {key: value for key, value in want.options.items() if key != "size"}
+    if "size" in live.options:
+        declared["size"] = live.options["size"]
+    return ",".join([live.volume, print_pairs(declared, lead=("mp",))]).rstrip(",")
+
+
+def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
+    """Compare a declared mount point with the live one (pure; see the module docstring).
+
+    A declared new disk ``storage:N`` against a live volume on the same storage: larger grows to
+    ``NG`` after the config PUT, smaller is refused (PVE: ``unable to shrink disk size``),
+    another storage is refused (a move is ``pct move-volume``). An option change is written with
+    the LIVE volume id and size, so PVE allocates nothing.
+    """
+    want = parse_volume(declared)
+    have = parse_volume(live)
+    if want.host_path or have.host_path:
+        if want.kind != have.kind or want.volume != have.volume or _comparable(want) != _comparable(have):
+            return VolumeVerdict(root_only=True)
+        return VolumeVerdict()
+    if want.kind == "new":
+        if want.storage.lower() != (have.storage or "").lower():
+            return VolumeVerdict(
+                refuse=(
+                    f"{key}: the live volume {have.volume} is on storage {have.storage}, the declaration "
+                    f"asks for {want.storage}. Moving a volume is `pct move-volume`, not an update: run it "
+                    "on the node, or declare the storage it is on."
+                )
+            )
+        resize = None
+        live_size = have.options.get("size")
+        wanted_bytes = parse_size(f"{want.new_gib}G")
+        if live_size is None:
+            return VolumeVerdict(
+                refuse=f"{key}: the live volume {have.volume} reports no size, so it cannot be compared."
+            )
+        have_bytes = parse_size(live_size)
+        if wanted_bytes < have_bytes:
+            return VolumeVerdict(
+                refuse=(
+                    f"{key}: declared {want.new_gib}G is smaller than the live {live_size}. PVE cannot "
+                    "shrink a container volume (`unable to shrink disk size`); declare at least the live "
+                    "size."
+                )
+            )
+        if wanted_bytes > have_bytes:
+            resize = gib_text(want.new_gib)
+        put = _live_write(have, want) if _comparable(want) != _comparable(have) else None
+        return VolumeVerdict(put=put, resize=resize)
+    if want.volume != have.volume:
+        return VolumeVerdict(
+            refuse=(
+                f"{key}: the live volume is {have.volume}, the declaration names {want.volume}. Swapping "
+                "a volume detaches the old one (PVE moves it to unusedN): do it by hand, or declare the "
+                "live volume."
+            )
+        )
+    if "size" in want.options and parse_size(want.options["size"]) != parse_size(
+        have.options.get("size", "0")
+    ):
+        return VolumeVerdict(
+            refuse=(
+                f"{key}: size= on an existing volume is what PVE measured, not a request; declare the new "
+                "size as storage:GiB to grow it."
+            )
+        )
+    if _comparable(want) != _comparable(have):
+        return VolumeVerdict(put=_live_write(have, want))
+    return VolumeVerdict()
+
+
+def describe(value: str) -> str:
+    """A mount point in an order-free spelling, for messages."""
+    volume = parse_volume(value)
+    return f"{volume.volume}[{sorted_form(_comparable(volume))}]"

@@ -1,0 +1,358 @@
+"""A seeded fake PVE cluster, served over TLS on loopback.
+
+The cluster is what the example pillar expects to find: two nodes (``pve1``, ``pve2``); storages ``local``
+(dir, holding the Debian 13 OS template), ``local-lvm`` (lvmthin) and ``local-zfs`` (zfspool); a running
+container 120 (``dns1`` on pve1) for the pillar to adopt; and a QEMU VM 300 (``router`` on pve2) holding a
+vmid no container may take. Two API tokens carry the privileges the plan and apply steps need, granted on
+``/`` (fakepve has privileges but no roles, so each token gets its list of privileges directly).
+
+Used three ways:
+
+- ``seed(pve)`` on any ``fakepve.FakePve`` (e.g. fakepve's own ``fakepve`` fixture);
+- ``ServedCluster`` in-process, as the ``cluster`` and ``fresh_cluster`` fixtures of tests/conftest.py;
+- ``python -m tests.support.cluster --state-dir DIR``, a process the demo starts so that ``salt-call``
+  processes can reach the cluster: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
+
+fakepve answers requests on its own asyncio loop; everything here runs that loop in a daemon thread, as
+fakepve's pytest plugin does, so plain synchronous tests can use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import threading
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self, TypeVar
+
+from fakepve import FakePve, settle
+from fakepve.certs import make_cert
+
+HOST = "127.0.0.1"
+# Real seconds to wait for the fake to start, stop, or finish a coroutine run on its loop.
+LOOP_TIMEOUT = 30
+
+TEMPLATE = "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst"
+# The size the template volume pretends to have on `local`, in bytes.
+TEMPLATE_SIZE = 123 * 1024**2
+
+READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit")
+PROVISION_PRIVS = (
+    "VM.Allocate",
+    "VM.Audit",
+    "VM.Config.CPU",
+    "VM.Config.Disk",
+    "VM.Config.HWType",
+    "VM.Config.Memory",
+    "VM.Config.Network",
+    "VM.Config.Options",
+    "VM.PowerMgmt",
+    "Datastore.AllocateSpace",
+    "Datastore.Audit",
+    "SDN.Use",
+    "Sys.Audit",
+)
+READ_TOKEN_ID = "salt-read@pve!plan"
+PROVISION_TOKEN_ID = "salt-provision@pve!apply"
+
+NODES = ("pve1", "pve2")
+
+# The running container the example pillar adopts, exactly as GET .../lxc/120/config shows it (plus digest).
+DNS1_VMID = 120
+DNS1_NODE = "pve1"
+DNS1_CONFIG: dict[str, Any] = {
+    "hostname": "dns1",
+    "memory": 512,
+    "swap": 512,
+    "cores": 1,
+    "rootfs": "local-zfs:subvol-120-disk-0,size=4G",
+    "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:5E:12:0A,ip=10.0.0.53/24,gw=10.0.0.1,type=veth",
+    "features": "nesting=1",
+    "tags": "dns;infra",
+    "onboot": 1,
+    "startup": "order=1",
+    "ostype": "debian",
+    "arch": "amd64",
+    "unprivileged": 1,
+    "description": "Resolver for the lab\n",
+}
+
+# A QEMU guest, so tests can check what happens when a container is planned on a vmid a VM holds.
+ROUTER_VMID = 300
+ROUTER_NODE = "pve2"
+ROUTER_CONFIG: dict[str, Any] = {
+    "name": "router",
+    "memory": 1024,
+    "cores": 2,
+    "sockets": 1,
+    "ostype": "l26",
+    "scsihw": "virtio-scsi-single",
+    "scsi0": "local-lvm:vm-300-disk-0,iothread=1,size=8G",
+    "net0": "virtio=BC:24:11:3A:00:01,bridge=vmbr0",
+    "net1": "virtio=BC:24:11:3A:00:02,bridge=vmbr1",
+    "boot": "order=scsi0",
+    "onboot": 1,
+}
+
+# pve.storages entries: the storage.cfg options, plus fakepve's own state keys (`files`, `volumes`,
+# `active`, `avail`; see fakepve.storage.INTERNAL). A zfspool needs `pool` (fakepve.storage.TYPES).
+STORAGES: dict[str, dict[str, Any]] = {
+    "local": {"type": "dir", "path": "/var/lib/vz", "content": "iso,vztmpl,backup", "avail": 50 * 1024**3},
+    "local-lvm": {"type": "lvmthin", "vgname": "pve", "thinpool": "data", "content": "images,rootdir"},
+    "local-zfs": {"type": "zfspool", "pool": "rpool/data", "sparse": 1, "content": "images,rootdir"},
+}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, repr=False)
+class Seeded:
+    """The API tokens seed() registered, each a ``(token_id, secret)`` pair.
+
+    ``token_id`` is ``user@realm!name``; a client sends ``Authorization: PVEAPIToken=<token_id>=<secret>``.
+    The repr names the token ids only, so a failing assertion never prints a secret.
+    """
+
+    read_token: tuple[str, str]
+    provision_token: tuple[str, str]
+
+    def __repr__(self) -> str:
+        read_id, provision_id = self.read_token[0], self.provision_token[0]
+        return f"Seeded(read_token=({read_id!r}, ***), provision_token=({provision_id!r}, ***))"
+
+
+def seed(pve: FakePve) -> Seeded:
+    """Seed ``pve`` (not yet serving, or serving with no client yet) with the lab cluster; return its tokens.
+
+    Replaces pve's storages with the three above, adds node pve2, container 120 and VM 300, registers the
+    two tokens with fresh random secrets and grants each its privileges on ``/``. From then on fakepve
+    checks privileges for every caller (before the first grant it lets everybody do everything).
+    """
+    for node in NODES:
+        pve.add_node(node)
+    pve.storages.clear()
+    for name, options in STORAGES.items():
+        pve.storages[name] = {"active": 1, "files": set(), "volumes": {}, **options}
+    storage, _, volname = TEMPLATE.partition(":")
+    content, _, filename = volname.partition("/")
+    pve.store_file(storage, filename, TEMPLATE_SIZE, content=content)
+
+    # defaults=False: FakeCt would otherwise fill in keys the config above leaves out on purpose.
+    pve.add_ct(DNS1_VMID, node=DNS1_NODE, status="running", config=DNS1_CONFIG, defaults=False)
+    pve.add_vm(ROUTER_VMID, ROUTER_CONFIG["name"], node=ROUTER_NODE, status="running", config=ROUTER_CONFIG)
+
+    tokens = {}
+    for token_id, privs in ((READ_TOKEN_ID, READ_PRIVS), (PROVISION_TOKEN_ID, PROVISION_PRIVS)):
+        secret = secrets.token_hex(16)
+        pve.apitokens[token_id] = secret
+        pve.grant(token_id, "/", *privs)
+        tokens[token_id] = (token_id, secret)
+    return Seeded(read_token=tokens[READ_TOKEN_ID], provision_token=tokens[PROVISION_TOKEN_ID])
+
+
+class ServedCluster:
+    """A seeded FakePve serving https://127.0.0.1:<free port> from its own event loop in a daemon thread.
+
+    ``with ServedCluster() as cluster:`` starts it; after start() these are set:
+
+    - ``pve``: the FakePve, to inspect (``pve.requests``, ``pve.ct(120).config``) or to stage faults
+      (``pve.fail(...)``, ``pve.lose_quorum()``);
+    - ``url``: ``"https://127.0.0.1:PORT"`` (no ``/api2/json``);
+    - ``cafile``: the self-signed certificate the fake serves, to pass as ``verify=``;
+    - ``seeded``: the tokens, a Seeded.
+
+    ``time_scale`` is fakepve's: 0 finishes every task before the request that started it returns; 0.01
+    makes a 60 PVE-second task take 0.6 s. The certificate lives in a private temporary directory (0700)
+    that stop() removes; the key is deleted as soon as the server has loaded it.
+    """
+
+    def __init__(self, time_scale: float = 0.0) -> None:
+        self.time_scale = time_scale
+        self.pve: FakePve | None = None
+        self.url = ""
+        self.cafile = ""
+        self.seeded: Seeded | None = None
+        self._dir: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"ServedCluster(url={self.url!r}, time_scale={self.time_scale!r})"
+
+    def start(self) -> Self:
+        """Seed and serve the cluster; returns self."""
+        if self._loop is not None:
+            raise RuntimeError("the cluster is already served")
+        self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
+        try:
+            certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
+            pve = FakePve(host=HOST, port=0)
+            pve.time_scale = self.time_scale
+            self.seeded = seed(pve)
+            self.pve = pve
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._run, name=f"fakepve-{id(pve):x}", daemon=True)
+            self._thread.start()
+            self.run_coro(pve.start(certfile, keyfile))
+            os.unlink(keyfile)
+        except BaseException:
+            self.stop()
+            raise
+        self.url = pve.url
+        self.cafile = certfile
+        return self
+
+    def _run(self) -> None:
+        assert self._loop is not None
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def run_coro(self, coro: Coroutine[Any, Any, T], timeout: float = LOOP_TIMEOUT) -> T:
+        """Run a coroutine on the fake's loop from the calling thread and return its result.
+
+        For fakepve's async scenarios, e.g. ``cluster.run_coro(cluster.pve.hold_config_lock(120, 30))``.
+        """
+        if self._loop is None:
+            coro.close()
+            raise RuntimeError("the cluster is not served")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def stop(self) -> None:
+        """Stop serving, end the loop thread and remove the certificate directory. Safe to call twice."""
+        loop, thread = self._loop, self._thread
+        try:
+            if loop is not None and thread is not None and thread.is_alive():
+                try:
+                    self.run_coro(settle())
+                    if self.pve is not None:
+                        self.run_coro(self.pve.stop())
+                    self.run_coro(_cancel_pending())
+                finally:
+                    loop.call_soon_threadsafe(loop.stop)
+                    thread.join(LOOP_TIMEOUT)
+            if loop is not None and (thread is None or not thread.is_alive()):
+                loop.close()
+        finally:
+            self._loop = self._thread = None
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None
+
+
+async def _cancel_pending() -> None:
+    """Cancel what fakepve left running on its loop (a timed config lock, a scaled task) and let it end."""
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
+# ------------------------------------------------------------------------------------------ the process
+
+
+def private_dir(path: str | os.PathLike[str]) -> Path:
+    """The directory at path, created 0700 if missing; refuses one that others may read or enter."""
+    directory = Path(path)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = directory.stat()
+    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+        raise SystemExit(f"{directory}: must be a directory of this user with mode 0700, to hold secrets")
+    return directory
+
+
+def write_private_json(path: Path, data: dict[str, Any]) -> None:
+    """Write data as JSON to path with mode 0600 (whatever the umask), replacing the file."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), 0o600)
+        json.dump(data, out, indent=2)
+        out.write("\n")
+
+
+@contextlib.contextmanager
+def private_json(path: Path, data: dict[str, Any]) -> Iterator[Path]:
+    """Write data to path (0600) for the duration of the with block, then remove it.
+
+    The secrets in it are worthless once the server they belong to stops; none outlive the run.
+    """
+    write_private_json(path, data)
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def catch_stop_signals() -> threading.Event:
+    """From now on SIGTERM and SIGINT only set the returned event; wait() on it to serve until one arrives.
+
+    Installed before anything is started, so a signal that comes during the start-up still lets the
+    process stop what it started.
+    """
+    stopping = threading.Event()
+
+    def handler(_signum: int, _frame: object) -> None:
+        stopping.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handler)
+    return stopping
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.support.cluster --state-dir DIR [--time-scale X]``.
+
+    Serves the seeded cluster and writes ``DIR/cluster.json`` (0600; DIR is created 0700)::
+
+        {"url": "https://127.0.0.1:PORT", "cafile": "/tmp/.../fakepve.crt",
+         "read": {"token_id": "salt-read@pve!plan", "secret": "..."},
+         "provision": {"token_id": "salt-provision@pve!apply", "secret": "..."}}
+
+    then prints one line, ``ready <url>``, and serves until SIGTERM or SIGINT. Exits 0 after a clean stop.
+    The cafile stays valid while the process runs; cluster.json and the cafile are removed when it stops.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.cluster", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--state-dir", required=True, help="private directory for cluster.json (made 0700)")
+    parser.add_argument(
+        "--time-scale", type=float, default=0.0, help="real seconds per PVE second; 0 ends tasks at once"
+    )
+    args = parser.parse_args(argv)
+    stopping = catch_stop_signals()
+    state = private_dir(args.state_dir)
+    with ServedCluster(time_scale=args.time_scale) as cluster:
+        assert cluster.seeded is not None
+        read_id, read_secret = cluster.seeded.read_token
+        provision_id, provision_secret = cluster.seeded.provision_token
+        info = {
+            "url": cluster.url,
+            "cafile": cluster.cafile,
+            "read": {"token_id": read_id, "secret": read_secret},
+            "provision": {"token_id": provision_id, "secret": provision_secret},
+        }
+        with private_json(state / "cluster.json", info):
+            print(f"ready {cluster.url}", flush=True)
+            stopping.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
