@@ -250,7 +250,7 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
     if change.refuse:
         return Decision("refuse", live=live, change=change, reasons=change.refuse, row_key=key, row=row)
     if change.drift:
-        return Decision("update", live=live, change=change, notes=notes, row_key=key, row=row, record=True)
+        return Decision("update", live=live, change=change, notes=notes, row_key=key, row=row, record=record)
     return Decision("noop", live=live, change=change, notes=notes, row_key=key, row=row, record=record)
 
 
