@@ -89,7 +89,7 @@ def lxc_config(node, vmid, target=None):
     return None if live is None else stored_config(live)
 
 
-def cluster_resources(type="vm", target=None):  # noqa: A002 - PVE's parameter name
+def cluster_resources(type="vm", target=None):
     """
     ``GET /cluster/resources`` with the read credential: a list of rows (vmid, node, type, status, ...).
 
@@ -133,7 +133,7 @@ def lxc_present(name, test=False, target=None, **declared):
     declared = {k: v for k, v in declared.items() if not k.startswith("__")}
     try:
         ctx = _context(target)
-    except Exception as exc:  # noqa: BLE001 - reported as a failed state, nothing written
+    except Exception as exc:
         return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
     return lifecycle.present(ctx, name, bool(test), **declared).salt_return(name)
 
@@ -151,7 +151,7 @@ def lxc_absent(name, vmid, node, test=False, target=None, removal="retain"):
     """
     try:
         ctx = _context(target)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
     return lifecycle.absent(ctx, name, bool(test), vmid=vmid, node=node, removal=removal).salt_return(name)
 

@@ -42,7 +42,14 @@ def present(name, vmid, node, target=None, adopt=False, removal="retain", **conf
     Under ``test=True`` nothing is written (not PVE, not OpenBao, not grains).
     """
     return __salt__["proxmox.lxc_present"](
-        name, test=__opts__["test"], target=target, vmid=vmid, node=node, adopt=adopt, removal=removal, **config
+        name,
+        test=__opts__["test"],
+        target=target,
+        vmid=vmid,
+        node=node,
+        adopt=adopt,
+        removal=removal,
+        **config,
     )
 
 

@@ -33,7 +33,9 @@ def pick_target(targets: object, name: str | None) -> str:
             )
         return str(next(iter(targets)))
     if name not in targets:
-        raise DeclarationError(f"target: {name!r} is not in proxmox:targets ({', '.join(sorted(map(str, targets)))})")
+        raise DeclarationError(
+            f"target: {name!r} is not in proxmox:targets ({', '.join(sorted(map(str, targets)))})"
+        )
     return name
 
 

@@ -238,8 +238,8 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
                 row=row,
                 reasons=[
                     f"{what} exists with a create of ours recorded as unfinished, but it differs in "
-                    f"{', '.join(change.drift)}, so it may not be ours. Check it, then declare adopt: true or "
-                    "pick another vmid."
+                    f"{', '.join(change.drift)}, so it may not be ours. Check it, then declare "
+                    "adopt: true or pick another vmid."
                 ],
             )
         notes.append(f"{what}: our interrupted create is finished; recorded as ours")
@@ -443,8 +443,9 @@ def absent(
         drift = judge(last, live).drift
         if drift:
             return outcome.fail(
-                f"destroy {what}: the guest no longer matches its last declaration ({', '.join(drift)}), so it "
-                "may not be the guest this state made. Nothing was deleted: delete it by hand if it should go."
+                f"destroy {what}: the guest no longer matches its last declaration ({', '.join(drift)}), "
+                "so it may not be the guest this state made. Nothing was deleted: delete it by hand if it "
+                "should go."
             )
         outcome.changes = {"destroyed": {"old": f"CT {last.vmid} on {last.node}", "new": None}}
         if test:

@@ -1,0 +1,94 @@
+"""The demo: plan → apply → plan of the example estate against a local fake cluster and OpenBao.
+
+Starts fakepve (seeded: two nodes, storages, a container template, the running container the
+example pillar adopts, and API tokens for a ``read`` and a ``provision`` user) on a free loopback
+port, starts an OpenBao dev server on loopback with the PVE tokens published at
+``proxmox/creds/<role>``, writes a minion config in a private temporary directory, and runs
+``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``.
+
+Exit status: 0 when no state failed, the apply wrote only what the first plan showed, and the
+second plan is clean; 1 otherwise. Everything it started is stopped before it exits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.cluster import ServedCluster  # noqa: E402
+from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
+from tests.support.saltrun import salt_call, state_rows, summary, write_minion_config  # noqa: E402
+
+
+def _writes(pve) -> list[tuple[str, str]]:
+    return [(method, path) for method, path, _ in pve.requests if method != "GET"]
+
+
+def main() -> int:
+    """Run the demo; returns the exit status."""
+    failures: list[str] = []
+    workdir = Path(tempfile.mkdtemp(prefix="salt-proxmox-demo-"))
+    workdir.chmod(0o700)
+    try:
+        with ServedCluster() as cluster, DevOpenBao() as bao:
+            client = bao.client()
+            publish_cluster(client, cluster.seeded.read_token, cluster.seeded.provision_token)
+            token = creds_token(client)
+            secrets = [cluster.seeded.read_token[1], cluster.seeded.provision_token[1], token, bao.root_token]
+            config_dir = workdir / "etc"
+            write_minion_config(
+                config_dir, cluster.url, cluster.cafile, openbao={"url": bao.url, "token": token}
+            )
+            print(f"fake PVE cluster at {cluster.url}; OpenBao dev server at {bao.url}")
+            print(f"minion config: {config_dir / 'minion'}\n")
+            runs = []
+            for title, args in (
+                ("plan (test=True)", ["state.apply", "proxmox", "test=True"]),
+                ("apply", ["state.apply", "proxmox"]),
+                ("plan again (test=True)", ["state.apply", "proxmox", "test=True"]),
+            ):
+                before = len(cluster.pve.requests)
+                started = time.monotonic()
+                ret, raw = salt_call(config_dir, *args)
+                elapsed = time.monotonic() - started
+                rows = state_rows(ret)
+                runs.append((rows, cluster.pve.requests[before:]))
+                print(
+                    summary(
+                        f"{title} — {elapsed:.1f}s, {len(cluster.pve.requests) - before} PVE requests", rows
+                    )
+                )
+                print()
+                if any(secret and secret in raw for secret in secrets):
+                    failures.append(f"{title}: a credential appeared in salt-call's output")
+                if any(row["result"] is False for row in rows):
+                    failures.append(f"{title}: a state failed")
+            plan, apply, replan = (rows for rows, _ in runs)
+            planned = {row["id"]: sorted(row["changes"]) for row in plan}
+            applied = {row["id"]: sorted(row["changes"]) for row in apply}
+            if planned != applied:
+                failures.append("the apply's changes differ from what the plan showed")
+            if any(row["changes"] or row["result"] is not True for row in replan):
+                failures.append("the second plan is not clean")
+            if any(method != "GET" for method, _, _ in runs[2][1]):
+                failures.append("the second plan sent a write to PVE")
+            grains = (config_dir / "grains").read_text() if (config_dir / "grains").exists() else ""
+            if any(secret and secret in grains for secret in secrets):
+                failures.append("a credential appeared in the grains file")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if failures:
+        print("DEMO FAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print("Demo passed: the plan showed what the apply wrote, and the second plan is clean.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

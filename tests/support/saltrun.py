@@ -1,0 +1,135 @@
+"""Running ``salt-call --local`` against the harness: a minion config in a private directory, the
+call itself with JSON output, and a readable summary of a state run.
+
+Shared by the demo (``demo/run.py``) and the functional tests, so both exercise the same path an
+operator takes: the formula from ``formula/``, the pillar from ``pillar_examples/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+FORMULA = REPO / "formula"
+PILLAR = REPO / "pillar_examples"
+
+
+def write_minion_config(
+    config_dir: Path,
+    cluster_url: str,
+    cafile: str,
+    openbao: dict[str, str] | None = None,
+    static: dict[str, dict[str, str]] | None = None,
+    target: str = "demo",
+    pillar_roots: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``config_dir/minion`` (0600) for a masterless minion and return its path.
+
+    ``openbao``: ``{"url", "token"}`` → credentials minted from OpenBao at ``proxmox/creds``;
+    ``static``: ``{"read": {token_id, secret}, "provision": {...}}`` → static credentials.
+    Targets and OpenBao go in the minion config (read with ``config.get``); the estate comes
+    from the pillar.
+    """
+    config_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    root = config_dir / "root"
+    if openbao is not None:
+        credentials: dict[str, Any] = {"source": "openbao", "path": "proxmox/creds"}
+    else:
+        credentials = {"source": "static", **(static or {})}
+    config: dict[str, Any] = {
+        "root_dir": str(root),
+        "pki_dir": str(root / "pki"),
+        "cachedir": str(root / "cache"),
+        "sock_dir": str(root / "sock"),
+        "log_file": str(root / "minion.log"),
+        "log_level_logfile": "debug",
+        "file_client": "local",
+        "id": "salt-proxmox-demo",
+        "file_roots": {"base": [str(FORMULA)]},
+        "pillar_roots": {"base": pillar_roots or [str(PILLAR)]},
+        "proxmox": {
+            "targets": {target: {"members": [cluster_url], "verify": cafile, "credentials": credentials}}
+        },
+    }
+    if openbao is not None:
+        config["openbao"] = {
+            "url": openbao["url"],
+            "verify": True,
+            "auth": {"method": "token", "token": openbao["token"]},
+        }
+    config.update(extra or {})
+    path = config_dir / "minion"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def salt_call(config_dir: Path, *args: str, timeout: float = 600) -> tuple[dict[str, Any], str]:
+    """Run ``salt-call --local -c config_dir <args> --out=json``; returns (the ``local`` return,
+    the raw stdout+stderr). Raises RuntimeError when the output is not JSON."""
+    salt_call_bin = Path(sys.executable).parent / "salt-call"
+    command = [str(salt_call_bin), "--local", "-c", str(config_dir), "--out=json", "--log-level=quiet", *args]
+    proc = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    raw = proc.stdout + proc.stderr
+    try:
+        return json.loads(proc.stdout)["local"], raw
+    except (ValueError, KeyError, TypeError):
+        raise RuntimeError(f"salt-call exited {proc.returncode} without a JSON return:\n{raw}") from None
+
+
+def state_rows(ret: dict[str, Any] | list | str) -> list[dict[str, Any]]:
+    """The state returns of a ``state.apply`` in run order: ``{id, function, result, changes, comment}``.
+
+    A render error (a list of strings) becomes one failed row."""
+    if not isinstance(ret, dict):
+        return [{"id": "render", "function": "", "result": False, "changes": {}, "comment": str(ret)}]
+    rows = []
+    for key, value in sorted(ret.items(), key=lambda item: item[1].get("__run_num__", 0)):
+        parts = key.split("_|-")
+        rows.append(
+            {
+                "id": parts[1] if len(parts) > 1 else key,
+                "function": f"{parts[0]}.{parts[-1]}" if len(parts) > 3 else key,
+                "result": value.get("result"),
+                "changes": value.get("changes") or {},
+                "comment": value.get("comment") or "",
+            }
+        )
+    return rows
+
+
+def summary(title: str, rows: list[dict[str, Any]]) -> str:
+    """A readable block: per state its result, changes and comment lines."""
+    marks = {True: "ok     ", None: "pending", False: "FAILED "}
+    lines = [f"== {title} =="]
+    for row in rows:
+        lines.append(f"  [{marks.get(row['result'], '?')}] {row['id']} ({row['function']})")
+        for key, change in sorted(row["changes"].items()):
+            if isinstance(change, dict) and set(change) <= {"old", "new"}:
+                lines.append(f"        {key}: {change.get('old')!r} -> {change.get('new')!r}")
+            else:
+                lines.append(f"        {key}: {json.dumps(change, sort_keys=True)}")
+        for comment in str(row["comment"]).splitlines():
+            lines.append(f"        # {comment}")
+    counts = {
+        label: sum(1 for r in rows if r["result"] is value)
+        for value, label in ((True, "ok"), (None, "pending"), (False, "failed"))
+    }
+    lines.append(
+        f"  {len(rows)} states: {counts['ok']} ok, {counts['pending']} pending, {counts['failed']} failed"
+    )
+    return "\n".join(lines)
