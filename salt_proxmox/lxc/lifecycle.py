@@ -310,7 +310,8 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
             _create(ctx, decl)
         elif decision.action == "update":
             _update(ctx, decl, decision)
-        after = read_live(ctx, decl.node, decl.vmid)
+        # Read back only what was written; a no-drift apply costs the one read it decided on.
+        after = decision.live if decision.action == "noop" else read_live(ctx, decl.node, decl.vmid)
     except SaltProxmoxError as exc:
         outcome.changes = {} if not isinstance(exc, Uncertain) else outcome.changes
         return outcome.fail(_fail_text(exc))

@@ -1,0 +1,94 @@
+"""Building a container ``PveContext`` against the harness, the way the Salt module does, plus
+helpers to read fakepve's request log."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote
+
+from salt_proxmox import runtime
+from salt_proxmox.lxc.lifecycle import PveContext
+from salt_proxmox.ownership import MemoryStore
+from tests.support.cluster import TEMPLATE, ServedCluster
+
+TARGET = "lab"
+
+
+def static_targets(served: ServedCluster) -> dict[str, Any]:
+    """``proxmox:targets`` with the seeded tokens as static credentials."""
+    assert served.seeded is not None
+    read_id, read_secret = served.seeded.read_token
+    prov_id, prov_secret = served.seeded.provision_token
+    return {
+        TARGET: {
+            "members": [served.url],
+            "verify": served.cafile,
+            "credentials": {
+                "source": "static",
+                "read": {"token_id": read_id, "secret": read_secret},
+                "provision": {"token_id": prov_id, "secret": prov_secret},
+            },
+        }
+    }
+
+
+def bao_targets(served: ServedCluster, creds: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``proxmox:targets`` minting from OpenBao, and the ``openbao:`` block."""
+    targets = {
+        TARGET: {
+            "members": [served.url],
+            "verify": served.cafile,
+            "credentials": {"source": "openbao", "path": creds["path"]},
+        }
+    }
+    openbao = {"url": creds["url"], "verify": True, "auth": {"method": "token", "token": creds["token"]}}
+    return targets, openbao
+
+
+def make_context(
+    targets: dict[str, Any],
+    openbao: dict[str, Any] | None = None,
+    cache: dict | None = None,
+    store: MemoryStore | None = None,
+) -> PveContext:
+    """A context as ``_modules/proxmox.py`` builds it, with a dict for ``__context__`` and a MemoryStore."""
+    ctx = runtime.context_for(
+        targets, TARGET, openbao, {} if cache is None else cache, store or MemoryStore()
+    )
+    ctx.sleep = lambda _seconds: None
+    return ctx
+
+
+def declaration(vmid: int = 150, node: str = "pve1", **over: Any) -> dict[str, Any]:
+    """A creatable container declaration (the ``web`` container of the example pillar)."""
+    declared: dict[str, Any] = {
+        "vmid": vmid,
+        "node": node,
+        "ostemplate": TEMPLATE,
+        "unprivileged": True,
+        "hostname": f"ct{vmid}",
+        "cores": 2,
+        "memory": 1024,
+        "rootfs": "local-zfs:8",
+        "mp0": "local-zfs:10,mp=/srv/data,backup=1",
+        "net0": "name=eth0,bridge=vmbr0,ip=dhcp",
+        "features": "nesting=1",
+        "tags": "web;prod",
+        "startup": "order=2,up=30",
+        "description": "made by a test",
+    }
+    declared.update(over)
+    return {key: value for key, value in declared.items() if value is not None}
+
+
+def requests_since(served: ServedCluster, start: int) -> list[tuple[str, str, Any]]:
+    """fakepve's log from index ``start``: (method, decoded path without /api2/json, body)."""
+    out = []
+    for method, path, body in served.pve.requests[start:]:
+        out.append((method, unquote(path).removeprefix("/api2/json"), body))
+    return out
+
+
+def writes(log: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    """The non-GET requests of a log."""
+    return [entry for entry in log if entry[0] != "GET"]

@@ -1,0 +1,315 @@
+"""Containers against a real fake PVE (fakepve validates every parameter against PVE 9's schema,
+keeps digests, enforces root-only rules and runs tasks): create, adopt, update, resize, refusals,
+proven absence, and the request counts of a no-drift plan and apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from salt_proxmox.lxc.lifecycle import absent, present, read_live
+from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, row_key
+from salt_proxmox.pve.errors import PveError
+from tests.integration.lxc_support import (
+    TARGET,
+    bao_targets,
+    declaration,
+    make_context,
+    requests_since,
+    static_targets,
+    writes,
+)
+from tests.support.cluster import DNS1_CONFIG, DNS1_VMID, ROUTER_VMID
+
+
+def _dns1(**over):
+    """The seeded running container 120, declared as it is."""
+    declared = {
+        "vmid": DNS1_VMID,
+        "node": "pve1",
+        "unprivileged": True,
+        "hostname": "dns1",
+        "cores": 1,
+        "memory": 512,
+        "rootfs": "local-zfs:4",
+        "net0": "name=eth0,bridge=vmbr0,ip=10.0.0.53/24,gw=10.0.0.1",
+        "features": "nesting=1",
+        "tags": "infra;dns",
+        "onboot": True,
+        "startup": "order=1",
+        "description": "Resolver for the lab",
+    }
+    declared.update(over)
+    return declared
+
+
+def test_create_records_ownership_and_second_plan_is_clean(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    plan = present(ctx, "web", True, **declaration())
+    assert plan.result is None, plan.comment
+    assert "would be created" in plan.comment[0]
+    assert writes(requests_since(fresh_cluster, 0)) == [], "a plan writes nothing"
+    assert store.saves == 0, "a plan writes no grains"
+
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, "web", False, **declaration())
+    assert done.result is True, done.comment
+    log = requests_since(fresh_cluster, start)
+    assert [(m, p) for m, p, _ in writes(log)] == [("POST", "/nodes/pve1/lxc")]
+    form = writes(log)[0][2]
+    assert "keyctl" not in str(form)
+    # The task is polled with the credential that started it: fakepve lets only the owner read it.
+    assert any("/tasks/UPID:" in path and path.endswith("/status") for _, path, _ in log)
+    row = store.rows[row_key(TARGET, "lxc", 150)]
+    assert row["phase"] == OWNED and row["state_id"] == "web"
+    assert "description" not in row["declared"], "notes a human wrote are never stored"
+
+    again = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **declaration())
+    assert again.result is True and again.changes == {}, again.comment
+
+
+def test_create_writes_creating_row_before_the_post(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    seen_rows = []
+    original = ctx.client.request
+
+    def spy(method, path, credential, params=None, form=None):
+        if method == "POST":
+            seen_rows.append(dict(store.rows))
+        return original(method, path, credential, params=params, form=form)
+
+    ctx.client.request = spy
+    assert present(ctx, "web", False, **declaration()).result is True
+    assert seen_rows[0][row_key(TARGET, "lxc", 150)]["phase"] == CREATING
+
+
+def test_unowned_guest_is_refused_without_adopt_and_taken_over_with_it(cluster):
+    start = len(cluster.pve.requests)
+    refused = present(make_context(static_targets(cluster)), "dns", False, **_dns1())
+    assert refused.result is False
+    assert "adopt: true" in "\n".join(refused.comment)
+    assert writes(requests_since(cluster, start)) == []
+
+    store = MemoryStore()
+    adopted = present(make_context(static_targets(cluster), store=store), "dns", False, adopt=True, **_dns1())
+    assert adopted.result is True, adopted.comment
+    assert writes(requests_since(cluster, start)) == [], "a matching adoption writes nothing to PVE"
+    assert store.rows[row_key(TARGET, "lxc", DNS1_VMID)]["phase"] == OWNED
+    # The description PVE hands back with a newline and the tags in another order are no drift.
+    assert cluster.pve.ct(DNS1_VMID).config["description"] == DNS1_CONFIG["description"]
+
+
+def test_update_carries_the_digest_it_was_judged_against(fresh_cluster):
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "dns", False, adopt=True,
+                   **_dns1()).result  # fmt: skip
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    digest = read_live(ctx, "pve1", DNS1_VMID)["digest"]
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, "dns", True, **_dns1(memory=1024, tags="infra;dns;core"))
+    assert plan.result is None and set(plan.changes) == {"memory", "tags"}
+    done = present(ctx, "dns", False, **_dns1(memory=1024, tags="infra;dns;core"))
+    assert done.result is True, done.comment
+    puts = writes(requests_since(fresh_cluster, start))
+    assert [(m, p) for m, p, _ in puts] == [("PUT", f"/nodes/pve1/lxc/{DNS1_VMID}/config")]
+    body = str(puts[0][2])
+    assert f"digest={digest}" in body and "memory=1024" in body and "hwaddr" not in body
+    assert fresh_cluster.pve.ct(DNS1_VMID).config["memory"] in (1024, "1024")
+    clean = present(make_context(static_targets(fresh_cluster), store=store), "dns", True,
+                     **_dns1(memory=1024, tags="infra;dns;core"))  # fmt: skip
+    assert clean.result is True and clean.changes == {}
+
+
+def test_a_concurrent_edit_fails_the_put_on_its_digest(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, "dns", False, adopt=True, **_dns1()).result
+    original = ctx.client.request
+
+    def edit_between(method, path, credential, params=None, form=None):
+        if method == "PUT":
+            fresh_cluster.pve.ct(DNS1_VMID).config["swap"] = 1024  # somebody else's edit
+        return original(method, path, credential, params=params, form=form)
+
+    ctx.client.request = edit_between
+    failed = present(ctx, "dns", False, **_dns1(memory=768))
+    assert failed.result is False
+    assert "detected modified configuration" in "\n".join(failed.comment)
+    assert fresh_cluster.pve.ct(DNS1_VMID).config["memory"] == 512
+
+
+def test_grow_a_disk_is_a_resize_task_after_the_put(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, "dns", False, adopt=True, **_dns1()).result
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, "dns", False, **_dns1(rootfs="local-zfs:6", memory=640))
+    assert done.result is True, done.comment
+    assert done.changes["disks"] == {"rootfs": {"old": "4G", "new": "6G"}}
+    order = [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))]
+    assert order == [
+        ("PUT", f"/nodes/pve1/lxc/{DNS1_VMID}/config"),
+        ("PUT", f"/nodes/pve1/lxc/{DNS1_VMID}/resize"),
+    ]
+    assert "size=6G" in fresh_cluster.pve.ct(DNS1_VMID).config["rootfs"]
+
+
+@pytest.mark.parametrize(
+    ("over", "needle"),
+    [
+        ({"rootfs": "local-zfs:2"}, "cannot shrink"),
+        ({"rootfs": "local-lvm:4"}, "pct move-volume"),
+        ({"features": "nesting=1,keyctl=1"}, "pct set 120 --features 'nesting=1,keyctl=1'"),
+        ({"mp1": "/srv/share,mp=/share"}, "pct set 120 --mp1"),
+        ({"dev0": "/dev/net/tun"}, "pct set 120 --dev0"),
+        ({"unprivileged": False}, "unable to modify read-only option"),
+        ({"hostname": ""}, "cannot be removed"),
+    ],
+    ids=[
+        "shrink",
+        "storage-move",
+        "feature-root-only",
+        "bind-mount-root-only",
+        "dev-root-only",
+        "unprivileged-flip",
+        "remove-hostname",
+    ],
+)
+def test_refusals_write_nothing(cluster, over, needle):
+    store = MemoryStore(
+        {
+            row_key(TARGET, "lxc", DNS1_VMID): {
+                "phase": OWNED,
+                "instance": "x",
+                "state_id": "dns",
+                "declared": {"vmid": DNS1_VMID, "node": "pve1"},
+            }
+        }
+    )
+    start = len(cluster.pve.requests)
+    for test in (True, False):
+        outcome = present(make_context(static_targets(cluster), store=store), "dns", test, **_dns1(**over))
+        assert outcome.result is False
+        assert needle in "\n".join(outcome.comment)
+    assert writes(requests_since(cluster, start)) == []
+
+
+def test_a_vmid_held_by_a_qemu_guest_or_another_node_is_refused(cluster):
+    start = len(cluster.pve.requests)
+    qemu = present(make_context(static_targets(cluster)), "x", False, **declaration(vmid=ROUTER_VMID))
+    assert qemu.result is False and "qemu guest on node pve2" in "\n".join(qemu.comment)
+    moved = present(
+        make_context(static_targets(cluster)), "x", False, **declaration(vmid=DNS1_VMID, node="pve2")
+    )
+    assert moved.result is False and "lxc guest on node pve1" in "\n".join(moved.comment)
+    assert writes(requests_since(cluster, start)) == []
+
+
+def test_a_token_without_vm_audit_cannot_prove_absence(fresh_cluster):
+    """PVE checks VM.Audit on /vms/{vmid} before it answers "does not exist", and filters the guest
+    index by the same privilege: a token without it sees neither, and must not plan a create."""
+    pve = fresh_cluster.pve
+    pve.apitokens["blind@pve!plan"] = "blind-secret-0123456789"
+    pve.grant("blind@pve!plan", "/", "Sys.Audit", "Datastore.Audit")
+    targets = static_targets(fresh_cluster)
+    targets[TARGET]["credentials"]["read"] = {
+        "token_id": "blind@pve!plan",
+        "secret": "blind-secret-0123456789",
+    }
+    start = len(pve.requests)
+    for vmid in (DNS1_VMID, 150):
+        outcome = present(make_context(targets), "x", False, **declaration(vmid=vmid))
+        assert outcome.result is False, outcome.comment
+        assert "403" in "\n".join(outcome.comment)
+    log = requests_since(fresh_cluster, start)
+    assert writes(log) == []
+    assert not any(path == "/cluster/resources" for _, path, _ in log)
+
+
+def test_read_live_proves_absence_with_the_same_credential(cluster):
+    ctx = make_context(static_targets(cluster))
+    start = len(cluster.pve.requests)
+    assert read_live(ctx, "pve1", 999) is None
+    log = requests_since(cluster, start)
+    assert [path for _, path, _ in log] == ["/nodes/pve1/lxc/999/config", "/cluster/resources"]
+
+
+def test_generic_500_is_a_failure_not_absence(fresh_cluster):
+    fresh_cluster.pve.fail("GET", "/lxc/150/config", status=500, message="got timeout")
+    start = len(fresh_cluster.pve.requests)
+    with pytest.raises(PveError) as caught:
+        read_live(make_context(static_targets(fresh_cluster)), "pve1", 150)
+    assert caught.value.status == 500
+    assert not any(path == "/cluster/resources" for _, path, _ in requests_since(fresh_cluster, start))
+
+
+def test_absent_retain_forgets_and_destroy_deletes_only_a_matching_guest(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, "web", False, **declaration(vmid=160)).result
+    # Somebody edits it by hand: destroy must refuse (it may not be the guest we made).
+    fresh_cluster.pve.ct(160).config["hostname"] = "someone-elses"
+    refused = absent(ctx, "web", False, vmid=160, node="pve1", removal="destroy")
+    assert refused.result is False and fresh_cluster.pve.ct(160) is not None
+    fresh_cluster.pve.ct(160).config["hostname"] = "ct160"
+    start = len(fresh_cluster.pve.requests)
+    destroyed = absent(ctx, "web", False, vmid=160, node="pve1", removal="destroy")
+    assert destroyed.result is True, destroyed.comment
+    deletes = [(m, p, b) for m, p, b in writes(requests_since(fresh_cluster, start))]
+    assert [(m, p) for m, p, _ in deletes] == [("DELETE", "/nodes/pve1/lxc/160")]
+    assert not any(word in str(deletes[0][2]) for word in ("force", "purge"))
+    assert fresh_cluster.pve.ct(160) is None and store.rows == {}
+
+    assert present(ctx, "dns", False, adopt=True, **_dns1()).result
+    kept = absent(ctx, "dns", False, vmid=DNS1_VMID, node="pve1")
+    assert kept.result is True and fresh_cluster.pve.ct(DNS1_VMID) is not None
+    assert row_key(TARGET, "lxc", DNS1_VMID) not in store.rows
+
+
+def _count_openbao_requests(ctx) -> list[str]:
+    """Record every HTTP request the run's hvac client sends to OpenBao (its paths)."""
+    client = ctx.broker._client()
+    session = client.adapter.session
+    seen: list[str] = []
+    original = session.request
+
+    def counting(method, url, *args, **kwargs):
+        seen.append(url.split("/v1/", 1)[-1])
+        return original(method, url, *args, **kwargs)
+
+    session.request = counting
+    return seen
+
+
+def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
+    """A no-drift plan of N owned containers: exactly N config GETs, no cluster/resources call and one
+    read mint; a no-drift apply: zero writes and no provision mint (counted on fakepve's request log
+    and on the HTTP requests the hvac client sent to the OpenBao dev server)."""
+    targets, bao = bao_targets(fresh_cluster, bao_creds)
+    store = MemoryStore()
+    vmids = [150, 151, 152, 153]
+    ctx = make_context(targets, bao, store=store)
+    for vmid in vmids:
+        assert present(ctx, f"ct{vmid}", False, **declaration(vmid=vmid)).result
+
+    for test in (True, False):
+        cache: dict = {}
+        start = len(fresh_cluster.pve.requests)
+        run_ctx = make_context(targets, bao, cache=cache, store=store)
+        bao_seen = _count_openbao_requests(run_ctx)
+        for vmid in vmids:
+            outcome = present(run_ctx, f"ct{vmid}", test, **declaration(vmid=vmid))
+            assert outcome.result is True and outcome.changes == {}, outcome.comment
+        log = requests_since(fresh_cluster, start)
+        config_gets = [p for m, p, _ in log if m == "GET" and p.endswith("/config")]
+        print(
+            f"no-drift {'plan' if test else 'apply'} of {len(vmids)} owned CTs: {len(log)} PVE requests "
+            f"({len(config_gets)} config GETs, {len(writes(log))} writes), OpenBao requests {bao_seen}"
+        )
+        # Plan and apply alike: one config read per container, nothing else, nothing written.
+        assert len(log) == len(vmids) and len(config_gets) == len(vmids)
+        assert writes(log) == []
+        assert not any(p == "/cluster/resources" for _, p, _ in log)
+        assert bao_seen == ["proxmox/creds/read"]
+        assert cache[f"salt_proxmox.mints/{TARGET}"] == {"read": 1, "provision": 0}
