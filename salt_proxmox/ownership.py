@@ -8,16 +8,26 @@ instance: uuid, state_id, declared: {non-secret declared keys}}``.
 - A live object with no row is unowned: plan and apply refuse it unless ``adopt: true``.
 - ``state_id`` lets a later run see the same state now declaring another identity.
 
-Storage is injected (``OwnershipStore``): Salt grains in production, a dict in tests. Nothing
-secret is stored: callers pass declarations through ``LxcDeclaration.stored`` and the like.
+Storage is injected (``OwnershipStore``): Salt grains in production, a dict in tests, a JSON file
+(``FileStore``) where grains do not last. Under salt-ssh they do not: the target's ``grains.setval``
+writes ``<thin_dir>/grains`` (beside the ``<thin_dir>/minion`` config salt-ssh writes), and salt-ssh
+deletes the thin dir whenever it redeploys the thin or runs with ``--wipe`` (Salt 3008
+``salt/client/ssh/ssh_py_shim.py``, ``need_deployment``). Nothing secret is stored: callers pass
+declarations through ``LxcDeclaration.stored`` and the like.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import json
+import os
+import tempfile
 import uuid
 from collections.abc import Mapping
 from typing import Protocol
+
+from salt_proxmox.errors import SaltProxmoxError
 
 CREATING = "creating"
 OWNED = "owned"
@@ -44,6 +54,53 @@ class MemoryStore:
     def save(self, rows: dict[str, dict]) -> None:
         self.rows = copy.deepcopy(rows)
         self.saves += 1
+
+
+class FileStore:
+    """Rows in a JSON file, ``{"owned": {<row key>: <row>}}`` — the shape of the ``salt_proxmox``
+    grain, so a file and a grain can be compared by eye.
+
+    A missing file holds no rows. ``save`` writes a temporary file in the same directory and renames
+    it over the old one, so a reader sees the old rows or the new ones, never half; the file is 0600
+    and a directory it creates is 0700. A file that is not such a JSON object is an error, never
+    read as "no rows": that would turn every guest we made into an unowned one.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = os.fspath(path)
+
+    def load(self) -> dict[str, dict]:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise OwnershipFileError(f"{self.path}: not JSON ({exc.msg}); fix or restore it") from None
+        owned = data.get("owned", {}) if isinstance(data, dict) else None
+        if not isinstance(owned, dict):
+            raise OwnershipFileError(f'{self.path}: expected {{"owned": {{...}}}}; fix or restore it')
+        return owned
+
+    def save(self, rows: dict[str, dict]) -> None:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, scratch = tempfile.mkstemp(prefix=".owned-", suffix=".json", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"owned": rows}, handle, indent=2, sort_keys=True)
+                handle.write("\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(scratch, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(scratch)
+            raise
+
+
+class OwnershipFileError(SaltProxmoxError):
+    """The ownership file cannot be read as rows."""
 
 
 def row_key(target: str, family: str, identity: object) -> str:
@@ -91,6 +148,13 @@ class Ownership:
                 "declared": dict(declared),
             },
         )
+
+    def restore(self, key: str, row: Mapping[str, object] | None) -> None:
+        """Put back exactly the row ``key`` had before (None: no row), instance id included."""
+        if row is None:
+            self.forget(key)
+        else:
+            self._put(key, copy.deepcopy(dict(row)))
 
     def forget(self, key: str) -> bool:
         """Drop the row; True when there was one."""

@@ -41,6 +41,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
+def event_listener() -> Iterator[object]:
+    """pytest-salt-factories' event listener (an autouse fixture of that plugin starts it for every test),
+    bound to loopback: its default host is 0.0.0.0. The daemons it starts send their events to its host."""
+    from saltfactories.plugins.event_listener import EventListener
+
+    listener = EventListener()
+    listener.host = "127.0.0.1"
+    listener.address = f"tcp://{listener.host}:{listener.port}"
+    with listener:
+        yield listener
+
+
+@pytest.fixture(scope="session")
 def cluster() -> Iterator[ServedCluster]:
     """The session's seeded fake PVE cluster (time_scale 0)."""
     with ServedCluster(time_scale=0.0) as served:

@@ -247,7 +247,11 @@ def _judge_key(
             drift.add(key)
             change.put[key] = net_write(want, have)
         return
-    spec = schema.SCALARS[key]
+    spec = schema.SCALARS.get(key)
+    if spec is None:
+        drift.add(key)
+        change.refuse.append(f"{key}: not a container config key this state manages.")
+        return
     wanted = "" if want == "" else scalar_form(key, want)
     current = have if have is not None else spec.default
     had = "" if current is None else scalar_form(key, current)

@@ -38,7 +38,7 @@ from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import CREATING, Ownership, row_key
 from salt_proxmox.pve.client import PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
-from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed
+from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
 from salt_proxmox.pve.tasks import CREATE_POLLS, POLL_INTERVAL, TASK_POLLS, await_task, start_task
 
 log = logging.getLogger(__name__)
@@ -193,8 +193,13 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
     identity = identity_refusals(decl, recorded)
     if identity:
         return Decision("refuse", reasons=identity, row_key=key, row=row)
-    live = read_live(ctx, decl.node, decl.vmid)
     what = f"CT {decl.vmid} on {decl.node}"
+    if row and row.get("state_id") not in (None, decl.state_id) and not decl.adopt:
+        return Decision("refuse", row_key=key, row=row, reasons=[
+            f"{what} is declared by state {row.get('state_id')!r} already; two states cannot manage one "
+            "guest. Remove one declaration, or declare adopt: true here to move it to this state."
+        ])  # fmt: skip
+    live = read_live(ctx, decl.node, decl.vmid)
     if live is None:
         refusals = create_refusals(decl)
         if refusals:
@@ -360,18 +365,12 @@ def _create(ctx: PveContext, decl: LxcDeclaration) -> None:
     ctx.ownership.mark_creating(key, decl.state_id, decl.stored())
     try:
         upid = start_task(ctx.client, credential, "POST", path, what, form)
-    except PveError:
-        # PVE answered and refused: nothing started, so the row must not claim a create did.
-        _restore(ctx, key, earlier)
+    except (PveError, PveUnreachable):
+        # PVE refused, or no member accepted the connection: nothing started, so the row must not
+        # claim a create did.
+        ctx.ownership.restore(key, earlier)
         raise
     ctx.await_task(credential, decl.node, upid, what, CREATE_POLLS)
-
-
-def _restore(ctx: PveContext, key: str, earlier: dict | None) -> None:
-    if earlier is None:
-        ctx.ownership.forget(key)
-    else:
-        ctx.ownership.mark_owned(key, earlier.get("state_id", ""), earlier.get("declared", {}))
 
 
 def _update(ctx: PveContext, decl: LxcDeclaration, decision: Decision) -> None:

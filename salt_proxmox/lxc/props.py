@@ -16,7 +16,6 @@ from salt_proxmox.pve.constraints import NODE, VMID_MAX, VMID_MIN
 from salt_proxmox.wire.propstring import flag, pairs, wire
 from salt_proxmox.wire.volumes import parse_volume
 
-_MAC = re.compile(r"^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}$")
 REMOVALS = ("retain", "destroy")
 
 
@@ -51,12 +50,16 @@ class LxcDeclaration:
 
 
 def _problem_for(key: str, value: str) -> str | None:
-    """Why ``value`` is not a valid ``key`` (its schema rule or property-string format), or None."""
+    """Why ``value`` is not a valid ``key`` (its schema rule or property-string format), or None.
+
+    ``''`` asks to clear a key; whether that key can be cleared is the judge's to say, except
+    for ``unprivileged``, which is never a config removal (PVE: read-only after create).
+    """
     if value == "":
-        return None
+        return "cannot be removed; declare true or false" if key == "unprivileged" else None
     if key in schema.SCALARS:
         if key == "features":
-            return _options_problem(value, schema.FEATURE_OPTIONS, None, check_flags=True)
+            return _options_problem(value, "features", None)
         return schema.SCALARS[key].rule.problem(value)
     if key == "unprivileged":
         return schema._rule_for(key).problem(value)
@@ -68,49 +71,38 @@ def _problem_for(key: str, value: str) -> str | None:
             return str(exc)
         if family == "mp" and "mp" not in volume.options:
             return "a mount point needs mp=<path in the container>"
-        if key == "rootfs" and "mp" in volume.options:
-            return "rootfs takes no mp= (it is mounted at /)"
-        return None
+        return _options_problem(value, "rootfs" if key == "rootfs" else "mp", "volume")
     if family == "net":
-        problem = _options_problem(value, schema.NET_OPTIONS, None)
-        if problem:
-            return problem
-        options = dict(pairs(value))
-        if not options.get("name"):
+        problem = _options_problem(value, "net", None)
+        if problem is None and not dict(pairs(value)).get("name"):
             return "a NIC needs name=<interface name in the container>"
-        if "hwaddr" in options and not _MAC.match(options["hwaddr"]):
-            return f"hwaddr {options['hwaddr']!r} is not a MAC address"
-        return None
+        return problem
     if family == "dev":
-        return _options_problem(value, schema.DEV_OPTIONS, "path", check_flags=True)
+        return _options_problem(value, "dev", "path")
     return None
 
 
-def _options_problem(
-    value: str, allowed: frozenset[str], default_key: str | None, check_flags: bool = False
-) -> str | None:
+def _options_problem(value: str, family: str, default_key: str | None) -> str | None:
+    """Check a property string against ``schema.OPTIONS[family]``: known options, each valid."""
+    rules = schema.OPTIONS[family]
     try:
         items = pairs(value, default_key)
     except ValueError as exc:
         return str(exc)
-    unknown = sorted({key for key, _ in items} - allowed)
+    unknown = sorted({key for key, _ in items} - set(rules))
     if unknown:
-        return f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
-    if check_flags:
-        for key, raw in items:
-            if key in ("mount", "path", "mode", "uid", "gid"):
-                continue
-            try:
-                flag(raw)
-            except ValueError:
-                return f"{key}={raw} is not a boolean"
+        return f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(rules))}"
+    for option, raw in items:
+        reason = rules[option].problem(raw)
+        if reason:
+            return f"{option}={raw}: {reason}"
     return None
 
 
 def _vmid(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise DeclarationError(f"vmid: expected an integer, got {type(value).__name__}")
-    if isinstance(value, str) and not value.isdigit():
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]+", value):
         raise DeclarationError(f"vmid: {value!r} is not an integer")
     number = int(value)
     if not VMID_MIN <= number <= VMID_MAX:
@@ -159,6 +151,13 @@ def parse_declaration(
                 f"{key}: not a container config key this state manages (see pve-container "
                 "src/PVE/LXC/Config.pm); remove it from the declaration"
             )
+            continue
+        if (
+            isinstance(raw, bool)
+            and key in schema.SCALARS
+            and schema.SCALARS[key].rule.kind in ("integer", "number")
+        ):
+            problems.append(f"{key}: expected a number, got {raw!r}")
             continue
         try:
             value = wire(raw)

@@ -9,6 +9,7 @@ by name, never ignored and never written.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from salt_proxmox.pve.constraints import (
     check_dns_name,
     check_dns_names,
     check_resize,
+    check_size,
     check_startup,
     check_tags,
 )
@@ -82,15 +84,117 @@ CREATE_ONLY = frozenset({"ostemplate", "start"})
 #: Keys never stored in grains or returns (SPEC §6): notes a human wrote, and PVE's bookkeeping.
 NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
 
-#: NIC options (``$netconf_desc``).
-NET_OPTIONS = frozenset(
-    {"name", "bridge", "hwaddr", "ip", "gw", "ip6", "gw6", "mtu", "rate", "tag", "trunks", "type",
-     "firewall", "link_down", "host-managed"}
-)  # fmt: skip
-#: Feature flags (``$features_desc``).
-FEATURE_OPTIONS = frozenset({"nesting", "keyctl", "fuse", "mknod", "mount", "force_rw_sys"})
-#: Device options (``$dev_desc``).
-DEV_OPTIONS = frozenset({"path", "mode", "uid", "gid", "deny-write"})
+
+def _ip4_config(value: str) -> str | None:
+    """``pve-ipv4-config``: ``dhcp``, ``manual`` or an address in CIDR notation."""
+    if value in ("dhcp", "manual"):
+        return None
+    try:
+        ipaddress.IPv4Interface(value)
+    except ValueError:
+        return f"{value!r} is not dhcp, manual or an IPv4 address/prefix"
+    return None if "/" in value else f"{value!r} needs a prefix length (e.g. /24)"
+
+
+def _ip6_config(value: str) -> str | None:
+    """``pve-ipv6-config``: ``auto``, ``dhcp``, ``manual`` or an address in CIDR notation."""
+    if value in ("auto", "dhcp", "manual"):
+        return None
+    try:
+        ipaddress.IPv6Interface(value)
+    except ValueError:
+        return f"{value!r} is not auto, dhcp, manual or an IPv6 address/prefix"
+    return None if "/" in value else f"{value!r} needs a prefix length (e.g. /64)"
+
+
+def _address(version: int):
+    def check(value: str) -> str | None:
+        try:
+            address = ipaddress.ip_address(value)
+        except ValueError:
+            return f"{value!r} is not an IPv{version} address"
+        return None if address.version == version else f"{value!r} is not an IPv{version} address"
+
+    return check
+
+
+def _pattern(regex: str, what: str):
+    compiled = re.compile(regex)
+
+    def check(value: str) -> str | None:
+        return None if compiled.fullmatch(value) else f"{value!r} is not {what}"
+
+    return check
+
+
+def _absolute_path(value: str) -> str | None:
+    return None if value.startswith("/") else f"{value!r} is not an absolute path"
+
+
+_FLAG = Rule("boolean")
+_MOUNT_OPTION = "(?:discard|lazytime|noatime|nodev|noexec|nosuid)"
+_IDMAP_RANGE = "[ug]:[0-9]+:[0-9]+:[1-9][0-9]*"
+_IDMAP = _pattern(
+    f"passthrough|{_IDMAP_RANGE}(?:;{_IDMAP_RANGE})*", "an idmap (passthrough or u|g:ct:host:count;...)"
+)
+_MOUNTOPTIONS = _pattern(
+    f"{_MOUNT_OPTION}(?:;{_MOUNT_OPTION})*", "a ;-list of discard, lazytime, noatime, nodev, noexec, nosuid"
+)
+_ROOTFS_OPTIONS = {
+    "volume": Rule(),
+    "size": Rule(check=check_size),
+    "acl": _FLAG,
+    "idmap": Rule(check=_IDMAP),
+    "mountoptions": Rule(check=_MOUNTOPTIONS),
+    "quota": _FLAG,
+    "replicate": _FLAG,
+    "ro": _FLAG,
+    "shared": _FLAG,
+}
+
+#: Each property-string family's options and their rules: ``$netconf_desc``, ``$features_desc``,
+#: ``$dev_desc``, ``$rootfs_desc`` and ``$mp_desc`` (which adds ``mp``, ``backup``,
+#: ``keepattrs``: vzdump always includes the rootfs) in pve-container ``src/PVE/LXC/Config.pm``.
+OPTIONS: dict[str, dict[str, Rule]] = {
+    "net": {
+        "name": Rule(check=_pattern(r"[-_.\w\d]+", "an interface name")),
+        "bridge": Rule(check=_pattern(r"[-_.\w\d]+", "a bridge name")),
+        "hwaddr": Rule(check=_pattern(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}", "a MAC address")),
+        "ip": Rule(check=_ip4_config),
+        "gw": Rule(check=_address(4)),
+        "ip6": Rule(check=_ip6_config),
+        "gw6": Rule(check=_address(6)),
+        "mtu": Rule("integer", minimum=64, maximum=65535),
+        "rate": Rule("number", minimum=0),
+        "tag": Rule("integer", minimum=1, maximum=4094),
+        "trunks": Rule(check=_pattern(r"\d+(?:;\d+)*", "a ;-list of VLAN ids")),
+        "type": Rule("enum", choices=("veth",)),
+        "firewall": _FLAG,
+        "link_down": _FLAG,
+        "host-managed": _FLAG,
+    },
+    "features": {
+        "nesting": _FLAG,
+        "keyctl": _FLAG,
+        "fuse": _FLAG,
+        "mknod": _FLAG,
+        "force_rw_sys": _FLAG,
+        "mount": Rule(check=_pattern(r"[a-zA-Z0-9_; ]+", "a ;-list of file system types")),
+    },
+    "dev": {
+        "path": Rule(check=_absolute_path),
+        "mode": Rule(check=_pattern(r"0[0-7]{3}", "an octal mode like 0660")),
+        "uid": Rule("integer", minimum=0),
+        "gid": Rule("integer", minimum=0),
+        "deny-write": _FLAG,
+    },
+    "rootfs": _ROOTFS_OPTIONS,
+    "mp": {**_ROOTFS_OPTIONS, "mp": Rule(check=_absolute_path), "backup": _FLAG, "keepattrs": _FLAG},
+}
+
+NET_OPTIONS = frozenset(OPTIONS["net"])
+FEATURE_OPTIONS = frozenset(OPTIONS["features"])
+DEV_OPTIONS = frozenset(OPTIONS["dev"])
 
 
 def indexed(key: str) -> tuple[str, int] | None:

@@ -22,8 +22,9 @@ _DNS_LABEL = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)"
 DNS_NAME = re.compile(rf"^(?:{_DNS_LABEL}\.)*{_DNS_LABEL}$")
 #: ``$PVE::JSONSchema::PVE_TAG_RE``.
 TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE)
-#: ``pve-startup-order``: ``[[order=]\d+] [,up=\d+] [,down=\d+]``.
-STARTUP = re.compile(r"^(?:(?:order=)?\d+)?(?:,?up=\d+)?(?:,?down=\d+)?$")
+#: ``pve-startup-order`` parts (``pve_parse_startup_order``): each comma-separated part on its own,
+#: in any order — ``[order=]N``, ``up=N``, ``down=N``.
+STARTUP_PART = re.compile(r"^(?:(?:order=)?\d+|up=\d+|down=\d+)$")
 #: ``pve-node`` (pve-common ``pve_verify_node_name``).
 NODE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?$")
 #: Resize ``size`` (pve-container ``src/PVE/API2/LXC.pm`` ``resize_vm``).
@@ -52,7 +53,10 @@ def check_tags(value: str) -> str | None:
 
 def check_startup(value: str) -> str | None:
     """``pve-startup-order``."""
-    return None if STARTUP.match(value) else "not [order=]N[,up=N][,down=N]"
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    if parts and all(STARTUP_PART.match(part) for part in parts):
+        return None
+    return "not [order=]N[,up=N][,down=N]"
 
 
 def check_addresses(value: str) -> str | None:

@@ -20,9 +20,23 @@ STORAGE_ID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]$", re.IGNORECASE)
 _SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*$")
 _NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$", re.IGNORECASE)
 
-#: Options a volume may carry (``$rootfs_desc``; ``mp`` only on ``mpN``).
+#: Options any mount point may carry (``$rootfs_desc`` and ``$mp_desc``; which of them ``rootfs``
+#: may not carry is ``salt_proxmox.lxc.schema.OPTIONS``' to say).
 VOLUME_OPTIONS = frozenset(
-    {"volume", "mp", "size", "acl", "backup", "mountoptions", "quota", "replicate", "ro", "shared"}
+    [
+        "volume",
+        "mp",
+        "size",
+        "acl",
+        "backup",
+        "idmap",
+        "keepattrs",
+        "mountoptions",
+        "quota",
+        "replicate",
+        "ro",
+        "shared",
+    ]
 )
 
 
@@ -125,7 +139,8 @@ def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
             return VolumeVerdict(root_only=True)
         return VolumeVerdict()
     if want.kind == "new":
-        if want.storage.lower() != (have.storage or "").lower():
+        # Storage ids are names: the /i of ``pve_verify_storage_id`` checks the format only.
+        if want.storage != have.storage:
             return VolumeVerdict(
                 refuse=(
                     f"{key}: the live volume {have.volume} is on storage {have.storage}, the declaration "
