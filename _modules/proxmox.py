@@ -1,8 +1,11 @@
 """Execution module ``proxmox``: reads and writes of a Proxmox VE cluster, for states and ad-hoc use.
 
 Targets are read with ``config.get('proxmox:targets')`` (minion config or pillar); OpenBao with
-``config.get('openbao')``. The logic lives in the ``salt_proxmox`` library; this module only
-translates Salt's world (opts, pillar, grains, ``__context__``) into library calls.
+``config.get('openbao')``. Ownership rows go to the grain ``salt_proxmox:owned``, or to the JSON
+file ``config.get('proxmox:ownership_file')`` names when set — what salt-ssh needs, because a
+salt-ssh target keeps its grains in the thin directory, which salt-ssh deletes on every redeploy.
+The logic lives in the ``salt_proxmox`` library; this module only translates Salt's world (opts,
+pillar, grains, ``__context__``) into library calls.
 
 :depends: salt_proxmox, requests, hvac
 """
@@ -18,6 +21,7 @@ try:
     from salt_proxmox.errors import SaltProxmoxError
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc.judge import stored_config
+    from salt_proxmox.ownership import FileStore
     from salt_proxmox.pve.client import api_path
 
     HAS_LIBS = True
@@ -49,6 +53,13 @@ class _GrainsStore:
         __salt__["grains.setval"](GRAIN, value)
 
 
+def _ownership_store():
+    """The grain, or the file ``proxmox:ownership_file`` names (minion config, roster
+    ``minion_opts`` or pillar)."""
+    path = __salt__["config.get"]("proxmox:ownership_file", None)
+    return FileStore(path) if path else _GrainsStore()
+
+
 def _context(target=None):
     from salt.exceptions import CommandExecutionError
 
@@ -58,7 +69,7 @@ def _context(target=None):
             target,
             __salt__["config.get"]("openbao", None),
             __context__,
-            _GrainsStore(),
+            _ownership_store(),
         )
     except SaltProxmoxError as exc:
         raise CommandExecutionError(str(exc)) from None
