@@ -72,10 +72,14 @@ def write_minion_config(
     return path
 
 
-def salt_call(config_dir: Path, *args: str, timeout: float = 600) -> tuple[dict[str, Any], str]:
+def salt_call(
+    config_dir: Path, *args: str, timeout: float = 600, salt_call_bin: Path | None = None
+) -> tuple[dict[str, Any], str]:
     """Run ``salt-call --local -c config_dir <args> --out=json``; returns (the ``local`` return,
-    the raw stdout+stderr). Raises RuntimeError when the output is not JSON."""
-    salt_call_bin = Path(sys.executable).parent / "salt-call"
+    the raw stdout+stderr). Raises RuntimeError when the output is not JSON.
+
+    ``salt_call_bin``: the salt-call of another environment; default the one beside this Python."""
+    salt_call_bin = salt_call_bin or Path(sys.executable).parent / "salt-call"
     command = [str(salt_call_bin), "--local", "-c", str(config_dir), "--out=json", "--log-level=quiet", *args]
     proc = subprocess.run(
         command,
