@@ -1,0 +1,89 @@
+"""A real salt-master and salt-minion (pytest-salt-factories, loopback only): the master serves the
+formula (``formula/``) and the example pillar (``pillar_examples/``); the minion holds the target and
+OpenBao config and finds the modules through the package's ``salt.loader`` entry point. The master
+runs plan, apply and plan again on the minion against a fake cluster with creds from OpenBao.
+
+The daemons start once for the module (about 10 s on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from saltfactories.utils import random_string
+
+from tests.support.saltrun import FORMULA, PILLAR
+from tests.support.ways import (
+    OWNED_ROWS,
+    Estate,
+    assert_no_secret,
+    owned_phases,
+    plan_apply_plan,
+    started,
+)
+
+pytestmark = pytest.mark.functional
+
+WAY = "master + minion"
+# Seconds the salt CLI waits for the minion's return.
+JOB_TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def master(salt_factories: Any) -> Iterator[Any]:
+    factory = salt_factories.salt_master_daemon(
+        random_string("pve-master-"),
+        overrides={
+            "interface": "127.0.0.1",
+            "file_roots": {"base": [str(FORMULA)]},
+            "pillar_roots": {"base": [str(PILLAR)]},
+        },
+    )
+    with started(WAY, "start salt-master", factory):
+        yield factory
+
+
+@pytest.fixture(scope="module")
+def minion(master: Any, estate: Estate) -> Iterator[Any]:
+    factory = master.salt_minion_daemon(
+        random_string("pve-minion-"),
+        overrides={"proxmox": estate.proxmox_config(), "openbao": estate.openbao_config()},
+    )
+    with started(WAY, "start salt-minion", factory):
+        yield factory
+
+
+def test_plan_apply_plan_from_the_master(master: Any, minion: Any, estate: Estate) -> None:
+    salt = master.salt_cli(timeout=JOB_TIMEOUT)
+
+    def run(test: bool) -> tuple[Any, str]:
+        args = ["state.apply", "proxmox"] + (["test=True"] if test else [])
+        ret = salt.run(*args, minion_tgt=minion.id)
+        assert isinstance(ret.data, dict), f"no state return: {ret.stdout}\n{ret.stderr}"
+        return ret.data, ret.stdout + ret.stderr
+
+    outputs = plan_apply_plan(estate, WAY, run)
+
+    # The ownership rows are grains on the minion: in its grains file and in what it reports.
+    grains_file = Path(minion.config_dir) / "grains"
+    reported = salt.run("grains.get", "salt_proxmox:owned", minion_tgt=minion.id)
+    assert owned_phases(reported.data) == dict.fromkeys(OWNED_ROWS, "owned")
+    everything = salt.run("grains.items", minion_tgt=minion.id)
+    texts = {f"run {n}": out for n, out in enumerate(outputs)}
+    texts |= {
+        "grains file": grains_file.read_text(),
+        "grains.items": json.dumps(everything.data),
+        "minion log": _read(minion.config["log_file"]),
+        "master log": _read(master.config["log_file"]),
+    }
+    assert_no_secret(texts, estate.secrets)
+    assert "proxmox/creds" not in texts["grains file"]
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()

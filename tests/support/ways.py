@@ -1,0 +1,136 @@
+"""What every way of running the formula (tests/functional) shares: an estate to run it against, the
+plan → apply → plan sequence with its checks, the secret check, and the wall times.
+
+- ``Estate``: a served cluster and the OpenBao token that may read its PVE tokens; its
+  ``proxmox_config()`` and ``openbao_config()`` are the blocks a minion config (or a pillar) needs.
+- ``plan_apply_plan(estate, way, run)`` runs ``state.apply proxmox test=True``, ``state.apply proxmox``,
+  ``test=True`` again through ``run`` and checks what every way must show (see its docstring).
+- ``assert_no_secret(texts, secrets)`` fails naming the text, never printing the secret.
+- ``WALL_TIMES``: what ``timed``/``started`` measured; tests/functional/conftest.py prints it at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support.cluster import ServedCluster
+from tests.support.openbao import CREDS_PATH
+from tests.support.saltrun import state_rows, summary
+
+TARGET = "demo"
+STATE_IDS = {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns"}
+OWNED_ROWS = {f"{TARGET}/lxc/120", f"{TARGET}/lxc/150", f"{TARGET}/lxc/151"}
+
+# (way, what was timed, seconds), printed by tests/functional/conftest.py at the end of the session.
+WALL_TIMES: list[tuple[str, str, float]] = []
+
+
+@dataclass(repr=False)
+class Estate:
+    """A served cluster and the OpenBao token that may read its PVE tokens. The repr shows no secret."""
+
+    cluster: ServedCluster
+    bao_url: str
+    bao_token: str
+    secrets: list[str] = field(default_factory=list)
+
+    def proxmox_config(self, **extra: Any) -> dict[str, Any]:
+        """The ``proxmox:`` block of a minion config: one target, credentials from OpenBao."""
+        target = {
+            "members": [self.cluster.url],
+            "verify": self.cluster.cafile,
+            "credentials": {"source": "openbao", "path": CREDS_PATH},
+        }
+        return {"targets": {TARGET: target}, **extra}
+
+    def openbao_config(self) -> dict[str, Any]:
+        """The ``openbao:`` block: the dev server, token auth."""
+        return {"url": self.bao_url, "verify": True, "auth": {"method": "token", "token": self.bao_token}}
+
+    def __repr__(self) -> str:
+        return f"Estate({self.cluster!r}, bao_url={self.bao_url!r})"
+
+
+def assert_no_secret(texts: Mapping[str, str], secrets: list[str]) -> None:
+    """Fail when any secret occurs in any text; the message names the text and the secret's index only."""
+    leaks = [
+        (name, index)
+        for name, text in texts.items()
+        for index, secret in enumerate(secrets)
+        if secret in text
+    ]
+    assert not leaks, f"secrets (by index) found in: {leaks}"
+
+
+RunResult = tuple[Any, str]
+
+
+def plan_apply_plan(estate: Estate, way: str, run: Callable[[bool], RunResult]) -> list[str]:
+    """Plan, apply and plan again through ``run(test) -> (state return, raw output)``; returns the raw
+    outputs (for the secret check) after checking, on the fresh seeded cluster:
+
+    - the plan would create web (150) and db (151) and adopt dns (120), refuses nothing, and sends PVE
+      only GETs; the apply changes exactly what the plan showed, state by state and key by key;
+    - the second plan is clean (every state True, no changes) and sends only GETs;
+    - the containers exist where they were declared.
+
+    Records the wall time of the three runs as ``way``.
+    """
+    pve = estate.cluster.pve
+    assert pve is not None
+    runs, outputs = [], []
+    started = time.monotonic()
+    for test in (True, False, True):
+        first = len(pve.requests)
+        ret, raw = run(test)
+        outputs.append(raw)
+        runs.append((state_rows(ret), [method for method, _, _ in pve.requests[first:]]))
+    WALL_TIMES.append((way, "plan → apply → plan", time.monotonic() - started))
+
+    (plan, plan_methods), (apply, _), (replan, replan_methods) = runs
+    shown = "\n".join(
+        summary(title, rows)
+        for title, rows in zip(("plan", "apply", "replan"), (plan, apply, replan), strict=True)
+    )
+    assert {row["id"] for row in plan} >= STATE_IDS, shown
+    every = plan + apply + replan
+    assert all(row["result"] is not False for row in every), shown
+    assert all(row["result"] is None for row in plan if row["id"] in STATE_IDS), shown
+    assert set(plan_methods) == {"GET"} and set(replan_methods) == {"GET"}, "a plan never writes"
+    assert {r["id"]: sorted(r["changes"]) for r in plan} == {r["id"]: sorted(r["changes"]) for r in apply}, (
+        shown
+    )
+    assert all(row["result"] is True and not row["changes"] for row in replan), shown
+    assert (pve.ct(150).node, pve.ct(151).node) == ("pve1", "pve2")
+    return outputs
+
+
+def owned_phases(owned: Mapping[str, Any]) -> dict[str, str]:
+    """``{row key: phase}`` of the container rows of an ownership mapping (grain or file)."""
+    return {key: row["phase"] for key, row in owned.items() if "/lxc/" in key}
+
+
+@contextlib.contextmanager
+def timed(way: str, what: str) -> Iterator[None]:
+    """Record the wall time of the with block as ``what`` of ``way``."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        WALL_TIMES.append((way, what, time.monotonic() - started))
+
+
+@contextlib.contextmanager
+def started(way: str, what: str, daemon: Any) -> Iterator[Any]:
+    """``with daemon.started()``, its start recorded as ``what`` of ``way``."""
+    with timed(way, what):
+        context = daemon.started()
+        running = context.__enter__()
+    try:
+        yield running
+    finally:
+        context.__exit__(None, None, None)
