@@ -1,0 +1,5 @@
+"""Simple PVE objects (SPEC §7): one description per family, one lifecycle for all of them.
+
+A family (pools, roles, ACL entries, firewall aliases, ...) is an ``ObjectSpec`` in ``spec``;
+``lifecycle`` plans and applies any of them the same way.
+"""

@@ -1,0 +1,400 @@
+"""One lifecycle for every simple PVE object family (SPEC §7, §8).
+
+Plan and apply call the same ``decide``; an apply is a fresh call, so it decides on a fresh read:
+
+- read with the run's ``read`` credential; only the family's exact absence answer (confirmed,
+  for listing families) means absent; any other failure, or a 200 without the promised shape,
+  fails the state;
+- absent → create (the create form must pass the vendor constraints, or the plan is refused);
+- present and not ours → refused unless ``adopt: true`` (an unfinished create of ours that
+  matches is finished as ours);
+- present and matching → nothing to write;
+- present and different → one update, whose form must pass the vendor constraints and must
+  not be empty (a family with no update path refuses instead).
+
+A write uses a freshly minted ``provision`` credential and carries the family's write guard (a
+digest read right before it). After every write the object is read back and judged again: a
+difference left over fails the state, naming the keys.
+
+``absent`` retains by default (forgets the ownership row, touches nothing); ``removal:
+destroy`` deletes only an object this minion owns that still matches its last declaration,
+and reads it back to prove it gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.lxc.lifecycle import PveContext
+from salt_proxmox.outcome import Outcome
+from salt_proxmox.ownership import CREATING, row_key
+from salt_proxmox.pve.constraints import check_form
+from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
+
+log = logging.getLogger(__name__)
+
+REMOVALS = ("retain", "destroy")
+
+
+def read(ctx: PveContext, spec: ObjectSpec, decl: Declared) -> dict | None:
+    """The live object's canonical attributes, or None when PVE proves it absent.
+
+    Raises PveError (any answer but the family's exact absence answer), PveMalformed (a 200
+    without the promised shape), Refused (a listing that cannot be proven complete),
+    PveUnreachable or CredentialError. Never folds a failure into absence.
+    """
+    credential = ctx.broker.read()
+    call = spec.read(decl)
+    try:
+        data = ctx.client.request("GET", call.path, credential, params=call.params)
+    except PveError as error:
+        if spec.is_absent(error, decl):
+            return None
+        raise
+    try:
+        live = spec.parse(data, decl)
+    except ValueError as why:
+        raise PveMalformed("GET", call.path, str(why)) from None
+    if live is None:
+        if spec.confirm_absent is None:
+            raise PveMalformed("GET", call.path, f"the answer does not hold {decl.label}")
+        spec.confirm_absent(ctx, credential, decl)
+    return live
+
+
+@dataclass
+class Decision:
+    """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``.
+
+    ``call`` is the planned write; ``changes`` what the state return shows for it; ``record``
+    whether the ownership row must be written (adoption, a finished create).
+    """
+
+    action: str
+    live: dict | None = None
+    call: Call | None = None
+    changes: dict = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    row_key: str = ""
+    row: dict | None = None
+    record: bool = False
+
+
+def identity_refusal(
+    ctx: PveContext, spec: ObjectSpec, decl: Declared, allowed: Iterable[str] = ()
+) -> str | None:
+    """The refusal when this state id recorded another object of the family (SPEC §8), else None.
+
+    ``allowed``: row keys that are not a different object (a rename's old name)."""
+    previous = ctx.ownership.for_state(decl.target, spec.family, decl.state_id)
+    key = row_key(decl.target, spec.family, decl.identity)
+    if previous is None or previous[0] == key or previous[0] in set(allowed):
+        return None
+    old = previous[0].split("/", 2)[-1]
+    return (
+        f"state {decl.state_id} declared {spec.noun} {old} before and now declares {decl.label}. Another "
+        f"{spec.noun} is another object, not an update: declare {old} absent in its own state first, or "
+        "give this declaration its own state id."
+    )
+
+
+def decide(
+    ctx: PveContext, spec: ObjectSpec, decl: Declared, allowed_previous: Iterable[str] = ()
+) -> Decision:
+    """The one decision plan and apply share. Raises what ``read`` raises."""
+    key = row_key(decl.target, spec.family, decl.identity)
+    row = ctx.ownership.row(key)
+    refusal = identity_refusal(ctx, spec, decl, allowed_previous)
+    if refusal:
+        return Decision("refuse", reasons=[refusal], row_key=key, row=row)
+    live = read(ctx, spec, decl)
+    if live is None:
+        call = spec.create(decl)
+        try:
+            check_form(spec.create_endpoint, call.payload(), presence=True)
+        except DeclarationError as exc:
+            return Decision("refuse", reasons=[f"Refused: {p}" for p in exc.problems], row_key=key, row=row)
+        if row and row.get("phase") != CREATING:
+            note = f"{decl.label} was ours but PVE no longer has it; would create it again"
+        elif row:
+            note = f"{decl.label}: an earlier create did not finish and it is absent; would create it"
+        else:
+            note = f"{decl.label}: would be created"
+        changes = {"created": {"old": None, "new": decl.label}}
+        changes.update({k: {"old": None, "new": v} for k, v in decl.values.items()})
+        return Decision("create", call=call, changes=changes, notes=[note], row_key=key, row=row)
+    diffs = spec.differences(live, decl)
+    matches = spec.is_match(live, decl)
+    notes: list[str] = []
+    record = False
+    if row is None:
+        if not decl.adopt:
+            state = "it matches" if matches else f"it differs in {', '.join(diffs)}"
+            return Decision(
+                "refuse",
+                live=live,
+                row_key=key,
+                reasons=[
+                    f"{decl.label} exists and this minion did not create it ({state}). Nothing is taken "
+                    "over silently: declare adopt: true to manage it."
+                ],
+            )
+        notes.append(f"{decl.label}: adopted as declared")
+        record = True
+    elif row.get("phase") == CREATING:
+        if not matches:
+            return Decision(
+                "refuse",
+                live=live,
+                row_key=key,
+                row=row,
+                reasons=[
+                    f"{decl.label} exists with a create of ours recorded as unfinished, but it differs in "
+                    f"{', '.join(diffs)}, so it may not be ours. Check it, then declare adopt: true."
+                ],
+            )
+        notes.append(f"{decl.label}: our interrupted create is finished; recorded as ours")
+        record = True
+    if matches:
+        return Decision("noop", live=live, notes=notes, row_key=key, row=row, record=record)
+    call = spec.update(decl, live) if spec.update is not None else None
+    if call is None or not call.payload():
+        return Decision(
+            "refuse",
+            live=live,
+            row_key=key,
+            row=row,
+            reasons=[
+                f"{decl.label} differs in {', '.join(diffs)}, and PVE cannot change that in place. "
+                f"Declare it as it is, or declare it absent (removal: destroy) and create it anew."
+            ],
+        )
+    try:
+        check_form(spec.update_endpoint, call.payload(), presence=False)
+    except DeclarationError as exc:
+        return Decision("refuse", reasons=[f"Refused: {p}" for p in exc.problems], row_key=key, row=row)
+    return Decision(
+        "update", live=live, call=call, changes=diffs, notes=notes, row_key=key, row=row, record=record
+    )
+
+
+def fail_text(exc: Exception) -> str:
+    """A failure as comment text (a Refused's reasons one per line)."""
+    if isinstance(exc, Refused):
+        return "\n".join(exc.reasons)
+    return str(exc)
+
+
+def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision) -> None:
+    """Send the decision's write with a fresh provision credential.
+
+    A create first records the row as ``creating`` (and restores the earlier row when PVE
+    refuses it); an update first reads the family's write guard (digest). The form is checked
+    against the vendor constraints once more right before it is sent. Raises PveError,
+    DeclarationError, Refused, Uncertain, CredentialError.
+    """
+    call = decision.call
+    assert call is not None
+    if decision.action == "create":
+        check_form(spec.create_endpoint, call.payload(), presence=True)
+        credential = ctx.broker.provision()
+        earlier = ctx.ownership.row(decision.row_key)
+        ctx.ownership.mark_creating(decision.row_key, decl.state_id, decl.stored())
+        try:
+            send(ctx, credential, call)
+        except PveError:
+            # PVE answered and refused: nothing was created, so the row must not claim it was.
+            restore(ctx, decision.row_key, earlier)
+            raise
+        return
+    credential = ctx.broker.provision()
+    if spec.write_guard is not None:
+        call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, decision.live or {}))
+    check_form(spec.update_endpoint, call.payload(), presence=False)
+    send(ctx, credential, call)
+
+
+def send(ctx: PveContext, credential, call: Call) -> object:
+    """One request for ``call``."""
+    return ctx.client.request(call.method, call.path, credential, params=call.params, form=call.form)
+
+
+def restore(ctx: PveContext, key: str, earlier: dict | None) -> None:
+    """Put back the row ``key`` had before a create PVE refused."""
+    if earlier is None:
+        ctx.ownership.forget(key)
+    else:
+        ctx.ownership.mark_owned(key, earlier.get("state_id", ""), earlier.get("declared", {}))
+
+
+def _plan_lines(decision: Decision, decl: Declared) -> list[str]:
+    if decision.action == "update":
+        return [f"{decl.label}: would write {', '.join(decision.changes)}"]
+    if decision.action == "noop" and not decision.record:
+        return [f"{decl.label} is as declared"]
+    return []
+
+
+def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **declared) -> Outcome:
+    """Plan (``test``) or apply one declaration of ``spec``'s family; never raises for a known
+    failure. ``declared``: the state's arguments (``adopt`` and the family's keys)."""
+    outcome = Outcome()
+    try:
+        decl = spec.declare(state_id, ctx.target.name, **declared)
+        decision = decide(ctx, spec, decl)
+    except DeclarationError as exc:
+        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{state_id}: {fail_text(exc)}", "Nothing was written.")
+    return carry_out(ctx, spec, decl, decision, test, outcome)
+
+
+def carry_out(
+    ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision, test: bool, outcome: Outcome
+) -> Outcome:
+    """Report (``test``) or perform ``decision``, read back and judge again."""
+    if decision.action == "refuse":
+        return outcome.fail(*decision.reasons, "Nothing was written.")
+    outcome.changes.update(decision.changes)
+    if decision.record:
+        outcome.changes["ownership"] = {"old": (decision.row or {}).get("phase"), "new": "owned"}
+    if test or decision.action != "create":
+        outcome.comment.extend(decision.notes)
+    if test:
+        outcome.comment.extend(_plan_lines(decision, decl))
+        outcome.result = None if outcome.changes else True
+        return outcome
+    try:
+        if decision.action in ("create", "update"):
+            write(ctx, spec, decl, decision)
+            after = read(ctx, spec, decl)
+        else:
+            after = decision.live
+    except DeclarationError as exc:
+        outcome.changes = {}
+        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+    except SaltProxmoxError as exc:
+        outcome.changes = {}
+        return outcome.fail(fail_text(exc))
+    if after is None:
+        outcome.changes = {}
+        return outcome.fail(f"{decl.label}: the write returned no error but PVE does not have it.")
+    if decision.action != "noop" or decision.record:
+        ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored())
+    left = spec.differences(after, decl)
+    if left or not spec.is_match(after, decl):
+        return outcome.fail(
+            f"{decl.label}: after the write, {', '.join(left) or 'the object'} still differ(s) from the "
+            "declaration. PVE may store another spelling; declare what it stores."
+        )
+    if decision.action == "create":
+        outcome.comment.append(f"{decl.label} has been created")
+    elif decision.action == "update":
+        outcome.comment.append(f"{decl.label} has been updated: {', '.join(decision.changes)}")
+    elif not decision.record:
+        outcome.comment.append(f"{decl.label} is as declared")
+    return outcome
+
+
+def absent(
+    ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, removal: object = "retain", **names
+) -> Outcome:
+    """Stop managing one object: ``removal: retain`` (default) forgets its ownership row and
+    touches nothing; ``removal: destroy`` deletes it, only when this minion owns it and it still
+    matches its last declaration, then reads it back to prove it gone. ``names``: the family's
+    identity keys. Never raises for a known failure."""
+    outcome = Outcome()
+    try:
+        if removal not in REMOVALS:
+            raise DeclarationError(f"removal: expected retain or destroy, got {removal!r}")
+        probe = spec.identify(state_id, ctx.target.name, **names)
+    except DeclarationError as exc:
+        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+    key = row_key(probe.target, spec.family, probe.identity)
+    row = ctx.ownership.row(key)
+    if removal == "retain":
+        return _forget(ctx, key, row, probe, test, outcome)
+    try:
+        last = _last_declaration(spec, probe, row)
+        live = read(ctx, spec, last)
+        if live is None:
+            if row is None:
+                outcome.comment.append(f"{probe.label} is absent")
+                return outcome
+            outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
+            if test:
+                outcome.result = None
+                outcome.comment.append(f"{probe.label} is already absent; would forget ownership")
+                return outcome
+            ctx.ownership.forget(key)
+            outcome.comment.append(f"{probe.label} is already absent; ownership forgotten")
+            return outcome
+        if row is None:
+            return outcome.fail(
+                f"{probe.label} exists and is not recorded as ours, so it is not deleted. Nothing was "
+                "deleted: delete it by hand if it should go."
+            )
+        drift = spec.differences(live, last)
+        if drift or not spec.is_match(live, last):
+            return outcome.fail(
+                f"destroy {probe.label}: it no longer matches its last declaration ({', '.join(drift)}), so "
+                "it may not be what this state made. Nothing was deleted: delete it by hand if it should go."
+            )
+        outcome.changes = {"deleted": {"old": probe.label, "new": None}}
+        if test:
+            outcome.result = None
+            outcome.comment.append(f"{probe.label}: would be deleted")
+            return outcome
+        delete(ctx, spec, last, live)
+    except SaltProxmoxError as exc:
+        outcome.changes = {}
+        return outcome.fail(fail_text(exc), "Nothing was deleted unless said above.")
+    ctx.ownership.forget(key)
+    outcome.comment.append(f"{probe.label} has been deleted")
+    return outcome
+
+
+def delete(ctx: PveContext, spec: ObjectSpec, decl: Declared, live: Mapping[str, object]) -> None:
+    """Delete one object (with its write guard) and prove it gone with a read.
+
+    Raises PveError, Refused, Uncertain, or SaltProxmoxError when it is still there."""
+    call = spec.delete(decl, live)
+    if spec.write_guard is not None:
+        call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, live))
+    send(ctx, ctx.broker.provision(), call)
+    if read(ctx, spec, decl) is not None:
+        raise SaltProxmoxError(f"{decl.label}: the delete returned no error but PVE still has it.")
+
+
+def _last_declaration(spec: ObjectSpec, probe: Declared, row: dict | None) -> Declared:
+    if row is None or not isinstance(row.get("declared"), Mapping):
+        return probe
+    recorded = dict(row["declared"])
+    try:
+        return spec.declare(probe.state_id, probe.target, **recorded)
+    except (DeclarationError, TypeError):
+        raise Refused(
+            f"{probe.label}: its ownership row does not hold a readable declaration, so it cannot be checked "
+            "before a delete. Nothing was deleted."
+        ) from None
+
+
+def _forget(
+    ctx: PveContext, key: str, row: dict | None, probe: Declared, test: bool, outcome: Outcome
+) -> Outcome:
+    if row is None:
+        outcome.comment.append(f"{probe.label} is not recorded as ours; nothing to forget")
+        return outcome
+    outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
+    if test:
+        outcome.result = None
+        outcome.comment.append(f"{probe.label}: would forget ownership and leave it untouched (retain)")
+        return outcome
+    ctx.ownership.forget(key)
+    outcome.comment.append(f"{probe.label}: ownership forgotten; left untouched (retain)")
+    return outcome

@@ -1,0 +1,143 @@
+"""Resource pools (``proxmox_pool``): a poolid and its comment.
+
+Source: pve-manager 9.2.11 ``PVE/API2/Pool.pm`` and pve-access-control 9.1.1
+``src/PVE/AccessControl.pm`` (``verify_poolname``, ``parse_user_config``/``write_user_config``).
+
+- Read is ``GET /pools?poolid=<id>`` (the non-deprecated form since PVE 8.1): a list holding one
+  ``{poolid, comment?, members}``. Absence is exactly HTTP 500 ``pool '<id>' does not exist``.
+- Create is ``POST /pools`` ``{poolid, comment}``; update ``PUT /pools`` ``{poolid, comment}``;
+  delete ``DELETE /pools?poolid=<id>`` (PVE refuses a pool that still has members).
+- A poolid is ``[A-Za-z0-9.-_]+`` with up to two ``/``-nested levels, each level starting with a
+  letter (``create_pool``: "pool name must start with a letter"); it is case-sensitive.
+- The comment round-trips exactly (``encode_text``/``decode_text``), except that PVE keeps a
+  comment only when it is true in Perl: ``''`` is no comment, and a comment of ``0`` is dropped
+  on create and lost on the next read, so it is refused. fakepve keeps ``'0'`` (Python truth).
+- Members (guests, storages) are not managed here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
+
+FAMILY = "pool"
+#: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.
+POOLID = re.compile(r"^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$")
+
+
+def check_poolid(value: str) -> str | None:
+    """None when ``value`` is a poolid PVE creates, else the reason in PVE's words."""
+    if not POOLID.match(value):
+        return f"pool name '{value}' contains invalid characters"
+    if not value.rsplit("/", 1)[-1][:1].isalpha():
+        return "pool name must start with a letter"
+    return None
+
+
+def check_comment(value: str) -> str | None:
+    """A pool comment PVE keeps as sent (see the module docstring)."""
+    if value == "0":
+        return "PVE keeps a comment only when it is true in Perl, so a comment of 0 would be lost"
+    return None
+
+
+_RULES = {
+    "poolid": Rule(check=check_poolid),
+    "comment": Rule(check=check_comment),
+}
+CREATE = Endpoint("POST /pools", ("poolid",), _RULES.get)
+UPDATE = Endpoint("PUT /pools", ("poolid",), _RULES.get)
+
+
+def _text(key: str, value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise DeclarationError(f"{key}: expected text, got {type(value).__name__}")
+    return str(value)
+
+
+def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
+    """A pool by its poolid (``name``). Raises DeclarationError naming the key."""
+    if extra:
+        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: a pool has name and comment")
+    if not isinstance(name, str) or not name:
+        raise DeclarationError("name: the poolid is required (text)")
+    problem = check_poolid(name)
+    if problem:
+        raise DeclarationError(f"name: {problem}")
+    return Declared(state_id, target, identity=name, label=f"pool {name}", names={"name": name})
+
+
+def declare(
+    state_id: str, target: str, name: object = None, comment: object = None, adopt: object = False, **extra
+) -> Declared:
+    """A checked pool declaration: ``name`` (the poolid), ``comment`` (text; None or '' for
+    none), ``adopt``. Raises DeclarationError naming the key and rule."""
+    probe = identify(state_id, target, name=name, **extra)
+    text = _text("comment", comment)
+    problem = check_comment(text)
+    if problem:
+        raise DeclarationError(f"comment: {problem}")
+    if not isinstance(adopt, bool):
+        raise DeclarationError("adopt: expected true or false")
+    return Declared(
+        state_id,
+        target,
+        probe.identity,
+        probe.label,
+        names=probe.names,
+        values={"comment": text},
+        adopt=adopt,
+    )
+
+
+def parse(data: object, decl: Declared) -> dict:
+    """``GET /pools?poolid=`` → ``{comment}``. Raises ValueError for any other shape."""
+    poolid = decl.names["name"]
+    if not isinstance(data, list) or len(data) != 1 or not isinstance(data[0], Mapping):
+        raise ValueError(f"expected a list holding pool {poolid}")
+    entry = data[0]
+    if entry.get("poolid") != poolid:
+        raise ValueError(f"the answer is about pool {entry.get('poolid')!r}, not {poolid}")
+    comment = entry.get("comment", "")
+    if comment is None:
+        comment = ""
+    if not isinstance(comment, str):
+        raise ValueError("comment is not text")
+    members = entry.get("members", [])
+    if not isinstance(members, list):
+        raise ValueError("members is not a list")
+    return {"comment": comment, "members": len(members)}
+
+
+def _form(decl: Declared, with_empty: bool) -> dict[str, str]:
+    form = {"poolid": decl.names["name"]}
+    comment = str(decl.values.get("comment", ""))
+    if comment or with_empty:
+        form["comment"] = comment
+    return form
+
+
+SPEC = ObjectSpec(
+    family=FAMILY,
+    noun="pool",
+    declare=declare,
+    identify=identify,
+    read=lambda decl: Call("GET", "pools", params={"poolid": decl.names["name"]}),
+    absence="HTTP 500 \"pool '<poolid>' does not exist\" (pve-manager PVE/API2/Pool.pm index)",
+    is_absent=exact_message(500, "pool '{name}' does not exist"),
+    parse=parse,
+    create=lambda decl: Call("POST", "pools", form=_form(decl, with_empty=False)),
+    create_endpoint=CREATE,
+    # ``comment: ''`` is sent to clear it: update_pool sets a defined comment, and
+    # write_user_config then writes an empty one as none.
+    update=lambda decl, live: Call("PUT", "pools", form=_form(decl, with_empty=True)),
+    update_endpoint=UPDATE,
+    delete=lambda decl, live: Call("DELETE", "pools", params={"poolid": decl.names["name"]}),
+    matches=same_values,
+)

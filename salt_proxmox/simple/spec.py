@@ -1,0 +1,152 @@
+"""The description of a simple PVE object family (SPEC §7), shared by every such family.
+
+A simple object is one PVE keeps as a small record behind one read: a resource pool, a custom
+role, an ACL entry, a cluster firewall alias. Each family is described once, as an
+``ObjectSpec``:
+
+- ``read``: the GET that reads one object, and ``parse``, which turns PVE's answer into the
+  family's canonical attributes or raises ``ValueError`` for an answer without the promised
+  shape (a malformed read is an error, never absence);
+- ``absence`` / ``is_absent``: PVE's exact answer that says the object does not exist. Nothing
+  else is absence: not a 403, not another 500, not an empty 200. A family whose read is a
+  listing (ACL entries) says so with ``confirm_absent``, which proves the listing complete;
+- ``create`` and ``update``: the calls and their forms, checked against ``create_endpoint`` /
+  ``update_endpoint`` (the vendor constraints of ``salt_proxmox.pve.constraints``) before any
+  write; ``update`` is None for a family PVE cannot change in place;
+- ``delete``: the call that removes one;
+- ``matches``: whether a live object already is as declared (canonical attributes compared);
+- ``write_guard``: extra form keys a write carries to say which read it was judged against
+  (a digest), read right before the write.
+
+``Declared`` is one checked declaration, built by the family's ``declare`` (full declaration)
+or ``identify`` (identity keys only, for ``absent``). Both raise ``DeclarationError`` naming
+the key and the rule, before any network call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from salt_proxmox.pve.constraints import Endpoint
+from salt_proxmox.pve.errors import PveError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.pve.client import Credential
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API call: ``method``, ``path`` (relative to ``/api2/json/``, labels encoded), query
+    ``params`` and ``form`` body (both ``{name: wire string}``).
+
+    PVE's HTTP server (pve-http-server ``APIServer/AnyEvent.pm`` ``extract_params``) reads a
+    body only for POST and PUT, so extra keys of a GET or DELETE go to the query string.
+    """
+
+    method: str
+    path: str
+    params: Mapping[str, str] | None = None
+    form: Mapping[str, str] | None = None
+
+    def payload(self) -> dict[str, str]:
+        """The parameters PVE will see (query and body together)."""
+        return {**(self.params or {}), **(self.form or {})}
+
+    def with_extra(self, extra: Mapping[str, str]) -> Call:
+        """This call with ``extra`` keys (e.g. a ``digest``) in the body or the query string."""
+        if not extra:
+            return self
+        if self.method in ("POST", "PUT"):
+            return Call(self.method, self.path, self.params, {**(self.form or {}), **extra})
+        return Call(self.method, self.path, {**(self.params or {}), **extra}, self.form)
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One checked declaration of a simple object.
+
+    - ``state_id``: the declaring Salt state's id (SPEC §8);
+    - ``target``: the ``proxmox:targets`` name;
+    - ``identity``: the object's key as PVE keys it (a lower-cased alias name, a poolid, ...);
+      ownership rows are ``<target>/<family>/<identity>``;
+    - ``label``: how a sentence names it (``pool prod``);
+    - ``names``: the identity keys as declared (used in paths and create forms);
+    - ``values``: the compared attributes in the family's canonical spelling (JSON scalars, so
+      they can be stored in grains and compared with what PVE answers); empty for ``identify``;
+    - ``adopt``: take over a live object this minion did not create.
+    """
+
+    state_id: str
+    target: str
+    identity: str
+    label: str
+    names: Mapping[str, str] = field(default_factory=dict)
+    values: Mapping[str, object] = field(default_factory=dict)
+    adopt: bool = False
+
+    def stored(self) -> dict[str, object]:
+        """The declaration as the ownership row keeps it: names and canonical values."""
+        return {**dict(self.names), **dict(self.values)}
+
+
+@dataclass(frozen=True)
+class ObjectSpec:
+    """One simple object family. See the module docstring for each member's contract.
+
+    Callables take a ``Declared`` (and the live attributes where named ``live``); ``parse``
+    takes PVE's ``data`` and returns the canonical attributes, None (a listing without the
+    object; only with ``confirm_absent``), or raises ValueError(why).
+    """
+
+    family: str
+    noun: str
+    declare: Callable[..., Declared]
+    identify: Callable[..., Declared]
+    read: Callable[[Declared], Call]
+    absence: str
+    is_absent: Callable[[PveError, Declared], bool]
+    parse: Callable[[object, Declared], dict | None]
+    create: Callable[[Declared], Call]
+    create_endpoint: Endpoint
+    update: Callable[[Declared, Mapping[str, object]], Call | None] | None
+    update_endpoint: Endpoint | None
+    delete: Callable[[Declared, Mapping[str, object]], Call]
+    matches: Callable[[Mapping[str, object], Declared], bool] | None = None
+    confirm_absent: Callable[[PveContext, Credential, Declared], None] | None = None
+    write_guard: Callable[[PveContext, Credential, Declared, Mapping[str, object]], dict] | None = None
+
+    def differences(self, live: Mapping[str, object], decl: Declared) -> dict[str, dict]:
+        """``{key: {old, new}}`` for each declared value the live object does not have."""
+        return {
+            key: {"old": live.get(key), "new": want}
+            for key, want in decl.values.items()
+            if live.get(key) != want
+        }
+
+    def is_match(self, live: Mapping[str, object], decl: Declared) -> bool:
+        """True when the live object is as declared (``matches``, or every value equal)."""
+        if self.matches is not None:
+            return self.matches(live, decl)
+        return not self.differences(live, decl)
+
+
+def same_values(live: Mapping[str, object], decl: Declared) -> bool:
+    """The usual ``matches``: every declared canonical value equals the live one."""
+    return all(live.get(key) == want for key, want in decl.values.items())
+
+
+def exact_message(status: int, wording: str) -> Callable[[PveError, Declared], bool]:
+    """An ``is_absent`` for a die-style answer: HTTP ``status`` with exactly ``wording``, whose
+    ``{name}`` placeholders are filled from the declaration's names (PVE strips nothing but the
+    trailing newline, which ``PveError`` already dropped)."""
+
+    def is_absent(error: PveError, decl: Declared) -> bool:
+        return error.status == status and error.message == wording.format(**decl.names)
+
+    return is_absent
