@@ -1,0 +1,1 @@
+"""The PVE firewall families: cluster aliases (``alias``, planned by ``lifecycle``)."""
