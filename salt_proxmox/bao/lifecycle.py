@@ -1,0 +1,414 @@
+"""The calls an OpenBao policy makes, and the plan/apply of ``openbao_policy.present``/``absent``.
+
+Read is ``GET /v1/sys/policy/<key>`` (hvac ``sys.read_policy``): its ``rules`` are the text.
+Only a 404 is absence (``handlePoliciesRead`` answers nothing for a missing policy, which the
+router turns into a 404; hvac raises ``InvalidPath``); any other failure fails the state, and a
+200 without a text, or about another name, is an error. A policy whose text is empty exists.
+
+Write is ``PUT /v1/sys/policy/<key>`` with ``{"policy": text}`` in the JSON body (hvac
+``sys.create_or_update_policy``) — the text is never put on a command line or in a file. Delete
+is ``DELETE /v1/sys/policy/<key>``, which succeeds for a missing policy too, so every write and
+delete is read back.
+
+Plan and apply call the same ``decide``; an apply decides on its own fresh read. Ownership rows
+(SPEC §8) are ``openbao/policy/<key>`` and keep the sha256 of the text this minion wrote,
+never the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+
+import hvac
+import hvac.exceptions
+import requests
+
+from salt_proxmox.bao.policy import (
+    FAMILY,
+    REMOVALS,
+    UNDELETABLE,
+    PolicyDeclaration,
+    check_name,
+    grants,
+    parse_declaration,
+    sha256,
+    unified_diff,
+)
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
+from salt_proxmox.outcome import Outcome
+from salt_proxmox.ownership import CREATING, Ownership, OwnershipStore, row_key
+
+#: The ownership rows' target part: one OpenBao per minion configuration.
+TARGET = "openbao"
+#: Where the run's authenticated hvac client is cached (shared with the credential broker).
+CLIENT_CACHE_KEY = "salt_proxmox.openbao.client"
+
+
+@dataclass
+class BaoContext:
+    """One OpenBao within one Salt run: an authenticated ``client`` and the ownership rows."""
+
+    client: hvac.Client
+    ownership: Ownership
+    target: str = TARGET
+
+
+def context_for(openbao: object, cache: MutableMapping, store: OwnershipStore) -> BaoContext:
+    """A BaoContext from the ``openbao:`` block, reusing the run's client from ``cache``
+    (Salt's ``__context__``). Raises DeclarationError for a bad block, OpenBaoError when login
+    fails."""
+    client = cache.get(CLIENT_CACHE_KEY)
+    if not isinstance(client, hvac.Client):
+        if openbao is None:
+            raise DeclarationError("openbao: no openbao block is configured (minion config or pillar)")
+        client = connect(openbao)
+        cache[CLIENT_CACHE_KEY] = client
+    return BaoContext(client=client, ownership=Ownership(store))
+
+
+def read_policy(ctx: BaoContext, key: str) -> str | None:
+    """The text of policy ``key``, or None when OpenBao answers 404.
+
+    Raises OpenBaoError for any other failure or an answer without a text for this name."""
+    try:
+        answer = ctx.client.sys.read_policy(key)
+    except hvac.exceptions.InvalidPath:
+        return None
+    except (hvac.exceptions.VaultError, requests.exceptions.RequestException) as exc:
+        raise OpenBaoError(f"reading policy {key}: {describe_failure(exc)}") from None
+    data = answer.get("data") if isinstance(answer, Mapping) else None
+    if not isinstance(data, Mapping):
+        data = answer if isinstance(answer, Mapping) else {}
+    text = data.get("rules", data.get("policy"))
+    name = data.get("name")
+    if not isinstance(text, str) or (name is not None and name != key):
+        raise OpenBaoError(
+            f"reading policy {key}: OpenBao answered without the policy's text (malformed answer); "
+            "nothing is assumed absent"
+        )
+    return text
+
+
+def write_policy(ctx: BaoContext, key: str, text: str) -> None:
+    """Create or replace policy ``key``; the text travels in the request body only.
+    Raises OpenBaoError."""
+    try:
+        ctx.client.sys.create_or_update_policy(name=key, policy=text)
+    except (hvac.exceptions.VaultError, requests.exceptions.RequestException) as exc:
+        raise OpenBaoError(f"writing policy {key}: {describe_failure(exc)}") from None
+
+
+def delete_policy(ctx: BaoContext, key: str) -> None:
+    """Delete policy ``key`` and prove it gone with a read. Raises OpenBaoError."""
+    try:
+        ctx.client.sys.delete_policy(key)
+    except (hvac.exceptions.VaultError, requests.exceptions.RequestException) as exc:
+        raise OpenBaoError(f"deleting policy {key}: {describe_failure(exc)}") from None
+    if read_policy(ctx, key) is not None:
+        raise OpenBaoError(f"deleting policy {key}: OpenBao answered success but still has it")
+
+
+@dataclass
+class Decision:
+    """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``;
+    ``old`` what happens to a rename's old policy: None, ``forget`` (retain) or ``delete``."""
+
+    action: str
+    live: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    record: bool = False
+    row: dict | None = None
+    old: str | None = None
+    old_live: str | None = None
+
+
+def _row_sha(row: Mapping | None) -> str | None:
+    declared = (row or {}).get("declared")
+    return declared.get("sha256") if isinstance(declared, Mapping) else None
+
+
+def _plan_old(
+    ctx: BaoContext, decl: PolicyDeclaration, live: str | None, row: dict | None
+) -> Decision | tuple[str | None, str | None, list[str]]:
+    """A rename's old policy: a refusal, or (``delete``|``forget``|None, its text, notes)."""
+    old = str(decl.rename_from)
+    move = f"rename {old} → {decl.key}"
+    if live is not None and row is None:
+        return Decision(
+            "refuse",
+            live=live,
+            reasons=[
+                f"{move}: policy {decl.key} already exists and this minion did not write it, so the name is "
+                "taken. Nothing was written: pick another name, or remove that policy."
+            ],
+        )
+    old_row = ctx.ownership.row(row_key(ctx.target, FAMILY, old))
+    old_live = read_policy(ctx, old)
+    if decl.removal == "destroy" and old_live is not None:
+        if old_row is None or sha256(old_live) != _row_sha(old_row):
+            why = "was not written by this minion" if old_row is None else "no longer holds the text we wrote"
+            return Decision(
+                "refuse",
+                live=live,
+                reasons=[
+                    f"{move} with removal: destroy: policy {old} {why}, so it is not deleted. Nothing was "
+                    "written: use removal: retain, or remove it by hand."
+                ],
+            )
+        return "delete", old_live, [f"policy {old} would be deleted after {decl.key} is written"]
+    if old_row is not None:
+        kept = "is retained as it is (removal: retain)" if old_live is not None else "is already gone"
+        return "forget", old_live, [f"policy {old} {kept}; its ownership is forgotten"]
+    if old_live is not None:
+        return None, old_live, [f"policy {old} is not recorded as ours; it is left as it is"]
+    return None, None, []
+
+
+def decide(ctx: BaoContext, decl: PolicyDeclaration) -> Decision:
+    """The one decision plan and apply share (SPEC §7, §8). Raises OpenBaoError."""
+    key = row_key(ctx.target, FAMILY, decl.key)
+    row = ctx.ownership.row(key)
+    what = f"policy {decl.key}"
+    previous = ctx.ownership.for_state(ctx.target, FAMILY, decl.state_id)
+    old_key = row_key(ctx.target, FAMILY, decl.rename_from) if decl.rename_from else None
+    if previous and previous[0] not in (key, old_key):
+        old = previous[0].split("/", 2)[-1]
+        return Decision(
+            "refuse",
+            row=row,
+            reasons=[
+                f"state {decl.state_id} declared policy {old} before and now declares {decl.key}. To rename "
+                f"it declare rename_from: {old}; to keep both, give this policy its own state id."
+            ],
+        )
+    live = read_policy(ctx, decl.key)
+    notes: list[str] = []
+    old_action, old_live = None, None
+    if decl.rename_from and decl.rename_from != decl.key:
+        planned = _plan_old(ctx, decl, live, row)
+        if isinstance(planned, Decision):
+            return planned
+        old_action, old_live, notes = planned
+    elif decl.rename_from:
+        notes.append(f"{what}: rename_from differs only in case; OpenBao keys policies in lower case")
+    common = {"live": live, "row": row, "old": old_action, "old_live": old_live}
+    if live is None:
+        if row and row.get("phase") != CREATING:
+            notes.append(f"{what} was ours but OpenBao no longer has it; would write it again")
+        elif row:
+            notes.append(f"{what}: an earlier write did not finish and it is absent; would write it")
+        else:
+            notes.append(f"{what}: would be created")
+        return Decision("create", notes=notes, **common)
+    same = sha256(live) == decl.digest
+    record = False
+    if row is None:
+        if not decl.adopt:
+            state = "it holds the declared text" if same else "its text differs from the declared one"
+            return Decision(
+                "refuse",
+                live=live,
+                reasons=[
+                    f"{what} exists and this minion did not write it ({state}). Nothing is taken over "
+                    "silently: declare adopt: true to manage it."
+                ],
+            )
+        notes.append(f"{what}: adopted as declared")
+        record = True
+    elif row.get("phase") == CREATING:
+        if not same:
+            return Decision(
+                "refuse",
+                live=live,
+                row=row,
+                reasons=[
+                    f"{what} exists with a write of ours recorded as unfinished, but its text differs, so it "
+                    "may not be ours. Check it, then declare adopt: true."
+                ],
+            )
+        notes.append(f"{what}: our interrupted write is finished; recorded as ours")
+        record = True
+    return Decision("noop" if same else "update", notes=notes, record=record, **common)
+
+
+def _changes(decl: PolicyDeclaration, decision: Decision) -> dict:
+    changes: dict = {}
+    if decision.action == "create":
+        changes["created"] = {"old": None, "new": f"policy {decl.key}"}
+    if decision.action in ("create", "update"):
+        live = decision.live
+        changes["sha256"] = {"old": None if live is None else sha256(live), "new": decl.digest}
+        changes["path_grants"] = {"old": grants(live), "new": grants(decl.text)}
+        changes["diff"] = unified_diff(decl.key, live, decl.text)
+    if decision.record:
+        changes["ownership"] = {"old": (decision.row or {}).get("phase"), "new": "owned"}
+    if decision.old == "delete":
+        changes["renamed"] = {"old": decl.rename_from, "new": decl.key}
+        changes["deleted"] = {"old": f"policy {decl.rename_from}", "new": None}
+    elif decision.old == "forget":
+        changes["renamed"] = {"old": decl.rename_from, "new": decl.key}
+    return changes
+
+
+def present(
+    ctx: BaoContext,
+    state_id: str,
+    test: bool,
+    name: object,
+    fragments: object,
+    adopt: object = False,
+    removal: object = "retain",
+    rename_from: object = None,
+    fetch: Callable[[str], object] | None = None,
+    **extra: object,
+) -> Outcome:
+    """Plan (``test``) or apply one policy declaration; never raises for a known failure.
+
+    ``fragments``: inline HCL strings and ``salt://`` URLs (read through ``fetch``). The
+    changes show ``sha256`` and ``path_grants`` before and after and a unified ``diff``."""
+    outcome = Outcome()
+    try:
+        decl = parse_declaration(state_id, name, fragments, adopt, removal, rename_from, fetch, **extra)
+        decision = decide(ctx, decl)
+    except DeclarationError as exc:
+        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
+    if decision.action == "refuse":
+        return outcome.fail(*decision.reasons, "Nothing was written.")
+    outcome.changes = _changes(decl, decision)
+    outcome.comment.extend(decision.notes)
+    what = f"policy {decl.key}"
+    grant_text = f"{grants(decision.live) or 0} → {grants(decl.text)} path grants"
+    if test:
+        if decision.action == "update":
+            outcome.comment.append(f"{what}: would be rewritten ({grant_text})")
+        elif decision.action == "noop" and not outcome.changes:
+            outcome.comment.append(f"{what} is as declared")
+        outcome.result = None if outcome.changes else True
+        return outcome
+    key = row_key(ctx.target, FAMILY, decl.key)
+    try:
+        if decision.action in ("create", "update"):
+            earlier = ctx.ownership.row(key)
+            if decision.action == "create":
+                ctx.ownership.mark_creating(key, state_id, decl.stored())
+            try:
+                write_policy(ctx, decl.key, decl.text)
+            except OpenBaoError:
+                if decision.action == "create":
+                    _restore(ctx, key, earlier)
+                raise
+            after = read_policy(ctx, decl.key)
+        else:
+            after = decision.live
+        if after is None:
+            return outcome.fail(f"{what}: the write returned no error but OpenBao does not have it.")
+        if decision.action != "noop" or decision.record:
+            ctx.ownership.mark_owned(key, state_id, decl.stored())
+        if sha256(after) != decl.digest:
+            return outcome.fail(
+                f"{what}: after the write OpenBao holds another text (sha256 {sha256(after)[:12]}…), not the "
+                "declared one."
+            )
+        if decision.old == "delete" and decl.rename_from:
+            delete_policy(ctx, decl.rename_from)
+        if decision.old in ("delete", "forget") and decl.rename_from:
+            ctx.ownership.forget(row_key(ctx.target, FAMILY, decl.rename_from))
+    except SaltProxmoxError as exc:
+        return outcome.fail(str(exc))
+    if decision.action == "create":
+        outcome.comment.append(f"{what} has been created ({grants(decl.text)} path grants)")
+    elif decision.action == "update":
+        outcome.comment.append(f"{what} has been rewritten ({grant_text})")
+    elif not outcome.changes:
+        outcome.comment.append(f"{what} is as declared")
+    if decision.old == "delete":
+        outcome.comment.append(f"policy {decl.rename_from} has been deleted")
+    return outcome
+
+
+def _restore(ctx: BaoContext, key: str, earlier: dict | None) -> None:
+    if earlier is None:
+        ctx.ownership.forget(key)
+    else:
+        ctx.ownership.mark_owned(key, earlier.get("state_id", ""), earlier.get("declared", {}))
+
+
+def absent(
+    ctx: BaoContext, state_id: str, test: bool, name: object, removal: object = "retain", **extra: object
+) -> Outcome:
+    """Stop managing a policy: ``removal: retain`` (default) forgets its ownership row and
+    leaves the policy; ``removal: destroy`` deletes it only when this minion wrote it and it
+    still holds that text (same sha256), then reads it back to prove it gone."""
+    outcome = Outcome()
+    try:
+        if extra:
+            raise DeclarationError(
+                f"unknown key(s) {', '.join(sorted(extra))}: absent takes name and removal"
+            )
+        folded = check_name(name)
+        if removal not in REMOVALS:
+            raise DeclarationError(f"removal: expected retain or destroy, got {removal!r}")
+        if removal == "destroy" and folded in UNDELETABLE:
+            raise DeclarationError(f"name: OpenBao does not let anyone delete the {folded!r} policy")
+    except DeclarationError as exc:
+        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+    what = f"policy {folded}"
+    key = row_key(ctx.target, FAMILY, folded)
+    row = ctx.ownership.row(key)
+    if removal == "retain":
+        if row is None:
+            outcome.comment.append(f"{what} is not recorded as ours; nothing to forget")
+            return outcome
+        outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
+        if test:
+            outcome.result = None
+            outcome.comment.append(f"{what}: would forget ownership and leave the policy as it is (retain)")
+            return outcome
+        ctx.ownership.forget(key)
+        outcome.comment.append(f"{what}: ownership forgotten; the policy is retained as it is")
+        return outcome
+    try:
+        live = read_policy(ctx, folded)
+        if live is None:
+            if row is None:
+                outcome.comment.append(f"{what} is absent")
+                return outcome
+            outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
+            if test:
+                outcome.result = None
+                outcome.comment.append(f"{what} is already absent; would forget ownership")
+                return outcome
+            ctx.ownership.forget(key)
+            outcome.comment.append(f"{what} is already absent; ownership forgotten")
+            return outcome
+        if row is None:
+            raise Refused(
+                f"{what} was not written by this minion, so it is not deleted. Nothing was deleted."
+            )
+        if sha256(live) != _row_sha(row):
+            raise Refused(
+                f"{what} no longer holds the text this minion wrote, so it is not deleted. Nothing was "
+                "deleted: remove it by hand if it should go."
+            )
+        outcome.changes = {
+            "deleted": {"old": what, "new": None},
+            "path_grants": {"old": grants(live), "new": None},
+        }
+        if test:
+            outcome.result = None
+            outcome.comment.append(f"{what}: would be deleted")
+            return outcome
+        delete_policy(ctx, folded)
+    except Refused as exc:
+        return outcome.fail(*exc.reasons)
+    except SaltProxmoxError as exc:
+        outcome.changes = {}
+        return outcome.fail(str(exc))
+    ctx.ownership.forget(key)
+    outcome.comment.append(f"{what} has been deleted")
+    return outcome

@@ -1,0 +1,246 @@
+"""OpenBao ACL policies (``openbao_policy``): the pure half — names, assembly, comparison, plan text.
+
+Source: OpenBao 2.6 (git df6ce2c) ``internal/vault/policy/policy_store.go`` and
+``internal/vault/logical_system.go`` (``handlePoliciesRead/Set/Delete``); measured against the
+``bao`` 2.x dev server of the test suite.
+
+- **Names** are keyed in lower case: ``handlePoliciesSet`` stores ``strings.ToLower(name)`` and
+  ``PolicyStore.sanitizeName`` lower-cases (and trims) every name it reads, sets or deletes. So
+  ``Salt-Proxmox-Creds`` and ``salt-proxmox-creds`` are one policy; ``policy_key`` gives the key.
+  ``root`` and ``response-wrapping`` cannot be written (``immutablePolicies``); ``default`` cannot
+  be deleted. This product also keeps a name to one URL label: ``[A-Za-z0-9][A-Za-z0-9._-]*``.
+- **Text** is stored verbatim (``Policy.Raw``) and read back as ``rules``; it is compared by the
+  sha256 of its bytes (UTF-8). Two facts shape the assembly:
+  ``handlePoliciesSet`` refuses an empty text (``'policy' parameter not supplied or empty``), and
+  it first tries to base64-decode the text and stores the decoding when that works (Go's
+  ``StdEncoding`` ignores ``\\r``/``\\n``): a text ``"\\n"`` is stored as ``""``. So an assembly that
+  is only white space is refused, as is one that is valid base64 — OpenBao would store
+  something else. An existing policy with an empty text still occupies its name.
+- **Assembly**: each fragment's text with its trailing white space removed, empty fragments
+  skipped, joined by one blank line, ending in one newline. Fragments are inline HCL strings or
+  ``salt://`` files, which the Salt module fetches (``cp.get_file_str``) through ``fetch``.
+- **Grants**: the plan counts ``path "..."`` blocks (HCL) or the keys of ``"path"`` (a JSON
+  policy) before and after, and shows a unified diff of the text. Policy text is not secret; it
+  never goes to grains all the same (the row keeps its sha256 only).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from salt_proxmox.errors import DeclarationError
+
+FAMILY = "policy"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: ``immutablePolicies``: SetPolicy answers ``cannot update "<name>" policy``.
+IMMUTABLE = ("root", "response-wrapping")
+#: DeletePolicy refuses these.
+UNDELETABLE = ("default", *IMMUTABLE)
+REMOVALS = ("retain", "destroy")
+_GRANT = re.compile(r'^[ \t]*path[ \t]+"', re.MULTILINE)
+SALT_URL = "salt://"
+
+
+def policy_key(name: str) -> str:
+    """The key OpenBao files a policy under (``sanitizeName``: trimmed, lower case)."""
+    return name.strip().lower()
+
+
+def check_name(name: object, key: str = "name") -> str:
+    """The policy key of ``name``. Raises DeclarationError naming ``key`` and the rule."""
+    if not isinstance(name, str) or not NAME.match(name):
+        raise DeclarationError(f"{key}: {name!r} is not a policy name ([A-Za-z0-9][A-Za-z0-9._-]*)")
+    folded = policy_key(name)
+    if folded in IMMUTABLE:
+        raise DeclarationError(f"{key}: OpenBao does not let anyone write the {folded!r} policy")
+    return folded
+
+
+def sha256(text: str) -> str:
+    """Hex sha256 of the text's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def grants(text: str | None) -> int | None:
+    """How many ``path`` blocks the policy has (None for no policy)."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            paths = json.loads(stripped).get("path")
+        except (ValueError, AttributeError):
+            paths = None
+        if isinstance(paths, dict):
+            return len(paths)
+    return len(_GRANT.findall(text))
+
+
+def unified_diff(name: str, old: str | None, new: str) -> str:
+    """A unified diff of the policy text, ``old`` (live, None when absent) to ``new``."""
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"{name} (OpenBao)" if old is not None else "/dev/null",
+        tofile=f"{name} (declared)",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One piece of a policy: ``origin`` names it in messages (``fragments[0]`` or its
+    ``salt://`` URL); ``text`` is its HCL."""
+
+    origin: str
+    text: str
+
+
+def fragments_from(raw: object, fetch: Callable[[str], object] | None = None) -> list[Fragment]:
+    """The declared ``fragments`` as Fragment objects, in order.
+
+    ``raw``: a list whose items are inline HCL strings or ``salt://`` URLs; ``fetch(url)``
+    returns a file's text (falsy when there is no such file). Raises DeclarationError naming
+    the item: not a list, an item that is not text, a ``salt://`` file that is missing or cannot
+    be fetched here."""
+    if isinstance(raw, str) or not isinstance(raw, Sequence) or not raw:
+        raise DeclarationError("fragments: expected a non-empty list of HCL strings or salt:// files")
+    out = []
+    for index, item in enumerate(raw):
+        where = f"fragments[{index}]"
+        if isinstance(item, Fragment):
+            out.append(item)
+            continue
+        if not isinstance(item, str):
+            raise DeclarationError(f"{where}: expected HCL text or a salt:// URL, got {type(item).__name__}")
+        if item.startswith(SALT_URL):
+            if fetch is None:
+                raise DeclarationError(f"{where}: {item} can only be read through Salt (cp.get_file_str)")
+            text = fetch(item)
+            if text is False or text is None:
+                raise DeclarationError(f"{where}: {item} was not found on the Salt file server")
+            if not isinstance(text, str):
+                raise DeclarationError(f"{where}: {item} is not a text file")
+            out.append(Fragment(item, text))
+        else:
+            out.append(Fragment(where, item))
+    return out
+
+
+def assemble(fragments: Sequence[Fragment]) -> str:
+    """The policy text: fragments without trailing white space, empty ones skipped, joined by
+    one blank line, ending in one newline (``''`` when every fragment is empty)."""
+    parts = [fragment.text.rstrip() for fragment in fragments if fragment.text.strip()]
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def assembly_problem(text: str) -> str | None:
+    """Why OpenBao would not store ``text`` as it is, or None."""
+    if not text.strip():
+        return (
+            "the assembled policy is empty: every fragment is empty or white space, and an empty policy is "
+            "refused rather than written"
+        )
+    compact = text.replace("\r", "").replace("\n", "")
+    try:
+        base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return (
+        "the assembled policy is valid base64, so OpenBao would store its decoding instead "
+        "(logical_system.go handlePoliciesSet); write it as HCL"
+    )
+
+
+@dataclass(frozen=True)
+class PolicyDeclaration:
+    """One checked ``openbao_policy.present`` declaration.
+
+    ``name`` as declared; ``key`` as OpenBao keys it; ``text`` the assembly; ``digest`` its
+    sha256; ``rename_from`` the old key (None: no rename); ``removal`` what happens to the old
+    policy of a rename (``retain``: left in place; ``destroy``: deleted when it still holds
+    what this minion last wrote)."""
+
+    state_id: str
+    name: str
+    key: str
+    text: str
+    digest: str
+    fragments: int
+    adopt: bool = False
+    removal: str = "retain"
+    rename_from: str | None = None
+
+    def stored(self) -> dict[str, object]:
+        """The ownership row's declaration: name, sha256 and fragment count — never the text."""
+        return {"name": self.key, "sha256": self.digest, "fragments": self.fragments}
+
+
+def parse_declaration(
+    state_id: str,
+    name: object,
+    fragments: object,
+    adopt: object = False,
+    removal: object = "retain",
+    rename_from: object = None,
+    fetch: Callable[[str], object] | None = None,
+    **extra: object,
+) -> PolicyDeclaration:
+    """Check a declaration and assemble its text. Raises DeclarationError naming each key."""
+    problems: list[str] = []
+    if extra:
+        problems.append(
+            f"unknown key(s) {', '.join(sorted(extra))}: a policy has name, fragments, adopt, removal, "
+            "rename_from"
+        )
+    key = ""
+    try:
+        key = check_name(name)
+    except DeclarationError as exc:
+        problems += exc.problems
+    old = None
+    if rename_from is not None:
+        try:
+            old = check_name(rename_from, "rename_from")
+        except DeclarationError as exc:
+            problems += exc.problems
+    if not isinstance(adopt, bool):
+        problems.append("adopt: expected true or false")
+    if removal not in REMOVALS:
+        problems.append(f"removal: expected retain or destroy, got {removal!r}")
+    if removal == "destroy" and old in UNDELETABLE:
+        problems.append(
+            f"rename_from: OpenBao does not let anyone delete the {old!r} policy; use removal: retain"
+        )
+    text = ""
+    parts: list[Fragment] = []
+    try:
+        parts = fragments_from(fragments, fetch)
+        text = assemble(parts)
+        problem = assembly_problem(text)
+        if problem:
+            problems.append(f"fragments: {problem}")
+    except DeclarationError as exc:
+        problems += exc.problems
+    if problems:
+        raise DeclarationError(problems)
+    return PolicyDeclaration(
+        state_id=state_id,
+        name=str(name),
+        key=key,
+        text=text,
+        digest=sha256(text),
+        fragments=len(parts),
+        adopt=bool(adopt),
+        removal=str(removal),
+        rename_from=old,
+    )
