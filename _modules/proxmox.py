@@ -230,3 +230,283 @@ def lxc_resize(node, vmid, disk, size, target=None):
     path = f"{lifecycle.guest_path(node, int(vmid))}/resize"
     upid = _call(ctx.task, "PUT", path, node, f"grow {disk} of CT {vmid} to {size}", form)
     return {"upid": upid, "disk": disk, "size": size}
+
+
+# ----------------------------------------------------------------------------- simple objects
+#
+# Firewall aliases, pools, roles and ACL entries share one lifecycle (salt_proxmox.simple); the
+# functions below only pick the family, the context and Salt's ``test`` flag.
+
+
+def _families():
+    from salt_proxmox.firewall import alias
+    from salt_proxmox.simple import acl, pool, role
+
+    return {"firewall_alias": alias.SPEC, "pool": pool.SPEC, "role": role.SPEC, "acl": acl.SPEC}
+
+
+def _failed(name, exc):
+    return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
+
+
+def _object_present(family, name, test, target, state_id, declared):
+    from salt_proxmox.simple import lifecycle as simple
+
+    declared = {k: v for k, v in declared.items() if not k.startswith("__")}
+    try:
+        ctx = _context(target)
+    except Exception as exc:
+        return _failed(name, exc)
+    spec = _families()[family]
+    return simple.present(ctx, spec, bool(test), state_id or name, **declared).salt_return(name)
+
+
+def _object_absent(family, name, test, target, state_id, removal, names):
+    from salt_proxmox.simple import lifecycle as simple
+
+    try:
+        ctx = _context(target)
+    except Exception as exc:
+        return _failed(name, exc)
+    spec = _families()[family]
+    names = {k: v for k, v in names.items() if not k.startswith("__")}
+    return simple.absent(ctx, spec, bool(test), state_id or name, removal, **names).salt_return(name)
+
+
+def _object_get(family, target, names):
+    from salt_proxmox.simple import lifecycle as simple
+
+    ctx = _context(target)
+    spec = _families()[family]
+    probe = _call(spec.identify, "adhoc", ctx.target.name, **names)
+    return _call(simple.read, ctx, spec, probe)
+
+
+def firewall_alias_get(name, target=None):
+    """
+    One cluster firewall alias as this module compares it: ``{name, cidr, comment}`` (cidr
+    without a /32 or /128, comment trimmed). Returns ``None`` only for PVE's exact "no such
+    alias" answer; fails on any other error.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_alias_get web_hosts target=homelab
+    """
+    return _object_get("firewall_alias", target, {"name": name})
+
+
+def firewall_alias_present(
+    name, cidr, comment=None, test=False, target=None, adopt=False, rename_from=None, state_id=None, **extra
+):
+    """
+    Plan (``test=True``) or apply one cluster firewall alias; returns a state return dict. This
+    is what the ``proxmox_firewall_alias.present`` state calls. ``rename_from`` names the alias's
+    old name: the new alias is created first, the old one deleted after.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_alias_present web_hosts cidr=10.0.0.0/24 comment='web tier' test=True
+    """
+    from salt_proxmox.firewall import lifecycle as alias_lifecycle
+
+    try:
+        ctx = _context(target)
+    except Exception as exc:
+        return _failed(name, exc)
+    outcome = alias_lifecycle.present(
+        ctx,
+        bool(test),
+        state_id or name,
+        name=name,
+        cidr=cidr,
+        comment=comment,
+        adopt=adopt,
+        rename_from=rename_from,
+        **{k: v for k, v in extra.items() if not k.startswith("__")},
+    )
+    return outcome.salt_return(name)
+
+
+def firewall_alias_absent(name, test=False, target=None, state_id=None, **extra):
+    """
+    Delete one cluster firewall alias this minion created, if it still holds what was last
+    declared; an alias that is not ours is refused, one already gone is fine. Rules naming it
+    stop matching: move them first. Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_alias_absent web_hosts test=True
+    """
+    return _object_absent("firewall_alias", name, test, target, state_id, "destroy", dict(extra, name=name))
+
+
+def pool_get(name, target=None):
+    """
+    One resource pool: ``{comment, members}`` (members counted). ``None`` only for PVE's
+    exact "pool '<id>' does not exist".
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.pool_get prod
+    """
+    return _object_get("pool", target, {"name": name})
+
+
+def pool_present(name, comment=None, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one resource pool (poolid ``name``, ``comment``); returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.pool_present prod comment='Production guests' test=True
+    """
+    return _object_present(
+        "pool", name, test, target, state_id, dict(extra, name=name, comment=comment, adopt=adopt)
+    )
+
+
+def pool_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a pool: ``removal=retain`` (default) forgets it, ``removal=destroy`` deletes
+    an owned, unchanged, empty pool.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.pool_absent prod removal=destroy test=True
+    """
+    return _object_absent("pool", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def role_get(name, target=None):
+    """
+    One role: ``{privs}`` (sorted, comma-joined). ``None`` only for PVE's exact
+    "role '<id>' does not exist".
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.role_get SaltProxmoxRead
+    """
+    return _object_get("role", target, {"name": name})
+
+
+def role_present(name, privs=None, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one custom role; ``privs`` is a list (or comma-separated string) compared as a
+    set. Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.role_present SaltProxmoxRead privs='VM.Audit,Sys.Audit' test=True
+    """
+    return _object_present(
+        "role", name, test, target, state_id, dict(extra, name=name, privs=privs, adopt=adopt)
+    )
+
+
+def role_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a role: retain (default) or destroy an owned, unchanged role.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.role_absent SaltProxmoxRead test=True
+    """
+    return _object_absent("role", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def acl_get(path, role, user=None, group=None, token=None, target=None):
+    """
+    One ACL entry: ``{propagate}``, or ``None`` when ``GET /access/acl`` (read with Sys.Audit on
+    /access) does not hold it.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.acl_get / SaltProxmoxRead token='salt-read@pve!plan'
+    """
+    names = {"path": path, "role": role, "user": user, "group": group, "token": token}
+    return _object_get("acl", target, names)
+
+
+def acl_present(
+    name,
+    path,
+    role,
+    user=None,
+    group=None,
+    token=None,
+    propagate=True,
+    test=False,
+    target=None,
+    adopt=False,
+    state_id=None,
+    **extra,
+):
+    """
+    Plan or apply one ACL entry: ``role`` for exactly one of ``user``, ``group`` or ``token`` on
+    ``path``. Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.acl_present read-root path=/ role=SaltProxmoxRead \\
+            token='salt-read@pve!plan' test=True
+    """
+    declared = {
+        **extra,
+        "path": path,
+        "role": role,
+        "user": user,
+        "group": group,
+        "token": token,
+        "propagate": propagate,
+        "adopt": adopt,
+    }
+    return _object_present("acl", name, test, target, state_id, declared)
+
+
+def acl_absent(
+    name,
+    path,
+    role,
+    user=None,
+    group=None,
+    token=None,
+    test=False,
+    target=None,
+    removal="retain",
+    state_id=None,
+    **extra,
+):
+    """
+    Stop managing one ACL entry: retain (default) or destroy an owned, unchanged entry.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.acl_absent read-root path=/ role=SaltProxmoxRead \\
+            token='salt-read@pve!plan' test=True
+    """
+    names = {**extra, "path": path, "role": role, "user": user, "group": group, "token": token}
+    return _object_absent("acl", name, test, target, state_id, removal, names)

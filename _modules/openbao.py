@@ -1,0 +1,183 @@
+"""Execution module ``openbao``: OpenBao ACL policies, for the ``openbao_policy`` states and ad-hoc use.
+
+OpenBao is reached through the ``openbao:`` block, read with ``config.get('openbao')`` (minion
+config or pillar): ``url``, ``verify``, ``auth: {method: token|approle, ...}``. The token or
+AppRole needs ``read``, ``create``, ``update`` (and for ``removal: destroy``, ``delete``) on
+``sys/policy/<name>`` for every declared name. Fragments given as ``salt://`` URLs are fetched
+here with ``cp.get_file_str``; the library gets plain text. Ownership rows go where the
+``proxmox`` module keeps them: the grain ``salt_proxmox:owned``, or the JSON file
+``config.get('proxmox:ownership_file')`` names. A policy's text never goes there, only its sha256.
+
+:depends: salt_proxmox, hvac
+"""
+
+import logging
+
+log = logging.getLogger(__name__)
+
+__virtualname__ = "openbao"
+
+try:
+    from salt_proxmox.bao import lifecycle
+    from salt_proxmox.bao import policy as rules
+    from salt_proxmox.errors import DeclarationError, SaltProxmoxError
+    from salt_proxmox.ownership import FileStore
+
+    HAS_LIBS = True
+except ImportError as exc:  # pragma: no cover - reported through __virtual__
+    HAS_LIBS = False
+    IMPORT_ERROR = str(exc)
+
+GRAIN = "salt_proxmox"
+
+
+def __virtual__():
+    if not HAS_LIBS:
+        return False, f"openbao: the salt_proxmox library is not importable ({IMPORT_ERROR})"
+    return __virtualname__
+
+
+class _GrainsStore:
+    """Ownership rows in the ``salt_proxmox:owned`` grain (written with ``grains.setval``)."""
+
+    def load(self):
+        value = __salt__["grains.get"](GRAIN, {})
+        owned = value.get("owned") if isinstance(value, dict) else None
+        return dict(owned) if isinstance(owned, dict) else {}
+
+    def save(self, rows):
+        value = __salt__["grains.get"](GRAIN, {})
+        value = dict(value) if isinstance(value, dict) else {}
+        value["owned"] = rows
+        __salt__["grains.setval"](GRAIN, value)
+
+
+def _store():
+    path = __salt__["config.get"]("proxmox:ownership_file", None)
+    return FileStore(path) if path else _GrainsStore()
+
+
+def _context():
+    return lifecycle.context_for(__salt__["config.get"]("openbao", None), __context__, _store())
+
+
+def _fetch(saltenv):
+    def fetch(url):
+        return __salt__["cp.get_file_str"](url, saltenv=saltenv or "base")
+
+    return fetch
+
+
+def _failed(name, exc):
+    return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
+
+
+def _raise(exc):
+    from salt.exceptions import CommandExecutionError
+
+    raise CommandExecutionError(str(exc)) from None
+
+
+def policy_read(name):
+    """
+    One ACL policy: ``{name, sha256, path_grants, text}``, or ``None`` when OpenBao answers 404.
+    Fails on any other error. ``name`` is keyed as OpenBao keys it (lower case).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call openbao.policy_read salt-proxmox-creds
+    """
+    try:
+        key = rules.check_name(name)
+        text = lifecycle.read_policy(_context(), key)
+    except SaltProxmoxError as exc:
+        _raise(exc)
+    if text is None:
+        return None
+    return {"name": key, "sha256": rules.sha256(text), "path_grants": rules.grants(text), "text": text}
+
+
+def policy_assemble(fragments, saltenv="base"):
+    """
+    What a list of fragments assembles to, without contacting OpenBao:
+    ``{text, sha256, path_grants}``. Fails naming the fragment that cannot be read, and on an
+    empty assembly.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call openbao.policy_assemble '["salt://proxmox/files/openbao/proxmox-creds.hcl"]'
+    """
+    try:
+        text = rules.assemble(rules.fragments_from(fragments, _fetch(saltenv)))
+        problem = rules.assembly_problem(text)
+        if problem:
+            raise DeclarationError(f"fragments: {problem}")
+    except SaltProxmoxError as exc:
+        _raise(exc)
+    return {"text": text, "sha256": rules.sha256(text), "path_grants": rules.grants(text)}
+
+
+def policy_present(
+    name,
+    fragments,
+    test=False,
+    adopt=False,
+    removal="retain",
+    rename_from=None,
+    state_id=None,
+    saltenv="base",
+    **extra,
+):
+    """
+    Plan (``test=True``) or apply one ACL policy assembled from ``fragments`` (inline HCL and
+    ``salt://`` files, in order); returns a state return dict. This is what the
+    ``openbao_policy.present`` state calls.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call openbao.policy_present salt-proxmox-creds \\
+            fragments='["salt://proxmox/files/openbao/proxmox-creds.hcl"]' test=True
+    """
+    try:
+        ctx = _context()
+    except Exception as exc:
+        return _failed(name, exc)
+    outcome = lifecycle.present(
+        ctx,
+        state_id or name,
+        bool(test),
+        name,
+        fragments,
+        adopt=adopt,
+        removal=removal,
+        rename_from=rename_from,
+        fetch=_fetch(saltenv),
+        **{k: v for k, v in extra.items() if not k.startswith("__")},
+    )
+    return outcome.salt_return(name)
+
+
+def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
+    """
+    Stop managing one ACL policy: ``removal=retain`` (default) forgets it and leaves it in
+    OpenBao; ``removal=destroy`` deletes it only when it still holds the text this minion wrote.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call openbao.policy_absent salt-proxmox-creds test=True
+    """
+    try:
+        ctx = _context()
+    except Exception as exc:
+        return _failed(name, exc)
+    extra = {k: v for k, v in extra.items() if not k.startswith("__")}
+    outcome = lifecycle.absent(ctx, state_id or name, bool(test), name, removal=removal, **extra)
+    return outcome.salt_return(name)
