@@ -13,6 +13,9 @@ Used three ways:
 - ``python -m tests.support.cluster --state-dir DIR``, a process the demo starts so that ``salt-call``
   processes can reach the cluster: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
+The served fake is ``tests.support.access.AccessPve``: fakepve plus stored roles and ACL entries, which
+fakepve itself only answers with synthesised values.
+
 fakepve answers requests on its own asyncio loop; everything here runs that loop in a daemon thread, as
 fakepve's pytest plugin does, so plain synchronous tests can use it.
 """
@@ -39,6 +42,8 @@ from typing import Any, Self, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
+from tests.support.access import AccessPve
+
 HOST = "127.0.0.1"
 # Real seconds to wait for the fake to start, stop, or finish a coroutine run on its loop.
 LOOP_TIMEOUT = 30
@@ -62,6 +67,12 @@ PROVISION_PRIVS = (
     "Datastore.Audit",
     "SDN.Use",
     "Sys.Audit",
+    # What the example estate's simple objects need (PVE 9 API schema permissions): cluster firewall
+    # aliases Sys.Modify on /, custom roles Sys.Modify on /access, pools Pool.Allocate on /pool/<id>,
+    # ACL entries Permissions.Modify on their path ("perm-modify").
+    "Sys.Modify",
+    "Pool.Allocate",
+    "Permissions.Modify",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
@@ -203,7 +214,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = FakePve(host=HOST, port=0)
+            pve = AccessPve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve
