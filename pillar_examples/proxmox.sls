@@ -55,3 +55,75 @@ proxmox:
       onboot: true
       startup: order=1
       description: Resolver for the lab
+
+  # Cluster firewall aliases (Datacenter → Firewall → Alias). Names compare case-insensitively;
+  # a /32 (or /128) is PVE's bare address. To rename one, key it by the new name and add
+  # rename_from: <old name> — the new alias is created first, the old one deleted after.
+  firewall_aliases:
+    lab_net:
+      cidr: 10.0.0.0/24
+      comment: Lab network (vmbr0)
+    dns1:
+      cidr: 10.0.0.53/32
+      comment: Resolver (CT 120)
+    db:
+      cidr: 10.0.0.21
+      comment: PostgreSQL (CT 151)
+
+  # Resource pools; members are not managed here.
+  pools:
+    prod:
+      comment: Production guests
+    lab:
+      comment: Experiments, may be wiped
+
+  # The two roles salt-proxmox's own API tokens hold (SPEC §4): `read` for every plan, `provision`
+  # for writes — containers, and the firewall aliases, pools, roles and ACL entries declared here.
+  roles:
+    SaltProxmoxRead:
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit]
+    SaltProxmoxProvision:
+      privs:
+        - VM.Allocate
+        - VM.Audit
+        - VM.Config.CPU
+        - VM.Config.Disk
+        - VM.Config.HWType
+        - VM.Config.Memory
+        - VM.Config.Network
+        - VM.Config.Options
+        - VM.PowerMgmt
+        - Datastore.AllocateSpace
+        - Datastore.Audit
+        - SDN.Use
+        - Sys.Audit
+        - Sys.Modify           # cluster firewall aliases, custom roles
+        - Pool.Allocate        # pools
+        - Permissions.Modify   # ACL entries
+
+  # ACL entries: one role for one user, group or API token on one path.
+  acls:
+    salt-read-on-root:
+      path: /
+      role: SaltProxmoxRead
+      token: salt-read@pve!plan
+    salt-provision-on-root:
+      path: /
+      role: SaltProxmoxProvision
+      token: salt-provision@pve!apply
+
+openbao:
+  # ACL policies, assembled from ordered fragments (inline HCL or salt:// files) and compared by
+  # the sha256 of the text. This one already exists (whoever set OpenBao up wrote it), so it is
+  # adopted; from then on it is the text below.
+  policies:
+    salt-proxmox-creds:
+      adopt: true
+      fragments:
+        - salt://proxmox/files/openbao/proxmox-creds.hcl
+        - |
+          # ...and keeps the salt-proxmox-* policies it declares in step (openbao:policies).
+          # Whoever may write a policy may grant itself anything: keep this glob narrow.
+          path "sys/policy/salt-proxmox-*" {
+            capabilities = ["create", "read", "update", "delete"]
+          }
