@@ -1,0 +1,453 @@
+"""The generic simple-object lifecycle and its first families (pools, roles, ACL entries), without a server.
+
+Sources: pve-manager 9.2.11 ``PVE/API2/Pool.pm``; pve-access-control 9.1.1 ``src/PVE/API2/Role.pm``,
+``src/PVE/API2/ACL.pm`` and ``src/PVE/AccessControl.pm``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.ownership import CREATING, MemoryStore, row_key
+from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.errors import PveError
+from salt_proxmox.simple import acl, lifecycle, pool, role
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
+from tests.unit.simple_stubs import TARGET, pve_context
+
+# ------------------------------------------------------------------------------------------- pools
+
+
+@pytest.mark.parametrize(
+    ("poolid", "problem"),
+    [
+        ("prod", None),
+        ("prod/web", None),  # nested pools, up to three levels (verify_poolname)
+        ("a/b/c", None),
+        ("a/b/c/d", "invalid characters"),
+        ("9lives", "must start with a letter"),  # create_pool
+        ("prod/9", "must start with a letter"),  # the leaf too
+        ("pr od", "invalid characters"),
+        ("", "invalid characters"),
+    ],
+)
+def test_poolid_rule(poolid: str, problem: str | None) -> None:
+    found = pool.check_poolid(poolid)
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_pool_comment_zero_is_refused_because_pve_drops_it() -> None:
+    """create_pool: `... = $param->{comment} if $param->{comment}`; write_user_config likewise."""
+    with pytest.raises(DeclarationError, match="comment: PVE keeps a comment only when it is true"):
+        pool.declare("s", TARGET, name="prod", comment="0")
+    assert pool.declare("s", TARGET, name="prod", comment=None).values == {"comment": ""}
+    assert pool.declare("s", TARGET, name="prod", comment=2026).values == {"comment": "2026"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "comment"),
+    [
+        ([{"poolid": "prod", "comment": "Production", "members": []}], "Production"),
+        ([{"poolid": "prod", "members": []}], ""),  # no comment key: none
+        ([{"poolid": "prod"}], ""),
+    ],
+)
+def test_pool_read(answer: object, comment: str) -> None:
+    decl = pool.identify("s", TARGET, name="prod")
+    assert pool.parse(answer, decl)["comment"] == comment
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        None,
+        [],
+        {},
+        [{"poolid": "other"}],
+        [{"poolid": "prod"}, {"poolid": "prod"}],
+        [{"poolid": "prod", "comment": 3}],
+    ],
+)
+def test_pool_malformed_read(answer: object) -> None:
+    with pytest.raises(ValueError):
+        pool.parse(answer, pool.identify("s", TARGET, name="prod"))
+
+
+def test_pool_absence_is_the_exact_message() -> None:
+    decl = pool.identify("s", TARGET, name="prod")
+    assert pool.SPEC.is_absent(PveError("GET", "pools", 500, "pool 'prod' does not exist"), decl)
+    assert not pool.SPEC.is_absent(PveError("GET", "pools", 500, "pool 'other' does not exist"), decl)
+    assert not pool.SPEC.is_absent(PveError("GET", "pools", 403, "pool 'prod' does not exist"), decl)
+    assert not pool.SPEC.is_absent(PveError("GET", "pools", 500, "pool 'prod' does not exist (cached)"), decl)
+
+
+def test_pool_forms() -> None:
+    decl = pool.declare("s", TARGET, name="prod", comment="")
+    assert pool.SPEC.create(decl) == Call("POST", "pools", form={"poolid": "prod"})
+    assert pool.SPEC.update(decl, {}) == Call("PUT", "pools", form={"poolid": "prod", "comment": ""}), (
+        "an empty comment is sent to clear it: update_pool sets any defined comment"
+    )
+    assert pool.SPEC.delete(decl, {}) == Call("DELETE", "pools", params={"poolid": "prod"})
+
+
+# ------------------------------------------------------------------------------------------- roles
+
+
+@pytest.mark.parametrize(
+    "privs",
+    [
+        ["VM.Audit", "Sys.Audit"],
+        ["Sys.Audit", "VM.Audit", "VM.Audit"],
+        "VM.Audit,Sys.Audit",
+        "Sys.Audit; VM.Audit",
+        "VM.Audit Sys.Audit",
+        ["VM.Audit,Sys.Audit"],
+    ],
+)
+def test_privileges_compare_as_a_set(privs: object) -> None:
+    """split_list separators, order and duplicates are spelling, not a difference."""
+    assert role.canonical_privs(privs) == "Sys.Audit,VM.Audit"
+
+
+@pytest.mark.parametrize("privs", [["VM.Audit", "VM.Fly"], "Sys.audit", 42, [1]])
+def test_unknown_privilege_refused(privs: object) -> None:
+    with pytest.raises(DeclarationError, match="privs"):
+        role.canonical_privs(privs)
+
+
+@pytest.mark.parametrize(
+    ("roleid", "problem"),
+    [
+        ("SaltProxmoxRead", None),
+        ("a.b-c_1", None),
+        ("PVEAdmin", "built-in"),  # role_is_special
+        ("pveCustom", "built-in"),  # create_role: ^PVE, case-insensitive
+        ("Administrator", "built-in"),
+        ("NoAccess", "built-in"),
+        ("bad role", "invalid characters"),  # verify_rolename
+    ],
+)
+def test_roleid_rule(roleid: str, problem: str | None) -> None:
+    found = role.check_roleid(roleid)
+    assert (found is None) if problem is None else (problem in found)
+
+
+@pytest.mark.parametrize(
+    ("answer", "privs"),
+    [
+        ({"VM.Audit": 1, "Sys.Audit": 1}, "Sys.Audit,VM.Audit"),
+        ({}, ""),  # a role without privileges exists
+        ({"VM.Audit": 1, "Sys.Audit": 0}, "VM.Audit"),
+        ({"VM.Audit": True, "Sys.Audit": "1"}, "Sys.Audit,VM.Audit"),
+        ({"VM.Brand.New": 1}, "VM.Brand.New"),  # a newer PVE's privilege is still a privilege
+    ],
+)
+def test_role_read(answer: dict, privs: str) -> None:
+    assert role.parse(answer, role.identify("s", TARGET, name="R"))["privs"] == privs
+
+
+@pytest.mark.parametrize(
+    "answer", [None, [], "VM.Audit", {"VM.Audit": 2}, {"not a priv": 1}, {"VM.Audit": None}]
+)
+def test_role_malformed_read(answer: object) -> None:
+    with pytest.raises(ValueError):
+        role.parse(answer, role.identify("s", TARGET, name="R"))
+
+
+def test_role_forms_and_absence() -> None:
+    decl = role.declare("s", TARGET, name="R", privs=["VM.Audit"])
+    assert role.SPEC.create(decl) == Call("POST", "access/roles", form={"roleid": "R", "privs": "VM.Audit"})
+    assert role.SPEC.update(decl, {}) == Call("PUT", "access/roles/R", form={"privs": "VM.Audit"}), (
+        "no append: update_role replaces the whole set"
+    )
+    empty = role.declare("s", TARGET, name="R", privs=[])
+    assert role.SPEC.create(empty).form == {"roleid": "R"}
+    assert role.SPEC.update(empty, {}).form == {"privs": ""}
+    assert role.SPEC.is_absent(PveError("GET", "p", 500, "role 'R' does not exist"), decl)
+    assert not role.SPEC.is_absent(PveError("GET", "p", 500, "role 'r' does not exist"), decl), (
+        "roleids are exact"
+    )
+
+
+# --------------------------------------------------------------------------------------------- ACL
+
+
+@pytest.mark.parametrize(
+    ("path", "normal"),
+    [
+        ("/", "/"),
+        ("//pool//prod/", "/pool/prod"),
+        ("vms/100", "/vms/100"),
+        ("/storage/local-zfs", "/storage/local-zfs"),
+        ("", None),
+        ("/a b", None),
+    ],
+)
+def test_acl_path_normalised_as_pve_does(path: str, normal: str | None) -> None:
+    assert acl.normalize_path(path) == normal
+
+
+@pytest.mark.parametrize(
+    ("path", "ok"),
+    [
+        ("/", True),
+        ("/vms/100", True),
+        ("/vms/99", False),
+        ("/pool/prod/web", True),
+        ("/foo", False),
+        ("/nodes/pve1", True),
+    ],
+)
+def test_acl_path_check(path: str, ok: bool) -> None:
+    """check_path: only the object paths PVE knows; vmids have three digits or more."""
+    assert (acl.check_path(path) is None) is ok
+
+
+def test_acl_identity_and_principal() -> None:
+    decl = acl.declare("s", TARGET, path="//", role="R", token="salt@pve!plan", propagate="0")
+    assert decl.identity == "/:token:salt@pve!plan:R"
+    assert decl.values == {"propagate": False}
+    with pytest.raises(DeclarationError, match="exactly one"):
+        acl.declare("s", TARGET, path="/", role="R", user="a@pve", token="a@pve!tk")
+    with pytest.raises(DeclarationError, match="exactly one"):
+        acl.declare("s", TARGET, path="/", role="R")
+    with pytest.raises(DeclarationError, match="token"):
+        acl.declare("s", TARGET, path="/", role="R", token="no-realm!t")
+    with pytest.raises(DeclarationError, match="propagate"):
+        acl.declare("s", TARGET, path="/", role="R", group="admins", propagate="maybe")
+
+
+def test_acl_read_finds_the_entry_or_none() -> None:
+    decl = acl.declare("s", TARGET, path="/", role="R", token="a@pve!tk")
+    rows = [
+        {"path": "/", "type": "token", "ugid": "a@pve!tk", "roleid": "Other", "propagate": 1},
+        {"path": "/", "type": "token", "ugid": "a@pve!tk", "roleid": "R", "propagate": 0},
+    ]
+    assert acl.parse(rows, decl) == {"propagate": False}
+    assert acl.parse(rows[:1], decl) is None
+    assert acl.parse([{"path": "/", "type": "token", "ugid": "a@pve!tk", "roleid": "R"}], decl) == {
+        "propagate": True
+    }, "propagate defaults to 1 (acl-propagate)"
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        None,
+        {},
+        [None],
+        [{"path": "/", "type": "robot", "ugid": "x", "roleid": "R"}],
+        [{"path": "/", "type": "user", "ugid": "", "roleid": "R"}],
+        [{"type": "user", "ugid": "x", "roleid": "R"}],
+        [{"path": "/", "type": "user", "ugid": "x", "roleid": "R", "propagate": 2}],
+    ],
+)
+def test_acl_malformed_listing(rows: object) -> None:
+    with pytest.raises(ValueError):
+        acl.parse(rows, acl.declare("s", TARGET, path="/", role="R", user="a@pve"))
+
+
+def _acl_pve(entries: list[dict], held: dict) -> object:
+    def answer(method, path, params, form):
+        if (method, path) == ("GET", "access/acl"):
+            return entries
+        if (method, path) == ("GET", "access/permissions"):
+            return held
+        if (method, path) == ("PUT", "access/acl"):
+            key = (form["path"], "token", form["tokens"], form["roles"])
+            entries[:] = [e for e in entries if (e["path"], e["type"], e["ugid"], e["roleid"]) != key]
+            if form.get("delete") != "1":
+                entries.append(dict(zip(("path", "type", "ugid", "roleid"), key, strict=True), propagate=1))
+            return None
+        raise AssertionError((method, path))
+
+    return answer
+
+
+def test_acl_absence_needs_sys_audit_on_access() -> None:
+    """read_acl filters by Permissions.Modify unless the caller holds Sys.Audit on /access."""
+    blind = pve_context(_acl_pve([], {"/vms": {"VM.Audit": 1}}))
+    outcome = lifecycle.present(blind, acl.SPEC, True, "s", path="/", role="R", token="a@pve!tk")
+    assert outcome.result is False and "Sys.Audit on /access" in outcome.comment[0]
+    seeing = pve_context(_acl_pve([], {"/": {"Sys.Audit": 1, "VM.Audit": 1}}))
+    plan = lifecycle.present(seeing, acl.SPEC, True, "s", path="/", role="R", token="a@pve!tk")
+    assert plan.result is None and "created" in plan.changes
+    done = lifecycle.present(seeing, acl.SPEC, False, "s", path="/", role="R", token="a@pve!tk")
+    assert done.result is True, done.comment
+    assert seeing.client.writes() == [
+        ("PUT", "access/acl", {}, {"path": "/", "roles": "R", "tokens": "a@pve!tk", "propagate": "1"})
+    ]
+
+
+# ------------------------------------------------------------------------------ the lifecycle itself
+
+
+def _thing_spec(update=True, constraint=None) -> tuple[ObjectSpec, dict]:
+    """A minimal family over a dict: {name: {"size": str}}; absence is 500 "no thing 'x'"."""
+    things: dict[str, dict] = {}
+    rules = {"name": Rule(), "size": Rule(check=constraint)}
+
+    def declare(state_id, target, name=None, size="1", adopt=False):
+        return Declared(state_id, target, name, f"thing {name}", {"name": name}, {"size": str(size)}, adopt)
+
+    def identify(state_id, target, name=None):
+        return Declared(state_id, target, name, f"thing {name}", {"name": name})
+
+    def parse(data, decl):
+        if not isinstance(data, dict) or not isinstance(data.get("size"), str):
+            raise ValueError("expected {size}")
+        return {"size": data["size"]}
+
+    spec = ObjectSpec(
+        family="thing",
+        noun="thing",
+        declare=declare,
+        identify=identify,
+        read=lambda d: Call("GET", f"things/{d.names['name']}"),
+        absence="500 no thing",
+        is_absent=exact_message(500, "no thing '{name}'"),
+        parse=parse,
+        create=lambda d: Call("POST", "things", form={"name": d.names["name"], "size": d.values["size"]}),
+        create_endpoint=Endpoint("POST /things", ("name",), rules.get),
+        update=(lambda d, live: Call("PUT", f"things/{d.names['name']}", form={"size": d.values["size"]}))
+        if update
+        else None,
+        update_endpoint=Endpoint("PUT /things", (), rules.get),
+        delete=lambda d, live: Call("DELETE", f"things/{d.names['name']}"),
+        matches=same_values,
+    )
+    return spec, things
+
+
+def _thing_pve(things: dict, fail: PveError | None = None, body: object = None):
+    def answer(method, path, params, form):
+        name = path.split("/", 1)[1] if "/" in path else form.get("name")
+        if method == "GET":
+            if fail is not None:
+                raise fail
+            if body is not None:
+                return body
+            if name not in things:
+                raise PveError(method, path, 500, f"no thing '{name}'")
+            return dict(things[name])
+        if method in ("POST", "PUT"):
+            things[name] = {"size": form["size"]}
+        if method == "DELETE":
+            things.pop(name, None)
+        return None
+
+    return answer
+
+
+def test_no_write_when_it_matches_and_read_back_after_a_write() -> None:
+    spec, things = _thing_spec()
+    ctx = pve_context(_thing_pve(things))
+    created = lifecycle.present(ctx, spec, False, "s", name="a", size="2")
+    assert created.result is True
+    assert [(m, p) for m, p, _, _ in ctx.client.sent] == [
+        ("GET", "things/a"),
+        ("POST", "things"),
+        ("GET", "things/a"),
+    ]
+    ctx.client.sent.clear()
+    same = lifecycle.present(ctx, spec, False, "s", name="a", size="2")
+    assert (same.result, same.changes) == (True, {})
+    assert [m for m, _, _, _ in ctx.client.sent] == ["GET"], "one read, no write, no read-back"
+
+
+def test_a_difference_left_after_the_write_fails_naming_the_key() -> None:
+    spec, things = _thing_spec()
+
+    def stubborn(method, path, params, form):
+        if method == "PUT":
+            return None  # PVE said yes and changed nothing
+        return _thing_pve(things)(method, path, params, form)
+
+    things["a"] = {"size": "1"}
+    store = MemoryStore({row_key(TARGET, "thing", "a"): {"phase": "owned", "state_id": "s"}})
+    outcome = lifecycle.present(pve_context(stubborn, store), spec, False, "s", name="a", size="2")
+    assert outcome.result is False and "size still differ" in outcome.comment[-1]
+
+
+def test_no_update_path_or_empty_form_refuses() -> None:
+    spec, things = _thing_spec(update=False)
+    things["a"] = {"size": "1"}
+    store = MemoryStore({row_key(TARGET, "thing", "a"): {"phase": "owned", "state_id": "s"}})
+    ctx = pve_context(_thing_pve(things), store)
+    outcome = lifecycle.present(ctx, spec, False, "s", name="a", size="2")
+    assert outcome.result is False and "cannot change that in place" in outcome.comment[0]
+    assert ctx.client.writes() == []
+
+
+def test_vendor_constraints_refuse_before_any_write() -> None:
+    spec, things = _thing_spec(constraint=lambda value: "too big" if int(value) > 9 else None)
+    ctx = pve_context(_thing_pve(things))
+    plan = lifecycle.present(ctx, spec, True, "s", name="a", size="10")
+    done = lifecycle.present(ctx, spec, False, "s", name="a", size="10")
+    for outcome in (plan, done):
+        assert outcome.result is False and "POST /things: size: too big" in outcome.comment[0]
+    assert ctx.client.writes() == []
+
+
+@pytest.mark.parametrize(
+    "fail",
+    [
+        PveError("GET", "p", 403, "Permission check failed (/things, Sys.Audit)"),
+        PveError("GET", "p", 500, "got timeout"),
+        PveError("GET", "p", 500, "no thing 'b'"),  # about another object
+    ],
+)
+def test_no_family_folds_a_failed_read_into_absent(fail: PveError) -> None:
+    spec, things = _thing_spec()
+    ctx = pve_context(_thing_pve(things, fail=fail))
+    outcome = lifecycle.present(ctx, spec, False, "s", name="a")
+    assert outcome.result is False and ctx.client.writes() == []
+
+
+@pytest.mark.parametrize("body", [[], "a", {"size": 3}])
+def test_malformed_read_is_an_error(body: object) -> None:
+    spec, things = _thing_spec()
+    ctx = pve_context(_thing_pve(things, body=body))
+    outcome = lifecycle.present(ctx, spec, False, "s", name="a")
+    assert outcome.result is False and "malformed answer" in outcome.comment[0]
+    assert ctx.client.writes() == []
+
+
+def test_creating_row_finishes_when_it_matches_and_refuses_when_not() -> None:
+    spec, things = _thing_spec()
+    things["a"] = {"size": "2"}
+    store = MemoryStore({row_key(TARGET, "thing", "a"): {"phase": CREATING, "state_id": "s"}})
+    ctx = pve_context(_thing_pve(things), store)
+    finished = lifecycle.present(ctx, spec, False, "s", name="a", size="2")
+    assert finished.result is True and finished.changes == {"ownership": {"old": CREATING, "new": "owned"}}
+    store.rows[row_key(TARGET, "thing", "a")]["phase"] = CREATING
+    differs = lifecycle.present(ctx, spec, False, "s", name="a", size="3")
+    assert differs.result is False and "may not be ours" in differs.comment[0]
+
+
+def test_create_refused_by_pve_restores_the_row() -> None:
+    spec, things = _thing_spec()
+
+    def refusing(method, path, params, form):
+        if method == "POST":
+            raise PveError(method, path, 500, "create thing failed: thing 'a' already exists")
+        return _thing_pve(things)(method, path, params, form)
+
+    store = MemoryStore()
+    outcome = lifecycle.present(pve_context(refusing, store), spec, False, "s", name="a")
+    assert outcome.result is False and store.rows == {}
+
+
+def test_absent_retain_forgets_and_destroy_deletes_only_ours() -> None:
+    spec, things = _thing_spec()
+    ctx = pve_context(_thing_pve(things))
+    lifecycle.present(ctx, spec, False, "s", name="a", size="2")
+    plan = lifecycle.absent(ctx, spec, True, "s", "retain", name="a")
+    assert plan.result is None and ctx.ownership.store.rows
+    kept = lifecycle.absent(ctx, spec, False, "s", "retain", name="a")
+    assert kept.result is True and ctx.ownership.store.rows == {} and "a" in things
+    refused = lifecycle.absent(ctx, spec, False, "s", "destroy", name="a")
+    assert refused.result is False and "not recorded as ours" in refused.comment[0] and "a" in things
+    bad = lifecycle.absent(ctx, spec, False, "s", "forever", name="a")
+    assert bad.result is False and "removal" in bad.comment[0]
