@@ -160,8 +160,12 @@ def declare(
 ) -> Declared:
     """A checked alias declaration: ``name``, ``cidr`` (an address or network), ``comment``
     (text; None or '' for none), ``adopt``. Raises DeclarationError naming key and rule."""
-    probe = identify(state_id, target, name=name, **extra)
-    problems = []
+    problems: list[str] = []
+    try:
+        probe = identify(state_id, target, name=name, **extra)
+    except DeclarationError as exc:
+        problems += exc.problems
+        probe = None
     try:
         address = canonical_cidr(cidr)
     except ValueError as exc:
@@ -177,7 +181,7 @@ def declare(
         problems.append(f"comment: {problem}")
     if not isinstance(adopt, bool):
         problems.append("adopt: expected true or false")
-    if problems:
+    if problems or probe is None:
         raise DeclarationError(problems)
     return Declared(
         state_id,

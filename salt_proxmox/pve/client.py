@@ -131,8 +131,14 @@ class PveClient:
         credential: Credential,
         params: Mapping[str, str] | None = None,
         form: Mapping[str, str] | None = None,
+        as_json: bool = False,
     ) -> object:
         """Send one call; ``path`` is relative to ``/api2/json/`` and already encoded.
+
+        ``form`` goes as ``application/x-www-form-urlencoded``, or with ``as_json`` as a JSON
+        object. Only JSON carries an empty value: pve-http-server 6.0.5 ``decode_urlencoded``
+        splits ``key=`` into a key without a value, which every API method reads as not given
+        (so ``comment=`` cannot clear a pool's comment; ``{"comment": ""}`` can).
 
         Raises PveError (or PveConfigMissing) for an HTTP failure, PveMalformed for a success
         whose body is not JSON with a ``data`` member, PveUnreachable when no member answered a
@@ -147,7 +153,8 @@ class PveClient:
                     method,
                     url,
                     params=params,
-                    data=form,
+                    data=None if as_json else form,
+                    json=dict(form or {}) if as_json else None,
                     headers={"Authorization": credential.header()},
                     timeout=self.target.timeout,
                     # Per request: requests lets REQUESTS_CA_BUNDLE override a Session's verify.

@@ -221,6 +221,10 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
 
 def send(ctx: PveContext, credential, call: Call) -> object:
     """One request for ``call``."""
+    if call.json:
+        return ctx.client.request(
+            call.method, call.path, credential, params=call.params, form=call.form, as_json=True
+        )
     return ctx.client.request(call.method, call.path, credential, params=call.params, form=call.form)
 
 

@@ -5,7 +5,8 @@ Source: pve-manager 9.2.11 ``PVE/API2/Pool.pm`` and pve-access-control 9.1.1
 
 - Read is ``GET /pools?poolid=<id>`` (the non-deprecated form since PVE 8.1): a list holding one
   ``{poolid, comment?, members}``. Absence is exactly HTTP 500 ``pool '<id>' does not exist``.
-- Create is ``POST /pools`` ``{poolid, comment}``; update ``PUT /pools`` ``{poolid, comment}``;
+- Create is ``POST /pools`` ``{poolid, comment}``; update ``PUT /pools`` ``{poolid, comment}`` as
+  a JSON body, so that an empty comment arrives as one (a form's ``comment=`` does not);
   delete ``DELETE /pools?poolid=<id>`` (PVE refuses a pool that still has members).
 - A poolid is ``[A-Za-z0-9.-_]+`` with up to two ``/``-nested levels, each level starting with a
   letter (``create_pool``: "pool name must start with a letter"); it is case-sensitive.
@@ -135,8 +136,9 @@ SPEC = ObjectSpec(
     create=lambda decl: Call("POST", "pools", form=_form(decl, with_empty=False)),
     create_endpoint=CREATE,
     # ``comment: ''`` is sent to clear it: update_pool sets a defined comment, and
-    # write_user_config then writes an empty one as none.
-    update=lambda decl, live: Call("PUT", "pools", form=_form(decl, with_empty=True)),
+    # write_user_config then writes an empty one as none. It goes as JSON: a form's ``comment=``
+    # reaches update_pool as not given (pve-http-server decode_urlencoded), so nothing changes.
+    update=lambda decl, live: Call("PUT", "pools", form=_form(decl, with_empty=True), json=True),
     update_endpoint=UPDATE,
     delete=lambda decl, live: Call("DELETE", "pools", params={"poolid": decl.names["name"]}),
     matches=same_values,

@@ -42,14 +42,17 @@ class Call:
     """One API call: ``method``, ``path`` (relative to ``/api2/json/``, labels encoded), query
     ``params`` and ``form`` body (both ``{name: wire string}``).
 
-    PVE's HTTP server (pve-http-server ``APIServer/AnyEvent.pm`` ``extract_params``) reads a
-    body only for POST and PUT, so extra keys of a GET or DELETE go to the query string.
+    PVE's HTTP server (pve-http-server 6.0.5 ``APIServer/AnyEvent.pm`` ``extract_params``) reads
+    a body only for POST and PUT, so extra keys of a GET or DELETE go to the query string. ``json``
+    sends the form as a JSON object, the only way to give a key an empty value (see
+    ``PveClient.request``).
     """
 
     method: str
     path: str
     params: Mapping[str, str] | None = None
     form: Mapping[str, str] | None = None
+    json: bool = False
 
     def payload(self) -> dict[str, str]:
         """The parameters PVE will see (query and body together)."""
@@ -60,8 +63,8 @@ class Call:
         if not extra:
             return self
         if self.method in ("POST", "PUT"):
-            return Call(self.method, self.path, self.params, {**(self.form or {}), **extra})
-        return Call(self.method, self.path, {**(self.params or {}), **extra}, self.form)
+            return Call(self.method, self.path, self.params, {**(self.form or {}), **extra}, self.json)
+        return Call(self.method, self.path, {**(self.params or {}), **extra}, self.form, self.json)
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"

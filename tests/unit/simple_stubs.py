@@ -42,7 +42,7 @@ class StubClient:
         self.handler = handler
         self.sent: list[tuple[str, str, dict, dict]] = []
 
-    def request(self, method, path, credential, params=None, form=None):
+    def request(self, method, path, credential, params=None, form=None, as_json=False):
         self.sent.append((method, path, dict(params or {}), dict(form or {})))
         return self.handler(method, path, dict(params or {}), dict(form or {}))
 

@@ -85,9 +85,9 @@ def test_pool_absence_is_the_exact_message() -> None:
 def test_pool_forms() -> None:
     decl = pool.declare("s", TARGET, name="prod", comment="")
     assert pool.SPEC.create(decl) == Call("POST", "pools", form={"poolid": "prod"})
-    assert pool.SPEC.update(decl, {}) == Call("PUT", "pools", form={"poolid": "prod", "comment": ""}), (
-        "an empty comment is sent to clear it: update_pool sets any defined comment"
-    )
+    assert pool.SPEC.update(decl, {}) == Call(
+        "PUT", "pools", form={"poolid": "prod", "comment": ""}, json=True
+    ), "an empty comment is sent to clear it, as JSON: a form's comment= reaches PVE as not given"
     assert pool.SPEC.delete(decl, {}) == Call("DELETE", "pools", params={"poolid": "prod"})
 
 
