@@ -1,5 +1,7 @@
 """Fixtures of the functional tests, and the wall times of each way printed at the end of the session.
 
+- ``salt_factories_config`` (session): pytest-salt-factories' daemons live in a private temporary
+  directory, removed at the end.
 - ``estate`` (module): a seeded ServedCluster of its own plus the session's OpenBao holding its tokens
   at ``proxmox/creds``. Module scope, because the master/minion and salt-ssh tests write its config into
   daemon and roster configs once per module.
@@ -7,13 +9,28 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.support.cluster import ServedCluster
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster
 from tests.support.ways import WALL_TIMES, Estate
+
+
+@pytest.fixture(scope="session")
+def salt_factories_config() -> Iterator[dict[str, Path]]:
+    """pytest-salt-factories' settings: the daemons' root dirs in a private (0700) temporary directory
+    removed after the session. Its default is /tmp itself, world-readable and kept, and a minion config
+    there holds the OpenBao token."""
+    root = Path(tempfile.mkdtemp(prefix="salt-proxmox-factories-"))
+    try:
+        yield {"root_dir": root}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from tests.support.ways import (
     owned_phases,
     plan_apply_plan,
     started,
+    text_files,
     timed,
 )
 
@@ -165,8 +166,8 @@ def test_plan_apply_plan_over_salt_ssh(salt_ssh: Any, estate: Estate, layout: di
 
     texts = {f"run {n}": out for n, out in enumerate(outputs)}
     texts["ownership file"] = layout["owned"].read_text()
-    for path in layout["thin_dir"].rglob("*"):
-        # The state tarball salt-ssh leaves in the (0700) thin dir carries the pillar by design.
-        if path.is_file() and path.suffix not in (".tgz", ".pyc", ".so") and path.stat().st_size < 5_000_000:
-            texts[str(path)] = path.read_text(errors="replace")
+    # Every file on the target (the state tarball salt-ssh leaves in the 0700 thin dir carries the
+    # pillar by design, and is skipped as compressed) and on the master side (logs, caches, job returns).
+    texts |= text_files(layout["thin_dir"])
+    texts |= text_files(salt_ssh.config["root_dir"])
     assert_no_secret(texts, estate.secrets)

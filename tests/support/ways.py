@@ -15,6 +15,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.support.cluster import ServedCluster
@@ -67,6 +68,19 @@ def assert_no_secret(texts: Mapping[str, str], secrets: list[str]) -> None:
 
 
 RunResult = tuple[Any, str]
+
+# Files a secret scan skips: compressed or compiled, so a substring search could not see into them.
+OPAQUE_SUFFIXES = (".tgz", ".gz", ".zip", ".pyc", ".so", ".whl")
+
+
+def text_files(root: str | Path, skip: tuple[Path, ...] = ()) -> dict[str, str]:
+    """``{path: text}`` of every file under root (logs, caches, grains, job returns), minus ``skip``
+    (a config that holds a secret by design) and the opaque ones, for ``assert_no_secret``."""
+    found = {}
+    for path in sorted(Path(root).rglob("*")):
+        if path.is_file() and path not in skip and not path.name.endswith(OPAQUE_SUFFIXES):
+            found[str(path)] = path.read_text(errors="replace")
+    return found
 
 
 def plan_apply_plan(estate: Estate, way: str, run: Callable[[bool], RunResult]) -> list[str]:
