@@ -14,6 +14,7 @@ vanishing with a wiped thin dir while the ownership file carries the next plan c
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -56,6 +57,8 @@ def sshd(salt_factories: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
     # sshd refuses to start without its privilege separation directory, which the Debian package's
     # service creates at boot; a container that never ran the service does not have it.
     if not PRIVSEP_DIR.is_dir():
+        if os.geteuid() != 0:
+            pytest.fail(f"sshd needs {PRIVSEP_DIR}: run as root once, or mkdir -m 0755 {PRIVSEP_DIR} as root")
         PRIVSEP_DIR.mkdir(mode=0o755)
     factory = salt_factories.get_sshd_daemon(
         config_dir=tmp_path_factory.mktemp("sshd"),
