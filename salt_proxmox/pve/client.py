@@ -187,7 +187,9 @@ class PveClient:
             )
         raise PveUnreachable(
             f"{method} {path}: no member of target {self.target.name} answered "
-            f"({', '.join(self.target.members)}): {type(last_error).__name__}"
+            f"({', '.join(self.target.members)}): {type(last_error).__name__}. Check the members' "
+            "addresses, that pveproxy runs on them (`systemctl status pveproxy`) and that this minion "
+            "reaches their port, then run the state again."
         )
 
 

@@ -4,6 +4,9 @@ An HTTP answer keeps its status, PVE's message and per-field ``errors``. PVE's J
 (pve-http-server ``src/PVE/APIServer/Formatter/Standard.pm``) puts the message in the status
 line and, for API2 JSON, in the body's ``message``; 400s add ``errors: {field: reason}``.
 Nothing here ever holds a request header, so no credential can reach an error text.
+
+Every error's text ends with what an operator does about it (``remedy``): a state comment is
+read by someone who has to act on it, and "HTTP 500 got timeout" alone does not say how.
 """
 
 from __future__ import annotations
@@ -19,8 +22,89 @@ _MISSING_CONFIG = re.compile(
 )
 
 
+#: PVE's own wordings that name their cause, each with the remedy (first match wins). Sources:
+#: pve-cluster ``PVE::Cluster::check_cfs_quorum`` ("cluster not ready - no quorum?"),
+#: pve-guest-common ``AbstractConfig::lock_config_full`` ("can't lock file ... - got timeout") and
+#: ``check_lock`` ("CT is locked (backup)"), pve-container ``API2/LXC/Config.pm`` update_vm
+#: (``assert_if_modified``: "detected modified configuration"), pve-container ``API2/LXC.pm``
+#: create_vm (``check_vmid_unused``: "CT 150 already exists on node 'pve1'").
+_WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"no quorum"),
+        "The cluster has no quorum, so /etc/pve is read-only: restore quorum (`pvecm status` on a "
+        "node), then run the state again.",
+    ),
+    (
+        re.compile(r"can't lock file"),
+        "Another task holds the guest's config lock: wait for it to end (`pvesh get /nodes/<node>/tasks "
+        "--vmid <vmid>`), then run the state again.",
+    ),
+    (
+        re.compile(r"\bis locked \("),
+        "The guest is locked by a backup, migration or snapshot: wait for it to end, or run `pct unlock "
+        "<vmid>` on the node if the lock is stale, then run the state again.",
+    ),
+    (
+        re.compile(r"detected modified configuration|checksum mismatch"),
+        "The config changed after it was read: plan again to judge the new config, then apply.",
+    ),
+    (
+        re.compile(r"already exists"),
+        "Another guest took this vmid meanwhile: declare a free vmid, or declare adopt: true to take "
+        "that guest over.",
+    ),
+)
+
+
+def remedy(status: int, message: str) -> str:
+    """What to do about an HTTP failure: by PVE's wording first, then by status class.
+
+    401 is pve-access-control's token check (``PVE::AccessControl::verify_token``), 403 a
+    privilege check (``PVE::RPCEnvironment::check``), 595 pve-http-server's answer for a node it
+    cannot proxy to, 502-504 a proxy in front of pveproxy (or pveproxy itself) failing.
+    """
+    for wording, text in _WORDINGS:
+        if wording.search(message):
+            return text
+    if status == 401:
+        return (
+            "PVE did not accept the API token (revoked, expired or a wrong secret): issue a new token "
+            "and publish it where this target's credentials come from (OpenBao or the static config)."
+        )
+    if status == 403:
+        return (
+            "PVE refused the privilege it names: grant it to the API token on that path (`pveum acl "
+            "modify <path> --tokens <user@realm!token> --roles <role>`), or declare less."
+        )
+    if status == 400:
+        return "PVE's schema rejected the form: correct the keys it names in the declaration."
+    if status == 595:
+        return (
+            "The node is offline or the member cannot reach it: check `pvecm status`, bring the node "
+            "back, then run the state again."
+        )
+    if status in (502, 503, 504):
+        return (
+            "A proxy in front of PVE, or pveproxy on the member, failed to answer: check the proxy and "
+            "`systemctl status pveproxy` on the member, then run the state again."
+        )
+    if status == 501:
+        return "This PVE does not have the endpoint: check that the member runs PVE 9."
+    if status >= 500:
+        return (
+            "PVE failed on its side: read the node's journal (`journalctl -u pvedaemon -u pveproxy`), "
+            "then run the state again."
+        )
+    return "Check the request PVE names, then run the state again."
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
 class PveError(SaltProxmoxError):
-    """An HTTP answer that is not success. ``status``, ``message``, ``errors`` as PVE sent them."""
+    """An HTTP answer that is not success. ``status``, ``message``, ``errors`` as PVE sent them;
+    the text adds ``remedy(status, message)``."""
 
     def __init__(self, method: str, path: str, status: int, message: str, errors: dict | None = None):
         self.method = method
@@ -29,7 +113,8 @@ class PveError(SaltProxmoxError):
         self.message = message.strip()
         self.errors = dict(errors or {})
         detail = "".join(f"; {key}: {str(reason).strip()}" for key, reason in sorted(self.errors.items()))
-        super().__init__(f"{method} {path}: HTTP {status} {self.message}{detail}")
+        said = _sentence(f"{method} {path}: HTTP {status} {self.message}{detail}")
+        super().__init__(f"{said} {remedy(status, self.message)}")
 
 
 class PveConfigMissing(PveError):
@@ -42,7 +127,11 @@ class PveMalformed(SaltProxmoxError):
     def __init__(self, method: str, path: str, why: str):
         self.method = method
         self.path = path
-        super().__init__(f"{method} {path}: malformed answer from PVE: {why}")
+        super().__init__(
+            f"{method} {path}: malformed answer from PVE: {why}. Whatever answered does not answer as "
+            "PVE's API does: check that the member URL is a PVE node's pveproxy (port 8006) and not a "
+            "proxy or portal page, and that it runs PVE 9."
+        )
 
 
 class PveUnreachable(SaltProxmoxError):

@@ -213,7 +213,7 @@ def test_typed_error_keeps_status_message_and_field_errors() -> None:
     assert (error.method, error.path) == ("PUT", "nodes/pve1/lxc/150/config")
     assert str(error) == (
         "PUT nodes/pve1/lxc/150/config: HTTP 400 Parameter verification failed.; memory: value must have a "
-        "minimum value of 16"
+        "minimum value of 16. PVE's schema rejected the form: correct the keys it names in the declaration."
     )
     assert not isinstance(error, PveConfigMissing)
     no_secret(error)
