@@ -31,7 +31,12 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, hvac.exceptions.VaultDown):
         return "OpenBao is sealed or in standby (HTTP 503): unseal it, then run again"
     if isinstance(exc, hvac.exceptions.Forbidden):
-        return "permission denied (HTTP 403): the OpenBao token or AppRole lacks a policy for this path"
+        # OpenBao answers 403 both for a token it does not know (invalid, expired, revoked) and for
+        # a valid token without a policy for the path (vault/request_handling.go: ErrPermissionDenied).
+        return (
+            "permission denied (HTTP 403): the OpenBao token is invalid or expired, or it (or the AppRole) "
+            "lacks a policy that lets it read this path"
+        )
     if isinstance(exc, hvac.exceptions.InvalidPath):
         return "no such path (HTTP 404): check the path and that the secrets engine is mounted"
     if isinstance(exc, hvac.exceptions.Unauthorized):

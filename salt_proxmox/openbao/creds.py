@@ -42,9 +42,15 @@ def _check_pair(where: str, data: object) -> tuple[str, str]:
     token_id = data.get("token_id_full") or data.get("token_id")
     secret = data.get("secret")
     if not isinstance(token_id, str) or not TOKEN_ID.match(token_id):
-        raise CredentialError(f"{where}: token_id is missing or not user@realm!name")
+        raise CredentialError(
+            f"{where}: token_id is missing or not user@realm!name; publish {{token_id, secret}} there "
+            "(token_id as user@realm!tokenname, secret as the token's secret)"
+        )
     if not isinstance(secret, str) or not secret:
-        raise CredentialError(f"{where}: secret is missing or empty")
+        raise CredentialError(
+            f"{where}: secret is missing or empty; publish {{token_id, secret}} there (secret as the "
+            "token's secret)"
+        )
     return token_id, secret
 
 
@@ -122,7 +128,7 @@ class CredentialBroker:
             raise CredentialError(
                 f"the provision credential of target {self.target.name} has a lease of "
                 f"{credential.lease_seconds}s, shorter than this write's {need_seconds:g}s task bound. "
-                "Raise the role's TTL in OpenBao; nothing was written."
+                "Raise the role's TTL in OpenBao, then run the state again."
             )
         return credential
 
@@ -154,7 +160,9 @@ class CredentialBroker:
         self.mints[role] += 1
         if not isinstance(answer, Mapping):
             raise CredentialError(
-                f"OpenBao {path} answered nothing for the {role} credential (no secret there)"
+                f"OpenBao {path} answered nothing for the {role} credential (no secret there): publish "
+                f"{{token_id, secret}} at {path}, on a KV version 1 mount or a PVE-token secrets engine "
+                "(a KV version 2 mount keeps it under <mount>/data/<role>, which this path does not read)"
             )
         token_id, secret = _check_pair(f"OpenBao {path}", answer.get("data"))
         lease = answer.get("lease_duration", 0)
