@@ -10,13 +10,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from salt_proxmox.errors import DeclarationError
+from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc import schema
-from salt_proxmox.pve.constraints import NODE, VMID_MAX, VMID_MIN
+from salt_proxmox.pve.constraints import NODE, NODE_MAX, VMID_MAX, VMID_MIN
 from salt_proxmox.wire.propstring import flag, pairs, wire
 from salt_proxmox.wire.volumes import parse_volume
 
 REMOVALS = ("retain", "destroy")
+#: Control characters. Only ``description`` may span lines (PVE stores it as ``#`` comment lines,
+#: pve-container Config.pm ``write_pct_config``) or hold tabs; no value may hold the others.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def _vmid(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise DeclarationError(f"vmid: expected an integer, got {type(value).__name__}")
     if isinstance(value, str) and not re.fullmatch(r"[0-9]+", value):
-        raise DeclarationError(f"vmid: {value!r} is not an integer")
+        raise DeclarationError(f"vmid: {shown(value)} is not an integer")
     number = int(value)
     if not VMID_MIN <= number <= VMID_MAX:
         raise DeclarationError(f"vmid: {number} is outside PVE's range {VMID_MIN}-{VMID_MAX} (pve-vmid)")
@@ -131,25 +134,26 @@ def parse_declaration(
     except DeclarationError as exc:
         problems += exc.problems
         number = 0
-    if not isinstance(node, str) or not NODE.match(node):
-        problems.append(f"node: {node!r} is not a PVE node name (pve-node)")
+    if not isinstance(node, str) or len(node) > NODE_MAX or not NODE.match(node):
+        # A node name is a host name label (at most NODE_MAX characters); the message stays PVE's.
+        problems.append(f"node: {shown(node)} is not a PVE node name (pve-node)")
     if not isinstance(target, str) or not target:
         problems.append("target: name the cluster from proxmox:targets")
     if not isinstance(adopt, bool):
-        problems.append(f"adopt: expected true or false, got {adopt!r}")
+        problems.append(f"adopt: expected true or false, got {shown(adopt)}")
     if removal not in REMOVALS:
-        problems.append(f"removal: expected one of {', '.join(REMOVALS)}, got {removal!r}")
+        problems.append(f"removal: expected one of {', '.join(REMOVALS)}, got {shown(removal)}")
     wired: dict[str, str] = {}
     ostemplate: str | None = None
     start = False
     for key, raw in sorted((config or {}).items()):
         if not isinstance(key, str):
-            problems.append(f"{key!r}: config keys are strings")
+            problems.append(f"{shown(key)}: config keys are strings")
             continue
         if key not in schema.CREATE_ONLY and not schema.is_config_key(key):
             problems.append(
-                f"{key}: not a container config key this state manages (see pve-container "
-                "src/PVE/LXC/Config.pm); remove it from the declaration"
+                f"{shown(key, quote=False)}: not a container config key this state manages (see "
+                "pve-container src/PVE/LXC/Config.pm); remove it from the declaration"
             )
             continue
         if (
@@ -163,6 +167,13 @@ def parse_declaration(
             value = wire(raw)
         except TypeError as exc:
             problems.append(f"{key}: {exc}")
+            continue
+        if _CONTROL.search(value.replace("\n", "").replace("\t", "") if key == "description" else value):
+            problems.append(
+                f"{key}: the value holds a line break or another control character; PVE keeps each key "
+                'on one config line (pve-container Config.pm write_pct_config: "detected invalid newline '
+                'inside property"), so nothing can be written from it'
+            )
             continue
         if key == "ostemplate":
             if not value:

@@ -4,6 +4,10 @@ Each ``Rule`` names its source. The formats are pve-common ``src/PVE/JSONSchema.
 line): ``dns-name``, ``pve-tag-list``, ``pve-startup-order``, ``address-list``,
 ``dns-name-list``; sizes are ``parse_size`` (see ``salt_proxmox.wire.sizes``). A failing form
 is refused naming key and rule, and nothing is sent.
+
+Every pattern is ASCII-only (``re.ASCII``): PVE's formats name ASCII letters and digits, while a
+Python ``str`` pattern's ``\\d`` also matches ``١٢`` and ``re.IGNORECASE`` folds the Kelvin sign
+into ``k`` — values that would pass here and be refused by PVE after the write began.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from salt_proxmox.errors import DeclarationError
+from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.wire.propstring import flag
 from salt_proxmox.wire.sizes import parse_size
 
@@ -21,14 +25,22 @@ _DNS_LABEL = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)"
 #: ``pve_verify_dns_name``: labels of letters, digits and inner hyphens, dot-separated.
 DNS_NAME = re.compile(rf"^(?:{_DNS_LABEL}\.)*{_DNS_LABEL}$")
 #: ``$PVE::JSONSchema::PVE_TAG_RE``.
-TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE)
+TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE | re.ASCII)
 #: ``pve-startup-order`` parts (``pve_parse_startup_order``): each comma-separated part on its own,
 #: in any order — ``[order=]N``, ``up=N``, ``down=N``.
-STARTUP_PART = re.compile(r"^(?:(?:order=)?\d+|up=\d+|down=\d+)$")
+STARTUP_PART = re.compile(r"^(?:(?:order=)?\d+|up=\d+|down=\d+)$", re.ASCII)
 #: ``pve-node`` (pve-common ``pve_verify_node_name``).
 NODE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?$")
 #: Resize ``size`` (pve-container ``src/PVE/API2/LXC.pm`` ``resize_vm``).
-RESIZE_SIZE = re.compile(r"^\+?\d+(?:\.\d+)?[KMGT]?$")
+RESIZE_SIZE = re.compile(r"^\+?\d+(?:\.\d+)?[KMGT]?$", re.ASCII)
+#: A node name is a host name, so one DNS label: at most 63 characters (RFC 1035 2.3.4; PVE's
+#: ``pve_verify_node_name`` takes the label pattern above, and the node's hostname bounds it).
+NODE_MAX = 63
+#: pve-common ``JSONSchema.pm`` ``check_type``: ``is_integer`` is ``^[+-]?\d+$``, ``is_number``
+#: ``^[+-]?(\d+\.\d+|\d+\.|\.\d+|\d+)([eE][+-]?\d+)?$`` — no ``_``, no spaces, no NaN or
+#: infinity, which Python's ``int()``/``float()`` would all take.
+INTEGER = re.compile(r"^[+-]?[0-9]+$")
+NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.[0-9]+|[0-9]+\.|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 #: ``pve-vmid``: ``100 - 999999999`` (pve-common ``JSONSchema.pm`` ``pve_verify_vmid``).
 VMID_MIN, VMID_MAX = 100, 999_999_999
 
@@ -110,10 +122,9 @@ class Rule:
     def problem(self, value: str) -> str | None:
         """None when ``value`` (its wire spelling) satisfies the rule, else the reason in PVE's words."""
         if self.kind in ("integer", "number"):
-            try:
-                number = int(value) if self.kind == "integer" else float(value)
-            except ValueError:
-                return f"type check ('{self.kind}') failed - got '{value}'"
+            if not (INTEGER if self.kind == "integer" else NUMBER).match(value):
+                return f"type check ('{self.kind}') failed - got {shown(value)}"
+            number = int(value) if self.kind == "integer" else float(value)
             if self.minimum is not None and number < self.minimum:
                 return f"value must have a minimum value of {self.minimum:g}"
             if self.maximum is not None and number > self.maximum:
@@ -123,10 +134,12 @@ class Rule:
             try:
                 flag(value)
             except ValueError:
-                return f"type check ('boolean') failed - got '{value}'"
+                return f"type check ('boolean') failed - got {shown(value)}"
             return None
         if self.kind == "enum" and value not in self.choices:
-            return f"value '{value}' does not have a value in the enumeration '{', '.join(self.choices)}'"
+            return (
+                f"value {shown(value)} does not have a value in the enumeration '{', '.join(self.choices)}'"
+            )
         if self.max_length is not None and len(value) > self.max_length:
             return f"value may only be {self.max_length} characters long"
         if self.check is not None and value != "":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT])?$")
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGT])?$", re.ASCII)
 _UNITS = {None: 0, "K": 1, "M": 2, "G": 3, "T": 4}
 GIB = 1024**3
 
