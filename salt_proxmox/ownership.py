@@ -108,6 +108,42 @@ def row_key(target: str, family: str, identity: object) -> str:
     return f"{target}/{family}/{identity}"
 
 
+class OwnershipCorrupt(SaltProxmoxError):
+    """A stored row does not have the shape of SPEC §8; nothing is decided on it."""
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit())
+
+
+def check_row(key: str, row: dict) -> dict:
+    """``row`` when it reads as a row: ``phase`` creating|owned, ``state_id`` a string and
+    ``declared`` a mapping (when present), whose ``vmid``, when it records one, is a number (SPEC §8).
+
+    Raises OwnershipCorrupt naming the row, what is wrong and how to repair it. Rows are written
+    only by ``Ownership``, so a malformed one was edited by hand or by another tool.
+    """
+    why = None
+    declared = row.get("declared", {})
+    if row.get("phase") not in (CREATING, OWNED):
+        why = f"its phase is {row.get('phase')!r:.40}, not {CREATING} or {OWNED}"
+    elif not isinstance(row.get("state_id", ""), str):
+        why = "its state_id is not a string"
+    elif not isinstance(declared, dict):
+        why = "its declared keys are not a mapping"
+    elif "vmid" in declared and not _is_number(declared["vmid"]):
+        why = f"its recorded vmid {declared['vmid']!r:.40} is not a number"
+    if why is None:
+        return row
+    raise OwnershipCorrupt(
+        f"ownership row {key} (grain salt_proxmox:owned, or the proxmox:ownership_file) is malformed: {why}. "
+        "Nothing is decided on it: repair or delete the row (`salt-call grains.get salt_proxmox:owned` shows "
+        "it), then run the state again; without a row the guest counts as unowned and needs adopt: true."
+    )
+
+
 class Ownership:
     """Reads and writes ownership rows through a store. Every write saves at once, so an error
     later in the run never leaves a row that disagrees with what was done."""
@@ -116,15 +152,27 @@ class Ownership:
         self.store = store
 
     def row(self, key: str) -> dict | None:
-        """The row for ``key``, or None."""
+        """The row for ``key``, or None when there is none (or what is stored is no mapping at all,
+        which claims nothing: the object counts as unowned, refused until ``adopt: true``).
+
+        Raises OwnershipCorrupt when a mapping is stored that cannot be read as a row (see
+        ``check_row``); deciding on it would crash or misread its identity.
+        """
         row = self.store.load().get(key)
-        return row if isinstance(row, dict) else None
+        return check_row(key, row) if isinstance(row, dict) else None
 
     def for_state(self, target: str, family: str, state_id: str) -> tuple[str, dict] | None:
-        """The row (key, row) this state id recorded in ``target``'s ``family``, if any."""
+        """The row (key, row) this state id recorded in ``target``'s ``family``, if any.
+
+        Raises OwnershipCorrupt when a row of that family is malformed: it might be this state's.
+        """
         prefix = f"{target}/{family}/"
         for key, row in sorted(self.store.load().items()):
-            if key.startswith(prefix) and isinstance(row, dict) and row.get("state_id") == state_id:
+            if (
+                key.startswith(prefix)
+                and isinstance(row, dict)
+                and check_row(key, row).get("state_id") == state_id
+            ):
                 return key, row
         return None
 
