@@ -39,7 +39,14 @@ from salt_proxmox.ownership import CREATING, Ownership, row_key
 from salt_proxmox.pve.client import PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
-from salt_proxmox.pve.tasks import CREATE_POLLS, POLL_INTERVAL, TASK_POLLS, await_task, start_task
+from salt_proxmox.pve.tasks import (
+    CREATE_POLLS,
+    POLL_INTERVAL,
+    TASK_POLLS,
+    TaskFailed,
+    await_task,
+    start_task,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +58,9 @@ class PveContext:
     """Everything one target's calls need within one Salt run.
 
     ``client`` sends; ``broker`` hands out credentials; ``ownership`` keeps rows; ``sleep`` and
-    ``poll_interval`` (seconds) drive task polling (tests pass a no-op sleep).
+    ``poll_interval`` (seconds) drive task polling (tests pass a no-op sleep). ``create_polls``
+    and ``task_polls`` bound the polls of a create and of any other task (``pve.tasks``'
+    ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
     """
 
     target: Target
@@ -61,9 +70,13 @@ class PveContext:
     sleep: Callable[[float], None] | None = None
     poll_interval: float = POLL_INTERVAL
     extra: MutableMapping = field(default_factory=dict)
+    create_polls: int = CREATE_POLLS
+    task_polls: int = TASK_POLLS
 
-    def task(self, method: str, path: str, node: str, what: str, form=None, polls: int = TASK_POLLS) -> str:
-        """Run one task with a fresh provision credential, polled by that same credential."""
+    def task(self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None) -> str:
+        """Run one task with a fresh provision credential, polled by that same credential
+        (at most ``polls`` polls, ``task_polls`` unless given)."""
+        polls = self.task_polls if polls is None else polls
         credential = self.broker.provision(need_seconds=polls * self.poll_interval)
         upid = start_task(self.client, credential, method, path, what, form)
         self.await_task(credential, node, upid, what, polls)
@@ -310,16 +323,16 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
             outcome.comment.append(f"CT {decl.vmid} on {decl.node} is as declared")
         outcome.result = None if (outcome.changes or decision.record) else True
         return outcome
+    written: list[str] = []
     try:
         if decision.action == "create":
             _create(ctx, decl)
         elif decision.action == "update":
-            _update(ctx, decl, decision)
+            _update(ctx, decl, decision, written)
         # Read back only what was written; a no-drift apply costs the one read it decided on.
         after = decision.live if decision.action == "noop" else read_live(ctx, decl.node, decl.vmid)
     except SaltProxmoxError as exc:
-        outcome.changes = {} if not isinstance(exc, Uncertain) else outcome.changes
-        return outcome.fail(_fail_text(exc))
+        return _write_failed(outcome, exc, written)
     if after is None:
         return outcome.fail(f"CT {decl.vmid}: the write returned no error but the guest is absent.")
     ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored())
@@ -338,6 +351,28 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     elif not decision.record:
         outcome.comment.append(f"CT {decl.vmid} on {decl.node} is as declared")
     return outcome
+
+
+def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str]) -> Outcome:
+    """The outcome of an apply that stopped at ``exc`` after the writes named in ``written``.
+
+    The comment says what the failed step was and what had already been written before it, so an
+    operator never has to guess whether a partial apply changed the guest: an uncertain step keeps
+    the changes it may have made; otherwise only what was written stays in ``changes``, and with
+    nothing written the comment says so.
+    """
+    lines = [_fail_text(exc)]
+    if written:
+        lines.append(f"Already written: {', '.join(written)}.")
+    if isinstance(exc, Uncertain):
+        return outcome.fail(*lines)
+    grown = {name.split(" grown to ", 1)[0] for name in written if " grown to " in name}
+    kept = {key: change for key, change in outcome.changes.items() if key in written}
+    disks = {disk: size for disk, size in outcome.changes.get("disks", {}).items() if disk in grown}
+    outcome.changes = {**kept, **({"disks": disks} if disks else {})}
+    if not written and not isinstance(exc, TaskFailed):
+        lines.append("Nothing was written.")
+    return outcome.fail(*lines)
 
 
 def adhoc_declaration(ctx: PveContext, vmid: object, config: Mapping[str, object]) -> tuple[str, dict]:
@@ -360,7 +395,7 @@ def _create(ctx: PveContext, decl: LxcDeclaration) -> None:
     path = api_path("nodes", decl.node, "lxc")
     what = f"create CT {decl.vmid} on {decl.node}"
     key = row_key(decl.target, FAMILY, decl.vmid)
-    credential = ctx.broker.provision(need_seconds=CREATE_POLLS * ctx.poll_interval)
+    credential = ctx.broker.provision(need_seconds=ctx.create_polls * ctx.poll_interval)
     earlier = ctx.ownership.row(key)
     ctx.ownership.mark_creating(key, decl.state_id, decl.stored())
     try:
@@ -370,10 +405,21 @@ def _create(ctx: PveContext, decl: LxcDeclaration) -> None:
         # claim a create did.
         ctx.ownership.restore(key, earlier)
         raise
-    ctx.await_task(credential, decl.node, upid, what, CREATE_POLLS)
+    try:
+        ctx.await_task(credential, decl.node, upid, what, ctx.create_polls)
+    except TaskFailed:
+        # The task ended with an error, and a failed create removes what it made: pve-container
+        # ``src/PVE/API2/LXC.pm`` create_vm runs ``destroy_disks`` and ``destroy_config`` before it
+        # dies. The guest is not there, so no row may claim it (a stale ``creating`` row would let a
+        # later run take over a guest somebody else creates at this vmid). Only an uncertain end
+        # keeps the ``creating`` row.
+        ctx.ownership.restore(key, earlier)
+        raise
 
 
-def _update(ctx: PveContext, decl: LxcDeclaration, decision: Decision) -> None:
+def _update(ctx: PveContext, decl: LxcDeclaration, decision: Decision, written: list[str]) -> None:
+    """One digest-guarded config PUT, then a resize task per grown disk; each step that went
+    through is added to ``written`` (the keys the PUT wrote; ``<disk> grown to <size>``)."""
     change = decision.change
     path = guest_path(decl.node, decl.vmid)
     if change.put or change.clear:
@@ -384,10 +430,12 @@ def _update(ctx: PveContext, decl: LxcDeclaration, decision: Decision) -> None:
         check_form(schema.UPDATE, form, presence=False)
         credential = ctx.broker.provision()
         ctx.client.request("PUT", f"{path}/config", credential, form=form)
+        written.extend([*change.put, *change.clear])
     for disk, size in change.resize:
         form = {"disk": disk, "size": size}
         check_form(schema.RESIZE, form, presence=True)
         ctx.task("PUT", f"{path}/resize", decl.node, f"grow {disk} of CT {decl.vmid} to {size}", form=form)
+        written.append(f"{disk} grown to {size}")
 
 
 def absent(
@@ -405,8 +453,11 @@ def absent(
     except DeclarationError as exc:
         return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
     key = row_key(decl.target, FAMILY, decl.vmid)
-    row = ctx.ownership.row(key)
     what = f"CT {decl.vmid} on {decl.node}"
+    try:
+        row = ctx.ownership.row(key)
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decl.removal == "retain":
         if row is None:
             outcome.comment.append(f"{what} is not recorded as ours; nothing to forget")
