@@ -10,7 +10,64 @@
   Targets (proxmox:targets) and OpenBao (openbao) are read by the modules with config.get, so
   they may live in the minion config or in pillar.
 -#}
-{%- set containers = salt['pillar.get']('proxmox:lxc', {}) %}
+{#-
+  Pillar shapes. Each section below is a mapping of entries, each entry a mapping of keys. A section
+  or an entry of another shape (a YAML list, a bare string) becomes one failing state that names the
+  pillar key and the shape it needs: never a template traceback, never an entry passed on half-read,
+  never a run that silently does nothing. An empty section (`lxc:` with nothing under it) is no entry.
+-#}
+{%- macro shape(value) -%}
+{%-   if value is mapping %}a mapping{% elif value is string %}a string{% elif value is boolean %}a boolean
+{%-   elif value is number %}a number{% elif value is none %}empty{% elif value is sequence %}a list
+{%-   else %}a {{ value.__class__.__name__ }}{% endif -%}
+{%- endmacro %}
+{%- set shape_errors = [] %}
+{%- set proxmox = salt['pillar.get']('proxmox', {}) %}
+{%- if proxmox is not mapping and proxmox is not none %}
+{%-   do shape_errors.append({'id': 'proxmox-pillar', 'key': 'proxmox', 'text':
+        'pillar proxmox is ' ~ shape(proxmox) ~ ', not a mapping of sections (targets, lxc, '
+        ~ 'firewall_aliases, pools, roles, acls): write each section as a key under proxmox:, as '
+        ~ 'pillar_examples/proxmox.sls does. Nothing was written.'}) %}
+{%- endif %}
+{%- set sections = {} %}
+{%- for path, prefix, what in [
+      ('proxmox:lxc', 'proxmox-lxc-', 'container (vmid, node, ostemplate, ...)'),
+      ('openbao:policies', 'openbao-policy-', 'policy (fragments, ...)'),
+      ('proxmox:firewall_aliases', 'proxmox-firewall-alias-', 'firewall alias (cidr, comment, ...)'),
+      ('proxmox:pools', 'proxmox-pool-', 'pool (comment, ...)'),
+      ('proxmox:roles', 'proxmox-role-', 'role (privs, ...)'),
+      ('proxmox:acls', 'proxmox-acl-', 'ACL entry (path, role, ...)')] %}
+{%-   set raw = salt['pillar.get'](path, {}) %}
+{%-   set clean = {} %}
+{%-   if raw is mapping %}
+{%-     for key, value in raw | dictsort %}
+{%-       if value is mapping %}
+{%-         do clean.update({key: value}) %}
+{%-       else %}
+{%-         do shape_errors.append({'id': prefix ~ key, 'key': path ~ ':' ~ key, 'text':
+              'pillar ' ~ path ~ ':' ~ key ~ ' is ' ~ shape(value) ~ ', not a mapping: declare the '
+              ~ what ~ ' as keys under it, as pillar_examples/proxmox.sls does. Nothing was written.'}) %}
+{%-       endif %}
+{%-     endfor %}
+{%-   elif raw is not none %}
+{%-     do shape_errors.append({'id': prefix ~ 'pillar', 'key': path, 'text':
+          'pillar ' ~ path ~ ' is ' ~ shape(raw) ~ ', not a mapping of state id to ' ~ what
+          ~ ': write each entry as `<state id>: {keys}`, as pillar_examples/proxmox.sls does. '
+          ~ 'Nothing was written.'}) %}
+{%-   endif %}
+{%-   do sections.update({path: clean}) %}
+{%- endfor %}
+{%- for error in shape_errors %}
+{{ error.id }}:
+  test.configurable_test_state:
+    - name: {{ ('pillar ' ~ error.key) | tojson }}
+    - changes: false
+    - result: false
+    - allow_test_mode_failure: true
+    - comment: {{ error.text | tojson }}
+{%- endfor %}
+
+{%- set containers = sections['proxmox:lxc'] %}
 
 {%- for state_id, declared in containers | dictsort %}
 {%-   set declared = declared if declared is mapping else {'invalid_declaration': declared} %}
@@ -47,11 +104,11 @@ proxmox-lxc-{{ state_id }}:
                                    adopt. Requires the role (and the pool of a /pool/<id> path)
                                    when this pillar declares it.
 -#}
-{%- set policies = salt['pillar.get']('openbao:policies', {}) %}
-{%- set aliases = salt['pillar.get']('proxmox:firewall_aliases', {}) %}
-{%- set pools = salt['pillar.get']('proxmox:pools', {}) %}
-{%- set roles = salt['pillar.get']('proxmox:roles', {}) %}
-{%- set acls = salt['pillar.get']('proxmox:acls', {}) %}
+{%- set policies = sections['openbao:policies'] %}
+{%- set aliases = sections['proxmox:firewall_aliases'] %}
+{%- set pools = sections['proxmox:pools'] %}
+{%- set roles = sections['proxmox:roles'] %}
+{%- set acls = sections['proxmox:acls'] %}
 
 {#- Every PVE state of this file, as requisite entries, so the policies can be required by them. #}
 {%- set pve_states = [] %}
