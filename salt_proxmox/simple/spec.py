@@ -16,7 +16,9 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
 - ``delete``: the call that removes one;
 - ``matches``: whether a live object already is as declared (canonical attributes compared);
 - ``write_guard``: extra form keys a write carries to say which read it was judged against
-  (a digest), read right before the write.
+  (a digest), read right before the write. Pools, roles and ACL entries live in ``user.cfg``,
+  whose API methods take no digest (PVE 9 API schema); for them the read-back after the write is
+  what catches a change made meanwhile.
 
 ``Declared`` is one checked declaration, built by the family's ``declare`` (full declaration)
 or ``identify`` (identity keys only, for ``absent``). Both raise ``DeclarationError`` naming

@@ -10,6 +10,8 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.firewall import alias
@@ -360,3 +362,26 @@ def test_absent_deletes_only_ours_and_unchanged() -> None:
     assert set(pve.aliases) == {"theirs"} and ctx.ownership.store.rows == {}
     again = simple.absent(ctx, alias.SPEC, False, "aliases", "destroy", name="web")
     assert (again.result, again.changes) == (True, {})
+
+
+# ------------------------------------------------------------------------------------------ properties
+
+_V4 = st.tuples(st.ip_addresses(v=4), st.one_of(st.none(), st.integers(0, 32)))
+_V6 = st.tuples(st.ip_addresses(v=6), st.one_of(st.none(), st.integers(0, 128)))
+
+
+def _spell(address, prefix, upper: bool) -> str:
+    text = address.exploded.upper() if upper else str(address)
+    return text if prefix is None else f"{text}/{prefix}"
+
+
+@given(st.one_of(_V4, _V6), st.booleans())
+def test_canonical_cidr_is_stable_and_pve_storing_it_leaves_no_drift(pair, upper):
+    """What this family sends is what PVE stores (parse_ip_or_cidr strips only /32 and /128, which the
+    canonical spelling never has), so the read-back compares equal: no forever-diff."""
+    address, prefix = pair
+    sent = alias.canonical_cidr(_spell(address, prefix, upper))
+    assert alias.canonical_cidr(sent) == sent
+    stored = AliasPve.stored({"cidr": sent}, "x")["cidr"]
+    assert alias.canonical_cidr(stored) == sent
+    assert not sent.endswith(("/32", "/128")) or (address.version == 6 and sent.endswith("/32"))

@@ -7,6 +7,8 @@ Sources: pve-manager 9.2.11 ``PVE/API2/Pool.pm``; pve-access-control 9.1.1 ``src
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.ownership import CREATING, MemoryStore, row_key
@@ -108,6 +110,18 @@ def test_pool_forms() -> None:
 def test_privileges_compare_as_a_set(privs: object) -> None:
     """split_list separators, order and duplicates are spelling, not a difference."""
     assert role.canonical_privs(privs) == "Sys.Audit,VM.Audit"
+
+
+@given(
+    st.lists(st.sampled_from(sorted(role.PRIVILEGES))), st.sampled_from([",", ";", " ", " , "]), st.randoms()
+)
+def test_any_spelling_of_a_privilege_set_is_one_canonical_value(names, separator, rnd):
+    """What PVE reads back (``join(',', sort keys ...)`` in Role.pm index) equals the declaration."""
+    shuffled = list(names)
+    rnd.shuffle(shuffled)
+    canonical = role.canonical_privs(separator.join(shuffled))
+    assert canonical == role.canonical_privs(names) == ",".join(sorted(set(names)))
+    assert role.parse(dict.fromkeys(names, 1), role.identify("s", TARGET, name="R"))["privs"] == canonical
 
 
 @pytest.mark.parametrize("privs", [["VM.Audit", "VM.Fly"], "Sys.audit", 42, [1]])
