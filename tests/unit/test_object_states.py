@@ -1,0 +1,100 @@
+"""The thin Salt skins of the alias, pool, role, ACL and policy states: each passes Salt's ``test`` flag, the
+declaring state's id (``__low__['__id__']``) and every key it was given (unknown ones included, for the
+library to refuse by name) to its execution module, and nothing else. ``__salt__`` is a recorder."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load(kind: str, name: str, salt: dict, test: bool, low: dict | None = None) -> ModuleType:
+    """A module from ``_states``/``_modules`` with Salt's dunders set as the loader would."""
+    spec = importlib.util.spec_from_file_location(f"{kind}_{name}", REPO / kind / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.__salt__ = salt
+    module.__opts__ = {"test": test}
+    if low is not None:
+        module.__low__ = low
+    module.__env__ = "base"
+    module.__context__ = {}
+    return module
+
+
+class Recorder(dict):
+    """``__salt__`` whose functions record (name, args, kwargs) and answer a state return."""
+
+    def __init__(self, *names: str) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple, dict]] = []
+        for fun in names:
+            self[fun] = self._fun(fun)
+
+    def _fun(self, fun: str):
+        def call(*args, **kwargs):
+            self.calls.append((fun, args, kwargs))
+            return {"name": args[0] if args else "", "result": True, "changes": {}, "comment": ""}
+
+        return call
+
+
+CASES = [
+    ("proxmox_firewall_alias", "proxmox.firewall_alias_present", ("web",), {"cidr": "10.0.0.0/24"}),
+    ("proxmox_pool", "proxmox.pool_present", ("prod",), {"comment": "Production"}),
+    ("proxmox_role", "proxmox.role_present", ("R",), {"privs": ["VM.Audit"]}),
+    ("proxmox_acl", "proxmox.acl_present", ("read", "/", "R"), {"token": "a@pve!tk"}),
+    ("openbao_policy", "openbao.policy_present", ("p",), {"fragments": ['path "a" {}']}),
+]
+
+
+@pytest.mark.parametrize(("state", "fun", "args", "kwargs"), CASES)
+@pytest.mark.parametrize("test", [True, False])
+def test_present_passes_test_state_id_and_every_key(state, fun, args, kwargs, test):
+    salt = Recorder(fun)
+    module = load("_states", state, salt, test, low={"__id__": f"{state}-id", "name": args[0]})
+    assert module.__virtual__() == state
+    module.present(*args, colour="red", __pub_fun="state.apply", **kwargs)
+    ((called, _, passed),) = salt.calls
+    assert called == fun
+    assert passed["test"] is test
+    assert passed["state_id"] == f"{state}-id"
+    assert passed["colour"] == "red", "an unknown key reaches the library, which refuses it by name"
+    assert "__pub_fun" not in passed
+
+
+@pytest.mark.parametrize(("state", "fun", "args", "kwargs"), CASES)
+def test_absent_passes_the_state_id(state, fun, args, kwargs):
+    absent_fun = fun.replace("_present", "_absent")
+    salt = Recorder(fun, absent_fun)
+    module = load("_states", state, salt, True, low={"__id__": "gone"})
+    module.absent(*args)
+    ((called, _, passed),) = salt.calls
+    assert (called, passed["state_id"], passed["test"]) == (absent_fun, "gone", True)
+
+
+def test_state_not_available_without_its_execution_module():
+    module = load("_states", "proxmox_pool", {}, True)
+    assert module.__virtual__()[0] is False
+
+
+def test_policy_module_fetches_salt_files_with_cp_get_file_str():
+    fetched: list[tuple[str, str]] = []
+
+    def get_file_str(url, saltenv="base"):
+        fetched.append((url, saltenv))
+        return 'path "a/*" {\n  capabilities = ["read"]\n}\n' if url == "salt://p.hcl" else False
+
+    module = load("_modules", "openbao", {"cp.get_file_str": get_file_str}, True)
+    assembled = module.policy_assemble(["salt://p.hcl", '# inline\npath "b" {}'], saltenv="dev")
+    assert fetched == [("salt://p.hcl", "dev")]
+    assert assembled["path_grants"] == 2 and assembled["text"].endswith('path "b" {}\n')
+    from salt.exceptions import CommandExecutionError
+
+    with pytest.raises(CommandExecutionError, match=r"fragments\[0\]: salt://missing.hcl was not found"):
+        module.policy_assemble(["salt://missing.hcl"])
