@@ -216,7 +216,7 @@ def decide(ctx: BaoContext, decl: PolicyDeclaration) -> Decision:
                     "silently: declare adopt: true to manage it."
                 ],
             )
-        notes.append(f"{what}: adopted as declared")
+        notes.append(f"{what}: taken over (adopt: true) and recorded as ours")
         record = True
     elif row.get("phase") == CREATING:
         if not same:

@@ -144,7 +144,7 @@ def decide(
                     "over silently: declare adopt: true to manage it."
                 ],
             )
-        notes.append(f"{decl.label}: adopted as declared")
+        notes.append(f"{decl.label}: taken over (adopt: true) and recorded as ours")
         record = True
     elif row.get("phase") == CREATING:
         if not matches:
