@@ -1,10 +1,10 @@
 """OpenBao ACL policies against a real OpenBao dev server (``bao server -dev`` on loopback).
 
-Requests are counted on the client side: every test wraps the hvac adapter's ``request`` and reads
-back what was sent (OpenBao 2.x refuses to enable an audit device through the API — "cannot enable
-audit device via API; use declarative, config-based audit device management instead" — so its audit
-log is not an option for a test-started dev server). Each test uses names of its own
-(``salt-proxmox-it-<random>``): the server is shared by the session.
+Requests are counted twice: by OpenBao itself, in the log of a file audit device declared in the dev
+server's config (OpenBao 2.x refuses to enable one through the API: "cannot enable audit device via
+API; use declarative, config-based audit device management instead"), and on the client side by
+wrapping the hvac adapter's ``request``, for the order of the HTTP calls. Each test uses names of its
+own (``salt-proxmox-it-<random>``): the server is shared by the module.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from salt_proxmox.bao import lifecycle
 from salt_proxmox.bao.policy import sha256
 from salt_proxmox.ownership import MemoryStore, Ownership, row_key
-from tests.support.openbao import CREDS_POLICY, creds_token
+from tests.support.openbao import CREDS_POLICY, CREDS_POLICY_HCL, DevOpenBao, creds_token, write_policy
 
 READ = 'path "proxmox/creds/*" {\n  capabilities = ["read"]\n}\n'
 LIST = 'path "proxmox/creds" {\n  capabilities = ["list"]\n}\n'
@@ -44,6 +44,29 @@ def writes(sent: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [entry for entry in sent if entry[0] != "GET"]
 
 
+@pytest.fixture(scope="module")
+def openbao():
+    """A dev server of this module's own, with a file audit device (shadows the session's server)."""
+    with DevOpenBao(audit=True) as server:
+        write_policy(server.client(), CREDS_POLICY, CREDS_POLICY_HCL)
+        yield server
+
+
+class Audited:
+    """What OpenBao's audit log holds from now on: ``since()`` every (operation, path), ``writes()``
+    the ones that are not reads."""
+
+    def __init__(self, server: DevOpenBao) -> None:
+        self.server = server
+        self.start = len(server.audited())
+
+    def since(self) -> list[tuple[str, str]]:
+        return self.server.audited()[self.start :]
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [(operation, path) for operation, path in self.since() if operation not in ("read", "list")]
+
+
 @pytest.fixture
 def name() -> str:
     """A policy name of this test's own."""
@@ -59,16 +82,19 @@ def _ctx(client: hvac.Client, store: MemoryStore) -> lifecycle.BaoContext:
     return lifecycle.BaoContext(client=client, ownership=Ownership(store))
 
 
-def test_create_plan_apply_replan_with_a_salt_file(root, name):
+def test_create_plan_apply_replan_with_a_salt_file(openbao, root, name):
     store = MemoryStore()
     ctx = _ctx(root, store)
+    audit = Audited(openbao)
     sent = recorded(root)
     fragments = ["salt://proxmox/files/openbao/read.hcl", LIST]
     plan = lifecycle.present(ctx, "creds", True, name, fragments, fetch=FILES.get)
     assert plan.result is None, plan.comment
     assert plan.changes["path_grants"] == {"old": None, "new": 2}
     assert sent == [("GET", f"/v1/sys/policy/{name}")] and store.saves == 0, "a plan reads, nothing else"
+    assert audit.since() == [("read", f"sys/policy/{name}")], "OpenBao saw one read"
 
+    audit = Audited(openbao)
     sent.clear()
     done = lifecycle.present(ctx, "creds", False, name, fragments, fetch=FILES.get)
     assert done.result is True, done.comment
@@ -78,6 +104,8 @@ def test_create_plan_apply_replan_with_a_salt_file(root, name):
         ("PUT", f"/v1/sys/policy/{name}"),
         ("GET", f"/v1/sys/policy/{name}"),
     ]
+    assert [path for _, path in audit.since()] == [f"sys/policy/{name}"] * 3
+    assert [operation for operation, _ in audit.writes()] in (["update"], ["create"])
     text = root.sys.read_policy(name)["data"]["rules"]
     assert text == FILES["salt://proxmox/files/openbao/read.hcl"].rstrip() + "\n\n" + LIST
     row = store.rows[row_key("openbao", "policy", name)]
@@ -85,9 +113,10 @@ def test_create_plan_apply_replan_with_a_salt_file(root, name):
     assert "capabilities" not in json.dumps(store.rows), "the text never goes to grains"
 
     sent.clear()
+    audit = Audited(openbao)
     again = lifecycle.present(ctx, "creds", True, name, fragments, fetch=FILES.get)
     assert (again.result, again.changes) == (True, {}), again.comment
-    assert writes(sent) == []
+    assert writes(sent) == [] and audit.writes() == []
 
 
 def test_update_shows_grants_and_diff_and_writes_once(root, name):
@@ -115,11 +144,12 @@ def test_names_are_keyed_in_lower_case(root, name):
     assert writes(sent) == [], "a case-only change or rename writes nothing"
 
 
-def test_rename_writes_the_new_name_first(root, name):
+def test_rename_writes_the_new_name_first(openbao, root, name):
     new = f"{name}-new"
     store = MemoryStore()
     ctx = _ctx(root, store)
     assert lifecycle.present(ctx, "p", False, name, [READ]).result is True
+    audit = Audited(openbao)
     sent = recorded(root)
     plan = lifecycle.present(ctx, "p", True, new, [READ], rename_from=name, removal="destroy")
     assert plan.result is None and plan.changes["renamed"] == {"old": name, "new": new}
@@ -128,6 +158,8 @@ def test_rename_writes_the_new_name_first(root, name):
     assert done.result is True, done.comment
     assert done.changes == plan.changes
     assert writes(sent) == [("PUT", f"/v1/sys/policy/{new}"), ("DELETE", f"/v1/sys/policy/{name}")]
+    assert [path for _, path in audit.writes()] == [f"sys/policy/{new}", f"sys/policy/{name}"]
+    assert audit.writes()[1][0] == "delete"
     policies = root.sys.list_policies()["data"]["policies"]
     assert new in policies and name not in policies
     assert set(store.rows) == {row_key("openbao", "policy", new)}
@@ -166,10 +198,11 @@ def test_only_a_404_is_absence(openbao, name):
     token = creds_token(openbao.client())  # policy salt-proxmox-creds: sys/policy/salt-proxmox-* only
     narrow = hvac.Client(url=openbao.url, token=token)
     other = f"other-{name}"
+    audit = Audited(openbao)
     sent = recorded(narrow)
     outcome = lifecycle.present(_ctx(narrow, MemoryStore()), "p", False, other, [READ])
     assert outcome.result is False and "permission denied (HTTP 403)" in outcome.comment[0]
-    assert writes(sent) == []
+    assert writes(sent) == [] and audit.writes() == []
     assert token not in "\n".join(outcome.comment)
 
 

