@@ -1,0 +1,286 @@
+"""What a fault scenario runs in, and the checks every scenario gets.
+
+A ``Run`` is one scenario's world: a freshly seeded fake cluster (``ServedCluster``), the ownership
+store the state sees (a ``MemoryStore`` here; the grains file under ``salt-call``), the
+``proxmox:targets`` and ``openbao:`` blocks the Salt module would read, and the secrets that must
+never show. A scenario's ``setup`` changes that world through fakepve's own fault injection
+(``fail()``, ``lose_quorum()``, ``set_node_offline()``, ``hold_config_lock()``, ``time_scale``,
+removing a token from ``apitokens``) and, where fakepve has no switch for a fault, through the few
+helpers below:
+
+- ``serve_config`` answers one config GET with a body of the test's choosing (a 200 that is not a
+  config); ``extra_index_rows`` adds rows to ``cluster/resources``: fakepve looks both up on the
+  instance for every request, so wrapping them there changes only those answers;
+- ``dead_member`` is a loopback port that is bound but not listening: connecting is refused at once;
+- ``before`` runs an action just before the client sends a matching request — "between calls":
+  a concurrent edit, a node going offline, a token revoked — and the request then really goes out.
+
+The checks (``leaks``, ``disagreements``, ``forbidden_writes``) are the promises every row of the
+matrix keeps, whatever it injects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+import hvac
+
+from salt_proxmox.lxc.lifecycle import PveContext
+from salt_proxmox.ownership import CREATING, OWNED, MemoryStore
+from tests.integration.lxc_support import TARGET, requests_since
+from tests.support.cluster import ServedCluster
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass
+class Hook:
+    """Run ``action(run)`` before the client sends ``method`` to a path ending in ``suffix``."""
+
+    method: str
+    suffix: str
+    action: Callable[[Run], None]
+    once: bool = True
+    fired: int = 0
+
+
+@dataclass
+class Run:
+    """One scenario's world; see the module docstring.
+
+    ``foreign``: vmids a setup or hook put on the cluster (somebody else's guests, not this state's);
+    ``secrets``: every secret in play (token secrets, OpenBao tokens, AppRole secret ids, lease ids).
+    The repr leaves out everything that holds a secret, so a failing assertion cannot print one.
+    """
+
+    cluster: ServedCluster
+    store: MemoryStore
+    targets: dict[str, Any] = field(repr=False)
+    openbao: dict[str, Any] | None = field(default=None, repr=False)
+    bao_root: hvac.Client | None = field(default=None, repr=False)
+    secrets: list[str] = field(default_factory=list, repr=False)
+    hooks: list[Hook] = field(default_factory=list)
+    foreign: set[int] = field(default_factory=set)
+    _closers: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def pve(self):
+        """The fake's model: ``fail()``, ``apitokens``, ``ct()``, ``requests``, ..."""
+        return self.cluster.pve
+
+    @property
+    def target(self) -> dict[str, Any]:
+        """The one ``proxmox:targets`` entry, to change members or credentials."""
+        return self.targets[TARGET]
+
+    def before(self, method: str, suffix: str, action: Callable[[Run], None], once: bool = True) -> None:
+        """Do ``action`` just before the first matching request (every one unless ``once``)."""
+        self.hooks.append(Hook(method, suffix, action, once))
+
+    def token(self, token_id: str, *privs: str, path: str = "/") -> dict[str, str]:
+        """Register a PVE API token with ``privs`` on ``path``; returns ``{token_id, secret}``."""
+        secret = secrets.token_hex(16)
+        self.pve.apitokens[token_id] = secret
+        if privs:
+            self.pve.grant(token_id, path, *privs)
+        self.secrets.append(secret)
+        return {"token_id": token_id, "secret": secret}
+
+    def dead_member(self) -> str:
+        """An https URL on loopback where nothing listens (connect is refused), kept so for the run."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind((LOOPBACK, 0))
+        self._closers.append(sock.close)
+        return f"https://{LOOPBACK}:{sock.getsockname()[1]}"
+
+    def serve_config(self, vmid: int, data: object) -> None:
+        """Answer ``GET .../lxc/{vmid}/config`` with HTTP 200 and ``{"data": data}``."""
+        pve = self.pve
+        original = pve.answer
+
+        async def answer(request, match, params, user, call=None):
+            if request.method == "GET" and request.path.endswith(f"/lxc/{vmid}/config"):
+                return data
+            return await original(request, match, params, user, call)
+
+        pve.answer = answer
+
+    def extra_index_rows(self, rows: list[object]) -> None:
+        """Add ``rows`` to every ``GET cluster/resources`` answer."""
+        pve = self.pve
+        original = pve.ct_resources
+
+        def ct_resources(user, kind=None):
+            return [*original(user, kind), *rows]
+
+        pve.ct_resources = ct_resources
+
+    def add_guest(self, vmid: int, node: str = "pve1", **config: object) -> None:
+        """Somebody else's container on the cluster (recorded in ``foreign``)."""
+        self.pve.add_ct(vmid, node=node, status="stopped", config=dict(config), defaults=False)
+        self.foreign.add(vmid)
+
+    def close(self) -> None:
+        """Release what the run bound (dead members)."""
+        for closer in self._closers:
+            closer()
+        self._closers.clear()
+
+
+def install_hooks(ctx: PveContext, run: Run) -> None:
+    """Wrap ``ctx.client.request`` so ``run.hooks`` fire before matching requests."""
+    if not run.hooks:
+        return
+    original = ctx.client.request
+
+    def request(method, path, credential, params=None, form=None):
+        for hook in run.hooks:
+            sent = "/" + unquote(path).lstrip("/")
+            if hook.method == method and sent.endswith(hook.suffix) and not (hook.once and hook.fired):
+                hook.fired += 1
+                hook.action(run)
+        return original(method, path, credential, params=params, form=form)
+
+    ctx.client.request = request
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@contextlib.contextmanager
+def debug_log() -> Iterator[list[str]]:
+    """Every log record at DEBUG and above, formatted with its traceback, while the block runs.
+
+    A handler on the root logger rather than pytest's ``caplog``: the suite also runs with
+    ``-p no:logging``, which removes ``caplog``.
+    """
+    handler = _Capture()
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield handler.lines
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+def with_lease_ids(monkeypatch, canary: str) -> None:
+    """Give every OpenBao read a ``lease_id`` ending in ``canary``.
+
+    A KV version 1 mount answers ``lease_id: ""``; the PVE-token secrets engines answer a real one.
+    Adding one to each real answer gives the leak checks a lease id to look for.
+    """
+    original = hvac.Client.read
+
+    def read(self, path, wrap_ttl=None):
+        answer = original(self, path, wrap_ttl=wrap_ttl)
+        if isinstance(answer, dict) and answer.get("data") is not None:
+            answer = dict(answer, lease_id=f"{path}/{canary}")
+        return answer
+
+    monkeypatch.setattr(hvac.Client, "read", read)
+
+
+def leaks(places: dict[str, str], secrets_in_play: Iterable[str]) -> list[str]:
+    """Where a secret shows: ``["comment holds secret #2", ...]`` (the secret itself never printed)."""
+    found = []
+    for index, secret in enumerate(secrets_in_play):
+        if not secret:
+            continue
+        for where, text in places.items():
+            if secret in text:
+                found.append(f"{where} holds secret #{index}")
+    return found
+
+
+def guests(run: Run) -> dict[int, str]:
+    """vmid → node of every container on the cluster."""
+    return {ct.vmid: ct.node for ct in run.pve.cts}
+
+
+def creates(log: list[tuple[str, str, Any]]) -> list[int]:
+    """The vmids of the create POSTs in a request log."""
+    out = []
+    for method, path, body in log:
+        if method == "POST" and path.rstrip("/").endswith("/lxc") and path.startswith("/nodes/"):
+            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+            out.append(int(parse_qs(text).get("vmid", ["0"])[0]))
+    return out
+
+
+def forbidden_writes(run: Run, before: dict[int, str], log: list[tuple[str, str, Any]]) -> list[str]:
+    """Writes the rules never allow, whatever the scenario: a create of a vmid that existed when the
+    run began, or a second create in one run (a create is never repeated, least of all after an
+    uncertain one)."""
+    problems = []
+    made = creates(log)
+    problems += [f"POST create of CT {vmid}, which existed before the run" for vmid in made if vmid in before]
+    if len(made) > 1:
+        problems.append(f"{len(made)} create POSTs in one run: {made}")
+    return problems
+
+
+def disagreements(
+    run: Run, before: dict[int, str], log: list[tuple[str, str, Any]], seeded: dict[str, dict]
+) -> list[str]:
+    """Where the ownership rows and the cluster disagree after a run.
+
+    - an ``owned`` row for a guest the cluster does not have (on the row's node);
+    - a ``creating`` row with no create POST behind it (in this run, or seeded so);
+    - a guest this run made (not there before, not somebody else's) with no row at all.
+    """
+    problems = []
+    now = guests(run)
+    posted = set(creates(log))
+    rows = run.store.rows
+    for key, row in rows.items():
+        if not isinstance(row, dict):
+            continue  # a malformed row the state refused to read; it is reported, not repaired
+        vmid = int(key.rsplit("/", 1)[1])
+        node = (row.get("declared") or {}).get("node")
+        if row.get("phase") == OWNED and now.get(vmid) != node:
+            problems.append(f"{key} is owned but the cluster has no CT {vmid} on {node}")
+        if (
+            row.get("phase") == CREATING
+            and vmid not in posted
+            and seeded.get(key, {}).get("phase") != CREATING
+        ):
+            problems.append(f"{key} is creating but no create of CT {vmid} was sent")
+        if row.get("phase") not in (OWNED, CREATING):
+            problems.append(f"{key} has phase {row.get('phase')!r}")
+    for vmid in set(now) - set(before) - run.foreign:
+        if not any(key.endswith(f"/lxc/{vmid}") for key in rows):
+            problems.append(f"CT {vmid} was made by this run but no row records it")
+    return problems
+
+
+def pve_log(run: Run, start: int) -> list[tuple[str, str, Any]]:
+    """fakepve's request log since ``start``: (method, decoded path, body)."""
+    return requests_since(run.cluster, start)
+
+
+def write_lines(log: list[tuple[str, str, Any]]) -> list[str]:
+    """``["POST /nodes/pve1/lxc", ...]``: the writes of a log, in order."""
+    return [f"{method} {path}" for method, path, _ in log if method != "GET"]
+
+
+def dump(value: object) -> str:
+    """A value as text for the leak checks."""
+    return json.dumps(value, sort_keys=True, default=repr)

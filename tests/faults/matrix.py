@@ -1,0 +1,1433 @@
+"""The fault matrix: one row per fault, what the product promises under it, and what must come out.
+
+Each ``Scenario`` is run by ``tests/faults/test_matrix.py`` against a freshly seeded fake cluster
+(``tests.support.cluster``) with credentials from the scenario's source (static, the session's
+OpenBao dev server, or a sealed one), through ``salt_proxmox.lxc.lifecycle.present``/``absent`` with a
+context built as the Salt module builds it, or through a real ``salt-call`` (``via="salt-call"``).
+Besides the scenario's own expectations (result, comment fragments naming the cause and the remedy,
+the exact writes fakepve saw, the ownership rows afterwards) every run is held to the same rules:
+
+- no write the rules forbid: never a create of a vmid that existed, never a second create;
+- a plan (``test=True``) writes nothing, not even grains;
+- the ownership rows and the cluster agree (no ``owned`` row for a guest that is not there, no
+  ``creating`` row without a create sent, no guest made without a row);
+- no secret (token secret, OpenBao token, AppRole secret id, lease id) in the return, the debug log,
+  an exception text or the grains.
+
+``python -m tests.faults.matrix --markdown`` prints ``docs/reliability.md`` from this table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.faults.harness import Run
+from tests.integration.lxc_support import TARGET, declaration
+from tests.support.cluster import PROVISION_TOKEN_ID, READ_TOKEN_ID
+from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
+
+GROUPS = {
+    "reads": "Reads: absence is proven, never assumed",
+    "writes": "Writes: refused, failed and uncertain writes",
+    "credentials": "Credentials: OpenBao and PVE tokens",
+    "input": "Input: bad declarations are refused before any network call",
+    "pillar": "Pillar shape, through a real salt-call",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One row of the matrix.
+
+    ``setup(run)`` injects the fault (see ``tests.faults.harness.Run``); ``declaration`` is the
+    state's keyword arguments (``present``: the container; ``absent``: vmid, node, removal);
+    ``result`` the state's expected result; ``comment`` fragments its comment must contain (the
+    cause, then the remedy); ``writes`` the exact non-GET requests fakepve must see, in order;
+    ``rows`` the ownership rows afterwards (row key → phase), ``seed_rows`` those before; ``never``
+    paths that must not be requested at all. ``creds`` is ``static``, ``openbao`` or ``sealed``;
+    ``via`` is ``lifecycle`` or ``salt-call`` (then ``pillar`` is the proxmox.sls pillar text).
+    ``polls`` lowers the task poll bound; ``time_scale`` is fakepve's (0: tasks end at once).
+    ``uncertain`` marks a run whose outcome is unknown on purpose: an ``owned`` row may then
+    outlive a guest an unconfirmed destroy removed.
+    """
+
+    id: str
+    group: str
+    fault: str
+    promise: str
+    result: bool | None
+    comment: tuple[str, ...]
+    setup: Callable[[Run], None] | None = None
+    declaration: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    name: str = "web"
+    state: str = "present"
+    test: bool = False
+    writes: tuple[str, ...] = ()
+    rows: Mapping[str, str] = field(default_factory=dict)
+    seed_rows: Mapping[str, dict] = field(default_factory=dict)
+    never: tuple[str, ...] = ()
+    creds: str = "static"
+    via: str = "lifecycle"
+    pillar: str | None = None
+    polls: int | None = None
+    time_scale: float = 0.0
+    uncertain: bool = False
+
+    def outcome(self) -> str:
+        """The expected outcome in one line, for the documentation."""
+        verdict = {True: "succeeds", None: "plans changes", False: "fails"}[self.result]
+        writes = ", ".join(f"`{line}`" for line in self.writes) or "none"
+        rows = ", ".join(f"`{key}` {phase}" for key, phase in self.rows.items()) or "none"
+        said = " · ".join(f"“{fragment}”" for fragment in self.comment)
+        return f"{verdict}; says {said}; writes: {writes}; rows: {rows}"
+
+
+# ------------------------------------------------------------------------------------------ the estate
+
+WEB = declaration()
+CREATE = ("POST /nodes/pve1/lxc",)
+PUT_120 = "PUT /nodes/pve1/lxc/120/config"
+RESIZE_120 = "PUT /nodes/pve1/lxc/120/resize"
+
+#: The seeded running container 120 (``DNS1_CONFIG`` of tests.support.cluster), declared as it is.
+DNS: dict[str, Any] = {
+    "vmid": 120,
+    "node": "pve1",
+    "unprivileged": True,
+    "hostname": "dns1",
+    "cores": 1,
+    "memory": 512,
+    "rootfs": "local-zfs:4",
+    "net0": "name=eth0,bridge=vmbr0,ip=10.0.0.53/24,gw=10.0.0.1",
+    "features": "nesting=1",
+    "tags": "infra;dns",
+    "onboot": True,
+    "startup": "order=1",
+}
+
+
+def dns(**over: Any) -> dict[str, Any]:
+    """Container 120 as declared, with changes."""
+    return {**DNS, **over}
+
+
+def owned_row(vmid: int, state_id: str, declared: Mapping[str, Any]) -> dict[str, dict]:
+    """A seeded ``owned`` row."""
+    stored = {k: v for k, v in declared.items() if k != "description"}
+    return {f"{TARGET}/lxc/{vmid}": {"phase": "owned", "instance": "seeded", "state_id": state_id,
+                                     "declared": stored}}  # fmt: skip
+
+
+OWNED_120 = owned_row(120, "dns", DNS)
+#: A stopped container 160 of ours, for destroy scenarios (120 runs, and PVE refuses to destroy that).
+CT160: dict[str, Any] = {
+    "vmid": 160,
+    "node": "pve1",
+    "unprivileged": True,
+    "hostname": "old",
+    "memory": 256,
+    "rootfs": "local-zfs:2",
+}
+OWNED_160 = owned_row(160, "old", CT160)
+DESTROY_160 = {"vmid": 160, "node": "pve1", "removal": "destroy"}
+
+
+def ours_160(run: Run) -> None:
+    """Put our stopped container 160 on the cluster, as OWNED_160 records it."""
+    run.pve.add_ct(
+        160,
+        node="pve1",
+        status="stopped",
+        defaults=False,
+        config={"hostname": "old", "memory": 256, "unprivileged": 1, "arch": "amd64", "ostype": "debian",
+                "rootfs": "local-zfs:subvol-160-disk-0,size=2G"},
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------ fault setups
+
+
+def fail(method: str, suffix: str, **how: Any) -> Callable[[Run], None]:
+    """fakepve's ``fail()``: answer matching requests with an error (or a 200 without data)."""
+    return lambda run: run.pve.fail(method, suffix, **how)
+
+
+def both(*setups: Callable[[Run], None]) -> Callable[[Run], None]:
+    """Several setups in order."""
+
+    def setup(run: Run) -> None:
+        for one in setups:
+            one(run)
+
+    return setup
+
+
+def lock_120(run: Run) -> None:
+    """Another task holds CT 120's config lock (until the run ends)."""
+    run.cluster.run_coro(run.pve.hold_config_lock(120, None))
+
+
+def lock_160(run: Run) -> None:
+    """Another task holds CT 160's config lock."""
+    run.cluster.run_coro(run.pve.hold_config_lock(160, None))
+
+
+def members(*which: str) -> Callable[[Run], None]:
+    """Replace the target's members: ``dead`` is a loopback port that refuses, ``pve`` the fake."""
+
+    def setup(run: Run) -> None:
+        run.target["members"] = [run.dead_member() if m == "dead" else run.cluster.url for m in which]
+
+    return setup
+
+
+def read_token(*privs: str, path: str = "/") -> Callable[[Run], None]:
+    """Plan with another read token holding only ``privs`` on ``path``."""
+
+    def setup(run: Run) -> None:
+        pair = run.token("narrow@pve!plan", *privs, path=path)
+        run.target["credentials"]["read"] = pair
+
+    return setup
+
+
+def revoke(token_id: str) -> Callable[[Run], None]:
+    """Delete a PVE API token (as ``pveum user token remove`` would)."""
+    return lambda run: run.pve.apitokens.pop(token_id, None)
+
+
+def revoke_before(method: str, suffix: str, token_id: str) -> Callable[[Run], None]:
+    """Revoke a token just before a matching request goes out (mid-run)."""
+    return lambda run: run.before(method, suffix, revoke(token_id))
+
+
+def offline_before(method: str, suffix: str) -> Callable[[Run], None]:
+    """Node pve1 goes offline just before a matching request (PVE answers 595)."""
+    return lambda run: run.before(method, suffix, lambda r: r.pve.set_node_offline("pve1"))
+
+
+def edit_120_before_put(run: Run) -> None:
+    """Somebody edits CT 120 between our read and our PUT (the digest no longer matches)."""
+
+    def edit(r: Run) -> None:
+        r.pve.ct(120).config["swap"] = 1024
+
+    run.before("PUT", "/lxc/120/config", edit)
+
+
+def guest_appears_before_create(run: Run) -> None:
+    """Somebody else creates CT 150 between our read and our POST."""
+    run.before("POST", "/nodes/pve1/lxc", lambda r: r.add_guest(150, node="pve1", hostname="theirs"))
+
+
+def slow_create(run: Run) -> None:
+    """A create that takes 100 PVE seconds (1 s real at time_scale 0.01)."""
+    run.pve.ct_secs["create"] = 100
+
+
+def slow_resize(run: Run) -> None:
+    """A resize that takes 100 PVE seconds."""
+    run.pve.ct_secs["resize"] = 100
+
+
+def index_rows(*rows: object) -> Callable[[Run], None]:
+    """Add malformed rows to the guest index."""
+    return lambda run: run.extra_index_rows(list(rows))
+
+
+def config_answer(vmid: int, data: object) -> Callable[[Run], None]:
+    """Answer CT ``vmid``'s config GET with HTTP 200 and ``data``."""
+    return lambda run: run.serve_config(vmid, data)
+
+
+def bao_url_dead(run: Run) -> None:
+    """openbao:url points where nothing listens."""
+    run.openbao["url"] = run.dead_member().replace("https://", "http://")
+
+
+def bao_token(policies: list[str] | None) -> Callable[[Run], None]:
+    """Use an OpenBao token with these policies (None: a token OpenBao never issued)."""
+
+    def setup(run: Run) -> None:
+        if policies is None:
+            token = "s.NeverIssued" + "x" * 12
+        else:
+            token = run.bao_root.auth.token.create(policies=policies, ttl="10m")["auth"]["client_token"]
+        run.secrets.append(token)
+        run.openbao["auth"] = {"method": "token", "token": token}
+
+    return setup
+
+
+def approle(good: bool) -> Callable[[Run], None]:
+    """Log in to OpenBao with AppRole (a valid secret id, or a wrong one)."""
+
+    def setup(run: Run) -> None:
+        role_id, secret_id = make_approle(run.bao_root, "salt-proxmox-faults", [CREDS_POLICY])
+        run.secrets.append(secret_id)
+        if not good:
+            secret_id = "0" * 8 + secret_id[8:]
+            run.secrets.append(secret_id)
+        run.openbao["auth"] = {"method": "approle", "role_id": role_id, "secret_id": secret_id}
+
+    return setup
+
+
+def creds_secret(role: str, data: dict[str, Any] | None) -> Callable[[Run], None]:
+    """Replace (or, with None, delete) the ``proxmox/creds/<role>`` secret in OpenBao."""
+
+    def setup(run: Run) -> None:
+        kv = run.bao_root.secrets.kv.v1
+        if data is None:
+            kv.delete_secret(path=role, mount_point=CREDS_PATH)
+        else:
+            kv.create_or_update_secret(path=role, secret=data, mount_point=CREDS_PATH)
+
+    return setup
+
+
+def creds_on_kv2(run: Run) -> None:
+    """The creds path is a KV version 2 mount: the token pair sits under ``data/<role>``."""
+    root = run.bao_root
+    if "faults-kv2/" not in root.sys.list_mounted_secrets_engines()["data"]:
+        root.sys.enable_secrets_engine("kv", path="faults-kv2", options={"version": "2"})
+    read_id, read_secret = run.cluster.seeded.read_token
+    root.secrets.kv.v2.create_or_update_secret(
+        path="read", secret={"token_id": read_id, "secret": read_secret}, mount_point="faults-kv2"
+    )
+    write_policy(root, "faults-kv2", 'path "faults-kv2/*" {\n  capabilities = ["read"]\n}\n')
+    token = root.auth.token.create(policies=["faults-kv2"], ttl="10m")["auth"]["client_token"]
+    run.secrets.append(token)
+    run.openbao["auth"]["token"] = token
+    run.target["credentials"]["path"] = "faults-kv2"
+
+
+def short_provision_lease(run: Run) -> None:
+    """The provision role's lease is 20 s, shorter than a create's task bound."""
+    publish_creds(run.bao_root, CREDS_PATH, "provision", *run.cluster.seeded.provision_token, ttl="20s")
+
+
+def corrupt_row(run: Run) -> None:
+    """The grain row of CT 120 was edited by hand: its vmid is no number."""
+    run.store.rows[f"{TARGET}/lxc/120"]["declared"]["vmid"] = "one-twenty"
+
+
+def row_not_a_mapping(run: Run) -> None:
+    """The grain row of CT 120 is a bare string."""
+    run.store.rows[f"{TARGET}/lxc/120"] = "owned"
+
+
+NOTHING = "Nothing was written."
+
+# ------------------------------------------------------------------------------------------ the table
+
+SCENARIOS: list[Scenario] = [
+    # -------------------------------------------------------------------------------------- reads
+    Scenario(
+        "config-403",
+        "reads",
+        "config GET answers 403 Permission check failed",
+        "a 403 is a failure, never absence: no index read, no create",
+        False,
+        ("HTTP 403 Permission check failed (/vms/150, VM.Audit)", "grant", NOTHING),
+        fail("GET", "/lxc/150/config", status=403, message="Permission check failed (/vms/150, VM.Audit)"),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "config-500-generic",
+        "reads",
+        "config GET answers a generic 500",
+        "only PVE's exact missing-config wording may lead to absence",
+        False,
+        ("HTTP 500 got timeout", "journalctl", NOTHING),
+        fail("GET", "/lxc/150/config", status=500, message="got timeout"),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "config-200-null",
+        "reads",
+        "config GET answers 200 with data null",
+        "a 200 without a config is an error, not an empty answer",
+        False,
+        ("malformed answer", "no digest", "check that the member", NOTHING),
+        fail("GET", "/lxc/150/config", status=200, message="OK"),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "config-200-empty-object",
+        "reads",
+        "config GET answers 200 with {}",
+        "a config without a digest was not read from disk: error",
+        False,
+        ("malformed answer", "no digest", NOTHING),
+        config_answer(150, {}),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "config-200-no-digest",
+        "reads",
+        "config GET answers 200 with keys but no digest",
+        "a config without a digest is an error, even with plausible keys",
+        False,
+        ("malformed answer", "no digest", NOTHING),
+        config_answer(120, {"hostname": "dns1", "memory": 512}),
+        dns(adopt=True),
+        name="dns",
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "config-200-html",
+        "reads",
+        "config GET answers 200 with an HTML page (a captive portal)",
+        "a body that is not PVE's JSON is an error",
+        False,
+        ("malformed answer", "not a JSON object", "check that the member", NOTHING),
+        fail("GET", "/lxc/150/config", status=200, message="<html><body>Welcome</body></html>", html=True),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "config-502-proxy",
+        "reads",
+        "config GET answers 502 with a proxy's HTML page",
+        "a proxy error is a failure naming the proxy, not absence",
+        False,
+        ("HTTP 502", "pveproxy", NOTHING),
+        fail("GET", "/lxc/150/config", status=502, message="<html>502 Bad Gateway</html>", html=True),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "index-vmid-not-a-number",
+        "reads",
+        "guest index has a row whose vmid is not a number",
+        "an index that cannot name its rows cannot prove a vmid free",
+        False,
+        ("guest index", "cannot prove the vmid free", NOTHING),
+        index_rows({"vmid": "web", "node": "pve1", "type": "lxc"}),
+        WEB,
+    ),
+    Scenario(
+        "index-row-without-node",
+        "reads",
+        "guest index has a row without a node",
+        "an index that cannot name its rows cannot prove a vmid free",
+        False,
+        ("guest index", "cannot prove the vmid free", NOTHING),
+        index_rows({"vmid": 151, "type": "lxc"}),
+        WEB,
+    ),
+    Scenario(
+        "index-unknown-type",
+        "reads",
+        "guest index has a row of type openvz",
+        "an index that cannot name its rows cannot prove a vmid free",
+        False,
+        ("guest index", "cannot prove the vmid free", NOTHING),
+        index_rows({"vmid": 151, "node": "pve1", "type": "openvz"}),
+        WEB,
+    ),
+    Scenario(
+        "index-row-not-an-object",
+        "reads",
+        "guest index has a row that is a bare string",
+        "an index that cannot name its rows cannot prove a vmid free",
+        False,
+        ("guest index", "cannot prove the vmid free", NOTHING),
+        index_rows("lxc/151"),
+        WEB,
+    ),
+    Scenario(
+        "index-200-null",
+        "reads",
+        "guest index answers 200 with data null",
+        "no list, no proof of absence",
+        False,
+        ("guest index", NOTHING),
+        fail("GET", "/cluster/resources", status=200, message="OK"),
+        WEB,
+    ),
+    Scenario(
+        "token-without-vm-audit",
+        "reads",
+        "the read token lacks VM.Audit (PVE answers 403 before saying a config is missing)",
+        "a token that cannot see the guest cannot prove it absent: no index read, no create",
+        False,
+        ("HTTP 403", "VM.Audit", "grant", NOTHING),
+        read_token("Sys.Audit", "Datastore.Audit"),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "filtered-index-hides-a-vm",
+        "reads",
+        "the read token has VM.Audit on /vms/150 only; the declaration names vmid 300 (a VM it cannot see)",
+        "a guest hidden from the token's filtered index is still never created over",
+        False,
+        ("HTTP 403", "/vms/300", NOTHING),
+        read_token("VM.Audit", path="/vms/150"),
+        declaration(vmid=300),
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "filtered-index-own-vmid",
+        "reads",
+        "the read token has VM.Audit on /vms/150 only; the declaration names vmid 150 (free)",
+        "the same token's filtered index proves its own vmid free: the plan is a create",
+        None,
+        ("would be created",),
+        read_token("VM.Audit", path="/vms/150"),
+        WEB,
+        test=True,
+    ),
+    Scenario(
+        "vmid-held-by-qemu",
+        "reads",
+        "the declared vmid is a QEMU VM (300 on pve2)",
+        "vmids are cluster-wide: refused, naming the VM and its node",
+        False,
+        ("qemu guest on node pve2", "pick a free vmid", NOTHING),
+        None,
+        declaration(vmid=300),
+    ),
+    Scenario(
+        "vmid-on-another-node",
+        "reads",
+        "the declared vmid is a container on another node",
+        "a migration is not an update: refused, naming the node it is on",
+        False,
+        ("lxc guest on node pve1", "declare the node it is on", NOTHING),
+        None,
+        declaration(vmid=120, node="pve2"),
+    ),
+    Scenario(
+        "first-member-refuses",
+        "reads",
+        "the first cluster member refuses connections",
+        "members are tried in order when one does not answer: the create goes to the next, once",
+        True,
+        ("has been created",),
+        members("dead", "pve"),
+        WEB,
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "owned"},
+    ),
+    Scenario(
+        "every-member-down",
+        "reads",
+        "every cluster member refuses connections",
+        "no member answered: a failure naming the members and what to check",
+        False,
+        ("no member of target lab answered", "pveproxy", NOTHING),
+        members("dead", "dead"),
+        WEB,
+    ),
+    Scenario(
+        "node-offline-at-read",
+        "reads",
+        "the declared node is offline (PVE answers 595)",
+        "a node that cannot be read is not absent",
+        False,
+        ("HTTP 595 No route to host", "pvecm status", NOTHING),
+        lambda run: run.pve.set_node_offline("pve1"),
+        WEB,
+        never=("/cluster/resources",),
+    ),
+    Scenario(
+        "index-read-after-revoke",
+        "reads",
+        "the read token is revoked between the config read and the index read",
+        "absence needs both reads with the same credential: none, no create",
+        False,
+        ("HTTP 401 authentication failure", "issue a new token", NOTHING),
+        revoke_before("GET", "/cluster/resources", READ_TOKEN_ID),
+        WEB,
+    ),
+    # ------------------------------------------------------------------------------------- writes
+    Scenario(
+        "config-lock-held",
+        "writes",
+        "another task holds CT 120's config lock during the PUT",
+        "PVE's lock refusal is reported with its remedy; nothing is retried",
+        False,
+        ("can't lock file", "config lock", "run the state again", NOTHING),
+        lock_120,
+        dns(memory=1024),
+        name="dns",
+        writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "digest-conflict",
+        "writes",
+        "somebody edits CT 120 between the read and the PUT",
+        "the PUT carries the digest it was judged against; PVE refuses it and nothing is retried",
+        False,
+        ("detected modified configuration", "plan again", NOTHING),
+        edit_120_before_put,
+        dns(memory=1024),
+        name="dns",
+        writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "create-task-error",
+        "writes",
+        "the create task ends in TASK ERROR (its template volume is missing)",
+        "a failed create names its UPID and log; PVE removed what it made, so no row stays",
+        False,
+        ("ended", "does not exist", "pvesh get /nodes/pve1/tasks/UPID:"),
+        None,
+        declaration(ostemplate="local:vztmpl/missing-13.tar.zst"),
+        writes=CREATE,
+    ),
+    Scenario(
+        "resize-task-error",
+        "writes",
+        "the resize task ends in TASK ERROR (the config lock is held)",
+        "a failed task names its UPID and the command to read its log",
+        False,
+        ("ended", "can't lock file", "pvesh get /nodes/pve1/tasks/UPID:"),
+        lock_120,
+        dns(rootfs="local-zfs:6"),
+        name="dns",
+        writes=(RESIZE_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "destroy-task-error",
+        "writes",
+        "the destroy task ends in TASK ERROR (the config lock is held)",
+        "nothing is deleted; the row stays",
+        False,
+        ("ended", "can't lock file", "Nothing was deleted"),
+        both(ours_160, lock_160),
+        DESTROY_160,
+        name="old",
+        state="absent",
+        writes=("DELETE /nodes/pve1/lxc/160",),
+        rows={f"{TARGET}/lxc/160": "owned"},
+        seed_rows=OWNED_160,
+    ),
+    Scenario(
+        "destroy-running-guest",
+        "writes",
+        "removal: destroy of a running container",
+        "PVE's refusal of a running guest is kept (no force): nothing is deleted",
+        False,
+        ("container is running", "Nothing was deleted"),
+        None,
+        {"vmid": 120, "node": "pve1", "removal": "destroy"},
+        name="dns",
+        state="absent",
+        writes=("DELETE /nodes/pve1/lxc/120",),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "create-status-unreadable",
+        "writes",
+        "the create task's status answers 500",
+        "an unreadable task is uncertain: reported with its UPID, never retried; the creating row stays",
+        False,
+        ("could not be read", "Nothing is retried", "pvesh get /nodes/pve1/tasks/UPID:"),
+        fail("GET", "/status", status=500, message="proxy timeout"),
+        WEB,
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "creating"},
+    ),
+    Scenario(
+        "create-still-running",
+        "writes",
+        "the create task is still running at the poll bound",
+        "a task past its bound is uncertain, not cancelled and not retried",
+        False,
+        ("still running after", "not cancelled", "pvesh get /nodes/pve1/tasks/UPID:"),
+        slow_create,
+        WEB,
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "creating"},
+        polls=3,
+        time_scale=0.01,
+    ),
+    Scenario(
+        "resize-still-running",
+        "writes",
+        "the resize task is still running at the poll bound",
+        "a task past its bound is uncertain; the row stays as it was",
+        False,
+        ("still running after", "not cancelled"),
+        slow_resize,
+        dns(rootfs="local-zfs:6"),
+        name="dns",
+        writes=(RESIZE_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+        polls=3,
+        time_scale=0.01,
+    ),
+    Scenario(
+        "create-no-upid",
+        "writes",
+        "the create POST answers 200 with no UPID",
+        "a write without a task id is not claimed; the creating row stays for the next run to settle",
+        False,
+        ("answered no task id", "not claimed"),
+        fail("POST", "/nodes/pve1/lxc", status=200, message="OK"),
+        WEB,
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "creating"},
+    ),
+    Scenario(
+        "resize-no-upid",
+        "writes",
+        "after the config PUT, the resize answers 200 with no UPID",
+        "the comment says what was written before the uncertain step",
+        False,
+        ("answered no task id", "Already written: memory"),
+        fail("PUT", "/lxc/120/resize", status=200, message="OK"),
+        dns(memory=1024, rootfs="local-zfs:6"),
+        name="dns",
+        writes=(PUT_120, RESIZE_120),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "resize-refused-after-put",
+        "writes",
+        "after the config PUT, PVE refuses the resize (out of space)",
+        "a partial apply reports the keys already written",
+        False,
+        ("out of space", "Already written: memory"),
+        fail("PUT", "/lxc/120/resize", status=500, message="zfs error: out of space"),
+        dns(memory=1024, rootfs="local-zfs:6"),
+        name="dns",
+        writes=(PUT_120, RESIZE_120),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "node-offline-before-create",
+        "writes",
+        "pve1 goes offline between the read and the create POST",
+        "a refused create leaves no row",
+        False,
+        ("HTTP 595 No route to host", "pvecm status", NOTHING),
+        offline_before("POST", "/nodes/pve1/lxc"),
+        WEB,
+        writes=CREATE,
+    ),
+    Scenario(
+        "node-offline-during-create",
+        "writes",
+        "pve1 goes offline after the create POST, before its task is read",
+        "the create is uncertain: the creating row stays so a later run can finish it as ours",
+        False,
+        ("could not be read", "HTTP 595", "Nothing is retried"),
+        offline_before("GET", "/status"),
+        WEB,
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "creating"},
+    ),
+    Scenario(
+        "node-offline-before-update",
+        "writes",
+        "pve1 goes offline between the read and the config PUT",
+        "a refused PUT writes nothing and keeps the row",
+        False,
+        ("HTTP 595 No route to host", NOTHING),
+        offline_before("PUT", "/lxc/120/config"),
+        dns(memory=1024),
+        name="dns",
+        writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "no-quorum-create",
+        "writes",
+        "the cluster loses quorum (fakepve lose_quorum)",
+        "PVE's no-quorum refusal names the remedy; no row claims a create",
+        False,
+        ("no quorum", "pvecm status", NOTHING),
+        lambda run: run.pve.lose_quorum(),
+        WEB,
+        writes=CREATE,
+    ),
+    Scenario(
+        "no-quorum-update",
+        "writes",
+        "the cluster loses quorum before a config PUT",
+        "PVE's no-quorum refusal names the remedy",
+        False,
+        ("no quorum", "pvecm status", NOTHING),
+        lambda run: run.pve.lose_quorum(),
+        dns(memory=1024),
+        name="dns",
+        writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "no-quorum-resize",
+        "writes",
+        "the resize answers PVE's no-quorum error (fail error=no_quorum)",
+        "no retry, the remedy named",
+        False,
+        ("no quorum", "pvecm status"),
+        fail("PUT", "/lxc/120/resize", error="no_quorum"),
+        dns(rootfs="local-zfs:6"),
+        name="dns",
+        writes=(RESIZE_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "no-quorum-destroy",
+        "writes",
+        "the destroy answers PVE's no-quorum error",
+        "nothing is deleted; the row stays",
+        False,
+        ("no quorum", "Nothing was deleted"),
+        both(ours_160, fail("DELETE", "/lxc/160", error="no_quorum")),
+        DESTROY_160,
+        name="old",
+        state="absent",
+        writes=("DELETE /nodes/pve1/lxc/160",),
+        rows={f"{TARGET}/lxc/160": "owned"},
+        seed_rows=OWNED_160,
+    ),
+    Scenario(
+        "destroy-status-unreadable",
+        "writes",
+        "the destroy task's status answers 500",
+        "an unconfirmed destroy keeps the row; a later run proves absence and forgets it",
+        False,
+        ("could not be read", "Nothing is retried"),
+        both(ours_160, fail("GET", "/status", status=500, message="proxy timeout")),
+        DESTROY_160,
+        name="old",
+        state="absent",
+        writes=("DELETE /nodes/pve1/lxc/160",),
+        rows={f"{TARGET}/lxc/160": "owned"},
+        seed_rows=OWNED_160,
+        uncertain=True,
+    ),
+    Scenario(
+        "guest-appears-before-create",
+        "writes",
+        "somebody creates CT 150 between our read and our POST",
+        "PVE refuses the second create; their guest is untouched and no row claims it",
+        False,
+        ("already exists", NOTHING),
+        guest_appears_before_create,
+        WEB,
+        writes=CREATE,
+    ),
+    # -------------------------------------------------------------------------------- credentials
+    Scenario(
+        "openbao-sealed",
+        "credentials",
+        "OpenBao is sealed",
+        "no credential, no call to PVE; the remedy is to unseal",
+        False,
+        ("OpenBao is sealed", "unseal", NOTHING),
+        None,
+        WEB,
+        creds="sealed",
+        never=("/nodes/pve1/lxc/150/config",),
+    ),
+    Scenario(
+        "openbao-unreachable",
+        "credentials",
+        "openbao:url refuses connections",
+        "a failure naming openbao:url",
+        False,
+        ("OpenBao is unreachable", "openbao:url", NOTHING),
+        bao_url_dead,
+        WEB,
+        creds="openbao",
+        never=("/nodes/pve1/lxc/150/config",),
+    ),
+    Scenario(
+        "openbao-permission-denied",
+        "credentials",
+        "the OpenBao token has no policy for the creds path",
+        "permission denied names the missing policy",
+        False,
+        ("permission denied (HTTP 403)", "policy", NOTHING),
+        bao_token(["default"]),
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "openbao-token-invalid",
+        "credentials",
+        "the OpenBao token was never issued (OpenBao answers 403 for it too)",
+        "the comment says the token may be invalid or expired, without showing it",
+        False,
+        ("permission denied (HTTP 403)", "invalid or expired", NOTHING),
+        bao_token(None),
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "openbao-approle",
+        "credentials",
+        "OpenBao auth by AppRole (role id and secret id)",
+        "AppRole login works and the secret id shows nowhere",
+        True,
+        ("has been created",),
+        approle(good=True),
+        WEB,
+        creds="openbao",
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "owned"},
+    ),
+    Scenario(
+        "openbao-approle-wrong-secret",
+        "credentials",
+        "AppRole login with a wrong secret id",
+        "login fails with a sentence, never the secret id",
+        False,
+        ("OpenBao login failed", NOTHING),
+        approle(good=False),
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "creds-malformed",
+        "credentials",
+        "the creds path answers token_id 5 and a list for secret",
+        "a malformed creds body is refused, naming the shape it needs",
+        False,
+        ("token_id is missing or not user@realm!name", "{token_id, secret}", NOTHING),
+        creds_secret("read", {"token_id": 5, "secret": ["x"]}),
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "creds-on-kv2-mount",
+        "credentials",
+        "the creds path is a KV version 2 mount",
+        "nothing at <path>/<role> is a failure naming the mount kinds that work",
+        False,
+        ("no secret", "KV version 1", NOTHING),
+        creds_on_kv2,
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "creds-missing-provision",
+        "credentials",
+        "the provision role's secret is missing (the plan's read works)",
+        "the apply fails before its write",
+        False,
+        ("provision", "no secret", NOTHING),
+        creds_secret("provision", None),
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "lease-too-short",
+        "credentials",
+        "the provision lease (20 s) is shorter than a create's task bound",
+        "refused before the POST: a token that expires mid-task cannot read its own task",
+        False,
+        ("lease of 20s", "shorter than", "Raise the role's TTL", NOTHING),
+        short_provision_lease,
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "read-token-revoked",
+        "credentials",
+        "the PVE read token was revoked (401)",
+        "a 401 names the remedy: a new token where the credentials come from",
+        False,
+        ("HTTP 401 authentication failure", "issue a new token", NOTHING),
+        revoke(READ_TOKEN_ID),
+        WEB,
+        creds="openbao",
+    ),
+    Scenario(
+        "provision-revoked-before-create",
+        "credentials",
+        "the provision token is revoked just before the create POST",
+        "a refused create leaves no row",
+        False,
+        ("HTTP 401 authentication failure", NOTHING),
+        revoke_before("POST", "/nodes/pve1/lxc", PROVISION_TOKEN_ID),
+        WEB,
+        creds="openbao",
+        writes=CREATE,
+    ),
+    Scenario(
+        "provision-revoked-before-poll",
+        "credentials",
+        "the provision token is revoked after the create POST, before its task is read",
+        "the task is uncertain (its owner can no longer read it); the creating row stays",
+        False,
+        ("could not be read", "HTTP 401", "Nothing is retried"),
+        revoke_before("GET", "/status", PROVISION_TOKEN_ID),
+        WEB,
+        creds="openbao",
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "creating"},
+    ),
+    Scenario(
+        "provision-revoked-before-update",
+        "credentials",
+        "the provision token is revoked just before a config PUT",
+        "a refused PUT writes nothing",
+        False,
+        ("HTTP 401 authentication failure", NOTHING),
+        revoke_before("PUT", "/lxc/120/config", PROVISION_TOKEN_ID),
+        dns(memory=1024),
+        name="dns",
+        creds="openbao",
+        writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    # -------------------------------------------------------------------------------------- input
+    Scenario(
+        "unknown-key",
+        "input",
+        "a key the family does not know (colour)",
+        "refused by name, never ignored",
+        False,
+        ("Refused: colour: not a container config key", "remove it", NOTHING),
+        None,
+        declaration(colour="blue"),
+    ),
+    Scenario(
+        "wrong-type-list",
+        "input",
+        "memory given as a list",
+        "refused naming the key and the type",
+        False,
+        ("Refused: memory: expected a string, number or boolean, got list", NOTHING),
+        None,
+        declaration(memory=[1024]),
+    ),
+    Scenario(
+        "wrong-type-mapping",
+        "input",
+        "net0 given as a mapping",
+        "refused naming the key and the type",
+        False,
+        ("Refused: net0: expected a string, number or boolean, got dict", NOTHING),
+        None,
+        declaration(net0={"name": "eth0", "bridge": "vmbr0"}),
+    ),
+    Scenario(
+        "wrong-type-adopt",
+        "input",
+        "adopt given as the string yes",
+        "adopt is a boolean; a string is refused",
+        False,
+        ("Refused: adopt: expected true or false", NOTHING),
+        None,
+        declaration(adopt="yes"),
+    ),
+    Scenario(
+        "propstring-bare-item",
+        "input",
+        "net0 with an item without '=' (name=eth0,bridge)",
+        "property strings are parsed as PVE parses them",
+        False,
+        ("Refused: net0: 'bridge' has no '='", NOTHING),
+        None,
+        declaration(net0="name=eth0,bridge"),
+    ),
+    Scenario(
+        "propstring-unknown-option",
+        "input",
+        "net0 with an option PVE does not have",
+        "refused, listing the allowed options",
+        False,
+        ("Refused: net0: unknown option(s) colour", "allowed:", NOTHING),
+        None,
+        declaration(net0="name=eth0,bridge=vmbr0,colour=red"),
+    ),
+    Scenario(
+        "size-40GB",
+        "input",
+        "rootfs local-zfs:40GB",
+        "sizes are binary units; 40GB is refused with the right spelling",
+        False,
+        ("Refused: rootfs:", "'40GB' is not a volume name", "local-zfs:40", NOTHING),
+        None,
+        declaration(rootfs="local-zfs:40GB"),
+    ),
+    Scenario(
+        "size-negative",
+        "input",
+        "rootfs local-zfs:-1G",
+        "a negative size is refused",
+        False,
+        ("Refused: rootfs:", "'-1G' is not a volume name", NOTHING),
+        None,
+        declaration(rootfs="local-zfs:-1G"),
+    ),
+    Scenario(
+        "size-option-40GB",
+        "input",
+        "mp0 with size=40GB",
+        "size= is parsed as PVE's parse_size",
+        False,
+        ("Refused: mp0:", "'40GB' is not a PVE size", NOTHING),
+        None,
+        declaration(mp0="local-zfs:10,mp=/srv,size=40GB"),
+    ),
+    Scenario(
+        "vmid-below-range",
+        "input",
+        "vmid 99",
+        "vmids are 100-999999999 (pve-vmid)",
+        False,
+        ("Refused: vmid: 99 is outside PVE's range 100-999999999", NOTHING),
+        None,
+        declaration(vmid=99),
+    ),
+    Scenario(
+        "vmid-above-range",
+        "input",
+        "vmid 1000000000",
+        "vmids are 100-999999999 (pve-vmid)",
+        False,
+        ("Refused: vmid: 1000000000 is outside PVE's range", NOTHING),
+        None,
+        declaration(vmid=1_000_000_000),
+    ),
+    Scenario(
+        "vmid-not-a-number",
+        "input",
+        "vmid given as web",
+        "refused naming the key",
+        False,
+        ("Refused: vmid:", "is not an integer", NOTHING),
+        None,
+        declaration(vmid="web"),
+    ),
+    Scenario(
+        "vmid-non-ascii-digits",
+        "input",
+        "vmid given in superscript digits (¹⁵⁰)",
+        "refused as not an integer; the state never crashes",
+        False,
+        ("Refused: vmid:", "is not an integer", NOTHING),
+        None,
+        declaration(vmid="¹⁵⁰"),
+    ),
+    Scenario(
+        "hostname-not-dns",
+        "input",
+        "hostname web_1",
+        "hostname is a DNS name (PVE's dns-name format)",
+        False,
+        ("Refused: hostname: value does not look like a valid DNS name", NOTHING),
+        None,
+        declaration(hostname="web_1"),
+    ),
+    Scenario(
+        "hostname-non-ascii",
+        "input",
+        "hostname wëb",
+        "a non-ASCII host name is not a DNS name",
+        False,
+        ("Refused: hostname: value does not look like a valid DNS name", NOTHING),
+        None,
+        declaration(hostname="wëb"),
+    ),
+    Scenario(
+        "hostname-huge",
+        "input",
+        "a 100000-character hostname",
+        "refused without echoing the value",
+        False,
+        ("Refused: hostname:", "characters long", NOTHING),
+        None,
+        declaration(hostname="h" * 100_000),
+    ),
+    Scenario(
+        "key-huge",
+        "input",
+        "a 100000-character key name",
+        "refused by a shortened name; the comment stays short",
+        False,
+        ("Refused: kkkk", "(100000 characters)", "not a container config key", NOTHING),
+        None,
+        declaration(**{"k" * 100_000: 1}),
+    ),
+    Scenario(
+        "node-huge",
+        "input",
+        "a 100000-character node name",
+        "refused before any request (a node name is a host name label)",
+        False,
+        ("Refused: node: 'nnnn", "(100000 characters)", "not a PVE node name", NOTHING),
+        None,
+        declaration(node="n" * 100_000),
+        never=("/config",),
+    ),
+    Scenario(
+        "number-non-ascii-digits",
+        "input",
+        "memory given in Arabic-Indic digits (١٠٢٤)",
+        "numbers are ASCII digits as PVE's schema reads them; refused before any write",
+        False,
+        ("Refused: memory: type check ('integer') failed", NOTHING),
+        None,
+        declaration(memory="١٠٢٤"),
+    ),
+    Scenario(
+        "size-non-ascii-digits",
+        "input",
+        "rootfs local-zfs:١٠ (Arabic-Indic digits)",
+        "a size is ASCII digits (parse_size); never sent as a new disk",
+        False,
+        ("rootfs:", "storage:GiB", NOTHING),
+        None,
+        declaration(rootfs="local-zfs:١٠"),
+    ),
+    Scenario(
+        "number-with-underscore",
+        "input",
+        "memory given as 1_024",
+        "Python's int() spelling is not PVE's: refused before any write",
+        False,
+        ("Refused: memory: type check ('integer') failed", NOTHING),
+        None,
+        declaration(memory="1_024"),
+    ),
+    Scenario(
+        "number-nan",
+        "input",
+        "cpulimit given as .nan",
+        "NaN is not a number PVE takes: refused before any write",
+        False,
+        ("Refused: cpulimit: type check ('number') failed", NOTHING),
+        None,
+        declaration(cpulimit=float("nan")),
+    ),
+    Scenario(
+        "newline-in-propstring",
+        "input",
+        "net0 with a newline inside",
+        "a value with a line break is refused before any write (PVE keeps one key per config line)",
+        False,
+        ("Refused: net0:", "line break", NOTHING),
+        None,
+        declaration(net0="name=eth0,bridge=vmbr0\nip=dhcp"),
+    ),
+    Scenario(
+        "newline-in-scalar",
+        "input",
+        "timezone carrying a second config line (lxc.apparmor.profile: unconfined)",
+        "no config line can be smuggled in: refused before any write",
+        False,
+        ("Refused: timezone:", NOTHING),
+        None,
+        declaration(timezone="UTC\nlxc.apparmor.profile: unconfined"),
+    ),
+    Scenario(
+        "tag-unicode-case-fold",
+        "input",
+        "a tag spelled with the Kelvin sign (U+212A, which case-folds to k)",
+        "tags are ASCII as PVE's tag format; refused before any write",
+        False,
+        ("Refused: tags: invalid tag(s)", NOTHING),
+        None,
+        declaration(tags="\u212aelvin"),
+    ),
+    Scenario(
+        "description-non-ascii",
+        "input",
+        "a description in several scripts (Ünïcödé ✓ 数据库)",
+        "UTF-8 text where PVE takes it is written and read back as equal",
+        True,
+        ("has been created",),
+        None,
+        declaration(description="Ünïcödé ✓ 数据库"),
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "owned"},
+    ),
+    Scenario(
+        "grain-row-corrupt",
+        "input",
+        "the grain row of CT 120 was hand-edited: its recorded vmid is no number",
+        "a malformed ownership row is an error naming the row, never a crash or an unowned guest",
+        False,
+        ("salt_proxmox:owned", "lab/lxc/120", "malformed", NOTHING),
+        corrupt_row,
+        dns(),
+        name="dns",
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "grain-row-not-a-mapping",
+        "input",
+        "the grain row of CT 120 is a bare string",
+        "a row that is no mapping claims nothing: the guest counts as unowned, refused until adopt: true",
+        False,
+        ("did not create it", "adopt: true", NOTHING),
+        row_not_a_mapping,
+        dns(),
+        name="dns",
+        seed_rows=OWNED_120,
+    ),
+    # ------------------------------------------------------------------------------------- pillar
+    Scenario(
+        "pillar-entry-is-a-list",
+        "pillar",
+        "pillar proxmox:lxc:web is a list",
+        "the state fails naming the pillar key and the shape it needs; nothing is called",
+        False,
+        ("proxmox:lxc:web", "is a list", "mapping", NOTHING),
+        via="salt-call",
+        pillar="proxmox:\n  lxc:\n    web: [150, pve1]\n",
+    ),
+    Scenario(
+        "pillar-entry-is-a-string",
+        "pillar",
+        "pillar proxmox:lxc:web is a string",
+        "the state fails naming the pillar key and the shape it needs",
+        False,
+        ("proxmox:lxc:web", "is a string", "mapping", NOTHING),
+        via="salt-call",
+        pillar="proxmox:\n  lxc:\n    web: vmid=150\n",
+    ),
+    Scenario(
+        "pillar-lxc-is-a-list",
+        "pillar",
+        "pillar proxmox:lxc is a list",
+        "one failing state naming proxmox:lxc, not a template traceback",
+        False,
+        ("proxmox:lxc", "is a list", "mapping of state id", NOTHING),
+        via="salt-call",
+        pillar="proxmox:\n  lxc:\n    - web\n    - db\n",
+    ),
+    Scenario(
+        "pillar-proxmox-is-a-list",
+        "pillar",
+        "pillar proxmox itself is a list",
+        "a failing state, never a silent empty run",
+        False,
+        ("pillar proxmox", "is a list", "mapping", NOTHING),
+        via="salt-call",
+        pillar="proxmox:\n  - lxc\n",
+    ),
+    Scenario(
+        "salt-call-openbao-sealed",
+        "pillar",
+        "state.apply with OpenBao sealed",
+        "every container fails with the unseal remedy; no secret in the output, the minion log or grains",
+        False,
+        ("OpenBao is sealed", "unseal", NOTHING),
+        creds="sealed",
+        via="salt-call",
+        pillar=(
+            "proxmox:\n  lxc:\n    web:\n      vmid: 150\n      node: pve1\n      ostemplate: "
+            "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst\n      unprivileged: true\n"
+            "      rootfs: local-zfs:8\n"
+        ),
+    ),
+    Scenario(
+        "salt-call-provision-revoked",
+        "pillar",
+        "state.apply after the provision token was revoked",
+        "the create is refused (401) and the grains file holds no row for it",
+        False,
+        ("HTTP 401 authentication failure", "issue a new token", NOTHING),
+        revoke(PROVISION_TOKEN_ID),
+        creds="openbao",
+        via="salt-call",
+        writes=("POST /nodes/pve1/lxc",),
+        pillar=(
+            "proxmox:\n  lxc:\n    web:\n      vmid: 150\n      node: pve1\n      ostemplate: "
+            "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst\n      unprivileged: true\n"
+            "      rootfs: local-zfs:8\n"
+        ),
+    ),
+]
+
+
+def by_id(scenario_id: str) -> Scenario:
+    """The scenario with this id."""
+    return next(s for s in SCENARIOS if s.id == scenario_id)
+
+
+# ------------------------------------------------------------------------------------------ the document
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown() -> str:
+    """``docs/reliability.md``: the matrix as tables, one per group, from ``SCENARIOS``."""
+    lines = [
+        "# Reliability: the fault matrix",
+        "",
+        "<!-- Generated by `python -m tests.faults.matrix --markdown`; "
+        "tests/faults/test_matrix.py fails when this file differs. -->",
+        "",
+        "Every row below is a test in `tests/faults/`: the real `proxmox_lxc` states (through the library,",
+        "with a context built as the Salt module builds it, or through a real `salt-call`) against a",
+        "freshly seeded fakepve cluster and a real OpenBao dev server, with the fault injected by",
+        "fakepve's own switches (`fail()`, `lose_quorum()`, `set_node_offline()`, `hold_config_lock()`,",
+        "`time_scale`, revoked tokens) or OpenBao's (a sealed server, a token without a policy).",
+        "",
+        "Besides the outcome in its row, every scenario is held to the same promises:",
+        "",
+        "- **No forbidden write.** fakepve's request log shows exactly the writes in the row, in order:",
+        "  never a create over a guest that existed, never a second create, never a write after a",
+        "  refusal or after an uncertain task. A plan (`test=True`) writes nothing, not even grains.",
+        "- **Grains and cluster agree.** No `owned` row for a guest the cluster does not have, no",
+        "  `creating` row unless a create was really sent, no guest made without a row.",
+        "- **No secret anywhere.** No token secret, OpenBao token, AppRole secret id or lease id in the",
+        "  state return, the debug log (the minion log under `salt-call`), an exception text or grains.",
+        "- **A comment an operator can act on.** It names the cause and the remedy, and says whether",
+        "  anything was written; echoed input is shortened.",
+        "",
+        f"{len(SCENARIOS)} scenarios.",
+    ]
+    for group, title in GROUPS.items():
+        rows = [s for s in SCENARIOS if s.group == group]
+        lines += ["", f"## {title}", "", "| Scenario | Fault | Promise | Outcome |", "|---|---|---|---|"]
+        for s in rows:
+            lines.append(f"| `{s.id}` | {_cell(s.fault)} | {_cell(s.promise)} | {_cell(s.outcome())} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.faults.matrix --markdown``: print docs/reliability.md."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.faults.matrix", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--markdown", action="store_true", help="print the matrix as docs/reliability.md")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(markdown())
+        return 0
+    for s in SCENARIOS:
+        print(f"{s.group:12} {s.id}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

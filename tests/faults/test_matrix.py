@@ -1,0 +1,206 @@
+"""The fault matrix, driven from ``tests/faults/matrix.py``: one parametrized test per scenario, run
+in-process through the library or through a real ``salt-call``, and a check that
+``docs/reliability.md`` is the table's current rendering."""
+
+from __future__ import annotations
+
+import secrets
+import traceback
+from pathlib import Path
+
+import pytest
+import yaml
+
+from salt_proxmox.lxc.lifecycle import absent, present
+from salt_proxmox.ownership import MemoryStore
+from tests.faults.harness import (
+    Run,
+    debug_log,
+    disagreements,
+    dump,
+    forbidden_writes,
+    guests,
+    install_hooks,
+    leaks,
+    pve_log,
+    with_lease_ids,
+    write_lines,
+)
+from tests.faults.matrix import SCENARIOS, Scenario, markdown
+from tests.integration.lxc_support import TARGET, bao_targets, make_context, static_targets
+from tests.support.cluster import ServedCluster
+from tests.support.openbao import CREDS_PATH, creds_token, publish_cluster
+from tests.support.saltrun import REPO, salt_call, state_rows, write_minion_config
+
+#: A comment longer than this echoes too much input (the longest real ones name two UPIDs).
+COMMENT_LIMIT = 4000
+
+#: Every row of the table; the salt-call ones are marked functional, as the other salt-call tests are.
+ROWS = [
+    pytest.param(s, id=s.id, marks=[pytest.mark.functional] if s.via == "salt-call" else [])
+    for s in SCENARIOS
+]
+
+
+def _world(cluster: ServedCluster, scenario: Scenario, request: pytest.FixtureRequest, monkeypatch) -> Run:
+    """The scenario's Run: its store, targets and OpenBao block, and every secret in play."""
+    seeded = cluster.seeded
+    run = Run(cluster=cluster, store=MemoryStore(scenario.seed_rows), targets=static_targets(cluster))
+    run.secrets += [seeded.read_token[1], seeded.provision_token[1]]
+    if scenario.creds == "openbao":
+        bao = request.getfixturevalue("openbao")
+        root = bao.client()
+        publish_cluster(root, seeded.read_token, seeded.provision_token)
+        token = creds_token(root, ttl="10m")
+        run.targets, run.openbao = bao_targets(cluster, {"url": bao.url, "token": token, "path": CREDS_PATH})
+        run.bao_root = root
+        run.secrets += [token, bao.root_token]
+        canary = f"lease-{secrets.token_hex(8)}"
+        with_lease_ids(monkeypatch, canary)
+        run.secrets.append(canary)
+    elif scenario.creds == "sealed":
+        sealed = request.getfixturevalue("sealed_openbao")
+        run.targets, run.openbao = bao_targets(cluster, sealed)
+        run.secrets += list(sealed["secrets"])
+    return run
+
+
+def _check_common(scenario: Scenario, run: Run, before, log, seeded, result, comment: str) -> None:
+    """The promises of every row: result, comment, exact writes, rows, no forbidden write, agreement."""
+    assert result is scenario.result, comment
+    for fragment in scenario.comment:
+        assert fragment in comment, f"{fragment!r} not in the comment:\n{comment}"
+    assert len(comment) <= COMMENT_LIMIT, f"the comment is {len(comment)} characters long"
+    assert write_lines(log) == list(scenario.writes), comment
+    for path in scenario.never:
+        assert not [p for _, p, _ in log if p.endswith(path)], f"{path} was requested"
+    phases = {key: row.get("phase") for key, row in run.store.rows.items() if isinstance(row, dict)}
+    assert phases == dict(scenario.rows), comment
+    assert forbidden_writes(run, before, log) == []
+    problems = disagreements(run, before, log, dict(scenario.seed_rows))
+    if scenario.uncertain:
+        problems = [p for p in problems if "is owned but" not in p]
+    assert problems == [], comment
+
+
+@pytest.mark.parametrize("scenario", ROWS)
+def test_fault(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch, tmp_path: Path) -> None:
+    """One row of the matrix: its fault injected into a freshly seeded cluster, the state run, and
+    every promise of the row checked."""
+    if scenario.via == "salt-call":
+        _through_salt_call(scenario, request, monkeypatch, tmp_path)
+    else:
+        _in_process(scenario, request, monkeypatch)
+
+
+def _in_process(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch) -> None:
+    """Through ``lifecycle.present``/``absent``, with a context built as the Salt module builds it."""
+    with ServedCluster(time_scale=scenario.time_scale) as cluster:
+        run = _world(cluster, scenario, request, monkeypatch)
+        try:
+            if scenario.setup is not None:
+                scenario.setup(run)
+            cache: dict = {}
+            ctx = make_context(run.targets, run.openbao, cache=cache, store=run.store)
+            if scenario.polls is not None:
+                ctx.create_polls = ctx.task_polls = scenario.polls
+            install_hooks(ctx, run)
+            before = guests(run)
+            start = len(cluster.pve.requests)
+            saves = run.store.saves
+            raised = ""
+            with debug_log() as lines:
+                try:
+                    if scenario.state == "absent":
+                        outcome = absent(ctx, scenario.name, scenario.test, **scenario.declaration)
+                    else:
+                        outcome = present(ctx, scenario.name, scenario.test, **scenario.declaration)
+                except Exception as exc:  # a crash is a finding; reported below without its text
+                    raised = "".join(traceback.format_exception(exc))
+                    outcome = None
+            places = {
+                "comment": "\n".join(outcome.comment) if outcome else "",
+                "changes": dump(outcome.changes) if outcome else "",
+                "debug log": "\n".join(lines),
+                "exception": raised,
+                "grains": dump(run.store.rows),
+                "run cache": repr(cache),
+            }
+            assert leaks(places, run.secrets) == []
+            assert lines or not pve_log(run, start), "the debug log capture saw the HTTP requests"
+            assert outcome is not None, f"the state raised {raised.strip().splitlines()[-1].split(':')[0]}"
+            log = pve_log(run, start)
+            if scenario.test:
+                assert write_lines(log) == [] and run.store.saves == saves, "a plan writes nothing"
+            _check_common(scenario, run, before, log, scenario.seed_rows, outcome.result, places["comment"])
+        finally:
+            run.close()
+
+
+def _grain_rows(config_dir: Path) -> dict:
+    path = config_dir / "grains"
+    if not path.exists():
+        return {}
+    grains = yaml.safe_load(path.read_text()) or {}
+    owned = (grains.get("salt_proxmox") or {}).get("owned")
+    return owned if isinstance(owned, dict) else {}
+
+
+def _through_salt_call(
+    scenario: Scenario, request: pytest.FixtureRequest, monkeypatch, tmp_path: Path
+) -> None:
+    """Through ``salt-call --local state.apply proxmox`` with the row's pillar; the ownership rows are
+    the grains file's, the log is the minion's (at debug level)."""
+    with ServedCluster(time_scale=scenario.time_scale) as cluster:
+        run = _world(cluster, scenario, request, monkeypatch)
+        try:
+            if scenario.setup is not None:
+                scenario.setup(run)
+            pillar = tmp_path / "pillar"
+            pillar.mkdir()
+            (pillar / "top.sls").write_text("base:\n  '*':\n    - proxmox\n")
+            (pillar / "proxmox.sls").write_text(scenario.pillar or "")
+            config_dir = tmp_path / "etc"
+            if run.openbao is not None:
+                bao = {"url": run.openbao["url"], "token": run.openbao["auth"]["token"]}
+                write_minion_config(config_dir, cluster.url, cluster.cafile, openbao=bao, target=TARGET,
+                                    pillar_roots=[str(pillar)])  # fmt: skip
+            else:
+                write_minion_config(config_dir, cluster.url, cluster.cafile, target=TARGET,
+                                    static=run.target["credentials"], pillar_roots=[str(pillar)])  # fmt: skip
+            before = guests(run)
+            start = len(cluster.pve.requests)
+            args = ["test=True"] if scenario.test else []
+            ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args, timeout=120)
+            rows = state_rows(ret)
+            minion_log = config_dir / "root" / "minion.log"
+            grains_file = config_dir / "grains"
+            places = {
+                "salt-call output": raw,
+                "minion log": minion_log.read_text() if minion_log.exists() else "",
+                "grains file": grains_file.read_text() if grains_file.exists() else "",
+            }
+            assert leaks(places, run.secrets) == []
+            assert rows, raw
+            comment = "\n".join(str(row["comment"]) for row in rows)
+            results = {row["result"] for row in rows}
+            assert len(results) == 1, comment
+            run.store = MemoryStore(_grain_rows(config_dir))
+            log = pve_log(run, start)
+            _check_common(scenario, run, before, log, scenario.seed_rows, results.pop(), comment)
+        finally:
+            run.close()
+
+
+def test_matrix_is_large_and_ids_are_unique() -> None:
+    """At least forty scenarios, each id once, each group documented."""
+    ids = [s.id for s in SCENARIOS]
+    assert len(ids) >= 40 and len(ids) == len(set(ids))
+    assert all(s.comment for s in SCENARIOS), "every scenario names what its comment must say"
+
+
+def test_reliability_doc_is_the_matrix() -> None:
+    """docs/reliability.md is exactly ``python -m tests.faults.matrix --markdown``: it cannot drift."""
+    assert (REPO / "docs" / "reliability.md").read_text(encoding="utf-8") == markdown(), (
+        "regenerate it: python -m tests.faults.matrix --markdown > docs/reliability.md"
+    )
