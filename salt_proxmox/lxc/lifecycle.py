@@ -244,7 +244,7 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
                     + (f" (it differs in {', '.join(change.drift)})." if change.drift else " (it matches).")
                 ],
             )
-        notes.append(f"{what}: adopted as declared")
+        notes.append(f"{what}: adopt: true, so this minion records it as its own")
         record = True
     elif row.get("phase") == CREATING:
         if change.drift:
@@ -260,10 +260,10 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
                     "adopt: true or pick another vmid."
                 ],
             )
-        notes.append(f"{what}: our interrupted create is finished; recorded as ours")
+        notes.append(f"{what}: our interrupted create matches its declaration; it is recorded as ours")
         record = True
     elif (row.get("declared") or {}).get("node") not in (None, decl.node):
-        notes.append(f"{what}: the guest is on {decl.node} now; re-recorded, nothing written for the move")
+        notes.append(f"{what}: the guest is on {decl.node} now; its record follows it, nothing is written")
         record = True
     if change.refuse:
         return Decision("refuse", live=live, change=change, reasons=change.refuse, row_key=key, row=row)

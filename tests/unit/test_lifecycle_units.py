@@ -412,7 +412,7 @@ def test_adopting_a_matching_guest_records_it_and_writes_nothing() -> None:
     assert stub.writes == []
     assert store.rows[ROW]["phase"] == OWNED
     assert store.rows[ROW]["state_id"] == "web"
-    assert "adopted as declared" in outcome.comment[0]
+    assert "records it as its own" in outcome.comment[0]
 
 
 def test_adopting_a_guest_that_differs_updates_it() -> None:
@@ -446,7 +446,7 @@ def test_a_changed_node_is_followed_when_the_guest_is_there() -> None:
     assert outcome.result is True, outcome.comment
     assert stub.writes == []
     assert store.rows[ROW]["declared"]["node"] == "pve1"
-    assert "re-recorded, nothing written for the move" in outcome.comment[0]
+    assert "its record follows it, nothing is written" in outcome.comment[0]
 
 
 def test_a_changed_node_where_the_guest_is_not_fails_naming_where_it_is() -> None:
@@ -656,7 +656,7 @@ def test_a_resumed_creating_row_with_a_matching_guest_is_finished_as_ours_withou
     assert stub.writes == []
     assert store.rows[ROW]["phase"] == OWNED
     assert store.rows[ROW]["instance"] == "resumed-instance"
-    assert "our interrupted create is finished" in outcome.comment[0]
+    assert "our interrupted create matches its declaration" in outcome.comment[0]
 
 
 def test_a_creating_row_with_a_guest_that_differs_is_refused() -> None:
