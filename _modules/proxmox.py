@@ -21,15 +21,13 @@ try:
     from salt_proxmox.errors import SaltProxmoxError
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc.judge import stored_config
-    from salt_proxmox.ownership import FileStore
+    from salt_proxmox.ownership import store_for
     from salt_proxmox.pve.client import api_path
 
     HAS_LIBS = True
 except ImportError as exc:  # pragma: no cover - reported through __virtual__
     HAS_LIBS = False
     IMPORT_ERROR = str(exc)
-
-GRAIN = "salt_proxmox"
 
 
 def __virtual__():
@@ -38,26 +36,11 @@ def __virtual__():
     return __virtualname__
 
 
-class _GrainsStore:
-    """Ownership rows in the ``salt_proxmox:owned`` grain (written with ``grains.setval``)."""
-
-    def load(self):
-        value = __salt__["grains.get"](GRAIN, {})
-        owned = value.get("owned") if isinstance(value, dict) else None
-        return dict(owned) if isinstance(owned, dict) else {}
-
-    def save(self, rows):
-        value = __salt__["grains.get"](GRAIN, {})
-        value = dict(value) if isinstance(value, dict) else {}
-        value["owned"] = rows
-        __salt__["grains.setval"](GRAIN, value)
-
-
 def _ownership_store():
     """The grain, or the file ``proxmox:ownership_file`` names (minion config, roster
     ``minion_opts`` or pillar)."""
     path = __salt__["config.get"]("proxmox:ownership_file", None)
-    return FileStore(path) if path else _GrainsStore()
+    return store_for(path, __salt__["grains.get"], __salt__["grains.setval"])
 
 
 def _context(target=None):

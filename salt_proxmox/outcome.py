@@ -32,3 +32,22 @@ class Outcome:
             "changes": self.changes,
             "comment": "\n".join(self.comment),
         }
+
+
+def forget_ownership(outcome: Outcome, ownership, key: str, row: dict | None, subject: str, test: bool,
+                     already_absent: bool = False) -> Outcome:  # fmt: skip
+    """Drop ``key``'s ownership row and say so: what ``absent`` does under ``removal: retain``, and
+    after finding an object already gone. Nothing but the row is touched; under ``test`` not even
+    that (result None)."""
+    if row is None:
+        outcome.comment.append(f"{subject} is not recorded as ours; nothing to forget")
+        return outcome
+    outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
+    state = "is already absent" if already_absent else "is retained untouched"
+    if test:
+        outcome.result = None
+        outcome.comment.append(f"{subject} {state}; would forget ownership")
+        return outcome
+    ownership.forget(key)
+    outcome.comment.append(f"{subject} {state}; ownership forgotten")
+    return outcome

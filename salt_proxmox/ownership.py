@@ -24,7 +24,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from salt_proxmox.errors import SaltProxmoxError
@@ -97,6 +97,37 @@ class FileStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(scratch)
             raise
+
+
+class GrainStore:
+    """Rows in the ``salt_proxmox:owned`` grain, through two callables the Salt module hands over
+    (``grains.get`` and ``grains.setval``), so this package still imports nothing from Salt.
+    Other keys of the ``salt_proxmox`` grain are kept."""
+
+    GRAIN = "salt_proxmox"
+
+    def __init__(self, get: Callable[..., object], setval: Callable[[str, object], object]):
+        self.get = get
+        self.setval = setval
+
+    def load(self) -> dict[str, dict]:
+        value = self.get(self.GRAIN, {})
+        owned = value.get("owned") if isinstance(value, dict) else None
+        return dict(owned) if isinstance(owned, dict) else {}
+
+    def save(self, rows: dict[str, dict]) -> None:
+        value = self.get(self.GRAIN, {})
+        value = dict(value) if isinstance(value, dict) else {}
+        value["owned"] = rows
+        self.setval(self.GRAIN, value)
+
+
+def store_for(
+    path: str | None, get: Callable[..., object], setval: Callable[[str, object], object]
+) -> OwnershipStore:
+    """The store a minion uses: the file ``proxmox:ownership_file`` names (salt-ssh, where grains
+    do not last), else the grain."""
+    return FileStore(path) if path else GrainStore(get, setval)
 
 
 class OwnershipFileError(SaltProxmoxError):

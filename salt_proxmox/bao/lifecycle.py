@@ -37,7 +37,7 @@ from salt_proxmox.bao.policy import (
 )
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
-from salt_proxmox.outcome import Outcome
+from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, Ownership, OwnershipStore, row_key
 
 #: The ownership rows' target part: one OpenBao per minion configuration.
@@ -361,31 +361,14 @@ def absent(
     key = row_key(ctx.target, FAMILY, folded)
     row = ctx.ownership.row(key)
     if removal == "retain":
-        if row is None:
-            outcome.comment.append(f"{what} is not recorded as ours; nothing to forget")
-            return outcome
-        outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
-        if test:
-            outcome.result = None
-            outcome.comment.append(f"{what}: would forget ownership and leave the policy as it is (retain)")
-            return outcome
-        ctx.ownership.forget(key)
-        outcome.comment.append(f"{what}: ownership forgotten; the policy is retained as it is")
-        return outcome
+        return forget_ownership(outcome, ctx.ownership, key, row, what, test)
     try:
         live = read_policy(ctx, folded)
         if live is None:
             if row is None:
                 outcome.comment.append(f"{what} is absent")
                 return outcome
-            outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
-            if test:
-                outcome.result = None
-                outcome.comment.append(f"{what} is already absent; would forget ownership")
-                return outcome
-            ctx.ownership.forget(key)
-            outcome.comment.append(f"{what} is already absent; ownership forgotten")
-            return outcome
+            return forget_ownership(outcome, ctx.ownership, key, row, what, test, already_absent=True)
         if row is None:
             raise Refused(
                 f"{what} was not written by this minion, so it is not deleted. Nothing was deleted."

@@ -34,7 +34,7 @@ from salt_proxmox.lxc.judge import (
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.openbao.creds import CredentialBroker
-from salt_proxmox.outcome import Outcome
+from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, Ownership, row_key
 from salt_proxmox.pve.client import PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
@@ -459,17 +459,7 @@ def absent(
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decl.removal == "retain":
-        if row is None:
-            outcome.comment.append(f"{what} is not recorded as ours; nothing to forget")
-            return outcome
-        outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
-        if test:
-            outcome.result = None
-            outcome.comment.append(f"{what}: would forget ownership and leave the guest untouched (retain)")
-            return outcome
-        ctx.ownership.forget(key)
-        outcome.comment.append(f"{what}: ownership forgotten; the guest is retained untouched")
-        return outcome
+        return forget_ownership(outcome, ctx.ownership, key, row, what, test)
     if row is None:
         return outcome.fail(f"{what} is not recorded as ours, so it is not destroyed. Nothing was deleted.")
     try:
@@ -483,14 +473,7 @@ def absent(
         )
         live = read_live(ctx, last.node, last.vmid)
         if live is None:
-            outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
-            if test:
-                outcome.result = None
-                outcome.comment.append(f"{what} is already absent; would forget ownership")
-                return outcome
-            ctx.ownership.forget(key)
-            outcome.comment.append(f"{what} is already absent; ownership forgotten")
-            return outcome
+            return forget_ownership(outcome, ctx.ownership, key, row, what, test, already_absent=True)
         drift = judge(last, live).drift
         if drift:
             return outcome.fail(

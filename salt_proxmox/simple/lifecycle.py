@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.lxc.lifecycle import PveContext
-from salt_proxmox.outcome import Outcome
+from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed
@@ -322,7 +322,7 @@ def absent(
     key = row_key(probe.target, spec.family, probe.identity)
     row = ctx.ownership.row(key)
     if removal == "retain":
-        return _forget(ctx, key, row, probe, test, outcome)
+        return forget_ownership(outcome, ctx.ownership, key, row, probe.label, test)
     try:
         last = _last_declaration(spec, probe, row)
         live = read(ctx, spec, last)
@@ -330,14 +330,7 @@ def absent(
             if row is None:
                 outcome.comment.append(f"{probe.label} is absent")
                 return outcome
-            outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
-            if test:
-                outcome.result = None
-                outcome.comment.append(f"{probe.label} is already absent; would forget ownership")
-                return outcome
-            ctx.ownership.forget(key)
-            outcome.comment.append(f"{probe.label} is already absent; ownership forgotten")
-            return outcome
+            return forget_ownership(outcome, ctx.ownership, key, row, probe.label, test, already_absent=True)
         if row is None:
             return outcome.fail(
                 f"{probe.label} exists and is not recorded as ours, so it is not deleted. Nothing was "
@@ -386,19 +379,3 @@ def _last_declaration(spec: ObjectSpec, probe: Declared, row: dict | None) -> De
             f"{probe.label}: its ownership row does not hold a readable declaration, so it cannot be checked "
             "before a delete. Nothing was deleted."
         ) from None
-
-
-def _forget(
-    ctx: PveContext, key: str, row: dict | None, probe: Declared, test: bool, outcome: Outcome
-) -> Outcome:
-    if row is None:
-        outcome.comment.append(f"{probe.label} is not recorded as ours; nothing to forget")
-        return outcome
-    outcome.changes = {"ownership": {"old": row.get("phase"), "new": None}}
-    if test:
-        outcome.result = None
-        outcome.comment.append(f"{probe.label}: would forget ownership and leave it untouched (retain)")
-        return outcome
-    ctx.ownership.forget(key)
-    outcome.comment.append(f"{probe.label}: ownership forgotten; left untouched (retain)")
-    return outcome
