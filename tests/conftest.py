@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -38,6 +39,12 @@ def pytest_configure(config: pytest.Config) -> None:
     server = config.pluginmanager.get_plugin("saltfactories-log-server")
     if server is not None:
         server.log_host = "127.0.0.1"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Salt's log handlers flush to pytest's captured streams after they are closed, at exit; keep
+    that from printing "--- Logging error ---" tracebacks after the test summary."""
+    logging.raiseExceptions = False
 
 
 @pytest.fixture(scope="session")
