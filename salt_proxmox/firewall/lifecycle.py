@@ -67,7 +67,7 @@ def present(
     except DeclarationError as exc:
         return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
     except SaltProxmoxError as exc:
-        return outcome.fail(f"{state_id}: {simple.fail_text(exc)}", "Nothing was written.")
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
 
 
 def _rename(ctx: PveContext, decl: Declared, old: Declared, test: bool, outcome: Outcome) -> Outcome:
@@ -112,7 +112,7 @@ def _rename(ctx: PveContext, decl: Declared, old: Declared, test: bool, outcome:
             simple.delete(ctx, SPEC, old, old_live)
         except SaltProxmoxError as exc:
             return result.fail(
-                f"{decl.label} is in place, but deleting {old.label} failed: {simple.fail_text(exc)}. Run "
+                f"{decl.label} is in place, but deleting {old.label} failed: {exc}. Run "
                 "again to finish the rename."
             )
         result.comment.append(f"{old.label} has been deleted; the alias is now {decl.names['name']}")

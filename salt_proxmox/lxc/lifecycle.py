@@ -272,12 +272,6 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
     return Decision("noop", live=live, change=change, notes=notes, row_key=key, row=row, record=record)
 
 
-def _fail_text(exc: Exception) -> str:
-    if isinstance(exc, Refused):
-        return "\n".join(exc.reasons)
-    return str(exc)
-
-
 def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     """Plan (``test``) or apply one container declaration; never raises for a known failure.
 
@@ -299,7 +293,7 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     except DeclarationError as exc:
         return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
     except SaltProxmoxError as exc:
-        return outcome.fail(f"{state_id}: {_fail_text(exc)}", "Nothing was written.")
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decision.action == "refuse":
         return outcome.fail(*decision.reasons, "Nothing was written.")
     if decision.action == "create":
@@ -361,7 +355,7 @@ def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str]) -
     the changes it may have made; otherwise only what was written stays in ``changes``, and with
     nothing written the comment says so.
     """
-    lines = [_fail_text(exc)]
+    lines = [str(exc)]
     if written:
         lines.append(f"Already written: {', '.join(written)}.")
     if isinstance(exc, Uncertain):
@@ -489,7 +483,7 @@ def absent(
         ctx.task("DELETE", guest_path(last.node, last.vmid), last.node, f"destroy CT {last.vmid}")
     except SaltProxmoxError as exc:
         outcome.changes = {}
-        return outcome.fail(_fail_text(exc), "Nothing was deleted unless a task UPID is named above.")
+        return outcome.fail(str(exc), "Nothing was deleted unless a task UPID is named above.")
     ctx.ownership.forget(key)
     outcome.comment.append(f"{what} has been destroyed")
     return outcome

@@ -183,13 +183,6 @@ def decide(
     )
 
 
-def fail_text(exc: Exception) -> str:
-    """A failure as comment text (a Refused's reasons one per line)."""
-    if isinstance(exc, Refused):
-        return "\n".join(exc.reasons)
-    return str(exc)
-
-
 def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision) -> None:
     """Send the decision's write with a fresh provision credential.
 
@@ -254,7 +247,7 @@ def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **decl
     except DeclarationError as exc:
         return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
     except SaltProxmoxError as exc:
-        return outcome.fail(f"{state_id}: {fail_text(exc)}", "Nothing was written.")
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     return carry_out(ctx, spec, decl, decision, test, outcome)
 
 
@@ -284,7 +277,7 @@ def carry_out(
         return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
     except SaltProxmoxError as exc:
         outcome.changes = {}
-        return outcome.fail(fail_text(exc))
+        return outcome.fail(str(exc))
     if after is None:
         outcome.changes = {}
         return outcome.fail(f"{decl.label}: the write returned no error but PVE does not have it.")
@@ -350,7 +343,7 @@ def absent(
         delete(ctx, spec, last, live)
     except SaltProxmoxError as exc:
         outcome.changes = {}
-        return outcome.fail(fail_text(exc), "Nothing was deleted unless said above.")
+        return outcome.fail(str(exc), "Nothing was deleted unless said above.")
     ctx.ownership.forget(key)
     outcome.comment.append(f"{probe.label} has been deleted")
     return outcome
