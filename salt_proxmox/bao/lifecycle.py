@@ -300,7 +300,7 @@ def present(
                 write_policy(ctx, decl.key, decl.text)
             except OpenBaoError:
                 if decision.action == "create":
-                    _restore(ctx, key, earlier)
+                    ctx.ownership.restore(key, earlier)
                 raise
             after = read_policy(ctx, decl.key)
         else:
@@ -329,13 +329,6 @@ def present(
     if decision.old == "delete":
         outcome.comment.append(f"policy {decl.rename_from} has been deleted")
     return outcome
-
-
-def _restore(ctx: BaoContext, key: str, earlier: dict | None) -> None:
-    if earlier is None:
-        ctx.ownership.forget(key)
-    else:
-        ctx.ownership.mark_owned(key, earlier.get("state_id", ""), earlier.get("declared", {}))
 
 
 def absent(

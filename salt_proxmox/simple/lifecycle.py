@@ -186,10 +186,10 @@ def decide(
 def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision) -> None:
     """Send the decision's write with a fresh provision credential.
 
-    A create first records the row as ``creating`` (and restores the earlier row when PVE
-    refuses it); an update first reads the family's write guard (digest). The form is checked
-    against the vendor constraints once more right before it is sent. Raises PveError,
-    DeclarationError, Refused, Uncertain, CredentialError.
+    A create first records the row as ``creating`` and, when PVE refuses it, puts back the earlier
+    row exactly (``Ownership.restore``: phase and instance id); an update first reads the family's
+    write guard (digest). The form is checked against the vendor constraints once more right before
+    it is sent. Raises PveError, DeclarationError, Refused, Uncertain, CredentialError.
     """
     call = decision.call
     assert call is not None
@@ -202,7 +202,7 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
             send(ctx, credential, call)
         except PveError:
             # PVE answered and refused: nothing was created, so the row must not claim it was.
-            restore(ctx, decision.row_key, earlier)
+            ctx.ownership.restore(decision.row_key, earlier)
             raise
         return
     credential = ctx.broker.provision()
@@ -219,14 +219,6 @@ def send(ctx: PveContext, credential, call: Call) -> object:
             call.method, call.path, credential, params=call.params, form=call.form, as_json=True
         )
     return ctx.client.request(call.method, call.path, credential, params=call.params, form=call.form)
-
-
-def restore(ctx: PveContext, key: str, earlier: dict | None) -> None:
-    """Put back the row ``key`` had before a create PVE refused."""
-    if earlier is None:
-        ctx.ownership.forget(key)
-    else:
-        ctx.ownership.mark_owned(key, earlier.get("state_id", ""), earlier.get("declared", {}))
 
 
 def _plan_lines(decision: Decision, decl: Declared) -> list[str]:
