@@ -50,6 +50,10 @@ class DeclarationError(SaltProxmoxError):
         self.problems = [clip(str(problem)) for problem in raw]
         super().__init__("; ".join(self.problems))
 
+    def refusals(self) -> list[str]:
+        """The comment lines a state shows for it: ``Refused: <problem>``, one per problem."""
+        return [f"Refused: {problem}" for problem in self.problems]
+
 
 class Refused(SaltProxmoxError):
     """A decision not to write: ``reasons`` are full sentences, each with its remedy."""

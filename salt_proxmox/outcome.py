@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from salt_proxmox.errors import DeclarationError
+
 
 @dataclass
 class Outcome:
@@ -23,6 +25,11 @@ class Outcome:
         self.result = False
         self.comment.extend(lines)
         return self
+
+    def refuse(self, exc: DeclarationError) -> Outcome:
+        """Fail on a declaration found wrong before any write: one ``Refused:`` line per problem,
+        then ``Nothing was written.``"""
+        return self.fail(*exc.refusals(), "Nothing was written.")
 
     def salt_return(self, name: str) -> dict:
         """The dict a Salt state function returns."""

@@ -274,7 +274,7 @@ def present(
         decl = parse_declaration(state_id, name, fragments, adopt, removal, rename_from, fetch, **extra)
         decision = decide(ctx, decl)
     except DeclarationError as exc:
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decision.action == "refuse":
@@ -349,7 +349,7 @@ def absent(
         if removal == "destroy" and folded in UNDELETABLE:
             raise DeclarationError(f"name: OpenBao does not let anyone delete the {folded!r} policy")
     except DeclarationError as exc:
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     what = f"policy {folded}"
     key = row_key(ctx.target, FAMILY, folded)
     row = ctx.ownership.row(key)

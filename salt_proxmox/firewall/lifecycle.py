@@ -65,7 +65,7 @@ def present(
             return simple.carry_out(ctx, SPEC, decl, decision, test, outcome)
         return _rename(ctx, decl, old, test, outcome)
     except DeclarationError as exc:
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
 

@@ -291,7 +291,7 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
         )
         decision = _decide(ctx, decl)
     except DeclarationError as exc:
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decision.action == "refuse":
@@ -445,7 +445,7 @@ def absent(
     try:
         decl = parse_declaration(state_id, vmid=vmid, node=node, target=ctx.target.name, removal=removal)
     except DeclarationError as exc:
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     key = row_key(decl.target, FAMILY, decl.vmid)
     what = f"CT {decl.vmid} on {decl.node}"
     try:

@@ -118,7 +118,7 @@ def decide(
         try:
             check_form(spec.create_endpoint, call.payload(), presence=True)
         except DeclarationError as exc:
-            return Decision("refuse", reasons=[f"Refused: {p}" for p in exc.problems], row_key=key, row=row)
+            return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
         if row and row.get("phase") != CREATING:
             note = f"{decl.label} was ours but PVE no longer has it; would create it again"
         elif row:
@@ -177,7 +177,7 @@ def decide(
     try:
         check_form(spec.update_endpoint, call.payload(), presence=False)
     except DeclarationError as exc:
-        return Decision("refuse", reasons=[f"Refused: {p}" for p in exc.problems], row_key=key, row=row)
+        return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
     return Decision(
         "update", live=live, call=call, changes=diffs, notes=notes, row_key=key, row=row, record=record
     )
@@ -237,7 +237,7 @@ def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **decl
         decl = spec.declare(state_id, ctx.target.name, **declared)
         decision = decide(ctx, spec, decl)
     except DeclarationError as exc:
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     return carry_out(ctx, spec, decl, decision, test, outcome)
@@ -266,7 +266,7 @@ def carry_out(
             after = decision.live
     except DeclarationError as exc:
         outcome.changes = {}
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         outcome.changes = {}
         return outcome.fail(str(exc))
@@ -303,7 +303,7 @@ def absent(
             raise DeclarationError(f"removal: expected retain or destroy, got {removal!r}")
         probe = spec.identify(state_id, ctx.target.name, **names)
     except DeclarationError as exc:
-        return outcome.fail(*(f"Refused: {p}" for p in exc.problems), "Nothing was written.")
+        return outcome.refuse(exc)
     key = row_key(probe.target, spec.family, probe.identity)
     row = ctx.ownership.row(key)
     if removal == "retain":
