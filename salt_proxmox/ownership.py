@@ -27,10 +27,25 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from salt_proxmox.errors import SaltProxmoxError
+from salt_proxmox.errors import SaltProxmoxError, shown
 
 CREATING = "creating"
 OWNED = "owned"
+#: What ``absent`` does (SPEC §6 Absent/removal): ``retain`` forgets the row and touches nothing;
+#: ``destroy`` deletes an object this minion owns that still matches its last declaration.
+REMOVALS = ("retain", "destroy")
+
+
+def adopt_problem(adopt: object) -> str | None:
+    """None when ``adopt`` (take over a live object with no row) is a bool, else the sentence."""
+    return None if isinstance(adopt, bool) else f"adopt: expected true or false, got {shown(adopt)}"
+
+
+def removal_problem(removal: object) -> str | None:
+    """None when ``removal`` is one of ``REMOVALS``, else the sentence naming the key."""
+    if removal in REMOVALS:
+        return None
+    return f"removal: expected one of {', '.join(REMOVALS)}, got {shown(removal)}"
 
 
 class OwnershipStore(Protocol):

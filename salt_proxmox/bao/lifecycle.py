@@ -26,7 +26,6 @@ import requests
 
 from salt_proxmox.bao.policy import (
     FAMILY,
-    REMOVALS,
     UNDELETABLE,
     PolicyDeclaration,
     check_name,
@@ -38,7 +37,7 @@ from salt_proxmox.bao.policy import (
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import CREATING, Ownership, OwnershipStore, row_key
+from salt_proxmox.ownership import CREATING, Ownership, OwnershipStore, removal_problem, row_key
 
 #: The ownership rows' target part: one OpenBao per minion configuration.
 TARGET = "openbao"
@@ -344,8 +343,9 @@ def absent(
                 f"unknown key(s) {', '.join(sorted(extra))}: absent takes name and removal"
             )
         folded = check_name(name)
-        if removal not in REMOVALS:
-            raise DeclarationError(f"removal: expected retain or destroy, got {removal!r}")
+        problem = removal_problem(removal)
+        if problem:
+            raise DeclarationError(problem)
         if removal == "destroy" and folded in UNDELETABLE:
             raise DeclarationError(f"name: OpenBao does not let anyone delete the {folded!r} policy")
     except DeclarationError as exc:

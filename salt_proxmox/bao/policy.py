@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from salt_proxmox.errors import DeclarationError
+from salt_proxmox.ownership import adopt_problem, removal_problem
 
 FAMILY = "policy"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -43,7 +44,6 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 IMMUTABLE = ("root", "response-wrapping")
 #: DeletePolicy refuses these.
 UNDELETABLE = ("default", *IMMUTABLE)
-REMOVALS = ("retain", "destroy")
 _GRANT = re.compile(r'^[ \t]*path[ \t]+"', re.MULTILINE)
 SALT_URL = "salt://"
 
@@ -213,10 +213,7 @@ def parse_declaration(
             old = check_name(rename_from, "rename_from")
         except DeclarationError as exc:
             problems += exc.problems
-    if not isinstance(adopt, bool):
-        problems.append("adopt: expected true or false")
-    if removal not in REMOVALS:
-        problems.append(f"removal: expected retain or destroy, got {removal!r}")
+    problems += filter(None, (adopt_problem(adopt), removal_problem(removal)))
     if removal == "destroy" and old in UNDELETABLE:
         problems.append(
             f"rename_from: OpenBao does not let anyone delete the {old!r} policy; use removal: retain"

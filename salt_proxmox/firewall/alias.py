@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
+from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
@@ -179,8 +180,9 @@ def declare(
     problem = check_comment(comment) if isinstance(comment, str) else None
     if problem:
         problems.append(f"comment: {problem}")
-    if not isinstance(adopt, bool):
-        problems.append("adopt: expected true or false")
+    problem = adopt_problem(adopt)
+    if problem:
+        problems.append(problem)
     if problems or probe is None:
         raise DeclarationError(problems)
     return Declared(

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc import schema
+from salt_proxmox.ownership import adopt_problem, removal_problem
 from salt_proxmox.pve.constraints import NODE, NODE_MAX, VMID_MAX, VMID_MIN
 from salt_proxmox.wire.propstring import flag, pairs, wire
 from salt_proxmox.wire.volumes import parse_volume
 
-REMOVALS = ("retain", "destroy")
 #: Control characters. Only ``description`` may span lines (PVE stores it as ``#`` comment lines,
 #: pve-container Config.pm ``write_pct_config``) or hold tabs; no value may hold the others.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -139,10 +139,7 @@ def parse_declaration(
         problems.append(f"node: {shown(node)} is not a PVE node name (pve-node)")
     if not isinstance(target, str) or not target:
         problems.append("target: name the cluster from proxmox:targets")
-    if not isinstance(adopt, bool):
-        problems.append(f"adopt: expected true or false, got {shown(adopt)}")
-    if removal not in REMOVALS:
-        problems.append(f"removal: expected one of {', '.join(REMOVALS)}, got {shown(removal)}")
+    problems += filter(None, (adopt_problem(adopt), removal_problem(removal)))
     wired: dict[str, str] = {}
     ostemplate: str | None = None
     start = False

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
+from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.simple.role import ROLEID
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values
@@ -153,8 +154,9 @@ def declare(state_id: str, target: str, propagate: object = True, adopt: object 
         propagating = flag(propagate) == "1"
     except ValueError:
         raise DeclarationError(f"propagate: expected true or false, got {propagate!r}") from None
-    if not isinstance(adopt, bool):
-        raise DeclarationError("adopt: expected true or false")
+    problem = adopt_problem(adopt)
+    if problem:
+        raise DeclarationError(problem)
     return Declared(
         state_id,
         target,

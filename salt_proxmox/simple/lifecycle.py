@@ -30,14 +30,12 @@ from dataclasses import dataclass, field
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import CREATING, row_key
+from salt_proxmox.ownership import CREATING, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
 
 log = logging.getLogger(__name__)
-
-REMOVALS = ("retain", "destroy")
 
 
 def read(ctx: PveContext, spec: ObjectSpec, decl: Declared) -> dict | None:
@@ -299,8 +297,9 @@ def absent(
     identity keys. Never raises for a known failure."""
     outcome = Outcome()
     try:
-        if removal not in REMOVALS:
-            raise DeclarationError(f"removal: expected retain or destroy, got {removal!r}")
+        problem = removal_problem(removal)
+        if problem:
+            raise DeclarationError(problem)
         probe = spec.identify(state_id, ctx.target.name, **names)
     except DeclarationError as exc:
         return outcome.refuse(exc)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 
 from salt_proxmox.errors import DeclarationError
+from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
 
@@ -84,8 +85,9 @@ def declare(
     problem = check_comment(text)
     if problem:
         raise DeclarationError(f"comment: {problem}")
-    if not isinstance(adopt, bool):
-        raise DeclarationError("adopt: expected true or false")
+    problem = adopt_problem(adopt)
+    if problem:
+        raise DeclarationError(problem)
     return Declared(
         state_id,
         target,

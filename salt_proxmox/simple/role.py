@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 
 from salt_proxmox.errors import DeclarationError
+from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
@@ -115,8 +116,9 @@ def declare(
     """A checked role declaration: ``name`` (roleid), ``privs`` (list or comma string; none is
     an empty role), ``adopt``. Raises DeclarationError naming the key and rule."""
     probe = identify(state_id, target, name=name, **extra)
-    if not isinstance(adopt, bool):
-        raise DeclarationError("adopt: expected true or false")
+    problem = adopt_problem(adopt)
+    if problem:
+        raise DeclarationError(problem)
     return Declared(
         state_id,
         target,
