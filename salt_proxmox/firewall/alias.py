@@ -41,7 +41,7 @@ from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem, same_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.lxc.lifecycle import PveContext
@@ -119,9 +119,7 @@ def check_comment(value: str) -> str | None:
     """``pve-fw-comment-spec`` (no line feed), and a comment PVE keeps (not ``0``)."""
     if "\n" in value or "\r" in value:
         return "comment must not contain a line feed"
-    if canonical_comment(value) == "0":
-        return "PVE keeps a comment only when it is true in Perl, so a comment of 0 would be lost"
-    return None
+    return comment_problem(canonical_comment(value))
 
 
 _RULES = {
@@ -185,23 +183,12 @@ def declare(
         problems.append(problem)
     if problems or probe is None:
         raise DeclarationError(problems)
-    return Declared(
-        state_id,
-        target,
-        probe.identity,
-        probe.label,
-        names=probe.names,
-        values={"cidr": address, "comment": note},
-        adopt=bool(adopt),
-    )
+    return probe.declaring({"cidr": address, "comment": note}, adopt)
 
 
 def renamed(decl: Declared, name: str) -> Declared:
     """``decl`` under another name (the old name of a rename). Raises DeclarationError."""
-    probe = identify(decl.state_id, decl.target, name=name)
-    return Declared(
-        decl.state_id, decl.target, probe.identity, probe.label, probe.names, decl.values, decl.adopt
-    )
+    return identify(decl.state_id, decl.target, name=name).declaring(decl.values, decl.adopt)
 
 
 def parse_entry(data: object, name: str) -> dict:

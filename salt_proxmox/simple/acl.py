@@ -26,9 +26,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
-from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.role import ROLEID
+from salt_proxmox.simple.role import ROLEID, split_list
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values
 from salt_proxmox.wire.propstring import flag
 
@@ -87,7 +86,7 @@ def check_path(value: str) -> str | None:
 
 def _list_of(pattern: re.Pattern[str], what: str):
     def check(value: str) -> str | None:
-        bad = [item for item in re.split(r"[\s,;]+", value) if item and not pattern.match(item)]
+        bad = [item for item in split_list(value) if not pattern.match(item)]
         return f"'{bad[0]}' is not a valid {what}" if bad else None
 
     return check
@@ -154,18 +153,7 @@ def declare(state_id: str, target: str, propagate: object = True, adopt: object 
         propagating = flag(propagate) == "1"
     except ValueError:
         raise DeclarationError(f"propagate: expected true or false, got {propagate!r}") from None
-    problem = adopt_problem(adopt)
-    if problem:
-        raise DeclarationError(problem)
-    return Declared(
-        state_id,
-        target,
-        probe.identity,
-        probe.label,
-        names=probe.names,
-        values={"propagate": propagating},
-        adopt=adopt,
-    )
+    return probe.declaring({"propagate": propagating}, adopt)
 
 
 def _kind(decl: Declared) -> tuple[str, str]:

@@ -22,9 +22,16 @@ import re
 from collections.abc import Mapping
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
+from salt_proxmox.simple.spec import (
+    Call,
+    Declared,
+    ObjectSpec,
+    comment_problem,
+    exact_message,
+    identify_by_name,
+    same_values,
+)
 
 FAMILY = "pool"
 #: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.
@@ -40,16 +47,9 @@ def check_poolid(value: str) -> str | None:
     return None
 
 
-def check_comment(value: str) -> str | None:
-    """A pool comment PVE keeps as sent (see the module docstring)."""
-    if value == "0":
-        return "PVE keeps a comment only when it is true in Perl, so a comment of 0 would be lost"
-    return None
-
-
 _RULES = {
     "poolid": Rule(check=check_poolid),
-    "comment": Rule(check=check_comment),
+    "comment": Rule(check=comment_problem),
 }
 CREATE = Endpoint("POST /pools", ("poolid",), _RULES.get)
 UPDATE = Endpoint("PUT /pools", ("poolid",), _RULES.get)
@@ -65,14 +65,9 @@ def _text(key: str, value: object) -> str:
 
 def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
     """A pool by its poolid (``name``). Raises DeclarationError naming the key."""
-    if extra:
-        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: a pool has name and comment")
-    if not isinstance(name, str) or not name:
-        raise DeclarationError("name: the poolid is required (text)")
-    problem = check_poolid(name)
-    if problem:
-        raise DeclarationError(f"name: {problem}")
-    return Declared(state_id, target, identity=name, label=f"pool {name}", names={"name": name})
+    return identify_by_name(
+        state_id, target, name, extra, noun="pool", has="name and comment", check=check_poolid
+    )
 
 
 def declare(
@@ -82,21 +77,10 @@ def declare(
     none), ``adopt``. Raises DeclarationError naming the key and rule."""
     probe = identify(state_id, target, name=name, **extra)
     text = _text("comment", comment)
-    problem = check_comment(text)
+    problem = comment_problem(text)
     if problem:
         raise DeclarationError(f"comment: {problem}")
-    problem = adopt_problem(adopt)
-    if problem:
-        raise DeclarationError(problem)
-    return Declared(
-        state_id,
-        target,
-        probe.identity,
-        probe.label,
-        names=probe.names,
-        values={"comment": text},
-        adopt=adopt,
-    )
+    return probe.declaring({"comment": text}, adopt)
 
 
 def parse(data: object, decl: Declared) -> dict:

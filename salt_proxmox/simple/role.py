@@ -22,10 +22,9 @@ import re
 from collections.abc import Mapping
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, identify_by_name, same_values
 
 FAMILY = "role"
 #: ``verify_rolename``.
@@ -100,14 +99,9 @@ UPDATE = Endpoint("PUT /access/roles/{roleid}", (), _RULES.get)
 
 def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
     """A role by its roleid (``name``). Raises DeclarationError naming the key."""
-    if extra:
-        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: a role has name and privs")
-    if not isinstance(name, str) or not name:
-        raise DeclarationError("name: the roleid is required (text)")
-    problem = check_roleid(name)
-    if problem:
-        raise DeclarationError(f"name: {problem}")
-    return Declared(state_id, target, identity=name, label=f"role {name}", names={"name": name})
+    return identify_by_name(
+        state_id, target, name, extra, noun="role", has="name and privs", check=check_roleid
+    )
 
 
 def declare(
@@ -116,18 +110,7 @@ def declare(
     """A checked role declaration: ``name`` (roleid), ``privs`` (list or comma string; none is
     an empty role), ``adopt``. Raises DeclarationError naming the key and rule."""
     probe = identify(state_id, target, name=name, **extra)
-    problem = adopt_problem(adopt)
-    if problem:
-        raise DeclarationError(problem)
-    return Declared(
-        state_id,
-        target,
-        probe.identity,
-        probe.label,
-        names=probe.names,
-        values={"privs": canonical_privs(privs)},
-        adopt=adopt,
-    )
+    return probe.declaring({"privs": canonical_privs(privs)}, adopt)
 
 
 def parse(data: object, decl: Declared) -> dict:

@@ -28,9 +28,11 @@ the key and the rule, before any network call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.constraints import Endpoint
 from salt_proxmox.pve.errors import PveError
 
@@ -98,6 +100,54 @@ class Declared:
     def stored(self) -> dict[str, object]:
         """The declaration as the ownership row keeps it: names and canonical values."""
         return {**dict(self.names), **dict(self.values)}
+
+    def declaring(self, values: Mapping[str, object], adopt: object) -> Declared:
+        """This identity (an ``identify`` result) with its checked canonical ``values`` and
+        ``adopt``: the full declaration. Raises DeclarationError when ``adopt`` is not a bool."""
+        problem = adopt_problem(adopt)
+        if problem:
+            raise DeclarationError(problem)
+        return replace(self, values=dict(values), adopt=bool(adopt))
+
+
+def identify_by_name(
+    state_id: str,
+    target: str,
+    name: object,
+    extra: Mapping[str, object],
+    *,
+    noun: str,
+    has: str,
+    check: Callable[[str], str | None],
+) -> Declared:
+    """A ``Declared`` identity for a family keyed by one case-sensitive name (a poolid, a roleid).
+
+    ``noun`` names the family (``pool``); ``has`` lists its keys for the unknown-key sentence;
+    ``check`` returns None for a name PVE takes, else PVE's reason (naming the value). Raises
+    DeclarationError for an unknown key, a name that is not non-empty text, or one ``check``
+    refuses.
+    """
+    if extra:
+        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: a {noun} has {has}")
+    if not isinstance(name, str) or not name:
+        raise DeclarationError(f"name: the {noun}id is required (text)")
+    problem = check(name)
+    if problem:
+        raise DeclarationError(f"name: {problem}")
+    return Declared(state_id, target, identity=name, label=f"{noun} {name}", names={"name": name})
+
+
+def comment_problem(comment: str) -> str | None:
+    """None for a comment PVE keeps as written, else the reason.
+
+    A pool (pve-manager 9.2.11 ``PVE/API2/Pool.pm`` ``create_pool``/``update_pool``) and a firewall
+    alias (pve-firewall 6.0.4 ``src/PVE/API2/Firewall/Aliases.pm``, ``src/PVE/Firewall.pm``
+    ``parse_alias``) keep a comment only when it is true in Perl, so ``0`` would be lost. ``comment``
+    is the text as PVE reads it back (an alias comment already trimmed).
+    """
+    if comment == "0":
+        return "PVE keeps a comment only when it is true in Perl, so a comment of 0 would be lost"
+    return None
 
 
 @dataclass(frozen=True)
