@@ -21,7 +21,7 @@ try:
     from salt_proxmox.bao import lifecycle
     from salt_proxmox.bao import policy as rules
     from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-    from salt_proxmox.ownership import store_for
+    from salt_proxmox.runtime import declared_keys, refused_return, salt_store
 
     HAS_LIBS = True
 except ImportError as exc:  # pragma: no cover - reported through __virtual__
@@ -35,14 +35,8 @@ def __virtual__():
     return __virtualname__
 
 
-def _store():
-    """The grain, or the file ``proxmox:ownership_file`` names (as in the proxmox module)."""
-    path = __salt__["config.get"]("proxmox:ownership_file", None)
-    return store_for(path, __salt__["grains.get"], __salt__["grains.setval"])
-
-
 def _context():
-    return lifecycle.context_for(__salt__["config.get"]("openbao", None), __context__, _store())
+    return lifecycle.context_for(__salt__["config.get"]("openbao", None), __context__, salt_store(__salt__))
 
 
 def _fetch(saltenv):
@@ -50,10 +44,6 @@ def _fetch(saltenv):
         return __salt__["cp.get_file_str"](url, saltenv=saltenv or "base")
 
     return fetch
-
-
-def _failed(name, exc):
-    return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
 
 
 def _raise(exc):
@@ -131,7 +121,7 @@ def policy_present(
     try:
         ctx = _context()
     except Exception as exc:
-        return _failed(name, exc)
+        return refused_return(name, exc)
     outcome = lifecycle.present(
         ctx,
         state_id or name,
@@ -142,7 +132,7 @@ def policy_present(
         removal=removal,
         rename_from=rename_from,
         fetch=_fetch(saltenv),
-        **{k: v for k, v in extra.items() if not k.startswith("__")},
+        **declared_keys(extra),
     )
     return outcome.salt_return(name)
 
@@ -161,7 +151,8 @@ def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
     try:
         ctx = _context()
     except Exception as exc:
-        return _failed(name, exc)
-    extra = {k: v for k, v in extra.items() if not k.startswith("__")}
-    outcome = lifecycle.absent(ctx, state_id or name, bool(test), name, removal=removal, **extra)
+        return refused_return(name, exc)
+    outcome = lifecycle.absent(
+        ctx, state_id or name, bool(test), name, removal=removal, **declared_keys(extra)
+    )
     return outcome.salt_return(name)

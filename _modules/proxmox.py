@@ -21,8 +21,8 @@ try:
     from salt_proxmox.errors import SaltProxmoxError
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc.judge import stored_config
-    from salt_proxmox.ownership import store_for
     from salt_proxmox.pve.client import api_path
+    from salt_proxmox.runtime import declared_keys, refused_return
 
     HAS_LIBS = True
 except ImportError as exc:  # pragma: no cover - reported through __virtual__
@@ -36,26 +36,25 @@ def __virtual__():
     return __virtualname__
 
 
-def _ownership_store():
-    """The grain, or the file ``proxmox:ownership_file`` names (minion config, roster
-    ``minion_opts`` or pillar)."""
-    path = __salt__["config.get"]("proxmox:ownership_file", None)
-    return store_for(path, __salt__["grains.get"], __salt__["grains.setval"])
-
-
 def _context(target=None):
-    from salt.exceptions import CommandExecutionError
+    return _call(
+        runtime.context_for,
+        __salt__["config.get"]("proxmox:targets", {}),
+        target,
+        __salt__["config.get"]("openbao", None),
+        __context__,
+        runtime.salt_store(__salt__),
+    )
 
+
+def _state(name, target, fun, /, *args, **kwargs):
+    """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply returning an
+    Outcome), or a refusal when the target's context cannot be built."""
     try:
-        return runtime.context_for(
-            __salt__["config.get"]("proxmox:targets", {}),
-            target,
-            __salt__["config.get"]("openbao", None),
-            __context__,
-            _ownership_store(),
-        )
-    except SaltProxmoxError as exc:
-        raise CommandExecutionError(str(exc)) from None
+        ctx = _context(target)
+    except Exception as exc:
+        return refused_return(name, exc)
+    return fun(ctx, *args, **kwargs).salt_return(name)
 
 
 def _call(fun, *args, **kwargs):
@@ -124,12 +123,7 @@ def lxc_present(name, test=False, target=None, **declared):
 
         salt-call proxmox.lxc_present web test=True vmid=150 node=pve1 memory=1024
     """
-    declared = {k: v for k, v in declared.items() if not k.startswith("__")}
-    try:
-        ctx = _context(target)
-    except Exception as exc:
-        return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
-    return lifecycle.present(ctx, name, bool(test), **declared).salt_return(name)
+    return _state(name, target, lifecycle.present, name, bool(test), **declared_keys(declared))
 
 
 def lxc_absent(name, vmid, node, test=False, target=None, removal="retain"):
@@ -143,11 +137,7 @@ def lxc_absent(name, vmid, node, test=False, target=None, removal="retain"):
 
         salt-call proxmox.lxc_absent web vmid=150 node=pve1 test=True
     """
-    try:
-        ctx = _context(target)
-    except Exception as exc:
-        return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
-    return lifecycle.absent(ctx, name, bool(test), vmid=vmid, node=node, removal=removal).salt_return(name)
+    return _state(name, target, lifecycle.absent, name, bool(test), vmid=vmid, node=node, removal=removal)
 
 
 def lxc_create(node, vmid, ostemplate, target=None, **config):
@@ -185,8 +175,7 @@ def _adhoc(target, vmid, config):
     from salt.exceptions import CommandExecutionError
 
     ctx = _context(target)
-    config = {k: v for k, v in config.items() if not k.startswith("__")}
-    state_id, declared = _call(lifecycle.adhoc_declaration, ctx, vmid, config)
+    state_id, declared = _call(lifecycle.adhoc_declaration, ctx, vmid, declared_keys(config))
     ret = lifecycle.present(ctx, state_id, False, **declared).salt_return(state_id)
     if ret["result"] is False:
         raise CommandExecutionError(ret["comment"])
@@ -228,32 +217,20 @@ def _families():
     return {"firewall_alias": alias.SPEC, "pool": pool.SPEC, "role": role.SPEC, "acl": acl.SPEC}
 
 
-def _failed(name, exc):
-    return {"name": name, "result": False, "changes": {}, "comment": f"Refused: {exc}"}
-
-
 def _object_present(family, name, test, target, state_id, declared):
     from salt_proxmox.simple import lifecycle as simple
 
-    declared = {k: v for k, v in declared.items() if not k.startswith("__")}
-    try:
-        ctx = _context(target)
-    except Exception as exc:
-        return _failed(name, exc)
     spec = _families()[family]
-    return simple.present(ctx, spec, bool(test), state_id or name, **declared).salt_return(name)
+    return _state(name, target, simple.present, spec, bool(test), state_id or name, **declared_keys(declared))
 
 
 def _object_absent(family, name, test, target, state_id, removal, names):
     from salt_proxmox.simple import lifecycle as simple
 
-    try:
-        ctx = _context(target)
-    except Exception as exc:
-        return _failed(name, exc)
     spec = _families()[family]
-    names = {k: v for k, v in names.items() if not k.startswith("__")}
-    return simple.absent(ctx, spec, bool(test), state_id or name, removal, **names).salt_return(name)
+    return _state(
+        name, target, simple.absent, spec, bool(test), state_id or name, removal, **declared_keys(names)
+    )
 
 
 def _object_get(family, target, names):
@@ -296,12 +273,10 @@ def firewall_alias_present(
     """
     from salt_proxmox.firewall import lifecycle as alias_lifecycle
 
-    try:
-        ctx = _context(target)
-    except Exception as exc:
-        return _failed(name, exc)
-    outcome = alias_lifecycle.present(
-        ctx,
+    return _state(
+        name,
+        target,
+        alias_lifecycle.present,
         bool(test),
         state_id or name,
         name=name,
@@ -309,9 +284,8 @@ def firewall_alias_present(
         comment=comment,
         adopt=adopt,
         rename_from=rename_from,
-        **{k: v for k, v in extra.items() if not k.startswith("__")},
+        **declared_keys(extra),
     )
-    return outcome.salt_return(name)
 
 
 def firewall_alias_absent(name, test=False, target=None, state_id=None, **extra):

@@ -2,20 +2,48 @@
 
 The Salt modules hand over plain data — the ``proxmox:targets`` mapping (read with
 ``config.get`` so it can live in minion config or pillar), the ``openbao:`` block, the run's
-cache (``__context__``) and an ownership store — and get back a ``PveContext``.
+cache (``__context__``) and an ownership store — and get back a ``PveContext``. The few rules
+both execution modules (``proxmox`` and ``openbao``) follow live here too: where ownership rows
+go (``salt_store``), which keyword arguments are Salt's own (``declared_keys``), and the state
+return of a call that could not even start (``refused_return``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 
 import requests
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.openbao.creds import CredentialBroker
-from salt_proxmox.ownership import Ownership, OwnershipStore
+from salt_proxmox.outcome import Outcome
+from salt_proxmox.ownership import Ownership, OwnershipStore, store_for
 from salt_proxmox.pve.client import PveClient, parse_target
+
+#: The ``config.get`` key naming the JSON file that holds ownership rows instead of the grain.
+OWNERSHIP_FILE = "proxmox:ownership_file"
+
+
+def salt_store(salt: Mapping[str, Callable[..., object]]) -> OwnershipStore:
+    """The ownership store of a minion, from Salt's ``__salt__``: the file
+    ``config.get('proxmox:ownership_file')`` names (salt-ssh, where grains do not last: roster
+    ``minion_opts``, minion config or pillar), else the ``salt_proxmox:owned`` grain."""
+    path = salt["config.get"](OWNERSHIP_FILE, None)
+    return store_for(path, salt["grains.get"], salt["grains.setval"])
+
+
+def declared_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
+    """The keyword arguments a Salt call was given, without Salt's own (``__pub_fun``,
+    ``__env__``, every ``__``-prefixed key), so the library sees, and refuses by name, only what
+    was declared."""
+    return {key: value for key, value in kwargs.items() if not key.startswith("__")}
+
+
+def refused_return(name: str, exc: Exception) -> dict:
+    """The state return of a call refused before it could start (no target, no OpenBao block):
+    ``result`` False, ``Refused: <exc>``."""
+    return Outcome().fail(f"Refused: {exc}").salt_return(name)
 
 
 def pick_target(targets: object, name: str | None) -> str:
