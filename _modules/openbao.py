@@ -11,10 +11,6 @@ here with ``cp.get_file_str``; the library gets plain text. Ownership rows go wh
 :depends: salt_proxmox, hvac
 """
 
-import logging
-
-log = logging.getLogger(__name__)
-
 __virtualname__ = "openbao"
 
 try:

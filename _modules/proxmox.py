@@ -10,10 +10,6 @@ pillar, grains, ``__context__``) into library calls.
 :depends: salt_proxmox, requests, hvac
 """
 
-import logging
-
-log = logging.getLogger(__name__)
-
 __virtualname__ = "proxmox"
 
 try:

@@ -18,7 +18,6 @@ back and judges again.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
@@ -47,8 +46,6 @@ from salt_proxmox.pve.tasks import (
     await_task,
     start_task,
 )
-
-log = logging.getLogger(__name__)
 
 FAMILY = "lxc"
 

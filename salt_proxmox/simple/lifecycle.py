@@ -23,7 +23,6 @@ and reads it back to prove it gone.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -34,8 +33,6 @@ from salt_proxmox.ownership import CREATING, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
-
-log = logging.getLogger(__name__)
 
 
 def read(ctx: PveContext, spec: ObjectSpec, decl: Declared) -> dict | None:
