@@ -149,6 +149,58 @@ class OwnershipFileError(SaltProxmoxError):
     """The ownership file cannot be read as rows."""
 
 
+def claim(
+    row: Mapping[str, object] | None,
+    adopt: bool,
+    subject: str,
+    *,
+    matches: bool,
+    alike: str,
+    unlike: str,
+    verb: str = "create",
+) -> tuple[str | None, str | None]:
+    """Whether this minion may manage a live object it found, by its row (SPEC §8):
+    ``(refusal, None)``, ``(None, note)`` when the row must be (re)written as owned, or
+    ``(None, None)`` for an object already recorded as ours.
+
+    - no row: refused unless ``adopt`` (nothing is taken over silently); adopted, it is recorded;
+    - a ``creating`` row: our interrupted ``verb`` (create, write) is finished when the object
+      ``matches`` its declaration, else refused (it may be somebody else's);
+    - an ``owned`` row: ours.
+
+    ``subject`` names the object (``pool prod``); ``alike``/``unlike`` say how it compares
+    (``it matches``; ``it differs in comment``).
+    """
+    if row is None:
+        if not adopt:
+            state = alike if matches else unlike
+            return (
+                f"{subject} exists and this minion did not {verb} it ({state}). Nothing is taken over "
+                "silently: declare adopt: true to manage it.",
+                None,
+            )
+        return None, f"{subject}: taken over (adopt: true) and recorded as ours"
+    if row.get("phase") == CREATING:
+        if not matches:
+            return (
+                f"{subject} exists with a {verb} of ours recorded as unfinished, but {unlike}, so it may "
+                "not be ours. Check it, then declare adopt: true.",
+                None,
+            )
+        return None, f"{subject}: our interrupted {verb} is finished; recorded as ours"
+    return None, None
+
+
+def absent_note(row: Mapping[str, object] | None, subject: str, server: str, verb: str = "create") -> str:
+    """What a plan says about an object ``server`` (PVE, OpenBao) does not have, by its row: ours
+    before (made again), an unfinished ``verb`` of ours, or new."""
+    if row and row.get("phase") != CREATING:
+        return f"{subject} was ours but {server} no longer has it; would {verb} it again"
+    if row:
+        return f"{subject}: an earlier {verb} did not finish and it is absent; would {verb} it"
+    return f"{subject}: would be created"
+
+
 def row_key(target: str, family: str, identity: object) -> str:
     """``homelab/lxc/150``; names are lower-cased where the family compares them so."""
     return f"{target}/{family}/{identity}"

@@ -37,7 +37,7 @@ from salt_proxmox.bao.policy import (
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import CREATING, Ownership, OwnershipStore, removal_problem, row_key
+from salt_proxmox.ownership import Ownership, OwnershipStore, absent_note, claim, removal_problem, row_key
 
 #: The ownership rows' target part: one OpenBao per minion configuration.
 TARGET = "openbao"
@@ -195,42 +195,23 @@ def decide(ctx: BaoContext, decl: PolicyDeclaration) -> Decision:
         notes.append(f"{what}: rename_from differs only in case; OpenBao keys policies in lower case")
     common = {"live": live, "row": row, "old": old_action, "old_live": old_live}
     if live is None:
-        if row and row.get("phase") != CREATING:
-            notes.append(f"{what} was ours but OpenBao no longer has it; would write it again")
-        elif row:
-            notes.append(f"{what}: an earlier write did not finish and it is absent; would write it")
-        else:
-            notes.append(f"{what}: would be created")
+        notes.append(absent_note(row, what, "OpenBao", verb="write"))
         return Decision("create", notes=notes, **common)
     same = sha256(live) == decl.digest
-    record = False
-    if row is None:
-        if not decl.adopt:
-            state = "it holds the declared text" if same else "its text differs from the declared one"
-            return Decision(
-                "refuse",
-                live=live,
-                reasons=[
-                    f"{what} exists and this minion did not write it ({state}). Nothing is taken over "
-                    "silently: declare adopt: true to manage it."
-                ],
-            )
-        notes.append(f"{what}: taken over (adopt: true) and recorded as ours")
-        record = True
-    elif row.get("phase") == CREATING:
-        if not same:
-            return Decision(
-                "refuse",
-                live=live,
-                row=row,
-                reasons=[
-                    f"{what} exists with a write of ours recorded as unfinished, but its text differs, so it "
-                    "may not be ours. Check it, then declare adopt: true."
-                ],
-            )
-        notes.append(f"{what}: our interrupted write is finished; recorded as ours")
-        record = True
-    return Decision("noop" if same else "update", notes=notes, record=record, **common)
+    refusal, note = claim(
+        row,
+        decl.adopt,
+        what,
+        matches=same,
+        alike="it holds the declared text",
+        unlike="its text differs from the declared one",
+        verb="write",
+    )
+    if refusal:
+        return Decision("refuse", live=live, row=row, reasons=[refusal])
+    if note:
+        notes.append(note)
+    return Decision("noop" if same else "update", notes=notes, record=note is not None, **common)
 
 
 def _changes(decl: PolicyDeclaration, decision: Decision) -> dict:

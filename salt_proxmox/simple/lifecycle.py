@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import CREATING, removal_problem, row_key
+from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
@@ -114,47 +114,24 @@ def decide(
             check_form(spec.create_endpoint, call.payload(), presence=True)
         except DeclarationError as exc:
             return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
-        if row and row.get("phase") != CREATING:
-            note = f"{decl.label} was ours but PVE no longer has it; would create it again"
-        elif row:
-            note = f"{decl.label}: an earlier create did not finish and it is absent; would create it"
-        else:
-            note = f"{decl.label}: would be created"
+        note = absent_note(row, decl.label, "PVE")
         changes = {"created": {"old": None, "new": decl.label}}
         changes.update({k: {"old": None, "new": v} for k, v in decl.values.items()})
         return Decision("create", call=call, changes=changes, notes=[note], row_key=key, row=row)
     diffs = spec.differences(live, decl)
     matches = spec.is_match(live, decl)
-    notes: list[str] = []
-    record = False
-    if row is None:
-        if not decl.adopt:
-            state = "it matches" if matches else f"it differs in {', '.join(diffs)}"
-            return Decision(
-                "refuse",
-                live=live,
-                row_key=key,
-                reasons=[
-                    f"{decl.label} exists and this minion did not create it ({state}). Nothing is taken "
-                    "over silently: declare adopt: true to manage it."
-                ],
-            )
-        notes.append(f"{decl.label}: taken over (adopt: true) and recorded as ours")
-        record = True
-    elif row.get("phase") == CREATING:
-        if not matches:
-            return Decision(
-                "refuse",
-                live=live,
-                row_key=key,
-                row=row,
-                reasons=[
-                    f"{decl.label} exists with a create of ours recorded as unfinished, but it differs in "
-                    f"{', '.join(diffs)}, so it may not be ours. Check it, then declare adopt: true."
-                ],
-            )
-        notes.append(f"{decl.label}: our interrupted create is finished; recorded as ours")
-        record = True
+    refusal, note = claim(
+        row,
+        decl.adopt,
+        decl.label,
+        matches=matches,
+        alike="it matches",
+        unlike=f"it differs in {', '.join(diffs)}",
+    )
+    if refusal:
+        return Decision("refuse", live=live, row_key=key, row=row, reasons=[refusal])
+    notes = [note] if note else []
+    record = note is not None
     if matches:
         return Decision("noop", live=live, notes=notes, row_key=key, row=row, record=record)
     call = spec.update(decl, live) if spec.update is not None else None
