@@ -45,7 +45,9 @@ NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.[0-9]+|[0-9]+\.|\.[0-9]+|[0-9]+)(?:[eE][+
 VMID_MIN, VMID_MAX = 100, 999_999_999
 
 
-def _split_list(value: str) -> list[str]:
+def split_list(value: str) -> list[str]:
+    """pve-common ``PVE::Tools::split_list``: the items of a list separated by commas, semicolons
+    or white space, empty items dropped (``-list`` formats, ``privs``, ACL ``roles``/``users``)."""
     return [part for part in re.split(r"[;,\s]+", value) if part]
 
 
@@ -59,7 +61,7 @@ def check_dns_name(value: str) -> str | None:
 
 def check_tags(value: str) -> str | None:
     """``pve-tag-list``: tags split on ``;``, ``,`` or space, each matching PVE_TAG_RE."""
-    bad = [tag for tag in _split_list(value) if not TAG.match(tag)]
+    bad = [tag for tag in split_list(value) if not TAG.match(tag)]
     return f"invalid tag(s) {', '.join(bad)}: a tag is letters, digits, _ - + ." if bad else None
 
 
@@ -73,7 +75,7 @@ def check_startup(value: str) -> str | None:
 
 def check_addresses(value: str) -> str | None:
     """``address-list``: IP addresses split on ``;``, ``,`` or space."""
-    for part in _split_list(value):
+    for part in split_list(value):
         try:
             ipaddress.ip_address(part)
         except ValueError:
@@ -83,7 +85,7 @@ def check_addresses(value: str) -> str | None:
 
 def check_dns_names(value: str) -> str | None:
     """``dns-name-list``."""
-    for part in _split_list(value):
+    for part in split_list(value):
         if check_dns_name(part):
             return f"{part!r} does not look like a valid DNS name"
     return None

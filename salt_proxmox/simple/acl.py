@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
-from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.role import ROLEID, split_list
+from salt_proxmox.pve.constraints import Endpoint, Rule, split_list
+from salt_proxmox.simple.role import ROLEID
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values
 from salt_proxmox.wire.propstring import flag
 

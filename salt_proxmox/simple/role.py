@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.constraints import Endpoint, Rule, split_list
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, identify_by_name, same_values
 
 FAMILY = "role"
@@ -43,11 +43,6 @@ _PRIVILEGE_NAMES = """
 #: A privilege name as a read may show one (a newer PVE may know more than ``PRIVILEGES``).
 _PRIV_NAME = re.compile(r"^[A-Z][A-Za-z]*(?:\.[A-Za-z]+)+$")
 _SPECIAL = ("Administrator", "NoAccess")
-
-
-def split_list(value: str) -> list[str]:
-    """pve-common ``PVE::Tools::split_list``: items separated by commas, semicolons or spaces."""
-    return [item for item in re.split(r"[\s,;]+", value) if item]
 
 
 PRIVILEGES = frozenset(split_list(_PRIVILEGE_NAMES))
