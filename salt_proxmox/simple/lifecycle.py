@@ -186,7 +186,7 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
 
 def send(ctx: PveContext, credential, call: Call) -> object:
     """Send ``call`` with ``credential`` (JSON body when ``call.json``) and return PVE's ``data``.
-    Raises PveError, PveMalformed or PveUnreachable as ``PveClient.request`` does."""
+    Raises what ``PveClient.request`` raises: PveError, PveMalformed, PveUnreachable, Uncertain."""
     if call.json:
         return ctx.client.request(
             call.method, call.path, credential, params=call.params, form=call.form, as_json=True
