@@ -31,7 +31,7 @@ from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
-from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
 
 
@@ -172,8 +172,9 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
         ctx.ownership.mark_creating(decision.row_key, decl.state_id, decl.stored())
         try:
             send(ctx, credential, call)
-        except PveError:
-            # PVE answered and refused: nothing was created, so the row must not claim it was.
+        except (PveError, PveUnreachable):
+            # PVE refused, or no member accepted the connection: nothing was created, so the row
+            # must not claim it was.
             ctx.ownership.restore(decision.row_key, earlier)
             raise
         return

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.ownership import CREATING, MemoryStore, row_key
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.errors import PveError, PveUnreachable
 from salt_proxmox.simple import acl, lifecycle, pool, role
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
 from tests.unit.simple_stubs import TARGET, pve_context
@@ -440,12 +440,21 @@ def test_creating_row_finishes_when_it_matches_and_refuses_when_not() -> None:
     assert differs.result is False and "may not be ours" in differs.comment[0]
 
 
-def test_create_refused_by_pve_restores_the_row() -> None:
+@pytest.mark.parametrize(
+    "failure",
+    [
+        PveError("POST", "things", 500, "create thing failed: thing 'a' already exists"),
+        # No member accepted the connection: the request was never sent, so nothing was created.
+        PveUnreachable("POST things: no member of target lab answered"),
+    ],
+    ids=["pve-refused", "no-member-answered"],
+)
+def test_create_that_never_started_restores_the_row(failure: Exception) -> None:
     spec, things = _thing_spec()
 
     def refusing(method, path, params, form):
         if method == "POST":
-            raise PveError(method, path, 500, "create thing failed: thing 'a' already exists")
+            raise failure
         return _thing_pve(things)(method, path, params, form)
 
     store = MemoryStore()
