@@ -77,7 +77,7 @@ proxmox:
     lab:
       comment: Experiments, may be wiped
 
-  # The two roles salt-proxmox's own API tokens hold (SPEC §4): `read` for every plan, `provision`
+  # The two roles salt-proxmox's own API tokens hold (docs/design.md §4): `read` for every plan, `provision`
   # for writes — containers, and the firewall aliases, pools, roles and ACL entries declared here.
   roles:
     SaltProxmoxRead:

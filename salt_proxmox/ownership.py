@@ -1,4 +1,4 @@
-"""Who made what: the ownership rows of SPEC §8, kept in one grain (``salt_proxmox:owned``).
+"""Who made what: the ownership rows of docs/design.md §8, kept in one grain (``salt_proxmox:owned``).
 
 Each row is keyed ``<target>/<family>/<identity>`` and holds ``{phase: creating|owned,
 instance: uuid, state_id, declared: {non-secret declared keys}}``.
@@ -31,7 +31,7 @@ from salt_proxmox.errors import SaltProxmoxError, shown
 
 CREATING = "creating"
 OWNED = "owned"
-#: What ``absent`` does (SPEC §6 Absent/removal): ``retain`` forgets the row and touches nothing;
+#: What ``absent`` does (docs/design.md §6 Absent/removal): ``retain`` forgets the row and touches nothing;
 #: ``destroy`` deletes an object this minion owns that still matches its last declaration.
 REMOVALS = ("retain", "destroy")
 
@@ -159,7 +159,7 @@ def claim(
     unlike: str,
     verb: str = "create",
 ) -> tuple[str | None, str | None]:
-    """Whether this minion may manage a live object it found, by its row (SPEC §8):
+    """Whether this minion may manage a live object it found, by its row (docs/design.md §8):
     ``(refusal, None)``, ``(None, note)`` when the row must be (re)written as owned, or
     ``(None, None)`` for an object already recorded as ours.
 
@@ -207,7 +207,7 @@ def row_key(target: str, family: str, identity: object) -> str:
 
 
 class OwnershipCorrupt(SaltProxmoxError):
-    """A stored row does not have the shape of SPEC §8; nothing is decided on it."""
+    """A stored row does not have the shape of docs/design.md §8; nothing is decided on it."""
 
 
 def _is_number(value: object) -> bool:
@@ -218,7 +218,8 @@ def _is_number(value: object) -> bool:
 
 def check_row(key: str, row: dict) -> dict:
     """``row`` when it reads as a row: ``phase`` creating|owned, ``state_id`` a string and
-    ``declared`` a mapping (when present), whose ``vmid``, when it records one, is a number (SPEC §8).
+    ``declared`` a mapping (when present), whose ``vmid``, when it records one, is a number
+    (docs/design.md §8).
 
     Raises OwnershipCorrupt naming the row, what is wrong and how to repair it. Rows are written
     only by ``Ownership``, so a malformed one was edited by hand or by another tool.

@@ -11,7 +11,7 @@ is ``DELETE /v1/sys/policy/<key>``, which succeeds for a missing policy too, so 
 delete is read back.
 
 Plan and apply call the same ``decide``; an apply decides on its own fresh read. Ownership rows
-(SPEC §8) are ``openbao/policy/<key>`` and keep the sha256 of the text this minion wrote,
+(docs/design.md §8) are ``openbao/policy/<key>`` and keep the sha256 of the text this minion wrote,
 never the text.
 """
 
@@ -167,7 +167,7 @@ def _plan_old(
 
 
 def decide(ctx: BaoContext, decl: PolicyDeclaration) -> Decision:
-    """The one decision plan and apply share (SPEC §7, §8). Raises OpenBaoError."""
+    """The one decision plan and apply share (docs/design.md §7, §8). Raises OpenBaoError."""
     key = row_key(ctx.target, FAMILY, decl.key)
     row = ctx.ownership.row(key)
     what = f"policy {decl.key}"

@@ -280,7 +280,7 @@ def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | Non
     """What makes this declaration a different guest than the one its state recorded.
 
     A new vmid, or another ``ostemplate`` (consumed at create: another one is a new guest). A
-    changed node is not identity: the read at the declared node settles it (SPEC §6).
+    changed node is not identity: the read at the declared node settles it (docs/design.md §6).
     """
     if not recorded:
         return []

@@ -1,6 +1,6 @@
 """The calls a container makes, and the plan/apply of ``proxmox_lxc.present``/``absent``.
 
-Read (SPEC §6): ``GET nodes/{node}/lxc/{vmid}/config`` with the ``read`` credential. A success
+Read (docs/design.md §6): ``GET nodes/{node}/lxc/{vmid}/config`` with the ``read`` credential. A success
 must carry a non-empty ``digest`` (every real config has one: pve-guest-common
 ``AbstractConfig::load_config`` adds it), else it is an error. Only PVE's exact missing-config
 answer may lead to absence, and only after ONE ``GET cluster/resources?type=vm`` with the SAME
@@ -153,7 +153,7 @@ def read_live(ctx: PveContext, node: str, vmid: int) -> dict | None:
 
 
 def _show(key: str, value: str | None) -> object:
-    """A value as a return may show it; a description only by its length (SPEC §6)."""
+    """A value as a return may show it; a description only by its length (docs/design.md §6)."""
     if value is None:
         return None
     if key in schema.NEVER_STORED:
@@ -195,7 +195,7 @@ class Decision:
 
 
 def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
-    """The one decision plan and apply share (SPEC §6 Plan, §8)."""
+    """The one decision plan and apply share (docs/design.md §6 Plan, §8)."""
     key = row_key(decl.target, FAMILY, decl.vmid)
     row = ctx.ownership.row(key)
     previous = ctx.ownership.for_state(decl.target, FAMILY, decl.state_id)

@@ -1,7 +1,7 @@
 """A container declaration: the state's arguments, checked and turned into PVE's wire spelling.
 
 Bad input is refused here, before any network call, with one sentence per key naming the key
-and the rule (SPEC §3: keys a family does not know are refused by name, never ignored).
+and the rule (docs/design.md §3: keys a family does not know are refused by name, never ignored).
 """
 
 from __future__ import annotations

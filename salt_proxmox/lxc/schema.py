@@ -81,7 +81,7 @@ _INDEXED = re.compile(r"^(mp|net|dev|unused)(\d+)$", re.ASCII)
 STATE_ARGS = frozenset({"name", "vmid", "node", "target", "adopt", "removal"})
 #: Consumed at create, never read back: ``ostemplate`` is identity, ``start`` a one-off act.
 CREATE_ONLY = frozenset({"ostemplate", "start"})
-#: Keys never stored in grains or returns (SPEC §6): notes a human wrote, and PVE's bookkeeping.
+#: Keys never stored in grains or returns (docs/design.md §6): notes a human wrote, and PVE's bookkeeping.
 NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
 
 

@@ -1,4 +1,4 @@
-"""An authenticated ``hvac.Client`` from the ``openbao:`` configuration block (SPEC §3).
+"""An authenticated ``hvac.Client`` from the ``openbao:`` configuration block (docs/design.md §3).
 
     openbao:
       url: https://bao:8200

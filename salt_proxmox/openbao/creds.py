@@ -1,5 +1,5 @@
 """PVE API tokens per role: read from config (``source: static``) or minted from OpenBao
-(``source: openbao``), with the lease rules of SPEC §4.
+(``source: openbao``), with the lease rules of docs/design.md §4.
 
 The creds contract is the one the PVE-token secrets engines for OpenBao/Vault serve, and that a
 KV version 1 mount answers too: ``GET /v1/<path>/<role>`` → ``data: {token_id, secret}`` (some

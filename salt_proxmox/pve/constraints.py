@@ -1,4 +1,4 @@
-"""Vendor constraints: the PVE API schema's rules for a form, checked before any write (SPEC §5a).
+"""Vendor constraints: the PVE API schema's rules for a form, checked before any write (docs/design.md §5a).
 
 Each ``Rule`` names its source. The formats are pve-common ``src/PVE/JSONSchema.pm`` (PVE 9
 line): ``dns-name``, ``pve-tag-list``, ``pve-startup-order``, ``address-list``,

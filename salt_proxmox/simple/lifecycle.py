@@ -1,4 +1,4 @@
-"""One lifecycle for every simple PVE object family (SPEC §7, §8).
+"""One lifecycle for every simple PVE object family (docs/design.md §7, §8).
 
 Plan and apply call the same ``decide``; an apply is a fresh call, so it decides on a fresh read:
 
@@ -83,7 +83,7 @@ class Decision:
 def identity_refusal(
     ctx: PveContext, spec: ObjectSpec, decl: Declared, allowed: Iterable[str] = ()
 ) -> str | None:
-    """The refusal when this state id recorded another object of the family (SPEC §8), else None.
+    """The refusal when this state id recorded another object of the family (docs/design.md §8), else None.
 
     ``allowed``: row keys that are not a different object (a rename's old name)."""
     previous = ctx.ownership.for_state(decl.target, spec.family, decl.state_id)

@@ -1,4 +1,4 @@
-"""The description of a simple PVE object family (SPEC §7), shared by every such family.
+"""The description of a simple PVE object family (docs/design.md §7), shared by every such family.
 
 A simple object is one PVE keeps as a small record behind one read: a resource pool, a custom
 role, an ACL entry, a cluster firewall alias. Each family is described once, as an
@@ -78,7 +78,7 @@ class Call:
 class Declared:
     """One checked declaration of a simple object.
 
-    - ``state_id``: the declaring Salt state's id (SPEC §8);
+    - ``state_id``: the declaring Salt state's id (docs/design.md §8);
     - ``target``: the ``proxmox:targets`` name;
     - ``identity``: the object's key as PVE keys it (a lower-cased alias name, a poolid, ...);
       ownership rows are ``<target>/<family>/<identity>``;

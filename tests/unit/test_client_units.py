@@ -2,7 +2,7 @@
 
 The client runs over a real ``requests.Session`` with a fake transport mounted per member: a
 ``BaseAdapter`` that answers crafted ``requests.Response`` objects or raises connection errors.
-Tasks are driven with a stub client that counts what it was asked. SPEC §4, §5; PVE facts:
+Tasks are driven with a stub client that counts what it was asked. docs/design.md §4, §5; PVE facts:
 pve-guest-common ``src/PVE/AbstractConfig.pm`` (``load_config``: "Configuration file '...' does
 not exist"), pve-http-server ``src/PVE/APIServer/AnyEvent.pm`` (labels unescaped before
 routing), pve-access-control (``PVEAPIToken=USER@REALM!TOKENID=SECRET``), pve-manager

@@ -1,4 +1,4 @@
-"""Credentials per role (SPEC §4) and ownership rows (SPEC §8), without OpenBao or Salt.
+"""Credentials per role (docs/design.md §4) and ownership rows (docs/design.md §8), without OpenBao or Salt.
 
 The OpenBao side is a fake hvac client placed in the run cache under
 ``salt_proxmox.openbao.client``: its ``read(path)`` answers the KV-v1 / PVE-token-engine shape
@@ -320,7 +320,7 @@ def test_credential_defaults() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# ownership rows (SPEC §8)
+# ownership rows (docs/design.md §8)
 # --------------------------------------------------------------------------------------------
 
 DECLARED = {"hostname": "web", "node": "pve1", "vmid": 150}

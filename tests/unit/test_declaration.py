@@ -1,6 +1,6 @@
 """Bad input is refused before any network call, one sentence per key, naming the key.
 
-``parse_declaration`` (SPEC §3, §5a) and ``pve.constraints.check_form`` (SPEC §5a). Rules are
+``parse_declaration`` (docs/design.md §3, §5a) and ``pve.constraints.check_form`` (§5a). Rules are
 pve-container ``src/PVE/LXC/Config.pm`` ``$confdesc`` and the parameters of
 ``src/PVE/API2/LXC.pm`` / ``src/PVE/API2/LXC/Config.pm``; formats are pve-common
 ``src/PVE/JSONSchema.pm`` (``pve-vmid``, ``pve-node``, ``dns-name``, ``pve-tag-list``,

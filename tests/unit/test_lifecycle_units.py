@@ -1,4 +1,4 @@
-"""``proxmox_lxc`` plan and apply against a stub PVE that counts every request (SPEC §6, §8).
+"""``proxmox_lxc`` plan and apply against a stub PVE that counts every request (docs/design.md §6, §8).
 
 The stub answers by (method, path); an answer is a value, an exception to raise, or a callable
 of the request. Credentials are ``source: static``; ownership is a ``MemoryStore``; task polls
@@ -353,7 +353,7 @@ def test_plan_writes_nothing(stub: StubPve, rows: dict, over: dict, result: bool
 
 
 def test_a_plan_uses_only_the_read_credential() -> None:
-    # SPEC §4: a plan needs only read; provision is minted per write, and a plan writes nothing.
+    # docs/design.md §4: a plan needs only read; provision is minted per write, and a plan writes nothing.
     stub = StubPve().on("GET", CONFIG, live_config(memory=512))
     ctx = context(stub, MemoryStore({ROW: stored_row()}))
     outcome = present(ctx, "web", True, **DECLARED)
@@ -385,7 +385,7 @@ def test_plan_update_shows_old_and_new_per_key() -> None:
     stub = StubPve().on("GET", CONFIG, live_config(memory=512, description="notes\n"))
     outcome = plan(stub, MemoryStore({ROW: stored_row()}), description="other notes")
     assert outcome.changes["memory"] == {"old": "512", "new": "1024"}
-    # A description is shown only by its length (never stored, SPEC §6).
+    # A description is shown only by its length (never stored, docs/design.md §6).
     assert outcome.changes["description"] == {"old": "<5 characters>", "new": "<11 characters>"}
 
 

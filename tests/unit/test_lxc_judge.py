@@ -2,7 +2,7 @@
 
 No server. Every case is one row of a table, with PVE's reason beside it. The first tables restate
 the earlier implementation's ``lxc-judge.test.ts`` (seed 000); the rest pin each judge rule of
-SPEC §6. Sources cited: pve-container ``src/PVE/LXC/Config.pm`` (``$confdesc``, ``$netconf_desc``,
+docs/design.md §6. Sources cited: pve-container ``src/PVE/LXC/Config.pm`` (``$confdesc``, ``$netconf_desc``,
 ``$features_desc``, ``$dev_desc``, ``$mp_desc``, ``parse_pct_config``, ``update_pct_config``),
 ``src/PVE/LXC.pm`` (``check_ct_modify_config_perm``), ``src/PVE/API2/LXC.pm`` (create, resize),
 and pve-common ``src/PVE/JSONSchema.pm``.
@@ -134,7 +134,7 @@ def test_seed_empty_clears_a_clearable_key_and_refuses_another() -> None:
 
 
 def test_seed_unmanaged_key_is_refused_not_written() -> None:
-    # Python refuses it at parse, before any judge runs (SPEC §3: refused by name, never ignored).
+    # Python refuses it at parse, before any judge runs (docs/design.md §3: refused by name, never ignored).
     with pytest.raises(DeclarationError) as caught:
         decl(hookscript="local:snippets/x.sh")
     assert caught.value.problems[0].startswith("hookscript: not a container config key")
@@ -219,7 +219,7 @@ def test_seed_stored_config_never_keeps_notes_digest_lock_env_or_raw_lxc() -> No
 
 
 # ============================================================================================
-# SPEC §6 scalars: canonical spellings are one value
+# docs/design.md §6 scalars: canonical spellings are one value
 # ============================================================================================
 
 NO_DRIFT = [
@@ -517,7 +517,7 @@ NOT_CLEARABLE = {
 
 @pytest.mark.parametrize(("key", "value"), sorted(NOT_CLEARABLE.items()), ids=sorted(NOT_CLEARABLE))
 def test_empty_on_a_key_that_cannot_be_removed_is_refused(key: str, value: object) -> None:
-    # SPEC §6: only description, features, nameserver, searchdomain, startup, tags, timezone and
+    # docs/design.md §6: only description, features, nameserver, searchdomain, startup, tags, timezone and
     # NICs may be cleared; for the rest '' has no value to go back to (update_pct_config dies
     # "unable to delete required option" for memory/rootfs, the others would silently reset).
     change = judge(decl(**{key: ""}), ct(**{key: value}))
@@ -713,7 +713,7 @@ def test_refusals_and_writes_are_judged_per_key() -> None:
         ),
         pytest.param({}, {"vmid": 100, "ostemplate": TEMPLATE}, None, id="template-no-longer-declared"),
         pytest.param({"ostemplate": TEMPLATE}, {"vmid": 100}, None, id="template-not-recorded"),
-        # A node change is NOT identity: the read at the declared node settles it (SPEC §6).
+        # A node change is NOT identity: the read at the declared node settles it (docs/design.md §6).
         pytest.param({}, {"vmid": 100, "node": "pve2"}, None, id="node-change-is-not-identity"),
     ],
 )
@@ -833,7 +833,7 @@ def test_declaration_stored_drops_description_and_keeps_identity() -> None:
 
 
 def test_empty_unprivileged_is_refused_not_a_crash() -> None:
-    # SPEC §6: '' on a key that is not clearable is refused. It must be a sentence naming the key,
+    # docs/design.md §6: '' on a key that is not clearable is refused. It must be a sentence naming the key,
     # not a ValueError escaping the state.
     try:
         declared = decl(unprivileged="", ostemplate=TEMPLATE)

@@ -1,4 +1,4 @@
-"""Property tests (SPEC §10): printing a parsed property string and parsing it again is stable, and
+"""Property tests (docs/design.md §10): printing a parsed property string and parsing it again is stable, and
 applying what the judge says to write leaves nothing to write.
 
 (a) ``pairs(print_pairs(m)) == m`` for generated net/features/volume maps; ``option_map`` is

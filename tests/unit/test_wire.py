@@ -234,7 +234,7 @@ def test_option_map_drops_each_familys_defaults(
 
 
 def test_family_defaults_are_the_documented_ones() -> None:
-    # SPEC §6 list, restated: a rename or typo in the table would silently create forever-diffs.
+    # docs/design.md §6 list, restated: a rename or typo in the table would silently create forever-diffs.
     assert FAMILY_DEFAULTS["net"] == {"firewall": "0", "host-managed": "0", "link_down": "0", "type": "veth"}
     assert set(FAMILY_DEFAULTS["features"]) == {"force_rw_sys", "fuse", "keyctl", "mknod", "nesting"}
     assert set(FAMILY_DEFAULTS["features"].values()) == {"0"}
