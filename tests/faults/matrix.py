@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.faults.harness import Run
-from tests.integration.lxc_support import TARGET, declaration
+from tests.integration.lxc_support import DNS1_DECLARATION, TARGET, declaration, dns1
 from tests.support.cluster import PROVISION_TOKEN_ID, READ_TOKEN_ID
 from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
 
@@ -93,26 +93,9 @@ CREATE = ("POST /nodes/pve1/lxc",)
 PUT_120 = "PUT /nodes/pve1/lxc/120/config"
 RESIZE_120 = "PUT /nodes/pve1/lxc/120/resize"
 
-#: The seeded running container 120 (``DNS1_CONFIG`` of tests.support.cluster), declared as it is.
-DNS: dict[str, Any] = {
-    "vmid": 120,
-    "node": "pve1",
-    "unprivileged": True,
-    "hostname": "dns1",
-    "cores": 1,
-    "memory": 512,
-    "rootfs": "local-zfs:4",
-    "net0": "name=eth0,bridge=vmbr0,ip=10.0.0.53/24,gw=10.0.0.1",
-    "features": "nesting=1",
-    "tags": "infra;dns",
-    "onboot": True,
-    "startup": "order=1",
-}
-
-
-def dns(**over: Any) -> dict[str, Any]:
-    """Container 120 as declared, with changes."""
-    return {**DNS, **over}
+#: The seeded running container 120, declared as it is.
+DNS = DNS1_DECLARATION
+dns = dns1
 
 
 def owned_row(vmid: int, state_id: str, declared: Mapping[str, Any]) -> dict[str, dict]:

@@ -92,3 +92,26 @@ def requests_since(served: ServedCluster, start: int) -> list[tuple[str, str, An
 def writes(log: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
     """The non-GET requests of a log."""
     return [entry for entry in log if entry[0] != "GET"]
+
+
+#: The seeded running container 120 (``DNS1_CONFIG`` of tests.support.cluster), declared as it is:
+#: PVE's spellings differ (tags order, description newline, rootfs as a volume id), the values do not.
+DNS1_DECLARATION: dict[str, Any] = {
+    "vmid": 120,
+    "node": "pve1",
+    "unprivileged": True,
+    "hostname": "dns1",
+    "cores": 1,
+    "memory": 512,
+    "rootfs": "local-zfs:4",
+    "net0": "name=eth0,bridge=vmbr0,ip=10.0.0.53/24,gw=10.0.0.1",
+    "features": "nesting=1",
+    "tags": "infra;dns",
+    "onboot": True,
+    "startup": "order=1",
+}
+
+
+def dns1(**over: Any) -> dict[str, Any]:
+    """Container 120 as declared, with ``over`` changed."""
+    return {**DNS1_DECLARATION, **over}

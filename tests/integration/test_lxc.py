@@ -13,6 +13,7 @@ from tests.integration.lxc_support import (
     TARGET,
     bao_targets,
     declaration,
+    dns1,
     make_context,
     requests_since,
     static_targets,
@@ -22,24 +23,8 @@ from tests.support.cluster import DNS1_CONFIG, DNS1_VMID, ROUTER_VMID
 
 
 def _dns1(**over):
-    """The seeded running container 120, declared as it is."""
-    declared = {
-        "vmid": DNS1_VMID,
-        "node": "pve1",
-        "unprivileged": True,
-        "hostname": "dns1",
-        "cores": 1,
-        "memory": 512,
-        "rootfs": "local-zfs:4",
-        "net0": "name=eth0,bridge=vmbr0,ip=10.0.0.53/24,gw=10.0.0.1",
-        "features": "nesting=1",
-        "tags": "infra;dns",
-        "onboot": True,
-        "startup": "order=1",
-        "description": "Resolver for the lab",
-    }
-    declared.update(over)
-    return declared
+    """The seeded running container 120, declared as it is (with its description)."""
+    return dns1(description="Resolver for the lab", **over)
 
 
 def test_create_records_ownership_and_second_plan_is_clean(fresh_cluster):
