@@ -14,6 +14,7 @@ here with ``cp.get_file_str``; the library gets plain text. Ownership rows go wh
 __virtualname__ = "openbao"
 
 try:
+    from salt_proxmox import runtime
     from salt_proxmox.bao import lifecycle
     from salt_proxmox.bao import policy as rules
     from salt_proxmox.errors import DeclarationError, SaltProxmoxError
@@ -118,6 +119,9 @@ def policy_present(
         ctx = _context()
     except Exception as exc:
         return refused_return(name, exc)
+    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_key)
+    if twin is not None:
+        return twin
     outcome = lifecycle.present(
         ctx,
         state_id or name,
@@ -148,6 +152,9 @@ def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
         ctx = _context()
     except Exception as exc:
         return refused_return(name, exc)
+    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_key)
+    if twin is not None:
+        return twin
     outcome = lifecycle.absent(
         ctx, state_id or name, bool(test), name, removal=removal, **declared_keys(extra)
     )

@@ -43,13 +43,21 @@ def _context(target=None):
     )
 
 
-def _state(name, target, fun, /, *args, **kwargs):
+def _state(name, target, fun, /, *args, twins=None, **kwargs):
     """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply returning an
-    Outcome), or a refusal when the target's context cannot be built."""
+    Outcome), or a refusal when the target's context cannot be built or, with ``twins``
+    (``(call kwargs, state modules, key_of(chunk, default_target))``), when another state of the
+    run declares the same object."""
     try:
         ctx = _context(target)
     except Exception as exc:
         return refused_return(name, exc)
+    if twins is not None:
+        call_kwargs, states, key_of = twins
+        default = runtime.default_target(__salt__["config.get"]("proxmox:targets", {}))
+        refused = runtime.twins_return(name, call_kwargs, states, lambda chunk: key_of(chunk, default))
+        if refused is not None:
+            return refused
     return fun(ctx, *args, **kwargs).salt_return(name)
 
 
@@ -119,10 +127,11 @@ def lxc_present(name, test=False, target=None, **declared):
 
         salt-call proxmox.lxc_present web test=True vmid=150 node=pve1 memory=1024
     """
-    return _state(name, target, lifecycle.present, name, bool(test), **declared_keys(declared))
+    twins = (declared, (lifecycle.STATE,), lifecycle.chunk_key)
+    return _state(name, target, lifecycle.present, name, bool(test), twins=twins, **declared_keys(declared))
 
 
-def lxc_absent(name, vmid, node, test=False, target=None, removal="retain"):
+def lxc_absent(name, vmid, node, test=False, target=None, removal="retain", **run):
     """
     Retain (forget ownership) or destroy (``removal=destroy``) one container; returns a state
     return dict. This is what the ``proxmox_lxc.absent`` state calls.
@@ -133,7 +142,17 @@ def lxc_absent(name, vmid, node, test=False, target=None, removal="retain"):
 
         salt-call proxmox.lxc_absent web vmid=150 node=pve1 test=True
     """
-    return _state(name, target, lifecycle.absent, name, bool(test), vmid=vmid, node=node, removal=removal)
+    from salt_proxmox.errors import DeclarationError
+
+    if declared_keys(run):
+        unknown = ", ".join(sorted(declared_keys(run)))
+        return refused_return(
+            name, DeclarationError(f"unknown key(s) {unknown}: absent takes vmid, node, removal")
+        )
+    twins = (run, (lifecycle.STATE,), lifecycle.chunk_key)
+    return _state(
+        name, target, lifecycle.absent, name, bool(test), twins=twins, vmid=vmid, node=node, removal=removal
+    )
 
 
 def lxc_create(node, vmid, ostemplate, target=None, **config):
@@ -213,19 +232,50 @@ def _families():
     return {"firewall_alias": alias.SPEC, "pool": pool.SPEC, "role": role.SPEC, "acl": acl.SPEC}
 
 
+def _object_twins(family, call_kwargs):
+    """What ``_state`` needs to refuse a second declaration of one object of ``family`` in a run."""
+    from salt_proxmox.simple import lifecycle as simple
+
+    spec = _families()[family]
+    return (
+        call_kwargs,
+        (f"proxmox_{family}",),
+        lambda chunk, default: simple.chunk_key(spec, chunk, default),
+    )
+
+
 def _object_present(family, name, test, target, state_id, declared):
     from salt_proxmox.simple import lifecycle as simple
 
     spec = _families()[family]
-    return _state(name, target, simple.present, spec, bool(test), state_id or name, **declared_keys(declared))
+    twins = _object_twins(family, declared)
+    return _state(
+        name,
+        target,
+        simple.present,
+        spec,
+        bool(test),
+        state_id or name,
+        twins=twins,
+        **declared_keys(declared),
+    )
 
 
 def _object_absent(family, name, test, target, state_id, removal, names):
     from salt_proxmox.simple import lifecycle as simple
 
     spec = _families()[family]
+    twins = _object_twins(family, names)
     return _state(
-        name, target, simple.absent, spec, bool(test), state_id or name, removal, **declared_keys(names)
+        name,
+        target,
+        simple.absent,
+        spec,
+        bool(test),
+        state_id or name,
+        removal,
+        twins=twins,
+        **declared_keys(names),
     )
 
 
@@ -275,6 +325,7 @@ def firewall_alias_present(
         alias_lifecycle.present,
         bool(test),
         state_id or name,
+        twins=_object_twins("firewall_alias", extra),
         name=name,
         cidr=cidr,
         comment=comment,

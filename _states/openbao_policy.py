@@ -31,6 +31,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
+    for the library's run-wide checks."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+
+
 def _state_id(name):
     return (globals().get("__low__") or {}).get("__id__", name)
 
@@ -55,6 +61,7 @@ def present(name, fragments, adopt=False, removal="retain", rename_from=None, **
         state_id=_state_id(name),
         saltenv=globals().get("__env__", "base"),
         **_declared(kwargs),
+        **_run(),
     )
 
 
@@ -64,5 +71,5 @@ def absent(name, removal="retain", **kwargs):
     OpenBao; ``removal: destroy`` deletes it only when it still holds what this minion wrote.
     """
     return __salt__["openbao.policy_absent"](
-        name, test=__opts__["test"], removal=removal, state_id=_state_id(name), **_declared(kwargs)
+        name, test=__opts__["test"], removal=removal, state_id=_state_id(name), **_declared(kwargs), **_run()
     )

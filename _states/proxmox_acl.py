@@ -28,6 +28,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
+    for the library's run-wide checks."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+
+
 def _state_id(name):
     return (globals().get("__low__") or {}).get("__id__", name)
 
@@ -57,6 +63,7 @@ def present(
         adopt=adopt,
         state_id=_state_id(name),
         **_declared(kwargs),
+        **_run(),
     )
 
 
@@ -77,4 +84,5 @@ def absent(name, path, role, user=None, group=None, token=None, target=None, rem
         removal=removal,
         state_id=_state_id(name),
         **_declared(kwargs),
+        **_run(),
     )

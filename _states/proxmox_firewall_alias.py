@@ -35,6 +35,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
+    for the library's run-wide checks."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+
+
 def _state_id(name):
     return (globals().get("__low__") or {}).get("__id__", name)
 
@@ -61,6 +67,7 @@ def present(name, cidr, comment=None, target=None, adopt=False, rename_from=None
         rename_from=rename_from,
         state_id=_state_id(name),
         **_declared(kwargs),
+        **_run(),
     )
 
 
@@ -70,5 +77,5 @@ def absent(name, target=None, **kwargs):
     was last declared; an alias that is not ours is refused, one already gone is fine.
     """
     return __salt__["proxmox.firewall_alias_absent"](
-        name, test=__opts__["test"], target=target, state_id=_state_id(name), **_declared(kwargs)
+        name, test=__opts__["test"], target=target, state_id=_state_id(name), **_declared(kwargs), **_run()
     )

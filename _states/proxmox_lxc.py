@@ -35,6 +35,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
+    for the library's run-wide checks."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+
+
 def present(name, vmid, node, target=None, adopt=False, removal="retain", **config):
     """
     Ensure container ``vmid`` on ``node`` is as declared: create it when the cluster proves the
@@ -50,6 +56,7 @@ def present(name, vmid, node, target=None, adopt=False, removal="retain", **conf
         adopt=adopt,
         removal=removal,
         **config,
+        **_run(),
     )
 
 
@@ -60,5 +67,5 @@ def absent(name, vmid, node, target=None, removal="retain"):
     declaration, without force or purge.
     """
     return __salt__["proxmox.lxc_absent"](
-        name, vmid=vmid, node=node, test=__opts__["test"], target=target, removal=removal
+        name, vmid=vmid, node=node, test=__opts__["test"], target=target, removal=removal, **_run()
     )

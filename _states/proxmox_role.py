@@ -23,6 +23,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
+    for the library's run-wide checks."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+
+
 def _state_id(name):
     return (globals().get("__low__") or {}).get("__id__", name)
 
@@ -45,6 +51,7 @@ def present(name, privs=None, target=None, adopt=False, **kwargs):
         adopt=adopt,
         state_id=_state_id(name),
         **_declared(kwargs),
+        **_run(),
     )
 
 
@@ -60,4 +67,5 @@ def absent(name, target=None, removal="retain", **kwargs):
         removal=removal,
         state_id=_state_id(name),
         **_declared(kwargs),
+        **_run(),
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 import requests
 
 from salt_proxmox.errors import DeclarationError
+from salt_proxmox.lowstate import Chunk, Run, twins_refusal
 from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
@@ -44,6 +45,26 @@ def refused_return(name: str, exc: Exception) -> dict:
     """The state return of a call refused before it could start (no target, no OpenBao block):
     ``result`` False, ``Refused: <exc>``."""
     return Outcome().fail(f"Refused: {exc}").salt_return(name)
+
+
+def twins_return(
+    name: str, kwargs: Mapping[str, object], states: tuple[str, ...], key_of: Callable[[Chunk], str | None]
+) -> dict | None:
+    """The state return refusing a declaration whose object another state of the same run
+    declares (``lowstate.twins_refusal``), else None. ``kwargs``: the call's keyword arguments,
+    holding the run the state module passed through (``__lowstate__``, ``__low__``); outside a
+    state run there is none and nothing is refused."""
+    refusal = twins_refusal(Run.of(kwargs), states, key_of)
+    if refusal is None:
+        return None
+    return Outcome().refuse(DeclarationError(refusal)).salt_return(name)
+
+
+def default_target(targets: object) -> str | None:
+    """The target a declaration naming none is on: the only one configured, else None."""
+    if isinstance(targets, Mapping) and len(targets) == 1:
+        return str(next(iter(targets)))
+    return None
 
 
 def pick_target(targets: object, name: str | None) -> str:

@@ -35,6 +35,7 @@ from salt_proxmox.bao.policy import (
     unified_diff,
 )
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.lowstate import Chunk
 from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import Ownership, OwnershipStore, absent_note, claim, removal_problem, row_key
@@ -52,6 +53,20 @@ class BaoContext:
     client: hvac.Client
     ownership: Ownership
     target: str = TARGET
+
+
+#: The Salt state module that declares policies.
+STATE = "openbao_policy"
+
+
+def chunk_key(chunk: Chunk) -> str | None:
+    """The ownership row key a run chunk declares: ``openbao/policy/<name>``, the name
+    lower-cased as OpenBao keys it (``check_name``); None when the name cannot be read (it is
+    refused when it runs)."""
+    try:
+        return row_key(TARGET, FAMILY, check_name(chunk.name))
+    except DeclarationError:
+        return None
 
 
 def context_for(openbao: object, cache: MutableMapping, store: OwnershipStore) -> BaoContext:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
+from salt_proxmox.lowstate import Chunk
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.judge import (
     Change,
@@ -31,7 +32,7 @@ from salt_proxmox.lxc.judge import (
     judge,
     live_text,
 )
-from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
+from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration, vmid_number
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, Ownership, row_key
@@ -48,6 +49,8 @@ from salt_proxmox.pve.tasks import (
 )
 
 FAMILY = "lxc"
+#: The Salt state module that declares containers.
+STATE = "proxmox_lxc"
 
 
 @dataclass
@@ -83,6 +86,17 @@ class PveContext:
         """Poll ``upid`` with ``credential`` (its owner), bounded by ``polls``."""
         kwargs = {"sleep": self.sleep} if self.sleep is not None else {}
         await_task(self.client, credential, node, upid, what, polls, self.poll_interval, **kwargs)
+
+
+def chunk_key(chunk: Chunk, default_target: str | None) -> str | None:
+    """The ownership row key (``<target>/lxc/<vmid>``) a run chunk declares, or None when its
+    target or vmid cannot be read (it is refused when it runs). vmids are cluster-wide, so the
+    node is no part of it."""
+    target = chunk.target(default_target)
+    try:
+        return None if target is None else row_key(target, FAMILY, vmid_number(chunk.args.get("vmid")))
+    except DeclarationError:
+        return None
 
 
 def guest_path(node: str, vmid: int) -> str:

@@ -102,7 +102,9 @@ def _options_problem(value: str, family: str, default_key: str | None) -> str | 
     return None
 
 
-def _vmid(value: object) -> int:
+def vmid_number(value: object) -> int:
+    """The vmid ``value`` declares (an int or a string of digits), within pve-common
+    ``JSONSchema.pm`` ``pve_verify_vmid``'s range. Raises DeclarationError naming ``vmid``."""
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise DeclarationError(f"vmid: expected an integer, got {type(value).__name__}")
     if isinstance(value, str) and not re.fullmatch(r"[0-9]+", value):
@@ -130,7 +132,7 @@ def parse_declaration(
     """
     problems: list[str] = []
     try:
-        number = _vmid(vmid)
+        number = vmid_number(vmid)
     except DeclarationError as exc:
         problems += exc.problems
         number = 0

@@ -238,4 +238,5 @@ SPEC = ObjectSpec(
     delete=lambda decl, live: Call("PUT", "access/acl", form=_form(decl, delete=True)),
     matches=same_values,
     confirm_absent=confirm_absent,
+    identity_keys=("path", "role", *KINDS),
 )

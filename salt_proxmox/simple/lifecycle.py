@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.lowstate import Chunk
 from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
@@ -78,6 +79,22 @@ class Decision:
     row_key: str = ""
     row: dict | None = None
     record: bool = False
+
+
+def chunk_key(spec: ObjectSpec, chunk: Chunk, default_target: str | None) -> str | None:
+    """The ownership row key (``<target>/<family>/<identity>``) a run chunk of ``spec``'s family
+    declares, with the identity as ``spec.identify`` keys it (a firewall alias name lower-cased, as
+    PVE keys it); None when the chunk's target or identity cannot be read (it is refused when it
+    runs). ``name`` is the state's name; the other ``identity_keys`` are its arguments."""
+    target = chunk.target(default_target)
+    if target is None:
+        return None
+    names = {key: chunk.name if key == "name" else chunk.args.get(key) for key in spec.identity_keys}
+    try:
+        probe = spec.identify(chunk.state_id, target, **names)
+    except DeclarationError:
+        return None
+    return row_key(target, spec.family, probe.identity)
 
 
 def identity_refusal(

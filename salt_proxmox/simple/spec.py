@@ -15,6 +15,8 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   write; ``update`` is None for a family PVE cannot change in place;
 - ``delete``: the call that removes one;
 - ``matches``: whether a live object already is as declared (canonical attributes compared);
+- ``identity_keys``: the state arguments ``identify`` takes, so one run's chunks can be keyed
+  without the family's other keys;
 - ``write_guard``: extra form keys a write carries to say which read it was judged against
   (a digest), read right before the write. Pools, roles and ACL entries live in ``user.cfg``,
   whose API methods take no digest (PVE 9 API schema); for them the read-back after the write is
@@ -175,6 +177,8 @@ class ObjectSpec:
     matches: Callable[[Mapping[str, object], Declared], bool] | None = None
     confirm_absent: Callable[[PveContext, Credential, Declared], None] | None = None
     write_guard: Callable[[PveContext, Credential, Declared, Mapping[str, object]], dict] | None = None
+    #: The state arguments ``identify`` takes (``name`` is the state's name).
+    identity_keys: tuple[str, ...] = ("name",)
 
     def differences(self, live: Mapping[str, object], decl: Declared) -> dict[str, dict]:
         """``{key: {old, new}}`` for each declared value the live object does not have."""

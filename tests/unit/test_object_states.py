@@ -98,3 +98,27 @@ def test_policy_module_fetches_salt_files_with_cp_get_file_str():
 
     with pytest.raises(CommandExecutionError, match=r"fragments\[0\]: salt://missing.hcl was not found"):
         module.policy_assemble(["salt://missing.hcl"])
+
+
+@pytest.mark.parametrize(
+    ("state", "fun", "args", "kwargs"),
+    [*CASES, ("proxmox_lxc", "proxmox.lxc_present", ("web",), {"vmid": 150, "node": "pve1"})],
+)
+@pytest.mark.parametrize("which", ["present", "absent"])
+def test_states_pass_the_whole_run_through(state, fun, args, kwargs, which):
+    """Salt injects ``__low__`` and ``__lowstate__`` into state modules only; the execution module
+    sees the run's other declarations because the state hands both over unchanged."""
+    fun = fun.replace("_present", f"_{which}")
+    salt = Recorder(fun)
+    this = {"__id__": "one", "state": state, "fun": which, "name": args[0]}
+    lowstate = [this, {"__id__": "two", "state": state, "fun": "present", "name": args[0]}]
+    module = load("_states", state, salt, True, low=this)
+    module.__lowstate__ = lowstate
+    if which == "absent" and state == "proxmox_lxc":
+        kwargs = {"vmid": 150, "node": "pve1"}
+    elif which == "absent":
+        kwargs = {}
+    getattr(module, which)(*args, **kwargs)
+    ((called, _, passed),) = salt.calls
+    assert called == fun
+    assert passed["__low__"] is this and passed["__lowstate__"] is lowstate

@@ -1,0 +1,153 @@
+"""The whole state run as Salt hands it to a state module, for checks that need every declaration.
+
+During a state run Salt injects into each state function ``__low__`` (the chunk being run) and
+``__lowstate__`` (every chunk of the run, in order): Salt 3008 ``salt/state.py`` ``State.call``,
+``inject_globals``. A chunk is a mapping of the state's arguments plus Salt's own keys:
+``state`` (the state module, ``proxmox_lxc``), ``fun`` (``present``), ``__id__`` (the state id),
+``name``, ``__sls__``, ``__env__``, ``order`` and the requisites.
+
+The state modules pass both through unchanged as keyword arguments ``__low__`` and
+``__lowstate__`` (``declared_keys`` drops them from what a family sees); ``Run.of`` picks them up.
+Outside a state run (an execution-module call from the command line) there is no run: ``Run.of``
+returns None and every run-wide check is skipped.
+
+``Run.declared`` yields the chunks of one state module, optionally only those on one target: what
+a run-wide read (every guest a run declares) or a run-wide check needs. ``twins`` finds the other
+declarations of the object a chunk declares (docs/design.md §8 "One object, one state").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+#: The chunk keys that are Salt's, not the state's arguments (besides every ``__``-prefixed key).
+SALT_KEYS = frozenset({"state", "fun", "order", "name", "names"})
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One declaration of the run.
+
+    - ``state_id``: the state id (``__id__``); ``name``: the state's ``name`` (the id unless
+      ``name:`` or ``names:`` gave another);
+    - ``state``/``fun``: the state module and function (``proxmox_lxc``, ``present``);
+    - ``args``: the state's own arguments (no ``__``-prefixed key, no ``state``/``fun``/``order``/
+      ``name``), as declared — requisites included, which no identity reads.
+    """
+
+    state_id: str
+    name: str
+    state: str
+    fun: str
+    args: Mapping[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, low: Mapping) -> Chunk | None:
+        """The chunk of one low mapping, or None when it is not a state chunk (no ``state``/``fun``)."""
+        state, fun = low.get("state"), low.get("fun")
+        if not isinstance(state, str) or not isinstance(fun, str):
+            return None
+        name = low.get("name")
+        state_id = low.get("__id__", name)
+        args = {
+            key: value for key, value in low.items() if not str(key).startswith("__") and key not in SALT_KEYS
+        }
+        return cls(str(state_id), str(name if name is not None else state_id), state, fun, args)
+
+    def target(self, default: str | None) -> str | None:
+        """The ``proxmox:targets`` name this chunk declares for: its ``target``, else ``default``
+        (the only target configured; None when several are and none is named)."""
+        named = self.args.get("target")
+        return named if isinstance(named, str) and named else default
+
+    @property
+    def label(self) -> str:
+        """How a sentence names the declaration: ``state web (proxmox_lxc.present)``, with the
+        name when ``names:`` made several chunks of one id."""
+        shown = f"state {self.state_id}"
+        if self.name != self.state_id:
+            shown += f" (name {self.name})"
+        return f"{shown} ({self.state}.{self.fun})"
+
+    def same_as(self, other: Chunk) -> bool:
+        """True for the same declaration (Salt's tag: id, name, state, function)."""
+        return (self.state_id, self.name, self.state, self.fun) == (
+            other.state_id,
+            other.name,
+            other.state,
+            other.fun,
+        )
+
+
+class Run:
+    """One state run: every chunk, and the one running now (``current``, None when unknown)."""
+
+    def __init__(self, lowstate: Iterable[object], low: Mapping | None = None):
+        chunks = (Chunk.of(item) for item in lowstate if isinstance(item, Mapping))
+        self.chunks: list[Chunk] = [chunk for chunk in chunks if chunk is not None]
+        self.current: Chunk | None = Chunk.of(low) if isinstance(low, Mapping) else None
+
+    @classmethod
+    def of(cls, kwargs: Mapping[str, object]) -> Run | None:
+        """The run a state module passed through (keys ``__lowstate__`` and ``__low__`` of a call's
+        keyword arguments), or None outside a state run."""
+        lowstate = kwargs.get("__lowstate__")
+        if not isinstance(lowstate, Iterable) or isinstance(lowstate, str | bytes | Mapping):
+            return None
+        low = kwargs.get("__low__")
+        return cls(lowstate, low if isinstance(low, Mapping) else None)
+
+    def declared(self, state: str, target: str | None = None, default: str | None = None) -> Iterator[Chunk]:
+        """The chunks of state module ``state`` (``proxmox_lxc``), in run order; with ``target``,
+        only those declared for it (a chunk naming no target is on ``default``, the only target
+        configured)."""
+        for chunk in self.chunks:
+            if chunk.state != state:
+                continue
+            if target is None or chunk.target(default) == target:
+                yield chunk
+
+    def twins(self, states: Iterable[str], key_of: Callable[[Chunk], str | None]) -> list[Chunk]:
+        """The other chunks of ``states`` that declare the object the current chunk declares.
+
+        ``key_of`` gives a chunk's object key (its ownership row key, docs/design.md §8), or None
+        when the chunk's identity cannot be read (it is refused on its own when it runs). Empty
+        when there is no current chunk or its key cannot be read.
+        """
+        me = self.current
+        if me is None:
+            return []
+        mine = key_of(me)
+        if mine is None:
+            return []
+        wanted = set(states)
+        return [
+            chunk
+            for chunk in self.chunks
+            if chunk.state in wanted and not chunk.same_as(me) and key_of(chunk) == mine
+        ]
+
+
+def twins_refusal(
+    run: Run | None, states: Iterable[str], key_of: Callable[[Chunk], str | None]
+) -> str | None:
+    """The refusal of the current declaration when another state of the run declares the same
+    object (same ownership row key, ``<target>/<family>/<identity>``), else None.
+
+    Both declarations are refused, each naming the other, in the plan as in the apply and before
+    either writes: Salt runs them one after the other, so a check on rows alone would let the
+    first write and record its row before the second noticed.
+    """
+    if run is None or run.current is None:
+        return None
+    others = run.twins(states, key_of)
+    if not others:
+        return None
+    target, family, identity = str(key_of(run.current)).split("/", 2)
+    names = " and by ".join(chunk.label for chunk in others)
+    return (
+        f"{family} {identity} on {target} is declared by {run.current.label} and by {names}. One object "
+        "takes one declaration, or the two would fight over it (and each plans to create it): remove all "
+        "but one."
+    )
