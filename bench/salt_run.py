@@ -1,0 +1,380 @@
+"""The salt-call benchmark: real ``salt-call --local`` runs of the formula against a fake cluster.
+
+For each size N it seeds a fake cluster (fakepve on 127.0.0.1, in this process) with N containers
+this minion owns (their configs as a create leaves them, their ownership rows in the minion's
+grains) and a pillar declaring them as they are, then runs, each ``--repeat`` times:
+
+- ``salt-call test.ping``: the start-up baseline (Salt loading, no state run);
+- ``state.apply proxmox test=True``: the plan;
+- ``state.apply proxmox``: the no-drift apply (nothing to write).
+
+It prints, per size and per injected latency (fakepve's ``slow_network``, seconds per request):
+the median wall time, ms per guest, PVE requests per guest by method, the peak RSS of the
+salt-call process (``wait4``'s ``ru_maxrss``), and with latency the floor ``N·L/C + start-up``
+(C: the concurrent reads, ``proxmox:targets:<t>:concurrency``) beside the measured figure.
+Every run is checked: all states must succeed, the plan must show no change and nothing may be
+written; a run that breaks this is reported and the script exits 1.
+
+``--creates`` measures creating N containers from nothing with one apply (fakepve finishes its
+tasks at once), per container. ``--profile N`` writes a cProfile of the no-drift apply of N
+containers and prints its top functions by cumulative time.
+
+Figures, not assertions: the test suite asserts the request counts; CI never runs this.
+
+    .venv/bin/python bench/salt_run.py [--sizes 10 100 500 1000] [--repeat 3] \\
+        [--latency 0 0.02] [--creates 10 500] [--profile 200] [--concurrency 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile  # noqa: F401 - run as ``python -m cProfile`` around salt-call
+import json
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from salt_proxmox.lxc.lifecycle import present  # noqa: E402
+from salt_proxmox.lxc.props import parse_declaration  # noqa: E402
+from salt_proxmox.ownership import MemoryStore  # noqa: E402
+from tests.integration.lxc_support import TARGET, declaration, make_context, static_targets  # noqa: E402
+from tests.support.cluster import ServedCluster  # noqa: E402
+from tests.support.saltrun import FORMULA, write_minion_config  # noqa: E402
+
+FIRST_VMID = 1000
+SALT_CALL = Path(sys.executable).parent / "salt-call"
+
+
+@dataclass
+class Run:
+    """One salt-call: wall seconds, peak RSS (MiB), the PVE requests it sent, its state rows."""
+
+    wall: float
+    rss_mib: float
+    requests: list[tuple[str, str]]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    failure: str = ""
+
+
+def bench_declaration(vmid: int) -> dict[str, Any]:
+    """The declaration of bench container ``vmid``: the integration tests' creatable container,
+    without a mount point, spread over both nodes."""
+    return declaration(vmid=vmid, node="pve1" if vmid % 2 == 0 else "pve2", mp0=None)
+
+
+def state_id(vmid: int) -> str:
+    return f"ct{vmid}"
+
+
+def write_pillar(pillar_dir: Path, vmids: range) -> None:
+    """``top.sls`` and ``proxmox.sls`` declaring the containers ``vmids``."""
+    pillar_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (pillar_dir / "top.sls").write_text(yaml.safe_dump({"base": {"*": ["proxmox"]}}))
+    lxc = {state_id(vmid): bench_declaration(vmid) for vmid in vmids}
+    (pillar_dir / "proxmox.sls").write_text(yaml.safe_dump({"proxmox": {"lxc": lxc}}))
+
+
+def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
+    """Put ``vmids`` into the fake cluster as a create of this product leaves them, and their
+    ownership rows into the minion's grains file.
+
+    The first container is created for real (through the library, as the state does); the others
+    are copies of its config with their own hostname, volume and MAC, so seeding 1000 takes
+    seconds. Their rows are what ``Ownership.mark_owned`` writes after a create."""
+    assert cluster.pve is not None
+    first = vmids[0]
+    store = MemoryStore()
+    ctx = make_context(static_targets(cluster), store=store)
+    outcome = present(ctx, state_id(first), False, **bench_declaration(first))
+    if outcome.result is not True:
+        raise SystemExit(f"seeding: the create of CT {first} failed: {outcome.comment}")
+    proto = cluster.pve.ct(first)
+    for vmid in vmids[1:]:
+        config = dict(proto.config)
+        config["hostname"] = state_id(vmid)
+        config["rootfs"] = proto.config["rootfs"].replace(f"-{first}-", f"-{vmid}-")
+        mac = f"BC:24:11:{vmid >> 16 & 255:02X}:{vmid >> 8 & 255:02X}:{vmid & 255:02X}"
+        config["net0"] = proto.config["net0"].replace(_mac(proto.config["net0"]), mac)
+        cluster.pve.add_ct(vmid, node=bench_declaration(vmid)["node"], config=config, defaults=False)
+    rows = dict(store.rows)
+    for vmid in vmids[1:]:
+        decl = dict(bench_declaration(vmid))
+        stored = parse_declaration(
+            state_id(vmid),
+            vmid=decl.pop("vmid"),
+            node=decl.pop("node"),
+            target=TARGET,
+            config=decl,
+        ).stored()
+        rows[f"{TARGET}/lxc/{vmid}"] = {
+            "phase": "owned",
+            "instance": str(uuid.uuid4()),
+            "state_id": state_id(vmid),
+            "declared": stored,
+        }
+    (config_dir / "grains").write_text(yaml.safe_dump({"salt_proxmox": {"owned": rows}}))
+
+
+def _mac(net: str) -> str:
+    return dict(part.split("=", 1) for part in net.split(",") if "=" in part)["hwaddr"]
+
+
+def minion(cluster: ServedCluster, work: Path, concurrency: int | None) -> Path:
+    """A minion config directory for ``cluster`` with static credentials and the bench pillar."""
+    assert cluster.seeded is not None
+    (read_id, read_secret), (prov_id, prov_secret) = cluster.seeded.read_token, cluster.seeded.provision_token
+    config_dir = work / "minion"
+    write_minion_config(
+        config_dir,
+        cluster.url,
+        cluster.cafile,
+        static={
+            "read": {"token_id": read_id, "secret": read_secret},
+            "provision": {"token_id": prov_id, "secret": prov_secret},
+        },
+        target=TARGET,
+        pillar_roots=[str(work / "pillar")],
+        extra={"file_roots": {"base": [str(FORMULA)]}},
+    )
+    if concurrency is not None:
+        path = config_dir / "minion"
+        config = yaml.safe_load(path.read_text())
+        config["proxmox"]["targets"][TARGET]["concurrency"] = concurrency
+        path.write_text(yaml.safe_dump(config))
+    return config_dir
+
+
+def salt_call(cluster: ServedCluster, config_dir: Path, *args: str, profile: Path | None = None) -> Run:
+    """One ``salt-call --local`` in its own process, timed, with its peak RSS and its requests."""
+    assert cluster.pve is not None
+    command = [str(SALT_CALL), "--local", "-c", str(config_dir), "--out=json", "--log-level=quiet", *args]
+    if profile is not None:
+        command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command]
+    start = len(cluster.pve.requests)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        began = time.perf_counter()
+        proc = subprocess.Popen(
+            command, stdout=out, stderr=err, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+        )
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - began
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    requests = [(method, path) for method, path, _body in cluster.pve.requests[start:]]
+    run = Run(wall=wall, rss_mib=usage.ru_maxrss / 1024, requests=requests)
+    try:
+        ret = json.loads(stdout)["local"]
+    except (ValueError, KeyError, TypeError):
+        run.failure = f"exit {proc.returncode}, no JSON return: {(stdout + stderr)[-2000:]}"
+        return run
+    if isinstance(ret, dict) and all(isinstance(v, dict) for v in ret.values()):
+        run.rows = list(ret.values())
+    elif args[0] == "state.apply":
+        run.failure = f"state.apply returned {str(ret)[:2000]}"
+    return run
+
+
+def check(run: Run, plan: bool, size: int) -> str:
+    """Why a plan or no-drift apply of ``size`` owned containers is not clean, or ''."""
+    if run.failure:
+        return run.failure
+    if len(run.rows) != size:
+        return f"{len(run.rows)} states ran, expected {size}"
+    bad = [row for row in run.rows if row.get("result") is not True or row.get("changes")]
+    if bad:
+        return f"{len(bad)} states not clean, e.g. {json.dumps(bad[0])[:600]}"
+    written = [r for r in run.requests if r[0] != "GET"]
+    if written:
+        return f"{'plan' if plan else 'apply'} wrote: {written[:3]}"
+    return ""
+
+
+def by_method(requests: list[tuple[str, str]], size: int) -> str:
+    counts = Counter(method for method, _path in requests)
+    config_gets = sum(1 for m, p in requests if m == "GET" and p.endswith("/config"))
+    parts = [f"{method} {counts[method] / size:.2f}" for method in sorted(counts)]
+    return f"{' '.join(parts) or '-'} (config GET {config_gets / size:.2f})"
+
+
+def measure(args: argparse.Namespace) -> int:
+    failures = 0
+    header = (
+        f"{'N':>5} {'latency':>7} {'run':>9} {'wall s':>8} {'ms/guest':>9} {'floor s':>8} "
+        f"{'x floor':>7} {'x plan':>6} {'RSS MiB':>8}  requests per guest"
+    )
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp, ServedCluster() as cluster:
+            assert cluster.pve is not None
+            cluster.pve.max_requests = 10**8
+            work = Path(tmp)
+            os.chmod(work, 0o700)
+            vmids = range(FIRST_VMID, FIRST_VMID + size)
+            write_pillar(work / "pillar", vmids)
+            config_dir = minion(cluster, work, args.concurrency)
+            seeded = time.perf_counter()
+            seed_owned(cluster, config_dir, vmids)
+            print(f"# N={size}: seeded in {time.perf_counter() - seeded:.1f} s", flush=True)
+            print(header, flush=True)
+            for latency in args.latency:
+                # fakepve's latency is in PVE seconds, scaled by time_scale (0: none at all).
+                cluster.pve.time_scale = 1.0 if latency else 0.0
+                cluster.pve.slow_network(latency)
+                pings = [salt_call(cluster, config_dir, "test.ping") for _ in range(args.repeat)]
+                startup = statistics.median(r.wall for r in pings)
+                _row(size, latency, "test.ping", pings, startup, None, args)
+                plans = [
+                    salt_call(cluster, config_dir, "state.apply", "proxmox", "test=True")
+                    for _ in range(args.repeat)
+                ]
+                applies = [
+                    salt_call(cluster, config_dir, "state.apply", "proxmox") for _ in range(args.repeat)
+                ]
+                plan_wall = statistics.median(r.wall for r in plans)
+                _row(size, latency, "plan", plans, startup, None, args)
+                _row(size, latency, "apply", applies, startup, plan_wall, args)
+                for what, runs in (("plan", plans), ("apply", applies)):
+                    for run in runs:
+                        problem = check(run, what == "plan", size)
+                        if problem:
+                            failures += 1
+                            print(f"  ! {what} of {size}: {problem}", flush=True)
+                            break
+    return failures
+
+
+def _row(
+    size: int,
+    latency: float,
+    what: str,
+    runs: list[Run],
+    startup: float,
+    plan_wall: float | None,
+    args: argparse.Namespace,
+) -> None:
+    """One line of the table; ms per guest leaves the start-up out."""
+    wall = statistics.median(r.wall for r in runs)
+    rss = max(r.rss_mib for r in runs)
+    guests = size if what != "test.ping" else 1
+    per_guest = 1000 * (wall - startup) / size if what != "test.ping" else 0
+    floor = ratio = ""
+    if latency and what != "test.ping":
+        floor_s = size * latency / args.concurrency_for_floor + startup
+        floor = f"{floor_s:.2f}"
+        ratio = f"{wall / floor_s:.2f}"
+    vs_plan = f"{wall / plan_wall:.2f}" if plan_wall else ""
+    requests = by_method(runs[-1].requests, guests) if what != "test.ping" else "-"
+    print(
+        f"{size:>5} {latency * 1000:>5.0f}ms {what:>9} {wall:>8.2f} {per_guest:>9.2f} {floor:>8} "
+        f"{ratio:>7} {vs_plan:>6} {rss:>8.1f}  {requests}",
+        flush=True,
+    )
+
+
+def creates(args: argparse.Namespace) -> int:
+    """Create N containers from nothing with one apply; print the cost per container."""
+    failures = 0
+    print(
+        f"{'N':>5} {'create wall s':>13} {'start-up s':>10} {'ms/container':>12} {'RSS MiB':>8}  "
+        "requests per container"
+    )
+    for size in args.creates:
+        with tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp, ServedCluster() as cluster:
+            assert cluster.pve is not None
+            cluster.pve.max_requests = 10**8
+            work = Path(tmp)
+            os.chmod(work, 0o700)
+            vmids = range(FIRST_VMID, FIRST_VMID + size)
+            write_pillar(work / "pillar", vmids)
+            config_dir = minion(cluster, work, args.concurrency)
+            startup = salt_call(cluster, config_dir, "test.ping").wall
+            run = salt_call(cluster, config_dir, "state.apply", "proxmox")
+            per = 1000 * (run.wall - startup) / size
+            print(
+                f"{size:>5} {run.wall:>13.2f} {startup:>10.2f} {per:>12.2f} {run.rss_mib:>8.1f}  "
+                f"{by_method(run.requests, size)}",
+                flush=True,
+            )
+            bad = run.failure or (
+                f"{sum(1 for r in run.rows if r.get('result') is not True)} states failed"
+                if any(r.get("result") is not True for r in run.rows) or len(run.rows) != size
+                else ""
+            )
+            if bad:
+                failures += 1
+                print(f"  ! create of {size}: {bad}", flush=True)
+    return failures
+
+
+def profile(args: argparse.Namespace) -> int:
+    """cProfile the no-drift apply of ``args.profile`` owned containers; print the top functions."""
+    size = args.profile
+    with tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp, ServedCluster() as cluster:
+        assert cluster.pve is not None
+        cluster.pve.max_requests = 10**8
+        work = Path(tmp)
+        os.chmod(work, 0o700)
+        vmids = range(FIRST_VMID, FIRST_VMID + size)
+        write_pillar(work / "pillar", vmids)
+        config_dir = minion(cluster, work, args.concurrency)
+        seed_owned(cluster, config_dir, vmids)
+        out = Path(args.profile_out or work / "apply.prof")
+        run = salt_call(cluster, config_dir, "state.apply", "proxmox", profile=out)
+        problem = check(run, False, size)
+        print(f"# cProfile of the no-drift apply of {size} owned containers: {run.wall:.2f} s", flush=True)
+        stats = pstats.Stats(str(out))
+        stats.sort_stats("cumulative").print_stats(args.profile_top)
+        if problem:
+            print(f"  ! apply of {size}: {problem}", flush=True)
+            return 1
+    return 0
+
+
+def main() -> int:
+    """Run the benchmark; returns the exit status (1 when a run was not clean)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10, 100, 500, 1000])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is shown)")
+    parser.add_argument(
+        "--latency", type=float, nargs="+", default=[0.0, 0.02], help="seconds fakepve adds to each request"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="proxmox:targets:<t>:concurrency for the runs (default: the module's own)",
+    )
+    parser.add_argument("--creates", type=int, nargs="*", default=[], help="sizes of the create measurement")
+    parser.add_argument("--profile", type=int, default=None, help="cProfile the no-drift apply of N")
+    parser.add_argument("--profile-out", default=None, help="where to keep the profile (.prof)")
+    parser.add_argument("--profile-top", type=int, default=30)
+    args = parser.parse_args()
+    args.concurrency_for_floor = args.concurrency or 8
+    print(f"# {os.cpu_count()} CPUs; salt-call {SALT_CALL}", flush=True)
+    failures = 0
+    if args.profile:
+        failures += profile(args)
+    if args.sizes:
+        failures += measure(args)
+    if args.creates:
+        failures += creates(args)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
