@@ -36,23 +36,83 @@ def test_rendered_requisites(tmp_path):
     low, raw = salt_call(config_dir, "state.show_low_sls", "proxmox")
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
-    pve = [{chunk["state"]: chunk["__id__"]} for chunk in low if chunk["state"].startswith("proxmox_")]
+    pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
     assert len(pve) == 12, "three containers, three aliases, two pools, two roles, two ACL entries"
-    required_by = by_id["openbao-policy-salt-proxmox-creds"]["require_in"]
-    assert sorted(map(json.dumps, required_by)) == sorted(map(json.dumps, pve)), (
-        "policies before every PVE state"
-    )
-    assert {"proxmox_role": "proxmox-role-SaltProxmoxRead"} in by_id["proxmox-acl-salt-read-on-root"][
-        "require"
-    ]
-    assert {"proxmox_role": "proxmox-role-SaltProxmoxProvision"} in by_id[
-        "proxmox-acl-salt-provision-on-root"
-    ]["require"]
-    fragments = by_id["openbao-policy-salt-proxmox-creds"]["fragments"]
+    policy = by_id["openbao-policy-salt-proxmox-creds"]
+    # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
+    assert all(policy["order"] < chunk["order"] for chunk in pve), raw
+    assert not any(key in chunk for chunk in low for key in ("require_in", "watch_in", "prereq"))
+    required = {chunk["__id__"]: chunk["require"] for chunk in low if "require" in chunk}
+    assert required == {
+        "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
+        "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
+    }
+    fragments = policy["fragments"]
     assert (
         fragments[0] == "salt://proxmox/files/openbao/proxmox-creds.hcl"
         and 'path "sys/policy/' in fragments[1]
     )
+
+
+INJECTED = "x\nproxmox-lxc-evil:\n  proxmox_lxc.absent:\n    - vmid: 120\n    - removal: destroy"
+
+
+def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
+    """A pool key holding a newline and YAML is one failing state naming the key, and a pool key with a
+    `#` one state the pool rule refuses: every other state still plans, nothing is written."""
+
+    def change(data):
+        data["proxmox"]["pools"][INJECTED] = {"comment": "c"}
+        data["proxmox"]["pools"]["lab #prod"] = {"comment": "c"}
+
+    config_dir = tmp_path / "etc"
+    write_minion_config(
+        config_dir,
+        fresh_cluster.url,
+        fresh_cluster.cafile,
+        openbao=bao_creds,
+        pillar_roots=[str(_pillar(tmp_path, change))],
+    )
+    start = len(fresh_cluster.pve.requests)
+    plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
+    rows = {row["id"]: row for row in state_rows(plan)}
+    assert len(rows) == 15, raw
+    assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
+    failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
+    escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
+    assert set(failed) == {escaped, "proxmox-pool-lab #prod"}, raw
+    assert "pillar key proxmox:pools:x\\nproxmox-lxc-evil:" in failed[escaped]
+    assert "lab #prod" in failed["proxmox-pool-lab #prod"]
+    assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:])
+
+
+def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp_path):
+    """The policy cannot be assembled (a fragment file that is not there) and container web declares a key
+    no container has: both fail, and the other containers, aliases, pools, roles and ACL entries still
+    plan and apply."""
+
+    def change(data):
+        data["openbao"]["policies"]["salt-proxmox-creds"]["fragments"][0] = "salt://proxmox/files/missing.hcl"
+        data["proxmox"]["lxc"]["web"]["no_such_key"] = 1
+
+    config_dir = tmp_path / "etc"
+    write_minion_config(
+        config_dir,
+        fresh_cluster.url,
+        fresh_cluster.cafile,
+        openbao=bao_creds,
+        pillar_roots=[str(_pillar(tmp_path, change))],
+    )
+    broken = {"openbao-policy-salt-proxmox-creds", "proxmox-lxc-web"}
+    for args, expect in ((["test=True"], None), ([], True)):
+        ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
+        rows = {row["id"]: row for row in state_rows(ret)}
+        assert len(rows) == 13, raw
+        assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
+        assert "requisite" not in raw.lower()
+        assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw
+        assert rows["proxmox-firewall-alias-lab_net"]["result"] is expect, raw
+    assert fresh_cluster.pve.ct(151) is not None and fresh_cluster.pve.ct(150) is None
 
 
 def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):

@@ -1,0 +1,193 @@
+"""The formula (``formula/proxmox/init.sls``, Salt's ``py`` renderer) as a function of pillar: which states
+it declares, with which arguments and requisites, and how it answers pillar that is not the shape it needs.
+Loaded here as Salt's renderer loads it (``salt/utils/templates.py`` ``py``), with ``__pillar__`` set;
+``tests/functional`` renders it through a real salt-call."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SLS = REPO / "formula" / "proxmox" / "init.sls"
+
+
+def render(pillar: dict) -> dict:
+    loader = importlib.machinery.SourceFileLoader("proxmox_formula", str(SLS))
+    spec = importlib.util.spec_from_file_location("proxmox_formula", SLS, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.__pillar__ = pillar
+    return module.run()
+
+
+def args(state: dict) -> tuple[str, dict]:
+    """(function, {argument: value}) of one rendered state."""
+    ((function, arguments),) = state.items()
+    merged: dict = {}
+    for argument in arguments:
+        merged.update(argument)
+    return function, merged
+
+
+def failing(states: dict) -> dict[str, str]:
+    """{state id: comment} of the formula's failing pillar states."""
+    return {
+        sid: args(state)[1]["comment"]
+        for sid, state in states.items()
+        if args(state)[0] == "test.configurable_test_state"
+    }
+
+
+EXAMPLES = yaml.safe_load((REPO / "pillar_examples" / "proxmox.sls").read_text())
+
+
+def test_examples_render_every_entry_once_with_only_real_requisites():
+    states = render(EXAMPLES)
+    assert not failing(states)
+    assert [sid for sid in states] == [
+        "openbao-policy-salt-proxmox-creds",
+        "proxmox-firewall-alias-db",
+        "proxmox-firewall-alias-dns1",
+        "proxmox-firewall-alias-lab_net",
+        "proxmox-pool-lab",
+        "proxmox-pool-prod",
+        "proxmox-role-SaltProxmoxProvision",
+        "proxmox-role-SaltProxmoxRead",
+        "proxmox-acl-salt-provision-on-root",
+        "proxmox-acl-salt-read-on-root",
+        "proxmox-lxc-db",
+        "proxmox-lxc-dns",
+        "proxmox-lxc-web",
+    ], "policies first, containers last, each family in key order"
+    requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
+    # Only an ACL entry needs what it names: PVE refuses an entry for a role that does not exist
+    # (pve-access-control src/PVE/API2/ACL.pm update_acl). A policy is no requisite of the PVE states.
+    assert {sid: need for sid, need in requisites.items() if need} == {
+        "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
+        "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
+    }
+    assert not any("require_in" in args(state)[1] for state in states.values())
+    function, web = args(states["proxmox-lxc-web"])
+    assert function == "proxmox_lxc.present" and web["vmid"] == 150 and web["name"] == "web"
+    assert web["description"] == "Public web front end" and "ensure" not in web
+
+
+def test_a_container_requires_its_declared_pool_and_an_acl_its_pool():
+    pillar = {
+        "proxmox": {
+            "pools": {"prod": {}, "gone": {"ensure": "absent"}},
+            "acls": {"ops": {"path": "/pool/prod", "role": "PVEAuditor", "group": "ops"}},
+            "lxc": {
+                "web": {"vmid": 150, "pool": "prod"},
+                "db": {"vmid": 151, "pool": "gone"},
+                "dns": {"vmid": 120, "pool": "elsewhere"},
+            },
+        }
+    }
+    states = render(pillar)
+    need = {sid: args(state)[1].get("require") for sid, state in states.items()}
+    assert need["proxmox-lxc-web"] == [{"proxmox_pool": "proxmox-pool-prod"}]
+    assert need["proxmox-acl-ops"] == [{"proxmox_pool": "proxmox-pool-prod"}]
+    # A pool this pillar removes or does not declare is no requisite: the state judges it.
+    assert need["proxmox-lxc-db"] is None and need["proxmox-lxc-dns"] is None
+
+
+def test_absent_entries_pass_only_what_removal_reads():
+    pillar = {
+        "proxmox": {
+            "lxc": {"old": {"ensure": "absent", "vmid": 160, "memory": 512, "removal": "destroy"}},
+            "pools": {"lab": {"ensure": "absent", "comment": "x", "removal": "destroy"}},
+            "acls": {"x": {"ensure": "absent", "path": "/", "role": "R", "token": "a@pve!t", "propagate": 1}},
+        },
+        "openbao": {"policies": {"p": {"ensure": "absent", "fragments": ["x"], "name": "q"}}},
+    }
+    states = {sid: args(state) for sid, state in render(pillar).items()}
+    assert states["proxmox-lxc-old"] == (
+        "proxmox_lxc.absent",
+        {"name": "old", "vmid": 160, "removal": "destroy"},
+    )
+    assert states["proxmox-pool-lab"] == ("proxmox_pool.absent", {"name": "lab", "removal": "destroy"})
+    assert states["proxmox-acl-x"] == (
+        "proxmox_acl.absent",
+        {"name": "x", "path": "/", "role": "R", "token": "a@pve!t"},
+    )
+    assert states["openbao-policy-p"] == ("openbao_policy.absent", {"name": "q"})
+
+
+INJECTED = "x\nproxmox-lxc-evil:\n  proxmox_lxc.absent:\n    - vmid: 120\n    - removal: destroy"
+
+
+@pytest.mark.parametrize("section", ["lxc", "pools", "roles", "acls", "firewall_aliases"])
+def test_a_key_with_a_newline_and_yaml_is_one_failing_state(section):
+    # Pasted into YAML text, this key would declare a second state destroying CT 120.
+    states = render({"proxmox": {section: {INJECTED: {"comment": "c"}, "fine": {"comment": "c"}}}})
+    problems = failing(states)
+    assert len(states) == 2 and len(problems) == 1, states
+    ((sid, comment),) = problems.items()
+    assert "\n" not in sid and sid.endswith(
+        "x\\nproxmox-lxc-evil:\\n  proxmox_lxc.absent:\\n    - vmid: 120\\n    - removal: destroy"
+    )
+    assert f"proxmox:{section}:x\\nproxmox-lxc-evil" in comment and "control character" in comment
+    assert "Nothing was written." in comment
+    assert all("evil" not in s or s == sid for s in states)
+
+
+def test_a_hash_in_a_key_is_part_of_the_name():
+    # YAML would read `lab #prod:` as `lab` and a comment; data keeps it whole for the pool rule to judge.
+    states = render({"proxmox": {"pools": {"lab #prod": {"comment": "c"}}}})
+    assert {sid: args(s) for sid, s in states.items()} == {
+        "proxmox-pool-lab #prod": ("proxmox_pool.present", {"name": "lab #prod", "comment": "c"})
+    }
+
+
+@pytest.mark.parametrize(
+    ("key", "shown", "words"),
+    [(150, "150", "is a number"), (True, "True", "is a boolean"), (None, "None", "is empty")],
+)
+def test_a_key_yaml_did_not_read_as_a_string_is_refused(key, shown, words):
+    states = render({"proxmox": {"lxc": {key: {"vmid": 150}}}})
+    assert failing(states) == {
+        f"proxmox-lxc-{shown}": f"pillar key proxmox:lxc:{shown} {words}, not a string: YAML reads an "
+        f"unquoted 150, on or null as a number, a boolean or nothing; quote the key ('{shown}':). "
+        "Nothing was written."
+    }
+
+
+@pytest.mark.parametrize(
+    ("pillar", "sid", "words"),
+    [
+        ({"proxmox": ["lxc"]}, "proxmox-pillar", "pillar proxmox is a list, not a mapping of sections"),
+        ({"proxmox": {"lxc": ["web"]}}, "proxmox-lxc-pillar", "pillar proxmox:lxc is a list"),
+        ({"proxmox": {"lxc": {"web": [150]}}}, "proxmox-lxc-web", "pillar proxmox:lxc:web is a list"),
+        ({"proxmox": {"lxc": {"web": "vmid=150"}}}, "proxmox-lxc-web", "is a string, not a mapping"),
+        ({"openbao": "x"}, "openbao-policy-pillar", "pillar openbao is a string, not a mapping"),
+    ],
+)
+def test_pillar_of_another_shape_is_one_failing_state(pillar, sid, words):
+    problems = failing(render(pillar))
+    assert list(problems) == [sid] and words in problems[sid]
+
+
+def test_values_of_any_shape_render():
+    # Names other entries point at may be lists or mappings: the formula passes them on for the state
+    # to refuse by name, and renders the rest.
+    pillar = {
+        "proxmox": {
+            "roles": {"r": {"name": ["R"]}},
+            "acls": {"a": {"role": {"x": 1}, "path": ["/pool/p"]}},
+            "lxc": {"web": {"pool": ["p"], "net0": "name=eth0\nbridge=vmbr0"}},
+        }
+    }
+    states = {sid: args(s) for sid, s in render(pillar).items()}
+    assert states["proxmox-role-r"] == ("proxmox_role.present", {"name": ["R"]})
+    assert states["proxmox-lxc-web"][1]["net0"] == "name=eth0\nbridge=vmbr0"
+    assert "require" not in states["proxmox-acl-a"][1]
+
+
+def test_empty_pillar_declares_nothing():
+    assert render({}) == {} and render({"proxmox": {"lxc": None}}) == {}
