@@ -112,4 +112,5 @@ def context_for(
         client = PveClient(target, session)
         cache[client_key] = client
     broker = CredentialBroker(target, cache, openbao)
-    return PveContext(target=target, client=client, broker=broker, ownership=Ownership(store))
+    # ``extra`` is the run's cache, so what is read once per run (pve.facts) is read once.
+    return PveContext(target=target, client=client, broker=broker, ownership=Ownership(store), extra=cache)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
+from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, LATEST, Release, TagStyle
 from salt_proxmox.wire.propstring import (
     canonical_option,
     flag,
@@ -56,19 +57,14 @@ def live_text(value: object) -> str | None:
         return str(value)
 
 
-def tag_set(value: str) -> str:
-    """Tags as PVE stores them: split on ``;``, ``,`` or space, lower-cased, de-duplicated, sorted
-    (pve-manager ``PVE::API2::Cluster`` tag-style defaults: case-insensitive, ordered)."""
-    return ";".join(sorted({tag.lower() for tag in value.replace(",", " ").replace(";", " ").split()}))
-
-
 def ordered_list(value: str) -> str:
     """A resolver list: order matters (PVE writes it into resolv.conf as given), separators do not."""
     return " ".join(value.replace(",", " ").replace(";", " ").split())
 
 
-def scalar_form(key: str, value: str) -> str:
-    """One scalar value in its comparable spelling (see ``schema.Key.compare``)."""
+def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
+    """One scalar value in its comparable spelling (see ``schema.Key.compare``); tags as the
+    datacenter's ``style`` stores them (``TagStyle.unique``)."""
     compare = schema.SCALARS[key].compare
     if compare == "number":
         try:
@@ -92,7 +88,7 @@ def scalar_form(key: str, value: str) -> str:
     if compare == "startup":
         return sorted_form(dict(pairs(value, default_key="order")))
     if compare == "tags":
-        return tag_set(value)
+        return style.unique(value)
     return value
 
 
@@ -161,11 +157,12 @@ def _dev_same(declared: str, live: str) -> bool:
     return option_map(declared, "dev", "path") == option_map(live, "dev", "path")
 
 
-def judge(decl: LxcDeclaration, live: Mapping[str, object]) -> Change:
+def judge(decl: LxcDeclaration, live: Mapping[str, object], style: TagStyle = DEFAULT_TAG_STYLE) -> Change:
     """Compare ``decl`` with a live config (``GET .../config`` data) and say what to do.
 
-    Pure: no I/O. Never raises for a live value it cannot parse; such a key is drift with a
-    refusal naming it.
+    ``style``: the datacenter's tag style (``salt_proxmox.pve.facts.tag_style``), which decides
+    whether tag case and order are spelling or a change. Pure: no I/O. Never raises for a live
+    value it cannot parse; such a key is drift with a refusal naming it.
     """
     change = Change()
     drift: set[str] = set()
@@ -174,7 +171,7 @@ def judge(decl: LxcDeclaration, live: Mapping[str, object]) -> Change:
         have = live_text(live.get(key))
         family = (schema.indexed(key) or ("", 0))[0]
         try:
-            _judge_key(decl, key, family, want, have, unprivileged, change, drift)
+            _judge_key(decl, key, family, want, have, unprivileged, change, drift, style)
         except ValueError as exc:
             drift.add(key)
             change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
@@ -191,6 +188,7 @@ def _judge_key(
     unprivileged: bool,
     change: Change,
     drift: set[str],
+    style: TagStyle = DEFAULT_TAG_STYLE,
 ) -> None:
     vmid = decl.vmid
     if key == "unprivileged":
@@ -252,9 +250,16 @@ def _judge_key(
         drift.add(key)
         change.refuse.append(f"{key}: not a container config key this state manages.")
         return
-    wanted = "" if want == "" else scalar_form(key, want)
+    if want == "" and key != "features":
+        # ``''`` asks for PVE's default: nothing to do when the key is absent or holds it.
+        if have is None or (spec.default is not None and scalar_form(key, have) == spec.default):
+            return
+        drift.add(key)
+        change.clear.append(key)  # ``''`` on a key PVE will not delete is refused at parse
+        return
+    wanted = "" if want == "" else scalar_form(key, want, style)
     current = have if have is not None else spec.default
-    had = "" if current is None else scalar_form(key, current)
+    had = "" if current is None else scalar_form(key, current, style)
     if wanted == had:
         return
     drift.add(key)
@@ -266,12 +271,6 @@ def _judge_key(
             change.clear.append(key)
         else:
             change.put[key] = sent
-        return
-    if want == "":
-        if spec.clearable:
-            change.clear.append(key)
-        else:
-            change.refuse.append(f"{key}: cannot be removed; declare the value it should have.")
         return
     change.put[key] = want
 
@@ -300,22 +299,59 @@ def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | Non
     return reasons
 
 
-def create_refusals(decl: LxcDeclaration) -> list[str]:
+def creates_unprivileged(decl: LxcDeclaration, release: Release = LATEST) -> bool:
+    """Whether a create of ``decl`` makes an unprivileged container: ``unprivileged`` as declared,
+    else ``release``'s default (pve-container ``src/PVE/API2/LXC.pm`` ``create_vm``: ``$unprivileged
+    = 1 if !defined($unprivileged)`` since pve-container 6.0.6, PVE 9; privileged on PVE 8)."""
+    declared = decl.config.get("unprivileged", "")
+    if declared == "":
+        return release.creates_unprivileged
+    return flag(declared) == "1"
+
+
+def uses_new_options(decl: LxcDeclaration) -> bool:
+    """True when ``decl`` names an option only some releases know (``facts.NEW_IN_9``), so the
+    plan must know the cluster's release to judge it."""
+    return bool(release_refusals(decl, Release("8.0")))
+
+
+def release_refusals(decl: LxcDeclaration, release: Release) -> list[str]:
+    """Options ``decl`` names that ``release`` does not know (``facts.NEW_IN_9``: ``host-managed``
+    of a NIC, ``idmap`` of a volume), one sentence each; PVE's ``parse_property_string`` would
+    refuse them."""
+    reasons = []
+    for key, value in decl.config.items():
+        family = (schema.indexed(key) or ("", 0))[0]
+        if value == "" or not (family in ("net", "mp") or key == "rootfs"):
+            continue
+        kind = "net" if family == "net" else "volume"
+        names = [name for name, _ in pairs(value, None if kind == "net" else "volume")]
+        for option in release.unknown_options(kind, names):
+            reasons.append(
+                f"{key}: {option}= is an option of PVE 9; this cluster runs PVE {release.release}, whose "
+                f"pve-container refuses it (`invalid key in comma-separated list property: {option}`). "
+                "Leave it out, or upgrade the cluster first."
+            )
+    return reasons
+
+
+def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str]:
     """Why this declaration cannot be created with an API token (empty when it can).
 
-    ``POST /nodes/{node}/lxc`` (pve-container ``src/PVE/API2/LXC.pm``): an ostemplate is required;
-    ``unprivileged`` defaults to 0 there, so undeclared means privileged; root-only rules as in
-    ``check_ct_modify_config_perm``; volumes only as new ``storage:GiB`` disks, so a create never
-    attaches a volume it did not allocate.
+    ``POST /nodes/{node}/lxc`` (pve-container ``src/PVE/API2/LXC.pm`` ``create_vm``): an
+    ostemplate is required; an undeclared ``unprivileged`` is ``release``'s default
+    (``creates_unprivileged``); root-only rules as in ``check_ct_modify_config_perm``; volumes
+    only as new ``storage:GiB`` disks, so a create never attaches a volume it did not allocate;
+    options ``release`` does not know (``release_refusals``).
     """
-    reasons = []
+    reasons = list(release_refusals(decl, release))
     vmid = decl.vmid
     if decl.ostemplate is None:
         reasons.append(
             f"CT {vmid} does not exist and the declaration has no ostemplate, so it cannot be created. "
             "Declare ostemplate, or declare the node and vmid of the guest that exists."
         )
-    unprivileged = flag(decl.config.get("unprivileged", "0")) == "1"
+    unprivileged = creates_unprivileged(decl, release)
     for key, value in decl.config.items():
         family = (schema.indexed(key) or ("", 0))[0]
         if value == "":

@@ -28,9 +28,12 @@ from salt_proxmox.lxc.judge import (
     Change,
     create_form,
     create_refusals,
+    creates_unprivileged,
     identity_refusals,
     judge,
     live_text,
+    release_refusals,
+    uses_new_options,
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration, vmid_number
 from salt_proxmox.openbao.creds import CredentialBroker
@@ -39,6 +42,7 @@ from salt_proxmox.ownership import CREATING, Ownership, row_key
 from salt_proxmox.pve.client import PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
+from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle, release, tag_style
 from salt_proxmox.pve.tasks import (
     CREATE_POLLS,
     POLL_INTERVAL,
@@ -61,6 +65,8 @@ class PveContext:
     ``poll_interval`` (seconds) drive task polling (tests pass a no-op sleep). ``create_polls``
     and ``task_polls`` bound the polls of a create and of any other task (``pve.tasks``'
     ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
+    ``extra`` is the run's cache (Salt's ``__context__``): what is read once per run, such as the
+    cluster's release and tag style (``pve.facts``), is kept there.
     """
 
     target: Target
@@ -166,6 +172,12 @@ def read_live(ctx: PveContext, node: str, vmid: int) -> dict | None:
     )
 
 
+def styled(ctx: PveContext, decl: LxcDeclaration) -> TagStyle:
+    """The tag style to judge ``decl`` with: the datacenter's (read once per run) when it declares
+    tags, else the default, so a plan without tags spends no read on it."""
+    return tag_style(ctx) if decl.config.get("tags") else DEFAULT_TAG_STYLE
+
+
 def _show(key: str, value: str | None) -> object:
     """A value as a return may show it; a description only by its length (docs/design.md §6)."""
     if value is None:
@@ -225,7 +237,8 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
         ])  # fmt: skip
     live = read_live(ctx, decl.node, decl.vmid)
     if live is None:
-        refusals = create_refusals(decl)
+        cluster = release(ctx)
+        refusals = create_refusals(decl, cluster)
         if refusals:
             return Decision("refuse", reasons=refusals, row_key=key, row=row)
         if row and row.get("phase") != CREATING:
@@ -237,8 +250,13 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
             note = f"{what}: an earlier create did not finish and the guest is absent; would create it"
         else:
             note = f"{what}: would be created from {decl.ostemplate}"
+        if "unprivileged" not in decl.config:
+            kind = "unprivileged" if creates_unprivileged(decl, cluster) else "privileged"
+            note += f" as {kind} (PVE {cluster.release}'s default: unprivileged is not declared)"
         return Decision("create", live=None, notes=[note], row_key=key, row=row)
-    change = judge(decl, live)
+    change = judge(decl, live, styled(ctx, decl))
+    if uses_new_options(decl):
+        change.refuse.extend(release_refusals(decl, release(ctx)))
     notes: list[str] = []
     record = False
     if row is None:
@@ -341,7 +359,7 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     if after is None:
         return outcome.fail(f"CT {decl.vmid}: the write returned no error but the guest is absent.")
     ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored())
-    left = judge(decl, after).drift
+    left = judge(decl, after, styled(ctx, decl)).drift
     if left:
         return outcome.fail(
             f"CT {decl.vmid}: after the write, {', '.join(left)} still differ from the declaration. PVE may "
@@ -479,7 +497,7 @@ def absent(
         live = read_live(ctx, last.node, last.vmid)
         if live is None:
             return forget_ownership(outcome, ctx.ownership, key, row, what, test, already_absent=True)
-        drift = judge(last, live).drift
+        drift = judge(last, live, styled(ctx, last)).drift
         if drift:
             return outcome.fail(
                 f"destroy {what}: the guest no longer matches its last declaration ({', '.join(drift)}), "

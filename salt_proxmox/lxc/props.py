@@ -55,11 +55,18 @@ class LxcDeclaration:
 def _problem_for(key: str, value: str) -> str | None:
     """Why ``value`` is not a valid ``key`` (its schema rule or property-string format), or None.
 
-    ``''`` asks to clear a key; whether that key can be cleared is the judge's to say, except
-    for ``unprivileged``, which is never a config removal (PVE: read-only after create).
+    ``''`` asks to clear a key: refused for the keys PVE will not delete (``schema.Key.clearable``)
+    and for ``unprivileged``, which is never a config removal (PVE: read-only after create).
     """
     if value == "":
-        return "cannot be removed; declare true or false" if key == "unprivileged" else None
+        if key == "unprivileged":
+            return "cannot be removed; declare true or false"
+        if key in schema.SCALARS and not schema.SCALARS[key].clearable:
+            return (
+                f"PVE refuses to delete it (`unable to delete required option '{key}'`, pve-container "
+                "Config.pm update_pct_config); declare the value it should have"
+            )
+        return None
     if key in schema.SCALARS:
         if key == "features":
             return _options_problem(value, "features", None)
@@ -85,6 +92,11 @@ def _problem_for(key: str, value: str) -> str | None:
     return None
 
 
+def _rule_kind(key: str) -> str | None:
+    rule = schema._rule_for(key)
+    return rule.kind if rule is not None else None
+
+
 def _options_problem(value: str, family: str, default_key: str | None) -> str | None:
     """Check a property string against ``schema.OPTIONS[family]``: known options, each valid."""
     rules = schema.OPTIONS[family]
@@ -95,6 +107,11 @@ def _options_problem(value: str, family: str, default_key: str | None) -> str | 
     unknown = sorted({key for key, _ in items} - set(rules))
     if unknown:
         return f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(rules))}"
+    empty = [key for key, raw in items if raw == ""]
+    if empty:
+        # pve-common JSONSchema.pm parse_property_string takes ``key=value`` only with a value
+        # (``^([^=]+)=(.+)$``); ``key=`` dies with "missing key in comma-separated list property".
+        return f"{empty[0]}= has no value; PVE refuses an empty option (leave the option out instead)"
     for option, raw in items:
         reason = rules[option].problem(raw)
         if reason:
@@ -185,6 +202,14 @@ def parse_declaration(
             except ValueError as exc:
                 problems.append(f"start: {exc}")
             continue
+        if value and _rule_kind(key) == "boolean":
+            # Sent as 1/0: PVE's check_type takes nothing else for a boolean API parameter
+            # (pve-common JSONSchema.pm), so a declared on/yes/true is spelled 1 here.
+            try:
+                value = flag(value)
+            except ValueError:
+                problems.append(f"{key}: type check ('boolean') failed - got {shown(value)}")
+                continue
         if len(value) > 65536:
             problems.append(
                 f"{key}: value is {len(value)} characters long; PVE's config lines are far shorter"

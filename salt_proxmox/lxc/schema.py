@@ -32,13 +32,16 @@ class Key:
 
     ``compare``: ``number``, ``flag``, ``text``, ``description``, ``tags``, ``list`` (ordered
     resolver list), ``startup`` or ``features``. ``default``: what absence means in the live
-    config (None: absence is not any declarable value). ``clearable``: ``''`` sends ``delete=``.
+    config (None: absence is not any declarable value). ``clearable``: ``''`` sends ``delete=``
+    (pve-container ``src/PVE/LXC/Config.pm`` ``update_pct_config`` deletes any key but
+    ``memory``, ``rootfs``, ``ostype`` — "unable to delete required option" — and the read-only
+    ``unprivileged``).
     """
 
     compare: str
     rule: Rule
     default: str | None = None
-    clearable: bool = False
+    clearable: bool = True
 
 
 _ARCHES = ("amd64", "i386", "arm64", "armhf", "riscv32", "riscv64")
@@ -46,6 +49,60 @@ _OSTYPES = (
     "debian", "devuan", "ubuntu", "centos", "fedora", "opensuse", "archlinux", "alpine", "gentoo",
     "nixos", "unmanaged",
 )  # fmt: skip
+
+#: cgroup v2's largest CPU weight. pve-common ``src/PVE/CGroup.pm`` ``clamp_cpu_shares`` caps
+#: ``cpuunits`` there on cgroup v2, and pve-container ``src/PVE/API2/LXC.pm`` ``create_vm`` and
+#: ``src/PVE/API2/LXC/Config.pm`` ``update_vm`` store the capped value: a declared 20000 would be
+#: stored as 10000 and differ forever. PVE 9 runs cgroup v2 only, PVE 8 by default.
+CPUUNITS_V2_MAX = 10000
+
+
+def _cpuunits(value: str) -> str | None:
+    if int(value) > CPUUNITS_V2_MAX:
+        return (
+            f"{value} is above {CPUUNITS_V2_MAX}, which PVE stores instead on cgroup v2 (PVE 9, and PVE 8 "
+            f"by default; pve-common CGroup.pm clamp_cpu_shares): declare at most {CPUUNITS_V2_MAX}"
+        )
+    return None
+
+
+def _zone_names() -> frozenset[str] | None:
+    """The zones of ``zone.tab`` (third column), or None when no zone.tab can be read here."""
+    for path in ("/usr/share/zoneinfo/zone.tab",):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        return frozenset(
+            parts[2]
+            for line in lines
+            if not line.lstrip().startswith("#") and len(parts := line.split("\t")) > 2
+        )
+    return None
+
+
+_ZONES: list[frozenset[str] | None] = []
+
+
+def check_timezone(value: str) -> str | None:
+    """``pve-ct-timezone``: ``host``, ``UTC`` or a zone listed in ``zone.tab``.
+
+    pve-container ``src/PVE/LXC/Config.pm`` ``verify_ct_timezone`` (``host``) and pve-common
+    ``src/PVE/JSONSchema.pm`` ``pve_verify_timezone`` (``UTC``, else the third column of
+    ``/usr/share/zoneinfo/zone.tab``): ``Etc/UTC`` or ``US/Eastern`` are not in it and PVE refuses
+    them. The list is this host's zone.tab (tzdata differs little between hosts); without one,
+    only the node can tell, and the value is left to PVE.
+    """
+    if value in ("host", "UTC"):
+        return None
+    if not _ZONES:
+        _ZONES.append(_zone_names())
+    zones = _ZONES[0]
+    if zones is None or value in zones:
+        return None
+    return f"invalid time zone '{value}': not host, UTC or a zone of zone.tab (e.g. Europe/Vienna)"
+
 
 #: Scalar keys (``$confdesc``). Defaults are the ones PVE documents there; ``cores`` absent means
 #: every host core, which no declared number equals, so it has no default.
@@ -55,20 +112,20 @@ SCALARS: dict[str, Key] = {
     "console": Key("flag", Rule("boolean"), default="1"),
     "cores": Key("number", Rule("integer", minimum=1, maximum=8192)),
     "cpulimit": Key("number", Rule("number", minimum=0, maximum=8192), default="0"),
-    "cpuunits": Key("number", Rule("integer", minimum=0, maximum=500000)),
-    "description": Key("description", Rule(max_length=8192), clearable=True),
-    "features": Key("features", Rule(), clearable=True),
+    "cpuunits": Key("number", Rule("integer", minimum=0, maximum=500000, check=_cpuunits)),
+    "description": Key("description", Rule(max_length=8192)),
+    "features": Key("features", Rule()),
     "hostname": Key("text", Rule(max_length=255, check=check_dns_name)),
-    "memory": Key("number", Rule("integer", minimum=16), default="512"),
-    "nameserver": Key("list", Rule(check=check_addresses), clearable=True),
+    "memory": Key("number", Rule("integer", minimum=16), default="512", clearable=False),
+    "nameserver": Key("list", Rule(check=check_addresses)),
     "onboot": Key("flag", Rule("boolean"), default="0"),
-    "ostype": Key("text", Rule("enum", choices=_OSTYPES)),
+    "ostype": Key("text", Rule("enum", choices=_OSTYPES), clearable=False),
     "protection": Key("flag", Rule("boolean"), default="0"),
-    "searchdomain": Key("list", Rule(check=check_dns_names), clearable=True),
-    "startup": Key("startup", Rule(check=check_startup), clearable=True),
+    "searchdomain": Key("list", Rule(check=check_dns_names)),
+    "startup": Key("startup", Rule(check=check_startup)),
     "swap": Key("number", Rule("integer", minimum=0), default="512"),
-    "tags": Key("tags", Rule(check=check_tags), clearable=True),
-    "timezone": Key("text", Rule(max_length=255), clearable=True),
+    "tags": Key("tags", Rule(check=check_tags)),
+    "timezone": Key("text", Rule(max_length=255, check=check_timezone)),
     "tty": Key("number", Rule("integer", minimum=0, maximum=6), default="2"),
 }
 
@@ -85,26 +142,39 @@ CREATE_ONLY = frozenset({"ostemplate", "start"})
 NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
 
 
+def _cidr(value: str, version: int) -> str | None:
+    """pve-common ``JSONSchema.pm`` ``pve_verify_cidrv4``/``pve_verify_cidrv6``: an address with
+    a prefix of 8-32 (IPv4) or 8-128 (IPv6); a /7 or shorter is refused."""
+    maximum = 32 if version == 4 else 128
+    try:
+        interface = ipaddress.ip_interface(value)
+    except ValueError:
+        interface = None
+    if interface is None or interface.version != version:
+        return f"{value!r} is not an IPv{version} address/prefix"
+    if not 8 <= interface.network.prefixlen <= maximum:
+        return f"{value!r}: value does not look like a valid IPv{version} CIDR network (prefix 8-{maximum})"
+    return None
+
+
 def _ip4_config(value: str) -> str | None:
-    """``pve-ipv4-config``: ``dhcp``, ``manual`` or an address in CIDR notation."""
+    """``pve-ipv4-config`` (``pve_verify_ipv4_config``): ``dhcp``, ``manual`` or an address with a
+    prefix of 8-32."""
     if value in ("dhcp", "manual"):
         return None
-    try:
-        ipaddress.IPv4Interface(value)
-    except ValueError:
-        return f"{value!r} is not dhcp, manual or an IPv4 address/prefix"
-    return None if "/" in value else f"{value!r} needs a prefix length (e.g. /24)"
+    if "/" not in value:
+        return f"{value!r} needs a prefix length (e.g. /24)"
+    return _cidr(value, 4)
 
 
 def _ip6_config(value: str) -> str | None:
-    """``pve-ipv6-config``: ``auto``, ``dhcp``, ``manual`` or an address in CIDR notation."""
+    """``pve-ipv6-config`` (``pve_verify_ipv6_config``): ``auto``, ``dhcp``, ``manual`` or an
+    address with a prefix of 8-128."""
     if value in ("auto", "dhcp", "manual"):
         return None
-    try:
-        ipaddress.IPv6Interface(value)
-    except ValueError:
-        return f"{value!r} is not auto, dhcp, manual or an IPv6 address/prefix"
-    return None if "/" in value else f"{value!r} needs a prefix length (e.g. /64)"
+    if "/" not in value:
+        return f"{value!r} needs a prefix length (e.g. /64)"
+    return _cidr(value, 6)
 
 
 def _address(version: int):
@@ -131,7 +201,7 @@ def _absolute_path(value: str) -> str | None:
     return None if value.startswith("/") else f"{value!r} is not an absolute path"
 
 
-_FLAG = Rule("boolean")
+_FLAG = Rule("flag")
 _MOUNT_OPTION = "(?:discard|lazytime|noatime|nodev|noexec|nosuid)"
 _IDMAP_RANGE = "[ug]:[0-9]+:[0-9]+:[1-9][0-9]*"
 _IDMAP = _pattern(
@@ -159,7 +229,10 @@ OPTIONS: dict[str, dict[str, Rule]] = {
     "net": {
         "name": Rule(check=_pattern(r"[-_.\w\d]+", "an interface name")),
         "bridge": Rule(check=_pattern(r"[-_.\w\d]+", "a bridge name")),
-        "hwaddr": Rule(check=_pattern(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}", "a MAC address")),
+        # pve-common JSONSchema.pm pve_verify_mac_addr: the I/G bit must be clear (unicast).
+        "hwaddr": Rule(
+            check=_pattern(r"[0-9A-Fa-f][02468aceACE](?::[0-9A-Fa-f]{2}){5}", "a unicast MAC address")
+        ),
         "ip": Rule(check=_ip4_config),
         "gw": Rule(check=_address(4)),
         "ip6": Rule(check=_ip6_config),

@@ -109,9 +109,11 @@ def check_resize(value: str) -> str | None:
 class Rule:
     """One key's schema rule.
 
-    ``kind``: ``integer``, ``number``, ``boolean``, ``string`` or ``enum``; ``minimum``/``maximum``
-    for numbers; ``max_length`` for strings; ``choices`` for enums; ``check`` a format checker
-    returning None or the reason.
+    ``kind``: ``integer``, ``number``, ``boolean`` (an API parameter: ``1``/``0`` only),
+    ``flag`` (a boolean inside a property string, which ``parse_property_string`` reads with
+    ``parse_boolean``: also on/off, yes/no, true/false), ``string`` or ``enum``;
+    ``minimum``/``maximum`` for numbers; ``max_length`` for strings; ``choices`` for enums;
+    ``check`` a format checker returning None or the reason (for numbers, run after the range).
     """
 
     kind: str = "string"
@@ -131,8 +133,12 @@ class Rule:
                 return f"value must have a minimum value of {self.minimum:g}"
             if self.maximum is not None and number > self.maximum:
                 return f"value must have a maximum value of {self.maximum:g}"
-            return None
+            return self.check(value) if self.check is not None else None
         if self.kind == "boolean":
+            # pve-common JSONSchema.pm check_type: an API parameter of type boolean is '1' or
+            # '0' and nothing else (the 1|true|yes|on test there is commented out).
+            return None if value in ("1", "0") else f"type check ('boolean') failed - got {shown(value)}"
+        if self.kind == "flag":
             try:
                 flag(value)
             except ValueError:

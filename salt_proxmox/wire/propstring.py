@@ -56,9 +56,12 @@ FLAG_KEYS = frozenset(
     }
 )
 
-#: Keys holding a ``;`` list whose order PVE does not keep meaningful (``mount`` of features,
-#: ``mountoptions`` of a volume).
-SET_KEYS = frozenset({"mount", "mountoptions"})
+#: Keys holding a ``;`` list whose order PVE does not keep meaningful: ``mountoptions`` of a
+#: volume. Not ``mount`` of ``features``: pve-container ``src/PVE/LXC.pm``
+#: ``check_ct_modify_config_perm`` compares each feature's old and new value as strings
+#: (``$old ne $new``), so ``mount=nfs;cifs`` against a live ``cifs;nfs`` is a change only root@pam
+#: may make; it is compared and sent verbatim.
+SET_KEYS = frozenset({"mountoptions"})
 
 
 def flag(value: object) -> str:
@@ -128,7 +131,7 @@ def pairs(value: str, default_key: str | None = None) -> list[tuple[str, str]]:
 def canonical_option(key: str, value: str) -> str:
     """One option value in its comparable spelling.
 
-    Flags as 1/0; ``;`` lists as sorted sets; MACs upper-cased (pve-common ``PVE::Tools``
+    Flags as 1/0; ``mountoptions`` as a sorted set; MACs upper-cased (pve-common ``PVE::Tools``
     prints generated MACs upper-case and PVE compares them case-insensitively).
     """
     if key in FLAG_KEYS:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from salt_proxmox.wire.propstring import option_map, pairs, print_pairs, sorted_form
-from salt_proxmox.wire.sizes import gib_text, parse_size
+from salt_proxmox.wire.sizes import MIB, mib_text, new_volume_mib, parse_size
 
 #: pve-storage ``PVE::Storage::Plugin`` storage id format ``pve-storage-id``.
 STORAGE_ID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]$", re.IGNORECASE | re.ASCII)
@@ -127,10 +127,11 @@ def _live_write(live: Volume, want: Volume) -> str:
 def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
     """Compare a declared mount point with the live one (pure; see the module docstring).
 
-    A declared new disk ``storage:N`` against a live volume on the same storage: larger grows to
-    ``NG`` after the config PUT, smaller is refused (PVE: ``unable to shrink disk size``),
-    another storage is refused (a move is ``pct move-volume``). An option change is written with
-    the LIVE volume id and size, so PVE allocates nothing.
+    A declared new disk ``storage:N`` against a live volume on the same storage: its size is the
+    whole MiB a create allocates for N GiB (``new_volume_mib``), compared with the live size in
+    whole MiB; larger grows to that many MiB after the config PUT, smaller is refused (PVE:
+    ``unable to shrink disk size``), another storage is refused (a move is ``pct move-volume``).
+    An option change is written with the LIVE volume id and size, so PVE allocates nothing.
     """
     want = parse_volume(declared)
     have = parse_volume(live)
@@ -150,13 +151,16 @@ def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
             )
         resize = None
         live_size = have.options.get("size")
-        wanted_bytes = parse_size(f"{want.new_gib}G")
+        # The size a create gives ``storage:N``: whole MiB (``new_volume_mib``), so a fractional
+        # N compares equal to what PVE made of it and a grow is sent in the same MiB. The live size
+        # is compared in whole MiB too, the unit create_disks allocates in.
+        wanted_mib = new_volume_mib(want.new_gib)
         if live_size is None:
             return VolumeVerdict(
                 refuse=f"{key}: the live volume {have.volume} reports no size, so it cannot be compared."
             )
-        have_bytes = parse_size(live_size)
-        if wanted_bytes < have_bytes:
+        have_mib = parse_size(live_size) // MIB
+        if wanted_mib < have_mib:
             return VolumeVerdict(
                 refuse=(
                     f"{key}: declared {want.new_gib}G is smaller than the live {live_size}. PVE cannot "
@@ -164,8 +168,8 @@ def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
                     "size."
                 )
             )
-        if wanted_bytes > have_bytes:
-            resize = gib_text(want.new_gib)
+        if wanted_mib > have_mib:
+            resize = mib_text(wanted_mib)
         put = _live_write(have, want) if _comparable(want) != _comparable(have) else None
         return VolumeVerdict(put=put, resize=resize)
     if want.volume != have.volume:

@@ -149,7 +149,7 @@ def test_grow_a_disk_is_a_resize_task_after_the_put(fresh_cluster):
         ({"mp1": "/srv/share,mp=/share"}, "pct set 120 --mp1"),
         ({"dev0": "/dev/net/tun"}, "pct set 120 --dev0"),
         ({"unprivileged": False}, "unable to modify read-only option"),
-        ({"hostname": ""}, "cannot be removed"),
+        ({"memory": ""}, "unable to delete required option 'memory'"),
     ],
     ids=[
         "shrink",
@@ -158,7 +158,7 @@ def test_grow_a_disk_is_a_resize_task_after_the_put(fresh_cluster):
         "bind-mount-root-only",
         "dev-root-only",
         "unprivileged-flip",
-        "remove-hostname",
+        "remove-memory",
     ],
 )
 def test_refusals_write_nothing(cluster, over, needle):
@@ -268,9 +268,10 @@ def _count_openbao_requests(ctx) -> list[str]:
 
 
 def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
-    """A no-drift plan of N owned containers: exactly N config GETs, no cluster/resources call and one
-    read mint; a no-drift apply: zero writes and no provision mint (counted on fakepve's request log
-    and on the HTTP requests the hvac client sent to the OpenBao dev server)."""
+    """A no-drift plan of N owned containers: exactly N config GETs and one tag-style read, no
+    cluster/resources call and one read mint; a no-drift apply: zero writes and no provision mint
+    (counted on fakepve's request log and on the HTTP requests the hvac client sent to the OpenBao
+    dev server)."""
     targets, bao = bao_targets(fresh_cluster, bao_creds)
     store = MemoryStore()
     vmids = [150, 151, 152, 153]
@@ -292,8 +293,12 @@ def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
             f"no-drift {'plan' if test else 'apply'} of {len(vmids)} owned CTs: {len(log)} PVE requests "
             f"({len(config_gets)} config GETs, {len(writes(log))} writes), OpenBao requests {bao_seen}"
         )
-        # Plan and apply alike: one config read per container, nothing else, nothing written.
-        assert len(log) == len(vmids) and len(config_gets) == len(vmids)
+        # Plan and apply alike: one config read per container, plus the run's facts read once per
+        # run (pve.facts: the declarations name tags, so the datacenter's tag-style), nothing
+        # else, nothing written.
+        per_run = [p for m, p, _ in log if m == "GET" and p in ("/version", "/cluster/options")]
+        assert per_run == ["/cluster/options"]
+        assert len(log) == len(vmids) + len(per_run) and len(config_gets) == len(vmids)
         assert writes(log) == []
         assert not any(p == "/cluster/resources" for _, p, _ in log)
         assert bao_seen == ["proxmox/creds/read"]

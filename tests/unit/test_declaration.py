@@ -110,8 +110,12 @@ BAD_VALUES = [
     pytest.param(
         "net0", "name=eth0,bridge=vmbr0,speed=10", "unknown option(s) speed", id="net-unknown-option"
     ),
-    pytest.param("net0", "name=eth0,hwaddr=zz:00:00:00:00:01", "is not a MAC address", id="net-bad-mac"),
-    pytest.param("net0", "name=eth0,hwaddr=BC:24:11:00:01", "is not a MAC address", id="net-short-mac"),
+    pytest.param(
+        "net0", "name=eth0,hwaddr=zz:00:00:00:00:01", "is not a unicast MAC address", id="net-bad-mac"
+    ),
+    pytest.param(
+        "net0", "name=eth0,hwaddr=BC:24:11:00:01", "is not a unicast MAC address", id="net-short-mac"
+    ),
     pytest.param("net0", "eth0,bridge=vmbr0", "no default key", id="net-bare-item"),
     pytest.param("net0", "name=eth0,name=eth1", "duplicate key", id="net-duplicate-key"),
     # --- $features_desc: booleans, plus mount ---

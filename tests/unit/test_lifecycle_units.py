@@ -111,7 +111,10 @@ class StubPve:
     """A duck-typed PveClient: ``routes[(method, path)]`` is a list of answers (the last repeats)."""
 
     def __init__(self) -> None:
-        self.routes: dict[tuple[str, str], list] = {}
+        # GET /version answers a PVE 9 release unless a test says otherwise (pve.facts).
+        self.routes: dict[tuple[str, str], list] = {
+            ("GET", "version"): [{"release": "9.0", "version": "9.0.10"}]
+        }
         self.sent: list[Sent] = []
 
     def on(self, method: str, path: str, *answers: object) -> StubPve:

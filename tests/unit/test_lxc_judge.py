@@ -87,10 +87,11 @@ def test_seed_option_change_on_a_new_disk_is_written_with_the_live_volume_id() -
     )
 
 
-def test_seed_fractional_new_disk_grows_by_the_same_gib() -> None:
-    # API2/LXC.pm resize takes \+?\d+(\.\d+)?[KMGT]?: the fraction is kept.
+def test_fractional_new_disk_grows_to_the_mib_a_create_gives() -> None:
+    # LXC.pm create_disks allocates int(N*1024) MiB for storage:N; a grow goes to those MiB, which
+    # resize_vm's \+?\d+(\.\d+)?[KMGT]? takes (200.5 GiB = 205312 MiB exactly).
     found = judge_volume("mp0", "tank:200.5,mp=/data", LIVE_MP)
-    assert (found.put, found.resize) == (None, "200.5G")
+    assert (found.put, found.resize) == (None, "205312M")
 
 
 @pytest.mark.parametrize(
@@ -128,9 +129,11 @@ def test_seed_nameserver_order_is_meaningful() -> None:
 
 
 def test_seed_empty_clears_a_clearable_key_and_refuses_another() -> None:
-    # update_pct_config deletes description; hostname has no empty value to go back to.
+    # update_pct_config deletes description (and hostname); memory it refuses to delete.
     assert judge(decl(description=""), ct(description="x\n")).clear == ["description"]
-    assert "cannot be removed" in judge(decl(hostname=""), ct(hostname="x")).refuse[0]
+    assert judge(decl(hostname=""), ct(hostname="x")).clear == ["hostname"]
+    with pytest.raises(DeclarationError, match="unable to delete required option 'memory'"):
+        decl(memory="")
 
 
 def test_seed_unmanaged_key_is_refused_not_written() -> None:
@@ -301,16 +304,16 @@ NO_DRIFT = [
         id="net-mac-lower-case",
     ),
     pytest.param({"net0": "name=eth0,bridge=vmbr0,ip=dhcp"}, ct(net0=NIC), id="net-undeclared-mac-not-drift"),
-    # --- features ($features_desc): all flags default 0; mount is a set ---
+    # --- features ($features_desc): all flags default 0 ---
     pytest.param(
         {"features": "nesting=0,keyctl=0,fuse=0,mknod=0,force_rw_sys=0"}, ct(), id="features-all-off-vs-none"
     ),
     pytest.param({"features": ""}, ct(features="nesting=0"), id="features-empty-vs-all-off"),
     pytest.param({"features": "nesting=on"}, ct(features="nesting=1"), id="features-flag-spelling"),
     pytest.param(
-        {"features": "mount=nfs;cifs,nesting=1"},
+        {"features": "mount=cifs;nfs,nesting=1"},
         ct(features="nesting=1,mount=cifs;nfs"),
-        id="features-mount-set",
+        id="features-mount-same-order-key-order-free",
     ),
     # --- devices ($dev_desc): path is the default key, deny-write defaults 0 ---
     pytest.param({"dev0": "path=/dev/net/tun"}, ct(dev0="/dev/net/tun"), id="dev-path-key-spelled"),
@@ -470,7 +473,7 @@ WRITES = [
         id="rootfs-grow",
     ),
     pytest.param(
-        {"mp0": "tank:200.5,mp=/data"}, ct(mp0=LIVE_MP), {}, [], [("mp0", "200.5G")], id="mp-grow-fraction"
+        {"mp0": "tank:200.5,mp=/data"}, ct(mp0=LIVE_MP), {}, [], [("mp0", "205312M")], id="mp-grow-fraction"
     ),
     pytest.param(
         {"mp0": "tank:200,mp=/data,backup=1"},
@@ -498,7 +501,7 @@ def test_writes(declared: dict, live: dict, put: dict, clear: list, resize: list
 # Refusals
 # ============================================================================================
 
-NOT_CLEARABLE = {
+CLEARED = {
     "arch": "arm64",
     "cmode": "shell",
     "console": 0,
@@ -506,23 +509,43 @@ NOT_CLEARABLE = {
     "cpulimit": 2,
     "cpuunits": 200,
     "hostname": "web",
-    "memory": 1024,
     "onboot": 1,
-    "ostype": "debian",
     "protection": 1,
     "swap": 0,
     "tty": 4,
 }
 
 
-@pytest.mark.parametrize(("key", "value"), sorted(NOT_CLEARABLE.items()), ids=sorted(NOT_CLEARABLE))
-def test_empty_on_a_key_that_cannot_be_removed_is_refused(key: str, value: object) -> None:
-    # docs/design.md §6: only description, features, nameserver, searchdomain, startup, tags, timezone and
-    # NICs may be cleared; for the rest '' has no value to go back to (update_pct_config dies
-    # "unable to delete required option" for memory/rootfs, the others would silently reset).
+@pytest.mark.parametrize(("key", "value"), sorted(CLEARED.items()), ids=sorted(CLEARED))
+def test_empty_clears_any_key_pve_deletes(key: str, value: object) -> None:
+    # pve-container Config.pm update_pct_config deletes every key but memory, rootfs, ostype and
+    # the read-only unprivileged: cores '' goes back to every host core, swap to 512, ...
     change = judge(decl(**{key: ""}), ct(**{key: value}))
-    assert change.refuse == [f"{key}: cannot be removed; declare the value it should have."]
-    assert (change.put, change.clear, change.drift) == ({}, [], [key])
+    assert (change.put, change.clear, change.drift, change.refuse) == ({}, [key], [key], [])
+
+
+@pytest.mark.parametrize("key", sorted(CLEARED))
+def test_empty_against_an_absent_key_is_no_drift(key: str) -> None:
+    # After the delete the key is absent: '' asks for PVE's default, which absence is.
+    change = judge(decl(**{key: ""}), ct())
+    assert (change.drift, change.writes) == ([], False)
+
+
+@pytest.mark.parametrize(("key", "value"), [("swap", 512), ("onboot", 0), ("console", 1)])
+def test_empty_against_the_default_spelled_out_is_no_drift(key: str, value: object) -> None:
+    # $confdesc defaults: swap 512, onboot 0, console 1; '' is that default.
+    assert judge(decl(**{key: ""}), ct(**{key: value})).drift == []
+
+
+@pytest.mark.parametrize("key", ["memory", "ostype"])
+def test_empty_on_a_key_pve_will_not_delete_is_refused(key: str) -> None:
+    # update_pct_config: die "unable to delete required option '$opt'" for memory, rootfs, ostype.
+    with pytest.raises(DeclarationError) as caught:
+        decl(**{key: ""})
+    assert caught.value.problems == [
+        f"{key}: PVE refuses to delete it (`unable to delete required option '{key}'`, pve-container "
+        "Config.pm update_pct_config); declare the value it should have"
+    ]
 
 
 def pct(command: str) -> str:
@@ -790,8 +813,8 @@ CREATABLE = {"ostemplate": TEMPLATE, "rootfs": "local-zfs:8", "unprivileged": 1}
         pytest.param({"rootfs": "local-zfs:8"}, "has no ostemplate", id="no-ostemplate"),
         pytest.param(
             {"ostemplate": TEMPLATE, "features": "nesting=1"},
-            "Any feature on a privileged guest",  # unprivileged defaults 0 at create
-            id="privileged-with-features",
+            None,  # PVE 9 create_vm: an undeclared unprivileged is 1, so nesting is not root-only
+            id="undeclared-unprivileged-with-nesting",
         ),
         pytest.param({**CREATABLE, "features": "keyctl=1"}, "A feature other than nesting", id="keyctl"),
         pytest.param({**CREATABLE, "dev0": "/dev/net/tun"}, "`pct set 100 --dev0 '/dev/net/tun'`", id="dev"),

@@ -20,7 +20,7 @@ from salt_proxmox.wire.propstring import (
     sorted_form,
     wire,
 )
-from salt_proxmox.wire.sizes import GIB, gib_text, parse_size
+from salt_proxmox.wire.sizes import GIB, mib_text, new_volume_mib, parse_size
 from salt_proxmox.wire.volumes import judge_volume, parse_volume
 
 KIB, MIB, TIB = 1024, 1024**2, 1024**4
@@ -68,19 +68,55 @@ def test_parse_size_refuses_everything_else(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("number", "text"),
+    ("text", "size"),
     [
-        pytest.param("200", "200G", id="whole"),
-        pytest.param("200.5", "200.5G", id="fraction-kept"),
-        pytest.param("200.50", "200.5G", id="trailing-zero-dropped"),
-        pytest.param("0.25", "0.25G", id="below-one"),
-        pytest.param("1000", "1000G", id="no-exponent-for-round-numbers"),
+        pytest.param("40GiB", 40 * GIB, id="GiB"),
+        pytest.param("512MiB", 512 * MIB, id="MiB"),
+        pytest.param("8KiB", 8 * KIB, id="KiB"),
+        pytest.param("1.5TiB", int(1.5 * TIB), id="TiB-fraction"),
     ],
 )
-def test_gib_text_is_a_resize_size(number: str, text: str) -> None:
-    # A new disk storage:N is N GiB (PVE::LXC::create_disks); resize takes N G with fractions.
-    assert gib_text(number) == text
-    assert parse_size(text) == parse_size(f"{number}G")
+def test_parse_size_accepts_the_verbose_binary_suffixes(text: str, size: int) -> None:
+    # pve-common JSONSchema.pm parse_size: ^(\d+(\.\d+)?)([KMGT](?:iB)?)?$ since libpve-common-perl
+    # 8.3.3 / 9.0.9 ("schema: support sizes with verbose suffixes {K, M, G, T}iB").
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["40Gi", "40GIB", "40gib", "40iB", "40B"])
+def test_parse_size_refuses_half_verbose_suffixes(text: str) -> None:
+    # Only the exact KiB/MiB/GiB/TiB forms are in PVE's pattern.
+    with pytest.raises(ValueError, match="not a PVE size"):
+        parse_size(text)
+
+
+@pytest.mark.parametrize(
+    ("gib", "mib"),
+    [
+        pytest.param("8", 8192, id="whole"),
+        pytest.param("8.5", 8704, id="exact-half"),
+        pytest.param("8.3", 8499, id="fraction-cut-to-whole-mib"),
+        pytest.param("0.001", 1, id="tiny"),
+        pytest.param("0.0001", 0, id="below-one-mib"),
+    ],
+)
+def test_a_new_volume_is_int_n_times_1024_mib(gib: str, mib: int) -> None:
+    # pve-container src/PVE/LXC.pm create_disks: $size_kb = int(${size_gb} * 1024) * 1024, and
+    # the config's size= is $size_kb * 1024 bytes: storage:8.3 is 8499 MiB, not 8.3 GiB.
+    assert new_volume_mib(gib) == mib
+
+
+@pytest.mark.parametrize(
+    ("mib", "text"),
+    [
+        pytest.param(8192, "8G", id="whole-gib"),
+        pytest.param(8499, "8499M", id="fraction-in-mib"),
+        pytest.param(205312, "205312M", id="half-gib-in-mib"),
+    ],
+)
+def test_mib_text_is_a_resize_size_of_the_same_bytes(mib: int, text: str) -> None:
+    # resize_vm's size pattern \+?\d+(\.\d+)?[KMGT]? takes both spellings; they name mib MiB.
+    assert mib_text(mib) == text
+    assert parse_size(text) == mib * MIB
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,7 +290,8 @@ def test_family_defaults_are_the_documented_ones() -> None:
     [
         pytest.param("hwaddr", "bc:24:11:aa:bb:0c", "BC:24:11:AA:BB:0C", id="mac-upper"),
         pytest.param("hwaddr", "BC:24:11:AA:BB:0C", "BC:24:11:AA:BB:0C", id="mac-already-upper"),
-        pytest.param("mount", "nfs;cifs;nfs", "cifs;nfs", id="features-mount-is-a-set"),
+        # check_ct_modify_config_perm compares a feature's old and new value as strings.
+        pytest.param("mount", "nfs;cifs", "nfs;cifs", id="features-mount-kept-verbatim"),
         pytest.param("mountoptions", "noatime; nosuid;", "noatime;nosuid", id="mountoptions-is-a-set"),
         pytest.param("mountoptions", "nosuid;noatime", "noatime;nosuid", id="mountoptions-order-free"),
         pytest.param("backup", "yes", "1", id="flag-key"),
@@ -337,7 +374,7 @@ LIVE_MP = "tank:subvol-100-disk-0,mp=/data,backup=0,size=200G"
     [
         pytest.param("tank:200,mp=/data", LIVE_MP, None, None, id="same-size-same-options"),
         pytest.param("tank:250,mp=/data", LIVE_MP, None, "250G", id="grow"),
-        pytest.param("tank:200.5,mp=/data", LIVE_MP, None, "200.5G", id="fractional-grow-keeps-fraction"),
+        pytest.param("tank:200.5,mp=/data", LIVE_MP, None, "205312M", id="fractional-grow-in-mib"),
         pytest.param(
             "tank:200,mp=/data,backup=1",
             LIVE_MP,

@@ -1,0 +1,211 @@
+"""What differs between PVE 8 and PVE 9, and the cluster-wide settings a judge needs, read once per run.
+
+Two reads, each at most once per Salt run and target (cached in the run's cache, Salt's
+``__context__``), and only when a declaration needs them:
+
+- ``GET /version`` (pve-manager ``PVE/API2.pm`` ``version``, open to every authenticated user):
+  ``release`` is the point release ``x.y``, ``version`` the pve-manager package version. Only PVE
+  8 and 9 are supported; another major is refused, because its rules are not known here.
+- ``GET /cluster/options`` (pve-manager ``PVE/API2/Cluster.pm`` ``get_options``): ``tag-style``
+  is returned even without Sys.Audit on ``/``; absent, it means PVE's defaults.
+
+What differs by major release (``Release``), each from the two branches of the source:
+
+- privilege names (pve-access-control ``src/PVE/AccessControl.pm`` ``$privgroups`` on
+  ``stable-bookworm`` and ``master``): ``VM.Monitor`` exists on 8 only; ``VM.GuestAgent.*`` and
+  ``VM.Replicate`` on 9 only. A role naming a privilege the cluster does not know is refused by
+  ``create_role``/``update_role`` (``verify_privname``: "invalid privilege").
+- a container create without ``unprivileged`` (pve-container ``src/PVE/API2/LXC.pm``
+  ``create_vm``): privileged on 8; unprivileged on 9 (pve-container 6.0.6, "api: create CT:
+  default to unprivileged containers"), where a privileged create also needs ``Sys.Modify`` on
+  ``/``.
+- container options PVE 9 added (pve-container ``src/PVE/LXC/Config.pm``): ``host-managed`` of
+  ``netN`` and ``idmap`` of ``rootfs``/``mpN``; PVE 8's ``parse_property_string`` refuses them
+  ("invalid key in comma-separated list property").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from salt_proxmox.errors import Refused
+from salt_proxmox.pve.constraints import split_list
+from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.wire.propstring import flag, pairs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.lxc.lifecycle import PveContext
+
+SUPPORTED = (8, 9)
+
+#: pve-access-control ``src/PVE/AccessControl.pm`` ``$privgroups`` plus ``Permissions.Modify``,
+#: common to PVE 8 (``stable-bookworm``) and PVE 9 (``master``).
+_COMMON = """
+    Datastore.Allocate Datastore.AllocateSpace Datastore.AllocateTemplate Datastore.Audit
+    Group.Allocate Mapping.Audit Mapping.Modify Mapping.Use Permissions.Modify Pool.Allocate
+    Pool.Audit Realm.Allocate Realm.AllocateUser SDN.Allocate SDN.Audit SDN.Use Sys.AccessNetwork
+    Sys.Audit Sys.Console Sys.Incoming Sys.Modify Sys.PowerMgmt Sys.Syslog User.Modify VM.Allocate
+    VM.Audit VM.Backup VM.Clone VM.Config.CDROM VM.Config.CPU VM.Config.Cloudinit VM.Config.Disk
+    VM.Config.HWType VM.Config.Memory VM.Config.Network VM.Config.Options VM.Console VM.Migrate
+    VM.PowerMgmt VM.Snapshot VM.Snapshot.Rollback
+"""
+PRIVILEGES: dict[int, frozenset[str]] = {
+    8: frozenset(split_list(_COMMON + " VM.Monitor")),
+    9: frozenset(
+        split_list(
+            _COMMON
+            + """ VM.GuestAgent.Audit VM.GuestAgent.FileRead VM.GuestAgent.FileSystemMgmt
+            VM.GuestAgent.FileWrite VM.GuestAgent.Unrestricted VM.Replicate"""
+        )
+    ),
+}
+#: Every privilege name some supported release knows (what a declaration may name at all).
+ANY_PRIVILEGE = frozenset().union(*PRIVILEGES.values())
+
+#: Property-string options PVE 9 added, by family (pve-container ``src/PVE/LXC/Config.pm``).
+NEW_IN_9 = {"net": frozenset({"host-managed"}), "volume": frozenset({"idmap"})}
+
+_RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)")
+
+
+@dataclass(frozen=True)
+class Release:
+    """The cluster's PVE release: ``release`` (``'9.0'``) and ``version`` (``'9.0.3'``)."""
+
+    release: str
+    version: str = ""
+
+    @property
+    def major(self) -> int:
+        """8 or 9."""
+        return int(_RELEASE.match(self.release).group(1))  # type: ignore[union-attr]
+
+    @property
+    def privileges(self) -> frozenset[str]:
+        """The privilege names this release knows (``verify_privname``)."""
+        return PRIVILEGES[self.major]
+
+    @property
+    def creates_unprivileged(self) -> bool:
+        """True when a create without ``unprivileged`` makes an unprivileged container (PVE 9)."""
+        return self.major >= 9
+
+    @property
+    def privileged_create_needs_sys_modify(self) -> bool:
+        """True when creating a privileged container needs ``Sys.Modify`` on ``/`` (PVE 9)."""
+        return self.major >= 9
+
+    def unknown_options(self, family: str, options: object) -> list[str]:
+        """The options of ``family`` (``net``, ``volume``) this release does not know."""
+        if self.major >= 9:
+            return []
+        return sorted(set(options) & NEW_IN_9.get(family, frozenset()))  # type: ignore[arg-type]
+
+
+#: What a judge assumes when no cluster was asked (pure tests, the declaration alone): PVE 9.
+LATEST = Release("9.0")
+
+
+def parse_release(data: object) -> Release:
+    """``GET /version`` data as a Release. Raises ValueError for another shape, Refused for a
+    release this product does not know the rules of."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("release"), str):
+        raise ValueError("expected an object with a release (x.y)")
+    match = _RELEASE.match(data["release"])
+    if match is None:
+        raise ValueError(f"release {data['release']!r} is not x.y")
+    found = Release(data["release"], str(data.get("version") or ""))
+    if found.major not in SUPPORTED:
+        raise Refused(
+            f"the cluster runs PVE {found.release}; this product knows the rules of PVE 8 and 9 only, so "
+            "it plans nothing against it. Nothing was written."
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class TagStyle:
+    """The datacenter's ``tag-style`` as it shapes stored tags (pve-guest-common
+    ``src/PVE/GuestHelpers.pm`` ``get_unique_tags``): ``case_sensitive`` (``case-sensitive=1``)
+    keeps each tag's case, else tags are lower-cased; ``ordered`` (``ordering=config``) keeps the
+    declared order, else tags are sorted (case-insensitively unless case-sensitive)."""
+
+    case_sensitive: bool = False
+    ordered: bool = False
+
+    def unique(self, value: str) -> str:
+        """Tags as PVE stores them: split (``split_list``), cased and ordered by the style,
+        de-duplicated (first one kept), ``;``-joined — ``get_unique_tags`` line for line."""
+        tags = split_list(value)
+        if not self.ordered:
+            tags = sorted(tags, key=(lambda tag: tag) if self.case_sensitive else str.lower)
+        seen: dict[str, None] = {}
+        for tag in tags:
+            seen.setdefault(tag if self.case_sensitive else tag.lower(), None)
+        return ";".join(seen)
+
+
+DEFAULT_TAG_STYLE = TagStyle()
+
+
+def parse_tag_style(data: object) -> TagStyle:
+    """``GET /cluster/options`` data's ``tag-style`` (an object, or the property string
+    ``datacenter.cfg`` holds) as a TagStyle; absent is PVE's default. Raises ValueError for
+    another shape."""
+    if not isinstance(data, Mapping):
+        raise ValueError("expected an object of datacenter options")
+    raw = data.get("tag-style")
+    if raw is None or raw == "":
+        return DEFAULT_TAG_STYLE
+    if isinstance(raw, str):
+        raw = dict(pairs(raw))
+    if not isinstance(raw, Mapping):
+        raise ValueError("tag-style is neither an object nor a property string")
+    try:
+        case_sensitive = flag(raw.get("case-sensitive", 0)) == "1"
+    except ValueError:
+        raise ValueError(f"tag-style case-sensitive is {raw.get('case-sensitive')!r}") from None
+    return TagStyle(case_sensitive=case_sensitive, ordered=raw.get("ordering") == "config")
+
+
+def _cached(ctx: PveContext, what: str) -> tuple[MutableMapping, str]:
+    return ctx.extra, f"salt_proxmox.facts/{ctx.target.name}/{what}"
+
+
+def release(ctx: PveContext) -> Release:
+    """The cluster's release, read with the ``read`` credential once per run.
+
+    Raises PveError, PveMalformed, PveUnreachable, CredentialError, Refused (unsupported release).
+    """
+    cache, key = _cached(ctx, "release")
+    found = cache.get(key)
+    if isinstance(found, Release):
+        return found
+    data = ctx.client.request("GET", "version", ctx.broker.read())
+    try:
+        found = parse_release(data)
+    except ValueError as why:
+        raise PveMalformed("GET", "version", str(why)) from None
+    cache[key] = found
+    return found
+
+
+def tag_style(ctx: PveContext) -> TagStyle:
+    """The datacenter's tag style, read with the ``read`` credential once per run.
+
+    Raises PveError, PveMalformed, PveUnreachable, CredentialError.
+    """
+    cache, key = _cached(ctx, "tag-style")
+    found = cache.get(key)
+    if isinstance(found, TagStyle):
+        return found
+    data = ctx.client.request("GET", "cluster/options", ctx.broker.read())
+    try:
+        found = parse_tag_style(data)
+    except ValueError as why:
+        raise PveMalformed("GET", "cluster/options", str(why)) from None
+    cache[key] = found
+    return found
