@@ -43,11 +43,12 @@ def _context(target=None):
     )
 
 
-def _state(name, target, fun, /, *args, twins=None, **kwargs):
+def _state(name, target, fun, /, *args, twins=None, ahead=None, **kwargs):
     """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply returning an
     Outcome), or a refusal when the target's context cannot be built or, with ``twins``
     (``(call kwargs, state modules, key_of(chunk, default_target))``), when another state of the
-    run declares the same object."""
+    run declares the same object. ``ahead``: the family's ``read_ahead``, handed the run's
+    declarations of the first state module in ``twins`` before the first of them runs."""
     try:
         ctx = _context(target)
     except Exception as exc:
@@ -58,6 +59,8 @@ def _state(name, target, fun, /, *args, twins=None, **kwargs):
         refused = runtime.twins_return(name, call_kwargs, states, lambda chunk: key_of(chunk, default))
         if refused is not None:
             return refused
+        if ahead is not None:
+            runtime.read_ahead(ctx, call_kwargs, states[0], default, ahead)
     return fun(ctx, *args, **kwargs).salt_return(name)
 
 
@@ -128,7 +131,16 @@ def lxc_present(name, test=False, target=None, **declared):
         salt-call proxmox.lxc_present web test=True vmid=150 node=pve1 memory=1024
     """
     twins = (declared, (lifecycle.STATE,), lifecycle.chunk_key)
-    return _state(name, target, lifecycle.present, name, bool(test), twins=twins, **declared_keys(declared))
+    return _state(
+        name,
+        target,
+        lifecycle.present,
+        name,
+        bool(test),
+        twins=twins,
+        ahead=lifecycle.read_ahead,
+        **declared_keys(declared),
+    )
 
 
 def lxc_absent(name, vmid, node, test=False, target=None, removal="retain", **run):

@@ -20,7 +20,8 @@ from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import Ownership, OwnershipStore, store_for
-from salt_proxmox.pve.client import PveClient, parse_target
+from salt_proxmox.pve.client import PveClient, new_session, parse_target
+from salt_proxmox.pve.readahead import ReadAhead
 
 #: The ``config.get`` key naming the JSON file that holds ownership rows instead of the grain.
 OWNERSHIP_FILE = "proxmox:ownership_file"
@@ -60,6 +61,25 @@ def twins_return(
     return Outcome().refuse(DeclarationError(refusal)).salt_return(name)
 
 
+def read_ahead(
+    ctx: PveContext,
+    kwargs: Mapping[str, object],
+    state: str,
+    default: str | None,
+    reader: Callable[[PveContext, list[Mapping[str, object]]], int],
+) -> int:
+    """Hand ``reader`` (a family's ``read_ahead``) the arguments of the run's ``state``
+    (``proxmox_lxc``) ``present`` chunks on ``ctx``'s target, in run order; returns what it
+    sent. ``kwargs``: the call's keyword arguments holding the run (``__lowstate__``); outside a
+    state run there is none and nothing is read ahead. ``default``: the target of a chunk naming
+    none."""
+    run = Run.of(kwargs)
+    if run is None:
+        return 0
+    chunks = [chunk.args for chunk in run.declared(state, ctx.target.name, default) if chunk.fun == "present"]
+    return reader(ctx, chunks)
+
+
 def default_target(targets: object) -> str | None:
     """The target a declaration naming none is on: the only one configured, else None."""
     if isinstance(targets, Mapping) and len(targets) == 1:
@@ -95,7 +115,8 @@ def context_for(
     cache: MutableMapping,
     store: OwnershipStore,
 ) -> PveContext:
-    """A ``PveContext`` for one target, reusing the run's HTTP session and read credential.
+    """A ``PveContext`` for one target, reusing the run's HTTP session, read credential and
+    reads ahead.
 
     Raises DeclarationError for a missing or malformed target.
     """
@@ -104,13 +125,20 @@ def context_for(
     session_key = f"salt_proxmox.session/{chosen}"
     session = cache.get(session_key)
     if not isinstance(session, requests.Session):
-        session = requests.Session()
+        session = new_session(target)
         cache[session_key] = session
     client_key = f"salt_proxmox.client/{chosen}"
     client = cache.get(client_key)
     if not isinstance(client, PveClient) or client.target != target:
         client = PveClient(target, session)
         cache[client_key] = client
+    reads_key = f"salt_proxmox.reads/{chosen}"
+    reads = cache.get(reads_key)
+    if not isinstance(reads, ReadAhead):
+        reads = ReadAhead()
+        cache[reads_key] = reads
     broker = CredentialBroker(target, cache, openbao)
     # ``extra`` is the run's cache, so what is read once per run (pve.facts) is read once.
-    return PveContext(target=target, client=client, broker=broker, ownership=Ownership(store), extra=cache)
+    return PveContext(
+        target=target, client=client, broker=broker, ownership=Ownership(store), extra=cache, reads=reads
+    )

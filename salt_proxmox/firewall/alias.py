@@ -41,7 +41,7 @@ from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem, same_values
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem, listed_row, same_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.lxc.lifecycle import PveContext
@@ -207,6 +207,14 @@ def parse_entry(data: object, name: str) -> dict:
     return {"name": stored, "cidr": cidr, "comment": comment}
 
 
+def listed(rows: object, decl: Declared) -> dict | None:
+    """``GET /cluster/firewall/aliases`` (every alias, as ``read_alias`` answers each) → this
+    alias as ``parse_entry`` reads it, or None when it is not listed. Raises ValueError for
+    another shape."""
+    row = listed_row(rows, "name", lambda name: isinstance(name, str) and fold(name) == decl.identity)
+    return None if row is None else parse_entry(row, decl.names["name"])
+
+
 def is_absent(error: PveError, decl: Declared) -> bool:
     """PVE's exact missing-alias answer (see the module docstring)."""
     return error.status == 400 and str(error.errors.get("name", "")).strip() == "no such alias"
@@ -263,4 +271,6 @@ SPEC = ObjectSpec(
     delete=lambda decl, live: Call("DELETE", _path(decl)),
     matches=same_values,
     write_guard=list_digest,
+    listing=Call("GET", COLLECTION),
+    listed=listed,
 )

@@ -18,7 +18,7 @@ back and judges again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
@@ -43,6 +43,7 @@ from salt_proxmox.pve.client import PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle, release, tag_style
+from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.pve.tasks import (
     CREATE_POLLS,
     POLL_INTERVAL,
@@ -66,7 +67,8 @@ class PveContext:
     and ``task_polls`` bound the polls of a create and of any other task (``pve.tasks``'
     ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
     ``extra`` is the run's cache (Salt's ``__context__``): what is read once per run, such as the
-    cluster's release and tag style (``pve.facts``), is kept there.
+    cluster's release and tag style (``pve.facts``), is kept there. ``reads`` holds the run's
+    reads ahead (``salt_proxmox.pve.readahead``).
     """
 
     target: Target
@@ -78,6 +80,7 @@ class PveContext:
     extra: MutableMapping = field(default_factory=dict)
     create_polls: int = CREATE_POLLS
     task_polls: int = TASK_POLLS
+    reads: ReadAhead = field(default_factory=ReadAhead)
 
     def task(self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None) -> str:
         """Run one task with a fresh provision credential, polled by that same credential
@@ -110,6 +113,41 @@ def guest_path(node: str, vmid: int) -> str:
     return api_path("nodes", node, "lxc", vmid)
 
 
+def config_path(node: str, vmid: int) -> str:
+    """``nodes/{node}/lxc/{vmid}/config``, the read every container state starts with."""
+    return f"{guest_path(node, vmid)}/config"
+
+
+def read_ahead(ctx: PveContext, declarations: Iterable[Mapping[str, object]]) -> int:
+    """Read ahead, once per run, the config of every container the run declares on this target,
+    ``ctx.target.concurrency`` at a time (``salt_proxmox.pve.readahead``); returns how many were
+    sent.
+
+    ``declarations``: the arguments of the run's ``proxmox_lxc.present`` states on this target.
+    Only ``vmid`` and ``node`` are read; a declaration whose vmid or node ``parse_declaration``
+    refuses is skipped (its state reads nothing). Never raises: without a read credential nothing
+    is read ahead, and each state meets that failure on its own.
+    """
+    paths = []
+    for declared in declarations:
+        try:
+            decl = parse_declaration(
+                "read-ahead", vmid=declared.get("vmid"), node=declared.get("node"), target=ctx.target.name
+            )
+        except DeclarationError:
+            continue
+        paths.append(config_path(decl.node, decl.vmid))
+    run = frozenset(paths)
+    if not paths or run in ctx.reads.runs:
+        return 0
+    ctx.reads.runs.add(run)
+    try:
+        credential = ctx.broker.read()
+    except SaltProxmoxError:
+        return 0
+    return ctx.reads.fill(ctx.client, credential, paths, ctx.target.concurrency)
+
+
 def _valid_row(row: object) -> bool:
     if not isinstance(row, Mapping):
         return False
@@ -140,9 +178,9 @@ def read_live(ctx: PveContext, node: str, vmid: int) -> dict | None:
     absence.
     """
     credential = ctx.broker.read()
-    path = f"{guest_path(node, vmid)}/config"
+    path = config_path(node, vmid)
     try:
-        live = ctx.client.request("GET", path, credential)
+        live = ctx.reads.get(ctx.client, path, credential)
     except PveConfigMissing as missing:
         error = missing
     else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from salt_proxmox.errors import DeclarationError, Uncertain
 from salt_proxmox.pve.errors import PveMalformed, PveUnreachable, classify
@@ -27,6 +28,12 @@ from salt_proxmox.pve.errors import PveMalformed, PveUnreachable, classify
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 30.0
+#: Reads a run sends at once when it reads ahead (``salt_proxmox.readahead``), unless the target
+#: says ``concurrency``.
+DEFAULT_CONCURRENCY = 8
+#: The most a target may ask for, so that a slip of the pen (800) cannot open hundreds of
+#: connections to one node at once.
+MAX_CONCURRENCY = 64
 
 
 @dataclass(frozen=True)
@@ -54,14 +61,16 @@ class Target:
     """One cluster as configured under ``proxmox:targets:<name>``.
 
     ``members``: base URLs (``https://pve1:8006``) tried in order; ``verify``: True, False or a
-    CA bundle path; ``timeout``: seconds per request; ``credentials``: the raw credentials block
-    (see ``salt_proxmox.openbao.creds``).
+    CA bundle path; ``timeout``: seconds per request; ``concurrency``: the most reads a run
+    sends at once when it reads ahead; ``credentials``: the raw credentials block (see
+    ``salt_proxmox.openbao.creds``).
     """
 
     name: str
     members: tuple[str, ...]
     verify: bool | str = True
     timeout: float = DEFAULT_TIMEOUT
+    concurrency: int = DEFAULT_CONCURRENCY
     credentials: Mapping[str, object] = field(default_factory=dict, repr=False)
 
 
@@ -70,12 +79,13 @@ def parse_target(name: str, raw: object) -> Target:
 
     Raises DeclarationError naming the key: ``members`` must be a non-empty list of https URLs
     (http only for loopback test servers is still refused: PVE serves https only),
-    ``verify`` a bool or a path, ``timeout`` a positive number of seconds.
+    ``verify`` a bool or a path, ``timeout`` a positive number of seconds, ``concurrency`` a
+    whole number from 1 to ``MAX_CONCURRENCY``.
     """
     if not isinstance(raw, Mapping):
         raise DeclarationError(f"proxmox:targets:{name}: expected a mapping")
     problems = []
-    unknown = sorted(set(raw) - {"members", "verify", "timeout", "credentials"})
+    unknown = sorted(set(raw) - {"members", "verify", "timeout", "concurrency", "credentials"})
     if unknown:
         problems.append(f"proxmox:targets:{name}: unknown key(s) {', '.join(map(str, unknown))}")
     members = raw.get("members")
@@ -92,6 +102,12 @@ def parse_target(name: str, raw: object) -> Target:
     timeout = raw.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         problems.append(f"proxmox:targets:{name}:timeout: expected a positive number of seconds")
+    concurrency = raw.get("concurrency", DEFAULT_CONCURRENCY)
+    whole = isinstance(concurrency, int) and not isinstance(concurrency, bool)
+    if not whole or not 1 <= concurrency <= MAX_CONCURRENCY:
+        problems.append(
+            f"proxmox:targets:{name}:concurrency: expected a whole number of reads, 1 to {MAX_CONCURRENCY}"
+        )
     credentials = raw.get("credentials")
     if not isinstance(credentials, Mapping):
         problems.append(f"proxmox:targets:{name}:credentials: expected a mapping (source: openbao|static)")
@@ -103,8 +119,24 @@ def parse_target(name: str, raw: object) -> Target:
         members=tuple(m.rstrip("/") for m in members),
         verify=verify,
         timeout=float(timeout),
+        concurrency=concurrency,
         credentials=credentials,
     )
+
+
+def new_session(target: Target) -> requests.Session:
+    """The one ``requests.Session`` a target's calls share within a run, keeping up to
+    ``target.concurrency`` connections per member alive (requests' default keeps 10).
+
+    Reads ahead share it from several threads: each request prepares its own ``Request``, the
+    connection pool (urllib3's) hands each thread its own connection under a lock, and PVE's
+    token auth sets no cookie, so the cookie jar (itself locked) stays empty. A pool as large as
+    the threads means no thread opens a connection it then has to throw away.
+    """
+    session = requests.Session()
+    size = max(target.concurrency, 10)
+    session.mount("https://", HTTPAdapter(pool_connections=size, pool_maxsize=size))
+    return session
 
 
 def api_path(*labels: object) -> str:

@@ -238,5 +238,9 @@ SPEC = ObjectSpec(
     delete=lambda decl, live: Call("PUT", "access/acl", form=_form(decl, delete=True)),
     matches=same_values,
     confirm_absent=confirm_absent,
+    # The read is the listing: one per run serves every entry the listing holds; an entry it does
+    # not hold is read afresh, then proven absent (confirm_absent).
+    listing=Call("GET", "access/acl"),
+    listed=parse,
     identity_keys=("path", "role", *KINDS),
 )

@@ -36,14 +36,22 @@ from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
 
 
-def read(ctx: PveContext, spec: ObjectSpec, decl: Declared) -> dict | None:
+def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False) -> dict | None:
     """The live object's canonical attributes, or None when PVE proves it absent.
+
+    ``shared``: take them from the family's listing as the run read it (``ObjectSpec.listing``)
+    when it holds the object; a plan's and an apply's judgement do, the read-back after a write
+    does not.
 
     Raises PveError (any answer but the family's exact absence answer), PveMalformed (a 200
     without the promised shape), Refused (a listing that cannot be proven complete),
     PveUnreachable or CredentialError. Never folds a failure into absence.
     """
     credential = ctx.broker.read()
+    if shared and spec.listing is not None and spec.listed is not None:
+        live = _listed(ctx, spec, decl, credential)
+        if live is not None:
+            return live
     call = spec.read(decl)
     try:
         data = ctx.client.request("GET", call.path, credential, params=call.params)
@@ -60,6 +68,20 @@ def read(ctx: PveContext, spec: ObjectSpec, decl: Declared) -> dict | None:
             raise PveMalformed("GET", call.path, f"the answer does not hold {decl.label}")
         spec.confirm_absent(ctx, credential, decl)
     return live
+
+
+def _listed(ctx: PveContext, spec: ObjectSpec, decl: Declared, credential) -> dict | None:
+    """The object's canonical attributes from the run's listing, or None when the listing does
+    not hold it (then only its own read may prove it absent). Raises what ``PveClient.request``
+    raises for the listing (this state's error; the next state reads the listing again), and
+    PveMalformed when the listing, or this object's row in it, has not the promised shape."""
+    listing = spec.listing
+    assert listing is not None and spec.listed is not None
+    rows = ctx.reads.shared(ctx.client, listing.path, credential, params=listing.params)
+    try:
+        return spec.listed(rows, decl)
+    except ValueError as why:
+        raise PveMalformed("GET", listing.path, str(why)) from None
 
 
 @dataclass
@@ -124,7 +146,7 @@ def decide(
     refusal = identity_refusal(ctx, spec, decl, allowed_previous)
     if refusal:
         return Decision("refuse", reasons=[refusal], row_key=key, row=row)
-    live = read(ctx, spec, decl)
+    live = read(ctx, spec, decl, shared=True)
     if live is None:
         call = spec.create(decl)
         try:
@@ -204,7 +226,9 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
 
 def send(ctx: PveContext, credential, call: Call) -> object:
     """Send ``call`` with ``credential`` (JSON body when ``call.json``) and return PVE's ``data``.
-    Raises what ``PveClient.request`` raises: PveError, PveMalformed, PveUnreachable, Uncertain."""
+    Raises what ``PveClient.request`` raises: PveError, PveMalformed, PveUnreachable, Uncertain.
+    The run's shared listings are dropped first: the write may change what they list."""
+    ctx.reads.drop_listings()
     if call.json:
         return ctx.client.request(
             call.method, call.path, credential, params=call.params, form=call.form, as_json=True

@@ -30,6 +30,7 @@ from salt_proxmox.simple.spec import (
     comment_problem,
     exact_message,
     identify_by_name,
+    listed_row,
     same_values,
 )
 
@@ -102,6 +103,20 @@ def parse(data: object, decl: Declared) -> dict:
     return {"comment": comment, "members": len(members)}
 
 
+def listed(rows: object, decl: Declared) -> dict | None:
+    """``GET /pools`` (``[{poolid, comment?}]``: the index without ``poolid`` lists no members,
+    pve-manager ``PVE/API2/Pool.pm`` index) → this pool's ``{comment}``, or None when it is not
+    listed (the index leaves out pools the credential may not audit). Raises ValueError for
+    another shape. Members are not in it: only a pool's own read (``parse``) counts them."""
+    row = listed_row(rows, "poolid", lambda poolid: poolid == decl.names["name"])
+    if row is None:
+        return None
+    comment = row.get("comment") or ""
+    if not isinstance(comment, str):
+        raise ValueError(f"pool {decl.names['name']}: comment is not text")
+    return {"comment": comment}
+
+
 def _form(decl: Declared, with_empty: bool) -> dict[str, str]:
     form = {"poolid": decl.names["name"]}
     comment = str(decl.values.get("comment", ""))
@@ -128,4 +143,6 @@ SPEC = ObjectSpec(
     update_endpoint=UPDATE,
     delete=lambda decl, live: Call("DELETE", "pools", params={"poolid": decl.names["name"]}),
     matches=same_values,
+    listing=Call("GET", "pools"),
+    listed=listed,
 )

@@ -24,7 +24,15 @@ from collections.abc import Mapping
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule, split_list
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, identify_by_name, same_values
+from salt_proxmox.simple.spec import (
+    Call,
+    Declared,
+    ObjectSpec,
+    exact_message,
+    identify_by_name,
+    listed_row,
+    same_values,
+)
 
 FAMILY = "role"
 #: ``verify_rolename``.
@@ -124,6 +132,19 @@ def parse(data: object, decl: Declared) -> dict:
     return {"privs": ",".join(sorted(set(held)))}
 
 
+def listed(rows: object, decl: Declared) -> dict | None:
+    """``GET /access/roles`` (``[{roleid, privs: "A,B", special}]``, pve-access-control
+    ``src/PVE/API2/Role.pm`` index) → this role's ``{privs}`` as ``parse`` gives them, or None
+    when it is not listed. Raises ValueError for another shape."""
+    row = listed_row(rows, "roleid", lambda roleid: roleid == decl.names["name"])
+    if row is None:
+        return None
+    privs = row.get("privs", "")
+    if not isinstance(privs, str):
+        raise ValueError(f"role {decl.names['name']}: privs is not a comma-separated text")
+    return parse({name: 1 for name in privs.split(",") if name}, decl)
+
+
 def _path(decl: Declared) -> str:
     return api_path("access", "roles", decl.names["name"])
 
@@ -152,4 +173,6 @@ SPEC = ObjectSpec(
     update_endpoint=UPDATE,
     delete=lambda decl, live: Call("DELETE", _path(decl)),
     matches=same_values,
+    listing=Call("GET", "access/roles"),
+    listed=listed,
 )

@@ -17,6 +17,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
 - ``matches``: whether a live object already is as declared (canonical attributes compared);
 - ``identity_keys``: the state arguments ``identify`` takes, so one run's chunks can be keyed
   without the family's other keys;
+- ``listing`` / ``listed``: the GET that lists every object of the family, and how to pick this
+  object's canonical attributes out of it (None: not listed there, so the object's own read
+  decides, and only that read can prove it absent). A run reads the listing once and its states
+  share it until the run writes (``salt_proxmox.pve.readahead``); a listing that fails, or
+  whose row for the object has not the promised shape, is the error of the state that read it;
 - ``write_guard``: extra form keys a write carries to say which read it was judged against
   (a digest), read right before the write. Pools, roles and ACL entries live in ``user.cfg``,
   whose API methods take no digest (PVE 9 API schema); for them the read-back after the write is
@@ -177,6 +182,8 @@ class ObjectSpec:
     matches: Callable[[Mapping[str, object], Declared], bool] | None = None
     confirm_absent: Callable[[PveContext, Credential, Declared], None] | None = None
     write_guard: Callable[[PveContext, Credential, Declared, Mapping[str, object]], dict] | None = None
+    listing: Call | None = None
+    listed: Callable[[object, Declared], dict | None] | None = None
     #: The state arguments ``identify`` takes (``name`` is the state's name).
     identity_keys: tuple[str, ...] = ("name",)
 
@@ -193,6 +200,14 @@ class ObjectSpec:
         if self.matches is not None:
             return self.matches(live, decl)
         return not self.differences(live, decl)
+
+
+def listed_row(rows: object, key: str, wanted: Callable[[object], bool]) -> Mapping | None:
+    """The row of a listing (a list of objects) whose ``key`` is ``wanted``, or None. Raises
+    ValueError when ``rows`` is not a list of objects."""
+    if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
+        raise ValueError("expected a list of objects")
+    return next((row for row in rows if wanted(row.get(key))), None)
 
 
 def same_values(live: Mapping[str, object], decl: Declared) -> bool:

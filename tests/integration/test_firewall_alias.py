@@ -50,36 +50,43 @@ def _out_of_band(served, name: str, cidr: str, comment: str | None = None) -> No
 
 
 def test_create_plan_apply_replan(fresh_cluster, bao_creds):
+    """Each step is a run of its own, as each salt-call is."""
     store = MemoryStore()
     ctx = _context(fresh_cluster, store, bao_creds)
     start = len(fresh_cluster.pve.requests)
     plan = present(ctx, True, "lab", name="Lab_Net", cidr="10.0.0.0/24", comment="  lab  ")
     assert plan.result is None, plan.comment
     log = requests_since(fresh_cluster, start)
-    assert [(m, p) for m, p, _ in log] == [("GET", f"{ALIASES}/Lab_Net")], "a plan is one read"
+    # The run's listing does not hold it, so its own read proves it absent (PVE's "no such alias").
+    assert [(m, p) for m, p, _ in log] == [("GET", ALIASES), ("GET", f"{ALIASES}/Lab_Net")]
     assert store.saves == 0, "a plan writes no grains"
 
+    ctx = _context(fresh_cluster, store, bao_creds)
     start = len(fresh_cluster.pve.requests)
     done = present(ctx, False, "lab", name="Lab_Net", cidr="10.0.0.0/24", comment="  lab  ")
     assert done.result is True, done.comment
     assert done.changes == plan.changes, "the apply did exactly what the plan showed"
     log = requests_since(fresh_cluster, start)
     assert [(m, p) for m, p, _ in log] == [
+        ("GET", ALIASES),
         ("GET", f"{ALIASES}/Lab_Net"),
         ("POST", ALIASES),
         ("GET", f"{ALIASES}/Lab_Net"),
-    ]
+    ], "the read-back after the write is the alias's own read, never the run's listing"
     assert _form(writes(log)[0][2]) == {"name": "Lab_Net", "cidr": "10.0.0.0/24", "comment": "lab"}
     assert ctx.broker.mints == {"read": 1, "provision": 1}, "read minted once per run, provision per write"
 
+    ctx = _context(fresh_cluster, store, bao_creds)
     start = len(fresh_cluster.pve.requests)
     again = present(ctx, True, "lab", name="Lab_Net", cidr="10.0.0.0/24", comment="lab")
     assert (again.result, again.changes) == (True, {}), again.comment
-    assert writes(requests_since(fresh_cluster, start)) == []
+    log = requests_since(fresh_cluster, start)
+    assert [(m, p) for m, p, _ in log] == [("GET", ALIASES)], "a listed alias is judged on the listing"
 
 
 def test_update_is_one_put_with_the_list_digest(fresh_cluster):
-    ctx = _context(fresh_cluster)
+    store = MemoryStore()
+    ctx = _context(fresh_cluster, store)
     assert present(ctx, False, "db", name="db", cidr="10.0.0.21/32", comment="PostgreSQL").result is True
     listed = fresh_cluster.pve.firewall_config("cluster")["aliases"]["db"]
     assert listed["cidr"] == "10.0.0.21", (
@@ -92,19 +99,19 @@ def test_update_is_one_put_with_the_list_digest(fresh_cluster):
         timeout=10,
     ).json()["data"][0]["digest"]
 
-    plan = present(ctx, True, "db", name="db", cidr="10.0.0.22", comment="")
+    plan = present(_context(fresh_cluster, store), True, "db", name="db", cidr="10.0.0.22", comment="")
     assert plan.changes == {
         "cidr": {"old": "10.0.0.21", "new": "10.0.0.22"},
         "comment": {"old": "PostgreSQL", "new": ""},
     }
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, False, "db", name="db", cidr="10.0.0.22", comment="")
+    done = present(_context(fresh_cluster, store), False, "db", name="db", cidr="10.0.0.22", comment="")
     assert done.result is True, done.comment
     assert done.changes == plan.changes
     log = requests_since(fresh_cluster, start)
     assert [(m, p) for m, p, _ in log] == [
-        ("GET", f"{ALIASES}/db"),
-        ("GET", ALIASES),
+        ("GET", ALIASES),  # the run's listing, judged
+        ("GET", ALIASES),  # the write guard: the list digest, read right before the PUT
         ("PUT", f"{ALIASES}/db"),
         ("GET", f"{ALIASES}/db"),
     ]
