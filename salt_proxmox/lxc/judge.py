@@ -28,7 +28,7 @@ from salt_proxmox.wire.propstring import (
     sorted_form,
     wire,
 )
-from salt_proxmox.wire.volumes import judge_volume, parse_volume
+from salt_proxmox.wire.volumes import added_volume_refusal, judge_volume, parse_volume
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,8 @@ def _judge_key(
             drift.add(key)
             if parse_volume(want).host_path:
                 change.refuse.append(root_only(vmid, key, want, "A bind or device mount point."))
+            elif refusal := added_volume_refusal(vmid, key, want):
+                change.refuse.append(refusal)
             else:
                 change.put[key] = want
             return
@@ -361,14 +363,10 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
         elif family == "dev":
             reasons.append(root_only(vmid, key, value, "Device passthrough."))
         elif key == "rootfs" or family == "mp":
-            volume = parse_volume(value)
-            if volume.host_path:
+            if parse_volume(value).host_path:
                 reasons.append(root_only(vmid, key, value, "A bind or device mount point."))
-            elif volume.kind != "new":
-                reasons.append(
-                    f"{key}: a create allocates new volumes only; declare it as storage:GiB "
-                    f"(e.g. {volume.storage}:8), not the existing volume {volume.volume}."
-                )
+            elif refusal := added_volume_refusal(vmid, key, value):
+                reasons.append(refusal)
     if "rootfs" not in decl.config and any(k.startswith("mp") for k in decl.config):
         reasons.append("rootfs: mount points are declared but rootfs is not (PVE: `rootfs' not set`).")
     return reasons

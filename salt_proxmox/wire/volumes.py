@@ -90,6 +90,45 @@ def parse_volume(value: str) -> Volume:
     return Volume("volume", volume, storage=storage, options=options)
 
 
+#: The owner vmid in a volume name as pve-storage allocates it: ``vm-<vmid>-disk-N``,
+#: ``subvol-<vmid>-disk-N``, ``base-<vmid>-disk-N`` (``PVE::Storage::Plugin::parse_name_dir``,
+#: ``LVMPlugin``/``ZFSPoolPlugin`` ``parse_volname``), possibly under ``<vmid>/`` (a directory
+#: storage's ``images/<vmid>/``) or behind a linked clone's ``base-M-disk-N/``.
+_OWNER = re.compile(r"(?:^|/)(?:vm|subvol|base|basevol)-(\d+)-[^/]*$", re.ASCII)
+
+
+def volume_owner(volume: str) -> int | None:
+    """The vmid that owns ``storage:volname`` by pve-storage's naming, or None when the name does
+    not say (a volume named by hand)."""
+    found = _OWNER.search(volume.partition(":")[2])
+    return int(found.group(1)) if found else None
+
+
+def added_volume_refusal(vmid: int, key: str, value: str) -> str | None:
+    """Why a mount point this state adds (at create, or to a live guest where ``key`` is not yet
+    configured) cannot be declared as ``value``, else None.
+
+    A mount point that does not exist yet gets a new volume, ``storage:GiB``: naming an existing
+    volume would attach it, and a volume of another vmid holds another guest's data (PVE attaches
+    it: pve-container ``src/PVE/LXC/Config.pm`` ``update_pct_config`` only checks the caller may
+    use the storage). A bind or device mount point is root@pam's (the caller says so).
+    """
+    volume = parse_volume(value)
+    if volume.kind != "volume":
+        return None
+    owner = volume_owner(volume.volume)
+    whose = ""
+    if owner is not None and owner != vmid:
+        whose = f", a volume of vmid {owner} (its data would be shared with this guest)"
+    elif owner == vmid:
+        whose = ", a volume of this guest"
+    return (
+        f"{key}: {volume.volume} is an existing volume{whose}; a create allocates new volumes only, and so "
+        f"does a mount point added to a live guest. Declare it as storage:GiB (e.g. {volume.storage}:8), not "
+        "the existing volume."
+    )
+
+
 def _comparable(volume: Volume) -> dict[str, str]:
     """Options that define the mount (defaults dropped), without the volume and its size."""
     text = ",".join(f"{key}={value}" for key, value in volume.options.items() if key != "size")

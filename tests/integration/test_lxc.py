@@ -147,6 +147,11 @@ def test_grow_a_disk_is_a_resize_task_after_the_put(fresh_cluster):
         ({"rootfs": "local-lvm:4"}, "pct move-volume"),
         ({"features": "nesting=1,keyctl=1"}, "pct set 120 --features 'nesting=1,keyctl=1'"),
         ({"mp1": "/srv/share,mp=/share"}, "pct set 120 --mp1"),
+        # Another guest's volume: PVE would attach it and both guests would write one filesystem.
+        (
+            {"mp1": "local-lvm:vm-151-disk-1,mp=/data"},
+            "local-lvm:vm-151-disk-1 is an existing volume, a volume of vmid 151",
+        ),
         ({"dev0": "/dev/net/tun"}, "pct set 120 --dev0"),
         ({"unprivileged": False}, "unable to modify read-only option"),
         ({"memory": ""}, "unable to delete required option 'memory'"),
@@ -156,6 +161,7 @@ def test_grow_a_disk_is_a_resize_task_after_the_put(fresh_cluster):
         "storage-move",
         "feature-root-only",
         "bind-mount-root-only",
+        "foreign-volume",
         "dev-root-only",
         "unprivileged-flip",
         "remove-memory",

@@ -23,7 +23,7 @@ from salt_proxmox.lxc.judge import (
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.wire.sizes import GIB, parse_size
-from salt_proxmox.wire.volumes import judge_volume, parse_volume
+from salt_proxmox.wire.volumes import judge_volume, parse_volume, volume_owner
 
 VMID = 100
 TEMPLATE = "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst"
@@ -837,6 +837,43 @@ def test_create_refusals(declared: dict, fragment: str | None) -> None:
         assert reasons == []
     else:
         assert any(fragment in reason for reason in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("volume", "owner"),
+    [
+        # pve-storage names volumes after the vmid they were allocated for: LVMPlugin/ZFSPoolPlugin
+        # parse_volname (vm-, subvol-, base-), Plugin.pm parse_name_dir under images/<vmid>/.
+        ("local-lvm:vm-151-disk-1", 151),
+        ("local-zfs:subvol-100-disk-0", 100),
+        ("local:151/vm-151-disk-0.raw", 151),
+        ("local-lvm:base-9000-disk-0/vm-152-disk-0", 152),
+        ("tank:shared-data", None),
+    ],
+)
+def test_volume_owner(volume: str, owner: int | None) -> None:
+    assert volume_owner(volume) == owner
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("local-lvm:vm-151-disk-1,mp=/data", "a volume of vmid 151 (its data would be shared"),
+        ("local-zfs:subvol-100-disk-1,mp=/data", "a volume of this guest"),
+        ("tank:shared-data,mp=/data", "tank:shared-data is an existing volume;"),
+    ],
+)
+def test_an_added_mount_point_never_names_an_existing_volume(value: str, fragment: str) -> None:
+    # One rule for a create and for a mount point added to a live guest: PVE's update_pct_config
+    # attaches any volume the caller may use, so a declaration naming another guest's volume would
+    # share its data. The mount point keeps existing keys untouched (judge_volume compares those).
+    for reasons in (judge(decl(mp1=value), ct()).refuse, create_refusals(decl(**CREATABLE, mp1=value))):
+        assert any(fragment in reason and "Declare it as storage:GiB" in reason for reason in reasons), (
+            reasons
+        )
+    change = judge(decl(mp1=value), ct())
+    assert change.put == {} and change.drift == ["mp1"]
+    assert judge(decl(mp1="tank:4,mp=/data"), ct()).put == {"mp1": "tank:4,mp=/data"}, "a new volume is fine"
 
 
 def test_stored_config_keeps_other_keys_as_strings() -> None:
