@@ -1,7 +1,8 @@
 """Who made what: the ownership rows of docs/design.md §8, kept in one grain (``salt_proxmox:owned``).
 
 Each row is keyed ``<target>/<family>/<identity>`` and holds ``{phase: creating|owned,
-instance: uuid, state_id, declared: {non-secret declared keys}}``.
+instance: uuid, state_id, declared: {non-secret declared keys}}``, and for a guest its
+``fingerprint`` (``salt_proxmox.fingerprint``: what tells it from another guest at the same vmid).
 
 - ``creating`` is written before a create's POST; a later run that finds the guest with a
   ``creating`` row and a matching declaration finishes it as ours.
@@ -28,6 +29,8 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from salt_proxmox.errors import SaltProxmoxError, shown
+from salt_proxmox.fingerprint import FIELD as FINGERPRINT
+from salt_proxmox.fingerprint import problem as fingerprint_problem
 
 CREATING = "creating"
 OWNED = "owned"
@@ -218,8 +221,8 @@ def _is_number(value: object) -> bool:
 
 def check_row(key: str, row: dict) -> dict:
     """``row`` when it reads as a row: ``phase`` creating|owned, ``state_id`` a string and
-    ``declared`` a mapping (when present), whose ``vmid``, when it records one, is a number
-    (docs/design.md §8).
+    ``declared`` a mapping (when present), whose ``vmid``, when it records one, is a number, and
+    a ``fingerprint``, when present, a mapping of text to text (docs/design.md §8).
 
     Raises OwnershipCorrupt naming the row, what is wrong and how to repair it. Rows are written
     only by ``Ownership``, so a malformed one was edited by hand or by another tool.
@@ -234,6 +237,8 @@ def check_row(key: str, row: dict) -> dict:
         why = "its declared keys are not a mapping"
     elif "vmid" in declared and not _is_number(declared["vmid"]):
         why = f"its recorded vmid {declared['vmid']!r:.40} is not a number"
+    elif FINGERPRINT in row:
+        why = fingerprint_problem(row[FINGERPRINT])
     if why is None:
         return row
     raise OwnershipCorrupt(
@@ -283,18 +288,26 @@ class Ownership:
         )
         return instance
 
-    def mark_owned(self, key: str, state_id: str, declared: Mapping[str, object]) -> None:
-        """Record the object as ours, keeping the instance id of an earlier row."""
+    def mark_owned(
+        self,
+        key: str,
+        state_id: str,
+        declared: Mapping[str, object],
+        fingerprint: Mapping[str, str] | None = None,
+    ) -> None:
+        """Record the object as ours, keeping the instance id of an earlier row. ``fingerprint``:
+        a guest's (``salt_proxmox.fingerprint``), from the read-back of our own write or the read
+        at an adoption; families without one pass None."""
         earlier = self.row(key) or {}
-        self._put(
-            key,
-            {
-                "phase": OWNED,
-                "instance": earlier.get("instance") or str(uuid.uuid4()),
-                "state_id": state_id,
-                "declared": dict(declared),
-            },
-        )
+        row = {
+            "phase": OWNED,
+            "instance": earlier.get("instance") or str(uuid.uuid4()),
+            "state_id": state_id,
+            "declared": dict(declared),
+        }
+        if fingerprint is not None:
+            row[FINGERPRINT] = dict(fingerprint)
+        self._put(key, row)
 
     def restore(self, key: str, row: Mapping[str, object] | None) -> None:
         """Put back exactly the row ``key`` had before (None: no row), instance id included."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
 from salt_proxmox.lowstate import Chunk
-from salt_proxmox.lxc import schema
+from salt_proxmox.lxc import guest, schema
 from salt_proxmox.lxc.judge import (
     Change,
     create_form,
@@ -256,6 +256,9 @@ class Decision:
     row_key: str = ""
     row: dict | None = None
     record: bool = False
+    #: Why the guest's fingerprint is (re)recorded without a write of ours: ``none recorded`` (a
+    #: row from before fingerprints) or ``another guest's`` (taken over with adopt: true).
+    fingerprint: str | None = None
 
 
 def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
@@ -297,6 +300,7 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
         change.refuse.extend(release_refusals(decl, release(ctx)))
     notes: list[str] = []
     record = False
+    fingerprint = None
     if row is None:
         if not decl.adopt:
             return Decision(
@@ -329,14 +333,29 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
             )
         notes.append(f"{what}: our interrupted create matches its declaration; it is recorded as ours")
         record = True
-    elif (row.get("declared") or {}).get("node") not in (None, decl.node):
-        notes.append(f"{what}: the guest is on {decl.node} now; its record follows it, nothing is written")
-        record = True
-    if change.refuse:
-        return Decision("refuse", live=live, change=change, reasons=change.refuse, row_key=key, row=row)
-    if change.drift:
-        return Decision("update", live=live, change=change, notes=notes, row_key=key, row=row, record=record)
-    return Decision("noop", live=live, change=change, notes=notes, row_key=key, row=row, record=record)
+    else:
+        recorded = guest.recorded_declaration(decl.state_id, decl.target, row, decl.vmid, decl.node)
+        checked = guest.check(row, live, recorded, styled(ctx, recorded))
+        if checked.differs and not decl.adopt:
+            reason = guest.not_ours(what, checked, "write")
+            return Decision("refuse", live=live, change=change, row_key=key, row=row, reasons=[reason])
+        if checked.differs:
+            notes.append(
+                f"{what}: adopt: true, so it is taken over as it is now; its fingerprint is recorded anew"
+            )
+            fingerprint = "another guest's"
+        elif checked.legacy:
+            notes.append(guest.legacy_note(what))
+            fingerprint = "none recorded"
+        if (row.get("declared") or {}).get("node") not in (None, decl.node):
+            notes.append(
+                f"{what}: the guest is on {decl.node} now; its record follows it, nothing is written"
+            )
+            record = True
+        record = record or fingerprint is not None
+    action = "refuse" if change.refuse else "update" if change.drift else "noop"
+    reasons = list(change.refuse)
+    return Decision(action, change, live, reasons, notes, key, row, record=record, fingerprint=fingerprint)
 
 
 def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
@@ -371,7 +390,9 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
         )
     else:
         outcome.changes = _changes(decision.change, decision.live or {})
-    if decision.record and decision.action != "create":
+    if decision.fingerprint is not None:
+        outcome.changes["fingerprint"] = {"old": decision.fingerprint, "new": "recorded"}
+    elif decision.record and decision.action != "create":
         outcome.changes["ownership"] = {"old": (decision.row or {}).get("phase"), "new": "owned"}
     if test or decision.action != "create":
         outcome.comment.extend(decision.notes)
@@ -396,7 +417,7 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
         return _write_failed(outcome, exc, written)
     if after is None:
         return outcome.fail(f"CT {decl.vmid}: the write returned no error but the guest is absent.")
-    ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored())
+    ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored(), guest.live_fingerprint(after))
     left = judge(decl, after, styled(ctx, decl)).drift
     if left:
         return outcome.fail(
@@ -521,26 +542,43 @@ def absent(
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decl.removal == "retain":
         return forget_ownership(outcome, ctx.ownership, key, row, what, test)
-    if row is None:
-        return outcome.fail(f"{what} is not recorded as ours, so it is not destroyed. Nothing was deleted.")
     try:
-        recorded = dict(row.get("declared") or {})
-        last = parse_declaration(
-            state_id,
-            vmid=recorded.pop("vmid", decl.vmid),
-            node=recorded.pop("node", decl.node),
-            target=decl.target,
-            config=recorded,
-        )
+        if row is None:
+            # Destroyed already (by an earlier run, or by hand): the same absent state is clean on every
+            # later run. A guest that is there is not ours to destroy.
+            if read_live(ctx, decl.node, decl.vmid) is None:
+                outcome.comment.append(f"{what} is absent")
+                return outcome
+            return outcome.fail(
+                f"{what} is not recorded as ours, so it is not destroyed. Nothing was deleted."
+            )
+        last = guest.recorded_declaration(state_id, decl.target, row, decl.vmid, decl.node)
         live = read_live(ctx, last.node, last.vmid)
         if live is None:
             return forget_ownership(outcome, ctx.ownership, key, row, what, test, already_absent=True)
+        checked = (
+            guest.check(row, live, last, styled(ctx, last)) if row.get("phase") != CREATING else guest.Check()
+        )
+        if checked.differs:
+            return outcome.fail(guest.not_ours(what, checked, "delete"))
         drift = judge(last, live, styled(ctx, last)).drift
         if drift:
             return outcome.fail(
                 f"destroy {what}: the guest no longer matches its last declaration ({', '.join(drift)}), "
                 "so it may not be the guest this state made. Nothing was deleted: delete it by hand if it "
                 "should go."
+            )
+        unknown = guest.unknown_volumes(last, live)
+        if unknown:
+            return outcome.fail(
+                f"destroy {what}: it has volumes its declaration does not know: {', '.join(unknown)}. A "
+                "destroy deletes every volume the guest's config names, so nothing was deleted. Declare "
+                "them, or detach and keep or delete them by hand first."
+            )
+        if checked.legacy:
+            outcome.comment.append(
+                f"{what}: its ownership row was written before fingerprints existed; the guest matches the "
+                "declaration recorded with it exactly, which is all that could be checked"
             )
         outcome.changes = {"destroyed": {"old": f"CT {last.vmid} on {last.node}", "new": None}}
         if test:

@@ -25,9 +25,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from salt_proxmox.lxc.guest import live_fingerprint
 from tests.faults.harness import Run
 from tests.integration.lxc_support import DNS1_DECLARATION, TARGET, declaration, dns1
-from tests.support.cluster import PROVISION_TOKEN_ID, READ_TOKEN_ID
+from tests.support.cluster import DNS1_CONFIG, PROVISION_TOKEN_ID, READ_TOKEN_ID
 from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
 
 GROUPS = {
@@ -36,6 +37,7 @@ GROUPS = {
     "credentials": "Credentials: OpenBao and PVE tokens",
     "input": "Input: bad declarations are refused before any network call",
     "pillar": "Pillar shape, through a real salt-call",
+    "identity": "Identity: a guest is more than its vmid, an object takes one declaration",
 }
 
 
@@ -98,14 +100,19 @@ DNS = DNS1_DECLARATION
 dns = dns1
 
 
-def owned_row(vmid: int, state_id: str, declared: Mapping[str, Any]) -> dict[str, dict]:
-    """A seeded ``owned`` row."""
+def owned_row(
+    vmid: int, state_id: str, declared: Mapping[str, Any], live: Mapping[str, Any] | None = None
+) -> dict[str, dict]:
+    """A seeded ``owned`` row; with ``live``, carrying the fingerprint of that config (a row as this
+    minion writes it), else none (a row written before fingerprints existed)."""
     stored = {k: v for k, v in declared.items() if k != "description"}
-    return {f"{TARGET}/lxc/{vmid}": {"phase": "owned", "instance": "seeded", "state_id": state_id,
-                                     "declared": stored}}  # fmt: skip
+    row = {"phase": "owned", "instance": "seeded", "state_id": state_id, "declared": stored}
+    if live is not None:
+        row["fingerprint"] = live_fingerprint(live)
+    return {f"{TARGET}/lxc/{vmid}": row}
 
 
-OWNED_120 = owned_row(120, "dns", DNS)
+OWNED_120 = owned_row(120, "dns", DNS, DNS1_CONFIG)
 #: A stopped container 160 of ours, for destroy scenarios (120 runs, and PVE refuses to destroy that).
 CT160: dict[str, Any] = {
     "vmid": 160,
@@ -115,20 +122,15 @@ CT160: dict[str, Any] = {
     "memory": 256,
     "rootfs": "local-zfs:2",
 }
-OWNED_160 = owned_row(160, "old", CT160)
+CT160_LIVE = {"hostname": "old", "memory": 256, "unprivileged": 1, "arch": "amd64", "ostype": "debian",
+              "rootfs": "local-zfs:subvol-160-disk-0,size=2G"}  # fmt: skip
+OWNED_160 = owned_row(160, "old", CT160, CT160_LIVE)
 DESTROY_160 = {"vmid": 160, "node": "pve1", "removal": "destroy"}
 
 
 def ours_160(run: Run) -> None:
     """Put our stopped container 160 on the cluster, as OWNED_160 records it."""
-    run.pve.add_ct(
-        160,
-        node="pve1",
-        status="stopped",
-        defaults=False,
-        config={"hostname": "old", "memory": 256, "unprivileged": 1, "arch": "amd64", "ostype": "debian",
-                "rootfs": "local-zfs:subvol-160-disk-0,size=2G"},
-    )  # fmt: skip
+    run.pve.add_ct(160, node="pve1", status="stopped", defaults=False, config=dict(CT160_LIVE))
 
 
 # ------------------------------------------------------------------------------------------ fault setups
@@ -1347,6 +1349,168 @@ SCENARIOS: list[Scenario] = [
         ),
     ),
 ]
+
+
+# ------------------------------------------------------------------------------------------ identity
+
+#: Our CT 150 as created: no mp0, one NIC with the MAC PVE drew.
+OURS_150 = declaration(mp0=None)
+OURS_150_LIVE = {"hostname": "ct150", "memory": 1024, "cores": 2, "unprivileged": 1,
+                 "rootfs": "local-zfs:subvol-150-disk-0,size=8G",
+                 "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:01:50,ip=dhcp,type=veth"}  # fmt: skip
+OWNED_150 = owned_row(150, "web", OURS_150, OURS_150_LIVE)
+DESTROY_150 = {"vmid": 150, "node": "pve1", "removal": "destroy"}
+
+
+def theirs_150(run: Run) -> None:
+    """Our CT 150 was destroyed by hand and somebody created theirs at 150: same hostname and memory,
+    another MAC (PVE draws one per NIC), a static address and an extra 500G mp0."""
+    run.pve.add_ct(150, node="pve1", status="stopped", defaults=False, config={
+        **OURS_150_LIVE,
+        "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:7A:00:01,ip=10.0.0.99/24,type=veth",
+        "mp0": "local-zfs:subvol-150-disk-1,mp=/data,size=500G",
+    })  # fmt: skip
+
+
+def ours_160_with_unused(run: Run) -> None:
+    """Our container 160 with a volume detached by our own write (unused0): recorded, not declared."""
+    run.pve.add_ct(160, node="pve1", status="stopped", defaults=False,
+                   config={**CT160_LIVE, "unused0": "local-zfs:subvol-160-disk-1"})  # fmt: skip
+
+
+TWO_STATES_ONE_VMID = "proxmox:\n  lxc:\n" + "".join(
+    f"    {name}:\n      vmid: 150\n      node: {node}\n      ostemplate: "
+    "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst\n      unprivileged: true\n"
+    "      rootfs: local-zfs:8\n"
+    for name, node in (("web", "pve1"), ("web-copy", "pve2"))
+)
+
+IDENTITY: list[Scenario] = [
+    Scenario(
+        "recycled-vmid-destroy",
+        "identity",
+        "our CT 150 destroyed by hand, another CT 150 created (other MAC, extra 500G mp0); absent destroy",
+        "our row does not make their guest ours: nothing is deleted; the way forward is named",
+        False,
+        (
+            "does not carry the fingerprint",
+            "net0 is BC:24:11:7A:00:01",
+            "mp0 (local-zfs:subvol-150-disk-1 size=500G)",
+            "adopt: true",
+        ),
+        theirs_150,
+        DESTROY_150,
+        state="absent",
+        rows={f"{TARGET}/lxc/150": "owned"},
+        seed_rows=OWNED_150,
+    ),
+    Scenario(
+        "recycled-vmid-update",
+        "identity",
+        "the same recycled CT 150; present declares our hostname, memory, DHCP and an 8G rootfs",
+        "no PUT and no resize onto their guest",
+        False,
+        ("does not carry the fingerprint", "net0 is BC:24:11:7A:00:01", "adopt: true", NOTHING),
+        theirs_150,
+        dict(OURS_150, rootfs="local-zfs:10"),
+        rows={f"{TARGET}/lxc/150": "owned"},
+        seed_rows=OWNED_150,
+    ),
+    Scenario(
+        "row-before-fingerprints-matches",
+        "identity",
+        "the row of CT 120 was written before fingerprints existed; the guest matches it",
+        "trusted only on that exact match, said in the comment, and its fingerprint recorded",
+        True,
+        ("written before fingerprints existed", "matches the declaration recorded with it exactly"),
+        None,
+        dns(),
+        name="dns",
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=owned_row(120, "dns", DNS),
+    ),
+    Scenario(
+        "row-before-fingerprints-differs",
+        "identity",
+        "a row written before fingerprints for CT 150, and somebody's CT 150 with an extra mp0",
+        "never trusted silently: refused, naming what is not in the recorded declaration",
+        False,
+        (
+            "written before fingerprints existed",
+            "mp0 (local-zfs:subvol-150-disk-1 size=500G) is not in it",
+            "adopt: true",
+        ),
+        theirs_150,
+        DESTROY_150,
+        state="absent",
+        rows={f"{TARGET}/lxc/150": "owned"},
+        seed_rows=owned_row(150, "web", OURS_150),
+    ),
+    Scenario(
+        "destroy-already-done",
+        "identity",
+        "removal: destroy again after an earlier run destroyed CT 160 and forgot its row",
+        "the same absent state is clean on every later run",
+        True,
+        ("CT 160 on pve1 is absent",),
+        None,
+        DESTROY_160,
+        name="old",
+        state="absent",
+    ),
+    Scenario(
+        "destroy-unknown-volume",
+        "identity",
+        "our CT 160 holds unused0, a volume its declaration does not name; removal: destroy",
+        "a destroy never deletes a volume the declaration does not know",
+        False,
+        (
+            "volumes its declaration does not know: unused0 (local-zfs:subvol-160-disk-1)",
+            "nothing was deleted",
+        ),
+        ours_160_with_unused,
+        DESTROY_160,
+        name="old",
+        state="absent",
+        rows={f"{TARGET}/lxc/160": "owned"},
+        seed_rows=owned_row(160, "old", CT160, {**CT160_LIVE, "unused0": "local-zfs:subvol-160-disk-1"}),
+    ),
+    Scenario(
+        "update-names-foreign-volume",
+        "identity",
+        "an update of CT 120 declares mp1 as CT 151's existing volume local-lvm:vm-151-disk-1",
+        "refused at plan, as a create is: another guest's data is never attached",
+        False,
+        ("a volume of vmid 151", "Declare it as storage:GiB", NOTHING),
+        None,
+        dns(mp1="local-lvm:vm-151-disk-1,mp=/data"),
+        name="dns",
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "two-states-one-vmid",
+        "identity",
+        "two pillar entries declare vmid 150 (on two nodes), planned with test=True",
+        "both are refused, each naming the other, before either is planned as a create",
+        False,
+        ("is declared by state proxmox-lxc-web ", "and by state proxmox-lxc-web-copy ", NOTHING),
+        via="salt-call",
+        test=True,
+        pillar=TWO_STATES_ONE_VMID,
+    ),
+    Scenario(
+        "two-states-one-vmid-apply",
+        "identity",
+        "the same two pillar entries, applied",
+        "both are refused before either writes: no create, no row",
+        False,
+        ("is declared by state proxmox-lxc-web ", "and by state proxmox-lxc-web-copy ", NOTHING),
+        via="salt-call",
+        pillar=TWO_STATES_ONE_VMID,
+    ),
+]
+SCENARIOS += IDENTITY
 
 
 def by_id(scenario_id: str) -> Scenario:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.lifecycle import absent, present, read_live
 from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, row_key
 from salt_proxmox.pve.errors import PveError
@@ -175,6 +176,7 @@ def test_refusals_write_nothing(cluster, over, needle):
                 "instance": "x",
                 "state_id": "dns",
                 "declared": {"vmid": DNS1_VMID, "node": "pve1"},
+                "fingerprint": live_fingerprint(cluster.pve.ct(DNS1_VMID).config),
             }
         }
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pytest
 
 from salt_proxmox.errors import Refused
+from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.lifecycle import PveContext, absent, present, read_live
 from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.openbao.creds import CredentialBroker
@@ -86,8 +87,13 @@ def live_config(digest: str = "d1", **over: object) -> dict:
 
 
 def stored_row(
-    phase: str = OWNED, instance: str = "11111111-2222-3333-4444-555555555555", **declared
+    phase: str = OWNED,
+    instance: str = "11111111-2222-3333-4444-555555555555",
+    live: dict | None = None,
+    **declared,
 ) -> dict:
+    """A row as this minion writes it; an ``owned`` one carries the fingerprint of ``live`` (default
+    ``live_config()``), the guest it was recorded from."""
     decl = parse_declaration(
         "web",
         vmid=150,
@@ -95,7 +101,10 @@ def stored_row(
         target="homelab",
         config={k: v for k, v in {**DECLARED, **declared}.items() if k not in ("vmid", "node")},
     )
-    return {"phase": phase, "instance": instance, "state_id": "web", "declared": decl.stored()}
+    row = {"phase": phase, "instance": instance, "state_id": "web", "declared": decl.stored()}
+    if phase == OWNED:
+        row["fingerprint"] = live_fingerprint(live or live_config())
+    return row
 
 
 @dataclass
@@ -339,7 +348,7 @@ def create_stub() -> StubPve:
         pytest.param(StubPve().on("GET", CONFIG, live_config()), {}, {}, False, id="unowned"),
         pytest.param(
             StubPve().on("GET", CONFIG, live_config(rootfs="local-zfs:subvol-150-disk-0,size=4G")),
-            {ROW: stored_row()},
+            {ROW: stored_row(live=live_config(rootfs="local-zfs:subvol-150-disk-0,size=4G"))},
             {},
             None,
             id="resize",
@@ -752,10 +761,24 @@ def test_absent_destroy_under_test_deletes_nothing() -> None:
     assert stub.writes == [] and store.saves == 0
 
 
-def test_absent_destroy_of_an_unowned_guest_is_refused_without_a_read() -> None:
-    stub = StubPve()
-    outcome = run_absent(stub, MemoryStore(), "destroy")
-    assert outcome.result is False and stub.sent == []
+def test_absent_destroy_of_an_unowned_live_guest_is_refused_after_one_read() -> None:
+    stub = StubPve().on("GET", CONFIG, live_config())
+    store = MemoryStore()
+    outcome = run_absent(stub, store, "destroy")
+    assert outcome.result is False and "not recorded as ours" in outcome.comment[0]
+    assert [(s.method, s.path) for s in stub.sent] == [("GET", CONFIG)] and store.saves == 0
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_absent_destroy_without_a_row_of_a_guest_proven_gone_is_clean(test: bool) -> None:
+    # docs/design.md §6 Absent/removal: a destroy leaves no row, so every later run of the same absent
+    # state finds no row and no guest; that is the declared state, not a refusal.
+    stub = create_stub()
+    store = MemoryStore()
+    outcome = run_absent(stub, store, "destroy", test=test)
+    assert (outcome.result, outcome.changes) == (True, {}), outcome.comment
+    assert outcome.comment == ["CT 150 on pve1 is absent"]
+    assert stub.writes == [] and store.saves == 0
 
 
 def test_absent_destroy_of_a_guest_already_gone_forgets_the_row() -> None:

@@ -1,0 +1,213 @@
+"""A guest is more than its vmid (docs/design.md §8 Fingerprint), against fakepve: a container created again
+at our vmid by somebody else is never written to or destroyed on the strength of our row; the fingerprint
+follows our own writes only; rows from before fingerprints are trusted only on an exact match, said in the
+plan; a destroy is clean on every later run and never deletes a volume its declaration does not know."""
+
+from __future__ import annotations
+
+import pytest
+
+from salt_proxmox.lxc.lifecycle import absent, present
+from salt_proxmox.ownership import OWNED, MemoryStore, row_key
+from tests.integration.lxc_support import (
+    TARGET,
+    declaration,
+    make_context,
+    requests_since,
+    static_targets,
+    writes,
+)
+
+KEY = row_key(TARGET, "lxc", 150)
+#: Ours: no mp0, a DHCP NIC whose MAC PVE draws.
+OURS = declaration(mp0=None)
+DESTROY = {"vmid": 150, "node": "pve1", "removal": "destroy"}
+
+
+def _ours(cluster, store: MemoryStore) -> dict:
+    """Create CT 150 as ours; returns its row."""
+    done = present(make_context(static_targets(cluster), store=store), "web", False, **OURS)
+    assert done.result is True, done.comment
+    return store.rows[KEY]
+
+
+def _recycle(cluster, **over) -> None:
+    """Our CT 150 destroyed by hand, and somebody's CT 150 created: same hostname and memory, another
+    MAC (PVE draws one per NIC: pve-container Config.pm parse_lxc_network), a static IP, a smaller
+    rootfs and an extra 500G mp0."""
+    pve = cluster.pve
+    pve.cts.remove(pve.ct(150))
+    config = {
+        "hostname": OURS["hostname"],
+        "memory": OURS["memory"],
+        "cores": OURS["cores"],
+        "unprivileged": 1,
+        "ostype": "debian",
+        "arch": "amd64",
+        "rootfs": "local-zfs:subvol-150-disk-0,size=4G",
+        "mp0": "local-zfs:subvol-150-disk-1,mp=/data,size=500G",
+        "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:AB:CD:EF,ip=10.0.0.99/24,type=veth",
+        **over,
+    }
+    pve.add_ct(150, node="pve1", config=config, defaults=False)
+
+
+def test_a_recycled_vmid_is_neither_updated_nor_destroyed(fresh_cluster):
+    store = MemoryStore()
+    row = _ours(fresh_cluster, store)
+    assert set(row["fingerprint"]) == {"net0", "rootfs"}
+    _recycle(fresh_cluster)
+    theirs = dict(fresh_cluster.pve.ct(150).config)
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        updated = present(ctx, "web", test, **OURS)
+        destroyed = absent(ctx, "web", test, **DESTROY)
+        for outcome in (updated, destroyed):
+            text = "\n".join(outcome.comment)
+            assert outcome.result is False and outcome.changes == {}, text
+            assert "does not carry the fingerprint" in text
+            assert "net0 is BC:24:11:AB:CD:EF, recorded " in text, "says what differs"
+            assert "mp0 (local-zfs:subvol-150-disk-1 size=500G) was not recorded" in text
+            assert (
+                "rootfs is local-zfs:subvol-150-disk-0 size=4G, recorded local-zfs:subvol-150-disk-0 size=8G"
+                in text
+            )
+            assert "adopt: true" in text, "names the way forward"
+    assert writes(requests_since(fresh_cluster, start)) == [], "no PUT, no resize, no DELETE"
+    assert fresh_cluster.pve.ct(150).config == theirs, "their guest is intact"
+    assert store.rows[KEY] == row, "our row is untouched"
+
+
+def test_adopt_takes_the_other_guest_over_and_records_its_fingerprint(fresh_cluster):
+    store = MemoryStore()
+    _ours(fresh_cluster, store)
+    _recycle(fresh_cluster)
+    theirs = dict(
+        OURS,
+        rootfs="local-zfs:4",
+        mp0="local-zfs:500,mp=/data",
+        net0="name=eth0,bridge=vmbr0,ip=10.0.0.99/24",
+    )
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    plan = present(ctx, "web", True, adopt=True, **theirs)
+    assert plan.result is None
+    assert plan.changes["fingerprint"] == {"old": "another guest's", "new": "recorded"}
+    assert "taken over as it is now" in "\n".join(plan.comment)
+    start = len(fresh_cluster.pve.requests)
+    assert present(ctx, "web", False, adopt=True, **theirs).result is True
+    puts = [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))]
+    assert puts == [("PUT", "/nodes/pve1/lxc/150/config")], "only what the plan showed: the declared keys"
+    assert store.rows[KEY]["fingerprint"]["net0"] == "BC:24:11:AB:CD:EF"
+    clean = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **theirs)
+    assert clean.result is True and clean.changes == {}, clean.comment
+
+
+def test_the_fingerprint_follows_our_own_writes_only(fresh_cluster):
+    store = MemoryStore()
+    _ours(fresh_cluster, store)
+    grown = dict(OURS, rootfs="local-zfs:10", net1="name=eth1,bridge=vmbr0,ip=dhcp")
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, "web", False, **grown).result is True
+    prints = store.rows[KEY]["fingerprint"]
+    live = fresh_cluster.pve.ct(150).config
+    assert prints["rootfs"].endswith("size=10G") and prints["net1"] in live["net1"], (
+        "read back after our write"
+    )
+    assert (
+        present(make_context(static_targets(fresh_cluster), store=store), "web", True, **grown).result is True
+    )
+    # A change by hand (another MAC on net1) is not ours: refused, and the row keeps what we wrote.
+    live["net1"] = live["net1"].replace(prints["net1"], "BC:24:11:00:00:99")
+    refused = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **grown)
+    assert refused.result is False and "net1 is BC:24:11:00:00:99" in "\n".join(refused.comment)
+    assert store.rows[KEY]["fingerprint"] == prints
+
+
+def test_a_row_from_before_fingerprints_is_recorded_only_on_an_exact_match(fresh_cluster):
+    store = MemoryStore()
+    row = _ours(fresh_cluster, store)
+    legacy = {key: value for key, value in row.items() if key != "fingerprint"}
+    store.rows[KEY] = dict(legacy)
+    start = len(fresh_cluster.pve.requests)
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    assert plan.result is None and plan.changes == {
+        "fingerprint": {"old": "none recorded", "new": "recorded"}
+    }
+    assert "written before fingerprints existed; the guest matches" in "\n".join(plan.comment)
+    assert KEY in store.rows and "fingerprint" not in store.rows[KEY], "a plan records nothing"
+    done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **OURS)
+    assert done.result is True and store.rows[KEY]["fingerprint"] == row["fingerprint"]
+    assert writes(requests_since(fresh_cluster, start)) == []
+    again = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    assert again.result is True and again.changes == {}
+
+    # The same old row in front of somebody else's guest at the vmid: not an exact match, refused.
+    store.rows[KEY] = dict(legacy)
+    _recycle(fresh_cluster, rootfs="local-zfs:subvol-150-disk-0,size=8G", net0=None)
+    for outcome in (
+        present(make_context(static_targets(fresh_cluster), store=store), "web", False, **OURS),
+        absent(make_context(static_targets(fresh_cluster), store=store), "web", False, **DESTROY),
+    ):
+        text = "\n".join(outcome.comment)
+        assert outcome.result is False, text
+        assert (
+            "written before fingerprints existed" in text
+            and "mp0 (local-zfs:subvol-150-disk-1 size=500G) is not in it" in text
+        )
+    assert fresh_cluster.pve.ct(150) is not None and store.rows[KEY] == legacy
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["fingerprint", "row-before-fingerprints"])
+def test_destroy_then_the_same_absent_state_is_clean_forever(fresh_cluster, legacy):
+    store = MemoryStore()
+    _ours(fresh_cluster, store)
+    if legacy:
+        store.rows[KEY].pop("fingerprint")
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    plan = absent(ctx, "web", True, **DESTROY)
+    assert (
+        plan.result is None and ("written before fingerprints existed" in "\n".join(plan.comment)) is legacy
+    )
+    start = len(fresh_cluster.pve.requests)
+    done = absent(ctx, "web", False, **DESTROY)
+    assert done.result is True and fresh_cluster.pve.ct(150) is None, done.comment
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("DELETE", "/nodes/pve1/lxc/150")
+    ]
+    for test in (True, False, True, False):
+        later = absent(make_context(static_targets(fresh_cluster), store=store), "web", test, **DESTROY)
+        assert (later.result, later.changes) == (True, {}), later.comment
+        assert later.comment == ["CT 150 on pve1 is absent"]
+    assert len(writes(requests_since(fresh_cluster, start))) == 1 and store.rows == {}
+
+
+def test_destroy_refuses_volumes_its_declaration_does_not_know(fresh_cluster):
+    # Adopted with a mount point the declaration does not name: the fingerprint holds it, the declaration
+    # does not, and a destroy would delete it (pve-container destroy_lxc_container deletes every volume).
+    _recycle_free = fresh_cluster.pve
+    _recycle_free.add_ct(
+        150,
+        node="pve1",
+        config={
+            "hostname": "ct150",
+            "memory": 1024,
+            "unprivileged": 1,
+            "rootfs": "local-zfs:subvol-150-disk-0,size=8G",
+            "mp1": "local-zfs:subvol-150-disk-1,mp=/keep,size=50G",
+        },
+        defaults=False,
+    )
+    store = MemoryStore()
+    declared = {"vmid": 150, "node": "pve1", "hostname": "ct150", "memory": 1024, "unprivileged": True,
+                "rootfs": "local-zfs:8"}  # fmt: skip
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, "web", False, adopt=True, **declared).result is True
+    assert store.rows[KEY]["phase"] == OWNED and "mp1" in store.rows[KEY]["fingerprint"]
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = absent(ctx, "web", test, **DESTROY)
+        text = "\n".join(refused.comment)
+        assert refused.result is False and refused.changes == {}, text
+        assert "volumes its declaration does not know: mp1 (local-zfs:subvol-150-disk-1 size=50G)" in text
+    assert writes(requests_since(fresh_cluster, start)) == [] and fresh_cluster.pve.ct(150) is not None
