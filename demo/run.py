@@ -4,7 +4,9 @@ Starts fakepve (seeded: two nodes, storages, a container template, the running c
 example pillar adopts, and API tokens for a ``read`` and a ``provision`` user) on a free loopback
 port, starts an OpenBao dev server on loopback with the PVE tokens published at
 ``proxmox/creds/<role>``, writes a minion config in a private temporary directory, and runs
-``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``.
+``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``, each
+printed by the ``proxmox_plan`` outputter (``_output/proxmox_plan.py``, what ``--out=proxmox_plan``
+prints).
 
 Exit status: 0 when no state failed, the apply wrote only what the first plan showed, and the
 second plan is clean; 1 otherwise. Everything it started is stopped before it exits.
@@ -12,6 +14,7 @@ second plan is clean; 1 otherwise. Everything it started is stopped before it ex
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 import tempfile
@@ -23,7 +26,15 @@ sys.path.insert(0, str(REPO))
 
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
-from tests.support.saltrun import salt_call, state_rows, summary, write_minion_config  # noqa: E402
+from tests.support.saltrun import salt_call, state_rows, write_minion_config  # noqa: E402
+
+
+def _plan_outputter():
+    """The ``proxmox_plan`` outputter module, loaded from the tree as Salt's loader loads it."""
+    spec = importlib.util.spec_from_file_location("proxmox_plan", REPO / "_output" / "proxmox_plan.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _writes(pve) -> list[tuple[str, str]]:
@@ -47,6 +58,8 @@ def main() -> int:
             )
             print(f"fake PVE cluster at {cluster.url}; OpenBao dev server at {bao.url}")
             print(f"minion config: {config_dir / 'minion'}\n")
+            outputter = _plan_outputter()
+            colours = outputter.colours(sys.stdout.isatty())
             runs = []
             for title, args in (
                 ("plan (test=True)", ["state.apply", "proxmox", "test=True"]),
@@ -59,11 +72,8 @@ def main() -> int:
                 elapsed = time.monotonic() - started
                 rows = state_rows(ret)
                 runs.append((rows, cluster.pve.requests[before:]))
-                print(
-                    summary(
-                        f"{title} — {elapsed:.1f}s, {len(cluster.pve.requests) - before} PVE requests", rows
-                    )
-                )
+                print(f"== {title} — {elapsed:.1f}s, {len(cluster.pve.requests) - before} PVE requests ==")
+                print(outputter.render({"local": ret}, test="test=True" in args, colours=colours))
                 print()
                 if any(secret and secret in raw for secret in secrets):
                     failures.append(f"{title}: a credential appeared in salt-call's output")

@@ -7,6 +7,7 @@ Every family's plan/apply returns one ``Outcome``; the Salt state module only ad
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError
@@ -39,6 +40,21 @@ class Outcome:
             "changes": self.changes,
             "comment": "\n".join(self.comment),
         }
+
+
+def text_diff(old: str | None, new: str | None, old_label: str, new_label: str) -> str:
+    """A unified diff of two texts, as a multi-line string for a return's ``changes``; a missing side
+    (None) is ``/dev/null``, as ``diff -u`` names it. A last line without newline is marked as
+    ``diff`` marks it, so a trailing newline is a visible change."""
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        (new or "").splitlines(keepends=True),
+        fromfile=old_label if old is not None else "/dev/null",
+        tofile=new_label if new is not None else "/dev/null",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 def forget_ownership(outcome: Outcome, ownership, key: str, row: dict | None, subject: str, test: bool,

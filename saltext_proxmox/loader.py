@@ -1,7 +1,8 @@
 """The ``salt.loader`` entry point (new style: a callable returning ``{ext_type: [dirs]}``).
 
 Salt 3008 ``salt/loader/__init__.py`` (``_module_dirs``) calls this once per loader type and
-reads the key for that type: ``modules`` for execution modules, ``states`` for state modules.
+reads the key for that type: ``modules`` for execution modules, ``states`` for state modules,
+``output`` for outputters (``proxmox_plan``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ def _package_dir(name: str) -> str | None:
 
 
 def loader_dirs() -> dict[str, list[str]]:
-    """``{"modules": [dir], "states": [dir]}`` for Salt's loader, leaving out a type whose subpackage
-    is not there.
+    """``{"modules": [dir], "states": [dir], "output": [dir]}`` for Salt's loader, leaving out a type
+    whose subpackage is not there.
 
     It is not there in salt-ssh's thin when the master has an editable install: Salt 3008 packs the
     directory of the entry point's package, ``saltext_proxmox/``, alone (``salt/utils/thin.py``
@@ -29,7 +30,7 @@ def loader_dirs() -> dict[str, list[str]]:
     state run; raising here would only log an error per loader.
     """
     dirs = {}
-    for ext_type in ("modules", "states"):
+    for ext_type in ("modules", "states", "output"):
         found = _package_dir(f"saltext_proxmox.{ext_type}")
         if found is not None:
             dirs[ext_type] = [found]

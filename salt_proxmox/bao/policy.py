@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import difflib
 import hashlib
 import json
 import re
@@ -36,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from salt_proxmox.errors import DeclarationError
+from salt_proxmox.outcome import text_diff
 from salt_proxmox.ownership import adopt_problem, removal_problem
 
 FAMILY = "policy"
@@ -85,15 +85,7 @@ def grants(text: str | None) -> int | None:
 
 def unified_diff(name: str, old: str | None, new: str) -> str:
     """A unified diff of the policy text, ``old`` (live, None when absent) to ``new``."""
-    lines = difflib.unified_diff(
-        (old or "").splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=f"{name} (OpenBao)" if old is not None else "/dev/null",
-        tofile=f"{name} (declared)",
-    )
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-    )
+    return text_diff(old, new, f"{name} (OpenBao)", f"{name} (declared)")
 
 
 @dataclass(frozen=True)

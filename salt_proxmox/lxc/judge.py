@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
+from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, LATEST, Release, TagStyle
 from salt_proxmox.wire.propstring import (
     canonical_option,
+    changed_options,
     flag,
     option_map,
     pairs,
@@ -398,3 +400,33 @@ def stored_config(live: Mapping[str, object]) -> dict[str, str]:
         for key, value in live.items()
         if key not in schema.NEVER_STORED and key != "lxc" and (text := live_text(value)) is not None
     }
+
+
+def key_change(key: str, old: str | None, new: str | None) -> dict:
+    """What a return shows for one config key going from ``old`` (live; None: absent) to ``new`` (to
+    write; ``''``: cleared, None: absent).
+
+    - ``description``: ``{"diff": <unified diff>}``, multi-line, as ``diff -u`` writes it, trailing
+      white space aside (it is the operator's own text; it still never reaches grains).
+    - property strings (``netN``, ``mpN``, ``rootfs``, ``devN``, ``features``, ``startup``):
+      ``{"old", "new"}`` holding only the sub-keys that differ, in PVE's print order
+      (``propstring.changed_options``).
+    - any other key never stored (``schema.NEVER_STORED``): by its length only.
+    - the rest: ``{"old", "new"}`` as PVE spells them.
+    """
+    if key == "description":
+        # Compared without trailing white space (judge.scalar_form), so shown without it too.
+        def lines(text: str | None) -> str | None:
+            return text.rstrip() + "\n" if text and text.rstrip() else None
+
+        return {"diff": text_diff(lines(old), lines(new), f"{key} (PVE)", f"{key} (declared)")}
+    if key in schema.NEVER_STORED:
+        return {
+            "old": None if old is None else f"<{len(old.rstrip())} characters>",
+            "new": None if new is None else f"<{len(new.rstrip())} characters>",
+        }
+    form = schema.property_format(key)
+    if form is not None:
+        shown_old, shown_new = changed_options(old, new, *form)
+        return {"old": shown_old, "new": shown_new}
+    return {"old": old, "new": new}

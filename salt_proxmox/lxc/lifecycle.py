@@ -31,6 +31,7 @@ from salt_proxmox.lxc.judge import (
     creates_unprivileged,
     identity_refusals,
     judge,
+    key_change,
     live_text,
     release_refusals,
     uses_new_options,
@@ -216,21 +217,12 @@ def styled(ctx: PveContext, decl: LxcDeclaration) -> TagStyle:
     return tag_style(ctx) if decl.config.get("tags") else DEFAULT_TAG_STYLE
 
 
-def _show(key: str, value: str | None) -> object:
-    """A value as a return may show it; a description only by its length (docs/design.md §6)."""
-    if value is None:
-        return None
-    if key in schema.NEVER_STORED:
-        return f"<{len(value.rstrip())} characters>"
-    return value
-
-
 def _changes(change: Change, live: Mapping[str, object]) -> dict:
     out: dict = {}
     for key, value in change.put.items():
-        out[key] = {"old": _show(key, live_text(live.get(key))), "new": _show(key, value)}
+        out[key] = key_change(key, live_text(live.get(key)), value)
     for key in change.clear:
-        out[key] = {"old": _show(key, live_text(live.get(key))), "new": ""}
+        out[key] = key_change(key, live_text(live.get(key)), "")
     if change.resize:
         out["disks"] = {
             disk: {"old": _size_of(live_text(live.get(disk))), "new": size} for disk, size in change.resize
@@ -385,9 +377,7 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     if decision.action == "create":
         outcome.changes = {"created": {"old": None, "new": f"CT {decl.vmid} on {decl.node}"}}
         form = create_form(decl)
-        outcome.changes.update(
-            {k: {"old": None, "new": _show(k, v)} for k, v in form.items() if k not in ("vmid",)}
-        )
+        outcome.changes.update({k: key_change(k, None, v) for k, v in form.items() if k not in ("vmid",)})
     else:
         outcome.changes = _changes(decision.change, decision.live or {})
     if decision.fingerprint is not None:

@@ -134,6 +134,25 @@ SCALARS: dict[str, Key] = {
 INDEXED = {"mp": 256, "net": 32, "dev": 256}
 _INDEXED = re.compile(r"^(mp|net|dev|unused)(\d+)$", re.ASCII)
 
+
+def property_format(key: str) -> tuple[str, str | None] | None:
+    """How ``key``'s value is a property string: ``(family, default key)`` for
+    ``salt_proxmox.wire.propstring`` (``FAMILY_DEFAULTS``/``PRINT_LEAD`` family), or None for a
+    scalar. pve-container ``src/PVE/LXC/Config.pm``: ``$rootfs_desc``/``$mp_desc`` (default key
+    ``volume``), ``$netconf_desc``, ``$dev_desc`` (default key ``path``), ``$features_desc``; and
+    pve-common's ``pve-startup-order`` (default key ``order``)."""
+    family = (indexed(key) or ("", 0))[0]
+    if key == "rootfs" or family == "mp":
+        return ("volume", "volume")
+    if family in ("net", "dev"):
+        return (family, "path" if family == "dev" else None)
+    if key == "features":
+        return ("features", None)
+    if key == "startup":
+        return ("startup", "order")
+    return None
+
+
 #: Keys of the state, not of the config.
 STATE_ARGS = frozenset({"name", "vmid", "node", "target", "adopt", "removal"})
 #: Consumed at create, never read back: ``ostemplate`` is identity, ``start`` a one-off act.

@@ -34,6 +34,19 @@ FAMILY_DEFAULTS: dict[str, dict[str, str]] = {
     },
 }
 
+#: The keys PVE prints first in each family's property string, in order: the format's default key,
+#: then its required keys; every other key follows sorted (pve-common ``src/PVE/JSONSchema.pm``
+#: ``print_property_string``: default key, then ``sort keys`` of the non-optional, then the rest).
+#: ``name`` is required in ``$netconf_desc``, ``mp`` in ``$mp_desc``; ``volume`` is the default key of
+#: ``$rootfs_desc``/``$mp_desc``, ``path`` of ``$dev_desc``, ``order`` of pve-common's startup format.
+PRINT_LEAD: dict[str, tuple[str, ...]] = {
+    "net": ("name",),
+    "volume": ("volume", "mp"),
+    "dev": ("path",),
+    "startup": ("order",),
+    "features": (),
+}
+
 #: Keys whose value is a boolean, in any family.
 FLAG_KEYS = frozenset(
     {
@@ -168,3 +181,58 @@ def print_pairs(mapping: Mapping[str, str], lead: Iterable[str] = ()) -> str:
     lead = [key for key in lead if key in mapping]
     rest = [key for key in mapping if key not in lead]
     return ",".join(f"{key}={mapping[key]}" for key in [*lead, *rest])
+
+
+def pve_order(keys: Iterable[str], family: str) -> list[str]:
+    """``keys`` in the order PVE prints them in ``family``'s property string (see ``PRINT_LEAD``)."""
+    keys = list(keys)
+    lead = [key for key in PRINT_LEAD.get(family, ()) if key in keys]
+    return lead + sorted(key for key in keys if key not in lead)
+
+
+def _print_ordered(mapping: Mapping[str, str], family: str, default_key: str | None) -> str:
+    # The volume is printed bare, as PVE prints it and as operators write it.
+    return ",".join(
+        mapping[key] if key == default_key == "volume" else f"{key}={mapping[key]}"
+        for key in pve_order(mapping, family)
+    )
+
+
+def changed_options(
+    old: str | None, new: str | None, family: str, default_key: str | None = None
+) -> tuple[str | None, str | None]:
+    """What a plan shows for one property-string key: ``(old, new)`` holding only the sub-keys whose
+    values differ, each side a property string in PVE's print order (``tag=42`` → ``tag=43``).
+
+    ``old`` is the live value, ``new`` the value to write (None: the key is absent on that side,
+    shown whole on the other; ``''`` on the new side: the key is cleared). Values compare in their
+    canonical spelling (``canonical_option``); a sub-key missing on one side counts as the family's
+    default there (``FAMILY_DEFAULTS``), shown as that default, or is left out of that side when the
+    family has none. A value that does not parse as a property string is shown as it is.
+    """
+    try:
+        have = dict(pairs(old, default_key)) if old is not None else None
+        want = dict(pairs(new, default_key)) if new else None
+    except ValueError:
+        return old, new
+    if have is None or want is None:
+        shown_old = None if have is None else _print_ordered(have, family, default_key)
+        return shown_old, new if want is None else _print_ordered(want, family, default_key)
+    defaults = FAMILY_DEFAULTS.get(family, {})
+    old_side: dict[str, str] = {}
+    new_side: dict[str, str] = {}
+    for key in {*have, *want}:
+        was = have.get(key, defaults.get(key))
+        wants = want.get(key, defaults.get(key))
+        same = (
+            was is not None
+            and wants is not None
+            and canonical_option(key, was) == canonical_option(key, wants)
+        )
+        if same or (was is None and wants is None):
+            continue
+        if was is not None:
+            old_side[key] = was
+        if wants is not None:
+            new_side[key] = wants
+    return _print_ordered(old_side, family, default_key), _print_ordered(new_side, family, default_key)

@@ -5,13 +5,15 @@ project unless the test puts it there (tests/support/venvs.py):
   ``--no-deps``; Salt finds ``proxmox`` and ``proxmox_lxc`` through the ``salt.loader`` entry point,
   with a file_roots that holds the formula's SLS only, so nothing could have been synced. The
   development venv's editable install is checked the same way.
-- **synced from file_roots**: ``saltutil.sync_all`` copies ``_modules``, ``_states`` and
-  ``_utils/salt_proxmox`` (the library) from ``formula/`` into the minion's extension_modules. Salt puts
-  the synced utils directory on ``sys.path`` while it loads execution modules (Salt 3008
-  ``salt/loader/lazy.py``: ``extra_module_dirs``, the utils dirs), so the synced ``proxmox`` module's
-  ``import salt_proxmox`` finds the synced library; nowhere else can it be imported.
+- **synced from file_roots**: ``saltutil.sync_all`` copies ``_modules``, ``_states``, ``_output`` (the
+  ``proxmox_plan`` outputter) and ``_utils/salt_proxmox`` (the library) from ``formula/`` into the
+  minion's extension_modules. Salt puts the synced utils directory on ``sys.path`` while it loads
+  execution modules (Salt 3008 ``salt/loader/lazy.py``: ``extra_module_dirs``, the utils dirs), so the
+  synced ``proxmox`` module's ``import salt_proxmox`` finds the synced library; nowhere else can it be
+  imported.
 
-Each way then runs plan → apply → plan with ``salt-call --local`` against a fresh fake cluster.
+Each way then runs plan → apply → plan with ``salt-call --local`` against a fresh fake cluster, and a
+plan printed with ``--out=proxmox_plan``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.saltrun import FORMULA, REPO, salt_call, write_minion_config
+from tests.support.saltrun import FORMULA, REPO, salt_call, salt_call_text, write_minion_config
 from tests.support.venvs import deps_venv, imports, pip_install
 from tests.support.ways import Estate, assert_no_secret, plan_apply_plan, timed
 
@@ -40,6 +42,7 @@ SOURCES = (
     "saltext_proxmox",
     "_modules",
     "_states",
+    "_output",
 )
 
 
@@ -158,6 +161,13 @@ def test_a_wheel_installed_with_pip_loads_without_a_sync(tmp_path: Path, fresh_c
     assert not list(extmods.rglob("*.py")), "nothing was synced"
 
     run_formula(way, estate_of(fresh_cluster, bao_creds), config_dir, salt_call_bin)
+    assert_plan_outputter(config_dir, salt_call_bin)
+
+
+def assert_plan_outputter(config_dir: Path, salt_call_bin: Path) -> None:
+    """The ``proxmox_plan`` outputter is loaded the same way: a clean plan ends in its summary line."""
+    text = salt_call_text(config_dir, "state.apply", "proxmox", "test=True", salt_call_bin=salt_call_bin)
+    assert "Plan: 0 to create, 0 to update, 0 to destroy, 0 pending restart, 0 refused, " in text, text
 
 
 def test_modules_synced_from_file_roots_bring_the_library(tmp_path: Path, fresh_cluster, bao_creds) -> None:
@@ -173,8 +183,10 @@ def test_modules_synced_from_file_roots_bring_the_library(tmp_path: Path, fresh_
         synced, _ = salt_call(config_dir, "saltutil.sync_all", salt_call_bin=salt_call_bin)
     assert "modules.proxmox" in synced["modules"] and "states.proxmox_lxc" in synced["states"]
     assert "utils.salt_proxmox.ownership" in synced["utils"]
+    assert "output.proxmox_plan" in synced["output"]
     assert loaded(config_dir, salt_call_bin) == (True, True)
     # Outside Salt's loader the library is still nowhere to import: only the synced copy serves.
     assert not imports(python, "salt_proxmox", tmp_path)
 
     run_formula(way, estate_of(fresh_cluster, bao_creds), config_dir, salt_call_bin)
+    assert_plan_outputter(config_dir, salt_call_bin)

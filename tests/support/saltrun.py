@@ -95,6 +95,27 @@ def salt_call(
         raise RuntimeError(f"salt-call exited {proc.returncode} without a JSON return:\n{raw}") from None
 
 
+def salt_call_text(
+    config_dir: Path,
+    *args: str,
+    out: str = "proxmox_plan",
+    timeout: float = 600,
+    salt_call_bin: Path | None = None,
+) -> str:
+    """Run ``salt-call --local -c config_dir <args> --out=<out> --no-color``; returns its stdout as an
+    operator sees it (the ``proxmox_plan`` outputter by default). ``salt_call_bin`` as for salt_call."""
+    salt_call_bin = salt_call_bin or Path(sys.executable).parent / "salt-call"
+    command = [str(salt_call_bin), "--local", "-c", str(config_dir), f"--out={out}", "--no-color"]
+    proc = subprocess.run(
+        [*command, "--log-level=quiet", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    return proc.stdout
+
+
 def state_rows(ret: dict[str, Any] | list | str) -> list[dict[str, Any]]:
     """The state returns of a ``state.apply`` in run order: ``{id, function, result, changes, comment}``.
 

@@ -397,8 +397,11 @@ def test_plan_update_shows_old_and_new_per_key() -> None:
     stub = StubPve().on("GET", CONFIG, live_config(memory=512, description="notes\n"))
     outcome = plan(stub, MemoryStore({ROW: stored_row()}), description="other notes")
     assert outcome.changes["memory"] == {"old": "512", "new": "1024"}
-    # A description is shown only by its length (never stored, docs/design.md §6).
-    assert outcome.changes["description"] == {"old": "<5 characters>", "new": "<11 characters>"}
+    # A description is shown as a unified diff, trailing white space aside (PVE hands each line back
+    # with "\n" appended: pve-container Config.pm parse_pct_config).
+    assert outcome.changes["description"] == {
+        "diff": "--- description (PVE)\n+++ description (declared)\n@@ -1 +1 @@\n-notes\n+other notes\n"
+    }
 
 
 # ============================================================================================

@@ -1,0 +1,1 @@
+"""Salt outputters of salt-proxmox (packaged as ``saltext_proxmox.output``)."""
