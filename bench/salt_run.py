@@ -16,8 +16,8 @@ Every run is checked: all states must succeed, the plan must show no change and 
 written; a run that breaks this is reported and the script exits 1.
 
 ``--creates`` measures creating N containers from nothing with one apply (fakepve finishes its
-tasks at once), per container. ``--profile N`` writes a cProfile of the no-drift apply of N
-containers and prints its top functions by cumulative time.
+tasks at once), per container. ``--profile N`` writes a cProfile of the no-drift apply (or with
+``--profile-run plan`` the plan) of N containers and prints its top functions by cumulative time.
 
 Figures, not assertions: the test suite asserts the request counts; CI never runs this.
 
@@ -322,7 +322,8 @@ def creates(args: argparse.Namespace) -> int:
 
 
 def profile(args: argparse.Namespace) -> int:
-    """cProfile the no-drift apply of ``args.profile`` owned containers; print the top functions."""
+    """cProfile the no-drift apply (or the plan) of ``args.profile`` owned containers; print the
+    top functions by cumulative time."""
     size = args.profile
     with tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp, ServedCluster() as cluster:
         assert cluster.pve is not None
@@ -333,14 +334,17 @@ def profile(args: argparse.Namespace) -> int:
         write_pillar(work / "pillar", vmids)
         config_dir = minion(cluster, work, args.concurrency)
         seed_owned(cluster, config_dir, vmids)
-        out = Path(args.profile_out or work / "apply.prof")
-        run = salt_call(cluster, config_dir, "state.apply", "proxmox", profile=out)
-        problem = check(run, False, size)
-        print(f"# cProfile of the no-drift apply of {size} owned containers: {run.wall:.2f} s", flush=True)
+        out = Path(args.profile_out or work / "run.prof")
+        plan = args.profile_run == "plan"
+        extra = ("test=True",) if plan else ()
+        run = salt_call(cluster, config_dir, "state.apply", "proxmox", *extra, profile=out)
+        problem = check(run, plan, size)
+        what = "plan" if plan else "no-drift apply"
+        print(f"# cProfile of the {what} of {size} owned containers: {run.wall:.2f} s", flush=True)
         stats = pstats.Stats(str(out))
         stats.sort_stats("cumulative").print_stats(args.profile_top)
         if problem:
-            print(f"  ! apply of {size}: {problem}", flush=True)
+            print(f"  ! {what} of {size}: {problem}", flush=True)
             return 1
     return 0
 
@@ -361,6 +365,7 @@ def main() -> int:
     )
     parser.add_argument("--creates", type=int, nargs="*", default=[], help="sizes of the create measurement")
     parser.add_argument("--profile", type=int, default=None, help="cProfile the no-drift apply of N")
+    parser.add_argument("--profile-run", choices=("apply", "plan"), default="apply")
     parser.add_argument("--profile-out", default=None, help="where to keep the profile (.prof)")
     parser.add_argument("--profile-top", type=int, default=30)
     args = parser.parse_args()
