@@ -56,11 +56,14 @@ def _state(name, target, fun, /, *args, twins=None, ahead=None, **kwargs):
     if twins is not None:
         call_kwargs, states, key_of = twins
         default = runtime.default_target(__salt__["config.get"]("proxmox:targets", {}))
-        refused = runtime.twins_return(name, call_kwargs, states, lambda chunk: key_of(chunk, default))
+        runtime.enter_run(ctx, call_kwargs, __context__)
+        refused = runtime.twins_return(
+            name, call_kwargs, states, lambda chunk: key_of(chunk, default), __context__
+        )
         if refused is not None:
             return refused
         if ahead is not None:
-            runtime.read_ahead(ctx, call_kwargs, states[0], default, ahead)
+            runtime.read_ahead(ctx, call_kwargs, states[0], default, ahead, __context__)
     return fun(ctx, *args, **kwargs).salt_return(name)
 
 

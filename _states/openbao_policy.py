@@ -32,9 +32,9 @@ def __virtual__():
 
 
 def _run():
-    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
-    for the library's run-wide checks."""
-    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``, ``__instance_id__``),
+    passed through whole for the library's run-wide checks and reads."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
 
 
 def _state_id(name):

@@ -48,6 +48,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from salt_proxmox.fingerprint import FIELD as FINGERPRINT  # noqa: E402
+from salt_proxmox.lxc.guest import live_fingerprint  # noqa: E402
 from salt_proxmox.lxc.lifecycle import present  # noqa: E402
 from salt_proxmox.lxc.props import parse_declaration  # noqa: E402
 from salt_proxmox.ownership import MemoryStore  # noqa: E402
@@ -94,7 +96,8 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
 
     The first container is created for real (through the library, as the state does); the others
     are copies of its config with their own hostname, volume and MAC, so seeding 1000 takes
-    seconds. Their rows are what ``Ownership.mark_owned`` writes after a create."""
+    seconds. Their rows are what ``Ownership.mark_owned`` writes after a create (fingerprint
+    included)."""
     assert cluster.pve is not None
     first = vmids[0]
     store = MemoryStore()
@@ -112,6 +115,7 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
         cluster.pve.add_ct(vmid, node=bench_declaration(vmid)["node"], config=config, defaults=False)
     rows = dict(store.rows)
     for vmid in vmids[1:]:
+        live = cluster.pve.ct(vmid).config
         decl = dict(bench_declaration(vmid))
         stored = parse_declaration(
             state_id(vmid),
@@ -125,6 +129,7 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
             "instance": str(uuid.uuid4()),
             "state_id": state_id(vmid),
             "declared": stored,
+            FINGERPRINT: live_fingerprint(live),
         }
     (config_dir / "grains").write_text(yaml.safe_dump({"salt_proxmox": {"owned": rows}}))
 

@@ -18,6 +18,7 @@ declarations of the object a chunk declares (docs/design.md §8 "One object, one
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -81,12 +82,24 @@ class Chunk:
 
 
 class Run:
-    """One state run: every chunk, and the one running now (``current``, None when unknown)."""
+    """One state run: every chunk, and the one running now (``current``, None when unknown).
 
-    def __init__(self, lowstate: Iterable[object], low: Mapping | None = None):
+    ``key`` tells runs apart: Salt's ``__instance_id__`` (one per ``State`` object, so one per
+    run) when the state module passed it through, else the identity of the chunk list.
+    """
+
+    def __init__(self, lowstate: Iterable[object], low: Mapping | None = None, key: object = None):
         chunks = (Chunk.of(item) for item in lowstate if isinstance(item, Mapping))
         self.chunks: list[Chunk] = [chunk for chunk in chunks if chunk is not None]
         self.current: Chunk | None = Chunk.of(low) if isinstance(low, Mapping) else None
+        self.key: object = key if key is not None else id(lowstate)
+        self._keys: dict[tuple[str, ...], dict[str | None, list[Chunk]]] = {}
+
+    def at(self, low: object) -> Run:
+        """This run (its chunks parsed once) with ``low`` as the chunk running now."""
+        run = copy.copy(self)
+        run.current = Chunk.of(low) if isinstance(low, Mapping) else None
+        return run
 
     @classmethod
     def of(cls, kwargs: Mapping[str, object]) -> Run | None:
@@ -96,7 +109,7 @@ class Run:
         if not isinstance(lowstate, Iterable) or isinstance(lowstate, str | bytes | Mapping):
             return None
         low = kwargs.get("__low__")
-        return cls(lowstate, low if isinstance(low, Mapping) else None)
+        return cls(lowstate, low if isinstance(low, Mapping) else None, kwargs.get("__instance_id__"))
 
     def declared(self, state: str, target: str | None = None, default: str | None = None) -> Iterator[Chunk]:
         """The chunks of state module ``state`` (``proxmox_lxc``), in run order; with ``target``,
@@ -112,8 +125,9 @@ class Run:
         """The other chunks of ``states`` that declare the object the current chunk declares.
 
         ``key_of`` gives a chunk's object key (its ownership row key, docs/design.md §8), or None
-        when the chunk's identity cannot be read (it is refused on its own when it runs). Empty
-        when there is no current chunk or its key cannot be read.
+        when the chunk's identity cannot be read (it is refused on its own when it runs); for the
+        same ``states`` it must be the same function throughout a run (the keys are computed
+        once). Empty when there is no current chunk or its key cannot be read.
         """
         me = self.current
         if me is None:
@@ -121,12 +135,16 @@ class Run:
         mine = key_of(me)
         if mine is None:
             return []
-        wanted = set(states)
-        return [
-            chunk
-            for chunk in self.chunks
-            if chunk.state in wanted and not chunk.same_as(me) and key_of(chunk) == mine
-        ]
+        # Keyed once per run and set of state modules, so a run of N states costs N keys, not N².
+        wanted = tuple(sorted(set(states)))
+        by_key = self._keys.get(wanted)
+        if by_key is None:
+            by_key = {}
+            for chunk in self.chunks:
+                if chunk.state in wanted:
+                    by_key.setdefault(key_of(chunk), []).append(chunk)
+            self._keys[wanted] = by_key
+        return [chunk for chunk in by_key.get(mine, []) if not chunk.same_as(me)]
 
 
 def twins_refusal(

@@ -10,7 +10,7 @@ return of a call that could not even start (``refused_return``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
 import requests
 
@@ -48,17 +48,51 @@ def refused_return(name: str, exc: Exception) -> dict:
     return Outcome().fail(f"Refused: {exc}").salt_return(name)
 
 
+def run_of(kwargs: Mapping[str, object], cache: MutableMapping) -> Run | None:
+    """The state run a call's keyword arguments hold (``__lowstate__``, ``__low__``,
+    ``__instance_id__``), or None outside a state run. Its chunks are parsed once per run and
+    kept in ``cache`` (Salt's ``__context__``; only the latest run), not once per state: a run of
+    N states would otherwise parse N² chunks."""
+    lowstate = kwargs.get("__lowstate__")
+    if not isinstance(lowstate, Iterable) or isinstance(lowstate, str | bytes | Mapping):
+        return None
+    instance = kwargs.get("__instance_id__")
+    key = instance if instance is not None else id(lowstate)
+    kept = cache.get(RUN_KEY)
+    if not isinstance(kept, Run) or kept.key != key:
+        kept = cache[RUN_KEY] = Run(lowstate, None, key)
+    return kept.at(kwargs.get("__low__"))
+
+
+#: Where ``run_of`` keeps the parsed run in the run's cache.
+RUN_KEY = "salt_proxmox.run"
+
+
 def twins_return(
-    name: str, kwargs: Mapping[str, object], states: tuple[str, ...], key_of: Callable[[Chunk], str | None]
+    name: str,
+    kwargs: Mapping[str, object],
+    states: tuple[str, ...],
+    key_of: Callable[[Chunk], str | None],
+    cache: MutableMapping | None = None,
 ) -> dict | None:
     """The state return refusing a declaration whose object another state of the same run
     declares (``lowstate.twins_refusal``), else None. ``kwargs``: the call's keyword arguments,
     holding the run the state module passed through (``__lowstate__``, ``__low__``); outside a
-    state run there is none and nothing is refused."""
-    refusal = twins_refusal(Run.of(kwargs), states, key_of)
+    state run there is none and nothing is refused. ``cache``: the run's cache, so the run is
+    parsed once (``run_of``)."""
+    run = run_of(kwargs, cache) if cache is not None else Run.of(kwargs)
+    refusal = twins_refusal(run, states, key_of)
     if refusal is None:
         return None
     return Outcome().refuse(DeclarationError(refusal)).salt_return(name)
+
+
+def enter_run(ctx: PveContext, kwargs: Mapping[str, object], cache: MutableMapping) -> Run | None:
+    """The run a state's call belongs to (``run_of``), with ``ctx``'s reads ahead serving it:
+    the answers of another run, or of a call outside any run, are never served to it."""
+    run = run_of(kwargs, cache)
+    ctx.reads.begin(None if run is None else run.key)
+    return run
 
 
 def read_ahead(
@@ -67,14 +101,16 @@ def read_ahead(
     state: str,
     default: str | None,
     reader: Callable[[PveContext, list[Mapping[str, object]]], int],
+    cache: MutableMapping,
 ) -> int:
-    """Hand ``reader`` (a family's ``read_ahead``) the arguments of the run's ``state``
-    (``proxmox_lxc``) ``present`` chunks on ``ctx``'s target, in run order; returns what it
-    sent. ``kwargs``: the call's keyword arguments holding the run (``__lowstate__``); outside a
-    state run there is none and nothing is read ahead. ``default``: the target of a chunk naming
-    none."""
-    run = Run.of(kwargs)
-    if run is None:
+    """Once per run and ``state``: hand ``reader`` (a family's ``read_ahead``) the arguments of
+    the run's ``state`` (``proxmox_lxc``) ``present`` chunks on ``ctx``'s target, in run order;
+    returns what it sent (0 for every later state of the run). ``kwargs``: the call's keyword
+    arguments holding the run; outside a state run there is none and nothing is read ahead.
+    ``default``: the target of a chunk naming none; ``cache``: the run's cache. Call
+    ``enter_run`` first."""
+    run = run_of(kwargs, cache)
+    if run is None or not ctx.reads.first(state):
         return 0
     chunks = [chunk.args for chunk in run.declared(state, ctx.target.name, default) if chunk.fun == "present"]
     return reader(ctx, chunks)

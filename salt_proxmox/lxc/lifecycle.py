@@ -120,7 +120,7 @@ def config_path(node: str, vmid: int) -> str:
 
 
 def read_ahead(ctx: PveContext, declarations: Iterable[Mapping[str, object]]) -> int:
-    """Read ahead, once per run, the config of every container the run declares on this target,
+    """Read ahead the config of every container the run declares on this target,
     ``ctx.target.concurrency`` at a time (``salt_proxmox.pve.readahead``); returns how many were
     sent.
 
@@ -138,10 +138,8 @@ def read_ahead(ctx: PveContext, declarations: Iterable[Mapping[str, object]]) ->
         except DeclarationError:
             continue
         paths.append(config_path(decl.node, decl.vmid))
-    run = frozenset(paths)
-    if not paths or run in ctx.reads.runs:
+    if not paths:
         return 0
-    ctx.reads.runs.add(run)
     try:
         credential = ctx.broker.read()
     except SaltProxmoxError:

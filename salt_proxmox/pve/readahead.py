@@ -37,15 +37,31 @@ class _Answer:
 
 
 class ReadAhead:
-    """The answers read ahead for one target within one run (kept in Salt's ``__context__``).
-
-    ``runs`` holds the keys of the runs already read ahead, so a run reads ahead once.
+    """The answers read ahead for one target within one run (kept in Salt's ``__context__``,
+    which a minion may keep from one run to the next: ``begin`` drops another run's answers).
     """
 
     def __init__(self) -> None:
         self.answers: dict[str, _Answer] = {}
         self.listings: dict[str, _Answer] = {}
-        self.runs: set[object] = set()
+        self.run: object = None
+        self.started: set[str] = set()
+
+    def begin(self, run: object) -> None:
+        """Serve run ``run`` (its key; None for a call outside a state run, which shares nothing):
+        whatever another run read is dropped, never served."""
+        if run is None or run != self.run:
+            self.answers.clear()
+            self.listings.clear()
+            self.started.clear()
+            self.run = run
+
+    def first(self, what: str) -> bool:
+        """True the first time ``what`` (a family's read ahead) is asked for in this run."""
+        if what in self.started:
+            return False
+        self.started.add(what)
+        return True
 
     def fill(self, client: PveClient, credential: Credential, paths: Iterable[str], concurrency: int) -> int:
         """GET every path not already held, at most ``concurrency`` at once; returns how many

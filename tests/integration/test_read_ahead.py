@@ -61,8 +61,12 @@ class Run:
     def state(self, vmid: int, test: bool, ahead: bool = True, **over: Any):
         ctx = self.context()
         if ahead:
-            kwargs = {"__lowstate__": self.chunks, "__low__": chunk(vmid, **over)}
-            self.sent_ahead += runtime.read_ahead(ctx, kwargs, lifecycle.STATE, TARGET, lifecycle.read_ahead)
+            low = chunk(vmid, **over)
+            kwargs = {"__lowstate__": self.chunks, "__low__": low, "__instance_id__": id(self)}
+            runtime.enter_run(ctx, kwargs, self.cache)
+            self.sent_ahead += runtime.read_ahead(
+                ctx, kwargs, lifecycle.STATE, TARGET, lifecycle.read_ahead, self.cache
+            )
         return present(ctx, f"ct{vmid}", test, **declaration(vmid=vmid, **over))
 
 
@@ -195,7 +199,8 @@ def test_no_read_ahead_outside_a_state_run_or_without_a_credential(fresh_cluster
     be had reads nothing ahead either; each state meets that failure itself."""
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert runtime.read_ahead(ctx, {}, lifecycle.STATE, TARGET, lifecycle.read_ahead) == 0
+    assert runtime.enter_run(ctx, {}, {}) is None
+    assert runtime.read_ahead(ctx, {}, lifecycle.STATE, TARGET, lifecycle.read_ahead, {}) == 0
     targets = static_targets(fresh_cluster)
     targets[TARGET]["credentials"] = {"source": "openbao", "path": "proxmox/creds"}
     start = len(fresh_cluster.pve.requests)

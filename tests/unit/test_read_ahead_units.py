@@ -151,3 +151,61 @@ def test_the_session_keeps_a_connection_per_concurrent_read():
     assert adapter._pool_maxsize >= 32
     small = new_session(Target("homelab", ("https://pve1:8006",), concurrency=2))
     assert small.get_adapter("https://pve1:8006/")._pool_maxsize >= 10, "never below requests' own"
+
+
+def test_another_run_is_never_served_what_an_earlier_run_read():
+    """A minion may keep ``__context__`` from one run to the next: a new run (another Salt
+    ``__instance_id__``), or a call outside any run, starts with nothing read ahead and no listing."""
+    path = "nodes/pve1/lxc/150/config"
+    client = Client({path: {"digest": "old"}, "pools": [{"poolid": "prod"}]})
+    reads = ReadAhead()
+    reads.begin("run-1")
+    assert reads.first("proxmox_lxc") and not reads.first("proxmox_lxc")
+    reads.fill(client, READ, [path], concurrency=8)
+    reads.shared(client, "pools", READ)
+    reads.begin("run-1")
+    assert reads.answers and reads.listings, "the same run keeps what it read"
+    client.answers = {path: {"digest": "new"}, "pools": []}
+    reads.begin("run-2")
+    assert reads.first("proxmox_lxc"), "a new run reads ahead again"
+    assert reads.get(client, path, READ) == {"digest": "new"}
+    assert reads.shared(client, "pools", READ) == []
+    reads.fill(client, READ, [path], concurrency=8)
+    reads.begin(None)
+    assert not reads.answers and not reads.listings
+
+
+def test_a_run_is_parsed_once_for_all_its_states():
+    """``run_of`` keeps the parsed chunks of the latest run in the run's cache: N states parse N
+    chunks once, not N² (a 1000-state run would otherwise parse a million chunks)."""
+    from salt_proxmox import lowstate, runtime
+
+    chunks = [
+        {
+            "__id__": f"ct{v}",
+            "name": f"ct{v}",
+            "state": "proxmox_lxc",
+            "fun": "present",
+            "vmid": v,
+            "node": "pve1",
+        }
+        for v in range(100, 110)
+    ]
+    parsed = []
+    original = lowstate.Chunk.of
+
+    def counting(low):
+        parsed.append(low.get("__id__"))
+        return original(low)
+
+    cache: dict = {}
+    lowstate.Chunk.of = counting
+    try:
+        for low in chunks:
+            run = runtime.run_of({"__lowstate__": chunks, "__low__": low, "__instance_id__": "A"}, cache)
+            assert run.current.state_id == low["__id__"] and len(run.chunks) == 10
+        assert len(parsed) == 10 + 10, "the run's chunks once, then each state's own chunk"
+        runtime.run_of({"__lowstate__": chunks[:3], "__low__": chunks[0], "__instance_id__": "B"}, cache)
+        assert len(runtime.run_of({"__lowstate__": chunks[:3], "__instance_id__": "B"}, cache).chunks) == 3
+    finally:
+        lowstate.Chunk.of = original
