@@ -18,7 +18,7 @@ try:
     from salt_proxmox.bao import lifecycle
     from salt_proxmox.bao import policy as rules
     from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-    from salt_proxmox.runtime import declared_keys, refused_return, salt_store
+    from salt_proxmox.runtime import declared_keys, refused_return
 
     HAS_LIBS = True
 except ImportError as exc:  # pragma: no cover - reported through __virtual__
@@ -32,8 +32,14 @@ def __virtual__():
     return __virtualname__
 
 
+def _store():
+    import salt.utils.platform
+
+    return runtime.salt_store(__salt__, __opts__, __context__, __grains__, salt.utils.platform.is_proxy())
+
+
 def _context():
-    return lifecycle.context_for(__salt__["config.get"]("openbao", None), __context__, salt_store(__salt__))
+    return lifecycle.context_for(__salt__["config.get"]("openbao", None), __context__, _store())
 
 
 def _fetch(saltenv):
@@ -122,7 +128,9 @@ def policy_present(
     twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_key, __context__)
     if twin is not None:
         return twin
-    outcome = lifecycle.present(
+    return runtime.outcome_return(
+        name,
+        lifecycle.present,
         ctx,
         state_id or name,
         bool(test),
@@ -134,7 +142,6 @@ def policy_present(
         fetch=_fetch(saltenv),
         **declared_keys(extra),
     )
-    return outcome.salt_return(name)
 
 
 def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
@@ -155,7 +162,13 @@ def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
     twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_key, __context__)
     if twin is not None:
         return twin
-    outcome = lifecycle.absent(
-        ctx, state_id or name, bool(test), name, removal=removal, **declared_keys(extra)
+    return runtime.outcome_return(
+        name,
+        lifecycle.absent,
+        ctx,
+        state_id or name,
+        bool(test),
+        name,
+        removal=removal,
+        **declared_keys(extra),
     )
-    return outcome.salt_return(name)

@@ -17,6 +17,7 @@ try:
     from salt_proxmox.errors import SaltProxmoxError
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc.judge import stored_config
+    from salt_proxmox.lxc.props import vmid_number
     from salt_proxmox.pve.client import api_path
     from salt_proxmox.runtime import declared_keys, refused_return
 
@@ -32,6 +33,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _store():
+    import salt.utils.platform
+
+    return runtime.salt_store(__salt__, __opts__, __context__, __grains__, salt.utils.platform.is_proxy())
+
+
 def _context(target=None):
     return _call(
         runtime.context_for,
@@ -39,7 +46,7 @@ def _context(target=None):
         target,
         __salt__["config.get"]("openbao", None),
         __context__,
-        runtime.salt_store(__salt__),
+        _store(),
     )
 
 
@@ -64,7 +71,7 @@ def _state(name, target, fun, /, *args, twins=None, ahead=None, **kwargs):
             return refused
         if ahead is not None:
             runtime.read_ahead(ctx, call_kwargs, states[0], default, ahead, __context__)
-    return fun(ctx, *args, **kwargs).salt_return(name)
+    return runtime.outcome_return(name, fun, ctx, *args, **kwargs)
 
 
 def _call(fun, *args, **kwargs):
@@ -88,7 +95,7 @@ def lxc_config(node, vmid, target=None):
         salt-call proxmox.lxc_config node=pve1 vmid=150 target=homelab
     """
     ctx = _context(target)
-    live = _call(lifecycle.read_live, ctx, node, int(vmid))
+    live = _call(lifecycle.read_live, ctx, node, _call(vmid_number, vmid))
     return None if live is None else stored_config(live)
 
 
@@ -214,8 +221,9 @@ def _adhoc(target, vmid, config):
 
 def lxc_resize(node, vmid, disk, size, target=None):
     """
-    Grow one mount point (``PUT /nodes/{node}/lxc/{vmid}/resize``) and wait for the task.
-    ``size`` as PVE takes it: ``+2G`` or an absolute ``12G``.
+    Grow one mount point (``PUT /nodes/{node}/lxc/{vmid}/resize``) of a container this minion
+    owns and wait for the task. ``size`` as PVE takes it: ``+2G`` or an absolute ``12G``. A guest
+    this minion did not create is refused, as ``proxmox.lxc_update`` refuses it.
 
     CLI Example:
 
@@ -223,14 +231,8 @@ def lxc_resize(node, vmid, disk, size, target=None):
 
         salt-call proxmox.lxc_resize node=pve1 vmid=150 disk=rootfs size=+2G
     """
-    from salt_proxmox.lxc import schema
-    from salt_proxmox.pve.constraints import check_form
-
     ctx = _context(target)
-    form = {"disk": str(disk), "size": str(size)}
-    _call(check_form, schema.RESIZE, form, True)
-    path = f"{lifecycle.guest_path(node, int(vmid))}/resize"
-    upid = _call(ctx.task, "PUT", path, node, f"grow {disk} of CT {vmid} to {size}", form)
+    upid = _call(lifecycle.resize, ctx, node, vmid, disk, size)
     return {"upid": upid, "disk": disk, "size": size}
 
 

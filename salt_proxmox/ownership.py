@@ -9,10 +9,12 @@ instance: uuid, state_id, declared: {non-secret declared keys}}``, and for a gue
 - A live object with no row is unowned: plan and apply refuse it unless ``adopt: true``.
 - ``state_id`` lets a later run see the same state now declaring another identity.
 
-Storage is injected (``OwnershipStore``): Salt grains in production, a dict in tests, a JSON file
-(``FileStore``) where grains do not last. Under salt-ssh they do not: the target's ``grains.setval``
-writes ``<thin_dir>/grains`` (beside the ``<thin_dir>/minion`` config salt-ssh writes), and salt-ssh
-deletes the thin dir whenever it redeploys the thin or runs with ``--wipe`` (Salt 3008
+Storage is injected (``OwnershipStore``): Salt's grains file in production (``GrainStore``), a
+dict in tests, a JSON file (``FileStore``) where grains do not last. Both files are read once per
+run, re-read only when another process changed them, written only when a row changes, atomically
+and fsynced, under a lock (docs/design.md §8). Under salt-ssh grains do not last: the target's
+``grains.setval`` writes ``<thin_dir>/grains`` (beside the ``<thin_dir>/minion`` config salt-ssh
+writes), and salt-ssh deletes the thin dir whenever it redeploys the thin or runs with ``--wipe`` (Salt 3008
 ``salt/client/ssh/ssh_py_shim.py``, ``need_deployment``). Nothing secret is stored: callers pass
 declarations through ``LxcDeclaration.stored`` and the like.
 """
@@ -21,12 +23,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
+import fcntl
 import json
 import os
+import stat
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol
+
+import yaml
 
 from salt_proxmox.errors import SaltProxmoxError, shown
 from salt_proxmox.fingerprint import FIELD as FINGERPRINT
@@ -52,15 +59,18 @@ def removal_problem(removal: object) -> str | None:
 
 
 class OwnershipStore(Protocol):
-    """Where rows live. ``load`` returns every row; ``save`` replaces them all."""
+    """Where rows live. ``load`` returns every row as stored now; ``save`` replaces them all;
+    ``locked`` keeps other writers out between a ``load`` and the ``save`` built on it."""
 
     def load(self) -> dict[str, dict]: ...
 
     def save(self, rows: dict[str, dict]) -> None: ...
 
+    def locked(self) -> contextlib.AbstractContextManager[None]: ...
+
 
 class MemoryStore:
-    """A store in a dict, for tests and dry runs."""
+    """A store in a dict, for tests and dry runs; ``saves`` counts the writes."""
 
     def __init__(self, rows: Mapping[str, dict] | None = None):
         self.rows = copy.deepcopy(dict(rows or {}))
@@ -73,83 +83,243 @@ class MemoryStore:
         self.rows = copy.deepcopy(rows)
         self.saves += 1
 
-
-class FileStore:
-    """Rows in a JSON file, ``{"owned": {<row key>: <row>}}`` — the shape of the ``salt_proxmox``
-    grain, so a file and a grain can be compared by eye.
-
-    A missing file holds no rows. ``save`` writes a temporary file in the same directory and renames
-    it over the old one, so a reader sees the old rows or the new ones, never half; the file is 0600
-    and a directory it creates is 0700. A file that is not such a JSON object is an error, never
-    read as "no rows": that would turn every guest we made into an unowned one.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = os.fspath(path)
-
-    def load(self) -> dict[str, dict]:
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise OwnershipFileError(f"{self.path}: not JSON ({exc.msg}); fix or restore it") from None
-        owned = data.get("owned", {}) if isinstance(data, dict) else None
-        if not isinstance(owned, dict):
-            raise OwnershipFileError(f'{self.path}: expected {{"owned": {{...}}}}; fix or restore it')
-        return owned
-
-    def save(self, rows: dict[str, dict]) -> None:
-        directory = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        fd, scratch = tempfile.mkstemp(prefix=".owned-", suffix=".json", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"owned": rows}, handle, indent=2, sort_keys=True)
-                handle.write("\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(scratch, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(scratch)
-            raise
-
-
-class GrainStore:
-    """Rows in the ``salt_proxmox:owned`` grain, through two callables the Salt module hands over
-    (``grains.get`` and ``grains.setval``), so this package still imports nothing from Salt.
-    Other keys of the ``salt_proxmox`` grain are kept."""
-
-    GRAIN = "salt_proxmox"
-
-    def __init__(self, get: Callable[..., object], setval: Callable[[str, object], object]):
-        self.get = get
-        self.setval = setval
-
-    def load(self) -> dict[str, dict]:
-        value = self.get(self.GRAIN, {})
-        owned = value.get("owned") if isinstance(value, dict) else None
-        return dict(owned) if isinstance(owned, dict) else {}
-
-    def save(self, rows: dict[str, dict]) -> None:
-        value = self.get(self.GRAIN, {})
-        value = dict(value) if isinstance(value, dict) else {}
-        value["owned"] = rows
-        self.setval(self.GRAIN, value)
-
-
-def store_for(
-    path: str | None, get: Callable[..., object], setval: Callable[[str, object], object]
-) -> OwnershipStore:
-    """The store a minion uses: the file ``proxmox:ownership_file`` names (salt-ssh, where grains
-    do not last), else the grain."""
-    return FileStore(path) if path else GrainStore(get, setval)
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 class OwnershipFileError(SaltProxmoxError):
-    """The ownership file cannot be read as rows."""
+    """The file holding ownership rows cannot be read as rows, or cannot be written."""
+
+
+class _DiskStore:
+    """Rows kept in one file, read once per run and again only when the file changed.
+
+    - Read: the parsed document is kept with the file's identity (inode, size, mtime, ctime in
+      ns); a later ``load`` re-reads only when that changed, so a run of N states parses the file
+      once, yet a row another process wrote meanwhile (an ad-hoc ``salt-call proxmox.lxc_create``
+      during a state run) is seen before the next write, never overwritten by a stale copy.
+    - Write: the whole document goes to a temporary file in the same directory, flushed and
+      fsynced, renamed over the old one, and the directory fsynced: a reader sees the old rows
+      or the new ones, and the new ones are on disk before the write they guard is sent. A file
+      this process may not write is refused, not replaced behind its owner's back.
+    - ``locked``: an exclusive ``flock`` on ``.<name>.lock`` beside the file, held by
+      ``Ownership`` from its read to its write.
+
+    Subclasses say how the document holds the rows (``_parse``, ``_rows``, ``_with_rows``,
+    ``_dump``). Every failure is an ``OwnershipFileError`` naming the file.
+    """
+
+    #: Mode of a file this store creates (an existing file keeps its own).
+    MODE = 0o600
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = os.fspath(path)
+        self._seen: tuple[int, ...] | None = None
+        self._document: object = None
+
+    def _identity(self) -> tuple[int, ...]:
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return ()
+        except OSError as exc:
+            raise OwnershipFileError(f"{self.path}: cannot be read ({exc.strerror})") from None
+        return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+    def document(self) -> object:
+        """The file's parsed content as stored now (``_parse``); a missing file is empty.
+
+        Raises OwnershipFileError when it cannot be read or parsed.
+        """
+        identity = self._identity()
+        if identity != self._seen or self._seen is None:
+            if not identity:
+                document = self._parse(None)
+            else:
+                try:
+                    with open(self.path, encoding="utf-8") as handle:
+                        text = handle.read()
+                except (OSError, UnicodeDecodeError) as exc:
+                    why = getattr(exc, "strerror", None) or "not UTF-8 text"
+                    raise OwnershipFileError(f"{self.path}: cannot be read ({why})") from None
+                document = self._parse(text)
+            self._seen, self._document = identity, document
+        return self._document
+
+    def load(self) -> dict[str, dict]:
+        return dict(self._rows(self.document()))
+
+    def save(self, rows: dict[str, dict]) -> None:
+        document = self._with_rows(self.document(), rows)
+        text = self._dump(document)
+        self._replace(text)
+        self._seen, self._document = self._identity(), document
+
+    @contextlib.contextmanager
+    def locked(self):
+        directory, name = os.path.split(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            fd = os.open(os.path.join(directory, f".{name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise OwnershipFileError(f"{self.path}: its lock file cannot be made ({exc.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _replace(self, text: str) -> None:
+        path = os.path.realpath(self.path)
+        directory = os.path.dirname(path)
+        scratch = None
+        try:
+            try:
+                mode = stat.S_IMODE(os.stat(path).st_mode)
+            except FileNotFoundError:
+                mode = self.MODE
+            else:
+                if not os.access(path, os.W_OK):
+                    raise PermissionError(errno.EACCES, "the file is read-only for this user")
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            fd, scratch = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", dir=directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)
+                os.fsync(handle.fileno())
+            os.replace(scratch, path)
+            scratch = None
+            dir_fd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            raise OwnershipFileError(f"{self.path}: cannot be written ({exc.strerror or exc})") from None
+        finally:
+            if scratch is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(scratch)
+
+    def _parse(self, text: str | None) -> object:
+        raise NotImplementedError
+
+    def _rows(self, document: object) -> Mapping[str, dict]:
+        raise NotImplementedError
+
+    def _with_rows(self, document: object, rows: dict[str, dict]) -> object:
+        raise NotImplementedError
+
+    def _dump(self, document: object) -> str:
+        raise NotImplementedError
+
+
+class FileStore(_DiskStore):
+    """Rows in a JSON file, ``{"owned": {<row key>: <row>}}`` — the shape of the ``salt_proxmox``
+    grain, so a file and a grain can be compared by eye. Where grains do not last (salt-ssh).
+
+    A missing file holds no rows; the file is 0600 and a directory it creates 0700. A file that
+    is not such a JSON object is an error, never read as "no rows": that would turn every guest
+    we made into an unowned one.
+    """
+
+    def _parse(self, text: str | None) -> object:
+        if text is None:
+            return {"owned": {}}
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise OwnershipFileError(f"{self.path}: not JSON ({exc.msg}); fix or restore it") from None
+        if not isinstance(data, dict) or not isinstance(data.get("owned", {}), dict):
+            raise OwnershipFileError(f'{self.path}: expected {{"owned": {{...}}}}; fix or restore it')
+        return data
+
+    def _rows(self, document: object) -> Mapping[str, dict]:
+        return document.get("owned", {})  # type: ignore[union-attr]
+
+    def _with_rows(self, document: object, rows: dict[str, dict]) -> object:
+        return {**document, "owned": rows}  # type: ignore[dict-item]
+
+    def _dump(self, document: object) -> str:
+        return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+#: PyYAML's C parser and emitter when built with libyaml (Salt's ``salt/utils/yamldumper.py`` prefers
+#: ``CSafeDumper`` too): the same safe schema as the pure-Python ones, several times faster.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class GrainStore(_DiskStore):
+    """Rows in the ``salt_proxmox:owned`` grain, written straight into Salt's grains file.
+
+    The grains file is what ``grains.setval`` writes and what Salt's ``extra.config`` grain
+    loader reads at start-up (Salt 3008 ``salt/modules/grains.py`` ``setvals``,
+    ``salt/grains/extra.py`` ``config``): a YAML mapping of grains, read with PyYAML's safe loader
+    and written block-style with its safe dumper, as Salt does. ``grains.setval`` parses and rewrites
+    the whole file and refreshes grains on every call, whether the value changed or not, and only
+    logs a failed write; this store parses the file once per run, writes only a changed row, and
+    raises when it cannot. ``saved(value)`` is told the new ``salt_proxmox`` grain after each write,
+    so the Salt module can update the grains it holds in memory. Other grains, and other keys of the
+    ``salt_proxmox`` grain, are kept.
+
+    A file YAML cannot parse, or whose ``salt_proxmox`` grain or ``owned`` key is not a mapping, is
+    an error naming the file: read as "no rows", every guest this minion made would turn foreign.
+    """
+
+    GRAIN = "salt_proxmox"
+
+    def __init__(self, path: str | os.PathLike[str], saved: Callable[[dict], None] | None = None):
+        super().__init__(path)
+        self._saved = saved
+
+    def _parse(self, text: str | None) -> object:
+        if text is None:
+            return {}
+        try:
+            data = yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            # Only the parser's problem and position: its context snippet may quote another grain.
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise OwnershipFileError(
+                f"grains file {self.path} is not YAML ({problem}{where}); Salt skips such a file, so no "
+                "ownership row can be read. Fix or restore the file, then run again"
+            ) from None
+        if data is None:
+            return {}
+        problem = None
+        if not isinstance(data, dict):
+            problem = "the file is not a mapping of grains"
+        else:
+            grain = data.get(self.GRAIN)
+            owned = grain.get("owned") if isinstance(grain, dict) else None
+            if grain is not None and not (isinstance(grain, dict) and isinstance(owned, dict | None)):
+                problem = f"its {self.GRAIN} grain is not a mapping holding owned: {{<row key>: <row>}}"
+        if problem:
+            raise OwnershipFileError(
+                f"grains file {self.path}: {problem}, so no ownership row can be read. Fix or restore the "
+                "file, then run again"
+            )
+        return data
+
+    def _rows(self, document: object) -> Mapping[str, dict]:
+        return (document.get(self.GRAIN) or {}).get("owned") or {}  # type: ignore[union-attr]
+
+    def _with_rows(self, document: object, rows: dict[str, dict]) -> object:
+        grain = dict(document.get(self.GRAIN) or {})  # type: ignore[union-attr]
+        grain["owned"] = rows
+        return {**document, self.GRAIN: grain}  # type: ignore[dict-item]
+
+    def _dump(self, document: object) -> str:
+        return yaml.dump(document, Dumper=_YAML_DUMPER, default_flow_style=False)
+
+    def save(self, rows: dict[str, dict]) -> None:
+        super().save(rows)
+        if self._saved is not None:
+            self._saved(copy.deepcopy(self.document()[self.GRAIN]))  # type: ignore[index]
 
 
 def claim(
@@ -249,24 +419,28 @@ def check_row(key: str, row: dict) -> dict:
 
 
 class Ownership:
-    """Reads and writes ownership rows through a store. Every write saves at once, so an error
-    later in the run never leaves a row that disagrees with what was done."""
+    """Reads and writes ownership rows through a store. Every change saves at once, under the
+    store's lock and against the rows as stored now, so an error later in the run never leaves a
+    row that disagrees with what was done, and a row another process wrote meanwhile is kept. A row
+    that would not change is not written."""
 
     def __init__(self, store: OwnershipStore):
         self.store = store
 
     def row(self, key: str) -> dict | None:
-        """The row for ``key``, or None when there is none (or what is stored is no mapping at all,
-        which claims nothing: the object counts as unowned, refused until ``adopt: true``).
+        """The row for ``key`` (a copy), or None when there is none (or what is stored is no
+        mapping at all, which claims nothing: the object counts as unowned, refused until
+        ``adopt: true``).
 
         Raises OwnershipCorrupt when a mapping is stored that cannot be read as a row (see
-        ``check_row``); deciding on it would crash or misread its identity.
+        ``check_row``): deciding on it would crash or misread its identity; OwnershipFileError
+        when the store cannot be read.
         """
         row = self.store.load().get(key)
-        return check_row(key, row) if isinstance(row, dict) else None
+        return copy.deepcopy(check_row(key, row)) if isinstance(row, dict) else None
 
     def for_state(self, target: str, family: str, state_id: str) -> tuple[str, dict] | None:
-        """The row (key, row) this state id recorded in ``target``'s ``family``, if any.
+        """The row (key, row copy) this state id recorded in ``target``'s ``family``, if any.
 
         Raises OwnershipCorrupt when a row of that family is malformed: it might be this state's.
         """
@@ -277,15 +451,17 @@ class Ownership:
                 and isinstance(row, dict)
                 and check_row(key, row).get("state_id") == state_id
             ):
-                return key, row
+                return key, copy.deepcopy(row)
         return None
 
     def mark_creating(self, key: str, state_id: str, declared: Mapping[str, object]) -> str:
-        """Record a create about to start; returns its instance id."""
+        """Record a create about to start; returns its instance id. On disk when this returns.
+
+        Raises OwnershipFileError naming the file and the row when it cannot be recorded.
+        """
         instance = str(uuid.uuid4())
-        self._put(
-            key, {"phase": CREATING, "instance": instance, "state_id": state_id, "declared": dict(declared)}
-        )
+        row = {"phase": CREATING, "instance": instance, "state_id": state_id, "declared": dict(declared)}
+        self._change(key, lambda _earlier: row)
         return instance
 
     def mark_owned(
@@ -295,37 +471,57 @@ class Ownership:
         declared: Mapping[str, object],
         fingerprint: Mapping[str, str] | None = None,
     ) -> None:
-        """Record the object as ours, keeping the instance id of an earlier row. ``fingerprint``:
-        a guest's (``salt_proxmox.fingerprint``), from the read-back of our own write or the read
-        at an adoption; families without one pass None."""
-        earlier = self.row(key) or {}
-        row = {
-            "phase": OWNED,
-            "instance": earlier.get("instance") or str(uuid.uuid4()),
-            "state_id": state_id,
-            "declared": dict(declared),
-        }
-        if fingerprint is not None:
-            row[FINGERPRINT] = dict(fingerprint)
-        self._put(key, row)
+        """Record the object as ours, keeping the instance id of an earlier row; nothing is
+        written when the row already says so. ``fingerprint``: a guest's
+        (``salt_proxmox.fingerprint``), from the read-back of our own write or the read at an
+        adoption; families without one pass None.
+
+        Raises OwnershipFileError naming the file and the row when it cannot be recorded.
+        """
+
+        def owned(earlier: dict | None) -> dict:
+            row = {
+                "phase": OWNED,
+                "instance": (earlier or {}).get("instance") or str(uuid.uuid4()),
+                "state_id": state_id,
+                "declared": dict(declared),
+            }
+            if fingerprint is not None:
+                row[FINGERPRINT] = dict(fingerprint)
+            return row
+
+        self._change(key, owned)
 
     def restore(self, key: str, row: Mapping[str, object] | None) -> None:
         """Put back exactly the row ``key`` had before (None: no row), instance id included."""
-        if row is None:
-            self.forget(key)
-        else:
-            self._put(key, copy.deepcopy(dict(row)))
+        kept = None if row is None else copy.deepcopy(dict(row))
+        self._change(key, lambda _earlier: kept)
 
     def forget(self, key: str) -> bool:
         """Drop the row; True when there was one."""
-        rows = self.store.load()
-        if key not in rows:
-            return False
-        del rows[key]
-        self.store.save(rows)
-        return True
+        return self._change(key, lambda _earlier: None)[0] is not None
 
-    def _put(self, key: str, row: dict) -> None:
-        rows = self.store.load()
-        rows[key] = row
-        self.store.save(rows)
+    def _change(self, key: str, make: Callable[[dict | None], dict | None]) -> tuple[dict | None, bool]:
+        """Under the store's lock, read the rows as stored now, replace ``key``'s row by
+        ``make(its row)`` (None drops it) and save, unless nothing changed. Returns (the row
+        before, whether it was written).
+
+        Raises OwnershipFileError naming the row, what it was to become and the file.
+        """
+        change = "written"
+        try:
+            with self.store.locked():
+                rows = self.store.load()
+                earlier = rows.get(key)
+                row = make(earlier if isinstance(earlier, dict) else None)
+                change = f"set to {row.get('phase')}" if row else "dropped"
+                if row == earlier or (row is None and key not in rows):
+                    return earlier, False
+                if row is None:
+                    del rows[key]
+                else:
+                    rows[key] = row
+                self.store.save(rows)
+                return earlier, True
+        except OwnershipFileError as exc:
+            raise OwnershipFileError(f"ownership row {key} was not {change}: {exc}") from None

@@ -10,16 +10,17 @@ return of a call that could not even start (``refused_return``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
 import requests
 
-from salt_proxmox.errors import DeclarationError
+from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.lowstate import Chunk, Run, twins_refusal
 from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import Ownership, OwnershipStore, store_for
+from salt_proxmox.ownership import FileStore, GrainStore, Ownership, OwnershipStore
 from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
 
@@ -27,12 +28,48 @@ from salt_proxmox.pve.readahead import ReadAhead
 OWNERSHIP_FILE = "proxmox:ownership_file"
 
 
-def salt_store(salt: Mapping[str, Callable[..., object]]) -> OwnershipStore:
-    """The ownership store of a minion, from Salt's ``__salt__``: the file
-    ``config.get('proxmox:ownership_file')`` names (salt-ssh, where grains do not last: roster
-    ``minion_opts``, minion config or pillar), else the ``salt_proxmox:owned`` grain."""
+def grains_file(opts: Mapping[str, object], proxy: bool = False) -> str:
+    """The grains file Salt reads at start-up and ``grains.setval`` writes: ``grains`` beside the
+    minion config (inside ``conf_file`` when that is a directory), under ``proxy.d/<id>/`` for a
+    proxy minion (Salt 3008 ``salt/modules/grains.py`` ``setvals``, ``salt/grains/extra.py``
+    ``config``)."""
+    conf_file = str(opts.get("conf_file") or "")
+    base = conf_file if os.path.isdir(conf_file) else os.path.dirname(conf_file)
+    if proxy:
+        base = os.path.join(base, "proxy.d", str(opts.get("id")))
+    return os.path.join(base, "grains")
+
+
+def salt_store(
+    salt: Mapping[str, Callable[..., object]],
+    opts: Mapping[str, object],
+    context: MutableMapping,
+    grains: MutableMapping,
+    proxy: bool = False,
+) -> OwnershipStore:
+    """The ownership store of a minion, made once per run (kept in ``__context__``).
+
+    The JSON file ``config.get('proxmox:ownership_file')`` names (salt-ssh, where grains do not
+    last: roster ``minion_opts``, minion config or pillar), else the ``salt_proxmox:owned`` grain
+    in the grains file (``grains_file``; ``proxy``: this is a proxy minion). After a grain write,
+    ``grains`` (Salt's ``__grains__``) holds the new value, and a minion that is not ``--local``
+    is asked to reload its grains (``saltutil.refresh_modules``, as ``grains.setval`` does,
+    without its pillar refresh), so ``grains.get salt_proxmox:owned`` shows the rows.
+    """
     path = salt["config.get"](OWNERSHIP_FILE, None)
-    return store_for(path, salt["grains.get"], salt["grains.setval"])
+    key = f"salt_proxmox.store/{path or grains_file(opts, proxy)}"
+    store = context.get(key)
+    if isinstance(store, FileStore | GrainStore):
+        return store
+
+    def saved(value: dict) -> None:
+        grains[GrainStore.GRAIN] = value
+        if not opts.get("local", False):
+            salt["saltutil.refresh_modules"]()
+
+    store = FileStore(path) if path else GrainStore(grains_file(opts, proxy), saved)
+    context[key] = store
+    return store
 
 
 def declared_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
@@ -40,6 +77,16 @@ def declared_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
     ``__env__``, every ``__``-prefixed key), so the library sees, and refuses by name, only what
     was declared."""
     return {key: value for key, value in kwargs.items() if not key.startswith("__")}
+
+
+def outcome_return(name: str, fun: Callable[..., Outcome], ctx: object, /, *args, **kwargs) -> dict:
+    """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply), or a failure
+    naming the cause when ``fun`` raises one of this package's errors (an ownership row that could
+    not be recorded) instead of a traceback."""
+    try:
+        return fun(ctx, *args, **kwargs).salt_return(name)
+    except SaltProxmoxError as exc:
+        return Outcome().fail(str(exc)).salt_return(name)
 
 
 def refused_return(name: str, exc: Exception) -> dict:

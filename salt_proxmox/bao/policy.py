@@ -39,7 +39,7 @@ from salt_proxmox.outcome import text_diff
 from salt_proxmox.ownership import adopt_problem, removal_problem
 
 FAMILY = "policy"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 #: ``immutablePolicies``: SetPolicy answers ``cannot update "<name>" policy``.
 IMMUTABLE = ("root", "response-wrapping")
 #: DeletePolicy refuses these.

@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
 FAMILY = "firewall_alias"
 COLLECTION = "cluster/firewall/aliases"
 #: ``$ip_alias_pattern`` with ``pve-fw-alias``'s lengths.
-NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]+$")
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]+\Z")
 NAME_MAX = 64
 #: Perl's ``\s`` (trimmed by ``parse_alias``).
 _PERL_SPACE = " \t\n\r\f\v"

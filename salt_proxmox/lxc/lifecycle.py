@@ -39,7 +39,7 @@ from salt_proxmox.lxc.judge import (
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration, vmid_number
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import CREATING, Ownership, row_key
+from salt_proxmox.ownership import CREATING, OWNED, Ownership, row_key
 from salt_proxmox.pve.client import PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
@@ -402,10 +402,15 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
         # Read back only what was written; a no-drift apply costs the one read it decided on.
         after = decision.live if decision.action == "noop" else read_live(ctx, decl.node, decl.vmid)
     except SaltProxmoxError as exc:
-        return _write_failed(outcome, exc, written)
+        return _write_failed(outcome, exc, written, decision.action)
     if after is None:
         return outcome.fail(f"CT {decl.vmid}: the write returned no error but the guest is absent.")
-    ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored(), guest.live_fingerprint(after))
+    try:
+        ctx.ownership.mark_owned(
+            decision.row_key, decl.state_id, decl.stored(), guest.live_fingerprint(after)
+        )
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"CT {decl.vmid} on {decl.node}: {exc}", _unrecorded(decision))
     left = judge(decl, after, styled(ctx, decl)).drift
     if left:
         return outcome.fail(
@@ -423,7 +428,26 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     return outcome
 
 
-def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str]) -> Outcome:
+def _unrecorded(decision: Decision) -> str:
+    """What the next run believes when the ``owned`` row could not be written after ``decision``
+    went through: the row on disk before the write still stands."""
+    done = {"create": "The guest was created", "update": "The write went through"}.get(
+        decision.action, "Nothing was written to PVE"
+    )
+    if decision.action == "create" or (decision.row or {}).get("phase") == CREATING:
+        return (
+            f"{done}; its row stays {CREATING}, so the next run finishes it as ours when it still matches "
+            "the declaration. Make the file writable, then run again."
+        )
+    if decision.row is None:
+        return (
+            f"{done}, but without its row it is not recorded as ours: the next run takes it over again "
+            "only with adopt: true. Make the file writable, then run again."
+        )
+    return f"{done}; its earlier row still stands. Make the file writable, then run again."
+
+
+def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str], action: str = "") -> Outcome:
     """The outcome of an apply that stopped at ``exc`` after the writes named in ``written``.
 
     The comment says what the failed step was and what had already been written before it, so an
@@ -435,6 +459,14 @@ def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str]) -
     if written:
         lines.append(f"Already written: {', '.join(written)}.")
     if isinstance(exc, Uncertain):
+        if action == "create":
+            lines.append(
+                f"Its ownership row stays {CREATING}: the next run finishes the create as ours when the "
+                "guest is there and matches the declaration, creates it when the cluster proves it absent, "
+                "and refuses it when it differs."
+            )
+        else:
+            lines.append("The next run reads the guest again and writes only what still differs.")
         return outcome.fail(*lines)
     grown = {name.split(" grown to ", 1)[0] for name in written if " grown to " in name}
     kept = {key: change for key, change in outcome.changes.items() if key in written}
@@ -447,16 +479,46 @@ def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str]) -
 
 def adhoc_declaration(ctx: PveContext, vmid: object, config: Mapping[str, object]) -> tuple[str, dict]:
     """For an ad-hoc write: the state id that owns ``vmid`` and its recorded declaration with
-    ``config`` merged over it, so an ad-hoc call never re-labels or shrinks an owned row."""
-    try:
-        number = int(str(vmid))
-    except ValueError:
-        raise DeclarationError(f"vmid: {vmid!r} is not an integer") from None
+    ``config`` merged over it, so an ad-hoc call never re-labels or shrinks an owned row.
+
+    Raises DeclarationError for a ``vmid`` that is not one (``vmid_number``).
+    """
+    number = vmid_number(vmid)
     row = ctx.ownership.row(row_key(ctx.target.name, FAMILY, number)) or {}
     declared = dict(row.get("declared") or {})
     declared.update(config)
     declared["vmid"] = number
     return str(row.get("state_id") or f"adhoc-{number}"), declared
+
+
+def resize(ctx: PveContext, node: object, vmid: object, disk: object, size: object) -> str:
+    """Grow one mount point of a container this minion owns (``proxmox.lxc_resize``), as a task
+    awaited with the provision credential that started it; returns its UPID.
+
+    An ad-hoc write obeys ownership as a state does: a guest with no ``owned`` row is refused, as
+    ``proxmox.lxc_update`` refuses it. The guest must be on ``node`` (``read_live``).
+
+    Raises DeclarationError (vmid, node, disk or size malformed: pve-container
+    ``src/PVE/API2/LXC.pm`` ``resize_vm`` schema), Refused (not ours, absent, or elsewhere),
+    PveError, TaskFailed, Uncertain.
+    """
+    number = vmid_number(vmid)
+    form = {"disk": str(disk), "size": str(size)}
+    check_form(schema.RESIZE, form, presence=True)
+    decl = parse_declaration("adhoc", vmid=number, node=node, target=ctx.target.name)
+    what = f"CT {number} on {decl.node}"
+    row = ctx.ownership.row(row_key(ctx.target.name, FAMILY, number))
+    if row is None or row.get("phase") != OWNED:
+        why = "its create is recorded as unfinished" if row else "this minion did not create it"
+        raise Refused(
+            f"{what} is not recorded as ours ({why}), so it is not resized. Nothing is taken over silently: "
+            "declare it in a proxmox_lxc state with adopt: true (or run proxmox.lxc_update with adopt=true) "
+            "first."
+        )
+    if read_live(ctx, decl.node, number) is None:
+        raise Refused(f"{what}: the cluster lists no guest with this vmid, so there is nothing to resize.")
+    path = f"{guest_path(decl.node, number)}/resize"
+    return ctx.task("PUT", path, decl.node, f"grow {disk} of CT {number} to {size}", form)
 
 
 def _create(ctx: PveContext, decl: LxcDeclaration) -> None:

@@ -132,7 +132,7 @@ SCALARS: dict[str, Key] = {
 #: Indexed keys and their index ranges (``$MAX_MOUNT_POINTS`` 256, ``$MAX_LXC_NETWORKS`` 32,
 #: ``$MAX_DEVICES`` 256).
 INDEXED = {"mp": 256, "net": 32, "dev": 256}
-_INDEXED = re.compile(r"^(mp|net|dev|unused)(\d+)$", re.ASCII)
+_INDEXED = re.compile(r"^(mp|net|dev|unused)(\d+)\Z", re.ASCII)
 
 
 def property_format(key: str) -> tuple[str, str | None] | None:

@@ -24,12 +24,12 @@ import requests
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
-from salt_proxmox.pve.client import Credential, Target
+from salt_proxmox.pve.client import Credential, Target, credential_problem
 
 ROLES = ("read", "provision")
 READ_MIN_LEFT = 60.0
 #: ``user@realm!tokenname`` (pve-access-control ``PVE::AccessControl::pve_verify_tokenid``).
-TOKEN_ID = re.compile(r"^[^\s@!:]+@[A-Za-z][A-Za-z0-9.\-_]*![A-Za-z][A-Za-z0-9.\-_]*$")
+TOKEN_ID = re.compile(r"^[^\s@!:]+@[A-Za-z][A-Za-z0-9.\-_]*![A-Za-z][A-Za-z0-9.\-_]*\Z")
 
 
 class CredentialError(SaltProxmoxError):
@@ -41,6 +41,10 @@ def _check_pair(where: str, data: object) -> tuple[str, str]:
         raise CredentialError(f"{where}: expected {{token_id, secret}}, got no mapping")
     token_id = data.get("token_id_full") or data.get("token_id")
     secret = data.get("secret")
+    if isinstance(token_id, str) and isinstance(secret, str) and token_id and secret:
+        problem = credential_problem(token_id, secret)
+        if problem:
+            raise CredentialError(f"{where}: {problem}")
     if not isinstance(token_id, str) or not TOKEN_ID.match(token_id):
         raise CredentialError(
             f"{where}: token_id is missing or not user@realm!name; publish {{token_id, secret}} there "

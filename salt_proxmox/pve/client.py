@@ -2,9 +2,17 @@
 
 - TLS is verified by default (``verify`` true, or a CA bundle path); ``false`` only when stated.
 - Every call has a timeout (seconds; ``timeout`` of the target, default 30).
-- Members are tried in order only when one does not answer (a connection error or timeout): an
-  HTTP answer, even a 5xx, is an answer and is not retried elsewhere. A write that timed out
-  after sending is not re-sent to another member: its outcome is unknown (``Uncertain``).
+- Members are tried in order only when one does not answer (a connection error, a timeout, or a
+  TLS handshake that failed: nothing was sent, so reads and writes alike go to the next member):
+  an HTTP answer, even a 5xx, is an answer and is not retried elsewhere.
+- A write whose request may have reached PVE but whose answer says nothing about its fate is
+  ``Uncertain``, never re-sent and never "nothing was written": a connection broken or timed out
+  after sending, a gateway's 502/504 or pveproxy's AnyEvent::HTTP 596/597/599 (the request or the
+  answer broke between nodes: AnyEvent::HTTP's pseudo statuses), a success that is not PVE's JSON
+  (an HTML page), a body cut off (``ChunkedEncodingError``) or one that cannot be decompressed.
+- Redirects are not followed: PVE's API never redirects, and a redirected write could be sent
+  twice. Every other ``requests`` failure is described by its kind, never by its text, which may
+  quote a header.
 - Path labels are percent-encoded (a UPID holds ``:``, ``@`` and ``!``); PVE's
   ``APIServer/AnyEvent.pm`` unescapes before routing.
 - The token is sent as ``Authorization: PVEAPIToken=USER@REALM!TOKENID=SECRET``
@@ -15,6 +23,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -23,7 +33,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from salt_proxmox.errors import DeclarationError, Uncertain
-from salt_proxmox.pve.errors import PveMalformed, PveUnreachable, classify
+from salt_proxmox.pve.errors import PveMalformed, PveRequestFailed, PveUnreachable, classify
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +64,25 @@ class Credential:
     def header(self) -> str:
         """The Authorization header value. Only the client calls this."""
         return f"PVEAPIToken={self.token_id}={self.secret}"
+
+
+#: What an HTTP header value may hold (RFC 9110 field-value: visible ASCII and spaces; http.client
+#: sends latin-1 only and requests refuses a CR or LF, quoting the whole value in its error).
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
+
+
+def credential_problem(token_id: object, secret: object) -> str | None:
+    """None when a token id and secret can go in the Authorization header, else which of them
+    cannot and why, without repeating either (a YAML block scalar leaves a trailing ``\n``)."""
+    for key, value in (("token_id", token_id), ("secret", secret)):
+        if not isinstance(value, str) or not value:
+            return f"{key} is missing or empty"
+        if not _HEADER_SAFE.fullmatch(value):
+            return (
+                f"{key} holds a line break, a space, a control or a non-ASCII character (a YAML block "
+                "scalar leaves a trailing newline); publish it as a plain one-line string"
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -97,8 +126,9 @@ def parse_target(name: str, raw: object) -> Target:
     elif bad := [m for m in members if not m.startswith("https://")]:
         problems.append(f"proxmox:targets:{name}:members: {', '.join(bad)}: PVE's API is served over https")
     verify = raw.get("verify", True)
-    if not isinstance(verify, bool | str) or verify == "":
-        problems.append(f"proxmox:targets:{name}:verify: expected true, false or a CA bundle path")
+    problem = verify_problem(verify)
+    if problem:
+        problems.append(f"proxmox:targets:{name}:verify: {problem}")
     timeout = raw.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         problems.append(f"proxmox:targets:{name}:timeout: expected a positive number of seconds")
@@ -139,6 +169,30 @@ def new_session(target: Target) -> requests.Session:
     return session
 
 
+#: Strings YAML 1.2 or a quoted pillar value leave where a boolean was meant.
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n"})
+
+
+def verify_problem(verify: object) -> str | None:
+    """None when ``verify`` is a bool or the path of a CA bundle that exists (file or directory,
+    as requests takes it), else the sentence. ``"false"`` (a quoted string) is not false: taken
+    as a path it would fail every request with a message about a missing file."""
+    if isinstance(verify, bool):
+        return None
+    if not isinstance(verify, str) or not verify:
+        return "expected true, false or a CA bundle path"
+    if verify.strip().lower() in _BOOLEAN_WORDS:
+        return (
+            f"{verify!r} is a string, not a boolean: write true or false without quotes, or a CA bundle path"
+        )
+    if not os.path.exists(verify):
+        return (
+            f"the CA bundle {verify} does not exist: give the path of the PEM file that signed the "
+            "members' certificates"
+        )
+    return None
+
+
 def api_path(*labels: object) -> str:
     """Join path labels, each percent-encoded (``nodes/pve1/tasks/UPID%3Apve1%3A...``)."""
     return "/".join(quote(str(label), safe="") for label in labels)
@@ -172,11 +226,19 @@ class PveClient:
         splits ``key=`` into a key without a value, which every API method reads as not given
         (so ``comment=`` cannot clear a pool's comment; ``{"comment": ""}`` can).
 
-        Raises PveError (or PveConfigMissing) for an HTTP failure, PveMalformed for a success
-        whose body is not JSON with a ``data`` member, PveUnreachable when no member answered a
-        read, and Uncertain when a write may have reached PVE but no answer came back.
+        Raises DeclarationError for a credential that cannot go in a header (before anything is
+        sent), PveError (or PveConfigMissing) for an HTTP failure, PveMalformed for a read whose
+        answer is not JSON with a ``data`` member (or a redirect), PveUnreachable when no member
+        answered (each member's failure named: refused, timed out, TLS), PveRequestFailed when the
+        request could not be made, and Uncertain when a write may have reached PVE but its answer
+        does not say what happened.
         """
-        last_error: Exception | None = None
+        problem = credential_problem(credential.token_id, credential.secret)
+        if problem:
+            raise DeclarationError(
+                f"the {credential.role} credential of target {self.target.name}: {problem}"
+            )
+        failures: list[str] = []
         for index, member in enumerate(self.target.members):
             url = f"{member}/api2/json/{path}"
             self.sent.append((method, path))
@@ -191,38 +253,96 @@ class PveClient:
                     timeout=self.target.timeout,
                     # Per request: requests lets REQUESTS_CA_BUNDLE override a Session's verify.
                     verify=self.target.verify,
+                    allow_redirects=False,
                 )
-            except requests.exceptions.ConnectTimeout as exc:
-                last_error = exc
+            except requests.exceptions.SSLError:
+                # The handshake failed, so no request was sent: the next member may be fine.
+                failures.append(f"{member}: TLS failed ({self._tls_hint()})")
+            except requests.exceptions.ConnectTimeout:
+                failures.append(f"{member}: connect timed out after {self.target.timeout:g}s")
             except requests.exceptions.ConnectionError as exc:
                 if method != "GET" and _may_have_sent(exc):
                     raise Uncertain(
                         f"{method} {path}: the connection to {member} broke after the request was sent; "
-                        "PVE may or may not have acted. Read the object and the task list before retrying."
+                        f"PVE may or may not have acted. {CHECK_WRITE}"
                     ) from None
-                last_error = exc
+                failures.append(f"{member}: connection failed ({_connection_kind(exc)})")
             except requests.exceptions.Timeout:
                 if method != "GET":
                     raise Uncertain(
                         f"{method} {path}: {member} did not answer within {self.target.timeout:g}s after "
-                        "the request was sent; PVE may or may not have acted. Read the object and the task "
-                        "list before retrying."
+                        f"the request was sent; PVE may or may not have acted. {CHECK_WRITE}"
                     ) from None
-                last_error = TimeoutError(f"read timed out after {self.target.timeout:g}s")
+                failures.append(f"{member}: read timed out after {self.target.timeout:g}s")
+            except (
+                requests.exceptions.ChunkedEncodingError,
+                requests.exceptions.ContentDecodingError,
+            ) as exc:
+                why = (
+                    "was cut off"
+                    if isinstance(exc, requests.exceptions.ChunkedEncodingError)
+                    else ("could not be decompressed")
+                )
+                if method != "GET":
+                    raise Uncertain(
+                        f"{method} {path}: the answer of {member} {why}; PVE may or may not have acted. "
+                        f"{CHECK_WRITE}"
+                    ) from None
+                raise PveMalformed(method, path, f"the answer {why}") from None
+            except requests.exceptions.RequestException as exc:
+                # Invalid URL, header or schema, too many redirects...: described by kind only, as
+                # the text may quote the request's headers.
+                raise PveRequestFailed(
+                    f"{method} {path}: the request to {member} could not be made ({type(exc).__name__}). "
+                    f"Check proxmox:targets:{self.target.name} (members, verify)."
+                ) from None
+            except OSError as exc:
+                # requests raises a bare OSError for a CA bundle path that vanished since it was checked.
+                raise PveRequestFailed(
+                    f"{method} {path}: proxmox:targets:{self.target.name}:verify: "
+                    f"{exc.strerror or 'the CA bundle cannot be used'}"
+                ) from None
             else:
-                return _decode(method, path, response)
-            log.debug(
-                "PVE member %s of %s did not answer (%s)",
-                index + 1,
-                self.target.name,
-                type(last_error).__name__,
-            )
+                return _decode(method, path, response, member)
+            log.debug("PVE member %s of %s did not answer: %s", index + 1, self.target.name, failures[-1])
         raise PveUnreachable(
-            f"{method} {path}: no member of target {self.target.name} answered "
-            f"({', '.join(self.target.members)}): {type(last_error).__name__}. Check the members' "
-            "addresses, that pveproxy runs on them (`systemctl status pveproxy`) and that this minion "
-            "reaches their port, then run the state again."
+            f"{method} {path}: no member of target {self.target.name} answered ({'; '.join(failures)}). "
+            "Check the members' addresses, that pveproxy runs on them (`systemctl status pveproxy`), that "
+            "this minion reaches their port, and for TLS that verify names the CA that signed their "
+            "certificates, then run the state again."
         )
+
+    def _tls_hint(self) -> str:
+        verify = self.target.verify
+        if isinstance(verify, str):
+            return f"the certificate is not signed by the CA bundle {verify} (verify)"
+        return "the certificate is not trusted by the system CAs: set verify to the cluster's CA bundle path"
+
+
+#: What an operator checks after an uncertain write.
+CHECK_WRITE = (
+    "Read the object and the node's task list (`pvesh get /nodes/<node>/tasks --source all`) before "
+    "running the state again; nothing was retried."
+)
+
+#: Statuses that, answering a write, leave its fate unknown: a gateway that lost the upstream
+#: (502, 504) and pveproxy's AnyEvent::HTTP pseudo statuses for a proxied request that broke while
+#: being sent or answered (596, 597) or otherwise (599). 595 is a connection that never opened.
+UNCERTAIN_STATUSES = frozenset({502, 504, 596, 597, 599})
+
+
+def _connection_kind(exc: requests.exceptions.ConnectionError) -> str:
+    text = str(exc)
+    for needle, kind in (
+        ("Connection refused", "connection refused"),
+        ("Errno 111", "connection refused"),
+        ("Name or service", "name not resolved"),
+        ("No route to host", "no route to host"),
+        ("Errno 113", "no route to host"),
+    ):
+        if needle in text:
+            return kind
+    return type(exc).__name__
 
 
 def _may_have_sent(exc: requests.exceptions.ConnectionError) -> bool:
@@ -241,7 +361,18 @@ def _may_have_sent(exc: requests.exceptions.ConnectionError) -> bool:
     )
 
 
-def _decode(method: str, path: str, response: requests.Response) -> object:
+def _decode(method: str, path: str, response: requests.Response, member: str = "") -> object:
+    if 300 <= response.status_code < 400:
+        # Not followed (allow_redirects=False): the member URL points at something else than pveproxy.
+        raise PveMalformed(
+            method, path, f"HTTP {response.status_code}, a redirect; PVE's API never redirects"
+        )
+    if method != "GET" and response.status_code in UNCERTAIN_STATUSES:
+        raise Uncertain(
+            f"{method} {path}: HTTP {response.status_code} {response.reason or ''} from "
+            f"{member or 'the member'} after the request was sent: a proxy or the member lost the answer, "
+            f"PVE may or may not have acted. {CHECK_WRITE}"
+        )
     try:
         body = response.json()
     except ValueError:
@@ -256,5 +387,10 @@ def _decode(method: str, path: str, response: requests.Response) -> object:
             message = response.reason or "no message"
         raise classify(method, path, response.status_code, message, errors)
     if not isinstance(body, dict) or "data" not in body:
+        if method != "GET":
+            raise Uncertain(
+                f"{method} {path}: {member or 'the member'} answered HTTP {response.status_code} without "
+                f"PVE's JSON (a proxy or portal page?), so PVE may or may not have acted. {CHECK_WRITE}"
+            )
         raise PveMalformed(method, path, "the body is not a JSON object with a data member")
     return body["data"]

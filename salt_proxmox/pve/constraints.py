@@ -23,24 +23,24 @@ from salt_proxmox.wire.sizes import parse_size
 
 _DNS_LABEL = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)"
 #: ``pve_verify_dns_name``: labels of letters, digits and inner hyphens, dot-separated.
-DNS_NAME = re.compile(rf"^(?:{_DNS_LABEL}\.)*{_DNS_LABEL}$")
+DNS_NAME = re.compile(rf"^(?:{_DNS_LABEL}\.)*{_DNS_LABEL}\Z")
 #: ``$PVE::JSONSchema::PVE_TAG_RE``.
-TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*$", re.IGNORECASE | re.ASCII)
+TAG = re.compile(r"^[a-z0-9_][a-z0-9_\-+.]*\Z", re.IGNORECASE | re.ASCII)
 #: ``pve-startup-order`` parts (``pve_parse_startup_order``): each comma-separated part on its own,
 #: in any order — ``[order=]N``, ``up=N``, ``down=N``.
-STARTUP_PART = re.compile(r"^(?:(?:order=)?\d+|up=\d+|down=\d+)$", re.ASCII)
+STARTUP_PART = re.compile(r"^(?:(?:order=)?\d+|up=\d+|down=\d+)\Z", re.ASCII)
 #: ``pve-node`` (pve-common ``pve_verify_node_name``).
-NODE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?$")
+NODE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?\Z")
 #: Resize ``size`` (pve-container ``src/PVE/API2/LXC.pm`` ``resize_vm``).
-RESIZE_SIZE = re.compile(r"^\+?\d+(?:\.\d+)?[KMGT]?$", re.ASCII)
+RESIZE_SIZE = re.compile(r"^\+?\d+(?:\.\d+)?[KMGT]?\Z", re.ASCII)
 #: A node name is a host name, so one DNS label: at most 63 characters (RFC 1035 2.3.4; PVE's
 #: ``pve_verify_node_name`` takes the label pattern above, and the node's hostname bounds it).
 NODE_MAX = 63
 #: pve-common ``JSONSchema.pm`` ``check_type``: ``is_integer`` is ``^[+-]?\d+$``, ``is_number``
 #: ``^[+-]?(\d+\.\d+|\d+\.|\.\d+|\d+)([eE][+-]?\d+)?$`` — no ``_``, no spaces, no NaN or
 #: infinity, which Python's ``int()``/``float()`` would all take.
-INTEGER = re.compile(r"^[+-]?[0-9]+$")
-NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.[0-9]+|[0-9]+\.|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?$")
+INTEGER = re.compile(r"^[+-]?[0-9]+\Z")
+NUMBER = re.compile(r"^[+-]?(?:[0-9]+\.[0-9]+|[0-9]+\.|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 #: ``pve-vmid``: ``100 - 999999999`` (pve-common ``JSONSchema.pm`` ``pve_verify_vmid``).
 VMID_MIN, VMID_MAX = 100, 999_999_999
 

@@ -138,6 +138,11 @@ class PveUnreachable(SaltProxmoxError):
     """No cluster member answered (connection refused, reset or timed out on every one)."""
 
 
+class PveRequestFailed(SaltProxmoxError):
+    """A request could not be made at all (a bad URL or header, an unusable CA bundle); nothing
+    was sent. The text names the kind of failure, never the request's headers."""
+
+
 def classify(method: str, path: str, status: int, message: str, errors: dict | None) -> PveError:
     """The typed error for an HTTP failure; the missing-config wording gets its own type."""
     if status == 500 and _MISSING_CONFIG.match(message.strip()):

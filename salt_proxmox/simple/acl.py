@@ -39,11 +39,11 @@ FAMILY = "acl"
 KINDS = ("user", "group", "token")
 _USER = r"[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+"
 #: pve-access-control ``PVE::Auth::Plugin`` ``$user_regex@$realm_regex``.
-USERID = re.compile(rf"^{_USER}$")
+USERID = re.compile(rf"^{_USER}\Z")
 #: ``$token_full_regex``: ``user@realm!tokenid``, the token id in the realm pattern.
-TOKENID = re.compile(rf"^{_USER}![A-Za-z][A-Za-z0-9.\-_]+$")
+TOKENID = re.compile(rf"^{_USER}![A-Za-z][A-Za-z0-9.\-_]+\Z")
 #: ``$groupname_regex``.
-GROUPID = re.compile(r"^[A-Za-z0-9.\-_]+$")
+GROUPID = re.compile(r"^[A-Za-z0-9.\-_]+\Z")
 _PATTERNS = {"user": USERID, "group": GROUPID, "token": TOKENID}
 #: ``check_path``: the ACL paths PVE accepts for an add.
 ACL_PATH = re.compile(
@@ -57,7 +57,7 @@ ACL_PATH = re.compile(
     |/sdn/zones/[A-Za-z0-9.\-_]+/[A-Za-z0-9.\-_]+/[1-9][0-9]{0,3}
     |/storage|/storage/[A-Za-z0-9.\-_]+|/vms|/vms/[1-9][0-9]{2,}
     |/mapping|/mapping/[A-Za-z0-9.\-_]+|/mapping/[A-Za-z0-9.\-_]+/[A-Za-z0-9.\-_]+
-    )$""",
+    )\Z""",
     re.VERBOSE,
 )
 

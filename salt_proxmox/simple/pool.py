@@ -36,7 +36,7 @@ from salt_proxmox.simple.spec import (
 
 FAMILY = "pool"
 #: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.
-POOLID = re.compile(r"^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}$")
+POOLID = re.compile(r"^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}\Z")
 
 
 def check_poolid(value: str) -> str | None:

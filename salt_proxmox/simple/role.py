@@ -36,7 +36,7 @@ from salt_proxmox.simple.spec import (
 
 FAMILY = "role"
 #: ``verify_rolename``.
-ROLEID = re.compile(r"^[A-Za-z0-9.\-_]+$")
+ROLEID = re.compile(r"^[A-Za-z0-9.\-_]+\Z")
 #: Every privilege of pve-access-control 9.1.1 (``$privgroups`` plus ``Permissions.Modify``).
 _PRIVILEGE_NAMES = """
     Datastore.Allocate Datastore.AllocateSpace Datastore.AllocateTemplate Datastore.Audit
@@ -49,7 +49,7 @@ _PRIVILEGE_NAMES = """
     VM.GuestAgent.Unrestricted VM.Migrate VM.PowerMgmt VM.Replicate VM.Snapshot VM.Snapshot.Rollback
 """
 #: A privilege name as a read may show one (a newer PVE may know more than ``PRIVILEGES``).
-_PRIV_NAME = re.compile(r"^[A-Z][A-Za-z]*(?:\.[A-Za-z]+)+$")
+_PRIV_NAME = re.compile(r"^[A-Z][A-Za-z]*(?:\.[A-Za-z]+)+\Z")
 _SPECIAL = ("Administrator", "NoAccess")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)(?:([KMGT])(?:iB)?)?$", re.ASCII)
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)(?:([KMGT])(?:iB)?)?\Z", re.ASCII)
 _UNITS = {None: 0, "K": 1, "M": 2, "G": 3, "T": 4}
 MIB = 1024**2
 GIB = 1024**3

@@ -16,9 +16,9 @@ from salt_proxmox.wire.propstring import option_map, pairs, print_pairs, sorted_
 from salt_proxmox.wire.sizes import MIB, mib_text, new_volume_mib, parse_size
 
 #: pve-storage ``PVE::Storage::Plugin`` storage id format ``pve-storage-id``.
-STORAGE_ID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]$", re.IGNORECASE | re.ASCII)
-_SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*$", re.ASCII)
-_NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$", re.IGNORECASE | re.ASCII)
+STORAGE_ID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]\Z", re.IGNORECASE | re.ASCII)
+_SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*\Z", re.ASCII)
+_NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)\Z", re.IGNORECASE | re.ASCII)
 
 #: Options any mount point may carry (``$rootfs_desc`` and ``$mp_desc``; which of them ``rootfs``
 #: may not carry is ``salt_proxmox.lxc.schema.OPTIONS``' to say).
