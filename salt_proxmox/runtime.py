@@ -91,8 +91,8 @@ def outcome_return(name: str, fun: Callable[..., Outcome], ctx: object, /, *args
 
 def refused_return(name: str, exc: Exception) -> dict:
     """The state return of a call refused before it could start (no target, no OpenBao block):
-    ``result`` False, ``Refused: <exc>``."""
-    return Outcome().fail(f"Refused: {exc}").salt_return(name)
+    ``result`` False, ``Refused: <exc>``, and that nothing was written."""
+    return Outcome().fail(f"Refused: {exc}", "Nothing was written.").salt_return(name)
 
 
 def run_of(kwargs: Mapping[str, object], cache: MutableMapping) -> Run | None:

@@ -42,6 +42,7 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem, listed_row, same_values
+from salt_proxmox.wire.propstring import text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.lxc.lifecycle import PveContext
@@ -111,7 +112,7 @@ def canonical_comment(value: object) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not text")
+        raise ValueError(text_problem(value) or f"{value!r} is not text")
     return value.strip(_PERL_SPACE)
 
 

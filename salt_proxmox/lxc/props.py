@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc import schema
 from salt_proxmox.ownership import adopt_problem, removal_problem
-from salt_proxmox.pve.constraints import NODE, NODE_MAX, VMID_MAX, VMID_MIN
-from salt_proxmox.wire.propstring import flag, pairs, wire
+from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, VMID_MAX, VMID_MIN, post_problem
+from salt_proxmox.wire.propstring import flag, pairs, text_problem, wire
 from salt_proxmox.wire.volumes import parse_volume
 
 #: Control characters. Only ``description`` may span lines (PVE stores it as ``#`` comment lines,
@@ -179,6 +179,11 @@ def parse_declaration(
         ):
             problems.append(f"{key}: expected a number, got {raw!r}")
             continue
+        rule = schema.CREATE.rule_for(key)
+        problem = text_problem(raw) if rule is not None and rule.kind in ("string", "enum") else None
+        if problem:
+            problems.append(f"{key}: {problem}")
+            continue
         try:
             value = wire(raw)
         except TypeError as exc:
@@ -210,10 +215,8 @@ def parse_declaration(
             except ValueError:
                 problems.append(f"{key}: type check ('boolean') failed - got {shown(value)}")
                 continue
-        if len(value) > 65536:
-            problems.append(
-                f"{key}: value is {len(value)} characters long; PVE's config lines are far shorter"
-            )
+        if len(value) > MAX_POST:
+            problems.append(str(post_problem({key: value})))
             continue
         problem = _problem_for(key, value)
         if problem:

@@ -16,6 +16,7 @@ import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.wire.propstring import flag
@@ -105,6 +106,24 @@ def check_resize(value: str) -> str | None:
     return None if RESIZE_SIZE.match(value) else "not [+]N[.N][K|M|G|T]"
 
 
+#: pve-http-server ``src/PVE/APIServer/AnyEvent.pm``: ``$limit_max_post = 64*1024``. A longer request
+#: body is refused (HTTP 413) before any API method runs, so no value that long can ever be written.
+MAX_POST = 64 * 1024
+
+
+def post_problem(form: Mapping[str, str]) -> str | None:
+    """None when ``form`` fits in one PVE request body, else the sentence naming its longest value
+    (clipped: ``shown``)."""
+    size = len(urlencode(dict(form)).encode("utf-8"))
+    if size <= MAX_POST:
+        return None
+    key = max(form, key=lambda name: len(str(form[name])))
+    return (
+        f"{key}: {shown(form[key])} would make a request of {size} bytes; PVE's API server takes at most "
+        f"{MAX_POST} (pve-http-server $limit_max_post): shorten it"
+    )
+
+
 @dataclass(frozen=True)
 class Rule:
     """One key's schema rule.
@@ -149,7 +168,7 @@ class Rule:
                 f"value {shown(value)} does not have a value in the enumeration '{', '.join(self.choices)}'"
             )
         if self.max_length is not None and len(value) > self.max_length:
-            return f"value may only be {self.max_length} characters long"
+            return f"value may only be {self.max_length} characters long, got {shown(value)}"
         if self.check is not None and value != "":
             return self.check(value)
         return None
@@ -188,5 +207,8 @@ def check_form(endpoint: Endpoint, form: Mapping[str, str], presence: bool) -> N
         reason = rule.problem(value)
         if reason:
             problems.append(f"{endpoint.label}: {key}: {reason}")
+    too_long = post_problem(form)
+    if too_long:
+        problems.append(f"{endpoint.label}: {too_long}")
     if problems:
         raise DeclarationError(problems)

@@ -33,6 +33,7 @@ from salt_proxmox.simple.spec import (
     listed_row,
     same_values,
 )
+from salt_proxmox.wire.propstring import text_problem
 
 FAMILY = "pool"
 #: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.
@@ -59,7 +60,10 @@ UPDATE = Endpoint("PUT /pools", ("poolid",), _RULES.get)
 def _text(key: str, value: object) -> str:
     if value is None:
         return ""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
+    problem = text_problem(value)
+    if problem:
+        raise DeclarationError(f"{key}: {problem}")
+    if not isinstance(value, str | int):
         raise DeclarationError(f"{key}: expected text, got {type(value).__name__}")
     return str(value)
 

@@ -92,6 +92,24 @@ def flag(value: object) -> str:
     raise ValueError(f"{value!r} is not a boolean (1/0, true/false, yes/no, on/off)")
 
 
+def text_problem(value: object) -> str | None:
+    """None unless ``value`` is a boolean or a float where PVE takes text, else why and how to
+    quote it. Salt reads pillar and SLS as YAML 1.1, where an unquoted ``on``, ``off``, ``yes``,
+    ``no``, ``true`` or ``false`` is a boolean and ``1.10`` the number 1.1: the text written is
+    gone, and sending ``1`` or ``1.1`` would store something else than what was meant."""
+    if isinstance(value, bool):
+        return (
+            f"got the boolean {str(value).lower()} where PVE takes text: YAML reads an unquoted on, off, "
+            "yes, no, true or false as a boolean; quote the text (key: 'on')"
+        )
+    if isinstance(value, float):
+        return (
+            f"got the number {value!r} where PVE takes text: YAML reads an unquoted 1.10 as the number 1.1; "
+            "quote the text (key: '1.10')"
+        )
+    return None
+
+
 def wire(value: object) -> str:
     """A declared scalar as PVE's form encoding spells it: booleans as 1/0, numbers plain.
 

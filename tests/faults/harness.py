@@ -13,7 +13,12 @@ helpers below:
   instance for every request, so wrapping them there changes only those answers;
 - ``dead_member`` is a loopback port that is bound but not listening: connecting is refused at once;
 - ``before`` runs an action just before the client sends a matching request — "between calls":
-  a concurrent edit, a node going offline, a token revoked — and the request then really goes out.
+  a concurrent edit, a node going offline, a token revoked — and the request then really goes out;
+- ``lose_answer`` lets a matching request really reach fakepve (PVE acts on it) and replaces its
+  answer, as a proxy between the minion and pveproxy would lose it: a 504, pveproxy's 596/597, an
+  HTML 200, a body cut off or one that cannot be decompressed;
+- ``FailingStore`` is the ownership store of a grains file that cannot be written: saving a row of
+  the given phase fails as a read-only filesystem does.
 
 The checks (``leaks``, ``disagreements``, ``forbidden_writes``) are the promises every row of the
 matrix keeps, whatever it injects.
@@ -32,9 +37,10 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 import hvac
+import requests
 
 from salt_proxmox.lxc.lifecycle import PveContext
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore
+from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, OwnershipFileError
 from tests.integration.lxc_support import TARGET, requests_since
 from tests.support.cluster import ServedCluster
 
@@ -50,6 +56,36 @@ class Hook:
     action: Callable[[Run], None]
     once: bool = True
     fired: int = 0
+
+
+#: How ``lose_answer`` loses an answer: a replacement (status, body) or an exception to raise.
+LOST_ANSWERS: dict[str, tuple[int, bytes] | Exception] = {
+    "504": (504, b"<html><body><h1>504 Gateway Time-out</h1></body></html>"),
+    "596": (596, b""),
+    "597": (597, b""),
+    "html-200": (200, b"<html><body>Welcome to the portal</body></html>"),
+    "chunked": requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead(12 bytes read)"),
+    "gzip": requests.exceptions.ContentDecodingError("Received response with content-encoding: gzip"),
+}
+
+
+class FailingStore(MemoryStore):
+    """A MemoryStore whose save fails, as a grains file on a read-only filesystem does, when it
+    would set a row to ``phase``."""
+
+    PATH = "/etc/salt/grains"
+
+    def __init__(self, rows, phase: str):
+        super().__init__(rows)
+        self.phase = phase
+
+    def save(self, rows: dict[str, dict]) -> None:
+        if any(
+            isinstance(r, dict) and r.get("phase") == self.phase and self.rows.get(k) != r
+            for k, r in rows.items()
+        ):
+            raise OwnershipFileError(f"grains file {self.PATH}: cannot be written (Read-only file system)")
+        super().save(rows)
 
 
 @dataclass
@@ -68,6 +104,7 @@ class Run:
     bao_root: hvac.Client | None = field(default=None, repr=False)
     secrets: list[str] = field(default_factory=list, repr=False)
     hooks: list[Hook] = field(default_factory=list)
+    lost: list[tuple[str, str, str]] = field(default_factory=list)
     foreign: set[int] = field(default_factory=set)
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
@@ -84,6 +121,11 @@ class Run:
     def before(self, method: str, suffix: str, action: Callable[[Run], None], once: bool = True) -> None:
         """Do ``action`` just before the first matching request (every one unless ``once``)."""
         self.hooks.append(Hook(method, suffix, action, once))
+
+    def lose_answer(self, method: str, suffix: str, how: str) -> None:
+        """The first ``method`` request to a path ending in ``suffix`` reaches fakepve, which acts on
+        it; its answer is then lost as ``LOST_ANSWERS[how]`` says."""
+        self.lost.append((method, suffix, how))
 
     def token(self, token_id: str, *privs: str, path: str = "/") -> dict[str, str]:
         """Register a PVE API token with ``privs`` on ``path``; returns ``{token_id, secret}``."""
@@ -136,7 +178,10 @@ class Run:
 
 
 def install_hooks(ctx: PveContext, run: Run) -> None:
-    """Wrap ``ctx.client.request`` so ``run.hooks`` fire before matching requests."""
+    """Wrap ``ctx.client.request`` so ``run.hooks`` fire before matching requests, and the session's
+    transport so ``run.lost`` answers are lost after fakepve acted."""
+    if run.lost:
+        _lose_answers(ctx.client.session, run.lost)
     if not run.hooks:
         return
     original = ctx.client.request
@@ -150,6 +195,27 @@ def install_hooks(ctx: PveContext, run: Run) -> None:
         return original(method, path, credential, params=params, form=form)
 
     ctx.client.request = request
+
+
+def _lose_answers(session: requests.Session, lost: list[tuple[str, str, str]]) -> None:
+    original = session.request
+    pending = list(lost)
+
+    def request(method, url, **kwargs):
+        response = original(method, url, **kwargs)
+        path = unquote(url.split("?", 1)[0])
+        for rule in pending:
+            if rule[0] == method and path.endswith(rule[1]):
+                pending.remove(rule)
+                how = LOST_ANSWERS[rule[2]]
+                if isinstance(how, Exception):
+                    raise how
+                response.status_code, response._content = how
+                response.headers["Content-Type"] = "text/html"
+                break
+        return response
+
+    session.request = request
 
 
 class _Capture(logging.Handler):

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from salt_proxmox.lxc.guest import live_fingerprint
-from tests.faults.harness import Run
+from salt_proxmox.lxc.props import parse_declaration
+from tests.faults.harness import FailingStore, Run
 from tests.integration.lxc_support import DNS1_DECLARATION, TARGET, declaration, dns1
 from tests.support.cluster import DNS1_CONFIG, PROVISION_TOKEN_ID, READ_TOKEN_ID
 from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
@@ -38,6 +39,7 @@ GROUPS = {
     "input": "Input: bad declarations are refused before any network call",
     "pillar": "Pillar shape, through a real salt-call",
     "identity": "Identity: a guest is more than its vmid, an object takes one declaration",
+    "ownership": "Ownership rows: never lost silently",
 }
 
 
@@ -113,6 +115,20 @@ def owned_row(
 
 
 OWNED_120 = owned_row(120, "dns", DNS, DNS1_CONFIG)
+#: The same row as the product writes it (``LxcDeclaration.stored``, wire spellings), so that an apply
+#: that finds nothing to change has nothing to rewrite either.
+STORED_120 = {
+    f"{TARGET}/lxc/120": {
+        "phase": "owned",
+        "instance": "seeded",
+        "state_id": "dns",
+        "declared": parse_declaration(
+            "dns", vmid=120, node="pve1", target=TARGET,
+            config={k: v for k, v in DNS.items() if k not in ("vmid", "node")},
+        ).stored(),
+        "fingerprint": live_fingerprint(DNS1_CONFIG),
+    }
+}  # fmt: skip
 #: A stopped container 160 of ours, for destroy scenarios (120 runs, and PVE refuses to destroy that).
 CT160: dict[str, Any] = {
     "vmid": 160,
@@ -294,6 +310,32 @@ def creds_on_kv2(run: Run) -> None:
 def short_provision_lease(run: Run) -> None:
     """The provision role's lease is 20 s, shorter than a create's task bound."""
     publish_creds(run.bao_root, CREDS_PATH, "provision", *run.cluster.seeded.provision_token, ttl="20s")
+
+
+def lose(method: str, suffix: str, how: str) -> Callable[[Run], None]:
+    """The first matching request reaches fakepve, which acts; its answer is lost (``how``)."""
+    return lambda run: run.lose_answer(method, suffix, how)
+
+
+def unwritable(phase: str) -> Callable[[Run], None]:
+    """The grains file cannot be written when a row would become ``phase``."""
+
+    def setup(run: Run) -> None:
+        run.store = FailingStore(run.store.rows, phase)
+
+    return setup
+
+
+def newline_secrets(run: Run) -> None:
+    """Both static secrets end in a newline, as a YAML block scalar (``secret: |``) leaves them."""
+    for role in ("read", "provision"):
+        run.target["credentials"][role]["secret"] += "\n"
+
+
+def newline_creds_in_openbao(run: Run) -> None:
+    """OpenBao holds the read token's secret with a trailing newline."""
+    token_id, secret = run.cluster.seeded.read_token
+    publish_creds(run.bao_root, CREDS_PATH, "read", token_id, secret + "\n")
 
 
 def corrupt_row(run: Run) -> None:
@@ -1342,6 +1384,188 @@ SCENARIOS: list[Scenario] = [
         creds="openbao",
         via="salt-call",
         writes=("POST /nodes/pve1/lxc",),
+        pillar=(
+            "proxmox:\n  lxc:\n    web:\n      vmid: 150\n      node: pve1\n      ostemplate: "
+            "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst\n      unprivileged: true\n"
+            "      rootfs: local-zfs:8\n"
+        ),
+    ),
+    # -------------------------------------------------------------------------------- lost answers
+    *(
+        Scenario(
+            f"create-answer-lost-{how}",
+            "writes",
+            f"the create POST reaches PVE, which creates the guest; its answer is lost ({what})",
+            'uncertain, not "nothing was written": the creating row stays and nothing is re-sent',
+            False,
+            ("may or may not have acted", "pvesh get /nodes/<node>/tasks", "stays creating"),
+            lose("POST", "/nodes/pve1/lxc", how),
+            WEB,
+            writes=CREATE,
+            rows={f"{TARGET}/lxc/150": "creating"},
+        )
+        for how, what in (
+            ("504", "a gateway's 504"),
+            ("596", "pveproxy's 596"),
+            ("597", "pveproxy's 597"),
+            ("html-200", "an HTML page with 200"),
+            ("chunked", "the body is cut off"),
+            ("gzip", "the body cannot be decompressed"),
+        )
+    ),
+    Scenario(
+        "create-uncertain-then-rerun",
+        "writes",
+        "a run after a create whose answer was lost: the guest is there and matches",
+        "the interrupted create is finished as ours, nothing is sent",
+        True,
+        ("our interrupted create matches its declaration",),
+        lambda run: run.pve.add_ct(
+            150,
+            node="pve1",
+            status="stopped",
+            defaults=False,
+            config={
+                "hostname": "ct150",
+                "memory": 1024,
+                "cores": 2,
+                "unprivileged": 1,
+                "arch": "amd64",
+                "ostype": "debian",
+                "rootfs": "local-zfs:subvol-150-disk-0,size=8G",
+                "mp0": "local-zfs:subvol-150-disk-1,mp=/srv/data,backup=1,size=10G",
+                "net0": "name=eth0,bridge=vmbr0,ip=dhcp,hwaddr=BC:24:11:00:00:01,type=veth",
+                "features": "nesting=1",
+                "tags": "prod;web",
+                "startup": "order=2,up=30",
+                "description": "made by a test\n",
+            },
+        ),
+        WEB,
+        rows={f"{TARGET}/lxc/150": "owned"},
+        seed_rows={
+            f"{TARGET}/lxc/150": {
+                "phase": "creating",
+                "instance": "seeded",
+                "state_id": "web",
+                "declared": {k: v for k, v in WEB.items() if k != "description"},
+            }
+        },
+    ),
+    *(
+        Scenario(
+            f"update-answer-lost-{how}",
+            "writes",
+            f"the config PUT reaches PVE, which writes it; its answer is lost ({what})",
+            "uncertain: the comment says what may have changed and that the next run re-reads",
+            False,
+            ("may or may not have acted", "The next run reads the guest again"),
+            lose("PUT", "/lxc/120/config", how),
+            dns(memory=1024),
+            name="dns",
+            writes=(PUT_120,),
+            rows={f"{TARGET}/lxc/120": "owned"},
+            seed_rows=OWNED_120,
+        )
+        for how, what in (("504", "a gateway's 504"), ("html-200", "an HTML page with 200"))
+    ),
+    Scenario(
+        "tls-first-member",
+        "writes",
+        "the first member's certificate is not signed by the CA bundle; the second is fine",
+        "a TLS failure sends nothing, so the create fails over to the next member",
+        True,
+        ("has been created",),
+        lambda run: run.target.update(
+            members=[run.cluster.url.replace("127.0.0.1", "localhost"), run.cluster.url]
+        ),
+        WEB,
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "owned"},
+    ),
+    # -------------------------------------------------------------------------------- ownership
+    Scenario(
+        "grains-unwritable-before-create",
+        "ownership",
+        "the grains file cannot be written when the creating row is recorded",
+        "the create is not sent without its row; the state names the grains file and the row",
+        False,
+        ("/etc/salt/grains", f"ownership row {TARGET}/lxc/150 was not set to creating", NOTHING),
+        unwritable("creating"),
+        WEB,
+        rows={},
+    ),
+    Scenario(
+        "grains-unwritable-after-create",
+        "ownership",
+        "the grains file cannot be written when the owned row is recorded after the create",
+        "the state fails naming the file and row; the creating row stays, so the next run finishes it",
+        False,
+        ("/etc/salt/grains", f"ownership row {TARGET}/lxc/150 was not set to owned", "stays creating"),
+        unwritable("owned"),
+        WEB,
+        writes=CREATE,
+        rows={f"{TARGET}/lxc/150": "creating"},
+    ),
+    Scenario(
+        "grains-unwritable-adopt",
+        "ownership",
+        "the grains file cannot be written when an adopted guest is recorded",
+        "the state fails naming the file; the guest stays unowned, untouched",
+        False,
+        ("/etc/salt/grains", f"ownership row {TARGET}/lxc/120 was not set to owned", "adopt: true"),
+        unwritable("owned"),
+        dns(adopt=True),
+        name="dns",
+        rows={},
+    ),
+    Scenario(
+        "grains-unwritable-no-drift",
+        "ownership",
+        "the grains file cannot be written, and nothing differs",
+        "an unchanged row is not rewritten, so the apply is clean",
+        True,
+        ("is as declared",),
+        unwritable("owned"),
+        DNS,
+        name="dns",
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=STORED_120,
+    ),
+    # -------------------------------------------------------------------------------- bad secrets
+    Scenario(
+        "newline-static-secret",
+        "credentials",
+        "the static secrets end in a newline (a YAML block scalar)",
+        "refused before any request, naming the key, never the value",
+        False,
+        ("secret holds a line break", "one-line string", NOTHING),
+        newline_secrets,
+        WEB,
+        never=("/config", "/resources", "/version"),
+    ),
+    Scenario(
+        "newline-secret-in-openbao",
+        "credentials",
+        "OpenBao hands out the read secret with a trailing newline",
+        "refused before any request to PVE, naming the OpenBao path and the key",
+        False,
+        ("secret holds a line break", "proxmox/creds/read", NOTHING),
+        newline_creds_in_openbao,
+        WEB,
+        creds="openbao",
+        never=("/config", "/resources"),
+    ),
+    Scenario(
+        "salt-call-newline-secret",
+        "pillar",
+        "state.apply with static secrets that end in a newline",
+        "refused naming the key; no secret in the output, the minion log (debug) or grains",
+        False,
+        ("secret holds a line break", NOTHING),
+        newline_secrets,
+        via="salt-call",
+        never=("/config",),
         pillar=(
             "proxmox:\n  lxc:\n    web:\n      vmid: 150\n      node: pve1\n      ostemplate: "
             "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst\n      unprivileged: true\n"

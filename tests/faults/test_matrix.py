@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.lxc.lifecycle import absent, present
+from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.runtime import refused_return
 from tests.faults.harness import (
     Run,
     debug_log,
@@ -101,17 +104,24 @@ def _in_process(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch)
             if scenario.setup is not None:
                 scenario.setup(run)
             cache: dict = {}
-            ctx = make_context(run.targets, run.openbao, cache=cache, store=run.store)
-            if scenario.polls is not None:
-                ctx.create_polls = ctx.task_polls = scenario.polls
-            install_hooks(ctx, run)
+            try:
+                ctx = make_context(run.targets, run.openbao, cache=cache, store=run.store)
+            except SaltProxmoxError as exc:
+                # What the Salt module returns when the target's context cannot be built.
+                ctx, refused = None, refused_return(scenario.name, exc)
+            else:
+                if scenario.polls is not None:
+                    ctx.create_polls = ctx.task_polls = scenario.polls
+                install_hooks(ctx, run)
             before = guests(run)
             start = len(cluster.pve.requests)
             saves = run.store.saves
             raised = ""
             with debug_log() as lines:
                 try:
-                    if scenario.state == "absent":
+                    if ctx is None:
+                        outcome = Outcome(result=refused["result"], comment=[refused["comment"]])
+                    elif scenario.state == "absent":
                         outcome = absent(ctx, scenario.name, scenario.test, **scenario.declaration)
                     else:
                         outcome = present(ctx, scenario.name, scenario.test, **scenario.declaration)

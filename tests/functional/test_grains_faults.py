@@ -1,0 +1,121 @@
+"""Ownership rows and credentials under faults, through a real ``salt-call --local state.apply``:
+a grains file that cannot be written or parsed fails the state naming it (Salt's ``grains.setval``
+only logs the first and skips the second, so rows were lost or guests called foreign), and a secret
+with a trailing newline is refused before any request and shows in no file the run left behind."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.integration.lxc_support import requests_since, writes
+from tests.support.saltrun import salt_call, state_rows, write_minion_config
+from tests.support.ways import assert_no_secret, text_files
+
+pytestmark = pytest.mark.functional
+
+PILLAR = """
+proxmox:
+  lxc:
+    web:
+      vmid: 150
+      node: pve1
+      ostemplate: local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst
+      unprivileged: true
+      hostname: web
+      rootfs: local-zfs:8
+"""
+
+
+def minion(tmp_path: Path, cluster, secret_suffix: str = "") -> Path:
+    """A masterless minion whose pillar declares CT 150 and whose static tokens end in ``secret_suffix``."""
+    pillar = tmp_path / "pillar"
+    pillar.mkdir()
+    (pillar / "top.sls").write_text("base:\n  '*':\n    - proxmox\n")
+    (pillar / "proxmox.sls").write_text(PILLAR)
+    seeded = cluster.seeded
+    static = {
+        role: {"token_id": token[0], "secret": token[1] + secret_suffix}
+        for role, token in (("read", seeded.read_token), ("provision", seeded.provision_token))
+    }
+    config_dir = tmp_path / "etc"
+    write_minion_config(config_dir, cluster.url, cluster.cafile, static=static, pillar_roots=[str(pillar)])
+    return config_dir
+
+
+def apply(config_dir: Path) -> tuple[dict, str]:
+    ret, raw = salt_call(config_dir, "state.apply", "proxmox")
+    (row,) = [row for row in state_rows(ret) if row["function"] == "proxmox_lxc.present"]
+    return row, raw
+
+
+def chattr(flag: str, path: Path) -> bool:
+    if shutil.which("chattr") is None:
+        return False
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+def test_an_unwritable_grains_file_fails_the_apply_naming_it_and_sends_nothing(fresh_cluster, tmp_path):
+    config_dir = minion(tmp_path, fresh_cluster)
+    grains = config_dir / "grains"
+    grains.write_text("roles:\n- pve-manager\n")
+    # Immutable: no process may write, rename over or remove it, root included (EPERM), as on a
+    # read-only filesystem.
+    if not chattr("+i", grains):
+        pytest.skip("this filesystem cannot mark a file immutable (chattr +i)")
+    try:
+        start = len(fresh_cluster.pve.requests)
+        row, _ = apply(config_dir)
+    finally:
+        chattr("-i", grains)
+    assert row["result"] is False, row["comment"]
+    assert f"ownership row demo/lxc/150 was not set to creating: {grains}" in row["comment"]
+    assert writes(requests_since(fresh_cluster, start)) == [], "the create is not sent without its row"
+    assert fresh_cluster.pve.ct(150) is None
+    assert grains.read_text() == "roles:\n- pve-manager\n"
+
+
+def test_an_unparseable_grains_file_is_named_never_read_as_not_ours(fresh_cluster, tmp_path):
+    config_dir = minion(tmp_path, fresh_cluster)
+    row, _ = apply(config_dir)
+    assert row["result"] is True, row["comment"]
+    grains = config_dir / "grains"
+    grains.write_text(grains.read_text() + "broken: [unclosed\n")
+    start = len(fresh_cluster.pve.requests)
+    row, _ = apply(config_dir)
+    assert row["result"] is False
+    assert f"grains file {grains} is not YAML" in row["comment"], row["comment"]
+    assert "did not create it" not in row["comment"]
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_the_rows_show_in_grains_and_a_no_drift_apply_leaves_the_grains_file_alone(fresh_cluster, tmp_path):
+    config_dir = minion(tmp_path, fresh_cluster)
+    assert apply(config_dir)[0]["result"] is True
+    owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
+    assert owned["demo/lxc/150"]["phase"] == "owned" and owned["demo/lxc/150"]["state_id"] == "web"
+    grains = config_dir / "grains"
+    before = grains.stat()
+    row, _ = apply(config_dir)
+    assert row["result"] is True and row["changes"] == {}, row["comment"]
+    after = grains.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "nothing rewritten"
+
+
+def test_a_secret_with_a_trailing_newline_is_refused_and_shows_in_no_file(fresh_cluster, tmp_path):
+    config_dir = minion(tmp_path, fresh_cluster, secret_suffix="\n")
+    start = len(fresh_cluster.pve.requests)
+    row, raw = apply(config_dir)
+    assert row["result"] is False
+    assert "credentials:read: secret holds a line break" in row["comment"], row["comment"]
+    assert requests_since(fresh_cluster, start) == [], "refused before any request"
+    seeded = fresh_cluster.seeded
+    secrets = [seeded.read_token[1], seeded.provision_token[1]]
+    # Every file the run left: the minion log at debug level, Salt's caches and job returns, grains.
+    # The minion config holds the secrets by design.
+    files = text_files(config_dir, skip=(config_dir / "minion",))
+    assert any(name.endswith("minion.log") for name in files)
+    assert_no_secret({**files, "salt-call output": raw}, secrets)
