@@ -20,6 +20,7 @@ import hvac.exceptions
 import requests
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
+from salt_proxmox.pve.client import header_problem, verify_problem
 
 
 class OpenBaoError(SaltProxmoxError):
@@ -63,8 +64,9 @@ def parse_config(raw: object) -> dict:
     if not isinstance(url, str) or not url.startswith(("https://", "http://")):
         problems.append("openbao:url: expected an http(s) URL")
     verify = raw.get("verify", True)
-    if not isinstance(verify, bool | str) or verify == "":
-        problems.append("openbao:verify: expected true, false or a CA bundle path")
+    problem = verify_problem(verify)
+    if problem:
+        problems.append(f"openbao:verify: {problem}")
     auth = raw.get("auth")
     if not isinstance(auth, Mapping):
         problems.append("openbao:auth: expected {method: token, token: ...} or {method: approle, ...}")
@@ -73,6 +75,9 @@ def parse_config(raw: object) -> dict:
     if method == "token":
         if not isinstance(auth.get("token"), str) or not auth.get("token"):
             problems.append("openbao:auth:token: required for method token")
+        elif problem := header_problem("openbao:auth:token", auth["token"]):
+            # Sent as the X-Vault-Token header.
+            problems.append(problem)
     elif method == "approle":
         for key in ("role_id", "secret_id"):
             if not isinstance(auth.get(key), str) or not auth.get(key):

@@ -71,18 +71,23 @@ class Credential:
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
 
 
-def credential_problem(token_id: object, secret: object) -> str | None:
-    """None when a token id and secret can go in the Authorization header, else which of them
-    cannot and why, without repeating either (a YAML block scalar leaves a trailing ``\n``)."""
-    for key, value in (("token_id", token_id), ("secret", secret)):
-        if not isinstance(value, str) or not value:
-            return f"{key} is missing or empty"
-        if not _HEADER_SAFE.fullmatch(value):
-            return (
-                f"{key} holds a line break, a space, a control or a non-ASCII character (a YAML block "
-                "scalar leaves a trailing newline); publish it as a plain one-line string"
-            )
+def header_problem(key: str, value: object) -> str | None:
+    """None when ``value`` can go in an HTTP header, else the sentence naming ``key``, without
+    repeating the value (a YAML block scalar leaves a trailing ``\n``)."""
+    if not isinstance(value, str) or not value:
+        return f"{key} is missing or empty"
+    if not _HEADER_SAFE.fullmatch(value):
+        return (
+            f"{key} holds a line break, a space, a control or a non-ASCII character (a YAML block scalar "
+            "leaves a trailing newline); publish it as a plain one-line string"
+        )
     return None
+
+
+def credential_problem(token_id: object, secret: object) -> str | None:
+    """None when a PVE token id and secret can go in the Authorization header, else which of them
+    cannot and why (``header_problem``)."""
+    return header_problem("token_id", token_id) or header_problem("secret", secret)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import requests
 
 from salt_proxmox.errors import DeclarationError, Uncertain
 from salt_proxmox.firewall import alias
-from salt_proxmox.lxc.props import parse_declaration, parse_vmid
+from salt_proxmox.lxc.props import parse_declaration, vmid_number
 from salt_proxmox.openbao.creds import parse_credentials
 from salt_proxmox.pve.client import Credential, PveClient, Target, parse_target
 from salt_proxmox.pve.constraints import check_form
@@ -79,7 +79,7 @@ def test_a_static_credential_with_a_trailing_newline_is_refused_naming_the_key(k
         pytest.param(lambda: acl.identify("s", "lab", path="/", role="R", user="u@pve\n"), id="acl-user"),
         pytest.param(lambda: acl.identify("s", "lab", path="/", role="R", token="u@pve!t\n"), id="acl-token"),
         pytest.param(lambda: acl.identify("s", "lab", path="/", role="R", group="g\n"), id="acl-group"),
-        pytest.param(lambda: parse_vmid("150\n"), id="vmid"),
+        pytest.param(lambda: vmid_number("150\n"), id="vmid"),
         pytest.param(lambda: parse_declaration("s", vmid=150, node="pve1\n", target="lab"), id="node"),
         pytest.param(
             lambda: parse_declaration(
@@ -139,7 +139,7 @@ def test_a_ca_bundle_that_exists_is_kept(tmp_path) -> None:
 @pytest.mark.parametrize("vmid", ["abc", "", "1.5", True, None, "-1"])
 def test_a_vmid_that_is_not_one_is_a_sentence_naming_the_key(vmid) -> None:
     with pytest.raises(DeclarationError, match=r"^vmid: "):
-        parse_vmid(vmid)
+        vmid_number(vmid)
 
 
 def test_a_redirect_is_not_followed_and_is_named() -> None:
@@ -313,3 +313,27 @@ def test_a_value_over_its_schema_length_shows_the_value_clipped() -> None:
         parse_declaration("s", vmid=150, node="pve1", target="lab", config={"description": "d" * 9000})
     (problem,) = caught.value.problems
     assert "may only be 8192 characters long, got 'ddd" in problem and "(9000 characters)" in problem
+
+
+@pytest.mark.parametrize(
+    ("block", "fragment"),
+    [
+        pytest.param(
+            {"verify": "false"}, "openbao:verify: 'false' is a string, not a boolean", id="verify-string"
+        ),
+        pytest.param({"verify": "/nonexistent/ca.pem"}, "openbao:verify: the CA bundle", id="verify-missing"),
+        pytest.param(
+            {"auth": {"method": "token", "token": f"{SECRET}\n"}},
+            "openbao:auth:token holds a line break",
+            id="token-newline",
+        ),
+    ],
+)
+def test_the_openbao_block_is_checked_the_same_way(block, fragment) -> None:
+    from salt_proxmox.openbao.client import parse_config
+
+    raw = {"url": "https://bao:8200", "auth": {"method": "token", "token": "t"}, **block}
+    with pytest.raises(DeclarationError) as caught:
+        parse_config(raw)
+    assert fragment in str(caught.value)
+    no_secret(caught.value)
