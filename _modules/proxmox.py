@@ -85,8 +85,10 @@ def _call(fun, *args, **kwargs):
 
 def lxc_config(node, vmid, target=None):
     """
-    The config of one container, without description, digest, lock, env or raw ``lxc`` values.
-    Returns ``None`` when the cluster proves the vmid absent; fails on any other error.
+    The config of one container, without description, digest, lock, env or raw ``lxc`` values,
+    with its pending changes merged in (what it runs with after its next start, as
+    ``pct config`` shows it). Returns ``None`` when the cluster proves the vmid absent; fails on
+    any other error.
 
     CLI Example:
 
@@ -96,7 +98,7 @@ def lxc_config(node, vmid, target=None):
     """
     ctx = _context(target)
     live = _call(lifecycle.read_live, ctx, node, _call(vmid_number, vmid))
-    return None if live is None else stored_config(live)
+    return None if live is None else stored_config(live.merged())
 
 
 def cluster_resources(type="vm", target=None):

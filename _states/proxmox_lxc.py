@@ -18,6 +18,7 @@ without it, by the same judge.
         - features: nesting=1
         - tags: web;prod
         - adopt: false               # true takes over a live guest this minion did not create
+        - reboot_for_pending: false  # true reboots it when changes it wrote wait for a restart
         - removal: retain            # or destroy (used by absent)
 
 Config keys are spelled as PVE spells them (``pct set`` / the API). The logic lives in the
@@ -41,11 +42,16 @@ def _run():
     return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
 
 
-def present(name, vmid, node, target=None, adopt=False, removal="retain", **config):
+def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot_for_pending=False, **config):
     """
     Ensure container ``vmid`` on ``node`` is as declared: create it when the cluster proves the
     vmid free, update drifted keys in place, refuse what only root@pam or a new guest could do.
     Under ``test=True`` nothing is written (not PVE, not OpenBao, not grains).
+
+    A running container takes some keys at once and keeps the others pending until it restarts
+    (``memory``, ``cores``, ``netN`` at once; ``rootfs``, ``nameserver``, ``features``, ... at the
+    next start): the comment says which. ``reboot_for_pending: true`` lets the apply reboot the
+    container so the changes it wrote take effect; without it nothing is ever rebooted.
     """
     return __salt__["proxmox.lxc_present"](
         name,
@@ -55,6 +61,7 @@ def present(name, vmid, node, target=None, adopt=False, removal="retain", **conf
         node=node,
         adopt=adopt,
         removal=removal,
+        reboot_for_pending=reboot_for_pending,
         **config,
         **_run(),
     )

@@ -22,18 +22,22 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
+from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
 from salt_proxmox.lowstate import Chunk
 from salt_proxmox.lxc import guest, schema
 from salt_proxmox.lxc.judge import (
     Change,
+    Verdict,
     create_form,
     create_refusals,
     creates_unprivileged,
     identity_refusals,
     judge,
+    judge_guest,
     key_change,
     live_text,
     release_refusals,
+    split_by_effect,
     uses_new_options,
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration, vmid_number
@@ -52,6 +56,7 @@ from salt_proxmox.pve.tasks import (
     TaskFailed,
     await_task,
     start_task,
+    warnings_note,
 )
 
 FAMILY = "lxc"
@@ -69,7 +74,8 @@ class PveContext:
     ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
     ``extra`` is the run's cache (Salt's ``__context__``): what is read once per run, such as the
     cluster's release and tag style (``pve.facts``), is kept there. ``reads`` holds the run's
-    reads ahead (``salt_proxmox.pve.readahead``).
+    reads ahead (``salt_proxmox.pve.readahead``). ``notes`` collects what a task that succeeded
+    with warnings left to say (``take_notes``).
     """
 
     target: Target
@@ -82,6 +88,7 @@ class PveContext:
     create_polls: int = CREATE_POLLS
     task_polls: int = TASK_POLLS
     reads: ReadAhead = field(default_factory=ReadAhead)
+    notes: list[str] = field(default_factory=list)
 
     def task(self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None) -> str:
         """Run one task with a fresh provision credential, polled by that same credential
@@ -93,9 +100,17 @@ class PveContext:
         return upid
 
     def await_task(self, credential, node: str, upid: str, what: str, polls: int) -> None:
-        """Poll ``upid`` with ``credential`` (its owner), bounded by ``polls``."""
+        """Poll ``upid`` with ``credential`` (its owner), bounded by ``polls``; a task that ended
+        ``WARNINGS: N`` succeeded, and its note goes to ``notes``."""
         kwargs = {"sleep": self.sleep} if self.sleep is not None else {}
-        await_task(self.client, credential, node, upid, what, polls, self.poll_interval, **kwargs)
+        count = await_task(self.client, credential, node, upid, what, polls, self.poll_interval, **kwargs)
+        if count:
+            self.notes.append(warnings_note(what, node, upid, count))
+
+    def take_notes(self) -> list[str]:
+        """The task notes gathered since the last call, handed over once."""
+        notes, self.notes = self.notes, []
+        return notes
 
 
 def chunk_key(chunk: Chunk, default_target: str | None) -> str | None:
@@ -115,8 +130,9 @@ def guest_path(node: str, vmid: int) -> str:
 
 
 def config_path(node: str, vmid: int) -> str:
-    """``nodes/{node}/lxc/{vmid}/config``, the read every container state starts with."""
-    return f"{guest_path(node, vmid)}/config"
+    """``nodes/{node}/lxc/{vmid}/pending``, the read every container state starts with: the config
+    rows with the values in effect and the pending ones (``salt_proxmox.guest.pending``)."""
+    return f"{guest_path(node, vmid)}/pending"
 
 
 def read_ahead(ctx: PveContext, declarations: Iterable[Mapping[str, object]]) -> int:
@@ -168,27 +184,26 @@ def _valid_row(row: object) -> bool:
     )
 
 
-def read_live(ctx: PveContext, node: str, vmid: int) -> dict | None:
-    """The live config of CT ``vmid`` on ``node``, or None when the cluster proves it absent.
+def read_live(ctx: PveContext, node: str, vmid: int) -> GuestConfig | None:
+    """The config of CT ``vmid`` on ``node`` (values in effect and pending changes, from one
+    ``GET …/pending``: ``salt_proxmox.guest.pending``), or None when the cluster proves it absent.
 
     Raises PveError (PVE's own answer, including a 403 or a generic 500), PveMalformed (a 200
-    without a digest-bearing config, or a guest index whose rows lack vmid/node/type), Refused
+    without digest-bearing config rows, or a guest index whose rows lack vmid/node/type), Refused
     (the vmid is held elsewhere), PveUnreachable or CredentialError. Never folds a failure into
     absence.
     """
     credential = ctx.broker.read()
     path = config_path(node, vmid)
     try:
-        live = ctx.reads.get(ctx.client, path, credential)
+        rows = ctx.reads.get(ctx.client, path, credential)
     except PveConfigMissing as missing:
         error = missing
     else:
-        digest = live.get("digest") if isinstance(live, Mapping) else None
-        if not isinstance(digest, str) or not digest:
-            raise PveMalformed(
-                "GET", path, "the config has no digest, so it is not a config PVE read from disk"
-            )
-        return dict(live)
+        try:
+            return GuestConfig.from_rows(rows)
+        except PendingRowsError as exc:
+            raise PveMalformed("GET", path, str(exc)) from None
     rows = ctx.client.request("GET", "cluster/resources", credential, params={"type": "vm"})
     if not isinstance(rows, list) or not all(_valid_row(row) for row in rows):
         raise PveMalformed(
@@ -228,15 +243,47 @@ def _changes(change: Change, live: Mapping[str, object]) -> dict:
     return out
 
 
+def _waiting_changes(keys: list[str], config: GuestConfig) -> dict:
+    """Declared values PVE holds pending: ``old`` in effect, ``new`` waiting for the next start."""
+    return {
+        key: key_change(
+            key,
+            live_text(config.current.get(key)),
+            live_text(config.pending[key]) if key in config.pending else "",
+        )
+        for key in keys
+    }
+
+
 def _size_of(value: str | None) -> str | None:
     if not value:
         return None
     return dict(part.split("=", 1) for part in value.split(",")[1:] if "=" in part).get("size")
 
 
+def read_running(ctx: PveContext, node: str, vmid: int) -> bool:
+    """Whether CT ``vmid`` runs: ``GET …/status/current`` with the ``read`` credential (VM.Audit,
+    pve-container ``src/PVE/API2/LXC/Status.pm`` ``vm_status``). Read only when a change's effect
+    depends on it. Raises PveMalformed for an answer without a ``status`` word, and what the client
+    raises."""
+    path = f"{guest_path(node, vmid)}/status/current"
+    status = ctx.client.request("GET", path, ctx.broker.read())
+    word = status.get("status") if isinstance(status, Mapping) else None
+    if not isinstance(word, str) or not word:
+        raise PveMalformed("GET", path, "the answer has no status word")
+    return word == "running"
+
+
 @dataclass
 class Decision:
-    """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``."""
+    """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``.
+
+    ``live``: the config with pending changes merged (``digest`` included), ``config`` the read it
+    came from and ``verdict`` the judge's answer on it. ``running``: read only when a change's
+    effect depends on it (else None). ``now``/``later``: the keys a write puts in effect at once,
+    and those PVE keeps pending until the next start. ``reboot``: the apply reboots the container
+    (``reboot_for_pending``); ``reboot_note`` says why it does not when it was asked.
+    """
 
     action: str
     change: Change = field(default_factory=Change)
@@ -249,6 +296,56 @@ class Decision:
     #: Why the guest's fingerprint is (re)recorded without a write of ours: ``none recorded`` (a
     #: row from before fingerprints) or ``another guest's`` (taken over with adopt: true).
     fingerprint: str | None = None
+    config: GuestConfig | None = None
+    verdict: Verdict | None = None
+    running: bool | None = None
+    now: list[str] = field(default_factory=list)
+    later: list[str] = field(default_factory=list)
+    reboot: bool = False
+    reboot_note: str = ""
+    #: A refusal of some keys only: the plan still lists the other changes.
+    others: bool = False
+
+
+def _ours(decl: LxcDeclaration, row: Mapping[str, object] | None) -> LxcDeclaration | None:
+    """The declaration this state's ownership row recorded (``guest.recorded_declaration``), or
+    None when there is no row or it holds none that parses."""
+    if not row:
+        return None
+    try:
+        return guest.recorded_declaration(decl.state_id, decl.target, row, decl.vmid, decl.node)
+    except Refused:
+        return None
+
+
+def _reboot_problem(decl: LxcDeclaration, verdict: Verdict, running: bool | None) -> str:
+    """Why ``reboot_for_pending`` may not reboot now ('' when it may). A reboot makes EVERY
+    pending change live, so one this state does not declare forbids it; a stopped container
+    takes its pending changes when it starts, and is never started here."""
+    what = f"CT {decl.vmid} on {decl.node}"
+    if verdict.undeclared:
+        return (
+            f"{what} is not rebooted: changes this state does not declare are pending too, and a reboot "
+            "would make them live. Revert or declare them first."
+        )
+    if running is False:
+        return f"{what} is not running; its pending changes take effect when it starts (not started here)."
+    return ""
+
+
+def _effects(ctx: PveContext, decl: LxcDeclaration, decision: Decision) -> None:
+    """Fill ``running``, ``now``, ``later`` and ``reboot`` of an update or noop decision. The
+    guest's power state is read only when a key of the write would wait on a running guest, or a
+    pending change could be rebooted into effect."""
+    verdict, config = decision.verdict, decision.config
+    assert verdict is not None and config is not None
+    later_if_running = split_by_effect(verdict, config, running=True)[1]
+    if later_if_running or (verdict.waiting and decl.reboot_for_pending):
+        decision.running = read_running(ctx, decl.node, decl.vmid)
+    decision.now, decision.later = split_by_effect(verdict, config, running=bool(decision.running))
+    if decl.reboot_for_pending and (decision.later or verdict.waiting):
+        decision.reboot_note = _reboot_problem(decl, verdict, decision.running)
+        decision.reboot = not decision.reboot_note
 
 
 def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
@@ -266,8 +363,8 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
             f"{what} is declared by state {row.get('state_id')!r} already; two states cannot manage one "
             "guest. Remove one declaration, or declare adopt: true here to move it to this state."
         ])  # fmt: skip
-    live = read_live(ctx, decl.node, decl.vmid)
-    if live is None:
+    config = read_live(ctx, decl.node, decl.vmid)
+    if config is None:
         cluster = release(ctx)
         refusals = create_refusals(decl, cluster)
         if refusals:
@@ -285,39 +382,38 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
             kind = "unprivileged" if creates_unprivileged(decl, cluster) else "privileged"
             note += f" as {kind} (PVE {cluster.release}'s default: unprivileged is not declared)"
         return Decision("create", live=None, notes=[note], row_key=key, row=row)
-    change = judge(decl, live, styled(ctx, decl))
+    verdict = judge_guest(decl, config, _ours(decl, row), styled(ctx, decl))
+    change = verdict.change
     if uses_new_options(decl):
         change.refuse.extend(release_refusals(decl, release(ctx)))
+    live = config.merged()
+    # Adopt checks judge what the guest runs with, not what waits for its next start.
+    differs = verdict.drift_in_effect
     notes: list[str] = []
     record = False
     fingerprint = None
+    found = {"live": live, "change": change, "config": config, "verdict": verdict, "row_key": key, "row": row}
     if row is None:
         if not decl.adopt:
             return Decision(
                 "refuse",
-                live=live,
-                change=change,
-                row_key=key,
-                row=row,
+                **found,
                 reasons=[
                     f"{what} exists and this minion did not create it. Nothing is taken over silently: "
                     "declare adopt: true to manage it"
-                    + (f" (it differs in {', '.join(change.drift)})." if change.drift else " (it matches).")
+                    + (f" (it differs in {', '.join(differs)})." if differs else " (it matches).")
                 ],
             )
         notes.append(f"{what}: adopt: true, so this minion records it as its own")
         record = True
     elif row.get("phase") == CREATING:
-        if change.drift:
+        if differs:
             return Decision(
                 "refuse",
-                live=live,
-                change=change,
-                row_key=key,
-                row=row,
+                **found,
                 reasons=[
                     f"{what} exists with a create of ours recorded as unfinished, but it differs in "
-                    f"{', '.join(change.drift)}, so it may not be ours. Check it, then declare "
+                    f"{', '.join(differs)}, so it may not be ours. Check it, then declare "
                     "adopt: true or pick another vmid."
                 ],
             )
@@ -328,7 +424,7 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
         checked = guest.check(row, live, recorded, styled(ctx, recorded))
         if checked.differs and not decl.adopt:
             reason = guest.not_ours(what, checked, "write")
-            return Decision("refuse", live=live, change=change, row_key=key, row=row, reasons=[reason])
+            return Decision("refuse", **found, reasons=[reason])
         if checked.differs:
             notes.append(
                 f"{what}: adopt: true, so it is taken over as it is now; its fingerprint is recorded anew"
@@ -343,17 +439,76 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
             )
             record = True
         record = record or fingerprint is not None
-    action = "refuse" if change.refuse else "update" if change.drift else "noop"
-    reasons = list(change.refuse)
-    return Decision(action, change, live, reasons, notes, key, row, record=record, fingerprint=fingerprint)
+    notes.extend(verdict.undeclared)
+    if verdict.refuse:
+        return Decision("refuse", **found, reasons=verdict.refuse, notes=notes, others=True)
+    decision = Decision(
+        "update" if change.drift else "noop", **found, notes=notes, record=record, fingerprint=fingerprint
+    )
+    _effects(ctx, decl, decision)
+    return decision
 
 
 def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     """Plan (``test``) or apply one container declaration; never raises for a known failure.
 
-    ``declared``: ``vmid``, ``node``, ``adopt``, ``removal`` and the config keys (``hostname``,
-    ``rootfs``, ``net0``, ...), as the state received them.
+    ``declared``: ``vmid``, ``node``, ``adopt``, ``removal``, ``reboot_for_pending`` and the config
+    keys (``hostname``, ``rootfs``, ``net0``, ...), as the state received them. A task that ended
+    ``WARNINGS: N`` is a success whose note ends the comment, whatever happened after it.
+
+    On a running container PVE keeps most changes pending until its next start (pve-container
+    ``src/PVE/LXC/Config.pm`` ``vmconfig_hotplug_pending``): plan and apply say which keys take
+    effect at once and which wait; a declared value that waits keeps the plan from being clean
+    (result None, ``changes['pending']``) without being written again. Only with
+    ``reboot_for_pending: true`` does the apply reboot the container (``POST …/status/reboot``, a
+    task awaited by the credential that started it) so they take effect, and only when every
+    pending change is one this state declares.
     """
+    outcome = _present(ctx, state_id, test, declared)
+    outcome.comment.extend(ctx.take_notes())
+    return outcome
+
+
+def _refused(outcome: Outcome, decl: LxcDeclaration, decision: Decision, test: bool) -> Outcome:
+    """A refusal that does not hide the rest of the plan: every other change the state would make
+    is listed (in ``changes`` under test), and none is written."""
+    change = decision.change
+    others = [*change.put, *change.clear, *(disk for disk, _ in change.resize)]
+    lines = [*decision.notes, *decision.reasons]
+    if others and decision.others and decision.live is not None:
+        if test:
+            outcome.changes = _changes(change, decision.live)
+        lines.append(
+            f"CT {decl.vmid} on {decl.node}: besides what is refused, it differs in {', '.join(others)}; "
+            "none of it is written until the refusal is settled."
+        )
+    if decision.verdict is not None and decision.verdict.waiting and decision.config is not None:
+        lines.append(_waiting_line(decl, decision.verdict.waiting))
+    return outcome.fail(*lines, "Nothing was written.")
+
+
+def _waiting_line(decl: LxcDeclaration, keys: list[str]) -> str:
+    return (
+        f"CT {decl.vmid} on {decl.node}: {', '.join(keys)} {'is' if len(keys) == 1 else 'are'} written but "
+        f"pending until the container restarts; reboot it (`pct reboot {decl.vmid}`), or declare "
+        "reboot_for_pending: true."
+    )
+
+
+def _effect_lines(decl: LxcDeclaration, decision: Decision, test: bool) -> list[str]:
+    """What the plan or apply says about when the written keys take effect."""
+    what = f"CT {decl.vmid} on {decl.node}"
+    lines = []
+    if decision.later:
+        verb = "would stay" if test else "stay"
+        lines.append(
+            f"{what}: {', '.join(decision.later)} {verb} pending until the container restarts (it is "
+            "running; PVE applies only some keys to a running container)"
+        )
+    return lines
+
+
+def _present(ctx: PveContext, state_id: str, test: bool, declared: dict) -> Outcome:
     outcome = Outcome()
     try:
         decl = parse_declaration(
@@ -363,6 +518,7 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
             target=ctx.target.name,
             adopt=declared.pop("adopt", False),
             removal=declared.pop("removal", "retain"),
+            reboot_for_pending=declared.pop("reboot_for_pending", False),
             config=declared,
         )
         decision = _decide(ctx, decl)
@@ -371,9 +527,11 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decision.action == "refuse":
-        return outcome.fail(*decision.reasons, "Nothing was written.")
+        return _refused(outcome, decl, decision, test)
+    what = f"CT {decl.vmid} on {decl.node}"
+    waiting = decision.verdict.waiting if decision.verdict else []
     if decision.action == "create":
-        outcome.changes = {"created": {"old": None, "new": f"CT {decl.vmid} on {decl.node}"}}
+        outcome.changes = {"created": {"old": None, "new": what}}
         form = create_form(decl)
         outcome.changes.update({k: key_change(k, None, v) for k, v in form.items() if k not in ("vmid",)})
     else:
@@ -384,13 +542,23 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
         outcome.changes["ownership"] = {"old": (decision.row or {}).get("phase"), "new": "owned"}
     if test or decision.action != "create":
         outcome.comment.extend(decision.notes)
+    if decision.reboot_note:
+        outcome.comment.append(decision.reboot_note)
     if test:
         if decision.action == "update":
+            outcome.comment.append(f"{what}: would write {', '.join(decision.change.drift)}")
+            outcome.comment.extend(_effect_lines(decl, decision, test))
+        if waiting:
+            assert decision.config is not None
+            outcome.changes["pending"] = _waiting_changes(waiting, decision.config)
+            outcome.comment.append(_waiting_line(decl, waiting))
+        if decision.reboot:
+            outcome.changes["rebooted"] = {"old": "pending", "new": "in effect"}
             outcome.comment.append(
-                f"CT {decl.vmid} on {decl.node}: would write {', '.join(decision.change.drift)}"
+                f"{what}: would be rebooted so its pending changes take effect (reboot_for_pending)"
             )
-        if decision.action == "noop" and not decision.record:
-            outcome.comment.append(f"CT {decl.vmid} on {decl.node} is as declared")
+        if decision.action == "noop" and not decision.record and not waiting:
+            outcome.comment.append(f"{what} is as declared")
         outcome.result = None if (outcome.changes or decision.record) else True
         return outcome
     written: list[str] = []
@@ -400,31 +568,80 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
         elif decision.action == "update":
             _update(ctx, decl, decision, written)
         # Read back only what was written; a no-drift apply costs the one read it decided on.
-        after = decision.live if decision.action == "noop" else read_live(ctx, decl.node, decl.vmid)
+        after = decision.config if decision.action == "noop" else read_live(ctx, decl.node, decl.vmid)
     except SaltProxmoxError as exc:
         return _write_failed(outcome, exc, written, decision.action)
     if after is None:
         return outcome.fail(f"CT {decl.vmid}: the write returned no error but the guest is absent.")
     try:
         ctx.ownership.mark_owned(
-            decision.row_key, decl.state_id, decl.stored(), guest.live_fingerprint(after)
+            decision.row_key, decl.state_id, decl.stored(), guest.live_fingerprint(after.merged())
         )
     except SaltProxmoxError as exc:
         return outcome.fail(f"CT {decl.vmid} on {decl.node}: {exc}", _unrecorded(decision))
-    left = judge(decl, after, styled(ctx, decl)).drift
+    settled = judge_guest(decl, after, decl, styled(ctx, decl))
+    left = settled.change.drift
     if left:
         return outcome.fail(
             f"CT {decl.vmid}: after the write, {', '.join(left)} still differ from the declaration. PVE may "
             "store another spelling; declare what it stores."
         )
     if decision.action == "create":
-        outcome.comment.append(f"CT {decl.vmid} on {decl.node} has been created")
+        outcome.comment.append(f"{what} has been created")
     elif decision.action == "update":
+        now = [key for key in decision.change.drift if key not in settled.waiting]
+        later = [key for key in decision.change.drift if key in settled.waiting]
         outcome.comment.append(
-            f"CT {decl.vmid} on {decl.node} has been updated: {', '.join(decision.change.drift)}"
+            f"{what} has been updated: {', '.join(decision.change.drift)}"
+            + (f"; in effect now: {', '.join(now)}" if later and now else "")
         )
-    elif not decision.record:
-        outcome.comment.append(f"CT {decl.vmid} on {decl.node} is as declared")
+    elif not decision.record and not settled.waiting:
+        outcome.comment.append(f"{what} is as declared")
+    if settled.waiting:
+        return _pending_after(ctx, decl, decision, settled, outcome)
+    return outcome
+
+
+def _pending_after(
+    ctx: PveContext, decl: LxcDeclaration, decision: Decision, settled: Verdict, outcome: Outcome
+) -> Outcome:
+    """An apply that leaves declared values pending: say so, or with ``reboot_for_pending``
+    reboot the container as one task awaited by its owner and judge what it runs with then."""
+    what = f"CT {decl.vmid} on {decl.node}"
+    if not decl.reboot_for_pending:
+        outcome.comment.append(_waiting_line(decl, settled.waiting))
+        return outcome
+    problem = decision.reboot_note
+    try:
+        if not problem:
+            running = decision.running
+            if running is None:
+                running = read_running(ctx, decl.node, decl.vmid)
+            problem = _reboot_problem(decl, settled, running)
+        if problem:
+            outcome.comment.extend([p for p in [problem] if p not in outcome.comment])
+            outcome.comment.append(_waiting_line(decl, settled.waiting))
+            return outcome
+        path = guest_path(decl.node, decl.vmid)
+        ctx.task(
+            "POST", f"{path}/status/reboot", decl.node,
+            f"reboot CT {decl.vmid} so {', '.join(settled.waiting)} take effect", polls=ctx.create_polls,
+        )  # fmt: skip
+        outcome.changes["rebooted"] = {"old": f"pending: {', '.join(settled.waiting)}", "new": "in effect"}
+        final = read_live(ctx, decl.node, decl.vmid)
+    except SaltProxmoxError as exc:
+        return outcome.fail(
+            str(exc), f"The config is written; {', '.join(settled.waiting)} wait until {what} restarts."
+        )
+    if final is None:
+        return outcome.fail(f"CT {decl.vmid}: after the reboot the guest is absent.")
+    still = judge_guest(decl, final, decl, styled(ctx, decl))
+    if still.change.drift or still.waiting:
+        return outcome.fail(
+            f"{what} was rebooted, but {', '.join([*still.change.drift, *still.waiting])} still differ from "
+            f"the declaration in what it runs with. Read `pct pending {decl.vmid}` on the node."
+        )
+    outcome.comment.append(f"{what} has been rebooted; {', '.join(settled.waiting)} in effect")
     return outcome
 
 
@@ -577,8 +794,17 @@ def absent(
 
     ``removal: destroy`` deletes only a guest that still matches its last declaration, with no
     ``force``/``purge``, and keeps PVE's refusal of a running or protected guest
-    (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``).
+    (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``). A destroy task that ended
+    ``WARNINGS: N`` is a success whose note ends the comment.
     """
+    outcome = _absent(ctx, state_id, test, vmid, node, removal)
+    outcome.comment.extend(ctx.take_notes())
+    return outcome
+
+
+def _absent(
+    ctx: PveContext, state_id: str, test: bool, vmid: object, node: object, removal: object
+) -> Outcome:
     outcome = Outcome()
     try:
         decl = parse_declaration(state_id, vmid=vmid, node=node, target=ctx.target.name, removal=removal)
@@ -607,18 +833,21 @@ def absent(
         if live is None:
             return forget_ownership(outcome, ctx.ownership, key, row, what, test, already_absent=True)
         checked = (
-            guest.check(row, live, last, styled(ctx, last)) if row.get("phase") != CREATING else guest.Check()
+            guest.check(row, live.merged(), last, styled(ctx, last))
+            if row.get("phase") != CREATING
+            else guest.Check()
         )
         if checked.differs:
             return outcome.fail(guest.not_ours(what, checked, "delete"))
-        drift = judge(last, live, styled(ctx, last)).drift
+        # "Still matches" judges what the guest runs with, not what waits for its next start.
+        drift = judge(last, live.in_effect(), styled(ctx, last)).drift
         if drift:
             return outcome.fail(
                 f"destroy {what}: the guest no longer matches its last declaration ({', '.join(drift)}), "
                 "so it may not be the guest this state made. Nothing was deleted: delete it by hand if it "
                 "should go."
             )
-        unknown = guest.unknown_volumes(last, live)
+        unknown = guest.unknown_volumes(last, live.merged())
         if unknown:
             return outcome.fail(
                 f"destroy {what}: it has volumes its declaration does not know: {', '.join(unknown)}. A "

@@ -28,6 +28,8 @@ class LxcDeclaration:
 
     ``config`` maps PVE config keys (``hostname``, ``rootfs``, ``net0``, ``unprivileged``, ...) to
     their wire strings; ``''`` asks to clear the key. ``ostemplate`` and ``start`` are create-only.
+    ``reboot_for_pending``: the apply may reboot the running container when changes it wrote are
+    pending until the next start (never otherwise).
     """
 
     state_id: str
@@ -39,6 +41,7 @@ class LxcDeclaration:
     config: dict[str, str] = field(default_factory=dict)
     ostemplate: str | None = None
     start: bool = False
+    reboot_for_pending: bool = False
 
     def stored(self) -> dict[str, object]:
         """The declaration as grains keep it: identity and config, without never-stored keys."""
@@ -141,6 +144,7 @@ def parse_declaration(
     adopt: object = False,
     removal: object = "retain",
     config: Mapping[str, object] | None = None,
+    reboot_for_pending: object = False,
 ) -> LxcDeclaration:
     """Check a ``proxmox_lxc`` declaration and return it in wire spelling.
 
@@ -159,6 +163,8 @@ def parse_declaration(
     if not isinstance(target, str) or not target:
         problems.append("target: name the cluster from proxmox:targets")
     problems += filter(None, (adopt_problem(adopt), removal_problem(removal)))
+    if not isinstance(reboot_for_pending, bool):
+        problems.append(f"reboot_for_pending: expected true or false, got {shown(reboot_for_pending)}")
     wired: dict[str, str] = {}
     ostemplate: str | None = None
     start = False
@@ -235,4 +241,5 @@ def parse_declaration(
         config=wired,
         ostemplate=ostemplate,
         start=start,
+        reboot_for_pending=reboot_for_pending is True,
     )

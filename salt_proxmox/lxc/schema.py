@@ -338,3 +338,36 @@ def _rule_for_resize(key: str) -> Rule | None:
 CREATE = Endpoint("POST /nodes/{node}/lxc", ("vmid", "ostemplate"), _rule_for_create)
 UPDATE = Endpoint("PUT /nodes/{node}/lxc/{vmid}/config", (), _rule_for)
 RESIZE = Endpoint("PUT /nodes/{node}/lxc/{vmid}/resize", ("disk", "size"), _rule_for_resize)
+
+
+#: Keys a running container takes at once: pve-container ``src/PVE/LXC/Config.pm``
+#: ``$LXC_FASTPLUG_OPTIONS``.
+FASTPLUG = frozenset(
+    {"description", "onboot", "startup", "protection", "hostname", "hookscript", "cores", "tags", "lock"}
+)
+#: Values ``vmconfig_hotplug_pending`` applies to a running container through its cgroup or veth.
+_HOTPLUG_SET = frozenset({"cpulimit", "cpuunits", "memory", "swap"})
+#: Removals it applies live (besides ``FASTPLUG``, ``netN`` and ``unusedN``).
+_HOTPLUG_DELETE = frozenset({"swap", "cpulimit", "cpuunits"})
+
+
+def applies_live(key: str, clear: bool, exists: bool) -> bool:
+    """Whether writing ``key`` to a RUNNING container takes effect at once (True) or waits in
+    ``[pve:pending]`` for its next start (False). ``clear``: a ``delete=``; ``exists``: the key is
+    in the config in effect. A stopped container takes every change at once
+    (``vmconfig_apply_pending``).
+
+    pve-container ``src/PVE/LXC/Config.pm`` ``vmconfig_hotplug_pending``: ``FASTPLUG`` keys at once;
+    ``cpulimit``, ``cpuunits``, ``memory``, ``swap`` and ``netN`` through the cgroup or veth; a NEW
+    ``mpN`` or ``devN`` (not one that exists: "don't try to hotplug over existing mp"); removals of
+    ``swap``, ``cpulimit``, ``cpuunits``, ``netN`` and ``unusedN``. Anything else ("skip
+    non-hotpluggable") waits: ``rootfs``, an existing ``mpN``, ``nameserver``, ``features``, ...
+    """
+    family = (indexed(key) or ("", 0))[0]
+    if key in FASTPLUG:
+        return True
+    if clear:
+        return key in _HOTPLUG_DELETE or family in ("net", "unused")
+    if key in _HOTPLUG_SET or family == "net":
+        return True
+    return family in ("mp", "dev") and not exists

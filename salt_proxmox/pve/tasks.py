@@ -9,12 +9,16 @@ written and needs no wait.
   ``$user eq $task->{user}``); a new mint is another token identity.
 - Polling is bounded (``polls`` × ``interval`` seconds). A poll that cannot be read (an error,
   a body without ``status``) makes the outcome uncertain: reported with the UPID, never retried.
-- A task that stops with an exit status other than ``OK`` fails with the UPID and the
+- A task that stops with ``OK`` succeeded; one that stops with ``WARNINGS: N`` succeeded with N
+  warnings (pve-common ``src/PVE/UPID.pm`` ``status_is_error`` and ``normalize_status_type``,
+  which pve-manager's task list shows as a warning, not an error): the caller reports success, the
+  count and the ``pvenode task log`` command. Any other exit status fails with the UPID and the
   ``pvesh get .../log`` command to read why.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 
@@ -35,9 +39,31 @@ class TaskUncertain(Uncertain):
     """The task was started and its end could not be observed."""
 
 
+#: pve-common ``src/PVE/UPID.pm`` ``status_is_error``: ``OK`` and ``WARNINGS: N`` are not errors.
+_WARNINGS = re.compile(r"WARNINGS: ([0-9]+)")
+
+
 def log_command(node: str, upid: str) -> str:
     """The command an operator runs to read a task's log."""
     return f"`pvesh get /nodes/{node}/tasks/{upid}/log`"
+
+
+def warnings_of(exit_status: object) -> int | None:
+    """The warnings count of a successful task's ``exitstatus``: 0 for ``OK``, N for
+    ``WARNINGS: N``; None for any other value (a failure, pve-common ``UPID.pm``
+    ``status_is_error``)."""
+    if exit_status == "OK":
+        return 0
+    matched = _WARNINGS.fullmatch(exit_status) if isinstance(exit_status, str) else None
+    return int(matched.group(1)) if matched else None
+
+
+def warnings_note(what: str, node: str, upid: str, count: int) -> str:
+    """The comment line for a task that succeeded with ``count`` warnings."""
+    return (
+        f"{what}: task {upid} succeeded with {count} warning{'s' if count != 1 else ''} "
+        f"(WARNINGS: {count}); read them with `pvenode task log {upid}` on {node}."
+    )
 
 
 def await_task(
@@ -49,10 +75,11 @@ def await_task(
     polls: int = TASK_POLLS,
     interval: float = POLL_INTERVAL,
     sleep: Callable[[float], None] = time.sleep,
-) -> None:
-    """Wait for ``upid`` on ``node`` to stop with ``OK``.
+) -> int:
+    """Wait for ``upid`` on ``node`` to stop; returns its warnings count (0 for ``OK``, N for
+    ``WARNINGS: N``, see ``warnings_of``).
 
-    Raises TaskFailed for another exit status, TaskUncertain when a poll cannot be read or the
+    Raises TaskFailed for any other exit status, TaskUncertain when a poll cannot be read or the
     task is still running after ``polls`` polls. Neither is retried.
     """
     path = f"{api_path('nodes', node, 'tasks', upid)}/status"
@@ -72,8 +99,9 @@ def await_task(
             )
         if state == "stopped":
             exit_status = status.get("exitstatus")
-            if exit_status == "OK":
-                return
+            count = warnings_of(exit_status)
+            if count is not None:
+                return count
             raise TaskFailed(
                 f"{what}: task {upid} ended {exit_status or 'with no exit status'!r}. Read "
                 f"{log_command(node, upid)} before running the state again."

@@ -144,12 +144,15 @@ class Run:
         return f"https://{LOOPBACK}:{sock.getsockname()[1]}"
 
     def serve_config(self, vmid: int, data: object) -> None:
-        """Answer ``GET .../lxc/{vmid}/config`` with HTTP 200 and ``{"data": data}``."""
+        """Answer the read of CT ``vmid``'s config (``GET .../lxc/{vmid}/pending``) with HTTP 200 and
+        ``data``: a mapping as PVE's rows of that config (``{key, value}`` each), anything else as it is."""
         pve = self.pve
         original = pve.answer
+        if isinstance(data, dict):
+            data = [{"key": key, "value": value} for key, value in data.items()]
 
         async def answer(request, match, params, user, call=None):
-            if request.method == "GET" and request.path.endswith(f"/lxc/{vmid}/config"):
+            if request.method == "GET" and request.path.endswith(f"/lxc/{vmid}/pending"):
                 return data
             return await original(request, match, params, user, call)
 

@@ -91,7 +91,7 @@ def test_update_carries_the_digest_it_was_judged_against(fresh_cluster):
     assert present(make_context(static_targets(fresh_cluster), store=store), "dns", False, adopt=True,
                    **_dns1()).result  # fmt: skip
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    digest = read_live(ctx, "pve1", DNS1_VMID)["digest"]
+    digest = read_live(ctx, "pve1", DNS1_VMID).digest
     start = len(fresh_cluster.pve.requests)
     plan = present(ctx, "dns", True, **_dns1(memory=1024, tags="infra;dns;core"))
     assert plan.result is None and set(plan.changes) == {"memory", "tags"}
@@ -225,11 +225,13 @@ def test_read_live_proves_absence_with_the_same_credential(cluster):
     start = len(cluster.pve.requests)
     assert read_live(ctx, "pve1", 999) is None
     log = requests_since(cluster, start)
-    assert [path for _, path, _ in log] == ["/nodes/pve1/lxc/999/config", "/cluster/resources"]
+    # GET …/pending answers a missing config as GET …/config does (pve-container API2/LXC.pm vm_pending
+    # calls the same load_config).
+    assert [path for _, path, _ in log] == ["/nodes/pve1/lxc/999/pending", "/cluster/resources"]
 
 
 def test_generic_500_is_a_failure_not_absence(fresh_cluster):
-    fresh_cluster.pve.fail("GET", "/lxc/150/config", status=500, message="got timeout")
+    fresh_cluster.pve.fail("GET", "/lxc/150/pending", status=500, message="got timeout")
     start = len(fresh_cluster.pve.requests)
     with pytest.raises(PveError) as caught:
         read_live(make_context(static_targets(fresh_cluster)), "pve1", 150)
@@ -296,7 +298,8 @@ def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
             outcome = present(run_ctx, f"ct{vmid}", test, **declaration(vmid=vmid))
             assert outcome.result is True and outcome.changes == {}, outcome.comment
         log = requests_since(fresh_cluster, start)
-        config_gets = [p for m, p, _ in log if m == "GET" and p.endswith("/config")]
+        # One GET …/pending per guest: the values in effect, the pending ones and the digest at once.
+        config_gets = [p for m, p, _ in log if m == "GET" and p.endswith("/pending")]
         print(
             f"no-drift {'plan' if test else 'apply'} of {len(vmids)} owned CTs: {len(log)} PVE requests "
             f"({len(config_gets)} config GETs, {len(writes(log))} writes), OpenBao requests {bao_seen}"

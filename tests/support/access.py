@@ -19,6 +19,14 @@ pve-access-control 9.1.1:
   entries' propagate bit or, with ``delete``, removes them.
 
 Stored entries do not grant privileges: fakepve's own ``grant()`` stays the permission model.
+
+It also answers ``GET /nodes/<node>/lxc/<vmid>/pending`` with the config's ``digest`` row that PVE
+gives and fakepve 0.5.0 leaves out: pve-container ``src/PVE/API2/LXC.pm`` ``vm_pending`` passes
+``load_config``'s hash, digest included, to pve-guest-common ``config_with_pending_array``.
+
+``task_warnings`` (task type → N) ends a task of that type that would have ended ``OK`` with
+``WARNINGS: N`` instead, as pve-common ``RESTEnvironment::fork_worker`` does when the worker logged
+N warnings (``TASK WARNINGS: N``); fakepve 0.5.0 never ends a task so.
 """
 
 from __future__ import annotations
@@ -62,6 +70,16 @@ class AccessPve(FakePve):
         self.special_roles = set(ROLES)
         self.acl_entries: dict[tuple[str, str, str, str], int] = {}
         self.groups: set[str] = set()
+        self.task_warnings: dict[str, int] = {}
+
+    async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
+        upid = await super().task(node, ttype, tid, user, body, vm=vm, lock=lock, log=log)
+        record = self.tasks[upid]
+        count = self.task_warnings.get(ttype)
+        if count and record.get("exitstatus") == "OK":
+            record["exitstatus"] = f"WARNINGS: {count}"
+            record["log"][-1] = f"TASK WARNINGS: {count}"
+        return upid
 
     def _routes_access_store(self):
         roles, role = "/access/roles", "/access/roles/{roleid}"
@@ -74,6 +92,11 @@ class AccessPve(FakePve):
             ("GET", "/access/acl", self._acl_read),
             ("PUT", "/access/acl", self._acl_update),
         ]
+
+    async def _lxc_pending(self, user, v):
+        rows = await super()._lxc_pending(user, v)
+        ct = self._find_ct(v["node"], v["vmid"])
+        return [{"key": "digest", "value": ct.digest()}, *rows]
 
     # -------------------------------------------------------------------------------------- roles
 

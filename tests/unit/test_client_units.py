@@ -23,7 +23,14 @@ from requests.adapters import BaseAdapter
 from salt_proxmox.errors import Uncertain
 from salt_proxmox.pve.client import Credential, PveClient, Target, api_path
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
-from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, await_task, run_task
+from salt_proxmox.pve.tasks import (
+    TaskFailed,
+    TaskUncertain,
+    await_task,
+    run_task,
+    warnings_note,
+    warnings_of,
+)
 
 SECRET = "5e1f2c3a-0000-4bad-beef-5ecre7000001"
 CREDENTIAL = Credential(
@@ -398,7 +405,18 @@ def test_every_poll_uses_the_credential_that_started_the_task() -> None:
     assert all(sent[2] is CREDENTIAL for sent in client.sent)
 
 
-@pytest.mark.parametrize("exit_status", ["unable to create CT 150 - storage full", "WARNINGS: 1", None])
+@pytest.mark.parametrize(
+    "exit_status",
+    # pve-common src/PVE/UPID.pm status_is_error: only "OK" and "WARNINGS: <digits>" are not errors.
+    [
+        "unable to create CT 150 - storage full",
+        "WARNINGS:",
+        "WARNINGS: x",
+        "WARNINGS: 2 more",
+        "unexpected status",
+        None,
+    ],
+)
 def test_task_not_ok_fails_with_upid_and_log_command(exit_status: str | None) -> None:
     client = StubClient(polls=[{"status": "stopped", "exitstatus": exit_status}])
     with pytest.raises(TaskFailed) as caught:
@@ -408,6 +426,21 @@ def test_task_not_ok_fails_with_upid_and_log_command(exit_status: str | None) ->
     assert f"`pvesh get /nodes/pve1/tasks/{UPID}/log`" in text
     assert client.count("POST") == 1
     no_secret(caught.value)
+
+
+@pytest.mark.parametrize(("exit_status", "count"), [("OK", 0), ("WARNINGS: 1", 1), ("WARNINGS: 42", 42)])
+def test_a_task_that_ended_with_warnings_succeeded(exit_status: str, count: int) -> None:
+    # pve-common src/PVE/UPID.pm status_is_error / normalize_status_type: "WARNINGS: N" is a
+    # success of type "warning" (pve-manager's task list shows it so), not an error.
+    client = StubClient(polls=[RUNNING, {"status": "stopped", "exitstatus": exit_status}])
+    assert await_task(client, CREDENTIAL, "pve1", UPID, "create CT 150", sleep=lambda s: None) == count
+    assert warnings_of(exit_status) == count
+    assert client.count("POST") == 0 and client.count("GET") == 2
+
+
+def test_the_warnings_note_names_the_count_and_the_log_command() -> None:
+    note = warnings_note("grow rootfs of CT 150 to 10G", "pve1", UPID, 3)
+    assert "succeeded with 3 warnings" in note and f"`pvenode task log {UPID}` on pve1" in note
 
 
 @pytest.mark.parametrize(

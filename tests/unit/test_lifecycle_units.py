@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pytest
 
 from salt_proxmox.errors import Refused
+from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.lifecycle import PveContext, absent, present, read_live
 from salt_proxmox.lxc.props import parse_declaration
@@ -32,6 +33,8 @@ TEMPLATE = "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst"
 MAC = "BC:24:11:00:00:01"
 ROW = "homelab/lxc/150"
 CONFIG = "nodes/pve1/lxc/150/config"
+#: The one read of a guest: its config rows with the pending section (salt_proxmox.guest.pending).
+READ = "nodes/pve1/lxc/150/pending"
 INDEX = "cluster/resources"
 CREATE = "nodes/pve1/lxc"
 RESIZE = "nodes/pve1/lxc/150/resize"
@@ -107,6 +110,15 @@ def stored_row(
     return row
 
 
+def _as_rows(answer: object) -> object:
+    """A ``GET …/config`` answer as ``GET …/pending`` rows (an exception or a call stays as it is)."""
+    if callable(answer) and not isinstance(answer, BaseException):
+        return lambda call: _as_rows(answer(call))
+    if isinstance(answer, dict):
+        return [{"key": key, "value": value} for key, value in answer.items()]
+    return answer
+
+
 @dataclass
 class Sent:
     method: str
@@ -117,7 +129,12 @@ class Sent:
 
 
 class StubPve:
-    """A duck-typed PveClient: ``routes[(method, path)]`` is a list of answers (the last repeats)."""
+    """A duck-typed PveClient: ``routes[(method, path)]`` is a list of answers (the last repeats).
+
+    A ``GET …/pending`` without a route of its own takes the answer of the ``GET …/config`` route
+    and gives it as PVE's pending rows with nothing pending (pve-guest-common
+    ``config_with_pending_array``: one ``{key, value}`` row per key, the digest one of them).
+    """
 
     def __init__(self) -> None:
         # GET /version answers a PVE 9 release unless a test says otherwise (pve.facts).
@@ -134,9 +151,14 @@ class StubPve:
         call = Sent(method, path, credential, dict(params) if params else None, dict(form) if form else None)
         self.sent.append(call)
         answers = self.routes.get((method, path))
+        convert = answers is None and method == "GET" and path.endswith("/pending")
+        if convert:
+            answers = self.routes.get((method, path.removesuffix("/pending") + "/config"))
         if not answers:
             raise AssertionError(f"unexpected request {method} {path}")
         answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if convert:
+            answer = _as_rows(answer)
         if callable(answer):
             answer = answer(call)
         if isinstance(answer, BaseException):
@@ -202,7 +224,7 @@ def test_absent_only_by_the_missing_config_answer_and_an_index_without_the_vmid(
     )
     assert read_live(context(stub), "pve1", 150) is None
     config_read, index_read = stub.sent
-    assert (config_read.path, index_read.path, index_read.params) == (CONFIG, INDEX, {"type": "vm"})
+    assert (config_read.path, index_read.path, index_read.params) == (READ, INDEX, {"type": "vm"})
     # Same credential on both GETs: the index is filtered by that token's VM.Audit.
     assert index_read.credential is config_read.credential
     assert config_read.credential.role == "read"
@@ -215,8 +237,8 @@ def test_an_empty_index_proves_absence() -> None:
 
 def test_a_config_read_returns_the_live_config() -> None:
     stub = StubPve().on("GET", CONFIG, live_config())
-    assert read_live(context(stub), "pve1", 150) == live_config()
-    assert [s.path for s in stub.sent] == [CONFIG]
+    assert read_live(context(stub), "pve1", 150) == GuestConfig.settled(live_config())
+    assert [s.path for s in stub.sent] == [READ]
 
 
 @pytest.mark.parametrize(
@@ -523,12 +545,12 @@ def test_resize_runs_after_the_put_as_a_task_polled_by_its_owner() -> None:
     outcome = plan(stub, store, test=False, rootfs="local-zfs:16")
     assert outcome.result is True, outcome.comment
     assert [(s.method, s.path) for s in stub.sent] == [
-        ("GET", CONFIG),
+        ("GET", READ),
         ("PUT", CONFIG),
         ("PUT", RESIZE),
         ("GET", status_path("resize")),
         ("GET", status_path("resize")),
-        ("GET", CONFIG),
+        ("GET", READ),
     ]
     resize = stub.calls("PUT", RESIZE)[0]
     assert resize.form == {"disk": "rootfs", "size": "16G"}
@@ -644,7 +666,7 @@ def test_uncertain_create_task_keeps_the_creating_row_and_never_posts_twice(poll
     assert upid("vzcreate") in outcome.comment[0]
     assert store.rows[ROW]["phase"] == CREATING
     assert len(stub.calls("POST")) == 1
-    assert len(stub.calls("GET", CONFIG)) == 1  # no read-back after uncertainty
+    assert len(stub.calls("GET", READ)) == 1  # no read-back after uncertainty
 
 
 def test_failed_create_task_names_the_upid_and_the_log_command() -> None:

@@ -1,0 +1,1 @@
+"""What containers and VMs share: reading a guest's config with its pending section."""
