@@ -36,6 +36,7 @@ GROUPS = {
     "reads": "Reads: absence is proven, never assumed",
     "writes": "Writes: refused, failed and uncertain writes",
     "credentials": "Credentials: OpenBao and PVE tokens",
+    "pending": "Pending changes, restarts and task warnings on a running container",
     "input": "Input: bad declarations are refused before any network call",
     "pillar": "Pillar shape, through a real salt-call",
     "identity": "Identity: a guest is more than its vmid, an object takes one declaration",
@@ -348,7 +349,28 @@ def row_not_a_mapping(run: Run) -> None:
     run.store.rows[f"{TARGET}/lxc/120"] = "owned"
 
 
+def pending_120(key: str, value: object) -> Callable[[Run], None]:
+    """A change to CT 120 waits in its pending section (``pct set 120 --<key> <value>`` while it runs)."""
+
+    def setup(run: Run) -> None:
+        run.pve.ct(120).pending[key] = value
+
+    return setup
+
+
+def task_warnings(task_type: str, count: int) -> Callable[[Run], None]:
+    """Tasks of ``task_type`` that end well end ``WARNINGS: <count>`` (their worker logged warnings)."""
+
+    def setup(run: Run) -> None:
+        run.pve.task_warnings[task_type] = count
+
+    return setup
+
+
 NOTHING = "Nothing was written."
+REBOOT_120 = "POST /nodes/pve1/lxc/120/status/reboot"
+#: CT 120 declared with a key PVE keeps pending while it runs (vmconfig_hotplug_pending skips it).
+WAITS = dns(nameserver="10.0.0.1")
 
 # ------------------------------------------------------------------------------------------ the table
 
@@ -1025,6 +1047,154 @@ SCENARIOS: list[Scenario] = [
         name="dns",
         creds="openbao",
         writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    # ------------------------------------------------------------------------------------ pending
+    Scenario(
+        "pending-kept-until-restart",
+        "pending",
+        "a declared key a running container does not hot-plug (nameserver)",
+        "the apply writes it and says it waits for a restart; nothing is rebooted",
+        True,
+        ("has been updated: nameserver", "pending until the container restarts", "pct reboot 120"),
+        None,
+        WAITS,
+        name="dns",
+        writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "pending-plan-not-clean",
+        "pending",
+        "the declared value is already written and waits in pending",
+        "the plan is not clean (result None) and would write nothing again",
+        None,
+        ("nameserver is written but pending", "reboot_for_pending: true"),
+        pending_120("nameserver", "10.0.0.1"),
+        WAITS,
+        name="dns",
+        test=True,
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "pending-apply-writes-nothing-again",
+        "pending",
+        "the declared value is already written and waits in pending",
+        "the apply writes nothing and says what waits",
+        True,
+        ("nameserver is written but pending",),
+        pending_120("nameserver", "10.0.0.1"),
+        WAITS,
+        name="dns",
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "pending-foreign-conflict",
+        "pending",
+        "somebody else left another nameserver pending on the running container",
+        "refused with `pct set --revert` or a restart as the remedy; every other change is still listed",
+        False,
+        ("pct set 120 --revert nameserver", "besides what is refused, it differs in memory", NOTHING),
+        pending_120("nameserver", "9.9.9.9"),
+        dns(nameserver="10.0.0.1", memory=768),
+        name="dns",
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "reboot-for-pending",
+        "pending",
+        "reboot_for_pending: true and a written key waits for a restart",
+        "one reboot task, awaited by its owner; the value is then in effect",
+        True,
+        ("has been rebooted; nameserver in effect",),
+        None,
+        {**WAITS, "reboot_for_pending": True},
+        name="dns",
+        writes=(PUT_120, REBOOT_120),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "reboot-refused",
+        "pending",
+        "the provision token may not reboot (403 on status/reboot)",
+        "the failure says the config is written and what waits for a restart",
+        False,
+        ("HTTP 403", "The config is written; nameserver wait"),
+        fail(
+            "POST",
+            "/lxc/120/status/reboot",
+            status=403,
+            message="Permission check failed (/vms/120, VM.PowerMgmt)",
+        ),
+        {**WAITS, "reboot_for_pending": True},
+        name="dns",
+        writes=(PUT_120, REBOOT_120),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "reboot-warnings",
+        "pending",
+        "the reboot task ends WARNINGS: 1",
+        "a success with one warning, naming the log command",
+        True,
+        ("succeeded with 1 warning (WARNINGS: 1)", "pvenode task log UPID:"),
+        task_warnings("vzreboot", 1),
+        {**WAITS, "reboot_for_pending": True},
+        name="dns",
+        writes=(PUT_120, REBOOT_120),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "reboot-blocked-by-undeclared-pending",
+        "pending",
+        "reboot_for_pending: true while a change nobody declared (searchdomain) is pending too",
+        "no reboot (it would make that change live); the note names `pct set --revert`",
+        True,
+        ("is not rebooted", "pct set 120 --revert searchdomain"),
+        pending_120("searchdomain", "lab.example"),
+        {**WAITS, "reboot_for_pending": True},
+        name="dns",
+        writes=(PUT_120,),
+        rows={f"{TARGET}/lxc/120": "owned"},
+        seed_rows=OWNED_120,
+    ),
+    Scenario(
+        "power-state-read-403",
+        "pending",
+        "the status read (needed to say what waits) answers 403",
+        "a failed read is a failure: nothing written",
+        False,
+        ("HTTP 403", NOTHING),
+        fail(
+            "GET",
+            "/lxc/120/status/current",
+            status=403,
+            message="Permission check failed (/vms/120, VM.Audit)",
+        ),
+        WAITS,
+        name="dns",
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "resize-task-warnings",
+        "pending",
+        "the resize task ends WARNINGS: 2",
+        "a success: the disk is reported grown, with the warnings count and the log command",
+        True,
+        ("succeeded with 2 warnings (WARNINGS: 2)", "pvenode task log UPID:"),
+        task_warnings("resize", 2),
+        dns(rootfs="local-zfs:6"),
+        name="dns",
+        writes=(RESIZE_120,),
         rows={f"{TARGET}/lxc/120": "owned"},
         seed_rows=OWNED_120,
     ),
