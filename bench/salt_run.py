@@ -212,9 +212,10 @@ def check(run: Run, plan: bool, size: int) -> str:
 
 def by_method(requests: list[tuple[str, str]], size: int) -> str:
     counts = Counter(method for method, _path in requests)
-    config_gets = sum(1 for m, p in requests if m == "GET" and p.endswith("/config"))
+    # A guest's config is read with GET …/pending (values in effect and pending ones at once).
+    config_gets = sum(1 for m, p in requests if m == "GET" and p.endswith("/pending"))
     parts = [f"{method} {counts[method] / size:.2f}" for method in sorted(counts)]
-    return f"{' '.join(parts) or '-'} (config GET {config_gets / size:.2f})"
+    return f"{' '.join(parts) or '-'} (config read {config_gets / size:.2f})"
 
 
 def measure(args: argparse.Namespace) -> int:
