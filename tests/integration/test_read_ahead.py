@@ -15,6 +15,7 @@ import pytest
 
 from salt_proxmox import runtime
 from salt_proxmox.firewall import alias
+from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc import lifecycle
 from salt_proxmox.lxc.lifecycle import present
 from salt_proxmox.ownership import MemoryStore
@@ -93,13 +94,13 @@ def test_plan_and_no_drift_apply_read_each_config_once(fresh_cluster, bao_creds)
             outcome = run.state(vmid, test)
             assert outcome.result is True and outcome.changes == {}, outcome.comment
             if index == 0:
-                first = [p for _, p, _ in requests_since(fresh_cluster, start) if p.endswith("/config")]
+                first = [p for _, p, _ in requests_since(fresh_cluster, start) if p.endswith("/pending")]
                 assert len(first) == len(vmids), "all read by the first state"
         log = requests_since(fresh_cluster, start)
-        config_gets = sorted(p for m, p, _ in log if m == "GET" and p.endswith("/config"))
-        assert config_gets == sorted(f"/nodes/pve1/lxc/{vmid}/config" for vmid in vmids), log
+        config_gets = sorted(p for m, p, _ in log if m == "GET" and p.endswith("/pending"))
+        assert config_gets == sorted(f"/nodes/pve1/lxc/{vmid}/pending" for vmid in vmids), log
         # Besides them, only what a run reads once (pve.facts: the datacenter's tag style).
-        assert [p for _, p, _ in log if not p.endswith("/config")] == ["/cluster/options"]
+        assert [p for _, p, _ in log if not p.endswith("/pending")] == ["/cluster/options"]
         assert writes(log) == []
         assert run.sent_ahead == len(vmids), "the first state read every config ahead, later ones none"
         assert bao_seen == ["proxmox/creds/read"]
@@ -110,11 +111,11 @@ def _faults(pve, vmid: int):
     return {
         # pve-container src/PVE/API2/LXC/Config.pm vm_config: VM.Audit on /vms/{vmid} first.
         "403": lambda: pve.fail(
-            "GET", f"/lxc/{vmid}/config", 403, "Permission check failed (/vms/150, VM.Audit)"
+            "GET", f"/lxc/{vmid}/pending", 403, "Permission check failed (/vms/150, VM.Audit)"
         ),
-        "500": lambda: pve.fail("GET", f"/lxc/{vmid}/config", 500, "got timeout", times=1),
+        "500": lambda: pve.fail("GET", f"/lxc/{vmid}/pending", 500, "got timeout", times=1),
         "malformed": lambda: pve.fail(
-            "GET", f"/lxc/{vmid}/config", 200, "<html><body>proxy</body></html>", html=True, times=1
+            "GET", f"/lxc/{vmid}/pending", 200, "<html><body>proxy</body></html>", html=True, times=1
         ),
         "missing": lambda: None,
     }
@@ -174,7 +175,7 @@ def test_apply_writes_with_the_digest_of_the_read_ahead_and_reads_back(fresh_clu
     log = requests_since(fresh_cluster, start)
     puts = [body for m, p, body in log if m == "PUT"]
     assert len(puts) == 1 and f"digest={ahead_digest}" in str(puts[0])
-    gets_151 = [p for m, p, _ in log if m == "GET" and p == "/nodes/pve1/lxc/151/config"]
+    gets_151 = [p for m, p, _ in log if m == "GET" and p == "/nodes/pve1/lxc/151/pending"]
     assert len(gets_151) == 2, "one read ahead, one read-back after the write"
 
 
@@ -213,8 +214,8 @@ def test_no_read_ahead_outside_a_state_run_or_without_a_credential(fresh_cluster
 def _digest_of(cluster, vmid: int) -> str:
     """The digest PVE hands out for ``vmid``'s config now (read with the seeded read token)."""
     ctx = make_context(static_targets(cluster))
-    live = ctx.client.request("GET", lifecycle.config_path("pve1", vmid), ctx.broker.read())
-    return live["digest"]
+    rows = ctx.client.request("GET", lifecycle.config_path("pve1", vmid), ctx.broker.read())
+    return GuestConfig.from_rows(rows).digest
 
 
 # ------------------------------------------------------------------- families behind one listing

@@ -791,7 +791,7 @@ def test_absent_destroy_of_an_unowned_live_guest_is_refused_after_one_read() -> 
     store = MemoryStore()
     outcome = run_absent(stub, store, "destroy")
     assert outcome.result is False and "not recorded as ours" in outcome.comment[0]
-    assert [(s.method, s.path) for s in stub.sent] == [("GET", CONFIG)] and store.saves == 0
+    assert [(s.method, s.path) for s in stub.sent] == [("GET", READ)] and store.saves == 0
 
 
 @pytest.mark.parametrize("test", [True, False])
