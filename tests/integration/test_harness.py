@@ -1,5 +1,5 @@
 """The harness itself: the seeded cluster answers as the library expects, OpenBao serves its tokens, and the
-two ``python -m`` entry points the demo uses start, report ready and stop without leaving a process.
+two ``python -m`` entry points the sandbox uses start, report ready and stop without leaving a process.
 
 Every request passes ``verify=cafile`` per call: a Session's ``verify`` loses to REQUESTS_CA_BUNDLE when
 that is set in the environment (requests merges the environment into each request).
@@ -13,11 +13,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
-import selectors
-import signal
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,10 +24,10 @@ import requests
 
 from tests.support.cluster import PROVISION_TOKEN_ID, READ_TOKEN_ID, TEMPLATE, ServedCluster
 from tests.support.openbao import CREDS_PATH, DevOpenBao, make_approle, publish_creds
+from tests.support.processes import start_entry_point, stop_entry_point
 
 REPO = Path(__file__).resolve().parents[2]
 API = "/api2/json"
-ENTRY_POINT_TIMEOUT = 30.0
 
 # GET /nodes/pve1/lxc/120/config of the seeded cluster, less its digest: the spelling the example pillar
 # adopts.
@@ -277,41 +273,6 @@ def test_dev_openbao_stops_by_its_pid() -> None:
 
 
 # ------------------------------------------------------------------------------------------ the processes
-
-
-def start_entry_point(module: str, *args: str) -> tuple[subprocess.Popen[str], str]:
-    """Start ``python -m module args`` from the repository root; return it and the URL of its ready line."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", module, *args],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        if not selector.select(ENTRY_POINT_TIMEOUT):
-            stop_entry_point(proc)
-            pytest.fail(f"{module} printed nothing in {ENTRY_POINT_TIMEOUT:.0f} s")
-    line = proc.stdout.readline()
-    if not line.startswith("ready "):
-        out, err = stop_entry_point(proc)
-        pytest.fail(f"{module} did not start: {line}{out}{err}")
-    return proc, line.split()[1]
-
-
-def stop_entry_point(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """SIGTERM the process, wait (SIGKILL if it hangs), and return the rest of its stdout and stderr."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.communicate(timeout=ENTRY_POINT_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
 
 
 def private_file(path: Path) -> dict[str, Any]:

@@ -9,9 +9,10 @@ vmid no container may take. Two API tokens carry the privileges the plan and app
 Used three ways:
 
 - ``seed(pve)`` on any ``fakepve.FakePve`` (e.g. fakepve's own ``fakepve`` fixture);
-- ``ServedCluster`` in-process, as the ``cluster`` and ``fresh_cluster`` fixtures of tests/conftest.py;
-- ``python -m tests.support.cluster --state-dir DIR``, a process the demo starts so that ``salt-call``
-  processes can reach the cluster: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
+- ``ServedCluster`` in-process, as the ``cluster`` and ``fresh_cluster`` fixtures of tests/conftest.py
+  and the demo (``demo/run.py``) use it;
+- ``python -m tests.support.cluster --state-dir DIR``, the process the sandbox (``scripts/sandbox``)
+  starts and stops by its PID: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
 The served fake is ``tests.support.access.AccessPve``: fakepve plus stored roles and ACL entries, which
 fakepve itself only answers with synthesised values.

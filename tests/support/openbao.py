@@ -15,8 +15,9 @@ the environment (not on the command line, where every local user could read it),
 server's own output, which repeats the token, goes to a log file in a private (0700) temporary directory
 that stop() removes.
 
-``python -m tests.support.openbao --state-dir DIR --creds-from DIR/cluster.json`` is the process the demo
-starts next to ``python -m tests.support.cluster``; see main().
+The demo (``demo/run.py``) and the tests run ``DevOpenBao`` in-process. ``python -m tests.support.openbao
+--state-dir DIR --creds-from DIR/cluster.json`` is the process the sandbox (``scripts/sandbox``) starts
+next to ``python -m tests.support.cluster``, and stops by its PID; see main().
 """
 
 from __future__ import annotations
