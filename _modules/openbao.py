@@ -125,7 +125,7 @@ def policy_present(
         ctx = _context()
     except Exception as exc:
         return refused_return(name, exc)
-    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_key, __context__)
+    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
     if twin is not None:
         return twin
     return runtime.outcome_return(
@@ -159,7 +159,7 @@ def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
         ctx = _context()
     except Exception as exc:
         return refused_return(name, exc)
-    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_key, __context__)
+    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
     if twin is not None:
         return twin
     return runtime.outcome_return(

@@ -53,7 +53,7 @@ def _context(target=None):
 def _state(name, target, fun, /, *args, twins=None, ahead=None, **kwargs):
     """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply returning an
     Outcome), or a refusal when the target's context cannot be built or, with ``twins``
-    (``(call kwargs, state modules, key_of(chunk, default_target))``), when another state of the
+    (``(call kwargs, state modules, keys_of(chunk, default_target))``), when another state of the
     run declares the same object. ``ahead``: the family's ``read_ahead``, handed the run's
     declarations of the first state module in ``twins`` before the first of them runs."""
     try:
@@ -61,11 +61,11 @@ def _state(name, target, fun, /, *args, twins=None, ahead=None, **kwargs):
     except Exception as exc:
         return refused_return(name, exc)
     if twins is not None:
-        call_kwargs, states, key_of = twins
+        call_kwargs, states, keys_of = twins
         default = runtime.default_target(__salt__["config.get"]("proxmox:targets", {}))
         runtime.enter_run(ctx, call_kwargs, __context__)
         refused = runtime.twins_return(
-            name, call_kwargs, states, lambda chunk: key_of(chunk, default), __context__
+            name, call_kwargs, states, lambda chunk: keys_of(chunk, default), __context__
         )
         if refused is not None:
             return refused
@@ -142,7 +142,7 @@ def lxc_present(name, test=False, target=None, **declared):
 
         salt-call proxmox.lxc_present web test=True vmid=150 node=pve1 memory=1024
     """
-    twins = (declared, (lifecycle.STATE,), lifecycle.chunk_key)
+    twins = (declared, (lifecycle.STATE,), lifecycle.chunk_keys)
     return _state(
         name,
         target,
@@ -173,7 +173,7 @@ def lxc_absent(name, vmid, node, test=False, target=None, removal="retain", **ru
         return refused_return(
             name, DeclarationError(f"unknown key(s) {unknown}: absent takes vmid, node, removal")
         )
-    twins = (run, (lifecycle.STATE,), lifecycle.chunk_key)
+    twins = (run, (lifecycle.STATE,), lifecycle.chunk_keys)
     return _state(
         name, target, lifecycle.absent, name, bool(test), twins=twins, vmid=vmid, node=node, removal=removal
     )
@@ -259,7 +259,7 @@ def _object_twins(family, call_kwargs):
     return (
         call_kwargs,
         (f"proxmox_{family}",),
-        lambda chunk, default: simple.chunk_key(spec, chunk, default),
+        lambda chunk, default: simple.chunk_keys(spec, chunk, default),
     )
 
 

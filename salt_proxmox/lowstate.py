@@ -22,6 +22,9 @@ import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+#: The ownership row keys of the objects one chunk declares (empty: its identity cannot be read).
+KeysOf = Callable[["Chunk"], frozenset[str]]
+
 #: The chunk keys that are Salt's, not the state's arguments (besides every ``__``-prefixed key).
 SALT_KEYS = frozenset({"state", "fun", "order", "name", "names"})
 
@@ -93,7 +96,7 @@ class Run:
         self.chunks: list[Chunk] = [chunk for chunk in chunks if chunk is not None]
         self.current: Chunk | None = Chunk.of(low) if isinstance(low, Mapping) else None
         self.key: object = key if key is not None else id(lowstate)
-        self._keys: dict[tuple[str, ...], dict[str | None, list[Chunk]]] = {}
+        self._keys: dict[tuple[str, ...], dict[str, list[tuple[int, Chunk]]]] = {}
 
     def at(self, low: object) -> Run:
         """This run (its chunks parsed once) with ``low`` as the chunk running now."""
@@ -121,37 +124,37 @@ class Run:
             if target is None or chunk.target(default) == target:
                 yield chunk
 
-    def twins(self, states: Iterable[str], key_of: Callable[[Chunk], str | None]) -> list[Chunk]:
-        """The other chunks of ``states`` that declare the object the current chunk declares.
+    def twins(self, states: Iterable[str], keys_of: KeysOf) -> list[Chunk]:
+        """The other chunks of ``states`` that declare an object the current chunk declares.
 
-        ``key_of`` gives a chunk's object key (its ownership row key, docs/design.md §8), or None
-        when the chunk's identity cannot be read (it is refused on its own when it runs); for the
-        same ``states`` it must be the same function throughout a run (the keys are computed
-        once). Empty when there is no current chunk or its key cannot be read.
+        ``keys_of`` gives the ownership row keys of the objects a chunk declares (docs/design.md §8:
+        its own, and the old one a ``rename_from`` names), empty when the chunk's identity cannot be
+        read (it is refused on its own when it runs); for the same ``states`` it must be the same
+        function throughout a run (the keys are computed once). Empty when there is no current chunk.
         """
         me = self.current
         if me is None:
             return []
-        mine = key_of(me)
-        if mine is None:
+        mine = keys_of(me)
+        if not mine:
             return []
         # Keyed once per run and set of state modules, so a run of N states costs N keys, not N².
         wanted = tuple(sorted(set(states)))
         by_key = self._keys.get(wanted)
         if by_key is None:
             by_key = {}
-            for chunk in self.chunks:
+            for at, chunk in enumerate(self.chunks):
                 if chunk.state in wanted:
-                    by_key.setdefault(key_of(chunk), []).append(chunk)
+                    for key in keys_of(chunk):
+                        by_key.setdefault(key, []).append((at, chunk))
             self._keys[wanted] = by_key
-        return [chunk for chunk in by_key.get(mine, []) if not chunk.same_as(me)]
+        found = dict(pair for key in mine for pair in by_key.get(key, []))
+        return [chunk for _, chunk in sorted(found.items()) if not chunk.same_as(me)]
 
 
-def twins_refusal(
-    run: Run | None, states: Iterable[str], key_of: Callable[[Chunk], str | None]
-) -> str | None:
-    """The refusal of the current declaration when another state of the run declares the same
-    object (same ownership row key, ``<target>/<family>/<identity>``), else None.
+def twins_refusal(run: Run | None, states: Iterable[str], keys_of: KeysOf) -> str | None:
+    """The refusal of the current declaration when another state of the run declares one of its
+    objects (same ownership row key, ``<target>/<family>/<identity>``), else None.
 
     Both declarations are refused, each naming the other, in the plan as in the apply and before
     either writes: Salt runs them one after the other, so a check on rows alone would let the
@@ -159,10 +162,12 @@ def twins_refusal(
     """
     if run is None or run.current is None:
         return None
-    others = run.twins(states, key_of)
+    others = run.twins(states, keys_of)
     if not others:
         return None
-    target, family, identity = str(key_of(run.current)).split("/", 2)
+    mine = keys_of(run.current)
+    shared = sorted(mine.intersection(*[keys_of(chunk) for chunk in others[:1]]))
+    target, family, identity = shared[0].split("/", 2)
     names = " and by ".join(chunk.label for chunk in others)
     return (
         f"{family} {identity} on {target} is declared by {run.current.label} and by {names}. One object "

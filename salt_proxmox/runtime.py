@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping
 import requests
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-from salt_proxmox.lowstate import Chunk, Run, twins_refusal
+from salt_proxmox.lowstate import KeysOf, Run, twins_refusal
 from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
@@ -119,7 +119,7 @@ def twins_return(
     name: str,
     kwargs: Mapping[str, object],
     states: tuple[str, ...],
-    key_of: Callable[[Chunk], str | None],
+    keys_of: KeysOf,
     cache: MutableMapping | None = None,
 ) -> dict | None:
     """The state return refusing a declaration whose object another state of the same run
@@ -128,7 +128,7 @@ def twins_return(
     state run there is none and nothing is refused. ``cache``: the run's cache, so the run is
     parsed once (``run_of``)."""
     run = run_of(kwargs, cache) if cache is not None else Run.of(kwargs)
-    refusal = twins_refusal(run, states, key_of)
+    refusal = twins_refusal(run, states, keys_of)
     if refusal is None:
         return None
     return Outcome().refuse(DeclarationError(refusal)).salt_return(name)

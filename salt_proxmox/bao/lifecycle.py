@@ -59,14 +59,17 @@ class BaoContext:
 STATE = "openbao_policy"
 
 
-def chunk_key(chunk: Chunk) -> str | None:
-    """The ownership row key a run chunk declares: ``openbao/policy/<name>``, the name
-    lower-cased as OpenBao keys it (``check_name``); None when the name cannot be read (it is
-    refused when it runs)."""
-    try:
-        return row_key(TARGET, FAMILY, check_name(chunk.name))
-    except DeclarationError:
-        return None
+def chunk_keys(chunk: Chunk) -> frozenset[str]:
+    """The ownership row keys a run chunk declares: ``openbao/policy/<name>``, and the old name its
+    ``rename_from`` names, lower-cased as OpenBao keys them (``check_name``); a name that cannot be
+    read is left out (the chunk is refused when it runs)."""
+    keys = set()
+    for name in (chunk.name, chunk.args.get("rename_from")):
+        try:
+            keys.add(row_key(TARGET, FAMILY, check_name(name)))
+        except DeclarationError:
+            continue
+    return frozenset(keys)
 
 
 def context_for(openbao: object, cache: MutableMapping, store: OwnershipStore) -> BaoContext:

@@ -113,15 +113,19 @@ class PveContext:
         return notes
 
 
-def chunk_key(chunk: Chunk, default_target: str | None) -> str | None:
-    """The ownership row key (``<target>/lxc/<vmid>``) a run chunk declares, or None when its
+def chunk_keys(chunk: Chunk, default_target: str | None) -> frozenset[str]:
+    """The ownership row key (``<target>/lxc/<vmid>``) a run chunk declares, or none when its
     target or vmid cannot be read (it is refused when it runs). vmids are cluster-wide, so the
     node is no part of it."""
     target = chunk.target(default_target)
     try:
-        return None if target is None else row_key(target, FAMILY, vmid_number(chunk.args.get("vmid")))
+        return (
+            frozenset()
+            if target is None
+            else frozenset({row_key(target, FAMILY, vmid_number(chunk.args.get("vmid")))})
+        )
     except DeclarationError:
-        return None
+        return frozenset()
 
 
 def guest_path(node: str, vmid: int) -> str:

@@ -103,20 +103,24 @@ class Decision:
     record: bool = False
 
 
-def chunk_key(spec: ObjectSpec, chunk: Chunk, default_target: str | None) -> str | None:
-    """The ownership row key (``<target>/<family>/<identity>``) a run chunk of ``spec``'s family
-    declares, with the identity as ``spec.identify`` keys it (a firewall alias name lower-cased, as
-    PVE keys it); None when the chunk's target or identity cannot be read (it is refused when it
-    runs). ``name`` is the state's name; the other ``identity_keys`` are its arguments."""
+def chunk_keys(spec: ObjectSpec, chunk: Chunk, default_target: str | None) -> frozenset[str]:
+    """The ownership row keys (``<target>/<family>/<identity>``) of the objects a run chunk of
+    ``spec``'s family declares: its own, and the old one its ``rename_from`` names (a rename deletes
+    it). Identities as ``spec.identify`` keys them (a firewall alias name lower-cased, as PVE keys
+    it); ``name`` is the state's name, the other ``identity_keys`` its arguments. A key that cannot
+    be read is left out (the chunk is refused when it runs)."""
     target = chunk.target(default_target)
     if target is None:
-        return None
+        return frozenset()
     names = {key: chunk.name if key == "name" else chunk.args.get(key) for key in spec.identity_keys}
-    try:
-        probe = spec.identify(chunk.state_id, target, **names)
-    except DeclarationError:
-        return None
-    return row_key(target, spec.family, probe.identity)
+    old = chunk.args.get("rename_from")
+    keys = set()
+    for each in (names, {**names, "name": old} if old is not None and "name" in names else None):
+        try:
+            keys.add(row_key(target, spec.family, spec.identify(chunk.state_id, target, **each).identity))
+        except (DeclarationError, TypeError):
+            continue
+    return frozenset(keys)
 
 
 def identity_refusal(

@@ -13,7 +13,7 @@ from salt_proxmox.lowstate import Chunk, Run, twins_refusal
 from salt_proxmox.lxc import lifecycle as lxc
 from salt_proxmox.runtime import default_target
 from salt_proxmox.simple import acl, pool, role
-from salt_proxmox.simple.lifecycle import chunk_key
+from salt_proxmox.simple.lifecycle import chunk_keys
 
 
 def low(state_id: str, state: str, fun: str = "present", **args) -> dict:
@@ -30,11 +30,11 @@ def low(state_id: str, state: str, fun: str = "present", **args) -> dict:
     }
 
 
-def refusal(chunks: list[dict], current: dict, states, key_of) -> str | None:
-    return twins_refusal(Run(chunks, current), states, key_of)
+def refusal(chunks: list[dict], current: dict, states, keys_of) -> str | None:
+    return twins_refusal(Run(chunks, current), states, keys_of)
 
 
-LXC = partial(lxc.chunk_key, default_target="homelab")
+LXC = partial(lxc.chunk_keys, default_target="homelab")
 
 
 def test_no_run_outside_a_state_run():
@@ -105,10 +105,10 @@ def test_an_unreadable_declaration_is_left_to_its_own_refusal():
 
 def test_names_from_salt_names_are_told_apart():
     chunks = [low("pools", "proxmox_pool", name="prod"), low("pools", "proxmox_pool", name="lab")]
-    key_of = partial(chunk_key, pool.SPEC, default_target="homelab")
-    assert refusal(chunks, chunks[0], ("proxmox_pool",), key_of) is None
+    keys_of = partial(chunk_keys, pool.SPEC, default_target="homelab")
+    assert refusal(chunks, chunks[0], ("proxmox_pool",), keys_of) is None
     chunks.append(low("more", "proxmox_pool", name="prod"))
-    found = refusal(chunks, chunks[0], ("proxmox_pool",), key_of)
+    found = refusal(chunks, chunks[0], ("proxmox_pool",), keys_of)
     assert "state pools (name prod) (proxmox_pool.present)" in found and "state more (name prod)" in found
 
 
@@ -117,8 +117,9 @@ def test_names_from_salt_names_are_told_apart():
     [
         # pve-firewall src/PVE/Firewall.pm parse_alias/aliases keyed by lc($name)
         (alias.SPEC, "proxmox_firewall_alias", {"name": "Web"}, {"name": "web"}, True),
-        # pve-access-control PVE::AccessControl: $cfg->{pools}->{$poolid}, $cfg->{roles}->{$roleid}
-        # are keyed as written, so two spellings are two pools, two roles
+        # pve-access-control src/PVE/API2/Pool.pm create_pool and src/PVE/API2/Role.pm create_role
+        # look ids up as written ($usercfg->{pools}->{$pool}, ->{roles}->{$role}): two spellings are
+        # two pools, two roles
         (pool.SPEC, "proxmox_pool", {"name": "Prod"}, {"name": "prod"}, False),
         (role.SPEC, "proxmox_role", {"name": "Ops"}, {"name": "ops"}, False),
         # one ACL entry is (path, ugid, role); pve-access-control normalize_path drops a trailing /
@@ -141,8 +142,8 @@ def test_names_from_salt_names_are_told_apart():
 def test_simple_objects_are_keyed_as_pve_keys_them(spec, state, first, second, one):
     a = low("first", state, **first)
     b = low("second", state, "absent", **second)
-    key_of = partial(chunk_key, spec, default_target="homelab")
-    found = refusal([a, b], a, (state,), key_of)
+    keys_of = partial(chunk_keys, spec, default_target="homelab")
+    found = refusal([a, b], a, (state,), keys_of)
     assert (found is not None) is one, found
     if one:
         assert "state first" in found and "state second" in found
@@ -152,5 +153,28 @@ def test_openbao_policy_names_are_case_folded():
     # OpenBao lower-cases policy names (vault/policy_store.go sanitizePolicyName)
     a = low("creds", "openbao_policy", name="Salt-Creds", fragments=["x"])
     b = low("creds-too", "openbao_policy", "absent", name="salt-creds")
-    found = refusal([a, b], a, (bao.STATE,), bao.chunk_key)
+    found = refusal([a, b], a, (bao.STATE,), bao.chunk_keys)
     assert "policy salt-creds on openbao" in found and "state creds-too (name salt-creds)" in found
+
+
+def test_a_rename_declares_the_old_object_too():
+    # A rename deletes the old alias/policy after writing the new one, so another state declaring the
+    # old name would fight it (firewall lifecycle _rename, bao lifecycle present).
+    keys_of = partial(chunk_keys, alias.SPEC, default_target="homelab")
+    renamed = low(
+        "web-servers",
+        "proxmox_firewall_alias",
+        name="web_servers",
+        rename_from="Web_Hosts",
+        cidr="10.0.0.0/24",
+    )
+    old = low("web-hosts", "proxmox_firewall_alias", name="web_hosts", cidr="10.0.0.0/24")
+    found = refusal([renamed, old], renamed, ("proxmox_firewall_alias",), keys_of)
+    assert "firewall_alias web_hosts on homelab" in found and "state web-hosts" in found
+    assert refusal([renamed, old], old, ("proxmox_firewall_alias",), keys_of) is not None
+    assert refusal([renamed], renamed, ("proxmox_firewall_alias",), keys_of) is None, (
+        "a rename alone is one declaration"
+    )
+    policy = low("creds", "openbao_policy", name="creds-v2", rename_from="Creds")
+    kept = low("creds-old", "openbao_policy", name="creds")
+    assert "policy creds on openbao" in refusal([policy, kept], policy, (bao.STATE,), bao.chunk_keys)
