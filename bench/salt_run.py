@@ -48,7 +48,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from salt_proxmox.fingerprint import FIELD as FINGERPRINT  # noqa: E402
+from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT  # noqa: E402
 from salt_proxmox.lxc.guest import live_fingerprint  # noqa: E402
 from salt_proxmox.lxc.lifecycle import present  # noqa: E402
 from salt_proxmox.lxc.props import parse_declaration  # noqa: E402

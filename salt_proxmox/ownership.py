@@ -2,7 +2,7 @@
 
 Each row is keyed ``<target>/<family>/<identity>`` and holds ``{phase: creating|owned,
 instance: uuid, state_id, declared: {non-secret declared keys}}``, and for a guest its
-``fingerprint`` (``salt_proxmox.fingerprint``: what tells it from another guest at the same vmid).
+``fingerprint`` (``salt_proxmox.guest.fingerprint``: what tells it from another guest at the same vmid).
 
 - ``creating`` is written before a create's POST; a later run that finds the guest with a
   ``creating`` row and a matching declaration finishes it as ours.
@@ -36,8 +36,8 @@ from typing import Protocol
 import yaml
 
 from salt_proxmox.errors import SaltProxmoxError, shown
-from salt_proxmox.fingerprint import FIELD as FINGERPRINT
-from salt_proxmox.fingerprint import problem as fingerprint_problem
+from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT
+from salt_proxmox.guest.fingerprint import problem as fingerprint_problem
 
 CREATING = "creating"
 OWNED = "owned"
@@ -473,7 +473,7 @@ class Ownership:
     ) -> None:
         """Record the object as ours, keeping the instance id of an earlier row; nothing is
         written when the row already says so. ``fingerprint``: a guest's
-        (``salt_proxmox.fingerprint``), from the read-back of our own write or the read at an
+        (``salt_proxmox.guest.fingerprint``), from the read-back of our own write or the read at an
         adoption; families without one pass None.
 
         Raises OwnershipFileError naming the file and the row when it cannot be recorded.

@@ -1,7 +1,7 @@
 """Whether a live container is the one an ownership row speaks for (docs/design.md §8), pure.
 
 A row names a vmid; the container at that vmid may have been destroyed by hand and created again by
-somebody else. Its fingerprint (``salt_proxmox.fingerprint``: the MAC PVE drew for each ``netN``,
+somebody else. Its fingerprint (``salt_proxmox.guest.fingerprint``: the MAC PVE drew for each ``netN``,
 the volume id and size of ``rootfs``, each ``mpN`` and ``unusedN``, so the set of mount points) is
 recorded with the row from the read-back of this minion's own writes, and at an adoption. A live
 guest that does not carry it is not ours: plan and apply refuse it, naming what differs, unless the
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused
-from salt_proxmox.fingerprint import FIELD, GuestKeys, differences, fingerprint
+from salt_proxmox.guest.fingerprint import FIELD, GuestKeys, differences, fingerprint
 from salt_proxmox.lxc.judge import judge
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from salt_proxmox.fingerprint import GuestKeys, differences, fingerprint
+from salt_proxmox.guest.fingerprint import GuestKeys, differences, fingerprint
 from salt_proxmox.lxc import guest
 from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.ownership import OwnershipCorrupt, check_row
