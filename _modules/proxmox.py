@@ -16,7 +16,6 @@ try:
     from salt_proxmox import runtime
     from salt_proxmox.errors import SaltProxmoxError
     from salt_proxmox.lxc import lifecycle
-    from salt_proxmox.lxc.judge import stored_config
     from salt_proxmox.lxc.props import vmid_number
     from salt_proxmox.pve.client import api_path
     from salt_proxmox.runtime import declared_keys, refused_return
@@ -83,22 +82,22 @@ def _call(fun, *args, **kwargs):
         raise CommandExecutionError(str(exc)) from None
 
 
-def lxc_config(node, vmid, target=None):
+def lxc_config(vmid, node=None, target=None):
     """
-    The config of one container, without description, digest, lock, env or raw ``lxc`` values,
-    with its pending changes merged in (what it runs with after its next start, as
-    ``pct config`` shows it). Returns ``None`` when the cluster proves the vmid absent; fails on
-    any other error.
+    The config of one container with its pending changes merged in (what it runs with after its
+    next start, as ``pct config`` shows it), description included; without digest, lock, env or raw
+    ``lxc`` values. ``node`` defaults to the one the cluster's guest index lists. Fails with a
+    sentence when no container holds ``vmid``, and on any other error.
 
     CLI Example:
 
     .. code-block:: bash
 
-        salt-call proxmox.lxc_config node=pve1 vmid=150 target=homelab
+        salt-call proxmox.lxc_config vmid=150
+        salt-call proxmox.lxc_config vmid=150 node=pve1 target=homelab
     """
     ctx = _context(target)
-    live = _call(lifecycle.read_live, ctx, node, _call(vmid_number, vmid))
-    return None if live is None else stored_config(live.merged())
+    return _call(lifecycle.operator_config, ctx, _call(vmid_number, vmid), node)
 
 
 def cluster_resources(type="vm", target=None):

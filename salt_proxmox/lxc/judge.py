@@ -128,12 +128,27 @@ def features_need_root(live: str, sent: str | None, unprivileged: bool) -> bool:
     return any(key != "nesting" and have.get(key, "") != want.get(key, "") for key in {*have, *want})
 
 
-def root_only(vmid: int, key: str, value: str, why: str) -> str:
-    """A refusal naming the ``pct set`` to run on the node; ``''`` names ``--delete``."""
+def root_only(decl: LxcDeclaration, key: str, value: str, why: str) -> str:
+    """A refusal of a change to an existing guest, naming the ``pct set`` to run on its node; ``''``
+    names ``--delete``."""
     command = f"--delete {key}" if value == "" else f"--{key} '{value}'"
     return (
         f"{key}: {why} PVE lets only root@pam make this change, and an API token is never root@pam. "
-        f"Run `pct set {vmid} {command}` on the node, then plan again."
+        f"Run `pct set {decl.vmid} {command}` on node {decl.node}, then plan again."
+    )
+
+
+def root_only_at_create(decl: LxcDeclaration, key: str, value: str, why: str) -> str:
+    """A refusal of a root-only value on a guest that does not exist yet: ``pct set`` cannot help
+    before the create, so it names the two ways that work — create it as root@pam with the value
+    (``pct create``, then ``adopt: true``), or create it without and ``pct set`` it after."""
+    template = decl.ostemplate or "<ostemplate>"
+    return (
+        f"{key}: {why} PVE lets only root@pam set this, and an API token is never root@pam. CT "
+        f"{decl.vmid} does not exist yet: create it as root@pam on node {decl.node} (`pct create "
+        f"{decl.vmid} {template} --{key} '{value}'` with the rest of its declaration) and declare "
+        f"adopt: true; or drop {key}, apply, run `pct set {decl.vmid} --{key} '{value}'` on node "
+        f"{decl.node}, and declare it again."
     )
 
 
@@ -222,7 +237,7 @@ def _judge_key(
         if have is None:
             drift.add(key)
             if parse_volume(want).host_path:
-                change.refuse.append(root_only(vmid, key, want, "A bind or device mount point."))
+                change.refuse.append(root_only(decl, key, want, "A bind or device mount point."))
             elif refusal := added_volume_refusal(vmid, key, want):
                 change.refuse.append(refusal)
             else:
@@ -235,7 +250,7 @@ def _judge_key(
         if verdict.refuse:
             change.refuse.append(verdict.refuse)
         if verdict.root_only:
-            change.refuse.append(root_only(vmid, key, want, "A bind or device mount point."))
+            change.refuse.append(root_only(decl, key, want, "A bind or device mount point."))
         if verdict.put:
             change.put[key] = verdict.put
         if verdict.resize:
@@ -245,7 +260,7 @@ def _judge_key(
         same = have is None if want == "" else have is not None and _dev_same(want, have)
         if not same:
             drift.add(key)
-            change.refuse.append(root_only(vmid, key, want, "Device passthrough."))
+            change.refuse.append(root_only(decl, key, want, "Device passthrough."))
         return
     if family == "net":
         if want == "":
@@ -278,7 +293,7 @@ def _judge_key(
     if key == "features":
         sent = features_sent(want) if want else ""
         if features_need_root(have or "", sent or None, unprivileged):
-            change.refuse.append(root_only(vmid, key, want, _feature_why(unprivileged)))
+            change.refuse.append(root_only(decl, key, want, _feature_why(unprivileged)))
         elif sent == "":
             change.clear.append(key)
         else:
@@ -369,12 +384,12 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
         if value == "":
             continue
         if key == "features" and features_need_root("", features_sent(value) or None, unprivileged):
-            reasons.append(root_only(vmid, key, value, _feature_why(unprivileged)))
+            reasons.append(root_only_at_create(decl, key, value, _feature_why(unprivileged)))
         elif family == "dev":
-            reasons.append(root_only(vmid, key, value, "Device passthrough."))
+            reasons.append(root_only_at_create(decl, key, value, "Device passthrough."))
         elif key == "rootfs" or family == "mp":
             if parse_volume(value).host_path:
-                reasons.append(root_only(vmid, key, value, "A bind or device mount point."))
+                reasons.append(root_only_at_create(decl, key, value, "A bind or device mount point."))
             elif refusal := added_volume_refusal(vmid, key, value):
                 reasons.append(refusal)
     if "rootfs" not in decl.config and any(k.startswith("mp") for k in decl.config):
@@ -408,6 +423,17 @@ def stored_config(live: Mapping[str, object]) -> dict[str, str]:
         for key, value in live.items()
         if key not in schema.NEVER_STORED and key != "lxc" and (text := live_text(value)) is not None
     }
+
+
+def operator_view(live: Mapping[str, object]) -> dict[str, str]:
+    """A live config as an operator asks for it (``proxmox.lxc_config``): ``stored_config`` with the
+    description, the operator's own notes, put back; ``env`` (it may hold secrets), digest, lock and
+    raw ``lxc`` values stay out."""
+    view = stored_config(live)
+    description = live_text(live.get("description"))
+    if description is not None:
+        view["description"] = description
+    return view
 
 
 def shown(key: str, value: str | None) -> object:

@@ -36,6 +36,7 @@ from salt_proxmox.lxc.judge import (
     judge_guest,
     key_change,
     live_text,
+    operator_view,
     release_refusals,
     split_by_effect,
     uses_new_options,
@@ -44,7 +45,7 @@ from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration, vmid_numbe
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, OWNED, Ownership, row_key
-from salt_proxmox.pve.client import PveClient, Target, api_path
+from salt_proxmox.pve.client import Credential, PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle, release, tag_style
@@ -188,6 +189,46 @@ def _valid_row(row: object) -> bool:
     )
 
 
+def indexed_guest(ctx: PveContext, vmid: int, credential: Credential | None = None) -> dict | None:
+    """The row of ``vmid`` in the cluster's guest index (one ``GET cluster/resources?type=vm``, with
+    ``credential`` or the read one), or None when no guest holds it. pve-manager
+    ``PVE/API2/Cluster.pm`` ``resources`` lists every guest of every node the caller may audit.
+
+    Raises PveMalformed when a row lacks a positive vmid, a node or a type of lxc/qemu (such an index
+    cannot prove a vmid free), and what the client raises."""
+    rows = ctx.client.request(
+        "GET", "cluster/resources", credential or ctx.broker.read(), params={"type": "vm"}
+    )
+    if not isinstance(rows, list) or not all(_valid_row(row) for row in rows):
+        raise PveMalformed(
+            "GET",
+            "cluster/resources?type=vm",
+            "the guest index has rows without a positive vmid, a node or a type of lxc/qemu, so it cannot "
+            "prove the vmid free",
+        )
+    return next((row for row in rows if int(row["vmid"]) == vmid), None)
+
+
+def operator_config(ctx: PveContext, vmid: int, node: str | None = None) -> dict[str, str]:
+    """What ``proxmox.lxc_config`` answers: CT ``vmid``'s config with its pending changes merged in (what
+    it runs with after its next start, as ``pct config`` shows it), description included
+    (``judge.operator_view``). ``node`` None: found in the guest index (``indexed_guest``).
+
+    Raises Refused with a sentence when no container holds ``vmid`` (none in the index, a VM there, or
+    the cluster proves it absent on ``node``), and what read_live raises."""
+    if node is None:
+        row = indexed_guest(ctx, vmid)
+        if row is None:
+            raise Refused(f"CT {vmid} does not exist: the cluster's guest index lists no guest {vmid}.")
+        if row["type"] != "lxc":
+            raise Refused(f"vmid {vmid} is a {row['type']} guest on node {row['node']}, not a container.")
+        node = row["node"]
+    live = read_live(ctx, node, vmid)
+    if live is None:
+        raise Refused(f"CT {vmid} does not exist: the cluster's guest index lists no guest {vmid}.")
+    return operator_view(live.merged())
+
+
 def read_live(ctx: PveContext, node: str, vmid: int) -> GuestConfig | None:
     """The config of CT ``vmid`` on ``node`` (values in effect and pending changes, from one
     ``GET …/pending``: ``salt_proxmox.guest.pending``), or None when the cluster proves it absent.
@@ -208,15 +249,7 @@ def read_live(ctx: PveContext, node: str, vmid: int) -> GuestConfig | None:
             return GuestConfig.from_rows(rows)
         except PendingRowsError as exc:
             raise PveMalformed("GET", path, str(exc)) from None
-    rows = ctx.client.request("GET", "cluster/resources", credential, params={"type": "vm"})
-    if not isinstance(rows, list) or not all(_valid_row(row) for row in rows):
-        raise PveMalformed(
-            "GET",
-            "cluster/resources?type=vm",
-            "the guest index has rows without a positive vmid, a node or a type of lxc/qemu, so it cannot "
-            "prove the vmid free",
-        )
-    found = next((row for row in rows if int(row["vmid"]) == vmid), None)
+    found = indexed_guest(ctx, vmid, credential)
     if found is None:
         return None
     if found["node"] == node and found["type"] == "lxc":

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from salt_proxmox.errors import Refused
 from salt_proxmox.lxc.guest import live_fingerprint
-from salt_proxmox.lxc.lifecycle import absent, present, read_live
+from salt_proxmox.lxc.lifecycle import absent, operator_config, present, read_live
 from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, row_key
 from salt_proxmox.pve.errors import PveError
 from tests.integration.lxc_support import (
@@ -314,3 +315,31 @@ def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
         assert not any(p == "/cluster/resources" for _, p, _ in log)
         assert bao_seen == ["proxmox/creds/read"]
         assert cache[f"salt_proxmox.mints/{TARGET}"] == {"read": 1, "provision": 0}
+
+
+def test_lxc_config_finds_the_node_and_shows_the_description(cluster):
+    # proxmox.lxc_config without node: the guest index (pve-manager API2/Cluster.pm resources) names it.
+    ctx = make_context(static_targets(cluster))
+    start = len(cluster.pve.requests)
+    config = operator_config(ctx, DNS1_VMID)
+    assert [path for _, path, _ in requests_since(cluster, start)] == [
+        "/cluster/resources",
+        "/nodes/pve1/lxc/120/pending",
+    ]
+    assert config["hostname"] == "dns1" and config["description"] == "Resolver for the lab\n"
+    assert "digest" not in config and "env" not in config
+    assert operator_config(ctx, DNS1_VMID, "pve1") == config
+
+
+@pytest.mark.parametrize(
+    ("vmid", "node", "sentence"),
+    [
+        (999, None, "CT 999 does not exist: the cluster's guest index lists no guest 999."),
+        (999, "pve1", "CT 999 does not exist: the cluster's guest index lists no guest 999."),
+        (300, None, "vmid 300 is a qemu guest on node pve2, not a container."),
+    ],
+)
+def test_lxc_config_of_no_container_is_a_sentence(cluster, vmid, node, sentence):
+    with pytest.raises(Refused) as caught:
+        operator_config(make_context(static_targets(cluster)), vmid, node)
+    assert str(caught.value) == sentence

@@ -38,12 +38,15 @@ import threading
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
 from tests.support.access import AccessPve
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
+    from typing import Self
 
 HOST = "127.0.0.1"
 # Real seconds to wait for the fake to start, stop, or finish a coroutine run on its loop.

@@ -34,12 +34,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 import hvac
 import requests
 
 from tests.support.cluster import catch_stop_signals, private_dir, private_json
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
+    from typing import Self
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 30.0

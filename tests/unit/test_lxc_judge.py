@@ -549,7 +549,7 @@ def test_empty_on_a_key_pve_will_not_delete_is_refused(key: str) -> None:
 
 
 def pct(command: str) -> str:
-    return f"Run `pct set {VMID} {command}` on the node, then plan again."
+    return f"Run `pct set {VMID} {command}` on node pve1, then plan again."
 
 
 REFUSALS = [
@@ -700,7 +700,7 @@ def test_root_only_refusal_is_the_exact_pct_set_sentence() -> None:
     (refusal,) = judge(decl(dev0="/dev/net/tun"), ct()).refuse
     assert refusal == (
         "dev0: Device passthrough. PVE lets only root@pam make this change, and an API token is never "
-        "root@pam. Run `pct set 100 --dev0 '/dev/net/tun'` on the node, then plan again."
+        "root@pam. Run `pct set 100 --dev0 '/dev/net/tun'` on node pve1, then plan again."
     )
 
 
@@ -817,7 +817,11 @@ CREATABLE = {"ostemplate": TEMPLATE, "rootfs": "local-zfs:8", "unprivileged": 1}
             id="undeclared-unprivileged-with-nesting",
         ),
         pytest.param({**CREATABLE, "features": "keyctl=1"}, "A feature other than nesting", id="keyctl"),
-        pytest.param({**CREATABLE, "dev0": "/dev/net/tun"}, "`pct set 100 --dev0 '/dev/net/tun'`", id="dev"),
+        pytest.param(
+            {**CREATABLE, "dev0": "/dev/net/tun"},
+            "`pct create 100 " + TEMPLATE + " --dev0 '/dev/net/tun'`",
+            id="dev",
+        ),
         pytest.param({**CREATABLE, "mp0": "/srv/a,mp=/a"}, "A bind or device mount point", id="bind-mp"),
         pytest.param(
             {**CREATABLE, "rootfs": "local-zfs:subvol-100-disk-0"},
@@ -901,3 +905,17 @@ def test_empty_unprivileged_is_refused_not_a_crash() -> None:
         assert any(problem.startswith("unprivileged:") for problem in exc.problems)
         return
     assert any(reason.startswith("unprivileged:") for reason in create_refusals(declared))
+
+
+def test_a_root_only_value_on_a_guest_not_yet_there_names_the_create_time_remedy_and_node() -> None:
+    # pct set needs a guest; before the create, only root@pam's create (then adopt: true) or a create
+    # without the value and a pct set after can bring it (check_ct_modify_config_perm runs in create_vm
+    # too, pve-container src/PVE/API2/LXC.pm).
+    (refusal,) = create_refusals(decl(**CREATABLE, features="nesting=1,keyctl=1"))
+    assert refusal == (
+        "features: A feature other than nesting. PVE lets only root@pam set this, and an API token is "
+        "never root@pam. CT 100 does not exist yet: create it as root@pam on node pve1 (`pct create 100 "
+        f"{TEMPLATE} --features 'nesting=1,keyctl=1'` with the rest of its declaration) and declare adopt: "
+        "true; or drop features, apply, run `pct set 100 --features 'nesting=1,keyctl=1'` on node pve1, and "
+        "declare it again."
+    )

@@ -151,7 +151,7 @@ def test_mount_in_another_order_is_a_root_only_change_not_spelling() -> None:
     # allowed for root@pam".
     change = judge(decl(features="mount=nfs;cifs"), ct(features="mount=cifs;nfs"))
     assert change.drift == ["features"] and not change.writes
-    assert "Run `pct set 100 --features 'mount=nfs;cifs'` on the node" in change.refuse[0]
+    assert "Run `pct set 100 --features 'mount=nfs;cifs'` on node pve1" in change.refuse[0]
 
 
 def test_mount_in_the_live_order_is_no_change_and_is_sent_verbatim() -> None:
