@@ -149,6 +149,12 @@ class _DiskStore:
     def load(self) -> dict[str, dict]:
         return dict(self._rows(self.document()))
 
+    @property
+    def version(self) -> object:
+        """Changes whenever the rows may have: the file's identity and the document read or written."""
+        document = self.document()
+        return (self._seen, id(document))
+
     def save(self, rows: dict[str, dict]) -> None:
         document = self._with_rows(self.document(), rows)
         text = self._dump(document)
@@ -418,6 +424,25 @@ def check_row(key: str, row: dict) -> dict:
     )
 
 
+def _state_index(rows: Mapping[str, object]) -> tuple[dict, dict]:
+    """``({(prefix, state_id): key}, {prefix: OwnershipCorrupt})`` over ``rows``, prefix being
+    ``<target>/<family>/``: the first row (by key) of each state id, and the first malformed row of
+    each family."""
+    by_state: dict = {}
+    corrupt: dict = {}
+    for key, row in sorted(rows.items()):
+        if not isinstance(row, dict) or key.count("/") < 2:
+            continue
+        prefix = "/".join(key.split("/", 2)[:2]) + "/"
+        try:
+            state_id = check_row(key, row).get("state_id")
+        except OwnershipCorrupt as exc:
+            corrupt.setdefault(prefix, exc)
+            continue
+        by_state.setdefault((prefix, state_id), key)
+    return by_state, corrupt
+
+
 class Ownership:
     """Reads and writes ownership rows through a store. Every change saves at once, under the
     store's lock and against the rows as stored now, so an error later in the run never leaves a
@@ -426,6 +451,7 @@ class Ownership:
 
     def __init__(self, store: OwnershipStore):
         self.store = store
+        self._index: tuple[object, tuple[dict, dict]] | None = None
 
     def row(self, key: str) -> dict | None:
         """The row for ``key`` (a copy), or None when there is none (or what is stored is no
@@ -443,16 +469,19 @@ class Ownership:
         """The row (key, row copy) this state id recorded in ``target``'s ``family``, if any.
 
         Raises OwnershipCorrupt when a row of that family is malformed: it might be this state's.
+        Each state of a run asks this once; the rows are indexed by state id once per version of
+        the store (``_DiskStore.version``), so a run of N states does not check N×N rows.
         """
+        rows = self.store.load()
+        version = getattr(self.store, "version", None)
+        if version is None or self._index is None or self._index[0] != version:
+            self._index = (version, _state_index(rows))
+        by_state, corrupt = self._index[1]
         prefix = f"{target}/{family}/"
-        for key, row in sorted(self.store.load().items()):
-            if (
-                key.startswith(prefix)
-                and isinstance(row, dict)
-                and check_row(key, row).get("state_id") == state_id
-            ):
-                return key, copy.deepcopy(row)
-        return None
+        if prefix in corrupt:
+            raise corrupt[prefix]
+        key = by_state.get((prefix, state_id))
+        return None if key is None else (key, copy.deepcopy(rows[key]))
 
     def mark_creating(self, key: str, state_id: str, declared: Mapping[str, object]) -> str:
         """Record a create about to start; returns its instance id. On disk when this returns.

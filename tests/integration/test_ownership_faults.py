@@ -52,6 +52,16 @@ def rows(grains_dir) -> dict:
     return ((grains or {}).get("salt_proxmox") or {}).get("owned") or {}
 
 
+def next_run_finishes_the_create(served: ServedCluster, grains_dir) -> None:
+    """The next run finds CT 150 made under a ``creating`` row: it records it as ours and sends
+    nothing (a create is never repeated)."""
+    start = len(served.pve.requests)
+    again = present(grain_context(served, grains_dir), "web", False, **declaration())
+    assert again.result is True, again.comment
+    assert writes(requests_since(served, start)) == [], "finished as ours, never created twice"
+    assert rows(grains_dir)[ROW]["phase"] == OWNED
+
+
 def fail_writes(monkeypatch, after: int = 0) -> None:
     """Make every grains file write after the first ``after`` fail as on a read-only filesystem."""
     real = os.replace
@@ -97,11 +107,7 @@ def test_an_owned_row_that_cannot_be_written_fails_and_the_next_run_finishes_the
     assert rows(tmp_path)[ROW]["phase"] == CREATING, "not left believing the guest is foreign"
 
     monkeypatch.undo()
-    start = len(fresh_cluster.pve.requests)
-    again = present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration())
-    assert again.result is True, again.comment
-    assert writes(requests_since(fresh_cluster, start)) == [], "finished as ours, never created twice"
-    assert rows(tmp_path)[ROW]["phase"] == OWNED
+    next_run_finishes_the_create(fresh_cluster, tmp_path)
 
 
 def test_an_unparseable_grains_file_is_named_never_read_as_not_ours(fresh_cluster, tmp_path):
@@ -238,11 +244,7 @@ def test_a_create_whose_answer_is_lost_is_uncertain_keeps_its_row_and_is_finishe
     assert fresh_cluster.pve.ct(150) is not None, "fakepve acted: the guest is there"
     assert rows(tmp_path)[ROW]["phase"] == CREATING
 
-    start = len(fresh_cluster.pve.requests)
-    again = present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration())
-    assert again.result is True, again.comment
-    assert writes(requests_since(fresh_cluster, start)) == [], "never created twice"
-    assert rows(tmp_path)[ROW]["phase"] == OWNED
+    next_run_finishes_the_create(fresh_cluster, tmp_path)
 
 
 def test_a_create_whose_answer_is_lost_and_that_did_not_happen_is_created_next_run(fresh_cluster, tmp_path):

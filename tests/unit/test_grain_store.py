@@ -187,3 +187,36 @@ def test_the_grains_file_is_where_salt_keeps_it(tmp_path: Path) -> None:
 def test_the_ownership_file_when_configured(tmp_path: Path) -> None:
     salt = {"config.get": lambda key, default=None: str(tmp_path / "owned.json")}
     assert isinstance(runtime.salt_store(salt, {"conf_file": str(tmp_path / "minion")}, {}, {}), FileStore)
+
+
+def test_a_run_of_n_states_checks_each_row_once_not_n_times(tmp_path: Path, monkeypatch) -> None:
+    # Every state asks for the row its state id recorded; scanning every row each time made a run
+    # of N states check N×N rows.
+    from salt_proxmox import ownership as module
+
+    owned = {f"lab/lxc/{1000 + n}": {**ROW, "state_id": f"ct{n}"} for n in range(50)}
+    path = grains_file(tmp_path, {"salt_proxmox": {"owned": owned}})
+    checked = []
+    real = module.check_row
+    monkeypatch.setattr(module, "check_row", lambda key, row: checked.append(key) or real(key, row))
+    ownership = Ownership(GrainStore(path))
+    for n in range(50):
+        assert ownership.for_state("lab", "lxc", f"ct{n}")[0] == f"lab/lxc/{1000 + n}"
+    assert len(checked) == 50
+    ownership.mark_owned("lab/lxc/2000", "late", DECLARED)  # a write: the next lookup sees it
+    assert ownership.for_state("lab", "lxc", "late")[0] == "lab/lxc/2000"
+    assert ownership.for_state("lab", "lxc", "nobody") is None
+
+
+def test_a_malformed_row_of_the_family_is_still_an_error_for_every_state_of_it(tmp_path: Path) -> None:
+    from salt_proxmox.ownership import OwnershipCorrupt
+
+    owned = {
+        "lab/lxc/150": ROW,
+        "lab/lxc/151": {**ROW, "phase": "gone"},
+        "lab/pool/p": {**ROW, "state_id": "p"},
+    }
+    ownership = Ownership(GrainStore(grains_file(tmp_path, {"salt_proxmox": {"owned": owned}})))
+    with pytest.raises(OwnershipCorrupt, match="lab/lxc/151"):
+        ownership.for_state("lab", "lxc", "web")
+    assert ownership.for_state("lab", "pool", "p")[0] == "lab/pool/p"
