@@ -248,12 +248,14 @@ def measure(args: argparse.Namespace) -> int:
                     salt_call(cluster, config_dir, "state.apply", "proxmox", "test=True")
                     for _ in range(args.repeat)
                 ]
-                applies = [
-                    salt_call(cluster, config_dir, "state.apply", "proxmox") for _ in range(args.repeat)
-                ]
                 plan_wall = statistics.median(r.wall for r in plans)
                 _row(size, latency, "plan", plans, startup, None, args)
-                _row(size, latency, "apply", applies, startup, plan_wall, args)
+                applies = []
+                if "apply" in args.runs:
+                    applies = [
+                        salt_call(cluster, config_dir, "state.apply", "proxmox") for _ in range(args.repeat)
+                    ]
+                    _row(size, latency, "apply", applies, startup, plan_wall, args)
                 for what, runs in (("plan", plans), ("apply", applies)):
                     for run in runs:
                         problem = check(run, what == "plan", size)
@@ -368,6 +370,9 @@ def main() -> int:
         type=int,
         default=None,
         help="proxmox:targets:<t>:concurrency for the runs (default: the module's own)",
+    )
+    parser.add_argument(
+        "--runs", nargs="+", choices=("plan", "apply"), default=["plan", "apply"], help="what to time"
     )
     parser.add_argument("--creates", type=int, nargs="*", default=[], help="sizes of the create measurement")
     parser.add_argument("--profile", type=int, default=None, help="cProfile the no-drift apply of N")
