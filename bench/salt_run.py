@@ -63,10 +63,13 @@ SALT_CALL = Path(sys.executable).parent / "salt-call"
 
 @dataclass
 class Run:
-    """One salt-call: wall seconds, peak RSS (MiB), the PVE requests it sent, its state rows."""
+    """One salt-call: wall seconds, peak RSS (MiB), CPU seconds (user + system: what a machine
+    shared with other work does not inflate as it does the wall time), the PVE requests it sent,
+    its state rows."""
 
     wall: float
     rss_mib: float
+    cpu: float
     requests: list[tuple[str, str]]
     rows: list[dict[str, Any]] = field(default_factory=list)
     failure: str = ""
@@ -182,7 +185,9 @@ def salt_call(cluster: ServedCluster, config_dir: Path, *args: str, profile: Pat
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
     requests = [(method, path) for method, path, _body in cluster.pve.requests[start:]]
-    run = Run(wall=wall, rss_mib=usage.ru_maxrss / 1024, requests=requests)
+    run = Run(
+        wall=wall, rss_mib=usage.ru_maxrss / 1024, cpu=usage.ru_utime + usage.ru_stime, requests=requests
+    )
     try:
         ret = json.loads(stdout)["local"]
     except (ValueError, KeyError, TypeError):
@@ -222,7 +227,7 @@ def measure(args: argparse.Namespace) -> int:
     failures = 0
     header = (
         f"{'N':>5} {'latency':>7} {'run':>9} {'wall s':>8} {'ms/guest':>9} {'floor s':>8} "
-        f"{'x floor':>7} {'x plan':>6} {'RSS MiB':>8}  requests per guest"
+        f"{'x floor':>7} {'x plan':>6} {'RSS MiB':>8} {'CPU s':>6}  requests per guest"
     )
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp, ServedCluster() as cluster:
@@ -278,6 +283,7 @@ def _row(
     """One line of the table; ms per guest leaves the start-up out."""
     wall = statistics.median(r.wall for r in runs)
     rss = max(r.rss_mib for r in runs)
+    cpu = statistics.median(r.cpu for r in runs)
     guests = size if what != "test.ping" else 1
     per_guest = 1000 * (wall - startup) / size if what != "test.ping" else 0
     floor = ratio = ""
@@ -289,7 +295,7 @@ def _row(
     requests = by_method(runs[-1].requests, guests) if what != "test.ping" else "-"
     print(
         f"{size:>5} {latency * 1000:>5.0f}ms {what:>9} {wall:>8.2f} {per_guest:>9.2f} {floor:>8} "
-        f"{ratio:>7} {vs_plan:>6} {rss:>8.1f}  {requests}",
+        f"{ratio:>7} {vs_plan:>6} {rss:>8.1f} {cpu:>6.2f}  {requests}",
         flush=True,
     )
 
@@ -298,8 +304,8 @@ def creates(args: argparse.Namespace) -> int:
     """Create N containers from nothing with one apply; print the cost per container."""
     failures = 0
     print(
-        f"{'N':>5} {'create wall s':>13} {'start-up s':>10} {'ms/container':>12} {'RSS MiB':>8}  "
-        "requests per container"
+        f"{'N':>5} {'create wall s':>13} {'start-up s':>10} {'ms/container':>12} {'RSS MiB':>8} "
+        f"{'CPU s':>6} {'CPU ms/container':>16}  requests per container"
     )
     for size in args.creates:
         with tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp, ServedCluster() as cluster:
@@ -310,12 +316,13 @@ def creates(args: argparse.Namespace) -> int:
             vmids = range(FIRST_VMID, FIRST_VMID + size)
             write_pillar(work / "pillar", vmids)
             config_dir = minion(cluster, work, args.concurrency)
-            startup = salt_call(cluster, config_dir, "test.ping").wall
+            ping = salt_call(cluster, config_dir, "test.ping")
             run = salt_call(cluster, config_dir, "state.apply", "proxmox")
-            per = 1000 * (run.wall - startup) / size
+            per = 1000 * (run.wall - ping.wall) / size
+            cpu_per = 1000 * (run.cpu - ping.cpu) / size
             print(
-                f"{size:>5} {run.wall:>13.2f} {startup:>10.2f} {per:>12.2f} {run.rss_mib:>8.1f}  "
-                f"{by_method(run.requests, size)}",
+                f"{size:>5} {run.wall:>13.2f} {ping.wall:>10.2f} {per:>12.2f} {run.rss_mib:>8.1f} "
+                f"{run.cpu:>6.2f} {cpu_per:>16.2f}  {by_method(run.requests, size)}",
                 flush=True,
             )
             bad = run.failure or (
