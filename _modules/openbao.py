@@ -42,6 +42,19 @@ def _context():
     return lifecycle.context_for(__salt__["config.get"]("openbao", None), __context__, _store())
 
 
+def _state(name, call_kwargs, fun, /, *args, **kwargs):
+    """The state return of ``fun(ctx, *args, **kwargs)`` (the policy plan/apply), or a refusal when
+    the OpenBao context cannot be built or another state of the run declares the same policy."""
+    try:
+        ctx = _context()
+    except Exception as exc:
+        return refused_return(name, exc)
+    twin = runtime.twins_return(name, call_kwargs, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
+    if twin is not None:
+        return twin
+    return runtime.outcome_return(name, fun, ctx, *args, **kwargs)
+
+
 def _fetch(saltenv):
     def fetch(url):
         return __salt__["cp.get_file_str"](url, saltenv=saltenv or "base")
@@ -121,17 +134,10 @@ def policy_present(
         salt-call openbao.policy_present salt-proxmox-creds \\
             fragments='["salt://proxmox/files/openbao/proxmox-creds.hcl"]' test=True
     """
-    try:
-        ctx = _context()
-    except Exception as exc:
-        return refused_return(name, exc)
-    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
-    if twin is not None:
-        return twin
-    return runtime.outcome_return(
+    return _state(
         name,
+        extra,
         lifecycle.present,
-        ctx,
         state_id or name,
         bool(test),
         name,
@@ -155,17 +161,10 @@ def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
 
         salt-call openbao.policy_absent salt-proxmox-creds test=True
     """
-    try:
-        ctx = _context()
-    except Exception as exc:
-        return refused_return(name, exc)
-    twin = runtime.twins_return(name, extra, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
-    if twin is not None:
-        return twin
-    return runtime.outcome_return(
+    return _state(
         name,
+        extra,
         lifecycle.absent,
-        ctx,
         state_id or name,
         bool(test),
         name,
