@@ -110,9 +110,18 @@ def read_policy(ctx: BaoContext, key: str) -> str | None:
 
 def write_policy(ctx: BaoContext, key: str, text: str) -> None:
     """Create or replace policy ``key``; the text travels in the request body only.
-    Raises OpenBaoError."""
+
+    Raises OpenBaoError; for a policy OpenBao refuses (HTTP 400, e.g. ``failed to parse policy:
+    ...``) it carries OpenBao's own error text, which names the policy's problem and holds no
+    secret."""
     try:
         ctx.client.sys.create_or_update_policy(name=key, policy=text)
+    except hvac.exceptions.InvalidRequest as exc:
+        said = "; ".join(str(error) for error in (exc.errors or [])) or "no reason given"
+        raise OpenBaoError(
+            f"writing policy {key}: OpenBao refused it (HTTP 400): {said}. Correct the fragment it names, "
+            "then run again."
+        ) from None
     except (hvac.exceptions.VaultError, requests.exceptions.RequestException) as exc:
         raise OpenBaoError(f"writing policy {key}: {describe_failure(exc)}") from None
 
@@ -299,6 +308,7 @@ def present(
             except OpenBaoError:
                 if decision.action == "create":
                     ctx.ownership.restore(key, earlier)
+                outcome.changes = {}  # nothing was written
                 raise
             after = read_policy(ctx, decl.key)
         else:

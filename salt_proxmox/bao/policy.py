@@ -19,6 +19,10 @@ Source: OpenBao 2.6 (git df6ce2c) ``internal/vault/policy/policy_store.go`` and
 - **Assembly**: each fragment's text with its trailing white space removed, empty fragments
   skipped, joined by one blank line, ending in one newline. Fragments are inline HCL strings or
   ``salt://`` files, which the Salt module fetches (``cp.get_file_str``) through ``fetch``.
+- **Grammar**: OpenBao parses the text before storing it (``internal/vault/policy/policy.go``
+  ``ParseACLPolicyWithTemplating``, HCL 1): ``grammar_problems`` refuses at plan a text that does not
+  parse, a top-level key but ``name``/``path``, and a capability outside OpenBao's list, naming the
+  fragment and line.
 - **Grants**: the plan counts ``path "..."`` blocks (HCL) or the keys of ``"path"`` (a JSON
   policy) before and after, and shows a unified diff of the text. Policy text is not secret; it
   never goes to grains all the same (the row keeps its sha256 only).
@@ -153,6 +157,83 @@ def assembly_problem(text: str) -> str | None:
     )
 
 
+#: OpenBao's capabilities (``internal/vault/policy/policy.go`` ``parsePaths``: deny, create, read,
+#: update, delete, list, sudo, patch, scan; anything else is "invalid capability") and the
+#: old-style ``policy`` values it maps to them (deny, read, write, sudo).
+CAPABILITIES = ("deny", "create", "read", "update", "delete", "list", "sudo", "patch", "scan")
+OLD_POLICIES = ("deny", "read", "write", "sudo")
+#: ``ParseACLPolicyWithTemplating``: ``CheckHCLKeys(list, ["name", "path"])``.
+TOP_LEVEL_KEYS = ("name", "path")
+
+
+def _where(fragments: Sequence[Fragment], line: int) -> str:
+    """``fragments[i] line n`` for line ``line`` (1-based) of the assembly of ``fragments``."""
+    start = 1
+    for fragment in fragments:
+        text = fragment.text.rstrip()
+        if not text.strip():
+            continue
+        count = text.count("\n") + 1
+        if line < start + count:
+            return f"{fragment.origin} line {line - start + 1}"
+        start += count + 1  # the blank line between fragments
+    return f"line {line}"
+
+
+def _line_of(text: str, needle: str) -> int:
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return number
+    return 1
+
+
+def grammar_problems(fragments: Sequence[Fragment]) -> list[str]:
+    """What OpenBao's policy parser (``ParseACLPolicyWithTemplating``, HCL 1 through pyhcl, the
+    same grammar) would refuse in the assembly of ``fragments``: a text that does not parse, a
+    top-level key but ``name``/``path``, a capability or old-style ``policy`` OpenBao does not
+    know. One sentence each, naming the fragment and its line. Empty when pyhcl is not installed
+    (the formula's minimal install): OpenBao's own answer then says it, at apply."""
+    try:
+        import hcl  # pyhcl
+    except ImportError:  # pragma: no cover - pyhcl is an install requirement of the package
+        return []
+    text = assemble(fragments)
+    try:
+        tree = hcl.loads(text)
+    except ValueError as exc:
+        match = re.match(r"Line (\d+), column \d+: (.*)", str(exc))
+        where = _where(fragments, int(match.group(1))) if match else "the assembly"
+        why = match.group(2) if match else str(exc)
+        return [f"fragments: {where}: OpenBao cannot parse it (failed to parse policy: {why})"]
+    if not isinstance(tree, dict):
+        return ["fragments: OpenBao cannot parse it (failed to parse policy: does not contain a root object)"]
+    problems = [
+        f"fragments: {_where(fragments, _line_of(text, key))}: invalid key {key!r}; a policy holds only path "
+        "blocks (and a name)"
+        for key in tree
+        if key not in TOP_LEVEL_KEYS
+    ]
+    paths = tree.get("path", {})
+    blocks = paths.items() if isinstance(paths, dict) else []
+    for path, rules in blocks:
+        rules = rules if isinstance(rules, dict) else {}
+        capabilities = rules.get("capabilities", [])
+        for capability in capabilities if isinstance(capabilities, list) else [capabilities]:
+            if capability not in CAPABILITIES:
+                line = _line_of(text, f'"{capability}"')
+                problems.append(
+                    f"fragments: {_where(fragments, line)}: path {path!r}: invalid capability {capability!r} "
+                    f"(OpenBao knows {', '.join(CAPABILITIES)})"
+                )
+        old = rules.get("policy")
+        if old is not None and old not in OLD_POLICIES:
+            problems.append(
+                f"fragments: {_where(fragments, _line_of(text, f'{old}'))}: path {path!r}: invalid policy "
+                f"{old!r} (OpenBao knows {', '.join(OLD_POLICIES)})"
+            )
+    return problems
+
+
 @dataclass(frozen=True)
 class PolicyDeclaration:
     """One checked ``openbao_policy.present`` declaration.
@@ -218,6 +299,8 @@ def parse_declaration(
         problem = assembly_problem(text)
         if problem:
             problems.append(f"fragments: {problem}")
+        else:
+            problems += grammar_problems(parts)
     except DeclarationError as exc:
         problems += exc.problems
     if problems:

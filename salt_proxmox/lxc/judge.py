@@ -15,7 +15,8 @@ restart settles them, not a write of the value).
 Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (PVE 9,
 6.x): it returns early only for ``$authuser eq 'root@pam'``, and an API token is never that, so
 ``devN``, bind/device mount points, any feature on a privileged guest, and any feature change
-but ``nesting`` are refused at plan with the ``pct set`` command to run on the node instead.
+but ``nesting`` are refused at plan with the ``pct set`` command to run on the node instead. A
+volume write to a guest with ``protection: 1`` is refused too (``lxc.refusals``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
+from salt_proxmox.lxc.refusals import protected_volume_refusals
 from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, LATEST, Release, TagStyle
 from salt_proxmox.wire.propstring import (
@@ -200,6 +202,7 @@ def judge(decl: LxcDeclaration, live: Mapping[str, object], style: TagStyle = DE
         except ValueError as exc:
             drift.add(key)
             change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
+    change.refuse.extend(protected_volume_refusals(decl.vmid, live, list(change.put)))
     change.drift.extend(sorted(drift))
     return change
 

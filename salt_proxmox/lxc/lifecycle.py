@@ -42,13 +42,14 @@ from salt_proxmox.lxc.judge import (
     uses_new_options,
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration, vmid_number
+from salt_proxmox.lxc.refusals import check_own_sys_modify, destroy_refusals, privileged_create_check
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, OWNED, Ownership, row_key
 from salt_proxmox.pve.client import Credential, PveClient, Target, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
-from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle, release, tag_style
+from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, Release, TagStyle, release, tag_style
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.pve.tasks import (
     CREATE_POLLS,
@@ -404,6 +405,9 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
     if config is None:
         cluster = release(ctx)
         refusals = create_refusals(decl, cluster)
+        checked: list[str] = []
+        if not refusals and _needs_sys_modify(decl, cluster):
+            refusals, checked = privileged_create_check(ctx)
         if refusals:
             return Decision("refuse", reasons=refusals, row_key=key, row=row)
         if row and row.get("phase") != CREATING:
@@ -418,7 +422,7 @@ def _decide(ctx: PveContext, decl: LxcDeclaration) -> Decision:
         if "unprivileged" not in decl.config:
             kind = "unprivileged" if creates_unprivileged(decl, cluster) else "privileged"
             note += f" as {kind} (PVE {cluster.release}'s default: unprivileged is not declared)"
-        return Decision("create", live=None, notes=[note], row_key=key, row=row)
+        return Decision("create", live=None, notes=[note, *checked], row_key=key, row=row)
     verdict = judge_guest(decl, config, _ours(decl, row), styled(ctx, decl))
     change = verdict.change
     if uses_new_options(decl):
@@ -775,6 +779,11 @@ def resize(ctx: PveContext, node: object, vmid: object, disk: object, size: obje
     return ctx.task("PUT", path, decl.node, f"grow {disk} of CT {number} to {size}", form)
 
 
+def _needs_sys_modify(decl: LxcDeclaration, cluster: Release) -> bool:
+    """A create PVE lets only a caller with Sys.Modify on / make (``lxc.refusals``)."""
+    return cluster.privileged_create_needs_sys_modify and not creates_unprivileged(decl, cluster)
+
+
 def _create(ctx: PveContext, decl: LxcDeclaration) -> None:
     form = create_form(decl)
     check_form(schema.CREATE, form, presence=True)
@@ -782,6 +791,8 @@ def _create(ctx: PveContext, decl: LxcDeclaration) -> None:
     what = f"create CT {decl.vmid} on {decl.node}"
     key = row_key(decl.target, FAMILY, decl.vmid)
     credential = ctx.broker.provision(need_seconds=ctx.create_polls * ctx.poll_interval)
+    if _needs_sys_modify(decl, release(ctx)):
+        check_own_sys_modify(ctx, credential)
     earlier = ctx.ownership.row(key)
     ctx.ownership.mark_creating(key, decl.state_id, decl.stored())
     try:
@@ -830,9 +841,9 @@ def absent(
     """Retain (default: forget ownership, touch nothing) or destroy a container we made.
 
     ``removal: destroy`` deletes only a guest that still matches its last declaration, with no
-    ``force``/``purge``, and keeps PVE's refusal of a running or protected guest
-    (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``). A destroy task that ended
-    ``WARNINGS: N`` is a success whose note ends the comment.
+    ``force``/``purge``; PVE's refusal of a running or protected guest (pve-container
+    ``src/PVE/API2/LXC.pm`` ``destroy_vm``) is predicted at plan (``lxc.refusals``).
+    A destroy task that ended ``WARNINGS: N`` is a success whose note ends the comment.
     """
     outcome = _absent(ctx, state_id, test, vmid, node, removal)
     outcome.comment.extend(ctx.take_notes())
@@ -896,6 +907,9 @@ def _absent(
                 f"{what}: its ownership row was written before fingerprints existed; the guest matches the "
                 "declaration recorded with it exactly, which is all that could be checked"
             )
+        refusals = destroy_refusals(ctx, last.node, last.vmid, live.in_effect())
+        if refusals:
+            return outcome.fail(*refusals, "Nothing was deleted.")
         outcome.changes = {"destroyed": {"old": f"CT {last.vmid} on {last.node}", "new": None}}
         if test:
             outcome.result = None

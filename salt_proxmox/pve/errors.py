@@ -27,7 +27,14 @@ _MISSING_CONFIG = re.compile(
 #: pve-guest-common ``AbstractConfig::lock_config_full`` ("can't lock file ... - got timeout") and
 #: ``check_lock`` ("CT is locked (backup)"), pve-container ``API2/LXC/Config.pm`` update_vm
 #: (``assert_if_modified``: "detected modified configuration"), pve-container ``API2/LXC.pm``
-#: create_vm (``check_vmid_unused``: "CT 150 already exists on node 'pve1'").
+#: create_vm (``check_vmid_unused``: "CT 150 already exists on node 'pve1'"); pve-container
+#: ``API2/LXC.pm`` destroy_vm ("container is running") and ``AbstractConfig::check_protection``
+#: ("protection mode enabled"), resize_vm ("unable to shrink disk size"),
+#: ``LXC.pm check_ct_modify_config_perm`` ("only allowed for root@pam"), ``LXC/Config.pm
+#: update_pct_config`` ("unable to delete required option"); pve-manager ``API2/Pool.pm``
+#: ("is not empty", "parent ... of pool"); pve-access-control ``API2/ACL.pm`` update_acl ("role
+#: ... does not exist", ``check_token_exist``: "no such token") and ``verify_privname`` ("invalid
+#: privilege"). PVE said why, so the remedy is about that, never "read the node's journal".
 _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"no quorum"),
@@ -49,9 +56,56 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
         "The config changed after it was read: plan again to judge the new config, then apply.",
     ),
     (
-        re.compile(r"already exists"),
+        re.compile(r"\b(?:CT|VM) \d+ already exists"),
         "Another guest took this vmid meanwhile: declare a free vmid, or declare adopt: true to take "
         "that guest over.",
+    ),
+    (
+        re.compile(r"already exists"),
+        "Something else created it after the plan read it: plan again, and declare adopt: true to take "
+        "it over.",
+    ),
+    (
+        re.compile(r"container is running|can't overwrite running container"),
+        "PVE does not destroy a running container: stop it (`pct shutdown <vmid>` on the node), then run "
+        "the state again.",
+    ),
+    (
+        re.compile(r"protection mode enabled"),
+        "The guest has protection set, and PVE refuses to remove it or change its volumes: clear it first "
+        "in a run of its own (declare protection: 0, or `pct set <vmid> --protection 0`), then run the "
+        "state again.",
+    ),
+    (
+        re.compile(r"unable to shrink disk size"),
+        "PVE cannot shrink a volume: declare at least its live size.",
+    ),
+    (
+        re.compile(r"only allowed for root@pam"),
+        "Only root@pam may make this change and an API token never is: run the `pct set` PVE names on the "
+        "node as root, then plan again.",
+    ),
+    (
+        re.compile(r"is not empty \(contains"),
+        "The pool still has members: move them out of it (sub-pools first), then run the state again.",
+    ),
+    (
+        re.compile(r"parent '[^']*' of pool"),
+        "The parent pool does not exist: declare it (or create it) before this one, then run again.",
+    ),
+    (
+        re.compile(r"(?:role|user|group) '[^']*' does not exist|no such token"),
+        "The ACL entry names something PVE does not have: create it (a role with proxmox_role, a user, "
+        "group or token with pveum) or name an existing one, then run again.",
+    ),
+    (
+        re.compile(r"invalid privilege"),
+        "This PVE release does not know that privilege (PVE 8 and 9 differ): declare the privileges of "
+        "the cluster's release.",
+    ),
+    (
+        re.compile(r"unable to (?:delete required|delete read-only|modify read-only) option"),
+        "PVE never deletes or changes this key on a live guest: declare the value it has.",
     ),
 )
 

@@ -64,6 +64,8 @@ PRIVILEGES: dict[int, frozenset[str]] = {
 }
 #: Every privilege name some supported release knows (what a declaration may name at all).
 ANY_PRIVILEGE = frozenset().union(*PRIVILEGES.values())
+#: The names every supported release knows (a role naming only these needs no ``/version`` read).
+PRIVILEGES_OF_EVERY_RELEASE = frozenset.intersection(*PRIVILEGES.values())
 
 #: Property-string options PVE 9 added, by family (pve-container ``src/PVE/LXC/Config.pm``).
 NEW_IN_9 = {"net": frozenset({"host-managed"}), "volume": frozenset({"idmap"})}

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.pve.constraints import Endpoint, Rule, split_list
+from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.simple.role import ROLEID
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values, will_exist
 from salt_proxmox.wire.propstring import flag
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -192,21 +193,98 @@ def confirm_absent(ctx: PveContext, credential: Credential, decl: Declared) -> N
     """Prove the ACL listing complete: the read credential must hold ``Sys.Audit`` on
     ``/access`` (``GET /access/permissions?path=/access``). Raises Refused otherwise, PveError
     or PveMalformed for a failed or malformed answer."""
-    from salt_proxmox.pve.errors import PveMalformed
-
-    held = ctx.client.request("GET", "access/permissions", credential, params={"path": "/access"})
-    if not isinstance(held, Mapping) or not all(isinstance(v, Mapping) for v in held.values()):
-        raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
-    privileges: set[str] = set()
-    for path, privs in held.items():
-        if path in ("/", "/access") or "/access".startswith(f"{path}/"):
-            privileges.update(name for name, value in privs.items() if value not in (0, "0", False, None))
-    if "Sys.Audit" not in privileges:
+    if not holds_audit(ctx, credential, "/access"):
         raise Refused(
             f"{decl.label}: GET /access/acl shows only the entries the read credential may modify unless it "
             "holds Sys.Audit on /access, so the entry's absence is not proven. Grant the read token "
             "Sys.Audit on /access (or /); nothing was written."
         )
+
+
+def _listing(ctx: PveContext, path: str, params: dict | None = None) -> list[Mapping]:
+    data = ctx.client.request("GET", path, ctx.broker.read(), params=params)
+    if not isinstance(data, list) or not all(isinstance(row, Mapping) for row in data):
+        raise PveMalformed("GET", path, "expected a list of objects")
+    return data
+
+
+def holds_audit(ctx: PveContext, credential: Credential, path: str) -> bool:
+    """Whether ``credential`` holds Sys.Audit on ``path`` (``GET /access/permissions?path=``;
+    a privilege on ``/`` or a parent path counts). Raises PveError, PveMalformed."""
+    held = ctx.client.request("GET", "access/permissions", credential, params={"path": path})
+    if not isinstance(held, Mapping) or not all(isinstance(v, Mapping) for v in held.values()):
+        raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
+    return any(
+        privs.get("Sys.Audit") not in (None, 0, "0", False)
+        for where, privs in held.items()
+        if where == path or where == "/" or path.startswith(f"{where}/")
+    )
+
+
+def known_names(ctx: PveContext) -> dict[str, set[str] | None]:
+    """The roles, users, tokens and groups the read credential can see, read once per run:
+    ``GET /access/roles`` (every role, pve-access-control ``API2/Role.pm`` index is open to all),
+    and, only when the credential holds Sys.Audit on ``/access/groups`` so that the listings are
+    complete (``API2/User.pm`` and ``API2/Group.pm`` index filter by it), ``GET
+    /access/users?full=1`` (users and their tokens) and ``GET /access/groups``; else those are None
+    (unknown: nothing is refused for them). Raises PveError, PveMalformed, PveUnreachable."""
+    key = f"salt_proxmox.access/{ctx.target.name}"
+    known = ctx.extra.get(key)
+    if isinstance(known, dict):
+        return known
+    roles = {str(row.get("roleid")) for row in _listing(ctx, "access/roles")}
+    users = tokens = groups = None
+    if holds_audit(ctx, ctx.broker.read(), "/access/groups"):
+        rows = _listing(ctx, "access/users", {"full": "1"})
+        users = {str(row.get("userid")) for row in rows}
+        tokens = {
+            f"{row.get('userid')}!{token.get('tokenid')}"
+            for row in rows
+            for token in (row.get("tokens") or [])
+            if isinstance(token, Mapping)
+        }
+        groups = {str(row.get("groupid")) for row in _listing(ctx, "access/groups")}
+    known = {"roles": roles, "users": users, "tokens": tokens, "groups": groups}
+    ctx.extra[key] = known
+    return known
+
+
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """What ``update_acl`` (pve-access-control ``src/PVE/API2/ACL.pm``) would refuse in a new
+    entry, predicted from ``known_names``: a role that does not exist ("role 'X' does not exist")
+    unless a create earlier in this run makes it, a user ("user 'X' does not exist"), a group
+    ("group 'X' does not exist") or a token (``check_token_exist``: "no such token 'T' for user
+    'U'") the complete listings do not hold."""
+    if action != "create":
+        return []
+    known = known_names(ctx)
+    kind, ugid = _kind(decl)
+    role = decl.names["role"]
+    reasons = []
+    if role not in known["roles"] and not will_exist(ctx, "role", role):
+        reasons.append(
+            f"{decl.label}: role {role} does not exist, and PVE refuses the entry (`role '{role}' does "
+            "not exist`). Declare the role (proxmox_role, applied before the ACL entries) or name one that "
+            "exists."
+        )
+    names = known[f"{kind}s"]
+    if names is not None and ugid not in names:
+        owner, _, token = ugid.partition("!")
+        said = (
+            f"no such token '{token}' for user '{owner}'"
+            if kind == "token"
+            else f"{kind} '{ugid}' does not exist"
+        )
+        create = {
+            "user": f"pveum user add {ugid}",
+            "group": f"pveum group add {ugid}",
+            "token": f"pveum user token add {owner} {token}",
+        }[kind]
+        reasons.append(
+            f"{decl.label}: {kind} {ugid} does not exist, and PVE refuses the entry (`{said}`). Create it "
+            f"(`{create}`) or name an existing one."
+        )
+    return reasons
 
 
 def _form(decl: Declared, delete: bool = False) -> dict[str, str]:
@@ -243,4 +321,5 @@ SPEC = ObjectSpec(
     listing=Call("GET", "access/acl"),
     listed=parse,
     identity_keys=("path", "role", *KINDS),
+    refusals=refusals,
 )

@@ -5,12 +5,13 @@ Plan and apply call the same ``decide``; an apply is a fresh call, so it decides
 - read with the run's ``read`` credential; only the family's exact absence answer (confirmed,
   for listing families) means absent; any other failure, or a 200 without the promised shape,
   fails the state;
-- absent → create (the create form must pass the vendor constraints, or the plan is refused);
+- absent → create (the create form must pass the vendor constraints and the family's predicted
+  ``refusals``, or the plan is refused);
 - present and not ours → refused unless ``adopt: true`` (an unfinished create of ours that
   matches is finished as ours);
 - present and matching → nothing to write;
-- present and different → one update, whose form must pass the vendor constraints and must
-  not be empty (a family with no update path refuses instead).
+- present and different → one update, whose form must pass the vendor constraints and the
+  family's ``refusals`` and must not be empty (a family with no update path refuses instead).
 
 A write uses a freshly minted ``provision`` credential and carries the family's write guard (a
 digest read right before it). After every write the object is read back and judged again: a
@@ -33,7 +34,7 @@ from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect
 
 
 def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False) -> dict | None:
@@ -157,6 +158,10 @@ def decide(
             check_form(spec.create_endpoint, call.payload(), presence=True)
         except DeclarationError as exc:
             return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
+        refusals = spec.refusals(ctx, decl, "create", None) if spec.refusals else []
+        if refusals:
+            return Decision("refuse", reasons=refusals, row_key=key, row=row)
+        expect(ctx, spec.family, decl.identity)
         note = absent_note(row, decl.label, "PVE")
         changes = {"created": {"old": None, "new": decl.label}}
         changes.update({k: {"old": None, "new": v} for k, v in decl.values.items()})
@@ -193,6 +198,9 @@ def decide(
         check_form(spec.update_endpoint, call.payload(), presence=False)
     except DeclarationError as exc:
         return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
+    refusals = spec.refusals(ctx, decl, "update", live) if spec.refusals else []
+    if refusals:
+        return Decision("refuse", live=live, reasons=refusals, row_key=key, row=row)
     return Decision(
         "update", live=live, call=call, changes=diffs, notes=notes, row_key=key, row=row, record=record
     )
@@ -347,6 +355,9 @@ def absent(
                 f"destroy {probe.label}: it no longer matches its last declaration ({', '.join(drift)}), so "
                 "it may not be what this state made. Nothing was deleted: delete it by hand if it should go."
             )
+        refusals = spec.refusals(ctx, last, "delete", live) if spec.refusals else []
+        if refusals:
+            return outcome.fail(*refusals, "Nothing was deleted.")
         outcome.changes = {"deleted": {"old": probe.label, "new": None}}
         if test:
             outcome.result = None

@@ -7,7 +7,8 @@ Source: pve-manager 9.2.11 ``PVE/API2/Pool.pm`` and pve-access-control 9.1.1
   ``{poolid, comment?, members}``. Absence is exactly HTTP 500 ``pool '<id>' does not exist``.
 - Create is ``POST /pools`` ``{poolid, comment}``; update ``PUT /pools`` ``{poolid, comment}`` as
   a JSON body, so that an empty comment arrives as one (a form's ``comment=`` does not);
-  delete ``DELETE /pools?poolid=<id>`` (PVE refuses a pool that still has members).
+  delete ``DELETE /pools?poolid=<id>`` (PVE refuses a pool that still has members, and a nested
+  pool whose parent does not exist: ``refusals`` predicts both at plan).
 - A poolid is ``[A-Za-z0-9.-_]+`` with up to two ``/``-nested levels, each level starting with a
   letter (``create_pool``: "pool name must start with a letter"); it is case-sensitive.
 - The comment round-trips exactly (``encode_text``/``decode_text``), except that PVE keeps a
@@ -20,9 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.simple.spec import (
     Call,
     Declared,
@@ -32,8 +35,12 @@ from salt_proxmox.simple.spec import (
     identify_by_name,
     listed_row,
     same_values,
+    will_exist,
 )
 from salt_proxmox.wire.propstring import text_problem
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.lxc.lifecycle import PveContext
 
 FAMILY = "pool"
 #: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.
@@ -102,9 +109,68 @@ def parse(data: object, decl: Declared) -> dict:
     if not isinstance(comment, str):
         raise ValueError("comment is not text")
     members = entry.get("members", [])
-    if not isinstance(members, list):
-        raise ValueError("members is not a list")
-    return {"comment": comment, "members": len(members)}
+    if not isinstance(members, list) or not all(isinstance(member, Mapping) for member in members):
+        raise ValueError("members is not a list of objects")
+    return {"comment": comment, "members": [member_name(member) for member in members]}
+
+
+def member_name(member: Mapping[str, object]) -> str:
+    """A pool member as a sentence names it: ``CT 150``, ``VM 300``, ``storage local`` (the
+    ``members`` rows of ``GET /pools?poolid=``: ``type`` lxc, qemu or storage)."""
+    kind = member.get("type")
+    if kind in ("lxc", "qemu") and member.get("vmid") is not None:
+        return f"{'CT' if kind == 'lxc' else 'VM'} {member['vmid']}"
+    if kind == "storage" and member.get("storage"):
+        return f"storage {member['storage']}"
+    return str(member.get("id", member))
+
+
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """PVE's refusals of a pool write, predicted with the read credential.
+
+    - create of a nested pool whose parent does not exist (pve-manager ``PVE/API2/Pool.pm``
+      ``create_pool``: "parent 'a' of pool 'a/b' does not exist"), unless this run creates it
+      first: one ``GET /pools?poolid=<parent>``;
+    - delete of a pool that still has members (``delete_pool``: "pool 'x' is not empty (contains
+      VM 150)"): its guests and storages from the read, and its sub-pools from one ``GET /pools``.
+    """
+    poolid = decl.names["name"]
+    if action == "create" and "/" in poolid:
+        parent = poolid.rsplit("/", 1)[0]
+        if will_exist(ctx, FAMILY, parent):
+            return []
+        try:
+            ctx.client.request("GET", "pools", ctx.broker.read(), params={"poolid": parent})
+        except PveError as error:
+            if error.status == 500 and error.message == f"pool '{parent}' does not exist":
+                return [
+                    f"pool {poolid}: its parent pool {parent} does not exist, and PVE refuses to create it "
+                    f"(`parent '{parent}' of pool '{poolid}' does not exist`). Declare pool {parent} before "
+                    "it (the formula orders parents first), or create it by hand."
+                ]
+            raise
+        return []
+    if action == "delete":
+        listing = ctx.client.request("GET", "pools", ctx.broker.read())
+        if not isinstance(listing, list) or not all(isinstance(row, Mapping) for row in listing):
+            raise PveMalformed("GET", "pools", "expected a list of pools")
+        inside = [
+            f"pool {row['poolid']}" for row in listing if str(row.get("poolid", "")).startswith(f"{poolid}/")
+        ]
+        if live is None or "members" not in live:  # judged on the listing, which names no members
+            data = ctx.client.request("GET", "pools", ctx.broker.read(), params={"poolid": poolid})
+            try:
+                live = parse(data, decl)
+            except ValueError as why:
+                raise PveMalformed("GET", "pools", str(why)) from None
+        members = [*inside, *list(live.get("members") or [])]
+        if members:
+            return [
+                f"pool {poolid} still has members ({', '.join(members)}), and PVE refuses to delete a pool "
+                f"that is not empty (`pool '{poolid}' is not empty`). Move them out first (`pvesh set /pools "
+                f"--poolid {poolid} --delete 1 --vms <vmid>`, sub-pools deleted first), then run again."
+            ]
+    return []
 
 
 def listed(rows: object, decl: Declared) -> dict | None:
@@ -149,4 +215,5 @@ SPEC = ObjectSpec(
     matches=same_values,
     listing=Call("GET", "pools"),
     listed=listed,
+    refusals=refusals,
 )

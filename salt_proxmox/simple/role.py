@@ -1,7 +1,8 @@
 """Custom roles (``proxmox_role``): a roleid and its set of privileges.
 
 Source: pve-access-control 9.1.1 ``src/PVE/API2/Role.pm`` and ``src/PVE/AccessControl.pm``
-(``verify_rolename``, ``verify_privname``, ``$privgroups``, ``role_is_special``).
+(``verify_rolename``, ``verify_privname``, ``$privgroups``, ``role_is_special``), and its
+``stable-bookworm`` branch for PVE 8, whose privilege names differ (``salt_proxmox.pve.facts``).
 
 - Read is ``GET /access/roles/<roleid>``: ``{privilege: 1, ...}`` (an empty object for a role
   without privileges). Absence is exactly HTTP 500 ``role '<roleid>' does not exist``.
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule, split_list
+from salt_proxmox.pve.facts import ANY_PRIVILEGE, PRIVILEGES_OF_EVERY_RELEASE, release
 from salt_proxmox.simple.spec import (
     Call,
     Declared,
@@ -34,26 +37,18 @@ from salt_proxmox.simple.spec import (
     same_values,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.lxc.lifecycle import PveContext
+
 FAMILY = "role"
 #: ``verify_rolename``.
 ROLEID = re.compile(r"^[A-Za-z0-9.\-_]+\Z")
-#: Every privilege of pve-access-control 9.1.1 (``$privgroups`` plus ``Permissions.Modify``).
-_PRIVILEGE_NAMES = """
-    Datastore.Allocate Datastore.AllocateSpace Datastore.AllocateTemplate Datastore.Audit
-    Group.Allocate Mapping.Audit Mapping.Modify Mapping.Use Permissions.Modify Pool.Allocate
-    Pool.Audit Realm.Allocate Realm.AllocateUser SDN.Allocate SDN.Audit SDN.Use Sys.AccessNetwork
-    Sys.Audit Sys.Console Sys.Incoming Sys.Modify Sys.PowerMgmt Sys.Syslog User.Modify VM.Allocate
-    VM.Audit VM.Backup VM.Clone VM.Config.CDROM VM.Config.CPU VM.Config.Cloudinit VM.Config.Disk
-    VM.Config.HWType VM.Config.Memory VM.Config.Network VM.Config.Options VM.Console
-    VM.GuestAgent.Audit VM.GuestAgent.FileRead VM.GuestAgent.FileSystemMgmt VM.GuestAgent.FileWrite
-    VM.GuestAgent.Unrestricted VM.Migrate VM.PowerMgmt VM.Replicate VM.Snapshot VM.Snapshot.Rollback
-"""
+#: Every privilege name some supported release knows (``salt_proxmox.pve.facts.PRIVILEGES``: PVE 8
+#: and PVE 9 differ); whether this cluster's release knows each is ``refusals``' to say at plan.
+PRIVILEGES = ANY_PRIVILEGE
 #: A privilege name as a read may show one (a newer PVE may know more than ``PRIVILEGES``).
 _PRIV_NAME = re.compile(r"^[A-Z][A-Za-z]*(?:\.[A-Za-z]+)+\Z")
 _SPECIAL = ("Administrator", "NoAccess")
-
-
-PRIVILEGES = frozenset(split_list(_PRIVILEGE_NAMES))
 
 
 def canonical_privs(privs: object) -> str:
@@ -145,6 +140,23 @@ def listed(rows: object, decl: Declared) -> dict | None:
     return parse({name: 1 for name in privs.split(",") if name}, decl)
 
 
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """The privileges this cluster's release does not know, one sentence each (``create_role``
+    and ``update_role`` die ``invalid privilege 'X'``, ``verify_privname``). ``/version`` is read
+    (once per run) only when a name is not common to PVE 8 and 9."""
+    names = split_list(str(decl.values.get("privs", "")))
+    if action == "delete" or all(name in PRIVILEGES_OF_EVERY_RELEASE for name in names):
+        return []
+    cluster = release(ctx)
+    return [
+        f"privs: {name} is not a privilege of PVE {cluster.release}, which refuses it (`invalid privilege "
+        f"'{name}'`, pve-access-control AccessControl.pm verify_privname; VM.Monitor is PVE 8's, "
+        "VM.GuestAgent.* and VM.Replicate PVE 9's). Declare the privileges of the cluster's release."
+        for name in names
+        if name not in cluster.privileges
+    ]
+
+
 def _path(decl: Declared) -> str:
     return api_path("access", "roles", decl.names["name"])
 
@@ -175,4 +187,5 @@ SPEC = ObjectSpec(
     matches=same_values,
     listing=Call("GET", "access/roles"),
     listed=listed,
+    refusals=refusals,
 )

@@ -26,6 +26,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   (a digest), read right before the write. Pools, roles and ACL entries live in ``user.cfg``,
   whose API methods take no digest (PVE 9 API schema); for them the read-back after the write is
   what catches a change made meanwhile.
+- ``refusals``: PVE's deterministic refusals of the write, predicted at plan from what the
+  ``read`` credential can see (a pool that still has members, an ACL entry naming a role that
+  does not exist, a privilege this PVE release does not know): sentences naming what and what to
+  do, so the apply never meets them. Objects a create earlier in the same run will make count as
+  existing (``will_exist``), so a plan of a role and the ACL entry naming it is not refused.
 
 ``Declared`` is one checked declaration, built by the family's ``declare`` (full declaration)
 or ``identify`` (identity keys only, for ``absent``). Both raise ``DeclarationError`` naming
@@ -163,7 +168,9 @@ class ObjectSpec:
 
     Callables take a ``Declared`` (and the live attributes where named ``live``); ``parse``
     takes PVE's ``data`` and returns the canonical attributes, None (a listing without the
-    object; only with ``confirm_absent``), or raises ValueError(why).
+    object; only with ``confirm_absent``), or raises ValueError(why). ``refusals`` takes the
+    context, the declaration, the action (``create``, ``update`` or ``delete``) and the live
+    attributes (None for a create).
     """
 
     family: str
@@ -186,6 +193,7 @@ class ObjectSpec:
     listed: Callable[[object, Declared], dict | None] | None = None
     #: The state arguments ``identify`` takes (``name`` is the state's name).
     identity_keys: tuple[str, ...] = ("name",)
+    refusals: Callable[[PveContext, Declared, str, Mapping[str, object] | None], list[str]] | None = None
 
     def differences(self, live: Mapping[str, object], decl: Declared) -> dict[str, dict]:
         """``{key: {old, new}}`` for each declared value the live object does not have."""
@@ -224,3 +232,17 @@ def exact_message(status: int, wording: str) -> Callable[[PveError, Declared], b
         return error.status == status and error.message == wording.format(**decl.names)
 
     return is_absent
+
+
+def _expected(ctx: PveContext) -> set[str]:
+    return ctx.extra.setdefault(f"salt_proxmox.planned/{ctx.target.name}", set())
+
+
+def expect(ctx: PveContext, family: str, identity: str) -> None:
+    """Record that this run creates (or, under ``test``, would create) ``family`` ``identity``."""
+    _expected(ctx).add(f"{family}/{identity}")
+
+
+def will_exist(ctx: PveContext, family: str, identity: str) -> bool:
+    """True when a create earlier in this run made, or would make, ``family`` ``identity``."""
+    return f"{family}/{identity}" in _expected(ctx)

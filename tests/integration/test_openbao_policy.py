@@ -230,3 +230,22 @@ def test_absent_retains_by_default_and_destroys_only_unchanged_text(root, name):
     kept = lifecycle.absent(ctx, "p", False, name)
     assert kept.result is True and store.rows == {}
     assert writes(sent) == [] and name in root.sys.list_policies()["data"]["policies"]
+
+
+def test_a_policy_openbao_refuses_is_refused_at_plan_and_its_own_text_shown_at_apply(root, name, monkeypatch):
+    """The plan refuses what OpenBao's parser refuses (``grammar_problems``). Should OpenBao refuse a
+    text anyway, the apply shows OpenBao's own error and changes nothing: here the plan-time check is
+    switched off to let the text reach the real server."""
+    text = 'path "proxmox/creds/*" {\n  capabilities = ["read", "lst"]\n}\n'
+    ctx = _ctx(root, MemoryStore())
+    plan = lifecycle.present(ctx, "p", True, name=name, fragments=[text])
+    assert plan.result is False and plan.changes == {}
+    assert "fragments[0] line 2: path 'proxmox/creds/*': invalid capability 'lst'" in plan.comment[0]
+
+    monkeypatch.setattr("salt_proxmox.bao.policy.grammar_problems", lambda fragments: [])
+    done = lifecycle.present(ctx, "p", False, name=name, fragments=[text])
+    assert (done.result, done.changes) == (False, {})
+    said = "\n".join(done.comment)
+    assert f"writing policy {name}: OpenBao refused it (HTTP 400): failed to parse policy:" in said
+    assert 'invalid capability "lst"' in said
+    assert lifecycle.read_policy(ctx, name) is None

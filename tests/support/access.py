@@ -1,6 +1,7 @@
 """A FakePve that stores roles and ACL entries, as pve-access-control does.
 
-fakepve 0.5.0 validates ``/access/roles`` and ``/access/acl`` requests against PVE's schema and
+fakepve 0.5.0 validates ``/access/roles``, ``/access/acl``, ``/access/users``, ``/access/groups``
+and ``/cluster/options`` requests against PVE's schema and
 checks their permissions, but answers them with synthesised values and stores nothing: every
 ``GET /access/roles/<id>`` answers the PVEAuditor privileges, ``GET /access/acl`` one ``fake`` row.
 A declared role or ACL entry could never be read back. ``AccessPve`` adds stateful routes for
@@ -71,6 +72,9 @@ class AccessPve(FakePve):
         self.acl_entries: dict[tuple[str, str, str, str], int] = {}
         self.groups: set[str] = set()
         self.task_warnings: dict[str, int] = {}
+        #: ``datacenter.cfg`` as ``GET /cluster/options`` answers it (e.g. ``{"tag-style":
+        #: {"case-sensitive": 1, "ordering": "config"}}``); fakepve synthesises that answer.
+        self.datacenter: dict = {}
 
     async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
         upid = await super().task(node, ttype, tid, user, body, vm=vm, lock=lock, log=log)
@@ -91,6 +95,9 @@ class AccessPve(FakePve):
             ("DELETE", role, self._role_delete),
             ("GET", "/access/acl", self._acl_read),
             ("PUT", "/access/acl", self._acl_update),
+            ("GET", "/access/users", self._users_index),
+            ("GET", "/access/groups", self._groups_index),
+            ("GET", "/cluster/options", self._cluster_options),
         ]
 
     async def _lxc_pending(self, user, v):
@@ -161,6 +168,34 @@ class AccessPve(FakePve):
 
     def _known_users(self) -> set[str]:
         return {self.user, *self.users, *(token.split("!")[0] for token in self.apitokens)}
+
+    async def _users_index(self, v, user):
+        """``GET /access/users``: every known user (``full``: with its tokens) for a caller with
+        Sys.Audit on /access/groups, else only the caller (pve-access-control ``API2/User.pm``)."""
+        audit = self.allowed(user, "/access/groups", "Sys.Audit")
+        rows = []
+        for userid in sorted(self._known_users()):
+            if not audit and userid != user.split("!")[0]:
+                continue
+            row = {"userid": userid, "enable": 1}
+            if v.get("full") in (1, "1", True):
+                row["tokens"] = [
+                    {"tokenid": token.split("!", 1)[1], "privsep": 1}
+                    for token in sorted(self.apitokens)
+                    if token.split("!", 1)[0] == userid
+                ]
+            rows.append(row)
+        return rows
+
+    async def _groups_index(self, v, user):
+        """``GET /access/groups``: the groups a caller with Sys.Audit on /access/groups sees."""
+        audit = self.allowed(user, "/access/groups", "Sys.Audit")
+        return [{"groupid": group} for group in sorted(self.groups) if audit]
+
+    async def _cluster_options(self, v, user):
+        """``GET /cluster/options`` (pve-manager ``API2/Cluster.pm`` get_options): ``datacenter``
+        as ``datacenter.cfg`` holds it, ``tag-style`` as the parsed object PVE returns."""
+        return dict(self.datacenter)
 
     async def _acl_read(self, v, user):
         audit = self.allowed(user, "/access", "Sys.Audit")

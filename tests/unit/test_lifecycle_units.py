@@ -756,6 +756,7 @@ def test_absent_destroy_deletes_a_matching_guest_without_force_or_purge() -> Non
     stub = (
         StubPve()
         .on("GET", CONFIG, live_config())
+        .on("GET", f"{GUEST}/status/current", {"status": "stopped"})
         .on("DELETE", GUEST, upid("vzdestroy"))
         .on("GET", status_path("vzdestroy"), OK)
     )
@@ -769,18 +770,51 @@ def test_absent_destroy_deletes_a_matching_guest_without_force_or_purge() -> Non
 
 
 def test_absent_destroy_keeps_pves_refusal_of_a_running_guest() -> None:
+    # Stopped when the plan read it, started before the DELETE: PVE's refusal, with its remedy.
     store = MemoryStore({ROW: stored_row()})
-    refusal = PveError("DELETE", GUEST, 500, "CT 150 is running - destroy failed")
-    stub = StubPve().on("GET", CONFIG, live_config()).on("DELETE", GUEST, refusal)
+    refusal = PveError("DELETE", GUEST, 500, "unable to destroy CT 150 - container is running")
+    stub = (
+        StubPve()
+        .on("GET", CONFIG, live_config())
+        .on("GET", f"{GUEST}/status/current", {"status": "stopped"})
+        .on("DELETE", GUEST, refusal)
+    )
     outcome = run_absent(stub, store, "destroy")
     assert outcome.result is False
-    assert "CT 150 is running" in outcome.comment[0]
+    assert "container is running" in outcome.comment[0]
+    assert "stop it (`pct shutdown <vmid>` on the node)" in outcome.comment[0]
+    assert "journal" not in outcome.comment[0]
     assert len(stub.writes) == 1 and ROW in store.rows
+
+
+@pytest.mark.parametrize(("test", "status"), [(True, "running"), (False, "running"), (False, "paused")])
+def test_absent_destroy_of_a_running_guest_is_refused_before_any_write(test: bool, status: str) -> None:
+    # pve-container API2/LXC.pm destroy_vm: "unable to destroy CT 150 - container is running" (no
+    # force is sent); predicted from GET .../status/current with the read credential.
+    store = MemoryStore({ROW: stored_row()})
+    stub = StubPve().on("GET", CONFIG, live_config()).on("GET", f"{GUEST}/status/current", {"status": status})
+    outcome = run_absent(stub, store, "destroy", test=test)
+    assert (outcome.result, outcome.changes, stub.writes) == (False, {}, [])
+    assert f"CT 150 on pve1 is {status}, and PVE refuses to destroy a running container" in outcome.comment[0]
+    assert stub.calls("GET", f"{GUEST}/status/current")[0].credential.role == "read"
+    assert ROW in store.rows
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_absent_destroy_of_a_protected_guest_is_refused_before_any_read_of_its_state(test: bool) -> None:
+    # AbstractConfig::check_protection: "can't remove CT 150 - protection mode enabled".
+    store = MemoryStore({ROW: stored_row()})
+    stub = StubPve().on("GET", CONFIG, live_config(protection=1))
+    outcome = run_absent(stub, store, "destroy", test=test)
+    assert (outcome.result, outcome.changes, stub.writes) == (False, {}, [])
+    assert "has protection: 1, and PVE refuses to destroy it" in outcome.comment[0]
 
 
 def test_absent_destroy_under_test_deletes_nothing() -> None:
     store = MemoryStore({ROW: stored_row()})
-    stub = StubPve().on("GET", CONFIG, live_config())
+    stub = (
+        StubPve().on("GET", CONFIG, live_config()).on("GET", f"{GUEST}/status/current", {"status": "stopped"})
+    )
     outcome = run_absent(stub, store, "destroy", test=True)
     assert outcome.result is None
     assert stub.writes == [] and store.saves == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import hvac.exceptions
 import pytest
 
 from salt_proxmox.bao import lifecycle
@@ -286,3 +287,76 @@ def test_absent_retains_by_default_and_destroys_only_our_unchanged_text() -> Non
     assert bao.writes() == [("DELETE", "sys/policy/p")] and "p" not in bao.policies and store.rows == {}
     kept = lifecycle.absent(_ctx(bao, MemoryStore(_row("theirs", READ + "\n"))), "s", False, "theirs")
     assert kept.result is True and "theirs" in bao.policies, "retain forgets and touches nothing"
+
+
+# ------------------------------------------------------------------------------ OpenBao's grammar
+
+
+@pytest.mark.parametrize(
+    ("fragments", "problem"),
+    [
+        pytest.param(
+            ['path "a/*" {\n  capabilities = ["read", "lst"]\n}'],
+            "fragments: fragments[0] line 2: path 'a/*': invalid capability 'lst' (OpenBao knows deny, "
+            "create, read, update, delete, list, sudo, patch, scan)",
+            id="unknown-capability",
+        ),
+        pytest.param(
+            ['path "a" {\n  capabilities = ["read"]\n}', 'path "b" {\n  capabilities = ["root"]\n}'],
+            "fragments: fragments[1] line 2: path 'b': invalid capability 'root'",
+            id="second-fragment-root-is-no-capability",
+        ),
+        pytest.param(
+            ['path "a" {\n  capabilities = ["read"\n}'],
+            "fragments: fragments[0] line 3: OpenBao cannot parse it (failed to parse policy:",
+            id="does-not-parse",
+        ),
+        pytest.param(
+            ['pth "a" {\n  capabilities = ["read"]\n}'],
+            "fragments: fragments[0] line 1: invalid key 'pth'",
+            id="unknown-top-key",
+        ),
+        pytest.param(
+            ['path "a" {\n  policy = "admin"\n}'],
+            "fragments: fragments[0] line 2: path 'a': invalid policy 'admin'",
+            id="old-style-policy",
+        ),
+    ],
+)
+def test_a_policy_openbao_would_refuse_is_refused_at_plan(fragments: list[str], problem: str) -> None:
+    # OpenBao internal/vault/policy/policy.go ParseACLPolicyWithTemplating (HCL 1, CheckHCLKeys name
+    # and path) and parsePaths ("invalid capability", "invalid policy").
+    with pytest.raises(DeclarationError) as caught:
+        parse_declaration("p", "p", fragments)
+    assert len(caught.value.problems) == 1
+    assert caught.value.problems[0].startswith(problem)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'path "a" {\n  capabilities = ["deny"]\n}',
+        'path "a/+/b" {\n  capabilities = ["create", "read", "update", "patch", "delete", "list", "sudo"]\n}',
+        'path "a/" {\n  capabilities = ["scan"]\n}',
+        'name = "x"\npath "a" { policy = "write" }',
+        '{"path": {"a/*": {"capabilities": ["read"]}}}',
+        '# only a comment\npath "a" {\n  capabilities = ["read"]\n}',
+    ],
+)
+def test_a_policy_openbao_takes_is_declared(text: str) -> None:
+    assert parse_declaration("p", "p", [text]).text.startswith(text.rstrip()[:5])
+
+
+def test_an_apply_openbao_refuses_anyway_shows_openbaos_text_and_changes_nothing() -> None:
+    bao = StubBao()
+    error = hvac.exceptions.InvalidRequest(
+        errors=['failed to parse policy: path "a": invalid capability "x"']
+    )
+    bao.sys.create_or_update_policy = lambda name, policy: (_ for _ in ()).throw(error)
+    ctx = lifecycle.BaoContext(client=bao, ownership=Ownership(MemoryStore()))
+    outcome = lifecycle.present(
+        ctx, "p", False, name="p", fragments=['path "a" {\n  capabilities = ["read"]\n}']
+    )
+    assert (outcome.result, outcome.changes) == (False, {})
+    said = 'OpenBao refused it (HTTP 400): failed to parse policy: path "a": invalid capability "x".'
+    assert f"writing policy p: {said}" in "\n".join(outcome.comment)

@@ -14,6 +14,7 @@ from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.judge import create_form, create_refusals, creates_unprivileged, judge, release_refusals
 from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.pve.constraints import check_form
+from salt_proxmox.pve.errors import classify
 from salt_proxmox.pve.facts import (
     DEFAULT_TAG_STYLE,
     PRIVILEGES,
@@ -320,3 +321,74 @@ def test_tag_case_is_spelling_by_default_and_a_change_when_case_sensitive() -> N
 )
 def test_tag_style_is_read_from_cluster_options(data: dict, style: TagStyle) -> None:
     assert parse_tag_style(data) == style
+
+
+# --------------------------------------------------------------------------------------------
+# PVE's fixed refusals that still reach an apply: PVE's message and a remedy that fits
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "remedy"),
+    [
+        # pve-container API2/LXC.pm destroy_vm
+        ("unable to destroy CT 150 - container is running", "stop it (`pct shutdown <vmid>` on the node)"),
+        # AbstractConfig::check_protection
+        ("can't remove CT 150 - protection mode enabled", "clear it first in a run of its own"),
+        ("can't update CT 150 drive 'mp0' - protection mode enabled", "clear it first in a run of its own"),
+        # API2/LXC.pm resize_vm
+        ("unable to shrink disk size", "declare at least its live size"),
+        # LXC/Config.pm update_pct_config
+        ("unable to delete required option 'memory'", "PVE never deletes or changes this key"),
+        # pve-manager API2/Pool.pm delete_pool / create_pool
+        ("pool 'prod' is not empty (contains VM 150)", "move them out of it (sub-pools first)"),
+        ("parent 'lab' of pool 'lab/web' does not exist", "The parent pool does not exist"),
+        ("create pool failed: pool 'prod' already exists", "Something else created it"),
+        # pve-access-control API2/ACL.pm update_acl, check_token_exist, verify_privname
+        ("ACL update failed: role 'Nope' does not exist", "names something PVE does not have"),
+        ("no such token 'x' for user 'a@pve'", "names something PVE does not have"),
+        ("create role failed: invalid privilege 'VM.Monitor'", "PVE 8 and 9 differ"),
+        # check_vmid_unused
+        ("CT 150 already exists on node 'pve1'", "Another guest took this vmid"),
+    ],
+)
+def test_a_refusal_pve_explains_gets_its_remedy_not_the_journal(message: str, remedy: str) -> None:
+    error = classify("PUT", "x", 500, message, None)
+    assert message in str(error) and remedy in str(error)
+    assert "journal" not in str(error)
+
+
+def test_a_500_pve_does_not_explain_still_points_at_the_journal() -> None:
+    assert "journalctl" in str(classify("PUT", "x", 500, "got an unexpected internal error", None))
+
+
+# --------------------------------------------------------------------------------------------
+# a protected guest's volumes: pve-container src/PVE/LXC/Config.pm update_pct_config
+# --------------------------------------------------------------------------------------------
+
+LIVE_MP = "tank:subvol-100-disk-0,mp=/data,size=8G"
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        pytest.param({"mp0": "tank:8,mp=/data,backup=1"}, id="option-change"),
+        pytest.param({"mp1": "tank:4,mp=/new"}, id="new-mount-point"),
+    ],
+)
+def test_a_volume_write_to_a_protected_guest_is_refused(declared: dict) -> None:
+    # check_protection for every rootfs/mpN key: "can't update CT 100 drive 'mp0' - protection mode enabled".
+    (key,) = declared
+    change = judge(decl(**declared), ct(protection=1, mp0=LIVE_MP))
+    assert change.refuse == [
+        f"{key}: CT 100 has protection: 1, and PVE refuses to change its volumes (`can't update CT 100 drive "
+        f"'{key}' - protection mode enabled`). Clear protection in a run of its own first (declare "
+        "protection: 0, apply, then declare this change), or run `pct set` on the node."
+    ]
+    assert judge(decl(**declared), ct(mp0=LIVE_MP)).refuse == []
+
+
+def test_a_grow_and_other_keys_of_a_protected_guest_are_not_refused() -> None:
+    # resize_vm does not check protection; neither does a scalar key.
+    change = judge(decl(mp0="tank:10,mp=/data", hostname="web"), ct(protection=1, mp0=LIVE_MP))
+    assert change.refuse == [] and change.resize == [("mp0", "10G")] and change.put == {"hostname": "web"}

@@ -15,6 +15,7 @@ from salt_proxmox.ownership import CREATING, MemoryStore, row_key
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveUnreachable
 from salt_proxmox.simple import acl, lifecycle, pool, role
+from salt_proxmox.simple import spec as simple_spec
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
 from tests.unit.simple_stubs import TARGET, pve_context
 
@@ -262,12 +263,20 @@ def test_acl_malformed_listing(rows: object) -> None:
         acl.parse(rows, acl.declare("s", TARGET, path="/", role="R", user="a@pve"))
 
 
-def _acl_pve(entries: list[dict], held: dict) -> object:
+def _acl_pve(entries: list[dict], held: dict, roles=("R",), users=(("a@pve", ("tk",)),), groups=()) -> object:
+    """ACL entries as update_acl keeps them, plus the role, user (with tokens) and group indexes."""
+
     def answer(method, path, params, form):
         if (method, path) == ("GET", "access/acl"):
             return entries
         if (method, path) == ("GET", "access/permissions"):
             return held
+        if (method, path) == ("GET", "access/roles"):
+            return [{"roleid": name} for name in roles]
+        if (method, path) == ("GET", "access/users"):
+            return [{"userid": user, "tokens": [{"tokenid": t} for t in tokens]} for user, tokens in users]
+        if (method, path) == ("GET", "access/groups"):
+            return [{"groupid": name} for name in groups]
         if (method, path) == ("PUT", "access/acl"):
             key = (form["path"], "token", form["tokens"], form["roles"])
             entries[:] = [e for e in entries if (e["path"], e["type"], e["ugid"], e["roleid"]) != key]
@@ -292,6 +301,46 @@ def test_acl_absence_needs_sys_audit_on_access() -> None:
     assert seeing.client.writes() == [
         ("PUT", "access/acl", {}, {"path": "/", "roles": "R", "tokens": "a@pve!tk", "propagate": "1"})
     ]
+
+
+AUDITOR = {"/": {"Sys.Audit": 1}}
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        pytest.param({"role": "Nope", "token": "a@pve!tk"}, "role Nope does not exist", id="role"),
+        pytest.param({"role": "R", "user": "b@pve"}, "(`user 'b@pve' does not exist`)", id="user"),
+        pytest.param(
+            {"role": "R", "token": "a@pve!other"}, "(`no such token 'other' for user 'a@pve'`)", id="token"
+        ),
+        pytest.param({"role": "R", "group": "ops"}, "(`group 'ops' does not exist`)", id="group"),
+    ],
+)
+def test_acl_entry_naming_what_pve_lacks_is_refused_at_plan(names: dict, said: str) -> None:
+    # pve-access-control API2/ACL.pm update_acl dies for a role, user, group or token it lacks.
+    ctx = pve_context(_acl_pve([], AUDITOR))
+    for test in (True, False):
+        outcome = lifecycle.present(ctx, acl.SPEC, test, "s", path="/", **names)
+        assert (outcome.result, outcome.changes) == (False, {})
+        assert said in outcome.comment[0]
+    assert ctx.client.writes() == []
+
+
+def test_acl_names_are_read_once_per_run() -> None:
+    ctx = pve_context(_acl_pve([], AUDITOR))
+    for token in ("a@pve!tk", "a@pve!x", "a@pve!y"):
+        lifecycle.present(ctx, acl.SPEC, True, "s", path="/", role="R", token=token)
+    reads = [path for method, path, _, _ in ctx.client.sent if path in ("access/roles", "access/users")]
+    assert reads == ["access/roles", "access/users"]
+
+
+def test_acl_entry_naming_a_role_this_run_creates_is_planned() -> None:
+    ctx = pve_context(_acl_pve([], AUDITOR, roles=()))
+    simple_spec.expect(ctx, "role", "Fresh")
+    assert (
+        lifecycle.present(ctx, acl.SPEC, True, "s", path="/", role="Fresh", token="a@pve!tk").result is None
+    )
 
 
 # ------------------------------------------------------------------------------ the lifecycle itself

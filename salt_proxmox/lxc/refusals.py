@@ -1,0 +1,127 @@
+"""PVE's deterministic refusals of a container write, predicted at plan from what the ``read``
+credential can see, so the apply never meets them.
+
+- Destroy (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``): a guest with ``protection: 1``
+  ("can't remove CT N - protection mode enabled", ``AbstractConfig::check_protection``) or a
+  running one ("unable to destroy CT N - container is running"; no ``force`` is ever sent). The
+  running state is one ``GET .../status/current`` (VM.Audit), read only when a destroy is judged.
+- Volumes of a protected guest (pve-container ``src/PVE/LXC/Config.pm`` ``update_pct_config``:
+  ``check_protection`` for every ``rootfs``/``mpN`` write: "can't update CT N drive 'mp0' -
+  protection mode enabled"), judged by ``protected_volume_refusals`` on the config already read.
+- A privileged create on PVE 9 (``create_vm``: ``$rpcenv->check($authuser, '/', ['Sys.Modify'])
+  if !$unprivileged``). The privileges are the provision token's, which the plan does not mint.
+  When the provision token id is known without minting (``source: static``), the plan reads its
+  effective privileges with the read credential, ``GET /access/permissions?userid=<token>&path=/``
+  (PVE answers it for a caller with Sys.Audit on ``/access``); when it is not (``source:
+  openbao`` mints a token per lease) or that read is refused, the plan says so and the apply checks
+  the minted credential's own privileges (``GET /access/permissions?path=/``, which any token may
+  read about itself) before the create is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from salt_proxmox.errors import Refused
+from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.wire.propstring import flag
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.pve.client import Credential
+
+
+def _protected(live: Mapping[str, object]) -> bool:
+    try:
+        return flag(live.get("protection") or "0") == "1"
+    except ValueError:
+        return False
+
+
+def protected_volume_refusals(vmid: int, live: Mapping[str, object], keys: list[str]) -> list[str]:
+    """One sentence per volume key (``rootfs``, ``mpN``) a write would send to a guest whose live
+    config has ``protection: 1``; empty when it is not protected. Pure."""
+    if not _protected(live):
+        return []
+    return [
+        f"{key}: CT {vmid} has protection: 1, and PVE refuses to change its volumes (`can't update CT {vmid} "
+        f"drive '{key}' - protection mode enabled`). Clear protection in a run of its own first (declare "
+        "protection: 0, apply, then declare this change), or run `pct set` on the node."
+        for key in keys
+        if key == "rootfs" or key.startswith("mp")
+    ]
+
+
+def destroy_refusals(ctx: PveContext, node: str, vmid: int, live: Mapping[str, object]) -> list[str]:
+    """Why PVE would refuse to destroy CT ``vmid``: protection (from ``live``), then a running
+    state (one status read). Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
+    if _protected(live):
+        return [
+            f"CT {vmid} on {node} has protection: 1, and PVE refuses to destroy it (`can't remove CT "
+            f"{vmid} - protection mode enabled`). Clear it first in a run of its own (declare protection: 0 "
+            f"in its present state and apply, or `pct set {vmid} --protection 0`), then destroy it."
+        ]
+    path = f"{api_path('nodes', node, 'lxc', vmid)}/status/current"
+    status = ctx.client.request("GET", path, ctx.broker.read())
+    if not isinstance(status, Mapping) or not isinstance(status.get("status"), str):
+        raise PveMalformed("GET", path, "expected the guest's status")
+    if status["status"] != "stopped":
+        return [
+            f"CT {vmid} on {node} is {status['status']}, and PVE refuses to destroy a running container "
+            f"(`unable to destroy CT {vmid} - container is running`; no force is ever sent). Stop it first "
+            f"(`pct shutdown {vmid}` on the node), then run again."
+        ]
+    return []
+
+
+def _holds_sys_modify(held: object) -> bool:
+    if not isinstance(held, Mapping) or not all(isinstance(v, Mapping) for v in held.values()):
+        raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
+    privs = held.get("/") or {}
+    return privs.get("Sys.Modify") not in (None, 0, "0", False)
+
+
+def _sys_modify_refusal(who: str) -> str:
+    return (
+        f"a privileged container (unprivileged: false) is created only by a caller with Sys.Modify on / "
+        f"(pve-container API2/LXC.pm create_vm, PVE 9), and {who} does not hold it. Declare unprivileged: "
+        "true, or grant the provision token Sys.Modify on /."
+    )
+
+
+def privileged_create_check(ctx: PveContext) -> tuple[list[str], list[str]]:
+    """At plan, for a privileged create on PVE 9: (refusals, notes). The provision token's
+    privileges on ``/`` are read with the read credential when its id is known without minting;
+    otherwise a note says the apply checks them. Raises PveMalformed, PveUnreachable."""
+    provision = (ctx.target.credentials or {}).get("provision")
+    token = provision.get("token_id") if isinstance(provision, Mapping) else None
+    later = (
+        "the provision token's Sys.Modify on / (needed for a privileged create on PVE 9) is checked by the "
+        "apply before the create is sent"
+    )
+    if not isinstance(token, str) or ctx.target.credentials.get("source") != "static":
+        return [], [f"{later}: its id is known only once it is minted"]
+    try:
+        held = ctx.client.request(
+            "GET", "access/permissions", ctx.broker.read(), params={"userid": token, "path": "/"}
+        )
+    except PveError as error:
+        if error.status == 403:
+            return [], [
+                f"{later}: the read token may not read another token's privileges (Sys.Audit on /access)"
+            ]
+        raise
+    if _holds_sys_modify(held):
+        return [], []
+    return [_sys_modify_refusal(f"the provision token {token}")], []
+
+
+def check_own_sys_modify(ctx: PveContext, credential: Credential) -> None:
+    """At apply, right before a privileged create on PVE 9: the minted provision credential's own
+    privileges on ``/``. Raises Refused when it lacks Sys.Modify (nothing is sent), PveError,
+    PveMalformed."""
+    held = ctx.client.request("GET", "access/permissions", credential, params={"path": "/"})
+    if not _holds_sys_modify(held):
+        raise Refused(_sys_modify_refusal("the provision credential"))
