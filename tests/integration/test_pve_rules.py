@@ -8,6 +8,8 @@ judges the plan only; ``tests/unit/test_pve_rules.py`` pins PVE's behaviour.
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
 import pytest
 
 from salt_proxmox.lxc.lifecycle import absent as lxc_absent
@@ -287,3 +289,42 @@ def test_a_privileged_create_with_a_minted_token_is_checked_before_the_post(fres
     assert done.result is False and done.changes == {}
     assert "the provision credential does not hold it" in "\n".join(done.comment)
     assert writes(requests_since(fresh_cluster, start)) == []
+
+
+# ------------------------------------------------------------------- where fakepve differs from PVE
+
+
+def test_a_fractional_new_volume_plans_clean_after_its_create(fresh_cluster):
+    # PVE's create_disks allocates storage:8.3 as int(8.3*1024) = 8499 MiB (size=8499M); fakepve
+    # allocates int(8.3 GiB) bytes. Sizes compare in whole MiB, so both are 8499 MiB and nothing is
+    # left to grow (tests/unit/test_pve_rules.py pins PVE's 8499M).
+    store = MemoryStore()
+    over = {"rootfs": "local-zfs:8.3"}
+    done = lxc_present(
+        make_context(static_targets(fresh_cluster), store=store), "web", False, **declaration(**over)
+    )
+    assert done.result is True, done.comment
+    again = lxc_present(
+        make_context(static_targets(fresh_cluster), store=store), "web", True, **declaration(**over)
+    )
+    assert (again.result, again.changes) == (True, {}), again.comment
+
+
+def test_a_boolean_declared_as_on_is_sent_as_1(fresh_cluster):
+    # fakepve takes protection=on; PVE's check_type takes only 1 or 0 (pinned in the unit tests).
+    ctx = make_context(static_targets(fresh_cluster))
+    start = len(fresh_cluster.pve.requests)
+    done = lxc_present(ctx, "web", False, **declaration(protection="on", onboot="yes"))
+    assert done.result is True, done.comment
+    (post,) = writes(requests_since(fresh_cluster, start))
+    form = {key: values[0] for key, values in parse_qs(post[2].decode()).items()}
+    assert (form["protection"], form["onboot"]) == ("1", "1")
+
+
+def test_cpuunits_above_the_cgroup_v2_clamp_is_refused_at_plan(fresh_cluster):
+    # fakepve stores cpuunits 20000 as given; PVE (CGroup.pm clamp_cpu_shares, cgroup v2) stores 10000.
+    ctx = make_context(static_targets(fresh_cluster))
+    start = len(fresh_cluster.pve.requests)
+    plan = lxc_present(ctx, "web", True, **declaration(cpuunits=20000))
+    assert plan.result is False and "cpuunits: 20000 is above 10000" in plan.comment[0]
+    assert requests_since(fresh_cluster, start) == []
