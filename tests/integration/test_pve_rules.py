@@ -12,6 +12,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
+from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.lifecycle import absent as lxc_absent
 from salt_proxmox.lxc.lifecycle import present as lxc_present
 from salt_proxmox.ownership import OWNED, MemoryStore, row_key
@@ -37,14 +38,15 @@ def _release(served, release):
     served.pve.version, served.pve.release_version = release
 
 
-def _dns1_row(**declared):
+def _dns1_row(served):
     return MemoryStore(
         {
             row_key(TARGET, "lxc", DNS1_VMID): {
                 "phase": OWNED,
                 "instance": "x",
                 "state_id": "dns",
-                "declared": {"vmid": DNS1_VMID, "node": "pve1", **declared},
+                "declared": {"vmid": DNS1_VMID, "node": "pve1"},
+                "fingerprint": live_fingerprint(served.pve.ct(DNS1_VMID).config),
             }
         }
     )
@@ -120,7 +122,7 @@ def test_tags_are_compared_as_the_datacenter_tag_style_stores_them(fresh_cluster
     # pve-guest-common GuestHelpers.pm get_unique_tags. Plan only: fakepve sorts and lower-cases tags
     # on every write whatever the tag-style, where PVE keeps the order (ordering=config) and case.
     fresh_cluster.pve.datacenter = {"tag-style": style} if style else {}
-    ctx = make_context(static_targets(fresh_cluster), cache={}, store=_dns1_row())
+    ctx = make_context(static_targets(fresh_cluster), cache={}, store=_dns1_row(fresh_cluster))
     start = len(fresh_cluster.pve.requests)
     plan = lxc_present(ctx, "dns", True, **dns1(description="Resolver for the lab", tags=tags))
     assert plan.result is (None if drift else True), plan.comment
