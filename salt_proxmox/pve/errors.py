@@ -28,8 +28,9 @@ _MISSING_CONFIG = re.compile(
 #: ``check_lock`` ("CT is locked (backup)"), pve-container ``API2/LXC/Config.pm`` update_vm
 #: (``assert_if_modified``: "detected modified configuration"), pve-container ``API2/LXC.pm``
 #: create_vm (``check_vmid_unused``: "CT 150 already exists on node 'pve1'"); pve-container
-#: ``API2/LXC.pm`` destroy_vm ("container is running") and ``AbstractConfig::check_protection``
-#: ("protection mode enabled"), resize_vm ("unable to shrink disk size"),
+#: ``API2/LXC.pm`` destroy_vm ("container is running", "used in HA resources", pve-guest-common
+#: ``ReplicationConfig::check_for_existing_jobs``: "There is a replication job") and
+#: ``AbstractConfig::check_protection`` ("protection mode enabled"), resize_vm ("unable to shrink disk size"),
 #: ``LXC.pm check_ct_modify_config_perm`` ("only allowed for root@pam"), ``LXC/Config.pm
 #: update_pct_config`` ("unable to delete required option"); pve-manager ``API2/Pool.pm``
 #: ("is not empty", "parent ... of pool"); pve-access-control ``API2/ACL.pm`` update_acl ("role
@@ -69,6 +70,16 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"container is running|can't overwrite running container"),
         "PVE does not destroy a running container: stop it (`pct shutdown <vmid>` on the node), then run "
         "the state again.",
+    ),
+    (
+        re.compile(r"used in HA resources and purge parameter not set"),
+        "The guest is an HA resource, and PVE destroys one only with purge, which is never sent: remove it "
+        "from HA first (`ha-manager remove ct:<vmid>`), then run the state again.",
+    ),
+    (
+        re.compile(r"There is a replication job '[^']*' for guest"),
+        "A replication job still names the guest: remove it first (`pvesr delete <job>`), then run the "
+        "state again.",
     ),
     (
         re.compile(r"protection mode enabled"),

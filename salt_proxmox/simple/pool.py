@@ -145,8 +145,8 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             if error.status == 500 and error.message == f"pool '{parent}' does not exist":
                 return [
                     f"pool {poolid}: its parent pool {parent} does not exist, and PVE refuses to create it "
-                    f"(`parent '{parent}' of pool '{poolid}' does not exist`). Declare pool {parent} before "
-                    "it (the formula orders parents first), or create it by hand."
+                    f"(`parent '{parent}' of pool '{poolid}' does not exist`). Declare pool {parent} and "
+                    "apply it first, or create it by hand."
                 ]
             raise
         return []

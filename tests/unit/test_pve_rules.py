@@ -333,6 +333,15 @@ def test_tag_style_is_read_from_cluster_options(data: dict, style: TagStyle) -> 
     [
         # pve-container API2/LXC.pm destroy_vm
         ("unable to destroy CT 150 - container is running", "stop it (`pct shutdown <vmid>` on the node)"),
+        # destroy_vm without purge: HA resources, replication jobs (ReplicationConfig.pm)
+        (
+            "unable to remove CT 150 - used in HA resources and purge parameter not set.",
+            "remove it from HA first (`ha-manager remove ct:<vmid>`)",
+        ),
+        (
+            "There is a replication job '150-0' for guest '150' - Please remove that first.",
+            "`pvesr delete <job>`",
+        ),
         # AbstractConfig::check_protection
         ("can't remove CT 150 - protection mode enabled", "clear it first in a run of its own"),
         ("can't update CT 150 drive 'mp0' - protection mode enabled", "clear it first in a run of its own"),
