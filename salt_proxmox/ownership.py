@@ -31,13 +31,15 @@ import stat
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import yaml
 
 from salt_proxmox.errors import SaltProxmoxError, shown
 from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT
 from salt_proxmox.guest.fingerprint import problem as fingerprint_problem
+
+T = TypeVar("T")
 
 CREATING = "creating"
 OWNED = "owned"
@@ -116,6 +118,7 @@ class _DiskStore:
         self.path = os.fspath(path)
         self._seen: tuple[int, ...] | None = None
         self._document: object = None
+        self._derived: dict = {}
 
     def _identity(self) -> tuple[int, ...]:
         try:
@@ -149,11 +152,15 @@ class _DiskStore:
     def load(self) -> dict[str, dict]:
         return dict(self._rows(self.document()))
 
-    @property
-    def version(self) -> object:
-        """Changes whenever the rows may have: the file's identity and the document read or written."""
+    def derived(self, build: Callable[[Mapping[str, dict]], T]) -> T:
+        """``build(rows)``, computed once per version of the rows (the document read or written)
+        and kept with it, so every state of a run shares it."""
         document = self.document()
-        return (self._seen, id(document))
+        cached = self._derived.get(build)
+        if cached is None or cached[0] is not document:
+            cached = (document, build(self._rows(document)))
+            self._derived[build] = cached
+        return cached[1]
 
     def save(self, rows: dict[str, dict]) -> None:
         document = self._with_rows(self.document(), rows)
@@ -451,7 +458,6 @@ class Ownership:
 
     def __init__(self, store: OwnershipStore):
         self.store = store
-        self._index: tuple[object, tuple[dict, dict]] | None = None
 
     def row(self, key: str) -> dict | None:
         """The row for ``key`` (a copy), or None when there is none (or what is stored is no
@@ -469,14 +475,13 @@ class Ownership:
         """The row (key, row copy) this state id recorded in ``target``'s ``family``, if any.
 
         Raises OwnershipCorrupt when a row of that family is malformed: it might be this state's.
-        Each state of a run asks this once; the rows are indexed by state id once per version of
-        the store (``_DiskStore.version``), so a run of N states does not check N×N rows.
+        Each state of a run asks this once (each through its own ``Ownership``); the rows are
+        indexed by state id once per version of the store's rows (``_DiskStore.derived``), so a run
+        of N states does not check N×N rows.
         """
         rows = self.store.load()
-        version = getattr(self.store, "version", None)
-        if version is None or self._index is None or self._index[0] != version:
-            self._index = (version, _state_index(rows))
-        by_state, corrupt = self._index[1]
+        derived = getattr(self.store, "derived", None)
+        by_state, corrupt = derived(_state_index) if derived is not None else _state_index(rows)
         prefix = f"{target}/{family}/"
         if prefix in corrupt:
             raise corrupt[prefix]

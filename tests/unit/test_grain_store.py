@@ -199,10 +199,12 @@ def test_a_run_of_n_states_checks_each_row_once_not_n_times(tmp_path: Path, monk
     checked = []
     real = module.check_row
     monkeypatch.setattr(module, "check_row", lambda key, row: checked.append(key) or real(key, row))
-    ownership = Ownership(GrainStore(path))
+    store = GrainStore(path)
     for n in range(50):
-        assert ownership.for_state("lab", "lxc", f"ct{n}")[0] == f"lab/lxc/{1000 + n}"
+        # Each state builds its own Ownership over the run's store.
+        assert Ownership(store).for_state("lab", "lxc", f"ct{n}")[0] == f"lab/lxc/{1000 + n}"
     assert len(checked) == 50
+    ownership = Ownership(store)
     ownership.mark_owned("lab/lxc/2000", "late", DECLARED)  # a write: the next lookup sees it
     assert ownership.for_state("lab", "lxc", "late")[0] == "lab/lxc/2000"
     assert ownership.for_state("lab", "lxc", "nobody") is None
