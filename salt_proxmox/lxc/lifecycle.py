@@ -575,6 +575,11 @@ def _present(ctx: PveContext, state_id: str, test: bool, declared: dict) -> Outc
         outcome.changes = {"created": {"old": None, "new": what}}
         form = create_form(decl)
         outcome.changes.update({k: key_change(k, None, v) for k, v in form.items() if k not in ("vmid",)})
+        if decl.secrets:
+            outcome.comment.append(
+                f"{what}: {', '.join(sorted(decl.secrets))} sent with the create only; never shown, kept or "
+                "compared"
+            )
     else:
         outcome.changes = _changes(decision.change, decision.live or {})
     if decision.fingerprint is not None:
@@ -785,7 +790,8 @@ def _needs_sys_modify(decl: LxcDeclaration, cluster: Release) -> bool:
 
 
 def _create(ctx: PveContext, decl: LxcDeclaration) -> None:
-    form = create_form(decl)
+    # The create secrets go with this one POST and nowhere else (schema.CREATE_SECRETS).
+    form = {**create_form(decl), **decl.secrets}
     check_form(schema.CREATE, form, presence=True)
     path = api_path("nodes", decl.node, "lxc")
     what = f"create CT {decl.vmid} on {decl.node}"

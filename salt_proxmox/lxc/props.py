@@ -42,6 +42,8 @@ class LxcDeclaration:
     ostemplate: str | None = None
     start: bool = False
     reboot_for_pending: bool = False
+    #: ``schema.CREATE_SECRETS`` declared: only the create sends them; never in a repr or a return.
+    secrets: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def stored(self) -> dict[str, object]:
         """The declaration as grains keep it: identity and config, without never-stored keys."""
@@ -53,6 +55,35 @@ class LxcDeclaration:
         if self.ostemplate is not None:
             out["ostemplate"] = self.ostemplate
         return out
+
+
+#: An OpenSSH public key line: optional options, a key type, base64 (PVE::Tools::validate_ssh_public_keys
+#: runs ssh-keygen -l on them; this is the shape it accepts).
+_SSH_KEY = re.compile(
+    r"^(?:\S+\s+)?(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp(?:256|384|521)|sk-\S+)\s+[A-Za-z0-9+/]+={0,3}(?:\s.*)?$"
+)
+
+
+def secret_problem(key: str, value: object) -> str | None:
+    """Why a create secret (``schema.CREATE_SECRETS``) cannot be sent, or None; the message never
+    repeats the value. ``password``: text of at least 5 characters on one line (pve-container
+    ``create_vm``: minLength 5); ``ssh-public-keys``: one OpenSSH public key per line."""
+    if not isinstance(value, str):
+        return f"expected text (quote it), got {type(value).__name__}; the value is not repeated here"
+    if key == "password":
+        if len(value) < 5:
+            return "PVE wants at least 5 characters (pve-container create_vm: minLength 5)"
+        if _CONTROL.search(value):
+            return "holds a line break or another control character"
+        return None
+    lines = [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
+    bad = [number for number, line in enumerate(lines, 1) if not _SSH_KEY.match(line)]
+    if not lines or bad:
+        return (
+            f"line {bad[0] if bad else 1} is not an OpenSSH public key (PVE: SSH public key validation "
+            "error, pve-common PVE::Tools validate_ssh_public_keys); one key per line"
+        )
+    return None
 
 
 def _problem_for(key: str, value: str) -> str | None:
@@ -166,11 +197,19 @@ def parse_declaration(
     if not isinstance(reboot_for_pending, bool):
         problems.append(f"reboot_for_pending: expected true or false, got {shown(reboot_for_pending)}")
     wired: dict[str, str] = {}
+    secrets: dict[str, str] = {}
     ostemplate: str | None = None
     start = False
     for key, raw in sorted((config or {}).items()):
         if not isinstance(key, str):
             problems.append(f"{shown(key)}: config keys are strings")
+            continue
+        if key in schema.CREATE_SECRETS:
+            problem = secret_problem(key, raw)
+            if problem:
+                problems.append(f"{key}: {problem}")
+            else:
+                secrets[key] = str(raw)
             continue
         if key not in schema.CREATE_ONLY and not schema.is_config_key(key):
             problems.append(
@@ -242,4 +281,5 @@ def parse_declaration(
         ostemplate=ostemplate,
         start=start,
         reboot_for_pending=reboot_for_pending is True,
+        secrets=secrets,
     )

@@ -4,6 +4,8 @@ proven absence, and the request counts of a no-drift plan and apply."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
 import pytest
 
 from salt_proxmox.errors import Refused
@@ -343,3 +345,49 @@ def test_lxc_config_of_no_container_is_a_sentence(cluster, vmid, node, sentence)
     with pytest.raises(Refused) as caught:
         operator_config(make_context(static_targets(cluster)), vmid, node)
     assert str(caught.value) == sentence
+
+
+PASSWORD = "correct horse battery"
+SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl op@lab"
+
+
+def test_create_secrets_are_sent_once_and_never_shown_kept_or_compared(fresh_cluster):
+    # pve-container create_vm takes password and ssh-public-keys and writes them into the guest; no
+    # GET ever reads them back, so after the create there is nothing to compare them with.
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    secrets = {"password": PASSWORD, "ssh-public-keys": SSH_KEY}
+    plan = present(ctx, "web", True, **declaration(**secrets))
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, "web", False, **declaration(**secrets))
+    assert plan.result is None and done.result is True, done.comment
+    ((method, path, form),) = writes(requests_since(fresh_cluster, start))
+    assert (method, path) == ("POST", "/nodes/pve1/lxc")
+    sent = parse_qs(form.decode() if isinstance(form, bytes) else str(form))
+    # fakepve's request log masks a password as *** (it was sent; its value stays out of the log too).
+    assert sent["password"] == ["***"] and sent["ssh-public-keys"] == [SSH_KEY]
+    shown = repr([plan.salt_return("web"), done.salt_return("web"), store.rows])
+    assert PASSWORD not in shown and "AAAAC3Nza" not in shown, "never in a return or a grain"
+    assert "password, ssh-public-keys sent with the create only" in "\n".join(done.comment)
+    assert "password" not in done.changes and "ssh-public-keys" not in done.changes
+    # Changed or dropped afterwards: no drift, no write.
+    for later in ({"password": "another secret"}, {"password": None, "ssh-public-keys": None}):
+        again = present(
+            make_context(static_targets(fresh_cluster), store=store), "web", True, **declaration(**later)
+        )
+        assert again.result is True and again.changes == {}, again.comment
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        ({"password": "abcd"}, "password: PVE wants at least 5 characters"),
+        ({"password": 123456}, "password: expected text (quote it), got int"),
+        ({"ssh-public-keys": "hunter2-is-not-a-key"}, "ssh-public-keys: line 1 is not an OpenSSH public key"),
+    ],
+)
+def test_bad_create_secrets_are_refused_without_repeating_them(fresh_cluster, declared, message):
+    outcome = present(make_context(static_targets(fresh_cluster)), "web", True, **declaration(**declared))
+    text = "\n".join(outcome.comment)
+    assert outcome.result is False and message in text
+    assert str(next(iter(declared.values()))) not in text
