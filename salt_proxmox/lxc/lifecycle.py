@@ -536,17 +536,16 @@ def _waiting_line(decl: LxcDeclaration, keys: list[str]) -> str:
     )
 
 
-def _effect_lines(decl: LxcDeclaration, decision: Decision, test: bool) -> list[str]:
-    """What the plan or apply says about when the written keys take effect."""
-    what = f"CT {decl.vmid} on {decl.node}"
-    lines = []
-    if decision.later:
-        verb = "would stay" if test else "stay"
-        lines.append(
-            f"{what}: {', '.join(decision.later)} {verb} pending until the container restarts (it is "
-            "running; PVE applies only some keys to a running container)"
-        )
-    return lines
+def _effect_lines(decl: LxcDeclaration, decision: Decision) -> list[str]:
+    """What the plan says about when the keys it would write take effect (only when some would
+    wait: on a stopped container, or with only hot-plugged keys, everything is at once)."""
+    if not decision.later:
+        return []
+    now = f"{', '.join(decision.now)} would take effect at once; " if decision.now else ""
+    return [
+        f"CT {decl.vmid} on {decl.node}: {now}{', '.join(decision.later)} would stay pending until the "
+        "container restarts (it is running; PVE applies only some keys to a running container)"
+    ]
 
 
 def _present(ctx: PveContext, state_id: str, test: bool, declared: dict) -> Outcome:
@@ -593,7 +592,7 @@ def _present(ctx: PveContext, state_id: str, test: bool, declared: dict) -> Outc
     if test:
         if decision.action == "update":
             outcome.comment.append(f"{what}: would write {', '.join(decision.change.drift)}")
-            outcome.comment.extend(_effect_lines(decl, decision, test))
+            outcome.comment.extend(_effect_lines(decl, decision))
         if waiting:
             assert decision.config is not None
             outcome.changes["pending"] = _waiting_changes(waiting, decision.config)

@@ -46,7 +46,9 @@ def test_a_change_pve_keeps_pending_is_said_so_and_the_next_plan_reports_it_with
     plan = present(ctx, "dns", True, **_dns(nameserver="10.0.0.1", memory=768))
     assert plan.result is None, plan.comment
     assert set(plan.changes) == {"nameserver", "memory"}
-    assert "nameserver would stay pending until the container restarts" in _text(plan)
+    assert "memory would take effect at once; nameserver would stay pending until the container restarts" in (
+        _text(plan)
+    )
     log = requests_since(fresh_cluster, start)
     # The power state is read only because a written key would wait on a running guest.
     # (/cluster/options, read once per run for the declared tags' style, is no read of the guest.)
@@ -177,3 +179,15 @@ def test_a_root_only_refusal_still_lists_every_other_change(fresh_cluster):
     assert "besides what is refused, it differs in memory, tags" in _text(plan)
     assert set(plan.changes) == {"memory", "tags"}
     assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_a_change_a_running_container_hot_plugs_needs_no_power_state_read(fresh_cluster):
+    # vmconfig_hotplug_pending applies memory and cores live: when it starts does not depend on the
+    # power state, so the plan spends no GET …/status/current on it.
+    store = _adopted(fresh_cluster)
+    start = len(fresh_cluster.pve.requests)
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "dns", True,
+                   **_dns(memory=768, cores=2))  # fmt: skip
+    assert plan.result is None and set(plan.changes) == {"memory", "cores"}, plan.comment
+    assert "pending" not in _text(plan)
+    assert [p for _, p, _ in requests_since(fresh_cluster, start) if "/lxc/" in p] == [f"{PATH}/pending"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from salt_proxmox.errors import DeclarationError
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.judge import judge_guest, split_by_effect
@@ -180,3 +181,15 @@ def test_a_write_back_to_the_value_in_effect_only_drops_the_pending_change():
     verdict = judge_guest(decl(nameserver="10.0.0.1"), config, ours=ours)
     assert verdict.change.put == {"nameserver": "10.0.0.1"}
     assert split_by_effect(verdict, config, running=True) == (["nameserver"], [])
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None, [True]])
+def test_reboot_for_pending_is_true_or_false_only(value):
+    with pytest.raises(DeclarationError, match="reboot_for_pending: expected true or false"):
+        parse_declaration("web", vmid=150, node="pve1", target="lab", reboot_for_pending=value)
+
+
+def test_reboot_for_pending_is_off_unless_declared():
+    assert decl().reboot_for_pending is False
+    on = parse_declaration("web", vmid=150, node="pve1", target="lab", reboot_for_pending=True)
+    assert on.reboot_for_pending is True and "reboot_for_pending" not in on.stored()
