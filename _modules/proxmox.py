@@ -245,9 +245,20 @@ def lxc_resize(node, vmid, disk, size, target=None):
 
 def _families():
     from salt_proxmox.firewall import alias
+    from salt_proxmox.network import interface
+    from salt_proxmox.sdn import objects
     from salt_proxmox.simple import acl, pool, role
 
-    return {"firewall_alias": alias.SPEC, "pool": pool.SPEC, "role": role.SPEC, "acl": acl.SPEC}
+    return {
+        "firewall_alias": alias.SPEC,
+        "pool": pool.SPEC,
+        "role": role.SPEC,
+        "acl": acl.SPEC,
+        "network_interface": interface.SPEC,
+        "sdn_zone": objects.ZONE,
+        "sdn_vnet": objects.VNET,
+        "sdn_subnet": objects.SUBNET,
+    }
 
 
 def _object_twins(family, call_kwargs):
@@ -532,3 +543,140 @@ def acl_absent(
     """
     names = {**extra, "path": path, "role": role, "user": user, "group": group, "token": token}
     return _object_absent("acl", name, test, target, state_id, removal, names)
+
+
+# ------------------------------------------------------------------------ node networks and SDN
+#
+# Interfaces and SDN objects are simple objects too; the two apply functions reload what they
+# staged (salt_proxmox.network.apply, salt_proxmox.sdn.apply).
+
+
+def network_interface_present(name, node, test=False, target=None, adopt=False, state_id=None, **config):
+    """
+    Plan or stage one interface of ``node`` (``name`` is the iface) with PVE's keys (``type``,
+    ``cidr``, ``bridge_ports``, ...). Writes only stage ``/etc/network/interfaces.new``; nothing is
+    reloaded. Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.network_interface_present vmbr1 node=pve1 type=bridge bridge_ports=eno2 test=True
+    """
+    declared = dict(config, name=name, node=node, adopt=adopt)
+    return _object_present("network_interface", name, test, target, state_id, declared)
+
+
+def network_interface_absent(name, node, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing one interface: retain (default) or stage the deletion of an owned, unchanged one.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.network_interface_absent vmbr1 node=pve1 removal=destroy test=True
+    """
+    return _object_absent(
+        "network_interface", name, test, target, state_id, removal, dict(extra, name=name, node=node)
+    )
+
+
+def network_applied(name, node, test=False, target=None, state_id=None, **extra):
+    """
+    Plan (the staged diff, secrets masked) or apply (health check, one reload task, health check,
+    re-read) what is staged on ``node``. Nothing staged: nothing done. Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.network_applied pve1-network node=pve1 test=True
+    """
+    from salt_proxmox.network import apply
+
+    return _state(
+        name, target, apply.applied, bool(test), state_id or name, node=node, **declared_keys(extra)
+    )
+
+
+def sdn_zone_present(name, type, test=False, target=None, adopt=False, state_id=None, **config):
+    """
+    Plan or write one SDN zone (``type`` simple, vlan, vxlan or evpn with its keys) into the pending
+    SDN configuration. Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.sdn_zone_present lab type=simple test=True
+    """
+    return _object_present(
+        "sdn_zone", name, test, target, state_id, dict(config, name=name, type=type, adopt=adopt)
+    )
+
+
+def sdn_vnet_present(name, zone, test=False, target=None, adopt=False, state_id=None, **config):
+    """
+    Plan or write one SDN vnet of ``zone`` (``tag``, ``alias``, ``vlanaware``). Returns a state
+    return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.sdn_vnet_present labnet zone=lab tag=10 test=True
+    """
+    return _object_present(
+        "sdn_vnet", name, test, target, state_id, dict(config, name=name, zone=zone, adopt=adopt)
+    )
+
+
+def sdn_subnet_present(name, vnet, test=False, target=None, adopt=False, state_id=None, **config):
+    """
+    Plan or write one SDN subnet (``name`` is its CIDR) of ``vnet`` (``gateway``, ``snat``,
+    ``dhcp-range``). Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.sdn_subnet_present 10.2.0.0/24 vnet=labnet gateway=10.2.0.1 test=True
+    """
+    return _object_present(
+        "sdn_subnet", name, test, target, state_id, dict(config, name=name, vnet=vnet, adopt=adopt)
+    )
+
+
+def sdn_absent(kind, name, test=False, target=None, removal="retain", state_id=None, **names):
+    """
+    Stop managing one SDN object (``kind`` zone, vnet or subnet; a subnet also needs ``vnet``):
+    retain (default) or delete an owned, unchanged one from the pending configuration.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.sdn_absent vnet labnet removal=destroy test=True
+    """
+    from salt.exceptions import CommandExecutionError
+
+    if kind not in ("zone", "vnet", "subnet"):
+        raise CommandExecutionError(f"kind: expected zone, vnet or subnet, got {kind!r}")
+    return _object_absent(f"sdn_{kind}", name, test, target, state_id, removal, dict(names, name=name))
+
+
+def sdn_applied(name, test=False, target=None, state_id=None, **extra):
+    """
+    Plan (the pending SDN objects) or apply (health check, SDN lock, ``PUT /cluster/sdn`` as one
+    task, health check, re-read) the pending SDN configuration. Returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.sdn_applied sdn test=True
+    """
+    from salt_proxmox.sdn import apply
+
+    return _state(name, target, apply.applied, bool(test), state_id or name, **declared_keys(extra))

@@ -75,9 +75,9 @@ class PveContext:
     and ``task_polls`` bound the polls of a create and of any other task (``pve.tasks``'
     ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
     ``extra`` is the run's cache (Salt's ``__context__``): what is read once per run, such as the
-    cluster's release and tag style (``pve.facts``), is kept there. ``reads`` holds the run's
-    reads ahead (``salt_proxmox.pve.readahead``). ``notes`` collects what a task that succeeded
-    with warnings left to say (``take_notes``).
+    cluster's release and tag style (``pve.facts``), is kept there, and a run-wide record (a
+    failed network apply). ``reads`` holds the run's reads ahead (``salt_proxmox.pve.readahead``).
+    ``notes`` collects what a task that succeeded with warnings left to say (``take_notes``).
     """
 
     target: Target

@@ -223,8 +223,13 @@ class PveClient:
         params: Mapping[str, str] | None = None,
         form: Mapping[str, str] | None = None,
         as_json: bool = False,
+        envelope: bool = False,
     ) -> object:
         """Send one call; ``path`` is relative to ``/api2/json/`` and already encoded.
+
+        Returns PVE's ``data``; with ``envelope`` the whole answer object instead, for the few
+        members PVE puts beside ``data`` (``changes`` of ``GET /nodes/{node}/network``: pve-manager
+        ``PVE/API2/Network.pm`` ``index``, ``set_result_attrib``).
 
         ``form`` goes as ``application/x-www-form-urlencoded``, or with ``as_json`` as a JSON
         object. Only JSON carries an empty value: pve-http-server 6.0.5 ``decode_urlencoded``
@@ -308,7 +313,7 @@ class PveClient:
                     f"{exc.strerror or 'the CA bundle cannot be used'}"
                 ) from None
             else:
-                return _decode(method, path, response, member)
+                return _decode(method, path, response, member, envelope)
             log.debug("PVE member %s of %s did not answer: %s", index + 1, self.target.name, failures[-1])
         raise PveUnreachable(
             f"{method} {path}: no member of target {self.target.name} answered ({'; '.join(failures)}). "
@@ -366,7 +371,9 @@ def _may_have_sent(exc: requests.exceptions.ConnectionError) -> bool:
     )
 
 
-def _decode(method: str, path: str, response: requests.Response, member: str = "") -> object:
+def _decode(
+    method: str, path: str, response: requests.Response, member: str = "", envelope: bool = False
+) -> object:
     if 300 <= response.status_code < 400:
         # Not followed (allow_redirects=False): the member URL points at something else than pveproxy.
         raise PveMalformed(
@@ -398,4 +405,4 @@ def _decode(method: str, path: str, response: requests.Response, member: str = "
                 f"PVE's JSON (a proxy or portal page?), so PVE may or may not have acted. {CHECK_WRITE}"
             )
         raise PveMalformed(method, path, "the body is not a JSON object with a data member")
-    return body["data"]
+    return body if envelope else body["data"]

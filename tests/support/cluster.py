@@ -14,8 +14,9 @@ Used three ways:
 - ``python -m tests.support.cluster --state-dir DIR``, the process the sandbox (``scripts/sandbox``)
   starts and stops by its PID: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
-The served fake is ``tests.support.access.AccessPve``: fakepve plus stored roles and ACL entries, which
-fakepve itself only answers with synthesised values.
+The served fake is ``tests.support.network.NetworkPve``: fakepve plus stored roles and ACL entries
+(``tests.support.access.AccessPve``), staged node networks and stored SDN configuration, which fakepve
+itself only answers with synthesised values.
 
 fakepve answers requests on its own asyncio loop; everything here runs that loop in a daemon thread, as
 fakepve's pytest plugin does, so plain synchronous tests can use it.
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
-from tests.support.access import AccessPve
+from tests.support.network import NetworkPve
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
     from typing import Self
@@ -56,7 +57,9 @@ TEMPLATE = "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst"
 # The size the template volume pretends to have on `local`, in bytes.
 TEMPLATE_SIZE = 123 * 1024**2
 
-READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit")
+# SDN.Audit: node network listings show a bridge only to a caller with SDN.Audit (or SDN.Use) on it, and SDN
+# listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
+READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit")
 PROVISION_PRIVS = (
     "VM.Allocate",
     "VM.Audit",
@@ -77,6 +80,9 @@ PROVISION_PRIVS = (
     "Sys.Modify",
     "Pool.Allocate",
     "Permissions.Modify",
+    # Node interfaces and their reload need Sys.Modify on /nodes/<node> (above); SDN zones, vnets, subnets,
+    # the SDN lock and the SDN apply SDN.Allocate (pve-network PVE/API2/Network/SDN*.pm).
+    "SDN.Allocate",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
@@ -218,7 +224,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = AccessPve(host=HOST, port=0)
+            pve = NetworkPve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve

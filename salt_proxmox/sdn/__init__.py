@@ -1,0 +1,1 @@
+"""SDN zones, vnets and subnets, and the SDN apply (docs/design.md §7b)."""

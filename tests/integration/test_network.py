@@ -1,0 +1,307 @@
+"""Node interfaces, the node network apply, SDN objects and the SDN apply, against the served fake.
+
+fakepve 0.5.0's node network is a fixed list without the ``changes`` envelope and its SDN stores
+nothing, so the cluster is ``tests.support.network.NetworkPve``, which stages interfaces in an
+``interfaces.new`` text and keeps SDN pending/running configuration as pve-manager and pve-network
+do. Every test counts the requests the fake saw and the credentials minted.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs
+
+import pytest
+
+from salt_proxmox.network import apply as network_apply
+from salt_proxmox.network import interface
+from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.sdn import apply as sdn_apply
+from salt_proxmox.sdn import objects
+from salt_proxmox.simple.lifecycle import absent, present
+from tests.integration.lxc_support import (
+    TARGET,
+    bao_targets,
+    make_context,
+    requests_since,
+    static_targets,
+    writes,
+)
+from tests.support.cluster import PROVISION_TOKEN_ID
+
+VMBR1 = {
+    "name": "vmbr1",
+    "node": "pve1",
+    "type": "bridge",
+    "bridge_ports": "eno2",
+    "bridge_vlan_aware": True,
+    "bridge_vids": "2-100",
+    "autostart": True,
+    "comments": "VM traffic",
+}
+
+
+def _mints(cache: dict) -> dict:
+    return cache[f"salt_proxmox.mints/{TARGET}"]
+
+
+def _stage(served, ctx, state_id: str = "vmbr1", **over) -> None:
+    done = present(ctx, interface.SPEC, False, state_id, **{**VMBR1, **over})
+    assert done.result is True, done.comment
+
+
+def _form(body: bytes) -> dict[str, list[str]]:
+    return parse_qs(body.decode(), keep_blank_values=True)
+
+
+# -------------------------------------------------------------------------------------- interfaces
+
+
+def test_interface_planned_staged_and_then_clean(fresh_cluster):
+    """A write stages (interfaces.new) and reloads nothing; PVE's spellings (ports sorted, comments
+    with a newline, vlan-aware as yes) read back equal to the declaration."""
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, interface.SPEC, True, "vmbr1", **VMBR1)
+    assert plan.result is None and "created" in plan.changes
+    assert writes(requests_since(fresh_cluster, start)) == []
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, interface.SPEC, False, "vmbr1", **VMBR1)
+    assert done.result is True, done.comment
+    log = requests_since(fresh_cluster, start)
+    assert [(m, p) for m, p, _ in writes(log)] == [("POST", "/nodes/pve1/network")]
+    files = fresh_cluster.pve.networks["pve1"]
+    assert "iface vmbr1" in files["staged"] and "vmbr1" not in files["running"], "staged, not applied"
+    again = present(ctx, interface.SPEC, True, "vmbr1", **{**VMBR1, "bridge_ports": ["eno2", "eno2"]})
+    assert (again.result, again.changes) == (True, {}), again.comment
+    assert f"{TARGET}/network_interface/pve1/vmbr1" in store.rows
+
+
+def test_interface_update_restates_the_address_and_clears_with_delete(fresh_cluster):
+    """update_network recomputes method from the cidr of that PUT, so the live address is restated;
+    a false bridge_vlan_aware goes in delete (the writer prints yes for any defined value)."""
+    ctx = make_context(static_targets(fresh_cluster))
+    _stage(fresh_cluster, ctx, cidr="10.1.0.1/24")
+    declared = {**VMBR1, "bridge_vlan_aware": False, "bridge_vids": "", "mtu": 9000}
+    declared.pop("bridge_vids")
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, interface.SPEC, False, "vmbr1", **declared)
+    assert done.result is True, done.comment
+    assert set(done.changes) == {"bridge_vlan_aware", "mtu"}
+    (put,) = writes(requests_since(fresh_cluster, start))
+    form = _form(put[2])
+    assert form["delete"] == ["bridge_vlan_aware"] and "bridge_vlan_aware" not in form
+    assert form["cidr"] == ["10.1.0.1/24"], "the address the declaration leaves unmanaged is restated"
+    clean = present(ctx, interface.SPEC, True, "vmbr1", **declared)
+    assert (clean.result, clean.changes) == (True, {}), clean.comment
+
+
+def test_existing_interface_refused_unless_adopted_and_adopted_without_writes(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    vmbr0 = {"name": "vmbr0", "node": "pve1", "type": "bridge", "bridge_ports": "eno1"}
+    vmbr0["cidr"] = "10.0.0.11/24"
+    start = len(fresh_cluster.pve.requests)
+    refused = present(ctx, interface.SPEC, False, "vmbr0", **vmbr0)
+    assert refused.result is False and "adopt: true" in refused.comment[0]
+    adopted = present(ctx, interface.SPEC, False, "vmbr0", adopt=True, **vmbr0)
+    assert adopted.result is True and adopted.changes == {"ownership": {"old": None, "new": "owned"}}
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_physical_nic_is_never_destroyed(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    eno2 = {"name": "eno2", "node": "pve1", "type": "eth", "mtu": 9000}
+    assert present(ctx, interface.SPEC, False, "eno2", adopt=True, **eno2).result is True
+    start = len(fresh_cluster.pve.requests)
+    refused = absent(ctx, interface.SPEC, False, "eno2", "destroy", name="eno2", node="pve1")
+    assert refused.result is False and "physical NIC" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+# ------------------------------------------------------------------------------------ node apply
+
+
+def test_settled_node_adopted_with_zero_writes_and_zero_mints(fresh_cluster, bao_creds):
+    targets, openbao = bao_targets(fresh_cluster, bao_creds)
+    cache: dict = {}
+    ctx = make_context(targets, openbao, cache=cache)
+    start = len(fresh_cluster.pve.requests)
+    plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert (plan.result, plan.changes) == (True, {}) and (done.result, done.changes) == (True, {})
+    log = requests_since(fresh_cluster, start)
+    assert writes(log) == [] and [p for _, p, _ in log] == ["/nodes/pve1/network", "/nodes/pve1/network"]
+    assert _mints(cache)["provision"] == 0, "no provision credential minted"
+
+
+def test_staged_change_planned_applied_with_one_put_and_one_credential_then_clean(fresh_cluster, bao_creds):
+    targets, openbao = bao_targets(fresh_cluster, bao_creds)
+    cache: dict = {}
+    ctx = make_context(targets, openbao, cache=cache)
+    _stage(fresh_cluster, ctx)
+    plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    assert plan.result is None
+    assert "+iface vmbr1 inet manual" in plan.changes["staged"] and "+auto vmbr1" in plan.changes["staged"]
+    provisions = _mints(cache)["provision"]
+    start = len(fresh_cluster.pve.requests)
+    done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert done.result is True, done.comment
+    log = requests_since(fresh_cluster, start)
+    assert [(m, p) for m, p, _ in writes(log)] == [("PUT", "/nodes/pve1/network")]
+    assert _mints(cache)["provision"] == provisions + 1, "one credential for the reload and its polls"
+    polls = [p for m, p, _ in log if "/tasks/" in p]
+    (upid,) = {p.split("/tasks/")[1].removesuffix("/status") for p in polls}
+    assert fresh_cluster.pve.tasks[upid]["user"] == PROVISION_TOKEN_ID and polls
+    assert "iface vmbr1" in fresh_cluster.pve.networks["pve1"]["running"]
+    shown = json.dumps(done.changes) + "\n".join(done.comment)
+    assert "vmbr1" not in shown and "+auto" not in shown, "the diff stays out of the apply's return"
+    again = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    assert (again.result, again.changes) == (True, {})
+
+
+@pytest.mark.parametrize("fault", ["quorum", "offline"])
+def test_degraded_cluster_refused_before_any_write(fresh_cluster, fault):
+    cache: dict = {}
+    ctx = make_context(static_targets(fresh_cluster), cache=cache)
+    _stage(fresh_cluster, ctx)
+    if fault == "quorum":
+        fresh_cluster.pve.lose_quorum()
+    else:
+        fresh_cluster.pve.set_node_offline("pve2")
+    provisions = _mints(cache)["provision"]
+    start = len(fresh_cluster.pve.requests)
+    refused = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert refused.result is False
+    assert ("not quorate" if fault == "quorum" else "pve2 is offline") in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == [] and _mints(cache)["provision"] == provisions
+    assert fresh_cluster.pve.networks["pve1"]["staged"] is not None
+
+
+def test_failed_reload_stops_the_next_node(fresh_cluster):
+    cache: dict = {}
+    ctx = make_context(static_targets(fresh_cluster), cache=cache)
+    _stage(fresh_cluster, ctx)
+    _stage(fresh_cluster, ctx, "pve2-vmbr1", node="pve2")
+    fresh_cluster.pve.reload_failures["pve1"] = "command 'ifreload -a' failed: exit code 1"
+    failed = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert failed.result is False and "ifreload -a" in failed.comment[0]
+    start = len(fresh_cluster.pve.requests)
+    stopped = network_apply.applied(ctx, False, "pve2-network", node="pve2")
+    assert stopped.result is False and "not applied" in stopped.comment[0]
+    assert "network of node pve1" in stopped.comment[0]
+    assert requests_since(fresh_cluster, start) == [], "nothing read or written for the stopped node"
+    assert fresh_cluster.pve.networks["pve2"]["staged"] is not None
+
+
+def test_unreadable_poll_is_reported_unreachable_with_the_upid(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    _stage(fresh_cluster, ctx)
+    fresh_cluster.pve.unreadable_polls.add("pve1")
+    done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert done.result is False and "unreachable" in done.comment[0]
+    (upid,) = [u for u, task in fresh_cluster.pve.tasks.items() if task["type"] == "srvreload"]
+    assert upid in done.comment[0]
+
+
+def test_node_offline_after_reload_fails_the_apply(fresh_cluster):
+    """Another node dropping out is seen by the health check after the reload; the reloaded node
+    dropping out makes its own task unreadable (PVE answers 595 for an offline node)."""
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    _stage(fresh_cluster, ctx)
+    fresh_cluster.pve.offline_after_reload["pve1"] = "pve2"
+    done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert done.result is False and "ended OK, but now node pve2 is offline" in done.comment[0]
+    fresh_cluster.pve.set_node_offline("pve2", offline=False)
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    _stage(fresh_cluster, ctx, mtu=9000)
+    fresh_cluster.pve.offline_after_reload["pve1"] = "pve1"
+    cut = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert cut.result is False and "unreachable" in cut.comment[0]
+
+
+def test_secret_looking_values_are_masked_in_the_plan_and_kept_nowhere(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    secret = "wpa-psk-do-not-store"
+    files = fresh_cluster.pve.networks.setdefault("pve1", fresh_cluster.pve.node_network("pve1"))
+    files["staged"] = files["running"] + f"iface wlan0 inet manual\n\twpa-psk {secret}\n"
+    plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    assert "wpa-psk ***" in plan.changes["staged"] and secret not in json.dumps(plan.changes)
+    done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert done.result is True and secret not in json.dumps(done.changes) + "\n".join(done.comment)
+    assert secret not in json.dumps(store.rows)
+
+
+# ------------------------------------------------------------------------------------------- SDN
+
+ZONE = {"name": "lab", "type": "vlan", "bridge": "vmbr0", "mtu": 1496}
+VNET = {"name": "labnet", "zone": "lab", "tag": 20, "alias": "Lab guests"}
+SUBNET = {
+    "name": "10.20.0.0/24",
+    "vnet": "labnet",
+    "gateway": "10.20.0.1",
+    "snat": True,
+    "dhcp-range": ["start-address=10.20.0.100,end-address=10.20.0.199"],
+}
+
+
+def test_sdn_objects_planned_written_pending_then_applied_under_the_lock(fresh_cluster):
+    cache: dict = {}
+    ctx = make_context(static_targets(fresh_cluster), cache=cache)
+    for spec, declared in ((objects.ZONE, ZONE), (objects.VNET, VNET), (objects.SUBNET, SUBNET)):
+        plan = present(ctx, spec, True, declared["name"], **declared)
+        assert plan.result is None, plan.comment
+        assert present(ctx, spec, False, declared["name"], **declared).result is True
+        clean = present(ctx, spec, True, declared["name"], **declared)
+        assert (clean.result, clean.changes) == (True, {}), clean.comment
+    assert fresh_cluster.pve.sdn_running["zones"] == {}, "written, not yet running"
+    plan = sdn_apply.applied(ctx, True, "sdn")
+    assert plan.result is None and plan.changes["staged"][0].startswith("zone lab: new")
+    start = len(fresh_cluster.pve.requests)
+    done = sdn_apply.applied(ctx, False, "sdn")
+    assert done.result is True, done.comment
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/cluster/sdn/lock"),
+        ("PUT", "/cluster/sdn"),
+    ]
+    (put,) = [body for m, p, body in requests_since(fresh_cluster, start) if m == "PUT"]
+    assert "lock-token" in _form(put), "the commit carries the lock token"
+    assert fresh_cluster.pve.sdn_lock is None, "the commit released the lock"
+    assert set(fresh_cluster.pve.sdn_running["subnets"]) == {"lab-10.20.0.0-24"}
+    assert sdn_apply.applied(ctx, True, "sdn").changes == {}
+
+
+def test_sdn_update_carries_the_digest_and_a_held_lock_refuses_writes(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    start = len(fresh_cluster.pve.requests)
+    assert present(ctx, objects.ZONE, False, "lab", **{**ZONE, "mtu": 1400}).result is True
+    (put,) = writes(requests_since(fresh_cluster, start))
+    assert _form(put[2])["mtu"] == ["1400"] and _form(put[2])["digest"]
+    fresh_cluster.pve.sdn_lock = "held-by-someone-else"
+    refused = present(ctx, objects.ZONE, False, "lab", **{**ZONE, "mtu": 1300})
+    assert refused.result is False and "invalid lock token" in refused.comment[0]
+    assert fresh_cluster.pve.sdn["zones"]["lab"]["mtu"] in (1400, "1400")
+
+
+def test_sdn_apply_refused_on_a_degraded_cluster_and_failed_task_reported(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    fresh_cluster.pve.set_node_offline("pve2")
+    start = len(fresh_cluster.pve.requests)
+    refused = sdn_apply.applied(ctx, False, "sdn")
+    assert refused.result is False and "pve2 is offline" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
+    fresh_cluster.pve.set_node_offline("pve2", offline=False)
+    ctx = make_context(static_targets(fresh_cluster))
+    fresh_cluster.pve.sdn_reload_failure = "pvesh set /nodes/pve2/network failed"
+    failed = sdn_apply.applied(ctx, False, "sdn")
+    assert failed.result is False and "pvesh set" in failed.comment[0]
+
+
+def test_subnet_of_a_missing_vnet_plans_a_create(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    plan = present(ctx, objects.SUBNET, True, "s", **SUBNET)
+    assert plan.result is None and "created" in plan.changes

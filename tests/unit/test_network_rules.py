@@ -1,0 +1,220 @@
+"""The node network and SDN rules, pure: PVE's spellings, the refusals, the masking, the health read.
+
+Each live value below is spelled as pve-common ``src/PVE/Network/Interfaces.pm``
+(``__read_etc_network_interfaces``) or pve-network gives it back, not as the fake happens to.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.network import apply as network_apply
+from salt_proxmox.network import interface
+from salt_proxmox.sdn import objects
+from tests.support.network import pending_config, read_interfaces, write_interfaces
+
+
+def _declare(**over):
+    declared = {"name": "vmbr1", "node": "pve1", "type": "bridge", "bridge_ports": "eno2 eno3"}
+    declared.update(over)
+    return interface.declare("s", "lab", **declared)
+
+
+def test_listing_row_as_pve_prints_it_equals_the_declaration():
+    """Ports sorted and de-duplicated, vlan-aware and autostart as 1, mtu as the text read from the
+    file, comments with a newline per line, host bits of the cidr kept."""
+    decl = _declare(
+        bridge_ports=["eno3", "eno2", "eno3"],
+        bridge_vlan_aware=True,
+        autostart="yes",
+        mtu=9000,
+        comments="VM traffic  ",
+        cidr="10.1.0.5/24",
+    )
+    row = {
+        "iface": "vmbr1",
+        "type": "bridge",
+        "bridge_ports": "eno2 eno3",
+        "bridge_vlan_aware": 1,
+        "autostart": 1,
+        "mtu": "9000",
+        "comments": "VM traffic\n",
+        "cidr": "10.1.0.5/24",
+        "method": "static",
+        "families": ["inet"],
+    }
+    live = interface.parse([row], decl)
+    assert interface.SPEC.differences(live, decl) == {}
+
+
+@pytest.mark.parametrize(
+    ("over", "words"),
+    [
+        ({"name": "uplink", "type": "bond", "bridge_ports": None, "slaves": "eno1"}, "bondN"),
+        ({"bridge_vids": "2-100"}, "VLAN-aware"),
+        ({"bridge_vids": "1-100", "bridge_vlan_aware": True}, "invalid VLAN tag '1'"),
+        (
+            {
+                "name": "bond0",
+                "type": "bond",
+                "bridge_ports": None,
+                "slaves": "eno1",
+                "bond_xmit_hash_policy": "layer2",
+            },
+            "balance-xor or 802.3ad",
+        ),
+        (
+            {
+                "name": "bond0",
+                "type": "bond",
+                "bridge_ports": None,
+                "slaves": "eno1",
+                "bond_mode": "active-backup",
+                "bond-primary": "eno9",
+            },
+            "not among slaves",
+        ),
+        ({"name": "eno1.20", "type": "vlan", "bridge_ports": None, "vlan-raw-device": "eno2"}, "raw device"),
+        ({"name": "vlanlab", "type": "vlan", "bridge_ports": None, "vlan-raw-device": "eno2"}, "vlan-id"),
+        ({"type": "bond", "name": "bond0"}, "only a bridge takes it"),
+        ({"comments": "0"}, "true in Perl"),
+        ({"cidr": "10.1.0.1"}, "CIDR"),
+        ({"cidr": "2001:db8::1/64"}, "IPv4"),
+        ({"mtu": 1000}, "minimum 1280"),
+        ({"name": "9bad"}, "interface name"),
+        ({"bogus": 1}, "not a key"),
+    ],
+)
+def test_declarations_pve_would_drop_or_refuse_are_refused(over, words):
+    declared = {k: v for k, v in over.items() if v is not None}
+    if over.get("bridge_ports", "x") is None:
+        declared["bridge_ports"] = None
+    with pytest.raises(DeclarationError) as caught:
+        _declare(**declared)
+    assert words in str(caught.value)
+
+
+def test_update_restates_the_unmanaged_address_and_deletes_a_false_flag():
+    """update_network sets method manual without a cidr in the PUT; the writer prints
+    bridge-vlan-aware yes for a defined 0, so a false flag must be deleted, not sent."""
+    decl = _declare(bridge_vlan_aware=False)
+    live = {"type": "bridge", "bridge_ports": "eno2 eno3", "bridge_vlan_aware": 1, "cidr": "10.1.0.5/24"}
+    call = interface.update_call(decl, live)
+    assert call.form == {
+        "type": "bridge",
+        "bridge_ports": "eno2 eno3",
+        "cidr": "10.1.0.5/24",
+        "delete": "bridge_vlan_aware",
+    }
+    assert interface.update_call(decl, {**live, "type": "eth"}) is None, "another type is another interface"
+
+
+def test_pve_writer_quirks_the_fake_reproduces():
+    """Interfaces.pm: a defined bridge_vlan_aware of 0 is written as yes; a numeric bond mode reads
+    back as its name; ports read back sorted; comments gain a newline per line."""
+    config = read_interfaces(
+        "auto bond0\niface bond0 inet manual\n\tbond-slaves eno2 eno1\n\tbond-mode 4\n#uplink  \n\n",
+        {"eno1", "eno2"},
+    )
+    assert config["bond0"]["bond_mode"] == "802.3ad" and config["bond0"]["slaves"] == "eno1 eno2"
+    assert config["bond0"]["comments"] == "uplink\n" and config["bond0"]["autostart"] == 1
+    config["vmbr9"] = {"type": "bridge", "method": "manual", "bridge_ports": "", "bridge_vlan_aware": 0}
+    again = read_interfaces(write_interfaces(config), {"eno1", "eno2"})
+    assert again["vmbr9"]["bridge_vlan_aware"] == 1 and again["vmbr9"]["bridge_vids"] == "2-4094"
+
+
+def test_mask_hides_secret_looking_values_only():
+    diff = "--- a\n+++ b\n@@ -1 +1 @@\n-\twpa-psk old-secret\n+\twpa-psk new-secret\n+\tmtu 9000\n"
+    masked = network_apply.mask(diff)
+    assert "secret" not in masked.replace("wpa-psk", "")
+    assert "+\twpa-psk ***" in masked and "+\tmtu 9000" in masked
+    assert network_apply.staged_lines(diff) == 3
+
+
+class _Client:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def request(self, *args, **kwargs):
+        return self.rows
+
+
+class _Ctx:
+    def __init__(self, rows):
+        self.client = _Client(rows)
+
+
+@pytest.mark.parametrize(
+    ("rows", "reason"),
+    [
+        ([{"type": "cluster", "quorate": 1}, {"type": "node", "name": "pve1", "online": 1}], None),
+        ([{"type": "cluster", "quorate": 0}, {"type": "node", "name": "pve1", "online": 1}], "not quorate"),
+        (
+            [{"type": "cluster", "quorate": 1}, {"type": "node", "name": "pve2", "online": 0}],
+            "pve2 is offline",
+        ),
+        ([{"type": "node", "name": "solo", "online": 1}], None),
+    ],
+)
+def test_cluster_health(rows, reason):
+    """pve-manager PVE/API2/Cluster.pm status: quorate on the cluster row, online per node row."""
+    found = network_apply.cluster_health(_Ctx(rows), None)
+    assert found == reason if reason is None else reason in found
+
+
+def test_sdn_declarations():
+    """Each zone type takes its plugin's options; node lists compare sorted and comma-joined
+    (encode_value); a vlan zone needs its bridge."""
+    zone = objects.zone_declare(
+        "s", "lab", name="lab", type="evpn", controller="c1", **{"vrf-vxlan": 100}, nodes="pve2,pve1"
+    )
+    assert zone.values["nodes"] == "pve1,pve2"
+    with pytest.raises(DeclarationError, match="bridge: a vlan zone needs it"):
+        objects.zone_declare("s", "lab", name="lab", type="vlan")
+    with pytest.raises(DeclarationError, match="not a key"):
+        objects.zone_declare("s", "lab", name="lab", type="simple", bridge="vmbr0")
+    with pytest.raises(DeclarationError, match="SDN id"):
+        objects.vnet_declare("s", "lab", name="toolongname", zone="lab")
+    subnet = objects.subnet_declare(
+        "s",
+        "lab",
+        name="10.2.0.0/24",
+        vnet="v1",
+        gateway="10.2.0.1",
+        **{"dhcp-range": [{"start": "10.2.0.20", "end": "10.2.0.30"}]},
+    )
+    assert subnet.values["dhcp-range"] == ["start-address=10.2.0.20,end-address=10.2.0.30"]
+    with pytest.raises(DeclarationError, match="not in"):
+        objects.subnet_declare("s", "lab", name="10.2.0.0/24", vnet="v1", gateway="10.3.0.1")
+
+
+def test_subnet_listing_as_pve_answers_it():
+    """Subnets.pm answers dhcp-range as objects and the cidr beside the id."""
+    decl = objects.subnet_declare(
+        "s",
+        "lab",
+        name="10.2.0.0/24",
+        vnet="v1",
+        snat=1,
+        **{"dhcp-range": "start-address=10.2.0.20,end-address=10.2.0.30"},
+    )
+    row = {
+        "subnet": "lab-10.2.0.0-24",
+        "cidr": "10.2.0.0/24",
+        "snat": 1,
+        "dhcp-range": [{"start-address": "10.2.0.20", "end-address": "10.2.0.30"}],
+        "digest": "d",
+    }
+    live = objects.subnet_parse([row], decl)
+    assert objects.SUBNET.differences(live, decl) == {} and live["id"] == "lab-10.2.0.0-24"
+
+
+def test_pending_config_states():
+    """pve-network PVE::Network::SDN::pending_config: new, changed, deleted, and unchanged without state."""
+    running = {"a": {"type": "simple", "mtu": 1500}, "b": {"type": "simple"}, "c": {"type": "simple"}}
+    config = {"a": {"type": "simple", "mtu": 1400}, "b": {"type": "simple"}, "d": {"type": "simple"}}
+    pending = pending_config(running, config)
+    assert pending["a"]["state"] == "changed" and pending["a"]["pending"] == {"mtu": 1400}
+    assert "state" not in pending["b"] and "pending" not in pending["b"]
+    assert pending["c"]["state"] == "deleted" and pending["d"]["state"] == "new"
