@@ -262,26 +262,48 @@ def _families():
 
 
 def _object_twins(family, call_kwargs):
-    """What ``_state`` needs to refuse a second declaration of one object of ``family`` in a run."""
+    """What ``_state`` needs to refuse a second declaration of one object of ``family`` in a run.
+
+    The run keys every chunk of a state module once, with one function: so a module holding several
+    families (``proxmox_sdn``: zones, vnets, subnets) keys each chunk by the family of its function."""
     from salt_proxmox.simple import lifecycle as simple
 
-    spec = _families()[family]
-    return (
-        call_kwargs,
-        (f"proxmox_{family}",),
-        lambda chunk, default: simple.chunk_keys(spec, chunk, default),
+    families = _families()
+    state = next(
+        (module for (module, _fun), fam in _FUN_FAMILY.items() if fam == family), f"proxmox_{family}"
     )
+
+    def keys_of(chunk, default):
+        of = _FUN_FAMILY.get((chunk.state, chunk.fun), family if state == f"proxmox_{family}" else None)
+        return simple.chunk_keys(families[of], chunk, default) if of else frozenset()
+
+    return call_kwargs, (state,), keys_of
+
+
+#: The family each function of a state module holding several declares.
+_FUN_FAMILY = {
+    ("proxmox_network", "interface"): "network_interface",
+    ("proxmox_network", "interface_absent"): "network_interface",
+    ("proxmox_sdn", "zone"): "sdn_zone",
+    ("proxmox_sdn", "zone_absent"): "sdn_zone",
+    ("proxmox_sdn", "vnet"): "sdn_vnet",
+    ("proxmox_sdn", "vnet_absent"): "sdn_vnet",
+    ("proxmox_sdn", "subnet"): "sdn_subnet",
+    ("proxmox_sdn", "subnet_absent"): "sdn_subnet",
+}
 
 
 def _object_present(family, name, test, target, state_id, declared):
+    from salt_proxmox.network import apply
     from salt_proxmox.simple import lifecycle as simple
 
     spec = _families()[family]
     twins = _object_twins(family, declared)
+    present = apply.present if family in apply.STAGING else simple.present
     return _state(
         name,
         target,
-        simple.present,
+        present,
         spec,
         bool(test),
         state_id or name,

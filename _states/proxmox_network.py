@@ -38,6 +38,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
+    for the library's run-wide checks (one object, one declaration)."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+
+
 def _state_id(name):
     return (globals().get("__low__") or {}).get("__id__", name)
 
@@ -60,6 +66,7 @@ def interface(name, node, target=None, adopt=False, removal="retain", **config):
         adopt=adopt,
         state_id=_state_id(name),
         **_declared(config),
+        **_run(),
     )
 
 
@@ -69,7 +76,7 @@ def interface_absent(name, node, target=None, removal="retain"):
     ``removal: destroy`` stages its deletion when this minion created it and it is unchanged.
     """
     return __salt__["proxmox.network_interface_absent"](
-        name, node, test=__opts__["test"], target=target, removal=removal, state_id=_state_id(name)
+        name, node, test=__opts__["test"], target=target, removal=removal, state_id=_state_id(name), **_run()
     )
 
 

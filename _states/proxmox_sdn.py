@@ -47,6 +47,12 @@ def __virtual__():
     return __virtualname__
 
 
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
+    for the library's run-wide checks (one object, one declaration)."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+
+
 def _state_id(name):
     return (globals().get("__low__") or {}).get("__id__", name)
 
@@ -57,7 +63,7 @@ def _declared(kwargs):
 
 
 def _common(name):
-    return {"test": __opts__["test"], "state_id": _state_id(name)}
+    return {"test": __opts__["test"], "state_id": _state_id(name), **_run()}
 
 
 def zone(name, type, target=None, adopt=False, **config):

@@ -1,7 +1,8 @@
 """The demo: plan → apply → plan of the example estate against a local fake cluster and OpenBao.
 
 Starts fakepve (seeded: two nodes, storages, a container template, the running container the
-example pillar adopts, and API tokens for a ``read`` and a ``provision`` user) on a free loopback
+example pillar adopts, a network change staged on pve2 by hand and never applied, and API tokens
+for a ``read`` and a ``provision`` user) on a free loopback
 port, starts an OpenBao dev server on loopback with the PVE tokens published at
 ``proxmox/creds/<role>``, writes a minion config in a private temporary directory, and runs
 ``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``, each
@@ -48,6 +49,10 @@ def main() -> int:
     workdir.chmod(0o700)
     try:
         with ServedCluster() as cluster, DevOpenBao() as bao:
+            # Somebody raised vmbr0's MTU on pve2 in the GUI and never pressed "Apply Configuration".
+            interfaces = cluster.pve.interfaces("pve2")
+            interfaces["vmbr0"]["mtu"] = "9000"
+            cluster.pve.stage("pve2", interfaces)
             client = bao.client()
             publish_cluster(client, cluster.seeded.read_token, cluster.seeded.provision_token)
             token = creds_token(client)

@@ -77,11 +77,42 @@ proxmox:
     lab:
       comment: Experiments, may be wiped
 
+  # Node networks, per node: interfaces are written with PVE's keys and only staged
+  # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
+  # is quorate with every node online. Nodes are applied one after the other.
+  networks:
+    pve1:
+      apply: true
+      interfaces:
+        vmbr1:                  # a VLAN-aware bridge for guest VLANs, on the spare NIC
+          type: bridge
+          bridge_ports: eno2
+          bridge_vlan_aware: true
+          bridge_vids: 2-4094
+          autostart: true
+          comments: Guest VLANs
+    pve2:
+      apply: true               # nothing declared here: apply what is already staged (the plan shows it)
+
+  # SDN: zones, then vnets, then subnets land in the pending SDN configuration; `apply: true`
+  # commits it (Datacenter → SDN → Apply) under PVE's SDN lock, with the same health checks.
+  sdn:
+    apply: true
+    zones:
+      lab:
+        type: vlan
+        bridge: vmbr0
+    vnets:
+      labnet:
+        zone: lab
+        tag: 20
+        alias: Lab guests
+
   # The two roles salt-proxmox's own API tokens hold (docs/design.md §4): `read` for every plan, `provision`
   # for writes — containers, and the firewall aliases, pools, roles and ACL entries declared here.
   roles:
     SaltProxmoxRead:
-      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit]
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit]   # SDN.Audit: bridges, zones, vnets
     SaltProxmoxProvision:
       privs:
         - VM.Allocate
@@ -97,9 +128,10 @@ proxmox:
         - Datastore.Audit
         - SDN.Use
         - Sys.Audit
-        - Sys.Modify           # cluster firewall aliases, custom roles
+        - Sys.Modify           # cluster firewall aliases, custom roles, node interfaces and reloads
         - Pool.Allocate        # pools
         - Permissions.Modify   # ACL entries
+        - SDN.Allocate         # SDN zones, vnets, subnets, the SDN lock and apply
 
   # ACL entries: one role for one user, group or API token on one path.
   acls:

@@ -18,19 +18,32 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:pools:<poolid>           proxmox_pool: comment, target, adopt (removal for absent).
   proxmox:roles:<roleid>           proxmox_role: privs, target, adopt (removal for absent).
   proxmox:acls:<label>             proxmox_acl: path, role, user|group|token, propagate, target, adopt.
+  proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
+                                   bridge_ports, ...), or ensure: absent with removal}; target;
+                                   apply: true adds proxmox_network.applied for the node.
+  proxmox:sdn                      zones, vnets, subnets: {<key>: proxmox_sdn.zone (type, ...), .vnet
+                                   (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
+                                   target; apply: true adds proxmox_sdn.applied.
 
 The key of a simple object or policy is its name unless the entry says ``name:``. Targets
 (proxmox:targets) and OpenBao (openbao) are read by the modules with config.get, so they may live in
 the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
-policies first, then aliases, pools, roles, ACL entries, containers. Only real dependencies are
-requisites, so a family fails alone:
+policies first, then aliases, pools, roles, ACL entries, node networks, SDN, containers. Only real
+dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
   declares them present (PVE refuses an ACL entry naming a role that does not exist:
   pve-access-control ``src/PVE/API2/ACL.pm`` ``update_acl``);
-- a container requires the pool its ``pool:`` key names, when this pillar declares it present.
+- a container requires the pool its ``pool:`` key names, when this pillar declares it present;
+- a node's apply requires its interfaces (a reload applies what they staged), and the node applies
+  run one after the other, each requiring the one before: the first failure stops the rest
+  (docs/design.md §7b);
+- SDN: a vnet requires its zone, a subnet its vnet, and the SDN apply every SDN object and every node
+  apply (it reloads every node);
+- a container requires the interface (on its node) or the vnet its ``netN`` bridge names, when this
+  pillar declares it present, and the apply that runs it.
 
 A policy is not a requisite of the PVE states: it runs before them, but a failed or refused policy
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
@@ -102,7 +115,13 @@ SECTIONS = [
 # The keys an absent container passes on: the rest of its declaration is what it was, not what to do.
 LXC_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
-SECTION_NAMES = "targets, lxc, firewall_aliases, pools, roles, acls"
+SECTION_NAMES = "targets, lxc, firewall_aliases, pools, roles, acls, networks, sdn"
+
+# The keys an absent interface or SDN object passes on (with its identity: node, vnet).
+NETWORK_ABSENT_KEYS = ["target", "removal"]
+# The keys of a node under proxmox:networks, and of proxmox:sdn.
+NODE_KEYS = {"interfaces", "apply", "target"}
+SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
 
 
 def _shape(value):
@@ -248,6 +267,137 @@ def _text(value):
     return value if isinstance(value, str) else None
 
 
+def _unknown_keys(states, state_id, path, raw, known):
+    """A failing state for keys of ``raw`` (the mapping at ``path``) that are not ``known``; True when
+    there were none."""
+    unknown = sorted(_printable(key) for key in raw if key not in known)
+    if unknown:
+        _failing(
+            states,
+            state_id,
+            path,
+            f"pillar {path} has unknown key(s) {', '.join(unknown)}: it takes {', '.join(sorted(known))}.",
+        )
+    return not unknown
+
+
+def _flag(states, state_id, path, value):
+    """``value`` of an ``apply:`` key: True or False; anything else adds a failing state and is False."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    _failing(states, state_id, path, f"pillar {path} is {_shape(value)}, not true or false.")
+    return False
+
+
+def _object(states, state_id, module, fun, name, declared, skip_present, identity=()):
+    """One interface or SDN object state: ``fun`` when declared present, ``fun_absent`` otherwise (with
+    only its identity keys, target and removal). Returns whether it is declared present."""
+    if _present(declared):
+        states[state_id] = {f"{module}.{fun}": _arguments(name, declared, skip_present)}
+        return True
+    args = _arguments(name, declared, [], [*identity, *NETWORK_ABSENT_KEYS])
+    states[state_id] = {f"{module}.{fun}_absent": args}
+    return False
+
+
+def _networks(pillar, states):
+    """The node network and SDN states, in run order. Returns the requisites a container on a bridge
+    needs: ``{(node, bridge): [...]}`` for interfaces, ``{(None, vnet): [...]}`` for vnets."""
+    bridges = {}
+    applies = []
+    previous = None
+    nodes = _entries(pillar, "proxmox:networks", "proxmox-network-", "node network (interfaces, apply)", states)
+    for node, net in nodes:
+        prefix = f"proxmox-network-{node}-"
+        _unknown_keys(states, prefix + "pillar", f"proxmox:networks:{node}", net, NODE_KEYS)
+        target = net.get("target")
+        path = f"proxmox:networks:{node}:interfaces"
+        staged = []
+        for iface, declared in _entries(pillar, path, prefix, "interface (type, bridge_ports, ...)", states):
+            declared = {**declared, "node": node}
+            if target is not None and "target" not in declared:
+                declared["target"] = target
+            name = declared.get("name", iface)
+            state_id = prefix + iface
+            skip = ["ensure", "name"]
+            present = _object(states, state_id, "proxmox_network", "interface", name, declared, skip, ["node"])
+            staged.append({"proxmox_network": state_id})
+            if present and _text(name):
+                bridges[(node, name)] = [{"proxmox_network": state_id}]
+        if not _flag(states, prefix + "apply", f"proxmox:networks:{node}:apply", net.get("apply")):
+            continue
+        state_id = f"proxmox-network-apply-{node}"
+        args = [{"name": f"network of {node}"}, {"node": node}]
+        if target is not None:
+            args.append({"target": target})
+        needs = staged + ([previous] if previous else [])
+        if needs:
+            args.append({"require": needs})
+        states[state_id] = {"proxmox_network.applied": args}
+        previous = {"proxmox_network": state_id}
+        applies.append(previous)
+        for (where, _bridge), needed in bridges.items():
+            if where == node:
+                needed.append(previous)
+
+    sdn = _lookup(pillar, "proxmox:sdn", states, "proxmox-sdn-")
+    if not isinstance(sdn, Mapping):
+        if sdn is not None:
+            what = f"pillar proxmox:sdn is {_shape(sdn)}, not a mapping of zones, vnets, subnets and apply."
+            _failing(states, "proxmox-sdn-pillar", "proxmox:sdn", what)
+        return bridges
+    _unknown_keys(states, "proxmox-sdn-pillar", "proxmox:sdn", sdn, SDN_KEYS)
+    target = sdn.get("target")
+    objects = []
+    by_name = {"zones": {}, "vnets": {}}
+    for kind, fun, what, identity, needs_key, needs_of in (
+        ("zones", "zone", "SDN zone (type, ...)", (), None, None),
+        ("vnets", "vnet", "SDN vnet (zone, tag, ...)", (), "zone", "zones"),
+        ("subnets", "subnet", "SDN subnet (cidr, vnet, ...)", ("vnet",), "vnet", "vnets"),
+    ):
+        prefix = f"proxmox-sdn-{fun}-"
+        for key, declared in _entries(pillar, f"proxmox:sdn:{kind}", prefix, what, states):
+            if target is not None and "target" not in declared:
+                declared = {**declared, "target": target}
+            name = declared.get("cidr", key) if kind == "subnets" else declared.get("name", key)
+            skip = ["ensure", "name", "cidr", "removal"] if kind == "subnets" else ["ensure", "name", "removal"]
+            present = _object(states, prefix + key, "proxmox_sdn", fun, name, declared, skip, identity)
+            objects.append({"proxmox_sdn": prefix + key})
+            if present and kind in by_name and _text(name):
+                by_name[kind][name] = {"proxmox_sdn": prefix + key}
+            need = by_name[needs_of].get(_text(declared.get(needs_key))) if needs_key else None
+            if present and need is not None:
+                states[prefix + key][f"proxmox_sdn.{fun}"].append({"require": [need]})
+    apply = None
+    if _flag(states, "proxmox-sdn-apply", "proxmox:sdn:apply", sdn.get("apply")):
+        args = [{"name": "sdn"}] + ([{"target": target}] if target is not None else [])
+        if objects + applies:
+            args.append({"require": objects + applies})
+        states["proxmox-sdn-apply"] = {"proxmox_sdn.applied": args}
+        apply = {"proxmox_sdn": "proxmox-sdn-apply"}
+    for vnet, state in by_name["vnets"].items():
+        bridges[(None, vnet)] = [state] + ([apply] if apply else [])
+    return bridges
+
+
+def _bridge_needs(declared, bridges):
+    """The requisites of a container whose ``netN`` bridges are interfaces or vnets of this pillar."""
+    needs = []
+    node = _text(declared.get("node"))
+    for key in sorted(declared, key=str):
+        value = declared[key]
+        if not (isinstance(key, str) and key[:3] == "net" and key[3:].isdigit() and isinstance(value, str)):
+            continue
+        for part in value.split(","):
+            option, _, bridge = part.partition("=")
+            if option.strip() != "bridge":
+                continue
+            for need in bridges.get((node, bridge), []) + bridges.get((None, bridge), []):
+                if need not in needs:
+                    needs.append(need)
+    return needs
+
+
 def estate(pillar):
     """The highstate for ``pillar``: state id -> ``{"<module>.<function>": [one {argument: value} per
     argument]}``, in run order."""
@@ -277,7 +427,11 @@ def estate(pillar):
         }
         present[path].pop(None, None)
 
+    bridges = {}
     for path, prefix, module, _what, skip_present, skip_absent in SECTIONS:
+        if path == "proxmox:lxc":
+            # Node networks and SDN run before the containers that use them.
+            bridges = _networks(pillar, states)
         for key, declared in sections[path]:
             name = _name(path, key, declared)
             if not _present(declared):
@@ -291,6 +445,7 @@ def estate(pillar):
             needs = []
             if path == "proxmox:lxc":
                 needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))
+                needs.extend(_bridge_needs(declared, bridges))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
                 acl_path = _text(declared.get("path")) or ""

@@ -25,7 +25,10 @@ The rules, one place for both apply states:
   an OK reload is a failure (the staged file disappears when the worker STARTS, so only the task
   says whether the reload worked);
 - one node at a time: the first failure in a run stops every later apply of the run (node or
-  SDN), each saying it was not applied and why.
+  SDN), each saying it was not applied and why;
+- a plan of the same run that would stage something (an interface of the node, an SDN object) makes
+  the apply's plan say it would reload after those writes, so the plan shows every change the apply
+  will make.
 """
 
 from __future__ import annotations
@@ -40,9 +43,19 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, check_form
 from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task
+from salt_proxmox.simple import lifecycle as simple
 
 #: The run-level record of a failed apply (Salt's ``__context__`` lasts one run).
 FAILED = "salt_proxmox.apply_failed/{target}"
+#: The run-level list of writes a plan showed for what an apply step reloads (state ids).
+PLANNED = "salt_proxmox.planned/{target}/{scope}"
+#: The families whose writes an apply step reloads, and the scope of a declaration.
+STAGING = {
+    "network_interface": lambda declared: f"node {declared.get('node')}",
+    "sdn_zone": lambda declared: "sdn",
+    "sdn_vnet": lambda declared: "sdn",
+    "sdn_subnet": lambda declared: "sdn",
+}
 RELOAD = Endpoint("PUT /nodes/{node}/network", (), lambda key: None)
 #: An option whose value is a secret in an interfaces file (``wpa-psk``, ``wpa-password``, ...).
 _SECRET_LINE = re.compile(
@@ -85,15 +98,28 @@ def cluster_health(ctx, credential) -> str | None:
     return "; ".join(problems) or None
 
 
+def present(ctx, spec, test: bool, state_id: str, **declared) -> Outcome:
+    """``simple.present`` of a staging family (``STAGING``), noting under ``test`` a write it would
+    stage, for the apply step's plan."""
+    outcome = simple.present(ctx, spec, test, state_id, **declared)
+    scope = STAGING.get(spec.family)
+    if scope is not None and test and outcome.result is None:
+        key = PLANNED.format(target=ctx.target.name, scope=scope(declared))
+        ctx.extra.setdefault(key, []).append(state_id)
+    return outcome
+
+
 @dataclass
 class Reload:
-    """One apply step: what it is (``subject``: ``network of node pve1``), how to read what is
+    """One apply step: what it is (``subject``: ``network of node pve1``; ``scope``: the
+    ``STAGING`` scope whose planned writes it reloads), how to read what is
     staged (``pending``: a text, '' for nothing, never stored), how to show it in a plan
     (``show``), and how to start the reload with the provision credential (``start``: returns
     the UPID; raises PveError when PVE refused, TaskUncertain for no UPID). ``node_of`` names the
     node whose task endpoint the UPID is polled on."""
 
     subject: str
+    scope: str
     pending: Callable[[], str]
     show: Callable[[str], object]
     start: Callable[[object], str]
@@ -107,8 +133,9 @@ def upid_node(upid: str) -> str:
 
 def run(ctx, test: bool, step: Reload) -> Outcome:
     """Plan (``test``) or perform one apply step by the module's rules; never raises for a known
-    failure. The Outcome's changes are ``{staged: <shown>}`` in a plan and
-    ``{applied: {old: '<n> staged line(s)', new: <UPID>}}`` after an apply."""
+    failure. The Outcome's changes are ``{reload: {staged: <shown>, planned: [state ids]}}`` in a
+    plan (each part when there is one) and ``{reload: {old: '<n> staged line(s)', new: 'applied'}}``
+    after an apply."""
     outcome = Outcome()
     marker = FAILED.format(target=ctx.target.name)
     earlier = ctx.extra.get(marker)
@@ -121,13 +148,20 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
         pending = step.pending()
     except SaltProxmoxError as exc:
         return outcome.fail(f"{step.subject}: {exc}", "Nothing was written.")
-    if not pending:
+    planned = ctx.extra.get(PLANNED.format(target=ctx.target.name, scope=step.scope)) or []
+    if not pending and not (test and planned):
         outcome.comment.append(f"{step.subject}: nothing is staged; nothing to apply")
         return outcome
     count = staged_lines(pending) or len(pending.splitlines())
     if test:
-        outcome.changes["staged"] = step.show(pending)
-        outcome.comment.append(f"{step.subject}: would apply {count} staged line(s)")
+        shown: dict = {}
+        if pending:
+            shown["staged"] = step.show(pending)
+            outcome.comment.append(f"{step.subject}: would apply {count} staged line(s)")
+        if planned:
+            shown["planned"] = list(planned)
+            outcome.comment.append(f"{step.subject}: would apply what {', '.join(planned)} would stage")
+        outcome.changes["reload"] = shown
         outcome.result = None
         return outcome
     failure = _apply(ctx, step)
@@ -136,7 +170,7 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
         return outcome.fail(
             f"{step.subject}: {failure}", "Later network and SDN applies of this run are not run."
         )
-    outcome.changes["applied"] = {"old": f"{count} staged line(s)", "new": "applied"}
+    outcome.changes["reload"] = {"old": f"{count} staged line(s)", "new": "applied"}
     outcome.comment.append(f"{step.subject}: {count} staged line(s) applied; the cluster is healthy")
     return outcome
 
@@ -211,6 +245,7 @@ def node_step(ctx, node: str) -> Reload:
 
     return Reload(
         subject=f"network of node {node}",
+        scope=f"node {node}",
         pending=lambda: node_pending(ctx, node),
         show=mask,
         start=start,

@@ -354,4 +354,5 @@ SPEC = ObjectSpec(
     update_endpoint=UPDATE,
     delete=delete_call,
     confirm_absent=confirm_absent,
+    identity_keys=("name", "node"),
 )

@@ -89,6 +89,7 @@ def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
         )
     step = Reload(
         subject="the SDN configuration",
+        scope="sdn",
         pending=lambda: pending(ctx),
         show=lambda text: text.split("\n"),
         start=lambda credential: commit(ctx, credential),

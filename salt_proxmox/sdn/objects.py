@@ -567,6 +567,7 @@ SUBNET = ObjectSpec(
     delete=lambda decl, live: Call("DELETE", _subnet_path(decl, live)),
     confirm_absent=lambda ctx, credential, decl: None,
     write_guard=_digest_guard,
+    identity_keys=("name", "vnet"),
 )
 
 SPECS = {"zone": ZONE, "vnet": VNET, "subnet": SUBNET}

@@ -41,6 +41,7 @@ GROUPS = {
     "pillar": "Pillar shape, through a real salt-call",
     "identity": "Identity: a guest is more than its vmid, an object takes one declaration",
     "ownership": "Ownership rows: never lost silently",
+    "network": "Node networks and SDN: staged, then applied one node at a time with health checks",
 }
 
 
@@ -57,7 +58,9 @@ class Scenario:
     ``via`` is ``lifecycle`` or ``salt-call`` (then ``pillar`` is the proxmox.sls pillar text).
     ``polls`` lowers the task poll bound; ``time_scale`` is fakepve's (0: tasks end at once).
     ``uncertain`` marks a run whose outcome is unknown on purpose: an ``owned`` row may then
-    outlive a guest an unconfirmed destroy removed.
+    outlive a guest an unconfirmed destroy removed. ``state`` ``network_applied`` and
+    ``sdn_applied`` run ``proxmox_network.applied`` (``declaration``: node) and
+    ``proxmox_sdn.applied`` instead of a container state.
     """
 
     id: str
@@ -151,6 +154,17 @@ def ours_160(run: Run) -> None:
 
 
 # ------------------------------------------------------------------------------------------ fault setups
+
+
+def stage_bridge(run: Run, node: str) -> None:
+    """Stage a new bridge on ``node``, as ``POST /nodes/{node}/network`` would (``interfaces.new``)."""
+    files = run.pve.node_network(node)
+    files["staged"] = files["running"] + "auto vmbr9\niface vmbr9 inet manual\n\tbridge-ports none\n"
+
+
+def pending_zone(run: Run) -> None:
+    """A simple SDN zone in the SDN configuration, not yet running."""
+    run.pve.sdn["zones"]["lab"] = {"type": "simple"}
 
 
 def fail(method: str, suffix: str, **how: Any) -> Callable[[Run], None]:
@@ -1742,6 +1756,150 @@ SCENARIOS: list[Scenario] = [
             "      rootfs: local-zfs:8\n"
         ),
     ),
+    # ------------------------------------------------------------------------------- network, SDN
+    Scenario(
+        id="network-settled-node",
+        group="network",
+        fault="nothing is staged on the node (PVE's listing has no `changes`)",
+        promise="no reload, no write, no provision credential: adopting a settled node costs nothing",
+        result=True,
+        comment=("nothing is staged",),
+        state="network_applied",
+        declaration={"node": "pve1"},
+    ),
+    Scenario(
+        id="network-staged-plan",
+        group="network",
+        fault="an interface change is staged in interfaces.new; plan",
+        promise="the plan shows the staged diff and writes nothing",
+        result=None,
+        comment=("would apply",),
+        setup=lambda run: stage_bridge(run, "pve1"),
+        state="network_applied",
+        declaration={"node": "pve1"},
+        test=True,
+    ),
+    Scenario(
+        id="network-staged-applied",
+        group="network",
+        fault="an interface change is staged; apply",
+        promise="one reload PUT, its task polled by the credential that started it, health checked "
+        "before and after, nothing left staged",
+        result=True,
+        comment=("applied; the cluster is healthy",),
+        setup=lambda run: stage_bridge(run, "pve1"),
+        state="network_applied",
+        declaration={"node": "pve1"},
+        writes=("PUT /nodes/pve1/network",),
+    ),
+    Scenario(
+        id="network-quorum-lost",
+        group="network",
+        fault="staged change; the cluster has lost quorum",
+        promise="refused before any write; the staged change stays staged",
+        result=False,
+        comment=("not quorate", "nothing was written"),
+        setup=lambda run: (stage_bridge(run, "pve1"), run.pve.lose_quorum()),
+        state="network_applied",
+        declaration={"node": "pve1"},
+    ),
+    Scenario(
+        id="network-node-offline",
+        group="network",
+        fault="staged change; another node is offline",
+        promise="refused before any write",
+        result=False,
+        comment=("node pve2 is offline", "nothing was written"),
+        setup=lambda run: (stage_bridge(run, "pve1"), run.pve.set_node_offline("pve2")),
+        state="network_applied",
+        declaration={"node": "pve1"},
+    ),
+    Scenario(
+        id="network-reload-task-fails",
+        group="network",
+        fault="the reload task ends with an error (ifreload failed)",
+        promise="failure with the UPID and the task log command; later applies of the run are not run",
+        result=False,
+        comment=("ifreload -a", "pvesh get /nodes/pve1/tasks/", "Later network and SDN applies"),
+        setup=lambda run: (
+            stage_bridge(run, "pve1"),
+            run.pve.reload_failures.__setitem__("pve1", "command 'ifreload -a' failed: exit code 1"),
+        ),
+        state="network_applied",
+        declaration={"node": "pve1"},
+        writes=("PUT /nodes/pve1/network",),
+    ),
+    Scenario(
+        id="network-poll-unreadable",
+        group="network",
+        fault="the reload starts, then its task status cannot be read (595)",
+        promise="reported unreachable with the UPID, not as a failed reload; nothing retried",
+        result=False,
+        comment=("unreachable: task UPID:pve1:", "nothing is retried"),
+        setup=lambda run: (stage_bridge(run, "pve1"), run.pve.unreadable_polls.add("pve1")),
+        state="network_applied",
+        declaration={"node": "pve1"},
+        writes=("PUT /nodes/pve1/network",),
+    ),
+    Scenario(
+        id="network-node-offline-after-reload",
+        group="network",
+        fault="the reload ends OK, then another node drops out",
+        promise="the health check after the reload fails the apply, naming the node",
+        result=False,
+        comment=("ended OK, but now node pve2 is offline",),
+        setup=lambda run: (
+            stage_bridge(run, "pve1"),
+            run.pve.offline_after_reload.__setitem__("pve1", "pve2"),
+        ),
+        state="network_applied",
+        declaration={"node": "pve1"},
+        writes=("PUT /nodes/pve1/network",),
+    ),
+    Scenario(
+        id="sdn-pending-applied",
+        group="network",
+        fault="an SDN zone is pending",
+        promise="the SDN lock taken, one commit PUT with its token, the task awaited, nothing pending after",
+        result=True,
+        comment=("applied; the cluster is healthy",),
+        setup=lambda run: pending_zone(run),
+        state="sdn_applied",
+        writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
+    ),
+    Scenario(
+        id="sdn-nothing-pending",
+        group="network",
+        fault="the SDN configuration is all running",
+        promise="no lock, no commit, no provision credential",
+        result=True,
+        comment=("nothing is staged",),
+        state="sdn_applied",
+    ),
+    Scenario(
+        id="sdn-quorum-lost",
+        group="network",
+        fault="an SDN zone is pending; the cluster has lost quorum",
+        promise="refused before the lock or the commit",
+        result=False,
+        comment=("not quorate", "nothing was written"),
+        setup=lambda run: (pending_zone(run), run.pve.lose_quorum()),
+        state="sdn_applied",
+    ),
+    Scenario(
+        id="sdn-reload-task-fails",
+        group="network",
+        fault="the commit's reloadnetworkall task ends with an error",
+        promise="failure with the UPID; later applies of the run are not run",
+        result=False,
+        comment=("pvesh set /nodes/pve2/network", "Later network and SDN applies"),
+        setup=lambda run: (
+            pending_zone(run),
+            setattr(run.pve, "sdn_reload_failure", "pvesh set /nodes/pve2/network failed"),
+        ),
+        state="sdn_applied",
+        writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
+    ),
 ]
 
 
@@ -1927,11 +2085,13 @@ def markdown() -> str:
         "<!-- Generated by `python -m tests.faults.matrix --markdown`; "
         "tests/faults/test_matrix.py fails when this file differs. -->",
         "",
-        "Every row below is a test in `tests/faults/`: the real `proxmox_lxc` states (through the library,",
-        "with a context built as the Salt module builds it, or through a real `salt-call`) against a",
-        "freshly seeded fakepve cluster and a real OpenBao dev server, with the fault injected by",
-        "fakepve's own switches (`fail()`, `lose_quorum()`, `set_node_offline()`, `hold_config_lock()`,",
-        "`time_scale`, revoked tokens) or OpenBao's (a sealed server, a token without a policy).",
+        "Every row below is a test in `tests/faults/`: the real `proxmox_lxc`, `proxmox_network.applied`",
+        "and `proxmox_sdn.applied` states (through the library, with a context built as the Salt module",
+        "builds it, or through a real `salt-call`) against a freshly seeded fake cluster and a real",
+        "OpenBao dev server, with the fault injected by fakepve's own switches (`fail()`, `lose_quorum()`,",
+        "`set_node_offline()`, `hold_config_lock()`, `time_scale`, revoked tokens), by the suite's network",
+        "fake (a reload task that fails, a task status that cannot be read, a node that drops out after a",
+        "reload, a failing SDN commit task) or by OpenBao (a sealed server, a token without a policy).",
         "",
         "Besides the outcome in its row, every scenario is held to the same promises:",
         "",

@@ -13,9 +13,11 @@ import yaml
 
 from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.lxc.lifecycle import absent, present
+from salt_proxmox.network.apply import applied as network_applied
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import MemoryStore
 from salt_proxmox.runtime import refused_return
+from salt_proxmox.sdn.apply import applied as sdn_applied
 from tests.faults.harness import (
     Run,
     debug_log,
@@ -34,6 +36,14 @@ from tests.integration.lxc_support import TARGET, bao_targets, make_context, sta
 from tests.support.cluster import ServedCluster
 from tests.support.openbao import CREDS_PATH, creds_token, publish_cluster
 from tests.support.saltrun import REPO, salt_call, state_rows, write_minion_config
+
+#: The state each ``Scenario.state`` runs: ``(ctx, name, test, **declaration) -> Outcome``.
+STATES = {
+    "present": present,
+    "absent": absent,
+    "network_applied": lambda ctx, name, test, **kw: network_applied(ctx, test, name, **kw),
+    "sdn_applied": lambda ctx, name, test, **kw: sdn_applied(ctx, test, name, **kw),
+}
 
 #: A comment longer than this echoes too much input (the longest real ones name two UPIDs).
 COMMENT_LIMIT = 4000
@@ -121,10 +131,9 @@ def _in_process(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch)
                 try:
                     if ctx is None:
                         outcome = Outcome(result=refused["result"], comment=[refused["comment"]])
-                    elif scenario.state == "absent":
-                        outcome = absent(ctx, scenario.name, scenario.test, **scenario.declaration)
                     else:
-                        outcome = present(ctx, scenario.name, scenario.test, **scenario.declaration)
+                        state = STATES[scenario.state]
+                        outcome = state(ctx, scenario.name, scenario.test, **scenario.declaration)
                 except Exception as exc:  # a crash is a finding; reported below without its text
                     raised = "".join(traceback.format_exception(exc))
                     outcome = None

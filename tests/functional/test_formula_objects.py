@@ -37,7 +37,10 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 12, "three containers, three aliases, two pools, two roles, two ACL entries"
+    assert len(pve) == 18, (
+        "three containers, three aliases, two pools, two roles, two ACL entries, one interface, two node "
+        "applies, one SDN zone, one vnet and the SDN apply"
+    )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
     assert all(policy["order"] < chunk["order"] for chunk in pve), raw
@@ -46,6 +49,15 @@ def test_rendered_requisites(tmp_path):
     assert required == {
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
+        "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
+        "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
+        "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
+        "proxmox-sdn-apply": [
+            {"proxmox_sdn": "proxmox-sdn-zone-lab"},
+            {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
+            {"proxmox_network": "proxmox-network-apply-pve1"},
+            {"proxmox_network": "proxmox-network-apply-pve2"},
+        ],
     }
     fragments = policy["fragments"]
     assert (
@@ -76,7 +88,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 15, raw
+    assert len(rows) == 21, raw
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -107,7 +119,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 13, raw
+        assert len(rows) == 19, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw
@@ -130,7 +142,7 @@ def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
     def change(data):
         aliases = data["proxmox"]["firewall_aliases"]
         aliases["db_primary"] = dict(aliases.pop("db"), rename_from="db")
-        data["proxmox"]["roles"]["SaltProxmoxRead"]["privs"].append("SDN.Audit")
+        data["proxmox"]["roles"]["SaltProxmoxRead"]["privs"].append("Mapping.Audit")
         data["proxmox"]["pools"]["lab"] = {"ensure": "absent", "removal": "destroy"}
 
     write_minion_config(
@@ -150,7 +162,7 @@ def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
         "old": "db",
         "new": "db_primary",
     }
-    assert rows["proxmox-role-SaltProxmoxRead"]["changes"]["privs"]["new"].count("SDN.Audit") == 1
+    assert rows["proxmox-role-SaltProxmoxRead"]["changes"]["privs"]["new"].count("Mapping.Audit") == 1
     assert rows["proxmox-pool-lab"]["changes"] == {"deleted": {"old": "pool lab", "new": None}}
     pending = {key for key, row in rows.items() if row["result"] is None}
     assert pending == {
@@ -186,3 +198,50 @@ def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
     policy_row = owned["openbao/policy/salt-proxmox-creds"]
     assert set(policy_row["declared"]) == {"name", "sha256", "fragments"}
     assert "capabilities" not in json.dumps(owned), "no policy text in grains"
+
+
+def test_network_and_sdn_requisites(tmp_path):
+    """Interfaces before their node's apply, node applies one after the other, zones → vnets →
+    subnets → SDN apply after the node applies, and a container after the bridge or vnet its netN
+    names and the apply that runs it."""
+
+    def change(data):
+        networks = data["proxmox"]["networks"]
+        networks["pve2"] = {
+            "apply": True,
+            "interfaces": {"vmbr1": {"type": "bridge", "bridge_ports": "eno2"}},
+        }
+        data["proxmox"]["sdn"]["subnets"] = {"labnet-v4": {"cidr": "10.20.0.0/24", "vnet": "labnet"}}
+        lxc = data["proxmox"]["lxc"]
+        lxc["web"]["net1"] = "name=eth1,bridge=vmbr1,ip=dhcp"
+        lxc["db"]["net1"] = "name=eth1,bridge=labnet,ip=dhcp"
+
+    config_dir = tmp_path / "etc"
+    write_minion_config(
+        config_dir,
+        "https://127.0.0.1:9",
+        "",
+        openbao={"url": "http://127.0.0.1:9", "token": "unused"},
+        pillar_roots=[str(_pillar(tmp_path, change))],
+    )
+    low, raw = salt_call(config_dir, "state.show_low_sls", "proxmox")
+    assert isinstance(low, list), raw
+    need = {chunk["__id__"]: chunk.get("require", []) for chunk in low}
+    assert need["proxmox-network-apply-pve1"] == [{"proxmox_network": "proxmox-network-pve1-vmbr1"}]
+    assert need["proxmox-network-apply-pve2"] == [
+        {"proxmox_network": "proxmox-network-pve2-vmbr1"},
+        {"proxmox_network": "proxmox-network-apply-pve1"},
+    ], "one node after the other"
+    assert need["proxmox-sdn-vnet-labnet"] == [{"proxmox_sdn": "proxmox-sdn-zone-lab"}]
+    assert need["proxmox-sdn-subnet-labnet-v4"] == [{"proxmox_sdn": "proxmox-sdn-vnet-labnet"}]
+    assert {"proxmox_network": "proxmox-network-apply-pve2"} in need["proxmox-sdn-apply"]
+    assert {"proxmox_sdn": "proxmox-sdn-subnet-labnet-v4"} in need["proxmox-sdn-apply"]
+    assert need["proxmox-lxc-web"] == [
+        {"proxmox_network": "proxmox-network-pve1-vmbr1"},
+        {"proxmox_network": "proxmox-network-apply-pve1"},
+    ], "web (on pve1) waits for pve1's vmbr1, not pve2's"
+    assert need["proxmox-lxc-db"] == [
+        {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
+        {"proxmox_sdn": "proxmox-sdn-apply"},
+    ]
+    assert need["proxmox-lxc-dns"] == []

@@ -142,7 +142,10 @@ def test_staged_change_planned_applied_with_one_put_and_one_credential_then_clea
     _stage(fresh_cluster, ctx)
     plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
     assert plan.result is None
-    assert "+iface vmbr1 inet manual" in plan.changes["staged"] and "+auto vmbr1" in plan.changes["staged"]
+    assert (
+        "+iface vmbr1 inet manual" in plan.changes["reload"]["staged"]
+        and "+auto vmbr1" in plan.changes["reload"]["staged"]
+    )
     provisions = _mints(cache)["provision"]
     start = len(fresh_cluster.pve.requests)
     done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
@@ -228,7 +231,7 @@ def test_secret_looking_values_are_masked_in_the_plan_and_kept_nowhere(fresh_clu
     files = fresh_cluster.pve.networks.setdefault("pve1", fresh_cluster.pve.node_network("pve1"))
     files["staged"] = files["running"] + f"iface wlan0 inet manual\n\twpa-psk {secret}\n"
     plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
-    assert "wpa-psk ***" in plan.changes["staged"] and secret not in json.dumps(plan.changes)
+    assert "wpa-psk ***" in plan.changes["reload"]["staged"] and secret not in json.dumps(plan.changes)
     done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
     assert done.result is True and secret not in json.dumps(done.changes) + "\n".join(done.comment)
     assert secret not in json.dumps(store.rows)
@@ -258,7 +261,7 @@ def test_sdn_objects_planned_written_pending_then_applied_under_the_lock(fresh_c
         assert (clean.result, clean.changes) == (True, {}), clean.comment
     assert fresh_cluster.pve.sdn_running["zones"] == {}, "written, not yet running"
     plan = sdn_apply.applied(ctx, True, "sdn")
-    assert plan.result is None and plan.changes["staged"][0].startswith("zone lab: new")
+    assert plan.result is None and plan.changes["reload"]["staged"][0].startswith("zone lab: new")
     start = len(fresh_cluster.pve.requests)
     done = sdn_apply.applied(ctx, False, "sdn")
     assert done.result is True, done.comment
@@ -305,3 +308,16 @@ def test_subnet_of_a_missing_vnet_plans_a_create(fresh_cluster):
     ctx = make_context(static_targets(fresh_cluster))
     plan = present(ctx, objects.SUBNET, True, "s", **SUBNET)
     assert plan.result is None and "created" in plan.changes
+
+
+def test_a_plan_shows_the_reload_of_what_the_same_run_would_stage(fresh_cluster):
+    """The node's apply plans a reload when an interface of that node plans a write in the same run,
+    so the plan shows every change the apply makes; another node's apply stays clean."""
+    cache: dict = {}
+    ctx = make_context(static_targets(fresh_cluster), cache=cache)
+    assert network_apply.present(ctx, interface.SPEC, True, "vmbr1", **VMBR1).result is None
+    assert network_apply.present(ctx, objects.ZONE, True, "lab", **ZONE).result is None
+    plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    assert plan.result is None and plan.changes == {"reload": {"planned": ["vmbr1"]}}
+    assert network_apply.applied(ctx, True, "pve2-network", node="pve2").changes == {}
+    assert sdn_apply.applied(ctx, True, "sdn").changes == {"reload": {"planned": ["lab"]}}
