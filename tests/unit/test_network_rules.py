@@ -218,3 +218,31 @@ def test_pending_config_states():
     assert pending["a"]["state"] == "changed" and pending["a"]["pending"] == {"mtu": 1400}
     assert "state" not in pending["b"] and "pending" not in pending["b"]
     assert pending["c"]["state"] == "deleted" and pending["d"]["state"] == "new"
+
+
+def test_one_object_one_declaration_within_a_module_of_several_families():
+    """proxmox_sdn holds zones, vnets and subnets: a vnet named like a zone is another object, while
+    two declarations of one interface (same node and iface) are twins; the states hand the run over."""
+    from salt_proxmox.lowstate import Chunk
+    from tests.unit.test_object_states import Recorder, load
+
+    module = load("_modules", "proxmox", {}, True)
+    _, states, key_of = module._object_twins("sdn_vnet", {})
+    zone = Chunk("z", "lab", "proxmox_sdn", "zone", {"type": "simple"})
+    vnet = Chunk("v", "lab", "proxmox_sdn", "vnet", {"zone": "lab"})
+    assert states == ("proxmox_sdn",)
+    assert key_of(zone, "demo") is None and key_of(vnet, "demo") == "demo/sdn_vnet/lab"
+    _, states, key_of = module._object_twins("network_interface", {})
+    one = Chunk("a", "vmbr1", "proxmox_network", "interface", {"node": "pve1"})
+    other = Chunk("b", "vmbr1", "proxmox_network", "interface_absent", {"node": "pve1"})
+    elsewhere = Chunk("c", "vmbr1", "proxmox_network", "interface", {"node": "pve2"})
+    assert states == ("proxmox_network",)
+    assert key_of(one, "demo") == key_of(other, "demo") != key_of(elsewhere, "demo")
+
+    low = {"__id__": "v", "state": "proxmox_sdn", "fun": "vnet", "name": "lab"}
+    salt = Recorder("proxmox.sdn_vnet_present")
+    state = load("_states", "proxmox_sdn", salt, True, low=low)
+    state.__lowstate__ = [low]
+    state.vnet("lab", "lab")
+    ((_, _, passed),) = salt.calls
+    assert passed["__low__"] is low and passed["__lowstate__"] == [low]
