@@ -169,13 +169,21 @@ def _id(key: str, value: object, noun: str) -> tuple[str, list[str]]:
 # ------------------------------------------------------------------------------------------- zones
 
 
-def zone_identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
-    """A zone by its id (``name``). Raises DeclarationError."""
-    zone, problems = _id("name", name, "zone")
-    problems = _extra_problem(extra, "zone", "name, type and its type's keys") + problems
-    if problems:
-        raise DeclarationError(problems)
-    return Declared(state_id, target, identity=zone, label=f"SDN zone {zone}", names={"name": zone})
+def _by_id(noun: str, has: str):
+    """The ``identify`` of a family keyed by one SDN id (``name``): a zone, a vnet. The function
+    raises DeclarationError for an unknown key or an id PVE does not take."""
+
+    def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
+        ident, problems = _id("name", name, noun)
+        problems = _extra_problem(extra, noun, has) + problems
+        if problems:
+            raise DeclarationError(problems)
+        return Declared(state_id, target, identity=ident, label=f"SDN {noun} {ident}", names={"name": ident})
+
+    return identify
+
+
+zone_identify = _by_id("zone", "name, type and its type's keys")
 
 
 def zone_declare(
@@ -326,13 +334,7 @@ ZONE = ObjectSpec(
 # ------------------------------------------------------------------------------------------- vnets
 
 
-def vnet_identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
-    """A vnet by its id (``name``). Raises DeclarationError."""
-    vnet, problems = _id("name", name, "vnet")
-    problems = _extra_problem(extra, "vnet", f"name, zone, {', '.join(VNET_FIELDS)}") + problems
-    if problems:
-        raise DeclarationError(problems)
-    return Declared(state_id, target, identity=vnet, label=f"SDN vnet {vnet}", names={"name": vnet})
+vnet_identify = _by_id("vnet", f"name, zone, {', '.join(VNET_FIELDS)}")
 
 
 def vnet_declare(
