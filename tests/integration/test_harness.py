@@ -131,7 +131,9 @@ def test_tokens_hold_their_privileges_and_no_more(cluster: ServedCluster) -> Non
     assert cluster.seeded.read_token[0] == READ_TOKEN_ID
     assert cluster.seeded.provision_token[0] == PROVISION_TOKEN_ID
     held = pve_get(cluster, "/access/permissions", cluster.seeded.read_token).json()["data"]
-    assert held == {"/": {"Datastore.Audit": 1, "Pool.Audit": 1, "SDN.Audit": 1, "Sys.Audit": 1, "VM.Audit": 1}}
+    assert held == {
+        "/": {"Datastore.Audit": 1, "Pool.Audit": 1, "SDN.Audit": 1, "Sys.Audit": 1, "VM.Audit": 1}
+    }
     wrong = (READ_TOKEN_ID, "0" * 32)
     refused = pve_get(cluster, "/cluster/resources", wrong, type="vm")
     assert (refused.status_code, refused.json()) == (
