@@ -60,16 +60,33 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-role-SaltProxmoxRead",
         "proxmox-acl-salt-provision-on-root",
         "proxmox-acl-salt-read-on-root",
+        "proxmox-network-pve1-vmbr1",
+        "proxmox-network-apply-pve1",
+        "proxmox-network-apply-pve2",
+        "proxmox-sdn-zone-lab",
+        "proxmox-sdn-vnet-labnet",
+        "proxmox-sdn-apply",
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web",
-    ], "policies first, containers last, each family in key order"
+    ], "policies first, networks and SDN before the containers, containers last, each family in key order"
     requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
     # Only an ACL entry needs what it names: PVE refuses an entry for a role that does not exist
     # (pve-access-control src/PVE/API2/ACL.pm update_acl). A policy is no requisite of the PVE states.
+    # A node's apply reloads what its interfaces staged, after the node before it; the SDN apply commits
+    # every SDN object and reloads every node (pve-network PVE/API2/Network/SDN.pm reload).
     assert {sid: need for sid, need in requisites.items() if need} == {
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
+        "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
+        "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
+        "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
+        "proxmox-sdn-apply": [
+            {"proxmox_sdn": "proxmox-sdn-zone-lab"},
+            {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
+            {"proxmox_network": "proxmox-network-apply-pve1"},
+            {"proxmox_network": "proxmox-network-apply-pve2"},
+        ],
     }
     assert not any("require_in" in args(state)[1] for state in states.values())
     function, web = args(states["proxmox-lxc-web"])
@@ -191,3 +208,117 @@ def test_values_of_any_shape_render():
 
 def test_empty_pillar_declares_nothing():
     assert render({}) == {} and render({"proxmox": {"lxc": None}}) == {}
+
+
+def test_networks_and_sdn_order_and_what_a_container_waits_for():
+    """Interfaces before their node's apply, node applies one after the other, zones → vnets → subnets
+    → SDN apply after the node applies; a container waits for the interface on its node or the vnet its
+    netN bridge names, and the apply that runs it, and for nothing else."""
+    pillar = {
+        "proxmox": {
+            "networks": {
+                "pve1": {"apply": True, "interfaces": {"vmbr1": {"type": "bridge", "bridge_ports": "eno2"}}},
+                "pve2": {"apply": True, "target": "lab", "interfaces": {"vmbr1": {"type": "bridge"}}},
+            },
+            "sdn": {
+                "apply": True,
+                "zones": {"lab": {"type": "simple"}},
+                "vnets": {"labnet": {"zone": "lab"}},
+                "subnets": {
+                    "labnet-v4": {"cidr": "10.2.0.0/24", "vnet": "labnet"},
+                    "10.3.0.0/24": {"vnet": "x"},
+                },
+            },
+            "lxc": {
+                "web": {
+                    "vmid": 150,
+                    "node": "pve1",
+                    "net0": "name=eth0,bridge=vmbr1",
+                    "net1": "bridge=labnet",
+                },
+                "db": {"vmid": 151, "node": "pve2", "net0": "name=eth0,bridge=vmbr0"},
+            },
+        }
+    }
+    states = render(pillar)
+    assert not failing(states)
+    need = {sid: args(state)[1].get("require") for sid, state in states.items()}
+    assert need["proxmox-network-apply-pve2"] == [
+        {"proxmox_network": "proxmox-network-pve2-vmbr1"},
+        {"proxmox_network": "proxmox-network-apply-pve1"},
+    ]
+    assert need["proxmox-sdn-subnet-labnet-v4"] == [{"proxmox_sdn": "proxmox-sdn-vnet-labnet"}]
+    assert need["proxmox-sdn-subnet-10.3.0.0/24"] is None, (
+        "a vnet this pillar does not declare is no requisite"
+    )
+    assert need["proxmox-lxc-web"] == [
+        {"proxmox_network": "proxmox-network-pve1-vmbr1"},
+        {"proxmox_network": "proxmox-network-apply-pve1"},
+        {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
+        {"proxmox_sdn": "proxmox-sdn-apply"},
+    ], "pve1's vmbr1, not pve2's"
+    assert need["proxmox-lxc-db"] is None
+    function, vmbr1 = args(states["proxmox-network-pve2-vmbr1"])
+    assert function == "proxmox_network.interface" and vmbr1 == {
+        "name": "vmbr1",
+        "node": "pve2",
+        "target": "lab",
+        "type": "bridge",
+    }
+    assert args(states["proxmox-network-apply-pve2"])[1] == {
+        "name": "network of pve2",
+        "node": "pve2",
+        "target": "lab",
+        "require": need["proxmox-network-apply-pve2"],
+    }
+    assert args(states["proxmox-sdn-subnet-labnet-v4"])[1]["name"] == "10.2.0.0/24"
+
+
+def test_absent_interfaces_and_sdn_objects_pass_only_their_identity_target_and_removal():
+    pillar = {
+        "proxmox": {
+            "networks": {
+                "pve1": {
+                    "interfaces": {"vmbr9": {"ensure": "absent", "type": "bridge", "removal": "destroy"}}
+                }
+            },
+            "sdn": {
+                "vnets": {"old": {"ensure": "absent", "zone": "lab", "tag": 9}},
+                "subnets": {
+                    "s": {"ensure": "absent", "cidr": "10.9.0.0/24", "vnet": "old", "gateway": "10.9.0.1"}
+                },
+            },
+        }
+    }
+    states = {sid: args(state) for sid, state in render(pillar).items()}
+    assert states["proxmox-network-pve1-vmbr9"] == (
+        "proxmox_network.interface_absent",
+        {"name": "vmbr9", "node": "pve1", "removal": "destroy"},
+    )
+    assert states["proxmox-sdn-vnet-old"] == ("proxmox_sdn.vnet_absent", {"name": "old"})
+    assert states["proxmox-sdn-subnet-s"] == (
+        "proxmox_sdn.subnet_absent",
+        {"name": "10.9.0.0/24", "vnet": "old"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("pillar", "words"),
+    [
+        ({"networks": {"pve1": {"aply": True}}}, "proxmox:networks:pve1 has unknown key(s) aply"),
+        (
+            {"networks": {"pve1": {"apply": "yes"}}},
+            "proxmox:networks:pve1:apply is a string, not true or false",
+        ),
+        ({"networks": {"pve1": {"interfaces": ["vmbr1"]}}}, "proxmox:networks:pve1:interfaces is a list"),
+        ({"networks": {"pve1": {"interfaces": {INJECTED: {}}}}}, "control character"),
+        ({"sdn": ["lab"]}, "proxmox:sdn is a list"),
+        ({"sdn": {"zone": {}}}, "proxmox:sdn has unknown key(s) zone"),
+        ({"sdn": {"vnets": {"v": "lab"}}}, "proxmox:sdn:vnets:v is a string"),
+    ],
+)
+def test_network_and_sdn_pillar_of_another_shape_is_one_failing_state(pillar, words):
+    states = render({"proxmox": pillar})
+    problems = failing(states)
+    assert len(problems) == 1 and words in next(iter(problems.values())), states
+    assert not any("evil" in sid and sid not in problems for sid in states)
