@@ -114,9 +114,9 @@ class Reload:
     """One apply step: what it is (``subject``: ``network of node pve1``; ``scope``: the
     ``STAGING`` scope whose planned writes it reloads), how to read what is
     staged (``pending``: a text, '' for nothing, never stored), how to show it in a plan
-    (``show``), and how to start the reload with the provision credential (``start``: returns
-    the UPID; raises PveError when PVE refused, TaskUncertain for no UPID). ``node_of`` names the
-    node whose task endpoint the UPID is polled on."""
+    (``show``: the text a plan may carry), and how to start the reload with the provision
+    credential (``start``: returns the UPID; raises PveError when PVE refused, TaskUncertain for no
+    UPID). ``node_of`` names the node whose task endpoint the UPID is polled on."""
 
     subject: str
     scope: str
@@ -133,8 +133,9 @@ def upid_node(upid: str) -> str:
 
 def run(ctx, test: bool, step: Reload) -> Outcome:
     """Plan (``test``) or perform one apply step by the module's rules; never raises for a known
-    failure. The Outcome's changes are ``{reload: {staged: <shown>, planned: [state ids]}}`` in a
-    plan (each part when there is one) and ``{reload: {old: '<n> staged line(s)', new: 'applied'}}``
+    failure. The Outcome's changes are ``{reload: {diff: <shown>, planned: [state ids]}}`` in a
+    plan (each part when there is one; ``diff`` alone is what the ``proxmox_plan`` outputter shows
+    as a diff) and ``{reload: {old: '<n> staged line(s)', new: 'applied'}}``
     after an apply."""
     outcome = Outcome()
     marker = FAILED.format(target=ctx.target.name)
@@ -156,7 +157,7 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
     if test:
         shown: dict = {}
         if pending:
-            shown["staged"] = step.show(pending)
+            shown["diff"] = step.show(pending)
             outcome.comment.append(f"{step.subject}: would apply {count} staged line(s)")
         if planned:
             shown["planned"] = list(planned)

@@ -91,7 +91,7 @@ def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
         subject="the SDN configuration",
         scope="sdn",
         pending=lambda: pending(ctx),
-        show=lambda text: text.split("\n"),
+        show=lambda text: text,
         start=lambda credential: commit(ctx, credential),
         node_of=upid_node,
     )

@@ -143,8 +143,8 @@ def test_staged_change_planned_applied_with_one_put_and_one_credential_then_clea
     plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
     assert plan.result is None
     assert (
-        "+iface vmbr1 inet manual" in plan.changes["reload"]["staged"]
-        and "+auto vmbr1" in plan.changes["reload"]["staged"]
+        "+iface vmbr1 inet manual" in plan.changes["reload"]["diff"]
+        and "+auto vmbr1" in plan.changes["reload"]["diff"]
     )
     provisions = _mints(cache)["provision"]
     start = len(fresh_cluster.pve.requests)
@@ -231,7 +231,7 @@ def test_secret_looking_values_are_masked_in_the_plan_and_kept_nowhere(fresh_clu
     files = fresh_cluster.pve.networks.setdefault("pve1", fresh_cluster.pve.node_network("pve1"))
     files["staged"] = files["running"] + f"iface wlan0 inet manual\n\twpa-psk {secret}\n"
     plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
-    assert "wpa-psk ***" in plan.changes["reload"]["staged"] and secret not in json.dumps(plan.changes)
+    assert "wpa-psk ***" in plan.changes["reload"]["diff"] and secret not in json.dumps(plan.changes)
     done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
     assert done.result is True and secret not in json.dumps(done.changes) + "\n".join(done.comment)
     assert secret not in json.dumps(store.rows)
@@ -261,7 +261,7 @@ def test_sdn_objects_planned_written_pending_then_applied_under_the_lock(fresh_c
         assert (clean.result, clean.changes) == (True, {}), clean.comment
     assert fresh_cluster.pve.sdn_running["zones"] == {}, "written, not yet running"
     plan = sdn_apply.applied(ctx, True, "sdn")
-    assert plan.result is None and plan.changes["reload"]["staged"][0].startswith("zone lab: new")
+    assert plan.result is None and plan.changes["reload"]["diff"].startswith("zone lab: new")
     start = len(fresh_cluster.pve.requests)
     done = sdn_apply.applied(ctx, False, "sdn")
     assert done.result is True, done.comment
