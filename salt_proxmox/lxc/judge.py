@@ -414,6 +414,8 @@ def create_form(decl: LxcDeclaration) -> dict[str, str]:
             if not value:
                 continue
         form[key] = value
+    if decl.pool:
+        form["pool"] = decl.pool  # create_vm adds the new guest to it (PVE::Pool add_vm_to_pool)
     if decl.start:
         form["start"] = "1"
     return form

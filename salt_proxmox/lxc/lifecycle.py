@@ -505,8 +505,53 @@ def present(ctx: PveContext, state_id: str, test: bool, **declared) -> Outcome:
     task awaited by the credential that started it) so they take effect, and only when every
     pending change is one this state declares.
     """
+    vmid, node, pool = declared.get("vmid"), declared.get("node"), declared.get("pool")
     outcome = _present(ctx, state_id, test, declared)
+    if pool is not None and outcome.result is not False and "created" not in outcome.changes:
+        # Validated by _present's parse (a bad pool fails it, result False).
+        outcome = _pool_membership(ctx, vmid_number(vmid), str(node), str(pool), test, outcome)
     outcome.comment.extend(ctx.take_notes())
+    return outcome
+
+
+def _pool_membership(
+    ctx: PveContext, vmid: int, node: str, pool: str, test: bool, outcome: Outcome
+) -> Outcome:
+    """Keep an existing CT in its declared pool (``''``: in none), compared as PVE lists membership:
+    the ``pool`` of its row in ``GET cluster/resources`` (pve-manager ``PVE/API2/Cluster.pm``).
+
+    A move is one ``PUT /pools/{poolid}`` with ``vms=<vmid>`` (and ``allow-move=1`` when it leaves
+    another pool), a removal one ``PUT /pools/{old}`` with ``vms=<vmid>&delete=1``
+    (pve-manager ``PVE/API2/Pool.pm`` ``update_pool``), then membership is read again. Members are
+    the guest's to declare: ``proxmox_pool`` never compares them, so an owned pool is not drift."""
+    what = f"CT {vmid} on {node}"
+    try:
+        row = indexed_guest(ctx, vmid)
+        have = str((row or {}).get("pool") or "")
+        if row is None or have == pool:
+            return outcome
+        moving = f"into pool {pool}" if pool else f"out of pool {have}"
+        if pool and have:
+            moving += f" (from pool {have})"
+        outcome.changes["pool"] = {"old": have or None, "new": pool or None}
+        if test:
+            outcome.result = None
+            outcome.comment.append(f"{what}: would move {moving}")
+            return outcome
+        if pool:
+            form = {"vms": str(vmid), **({"allow-move": "1"} if have else {})}
+            ctx.client.request("PUT", api_path("pools", pool), ctx.broker.provision(), form=form)
+        else:
+            form = {"vms": str(vmid), "delete": "1"}
+            ctx.client.request("PUT", api_path("pools", have), ctx.broker.provision(), form=form)
+        now = str((indexed_guest(ctx, vmid) or {}).get("pool") or "")
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{what}: pool membership: {exc}")
+    if now != pool:
+        return outcome.fail(
+            f"{what}: after the move PVE lists it in pool {now or '(none)'}, not {pool or '(none)'}."
+        )
+    outcome.comment.append(f"{what}: moved {moving}")
     return outcome
 
 

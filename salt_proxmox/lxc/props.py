@@ -14,6 +14,7 @@ from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc import schema
 from salt_proxmox.ownership import adopt_problem, removal_problem
 from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, VMID_MAX, VMID_MIN, post_problem
+from salt_proxmox.simple.pool import check_poolid
 from salt_proxmox.wire.propstring import flag, pairs, text_problem, wire
 from salt_proxmox.wire.volumes import parse_volume
 
@@ -42,6 +43,8 @@ class LxcDeclaration:
     ostemplate: str | None = None
     start: bool = False
     reboot_for_pending: bool = False
+    #: The resource pool the guest belongs to: None leaves membership alone, ``''`` is no pool.
+    pool: str | None = None
     #: ``schema.CREATE_SECRETS`` declared: only the create sends them; never in a repr or a return.
     secrets: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -62,6 +65,14 @@ class LxcDeclaration:
 _SSH_KEY = re.compile(
     r"^(?:\S+\s+)?(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp(?:256|384|521)|sk-\S+)\s+[A-Za-z0-9+/]+={0,3}(?:\s.*)?$"
 )
+
+
+def pool_problem(value: object) -> str | None:
+    """Why ``value`` is not a ``pool:`` of a container, or None: a poolid PVE creates
+    (``simple.pool.check_poolid``), or ``''`` for no pool."""
+    if not isinstance(value, str):
+        return f"expected a pool name (text), got {shown(value)}"
+    return None if value == "" else check_poolid(value)
 
 
 def secret_problem(key: str, value: object) -> str | None:
@@ -198,11 +209,19 @@ def parse_declaration(
         problems.append(f"reboot_for_pending: expected true or false, got {shown(reboot_for_pending)}")
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
+    pool: str | None = None
     ostemplate: str | None = None
     start = False
     for key, raw in sorted((config or {}).items()):
         if not isinstance(key, str):
             problems.append(f"{shown(key)}: config keys are strings")
+            continue
+        if key == "pool":
+            problem = pool_problem(raw)
+            if problem:
+                problems.append(f"pool: {problem}")
+            else:
+                pool = str(raw)
             continue
         if key in schema.CREATE_SECRETS:
             problem = secret_problem(key, raw)
@@ -282,4 +301,5 @@ def parse_declaration(
         start=start,
         reboot_for_pending=reboot_for_pending is True,
         secrets=secrets,
+        pool=pool,
     )

@@ -327,6 +327,8 @@ def _rule_for(key: str) -> Rule | None:
 
 
 def _rule_for_create(key: str) -> Rule | None:
+    if key == "pool":
+        return Rule()  # checked by props.pool_problem (the pool family's poolid rule)
     if key in CREATE_SECRETS:
         return Rule()  # checked by props.secret_problem, whose messages never repeat the value
     if key == "vmid":

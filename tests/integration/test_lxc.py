@@ -391,3 +391,57 @@ def test_bad_create_secrets_are_refused_without_repeating_them(fresh_cluster, de
     text = "\n".join(outcome.comment)
     assert outcome.result is False and message in text
     assert str(next(iter(declared.values()))) not in text
+
+
+def test_pool_at_create_then_moved_then_left(fresh_cluster):
+    # create_vm takes pool= (pve-container API2/LXC.pm); a move is PUT /pools/{poolid} vms= with
+    # allow-move, a removal vms= with delete=1 (pve-manager API2/Pool.pm update_pool); membership is
+    # compared as GET /cluster/resources lists it (its pool field).
+    pve = fresh_cluster.pve
+    for name in ("prod", "lab"):
+        pve.pools[name] = set()
+        pve.pool_info[name] = {"comment": None, "storage": set()}
+    store = MemoryStore()
+
+    def run(test, pool):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        start = len(pve.requests)
+        outcome = present(ctx, "web", test, **declaration(pool=pool))
+        return outcome, writes(requests_since(fresh_cluster, start))
+
+    done, sent = run(False, "prod")
+    assert done.result is True and sent[0][:2] == ("POST", "/nodes/pve1/lxc"), done.comment
+    assert parse_qs(sent[0][2].decode() if isinstance(sent[0][2], bytes) else str(sent[0][2]))["pool"] == [
+        "prod"
+    ]
+    assert pve.ct(150).pool == "prod" and run(True, "prod")[0].changes == {}
+
+    plan, sent = run(True, "lab")
+    assert plan.result is None and plan.changes == {"pool": {"old": "prod", "new": "lab"}} and sent == []
+    assert "CT 150 on pve1: would move into pool lab (from pool prod)" in plan.comment
+    done, sent = run(False, "lab")
+    assert done.result is True and [(m, p) for m, p, _ in sent] == [("PUT", "/pools/lab")], done.comment
+    assert done.changes == plan.changes and pve.ct(150).pool == "lab"
+    assert parse_qs(sent[0][2].decode()) == {"vms": ["150"], "allow-move": ["1"]}
+
+    done, sent = run(False, "")
+    assert done.result is True and [(m, p) for m, p, _ in sent] == [("PUT", "/pools/lab")], done.comment
+    assert pve.ct(150).pool is None and done.changes == {"pool": {"old": "lab", "new": None}}
+    assert parse_qs(sent[0][2].decode()) == {"vms": ["150"], "delete": ["1"]}
+    assert run(True, "")[0].changes == {}
+
+    # Undeclared: membership is left alone and not even read.
+    pve.pools["prod"].add(150)
+    pve._sync_pools()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    start = len(pve.requests)
+    assert present(ctx, "web", True, **declaration()).changes == {}
+    assert not any(path == "/cluster/resources" for _, path, _ in requests_since(fresh_cluster, start))
+
+
+def test_a_bad_pool_is_refused_by_the_pool_rule(fresh_cluster):
+    outcome = present(make_context(static_targets(fresh_cluster)), "web", True, **declaration(pool="lab #1"))
+    assert (
+        outcome.result is False
+        and "pool: pool name 'lab #1' contains invalid characters" in outcome.comment[0]
+    )
