@@ -42,23 +42,23 @@ def _line(kind: str, ident: object, row: Mapping) -> str:
     return f"{kind} {ident}: {row.get('state') or 'changed'}" + (f" ({what})" if what else "")
 
 
+def _lines(kind: str, rows: list[Mapping]) -> list[str]:
+    """A line per row not running as it is (a ``state``, or ``pending`` values); ``kind`` is also
+    the row's id key (``zone``, ``vnet``, ``subnet``)."""
+    return [_line(kind, row.get(kind), row) for row in rows if row.get("state") or "pending" in row]
+
+
 def pending(ctx) -> str:
     """One line per SDN object whose configuration is not running (``zone lab: new (...)``), ''
     when nothing is pending. Reads zones, vnets and each remaining vnet's subnets with
     ``pending=1``. Raises PveError, PveMalformed, PveUnreachable."""
     credential = ctx.broker.read()
-    lines = []
-    for row in _rows(ctx, credential, "cluster/sdn/zones"):
-        if row.get("state") or "pending" in row:
-            lines.append(_line("zone", row.get("zone"), row))
+    lines = _lines("zone", _rows(ctx, credential, "cluster/sdn/zones"))
     vnets = _rows(ctx, credential, "cluster/sdn/vnets")
-    for row in vnets:
-        if row.get("state") or "pending" in row:
-            lines.append(_line("vnet", row.get("vnet"), row))
+    lines += _lines("vnet", vnets)
     for vnet in sorted(str(row.get("vnet")) for row in vnets if row.get("state") != "deleted"):
-        for row in _rows(ctx, credential, api_path("cluster", "sdn", "vnets", vnet, "subnets")):
-            if row.get("state") or "pending" in row:
-                lines.append(_line("subnet", row.get("subnet"), row))
+        path = api_path("cluster", "sdn", "vnets", vnet, "subnets")
+        lines += _lines("subnet", _rows(ctx, credential, path))
     return "\n".join(lines)
 
 
