@@ -27,7 +27,7 @@ What differs by major release (``Release``), each from the two branches of the s
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -173,41 +173,33 @@ def parse_tag_style(data: object) -> TagStyle:
     return TagStyle(case_sensitive=case_sensitive, ordered=raw.get("ordering") == "config")
 
 
-def _cached(ctx: PveContext, what: str) -> tuple[MutableMapping, str]:
-    return ctx.extra, f"salt_proxmox.facts/{ctx.target.name}/{what}"
+def _read_once(ctx: PveContext, path: str, parse: Callable[[object], object]) -> object:
+    """``parse`` of ``GET path`` read with the ``read`` credential, kept in ``ctx.extra`` for the
+    rest of the run. A ValueError from ``parse`` becomes PveMalformed naming the path."""
+    key = f"salt_proxmox.facts/{ctx.target.name}/{path}"
+    if key in ctx.extra:
+        return ctx.extra[key]
+    data = ctx.client.request("GET", path, ctx.broker.read())
+    try:
+        found = parse(data)
+    except ValueError as why:
+        raise PveMalformed("GET", path, str(why)) from None
+    ctx.extra[key] = found
+    return found
 
 
 def release(ctx: PveContext) -> Release:
-    """The cluster's release, read with the ``read`` credential once per run.
+    """The cluster's release (``GET /version``), read with the ``read`` credential once per run.
 
     Raises PveError, PveMalformed, PveUnreachable, CredentialError, Refused (unsupported release).
     """
-    cache, key = _cached(ctx, "release")
-    found = cache.get(key)
-    if isinstance(found, Release):
-        return found
-    data = ctx.client.request("GET", "version", ctx.broker.read())
-    try:
-        found = parse_release(data)
-    except ValueError as why:
-        raise PveMalformed("GET", "version", str(why)) from None
-    cache[key] = found
-    return found
+    return _read_once(ctx, "version", parse_release)
 
 
 def tag_style(ctx: PveContext) -> TagStyle:
-    """The datacenter's tag style, read with the ``read`` credential once per run.
+    """The datacenter's tag style (``GET /cluster/options``), read with the ``read`` credential
+    once per run.
 
     Raises PveError, PveMalformed, PveUnreachable, CredentialError.
     """
-    cache, key = _cached(ctx, "tag-style")
-    found = cache.get(key)
-    if isinstance(found, TagStyle):
-        return found
-    data = ctx.client.request("GET", "cluster/options", ctx.broker.read())
-    try:
-        found = parse_tag_style(data)
-    except ValueError as why:
-        raise PveMalformed("GET", "cluster/options", str(why)) from None
-    cache[key] = found
-    return found
+    return _read_once(ctx, "cluster/options", parse_tag_style)
