@@ -42,7 +42,12 @@ from salt_proxmox.lxc.judge import (
     uses_new_options,
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration, vmid_number
-from salt_proxmox.lxc.refusals import check_own_sys_modify, destroy_refusals, privileged_create_check
+from salt_proxmox.lxc.refusals import (
+    check_own_sys_modify,
+    destroy_refusals,
+    privileged_create_check,
+    read_status,
+)
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, OWNED, Ownership, row_key
@@ -304,12 +309,7 @@ def read_running(ctx: PveContext, node: str, vmid: int) -> bool:
     pve-container ``src/PVE/API2/LXC/Status.pm`` ``vm_status``). Read only when a change's effect
     depends on it. Raises PveMalformed for an answer without a ``status`` word, and what the client
     raises."""
-    path = f"{guest_path(node, vmid)}/status/current"
-    status = ctx.client.request("GET", path, ctx.broker.read())
-    word = status.get("status") if isinstance(status, Mapping) else None
-    if not isinstance(word, str) or not word:
-        raise PveMalformed("GET", path, "the answer has no status word")
-    return word == "running"
+    return read_status(ctx, node, vmid) == "running"
 
 
 @dataclass

@@ -54,6 +54,18 @@ def protected_volume_refusals(vmid: int, live: Mapping[str, object], keys: list[
     ]
 
 
+def read_status(ctx: PveContext, node: str, vmid: int) -> str:
+    """CT ``vmid``'s status word (``running``, ``stopped``): one ``GET …/status/current`` with the
+    ``read`` credential (VM.Audit, pve-container ``src/PVE/API2/LXC/Status.pm`` ``vm_status``).
+    Raises PveMalformed for an answer without a status word, and what the client raises."""
+    path = f"{api_path('nodes', node, 'lxc', vmid)}/status/current"
+    status = ctx.client.request("GET", path, ctx.broker.read())
+    word = status.get("status") if isinstance(status, Mapping) else None
+    if not isinstance(word, str) or not word:
+        raise PveMalformed("GET", path, "the answer has no status word")
+    return word
+
+
 def destroy_refusals(ctx: PveContext, node: str, vmid: int, live: Mapping[str, object]) -> list[str]:
     """Why PVE would refuse to destroy CT ``vmid``: protection (from ``live``), then a running
     state (one status read). Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
@@ -63,13 +75,10 @@ def destroy_refusals(ctx: PveContext, node: str, vmid: int, live: Mapping[str, o
             f"{vmid} - protection mode enabled`). Clear it first in a run of its own (declare protection: 0 "
             f"in its present state and apply, or `pct set {vmid} --protection 0`), then destroy it."
         ]
-    path = f"{api_path('nodes', node, 'lxc', vmid)}/status/current"
-    status = ctx.client.request("GET", path, ctx.broker.read())
-    if not isinstance(status, Mapping) or not isinstance(status.get("status"), str):
-        raise PveMalformed("GET", path, "expected the guest's status")
-    if status["status"] != "stopped":
+    status = read_status(ctx, node, vmid)
+    if status != "stopped":
         return [
-            f"CT {vmid} on {node} is {status['status']}, and PVE refuses to destroy a running container "
+            f"CT {vmid} on {node} is {status}, and PVE refuses to destroy a running container "
             f"(`unable to destroy CT {vmid} - container is running`; no force is ever sent). Stop it first "
             f"(`pct shutdown {vmid}` on the node), then run again."
         ]
