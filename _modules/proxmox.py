@@ -182,7 +182,9 @@ def lxc_create(node, vmid, ostemplate, target=None, **config):
     """
     Create a container (``POST /nodes/{node}/lxc``) after proving the vmid free, wait for the
     task with the credential that started it, read it back and record it as ours. The same rules
-    as the ``proxmox_lxc.present`` state apply; returns its state return dict.
+    as the ``proxmox_lxc.present`` state apply; returns its state return dict. ``rootfs``/``mpN``
+    as new ``storage:GiB`` volumes only. Raises CommandExecutionError with the state's comment when
+    it is refused or fails (nothing half-recorded).
 
     CLI Example:
 
@@ -198,7 +200,8 @@ def lxc_create(node, vmid, ostemplate, target=None, **config):
 def lxc_update(node, vmid, target=None, **config):
     """
     Write config keys to a container this minion owns: one digest-guarded PUT, then a resize
-    task per grown disk, then a read-back. The keys merge over its recorded declaration.
+    task per grown disk, then a read-back. The keys merge over its recorded declaration. Raises
+    CommandExecutionError with the state's comment when it is refused or fails.
 
     CLI Example:
 
@@ -223,8 +226,11 @@ def _adhoc(target, vmid, config):
 def lxc_resize(node, vmid, disk, size, target=None):
     """
     Grow one mount point (``PUT /nodes/{node}/lxc/{vmid}/resize``) of a container this minion
-    owns and wait for the task. ``size`` as PVE takes it: ``+2G`` or an absolute ``12G``. A guest
-    this minion did not create is refused, as ``proxmox.lxc_update`` refuses it.
+    owns and wait for the task. ``size`` as PVE takes it (pve-container ``src/PVE/API2/LXC.pm``
+    ``resize_vm``: a number with an optional binary unit K, M, G or T, a bare number bytes):
+    ``+2G`` to grow by, or an absolute ``12G``. Returns ``{upid, disk, size}``. A guest this
+    minion did not create is refused, as ``proxmox.lxc_update`` refuses it: raises
+    CommandExecutionError with the reason.
 
     CLI Example:
 
