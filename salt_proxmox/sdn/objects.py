@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING
 from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
-from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.errors import PveError
+from salt_proxmox.simple.acl import held_privileges
 from salt_proxmox.simple.fields import Field, canonical_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 
@@ -219,19 +220,6 @@ def zone_parse(data: object, decl: Declared) -> dict | None:
     if fields is None:
         return {"type": row.get("type"), "digest": row.get("digest")}
     return {"type": row["type"], **live_values(fields, row), "digest": row.get("digest")}
-
-
-def held_privileges(ctx: PveContext, credential: Credential, path: str) -> set[str]:
-    """The privileges ``credential`` holds on ``path`` (``GET /access/permissions?path=``).
-    Raises PveError, PveMalformed."""
-    held = ctx.client.request("GET", "access/permissions", credential, params={"path": path})
-    if not isinstance(held, Mapping) or not all(isinstance(v, Mapping) for v in held.values()):
-        raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
-    privileges: set[str] = set()
-    for where, privs in held.items():
-        if where == "/" or where == path or path.startswith(f"{where}/"):
-            privileges.update(name for name, value in privs.items() if value not in (0, "0", False, None))
-    return privileges
 
 
 def zone_confirm_absent(ctx: PveContext, credential: Credential, decl: Declared) -> None:

@@ -208,17 +208,23 @@ def _listing(ctx: PveContext, path: str, params: dict | None = None) -> list[Map
     return data
 
 
-def holds_audit(ctx: PveContext, credential: Credential, path: str) -> bool:
-    """Whether ``credential`` holds Sys.Audit on ``path`` (``GET /access/permissions?path=``;
-    a privilege on ``/`` or a parent path counts). Raises PveError, PveMalformed."""
+def held_privileges(ctx: PveContext, credential: Credential, path: str) -> set[str]:
+    """The privileges ``credential`` holds on ``path`` (``GET /access/permissions?path=``; a
+    privilege on ``/`` or a parent path counts). Raises PveError, PveMalformed."""
     held = ctx.client.request("GET", "access/permissions", credential, params={"path": path})
     if not isinstance(held, Mapping) or not all(isinstance(v, Mapping) for v in held.values()):
         raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
-    return any(
-        privs.get("Sys.Audit") not in (None, 0, "0", False)
-        for where, privs in held.items()
-        if where == path or where == "/" or path.startswith(f"{where}/")
-    )
+    privileges: set[str] = set()
+    for where, privs in held.items():
+        if where == "/" or where == path or path.startswith(f"{where}/"):
+            privileges.update(name for name, value in privs.items() if value not in (0, "0", False, None))
+    return privileges
+
+
+def holds_audit(ctx: PveContext, credential: Credential, path: str) -> bool:
+    """Whether ``credential`` holds Sys.Audit on ``path`` (see ``held_privileges``). Raises
+    PveError, PveMalformed."""
+    return "Sys.Audit" in held_privileges(ctx, credential, path)
 
 
 def known_names(ctx: PveContext) -> dict[str, set[str] | None]:
