@@ -51,7 +51,7 @@ from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
-from salt_proxmox.simple.fields import Field, canonical_values, live_values
+from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -292,18 +292,9 @@ def _path(decl: Declared) -> str:
     return api_path("nodes", decl.names["node"], "network", decl.names["name"])
 
 
-def _set(decl: Declared) -> dict[str, str]:
-    """The declared keys PVE is given a value for (a cleared key or false flag is not sent)."""
-    return {
-        key: FIELDS[key].wire(value)
-        for key, value in decl.values.items()
-        if key != "type" and value not in ("", 0)
-    }
-
-
 def create_call(decl: Declared) -> Call:
     """``POST /nodes/{node}/network`` with ``iface``, ``type`` and the declared values."""
-    form = {"iface": decl.names["name"], "type": str(decl.values["type"]), **_set(decl)}
+    form = {"iface": decl.names["name"], "type": str(decl.values["type"]), **form_values(FIELDS, decl.values)}
     return Call("POST", api_path("nodes", decl.names["node"], "network"), form=form)
 
 
@@ -313,15 +304,11 @@ def update_call(decl: Declared, live: Mapping[str, object]) -> Call | None:
     (PVE keeps the type it derives from the name and keys: another type is another interface)."""
     if live.get("type") != decl.values["type"]:
         return None
-    form = {"type": str(decl.values["type"]), **_set(decl)}
+    form = {"type": str(decl.values["type"]), **form_values(FIELDS, decl.values)}
     for key in ("cidr", "cidr6"):
         if key not in decl.values and live.get(key):
             form[key] = str(live[key])
-    cleared = [
-        key
-        for key, value in decl.values.items()
-        if key != "type" and value in ("", 0) and live.get(key) not in ("", 0)
-    ]
+    cleared = deleted_keys(decl.values, live)
     if cleared:
         form["delete"] = ",".join(cleared)
     return Call("PUT", _path(decl), form=form)

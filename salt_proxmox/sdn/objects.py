@@ -42,7 +42,7 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.simple.acl import held_privileges
-from salt_proxmox.simple.fields import Field, canonical_values, live_values
+from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -239,29 +239,13 @@ def _digest_guard(ctx, credential, decl: Declared, live: Mapping[str, object]) -
     return {"digest": str(digest)} if isinstance(digest, str) and digest else {}
 
 
-def _form(fields: Mapping[str, Field], values: Mapping[str, object], skip=("type",)) -> dict[str, str]:
-    return {
-        key: fields[key].wire(value)
-        for key, value in values.items()
-        if key not in skip and value not in ("", 0, [])
-    }
-
-
-def _delete(values: Mapping[str, object], live: Mapping[str, object], skip=("type",)) -> list[str]:
-    return [
-        key
-        for key, value in values.items()
-        if key not in skip and value in ("", 0, []) and live.get(key) not in (None, "", 0, [])
-    ]
-
-
 def _update(path: str, fields, decl: Declared, live: Mapping[str, object], json: bool = False) -> Call | None:
     form: dict = {
         key: value
-        for key, value in _form(fields, decl.values).items()
+        for key, value in form_values(fields, decl.values).items()
         if fields.get(key) is None or live.get(key) != decl.values[key]
     }
-    gone = _delete(decl.values, live)
+    gone = deleted_keys(decl.values, live)
     if gone:
         form["delete"] = ",".join(gone)
     return Call("PUT", path, form=form, json=json)
@@ -307,7 +291,7 @@ ZONE = ObjectSpec(
         form={
             "zone": decl.names["name"],
             "type": str(decl.values["type"]),
-            **_form(ZONE_FIELDS[decl.values["type"]], decl.values),
+            **form_values(ZONE_FIELDS[decl.values["type"]], decl.values),
         },
     ),
     create_endpoint=ZONE_CREATE,
@@ -384,7 +368,7 @@ VNET = ObjectSpec(
     create=lambda decl: Call(
         "POST",
         "cluster/sdn/vnets",
-        form={"vnet": decl.names["name"], **_form(_VNET_ALL, decl.values, skip=())},
+        form={"vnet": decl.names["name"], **form_values(_VNET_ALL, decl.values, skip=())},
     ),
     create_endpoint=VNET_CREATE,
     update=lambda decl, live: _update(
@@ -500,7 +484,7 @@ def _subnet_path(decl: Declared, live: Mapping[str, object]) -> str:
 
 
 def _subnet_form(decl: Declared) -> dict:
-    form: dict = _form(SUBNET_FIELDS, decl.values, skip=("dhcp-range",))
+    form: dict = form_values(SUBNET_FIELDS, decl.values, skip=("dhcp-range",))
     if decl.values.get("dhcp-range"):
         form["dhcp-range"] = list(decl.values["dhcp-range"])
     return form
@@ -508,7 +492,7 @@ def _subnet_form(decl: Declared) -> dict:
 
 def _subnet_update(decl: Declared, live: Mapping[str, object]) -> Call:
     form = _subnet_form(decl)
-    gone = _delete(decl.values, live, skip=())
+    gone = deleted_keys(decl.values, live, skip=())
     if gone:
         form["delete"] = ",".join(gone)
     return Call("PUT", _subnet_path(decl, live), form=form, json=True)

@@ -176,3 +176,29 @@ def live_values(fields: Mapping[str, Field], data: Mapping[str, object]) -> dict
         except ValueError as exc:
             raise ValueError(f"{key}: {exc}") from None
     return values
+
+
+def form_values(
+    fields: Mapping[str, Field], values: Mapping[str, object], skip: tuple[str, ...] = ("type",)
+) -> dict[str, str]:
+    """The form keys of canonical ``values``: each set key in its ``wire`` spelling. A cleared key
+    (``''``, ``0`` for a flag, ``[]``) is not sent: PVE clears a key through ``delete`` (see
+    ``deleted_keys``). ``skip``: the keys the caller sends itself."""
+    return {
+        key: fields[key].wire(value)
+        for key, value in values.items()
+        if key not in skip and value not in ("", 0, [])
+    }
+
+
+def deleted_keys(
+    values: Mapping[str, object], live: Mapping[str, object], skip: tuple[str, ...] = ("type",)
+) -> list[str]:
+    """The keys an update's ``delete`` lists (pve-manager ``PVE/API2/Network.pm``
+    ``update_network``, pve-network ``src/PVE/API2/Network/SDN/{Zones,Vnets,Subnets}.pm``
+    ``update``): declared cleared while ``live`` still holds a value."""
+    return [
+        key
+        for key, value in values.items()
+        if key not in skip and value in ("", 0, []) and live.get(key) not in (None, "", 0, [])
+    ]
