@@ -153,8 +153,6 @@ def property_format(key: str) -> tuple[str, str | None] | None:
     return None
 
 
-#: Keys of the state, not of the config.
-STATE_ARGS = frozenset({"name", "vmid", "node", "target", "adopt", "removal"})
 #: Consumed at create, never read back: ``ostemplate`` is identity, ``start`` a one-off act.
 CREATE_ONLY = frozenset({"ostemplate", "start"})
 #: Secrets a create may carry: sent with ``POST /nodes/{node}/lxc`` once, never shown in a return,
