@@ -240,11 +240,8 @@ def _digest_guard(ctx, credential, decl: Declared, live: Mapping[str, object]) -
 
 
 def _update(path: str, fields, decl: Declared, live: Mapping[str, object], json: bool = False) -> Call | None:
-    form: dict = {
-        key: value
-        for key, value in form_values(fields, decl.values).items()
-        if fields.get(key) is None or live.get(key) != decl.values[key]
-    }
+    sent = form_values(fields, decl.values)
+    form: dict = {key: value for key, value in sent.items() if live.get(key) != decl.values[key]}
     gone = deleted_keys(decl.values, live)
     if gone:
         form["delete"] = ",".join(gone)
