@@ -19,7 +19,7 @@ declarations of the object a chunk declares (docs/design.md §8 "One object, one
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 #: The ownership row keys of the objects one chunk declares (empty: its identity cannot be read).
@@ -84,6 +84,10 @@ class Chunk:
         )
 
 
+#: Where ``Run.of`` keeps the parsed run in the run's cache.
+RUN_KEY = "salt_proxmox.run"
+
+
 class Run:
     """One state run: every chunk, and the one running now (``current``, None when unknown).
 
@@ -105,14 +109,24 @@ class Run:
         return run
 
     @classmethod
-    def of(cls, kwargs: Mapping[str, object]) -> Run | None:
-        """The run a state module passed through (keys ``__lowstate__`` and ``__low__`` of a call's
-        keyword arguments), or None outside a state run."""
+    def of(cls, kwargs: Mapping[str, object], cache: MutableMapping | None = None) -> Run | None:
+        """The run a state module passed through (keys ``__lowstate__``, ``__low__`` and
+        ``__instance_id__`` of a call's keyword arguments), or None outside a state run.
+
+        With ``cache`` (Salt's ``__context__``) the run's chunks are parsed once per run and kept
+        there under ``RUN_KEY`` (only the latest run), not once per state: a run of N states would
+        otherwise parse N² chunks."""
         lowstate = kwargs.get("__lowstate__")
         if not isinstance(lowstate, Iterable) or isinstance(lowstate, str | bytes | Mapping):
             return None
-        low = kwargs.get("__low__")
-        return cls(lowstate, low if isinstance(low, Mapping) else None, kwargs.get("__instance_id__"))
+        instance = kwargs.get("__instance_id__")
+        key = instance if instance is not None else id(lowstate)
+        kept = None if cache is None else cache.get(RUN_KEY)
+        if not isinstance(kept, cls) or kept.key != key:
+            kept = cls(lowstate, None, key)
+            if cache is not None:
+                cache[RUN_KEY] = kept
+        return kept.at(kwargs.get("__low__"))
 
     def declared(self, state: str, target: str | None = None, default: str | None = None) -> Iterator[Chunk]:
         """The chunks of state module ``state`` (``proxmox_lxc``), in run order; with ``target``,

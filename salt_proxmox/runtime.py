@@ -11,7 +11,7 @@ return of a call that could not even start (``refused_return``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 
 import requests
 
@@ -97,22 +97,9 @@ def refused_return(name: str, exc: Exception) -> dict:
 
 def run_of(kwargs: Mapping[str, object], cache: MutableMapping) -> Run | None:
     """The state run a call's keyword arguments hold (``__lowstate__``, ``__low__``,
-    ``__instance_id__``), or None outside a state run. Its chunks are parsed once per run and
-    kept in ``cache`` (Salt's ``__context__``; only the latest run), not once per state: a run of
-    N states would otherwise parse N² chunks."""
-    lowstate = kwargs.get("__lowstate__")
-    if not isinstance(lowstate, Iterable) or isinstance(lowstate, str | bytes | Mapping):
-        return None
-    instance = kwargs.get("__instance_id__")
-    key = instance if instance is not None else id(lowstate)
-    kept = cache.get(RUN_KEY)
-    if not isinstance(kept, Run) or kept.key != key:
-        kept = cache[RUN_KEY] = Run(lowstate, None, key)
-    return kept.at(kwargs.get("__low__"))
-
-
-#: Where ``run_of`` keeps the parsed run in the run's cache.
-RUN_KEY = "salt_proxmox.run"
+    ``__instance_id__``), or None outside a state run; its chunks are parsed once per run and
+    kept in ``cache`` (Salt's ``__context__``), as ``lowstate.Run.of`` does."""
+    return Run.of(kwargs, cache)
 
 
 def twins_return(
@@ -127,7 +114,7 @@ def twins_return(
     holding the run the state module passed through (``__lowstate__``, ``__low__``); outside a
     state run there is none and nothing is refused. ``cache``: the run's cache, so the run is
     parsed once (``run_of``)."""
-    run = run_of(kwargs, cache) if cache is not None else Run.of(kwargs)
+    run = Run.of(kwargs, cache)
     refusal = twins_refusal(run, states, keys_of)
     if refusal is None:
         return None
