@@ -137,11 +137,6 @@ def _problem_for(key: str, value: str) -> str | None:
     return None
 
 
-def _rule_kind(key: str) -> str | None:
-    rule = schema._rule_for(key)
-    return rule.kind if rule is not None else None
-
-
 def _options_problem(value: str, family: str, default_key: str | None) -> str | None:
     """Check a property string against ``schema.OPTIONS[family]``: known options, each valid."""
     rules = schema.OPTIONS[family]
@@ -236,15 +231,13 @@ def parse_declaration(
                 "pve-container src/PVE/LXC/Config.pm); remove it from the declaration"
             )
             continue
-        if (
-            isinstance(raw, bool)
-            and key in schema.SCALARS
-            and schema.SCALARS[key].rule.kind in ("integer", "number")
-        ):
+        # A config key or ostemplate/start: its rule as the create takes it (``schema._rule_for``).
+        rule = schema.CREATE.rule_for(key)
+        kind = rule.kind if rule is not None else None
+        if isinstance(raw, bool) and kind in ("integer", "number"):
             problems.append(f"{key}: expected a number, got {raw!r}")
             continue
-        rule = schema.CREATE.rule_for(key)
-        problem = text_problem(raw) if rule is not None and rule.kind in ("string", "enum") else None
+        problem = text_problem(raw) if kind in ("string", "enum") else None
         if problem:
             problems.append(f"{key}: {problem}")
             continue
@@ -271,7 +264,7 @@ def parse_declaration(
             except ValueError as exc:
                 problems.append(f"start: {exc}")
             continue
-        if value and _rule_kind(key) == "boolean":
+        if value and kind == "boolean":
             # Sent as 1/0: PVE's check_type takes nothing else for a boolean API parameter
             # (pve-common JSONSchema.pm), so a declared on/yes/true is spelled 1 here.
             try:
