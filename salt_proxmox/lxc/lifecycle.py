@@ -803,7 +803,9 @@ def resize(ctx: PveContext, node: object, vmid: object, disk: object, size: obje
     awaited with the provision credential that started it; returns its UPID.
 
     An ad-hoc write obeys ownership as a state does: a guest with no ``owned`` row is refused, as
-    ``proxmox.lxc_update`` refuses it. The guest must be on ``node`` (``read_live``).
+    ``proxmox.lxc_update`` refuses it, and so is a guest that does not carry the row's fingerprint
+    (another guest at a recycled vmid: ``lxc.guest.check``). The guest must be on ``node``
+    (``read_live``). After the task, the row's fingerprint is recorded from the read-back.
 
     Raises DeclarationError (vmid, node, disk or size malformed: pve-container
     ``src/PVE/API2/LXC.pm`` ``resize_vm`` schema), Refused (not ours, absent, or elsewhere),
@@ -822,10 +824,27 @@ def resize(ctx: PveContext, node: object, vmid: object, disk: object, size: obje
             "declare it in a proxmox_lxc state with adopt: true (or run proxmox.lxc_update with adopt=true) "
             "first."
         )
-    if read_live(ctx, decl.node, number) is None:
+    live = read_live(ctx, decl.node, number)
+    if live is None:
         raise Refused(f"{what}: the cluster lists no guest with this vmid, so there is nothing to resize.")
+    # The same identity check a state makes: a row authorizes writes to the guest we made only.
+    recorded = guest.recorded_declaration("adhoc", ctx.target.name, row, number, decl.node)
+    found = guest.check(row, live.merged(), recorded, styled(ctx, recorded))
+    if found.differs:
+        raise Refused(guest.not_ours(what, found, "write"))
+    key = row_key(ctx.target.name, FAMILY, number)
     path = f"{guest_path(decl.node, number)}/resize"
-    return ctx.task("PUT", path, decl.node, f"grow {disk} of CT {number} to {size}", form)
+    upid = ctx.task("PUT", path, decl.node, f"grow {disk} of CT {number} to {size}", form)
+    # Our own write changed a volume's size: the fingerprint follows it, as after a state's write.
+    after = read_live(ctx, decl.node, number)
+    if after is not None:
+        ctx.ownership.mark_owned(
+            key,
+            str(row.get("state_id") or "adhoc"),
+            dict(row.get("declared") or {}),
+            guest.live_fingerprint(after.merged()),
+        )
+    return upid
 
 
 def _needs_sys_modify(decl: LxcDeclaration, cluster: Release) -> bool:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from salt_proxmox.lxc.lifecycle import absent, present
+from salt_proxmox.errors import Refused
+from salt_proxmox.lxc.lifecycle import absent, present, resize
 from salt_proxmox.ownership import OWNED, MemoryStore, row_key
 from tests.integration.lxc_support import (
     TARGET,
@@ -211,3 +212,25 @@ def test_destroy_refuses_volumes_its_declaration_does_not_know(fresh_cluster):
         assert refused.result is False and refused.changes == {}, text
         assert "volumes its declaration does not know: mp1 (local-zfs:subvol-150-disk-1 size=50G)" in text
     assert writes(requests_since(fresh_cluster, start)) == [] and fresh_cluster.pve.ct(150) is not None
+
+
+def test_an_adhoc_resize_obeys_the_fingerprint_and_moves_it(fresh_cluster):
+    """``proxmox.lxc_resize`` is a write like a state's: a recycled vmid is refused with nothing sent,
+    and on our own guest the fingerprint follows the grown volume, so the next state run still knows
+    the guest as ours."""
+    store = MemoryStore()
+    row = _ours(fresh_cluster, store)
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert resize(ctx, "pve1", 150, "rootfs", "+1G").startswith("UPID:")
+    grown = store.rows[KEY]["fingerprint"]["rootfs"]
+    assert grown != row["fingerprint"]["rootfs"] and grown.endswith("size=9G"), grown
+    grown_decl = {**OURS, "rootfs": OURS["rootfs"].replace(":8", ":9")}
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **grown_decl)
+    assert plan.result is True, plan.comment
+    _recycle(fresh_cluster)
+    theirs = dict(fresh_cluster.pve.ct(150).config)
+    start = len(fresh_cluster.pve.requests)
+    with pytest.raises(Refused, match="does not carry the fingerprint"):
+        resize(make_context(static_targets(fresh_cluster), store=store), "pve1", 150, "rootfs", "+1G")
+    assert writes(requests_since(fresh_cluster, start)) == [], "no resize of their guest"
+    assert fresh_cluster.pve.ct(150).config == theirs
