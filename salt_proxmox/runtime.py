@@ -210,6 +210,4 @@ def context_for(
     broker = CredentialBroker(target, cache, openbao)
     # ``extra`` is the run's cache, so what is read once per run (pve.facts) is read once, and a
     # failed network apply stops the later ones of the run.
-    return PveContext(
-        target=target, client=client, broker=broker, ownership=Ownership(store), extra=cache, reads=reads
-    )
+    return PveContext(target=target, client=client, broker=broker, ownership=Ownership(store), reads=reads)

@@ -18,7 +18,7 @@ back and judges again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
@@ -79,9 +79,9 @@ class PveContext:
     ``poll_interval`` (seconds) drive task polling (tests pass a no-op sleep). ``create_polls``
     and ``task_polls`` bound the polls of a create and of any other task (``pve.tasks``'
     ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
-    ``extra`` is the run's cache (Salt's ``__context__``): what is read once per run, such as the
-    cluster's release and tag style (``pve.facts``), is kept there, and a run-wide record (a
-    failed network apply). ``reads`` holds the run's reads ahead (``salt_proxmox.pve.readahead``).
+    ``reads`` holds the run's reads ahead and what the run learned once for all its states (its
+    ``memo``: the cluster's release and tag style, a failed network apply), both dropped when
+    another run begins (``salt_proxmox.pve.readahead``).
     ``notes`` collects what a task that succeeded with warnings left to say (``take_notes``).
     """
 
@@ -91,7 +91,6 @@ class PveContext:
     ownership: Ownership
     sleep: Callable[[float], None] | None = None
     poll_interval: float = POLL_INTERVAL
-    extra: MutableMapping = field(default_factory=dict)
     create_polls: int = CREATE_POLLS
     task_polls: int = TASK_POLLS
     reads: ReadAhead = field(default_factory=ReadAhead)

@@ -105,7 +105,7 @@ def present(ctx, spec, test: bool, state_id: str, **declared) -> Outcome:
     scope = STAGING.get(spec.family)
     if scope is not None and test and outcome.result is None:
         key = PLANNED.format(target=ctx.target.name, scope=scope(declared))
-        ctx.extra.setdefault(key, []).append(state_id)
+        ctx.reads.memo.setdefault(key, []).append(state_id)
     return outcome
 
 
@@ -139,7 +139,7 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
     after an apply."""
     outcome = Outcome()
     marker = FAILED.format(target=ctx.target.name)
-    earlier = ctx.extra.get(marker)
+    earlier = ctx.reads.memo.get(marker)
     if earlier and not test:
         return outcome.fail(
             f"{step.subject}: not applied, because {earlier} earlier in this run. Nothing was written: "
@@ -149,7 +149,7 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
         pending = step.pending()
     except SaltProxmoxError as exc:
         return outcome.fail(f"{step.subject}: {exc}", "Nothing was written.")
-    planned = ctx.extra.get(PLANNED.format(target=ctx.target.name, scope=step.scope)) or []
+    planned = ctx.reads.memo.get(PLANNED.format(target=ctx.target.name, scope=step.scope)) or []
     if not pending and not (test and planned):
         outcome.comment.append(f"{step.subject}: nothing is staged; nothing to apply")
         return outcome
@@ -167,7 +167,7 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
         return outcome
     failure = _apply(ctx, step)
     if failure:
-        ctx.extra[marker] = f"the apply of {step.subject} failed"
+        ctx.reads.memo[marker] = f"the apply of {step.subject} failed"
         return outcome.fail(
             f"{step.subject}: {failure}", "Later network and SDN applies of this run are not run."
         )

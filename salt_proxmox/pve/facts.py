@@ -174,17 +174,18 @@ def parse_tag_style(data: object) -> TagStyle:
 
 
 def _read_once(ctx: PveContext, path: str, parse: Callable[[object], object]) -> object:
-    """``parse`` of ``GET path`` read with the ``read`` credential, kept in ``ctx.extra`` for the
-    rest of the run. A ValueError from ``parse`` becomes PveMalformed naming the path."""
+    """``parse`` of ``GET path`` read with the ``read`` credential, kept in the run's reads
+    (``ctx.reads.memo``, dropped when another run begins) for the rest of the run. A ValueError
+    from ``parse`` becomes PveMalformed naming the path."""
     key = f"salt_proxmox.facts/{ctx.target.name}/{path}"
-    if key in ctx.extra:
-        return ctx.extra[key]
+    if key in ctx.reads.memo:
+        return ctx.reads.memo[key]
     data = ctx.client.request("GET", path, ctx.broker.read())
     try:
         found = parse(data)
     except ValueError as why:
         raise PveMalformed("GET", path, str(why)) from None
-    ctx.extra[key] = found
+    ctx.reads.memo[key] = found
     return found
 
 

@@ -235,7 +235,7 @@ def known_names(ctx: PveContext) -> dict[str, set[str] | None]:
     /access/users?full=1`` (users and their tokens) and ``GET /access/groups``; else those are None
     (unknown: nothing is refused for them). Raises PveError, PveMalformed, PveUnreachable."""
     key = f"salt_proxmox.access/{ctx.target.name}"
-    known = ctx.extra.get(key)
+    known = ctx.reads.memo.get(key)
     if isinstance(known, dict):
         return known
     roles = {str(row.get("roleid")) for row in _listing(ctx, "access/roles")}
@@ -251,7 +251,7 @@ def known_names(ctx: PveContext) -> dict[str, set[str] | None]:
         }
         groups = {str(row.get("groupid")) for row in _listing(ctx, "access/groups")}
     known = {"roles": roles, "users": users, "tokens": tokens, "groups": groups}
-    ctx.extra[key] = known
+    ctx.reads.memo[key] = known
     return known
 
 

@@ -235,7 +235,7 @@ def exact_message(status: int, wording: str) -> Callable[[PveError, Declared], b
 
 
 def _expected(ctx: PveContext) -> set[str]:
-    return ctx.extra.setdefault(f"salt_proxmox.planned/{ctx.target.name}", set())
+    return ctx.reads.memo.setdefault(f"salt_proxmox.planned/{ctx.target.name}", set())
 
 
 def expect(ctx: PveContext, family: str, identity: str) -> None:

@@ -209,3 +209,19 @@ def test_a_run_is_parsed_once_for_all_its_states():
         assert len(runtime.run_of({"__lowstate__": chunks[:3], "__instance_id__": "B"}, cache).chunks) == 3
     finally:
         lowstate.Chunk.of = original
+
+
+def test_what_a_run_learned_once_is_dropped_when_another_run_begins():
+    """The release, tag style, access names and network markers a run keeps in ``memo`` hold for
+    every state of that run and never reach the next: a minion that keeps ``__context__`` between
+    jobs (``multiprocessing: False``) must read a PVE upgrade, or forget a failed apply, next run."""
+    reads = ReadAhead()
+    reads.begin("run-1")
+    reads.memo["salt_proxmox.facts/lab/version"] = "8.4"
+    reads.begin("run-1")
+    assert reads.memo == {"salt_proxmox.facts/lab/version": "8.4"}, "kept within its run"
+    reads.begin("run-2")
+    assert reads.memo == {}, "dropped when another run begins"
+    reads.memo["x"] = 1
+    reads.begin(None)
+    assert reads.memo == {}, "a call outside any run shares nothing"
