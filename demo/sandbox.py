@@ -4,7 +4,8 @@
 
 Starts two child processes on loopback, as the demo's cluster and OpenBao: ``python -m
 tests.support.cluster`` (fakepve seeded with nodes pve1 and pve2, storages local, local-lvm and
-local-zfs, the Debian 13 template, the running CT 120 and VM 300, and the read and provision API tokens)
+local-zfs, the Debian 13 template and installer ISO, the running CT 120, VM 300, the cloud-init VM
+template 9000, and the read and provision API tokens)
 and ``python -m tests.support.openbao`` (a dev server holding those tokens at ``proxmox/creds``). It
 writes a minion config directory whose ``file_roots`` is the formula and whose ``pillar_roots`` is
 PILLAR_DIR — by default a new copy of ``pillar_examples/``, kept when the sandbox stops so it can be
@@ -106,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             lines = [
                 f"fake PVE cluster  {pve_url}  (pid {cluster.pid}): nodes pve1, pve2;",
                 "                   storages local, local-lvm, local-zfs; CT 120 (dns1, running, on pve1);",
-                "                   VM 300 (router, on pve2)",
+                "                   VM 300 (router, on pve2); VM template 9000 (debian-13-cloud, on pve1);",
+                "                   ISO local:iso/debian-13.2.0-amd64-netinst.iso",
                 f"OpenBao dev server {bao_url}  (pid {openbao['pid']}, started by pid {bao.pid})",
                 f"minion config     {config_dir}/minion",
                 f"pillar_roots      {pillar}"

@@ -12,6 +12,10 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    (vmid, node, target, adopt, removal and PVE config keys spelled as
                                    PVE spells them). ``ensure: absent`` declares it gone instead
                                    (removal: retain forgets it, removal: destroy deletes it).
+  proxmox:qemu:<VM name>           proxmox_qemu: as proxmox:lxc, with qm's config keys (memory, cores,
+                                   scsi0, ide2, net0, ciuser, ipconfig0, ...) and clone: <template
+                                   vmid>. The key is the VM's name (PVE's ``name``) unless the entry
+                                   says ``name:``; ``ensure: absent`` as for containers.
   openbao:policies:<name>          openbao_policy: fragments (inline HCL or salt:// files, in order),
                                    adopt, removal, rename_from.
   proxmox:firewall_aliases:<name>  proxmox_firewall_alias: cidr, comment, target, adopt, rename_from.
@@ -30,20 +34,20 @@ The key of a simple object or policy is its name unless the entry says ``name:``
 the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
-policies first, then aliases, pools, roles, ACL entries, node networks, SDN, containers. Only real
+policies first, then aliases, pools, roles, ACL entries, node networks, SDN, containers, VMs. Only real
 dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
   declares them present (PVE refuses an ACL entry naming a role that does not exist:
   pve-access-control ``src/PVE/API2/ACL.pm`` ``update_acl``);
-- a container requires the pool its ``pool:`` key names, when this pillar declares it present;
+- a container or VM requires the pool its ``pool:`` key names, when this pillar declares it present;
 - a node's apply requires its interfaces (a reload applies what they staged), and the node applies
   run one after the other, each requiring the one before: the first failure stops the rest
   (docs/design.md §7b);
 - SDN: a vnet requires its zone, a subnet its vnet, and the SDN apply every SDN object and every node
   apply (it reloads every node);
-- a container requires the interface (on its node) or the vnet its ``netN`` bridge names, when this
-  pillar declares it present, and the apply that runs it.
+- a container or VM requires the interface (on its node) or the vnet its ``netN`` bridge names, when
+  this pillar declares it present, and the apply that runs it.
 
 A policy is not a requisite of the PVE states: it runs before them, but a failed or refused policy
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
@@ -110,12 +114,23 @@ SECTIONS = [
         ["ensure"],
         None,
     ),
+    (
+        "proxmox:qemu",
+        "proxmox-qemu-",
+        "proxmox_qemu",
+        "VM (vmid, node, clone or disks, ...)",
+        ["ensure", "name"],
+        None,
+    ),
 ]
 
-# The keys an absent container passes on: the rest of its declaration is what it was, not what to do.
-LXC_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
+# The guest families: their absent states take only GUEST_ABSENT_KEYS, and they wait for their bridges.
+GUESTS = ("proxmox:lxc", "proxmox:qemu")
 
-SECTION_NAMES = "targets, lxc, firewall_aliases, pools, roles, acls, networks, sdn"
+# The keys an absent container or VM passes on: the rest of its declaration is what it was, not what to do.
+GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
+
+SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, networks, sdn"
 
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
 NETWORK_ABSENT_KEYS = ["target", "removal"]
@@ -381,7 +396,8 @@ def _networks(pillar, states):
 
 
 def _bridge_needs(declared, bridges):
-    """The requisites of a container whose ``netN`` bridges are interfaces or vnets of this pillar."""
+    """The requisites of a container or VM whose ``netN`` bridges are interfaces or vnets of this
+    pillar (``bridge=`` is the same option in both families' ``netN``)."""
     needs = []
     node = _text(declared.get("node"))
     for key in sorted(declared, key=str):
@@ -429,21 +445,21 @@ def estate(pillar):
 
     bridges = {}
     for path, prefix, module, _what, skip_present, skip_absent in SECTIONS:
-        if path == "proxmox:lxc":
-            # Node networks and SDN run before the containers that use them.
+        if path == GUESTS[0]:
+            # Node networks and SDN run before the guests that use them.
             bridges = _networks(pillar, states)
         for key, declared in sections[path]:
             name = _name(path, key, declared)
             if not _present(declared):
-                if path == "proxmox:lxc":
-                    args = _arguments(name, declared, [], LXC_ABSENT_KEYS)
+                if path in GUESTS:
+                    args = _arguments(name, declared, [], GUEST_ABSENT_KEYS)
                 else:
                     args = _arguments(name, declared, skip_absent)
                 states[prefix + key] = {f"{module}.absent": args}
                 continue
             args = _arguments(name, declared, skip_present)
             needs = []
-            if path == "proxmox:lxc":
+            if path in GUESTS:
                 needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))
                 needs.extend(_bridge_needs(declared, bridges))
             elif path == "proxmox:acls":

@@ -1,10 +1,12 @@
 """A seeded fake PVE cluster, served over TLS on loopback.
 
 The cluster is what the example pillar expects to find: two nodes (``pve1``, ``pve2``); storages ``local``
-(dir, holding the Debian 13 OS template), ``local-lvm`` (lvmthin) and ``local-zfs`` (zfspool); a running
-container 120 (``dns1`` on pve1) for the pillar to adopt; and a QEMU VM 300 (``router`` on pve2) holding a
-vmid no container may take. Two API tokens carry the privileges the plan and apply steps need, granted on
-``/`` (fakepve has privileges but no roles, so each token gets its list of privileges directly).
+(dir, holding the Debian 13 OS template and a Debian 13 installer ISO), ``local-lvm`` (lvmthin) and
+``local-zfs`` (zfspool); a running container 120 (``dns1`` on pve1) for the pillar to adopt; a QEMU VM 300
+(``router`` on pve2) holding a vmid no container may take; and a VM template 9000 (``debian-13-cloud`` on
+pve1: a cloud-image disk and a cloud-init drive) for the pillar to clone. Two API tokens carry the
+privileges the plan and apply steps need, granted on ``/`` (fakepve has privileges but no roles, so each
+token gets its list of privileges directly).
 
 Used three ways:
 
@@ -14,9 +16,10 @@ Used three ways:
 - ``python -m tests.support.cluster --state-dir DIR``, the process the sandbox (``scripts/sandbox``)
   starts and stops by its PID: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
-The served fake is ``tests.support.network.NetworkPve``: fakepve plus stored roles and ACL entries
-(``tests.support.access.AccessPve``), staged node networks and stored SDN configuration, which fakepve
-itself only answers with synthesised values.
+The served fake is ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
+(``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
+(``tests.support.network.NetworkPve``), which fakepve itself only answers with synthesised values, and
+VM config reads, writes and disk resizes as qemu-server answers them.
 
 fakepve answers requests on its own asyncio loop; everything here runs that loop in a daemon thread, as
 fakepve's pytest plugin does, so plain synchronous tests can use it.
@@ -44,7 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
-from tests.support.network import NetworkPve
+from tests.support.qemu import QemuPve
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
     from typing import Self
@@ -56,6 +59,9 @@ LOOP_TIMEOUT = 30
 TEMPLATE = "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst"
 # The size the template volume pretends to have on `local`, in bytes.
 TEMPLATE_SIZE = 123 * 1024**2
+# An installer ISO on `local`, for a VM's CD-ROM (`ide2: <ISO>,media=cdrom`), and its size in bytes.
+ISO = "local:iso/debian-13.2.0-amd64-netinst.iso"
+ISO_SIZE = 754 * 1024**2
 
 # SDN.Audit: node network listings show a bridge only to a caller with SDN.Audit (or SDN.Use) on it, and SDN
 # listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
@@ -70,6 +76,11 @@ PROVISION_PRIVS = (
     "VM.Config.Network",
     "VM.Config.Options",
     "VM.PowerMgmt",
+    # VMs: a CD-ROM drive needs VM.Config.CDROM, cloud-init keys VM.Config.Cloudinit, a clone VM.Clone on
+    # its source (qemu-server src/PVE/API2/Qemu.pm check_vm_modify_config_perm, clone_vm).
+    "VM.Config.CDROM",
+    "VM.Config.Cloudinit",
+    "VM.Clone",
     "Datastore.AllocateSpace",
     "Datastore.Audit",
     "SDN.Use",
@@ -126,6 +137,36 @@ ROUTER_CONFIG: dict[str, Any] = {
     "onboot": 1,
 }
 
+# A VM template made the way PVE's cloud-init guide makes one (a cloud image imported as scsi0, a cloud-init
+# drive on ide2, a serial console), then converted with `qm template`, so its disk is a base volume. As GET
+# .../qemu/9000/config shows it (plus digest); the volumes are registered on local-lvm below.
+CLOUD_TEMPLATE_VMID = 9000
+CLOUD_TEMPLATE_NODE = "pve1"
+CLOUD_TEMPLATE_DISK_SIZE = 3 * 1024**3
+CLOUD_TEMPLATE_CONFIG: dict[str, Any] = {
+    "name": "debian-13-cloud",
+    "template": 1,
+    "memory": 2048,
+    "cores": 2,
+    "sockets": 1,
+    "cpu": "x86-64-v2-AES",
+    "ostype": "l26",
+    "scsihw": "virtio-scsi-single",
+    "scsi0": "local-lvm:base-9000-disk-0,discard=on,iothread=1,size=3G",
+    "ide2": "local-lvm:vm-9000-cloudinit,media=cdrom",
+    "net0": "virtio=BC:24:11:90:00:01,bridge=vmbr0",
+    "serial0": "socket",
+    "vga": "serial0",
+    "agent": "1",
+    "boot": "order=scsi0",
+    "ciuser": "debian",
+    "ipconfig0": "ip=dhcp",
+    "smbios1": "uuid=6f1c3a4e-8d2b-4f5a-9c7e-1b2d3e4f5a60",
+    "vmgenid": "0c7d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f",
+    "meta": "creation-qemu=10.0.2,ctime=1761955200",
+    "description": "Debian 13 generic cloud image, cloud-init ready\n",
+}
+
 # pve.storages entries: the storage.cfg options, plus fakepve's own state keys (`files`, `volumes`,
 # `active`, `avail`; see fakepve.storage.INTERNAL). A zfspool needs `pool` (fakepve.storage.TYPES).
 STORAGES: dict[str, dict[str, Any]] = {
@@ -156,7 +197,8 @@ class Seeded:
 def seed(pve: FakePve) -> Seeded:
     """Seed ``pve`` (not yet serving, or serving with no client yet) with the lab cluster; return its tokens.
 
-    Replaces pve's storages with the three above, adds node pve2, container 120 and VM 300, registers the
+    Replaces pve's storages with the three above (the OS template and the ISO on ``local``), adds node
+    pve2, container 120, VM 300 and the VM template 9000 (its volumes on ``local-lvm``), registers the
     two tokens with fresh random secrets and grants each its privileges on ``/``. From then on fakepve
     checks privileges for every caller (before the first grant it lets everybody do everything).
     """
@@ -168,10 +210,25 @@ def seed(pve: FakePve) -> Seeded:
     storage, _, volname = TEMPLATE.partition(":")
     content, _, filename = volname.partition("/")
     pve.store_file(storage, filename, TEMPLATE_SIZE, content=content)
+    storage, _, volname = ISO.partition(":")
+    pve.store_file(storage, volname.partition("/")[2], ISO_SIZE, content="iso")
 
     # defaults=False: FakeCt would otherwise fill in keys the config above leaves out on purpose.
     pve.add_ct(DNS1_VMID, node=DNS1_NODE, status="running", config=DNS1_CONFIG, defaults=False)
     pve.add_vm(ROUTER_VMID, ROUTER_CONFIG["name"], node=ROUTER_NODE, status="running", config=ROUTER_CONFIG)
+    volumes = pve.storages["local-lvm"]["volumes"]
+    for volname, size in (
+        (f"base-{CLOUD_TEMPLATE_VMID}-disk-0", CLOUD_TEMPLATE_DISK_SIZE),
+        (f"vm-{CLOUD_TEMPLATE_VMID}-cloudinit", 4 * 1024**2),
+    ):
+        volumes[volname] = {"content": "images", "format": "raw", "size": size, "vmid": CLOUD_TEMPLATE_VMID}
+    pve.add_vm(
+        CLOUD_TEMPLATE_VMID,
+        CLOUD_TEMPLATE_CONFIG["name"],
+        node=CLOUD_TEMPLATE_NODE,
+        template=True,
+        config=CLOUD_TEMPLATE_CONFIG,
+    )
 
     tokens = {}
     for token_id, privs in ((READ_TOKEN_ID, READ_PRIVS), (PROVISION_TOKEN_ID, PROVISION_PRIVS)):
@@ -224,7 +281,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = NetworkPve(host=HOST, port=0)
+            pve = QemuPve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve

@@ -114,10 +114,61 @@ def test_a_container_requires_its_declared_pool_and_an_acl_its_pool():
     assert need["proxmox-lxc-db"] is None and need["proxmox-lxc-dns"] is None
 
 
+def test_vms_run_after_containers_and_wait_for_their_pool_and_bridge():
+    pillar = {
+        "proxmox": {
+            "pools": {"prod": {}},
+            "networks": {"pve1": {"apply": True, "interfaces": {"vmbr1": {"type": "bridge"}}}},
+            "sdn": {"zones": {"lab": {"type": "vlan"}}, "vnets": {"labnet": {"zone": "lab"}}},
+            "lxc": {"web": {"vmid": 150, "node": "pve1"}},
+            "qemu": {
+                "app": {"vmid": 201, "node": "pve1", "pool": "prod", "net0": "virtio,bridge=vmbr1"},
+                "lab": {
+                    "vmid": 202,
+                    "node": "pve2",
+                    "net0": "virtio,bridge=labnet",
+                    "net1": "e1000,bridge=vmbr1",
+                },
+            },
+        }
+    }
+    states = render(pillar)
+    assert not failing(states)
+    assert list(states)[-3:] == ["proxmox-lxc-web", "proxmox-qemu-app", "proxmox-qemu-lab"]
+    need = {sid: args(state)[1].get("require") for sid, state in states.items()}
+    assert need["proxmox-qemu-app"] == [
+        {"proxmox_pool": "proxmox-pool-prod"},
+        {"proxmox_network": "proxmox-network-pve1-vmbr1"},
+        {"proxmox_network": "proxmox-network-apply-pve1"},
+    ]
+    # vmbr1 is declared on pve1 only: a VM on pve2 waits for the vnet, not for another node's bridge.
+    assert need["proxmox-qemu-lab"] == [{"proxmox_sdn": "proxmox-sdn-vnet-labnet"}]
+
+
+def test_a_vm_is_named_by_its_key_or_its_name_and_passes_its_keys_as_data():
+    pillar = {
+        "proxmox": {
+            "qemu": {
+                "app": {"vmid": 201, "node": "pve1", "memory": 2048, "cipassword": {"secret": "x"}},
+                "db-vm": {"name": "db", "vmid": 202, "node": "pve2", "clone": 9000, "full": True},
+            }
+        }
+    }
+    states = {sid: args(s) for sid, s in render(pillar).items()}
+    assert states["proxmox-qemu-app"] == (
+        "proxmox_qemu.present",
+        {"name": "app", "vmid": 201, "node": "pve1", "memory": 2048, "cipassword": {"secret": "x"}},
+    )
+    function, db = states["proxmox-qemu-db-vm"]
+    assert function == "proxmox_qemu.present" and db["name"] == "db", "PVE's name: the entry's name: key"
+    assert (db["clone"], db["full"]) == (9000, True)
+
+
 def test_absent_entries_pass_only_what_removal_reads():
     pillar = {
         "proxmox": {
             "lxc": {"old": {"ensure": "absent", "vmid": 160, "memory": 512, "removal": "destroy"}},
+            "qemu": {"vm": {"ensure": "absent", "vmid": 260, "node": "pve1", "clone": 9000, "cores": 2}},
             "pools": {"lab": {"ensure": "absent", "comment": "x", "removal": "destroy"}},
             "acls": {"x": {"ensure": "absent", "path": "/", "role": "R", "token": "a@pve!t", "propagate": 1}},
         },
@@ -128,6 +179,7 @@ def test_absent_entries_pass_only_what_removal_reads():
         "proxmox_lxc.absent",
         {"name": "old", "vmid": 160, "removal": "destroy"},
     )
+    assert states["proxmox-qemu-vm"] == ("proxmox_qemu.absent", {"name": "vm", "vmid": 260, "node": "pve1"})
     assert states["proxmox-pool-lab"] == ("proxmox_pool.absent", {"name": "lab", "removal": "destroy"})
     assert states["proxmox-acl-x"] == (
         "proxmox_acl.absent",
@@ -139,7 +191,7 @@ def test_absent_entries_pass_only_what_removal_reads():
 INJECTED = "x\nproxmox-lxc-evil:\n  proxmox_lxc.absent:\n    - vmid: 120\n    - removal: destroy"
 
 
-@pytest.mark.parametrize("section", ["lxc", "pools", "roles", "acls", "firewall_aliases"])
+@pytest.mark.parametrize("section", ["lxc", "qemu", "pools", "roles", "acls", "firewall_aliases"])
 def test_a_key_with_a_newline_and_yaml_is_one_failing_state(section):
     # Pasted into YAML text, this key would declare a second state destroying CT 120.
     states = render({"proxmox": {section: {INJECTED: {"comment": "c"}, "fine": {"comment": "c"}}}})

@@ -1,0 +1,272 @@
+"""A FakePve whose QEMU guests answer config reads, writes and disk resizes as qemu-server does.
+
+fakepve 0.5.0 models VM create, clone, template, pending changes and power state, but differs from
+PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following qemu-server 9.2
+(``src/PVE/API2/Qemu.pm``) and pve-guest-common (``src/PVE/AbstractConfig.pm``,
+``src/PVE/GuestHelpers.pm``):
+
+- ``PUT /nodes/{node}/qemu/{vmid}/resize`` (``resize_vm``) is stateful. fakepve answers it from its
+  generic handler and changes nothing. Here, as on PVE 8 and 9, it starts a ``resize`` task and
+  returns its UPID; ``skiplock`` from anyone but root@pam is a 400 before the task. The task's
+  worker does everything else under the config lock, so each refusal is the task's error: a stale
+  ``digest`` (``checksum mismatch (file change by other user?)``), a config ``lock`` (``VM is locked
+  (<lock>)``), a missing disk (``disk 'scsi1' does not exist``), a CD-ROM (``you can't resize a
+  cdrom``), no Datastore.AllocateSpace on the volume's storage, and a shrink (``shrinking disks is
+  not supported``). ``+NG`` adds to the volume's size, ``NG`` sets it; the same size changes nothing.
+  The grown size is written into the drive's ``size=`` (pve-common ``format_size``: the largest unit
+  that divides it) and into the storage's volume. The schema asks for VM.Config.Disk on
+  ``/vms/{vmid}``.
+- ``GET …/config`` (``vm_config``) returns the config with the pending changes applied (pending
+  values replace current ones, pending deletes remove keys) unless ``current=1``, as
+  ``AbstractConfig::load_current_config`` builds it; ``snapshot=<name>`` reads a snapshot's config;
+  ``snapshot`` and ``current`` together are PVE's 400. fakepve always returns the current values.
+- ``cipassword`` is never shown: ``vm_config`` and ``vm_pending`` print ``**********`` in its place
+  (the pending value as ``********** ``, with a space, as PVE does). fakepve returns the password.
+  ``update_vm_api`` stores a new ``cipassword`` straight in the config, never as a pending change,
+  hashed as ``PVE::Tools::encrypt_pw`` would (``$5$<salt>$…``) unless it is already a crypt hash or
+  the guest runs Windows (``ostype`` ``w*``).
+- ``GET …/pending`` lists the ``digest`` row too: ``vm_pending`` passes ``load_config``'s hash,
+  digest included, to pve-guest-common ``config_with_pending_array``. fakepve leaves it out.
+- A config write (``PUT`` and ``POST …/config``) stores what PVE stores: integer, number and boolean
+  keys as JSON numbers (``parse_vm_config`` runs ``check_type``; fakepve keeps the form's strings, so
+  ``cores`` read back as ``"2"``); a ``netN`` without a MAC gets a generated one (``update_vm_api``
+  runs ``parse_net``, which fills ``macaddr``, then ``print_net``: ``model=MAC`` first, the rest in
+  key order; fakepve stores the value as sent); ``tags`` through ``get_unique_tags`` (split, sorted
+  and lower-cased unless ``datacenter.cfg``'s ``tag-style`` says otherwise, duplicates dropped;
+  fakepve stores them as sent); ``vmgenid: 1`` becomes a new UUID.
+
+- A clone gets its own cloud-init drive: ``clone_vm`` copies a CD-ROM's value but full-clones a
+  cloud-init drive (``drive_is_cdrom($drive, 1)`` excludes it), so the clone's ``ideN`` names
+  ``vm-<newid>-cloudinit``. fakepve copies the source's volume id, and destroying the clone would free
+  the template's drive.
+
+Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
+``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import uuid
+
+from fakepve.lxc import SIZE_UNITS, format_size
+from fakepve.model import PveError, TaskError
+from fakepve.qemu import is_cdrom, join_drive, split_drive, volume_ref, with_mac
+from fakepve.routing import die, ok, param_error, split_list
+from fakepve.schema import load as load_schema
+from fakepve.schema import validate
+from fakepve.server import params
+
+from tests.support.network import NetworkPve
+
+CONFIG_PATH = "/nodes/{node}/qemu/{vmid}/config"
+#: What ``vm_config`` and ``vm_pending`` print in place of a ``cipassword`` (the pending one ends in a space).
+MASK = "**********"
+#: A value ``update_vm_api`` keeps as it is: already a crypt(3) hash.
+CRYPTED = re.compile(r"^\$(?:[156]|2[ay])(\$.+){2}")
+#: ``resize_vm``'s size: an optional ``+``, a number, an optional unit.
+SIZE = re.compile(r"^(\+)?(\d+(?:\.\d+)?)([KMGT])?$")
+#: A drive key (qemu-server ``Drive.pm`` ``valid_drive_names``).
+DRIVE = re.compile(r"(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0")
+#: A cloud-init drive's volume name (``drive_is_cloudinit``): ``[<vmid>/]vm-<vmid>-cloudinit[.fmt]``.
+CLOUDINIT = re.compile(r"(\d+/)?vm-(\d+)-cloudinit(\.\w+)?")
+
+
+def unique_tags(text: object, style: dict) -> str:
+    """pve-guest-common ``GuestHelpers::get_unique_tags``: tags split on ``;``, ``,`` or space,
+    lower-cased unless ``case-sensitive``, sorted unless ``ordering`` is ``config``, duplicates
+    dropped, joined with ``;``."""
+    tags = split_list(text)
+    case_sensitive = bool(style.get("case-sensitive"))
+    if style.get("ordering") != "config":
+        tags = sorted(tags, key=lambda tag: tag if case_sensitive else tag.lower())
+    out: list[str] = []
+    for tag in tags:
+        tag = tag if case_sensitive else tag.lower()
+        if tag not in out:
+            out.append(tag)
+    return ";".join(out)
+
+
+def encrypt_pw(password: str) -> str:
+    """A stand-in for pve-common ``PVE::Tools::encrypt_pw`` (``crypt`` with a ``$5$`` salt): a value
+    of the same shape that does not hold the password."""
+    salt = secrets.token_hex(8)
+    return f"$5${salt}${hashlib.sha256((salt + password).encode()).hexdigest()}"
+
+
+class QemuPve(NetworkPve):
+    """NetworkPve whose VMs resize, read and write their config as qemu-server does (see the
+    module docstring). ``resized`` lists ``(vmid, disk, size in bytes)`` of every resize that grew a
+    volume, oldest first."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.resized: list[tuple[int, str, int]] = []
+
+    async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
+        if ttype != "qmclone" or vm is None:
+            return await super().task(node, ttype, tid, user, body, vm=vm, lock=lock, log=log)
+
+        async def clone():
+            note = await body()
+            self._own_cloudinit(vm)
+            return note
+
+        return await super().task(node, ttype, tid, user, clone, vm=vm, lock=lock, log=log)
+
+    def _own_cloudinit(self, vm) -> None:
+        """Give a clone its own ``vm-<vmid>-cloudinit`` volume in place of its source's (``clone_vm``
+        full-clones a cloud-init drive)."""
+        for key, value in list(vm.config.items()):
+            if not DRIVE.fullmatch(key):
+                continue
+            volume, props = split_drive(value)
+            sid, name = volume_ref(volume)
+            found = CLOUDINIT.fullmatch(name or "")
+            if sid is None or not found or int(found.group(2)) == vm.vmid:
+                continue
+            folder = f"{vm.vmid}/" if found.group(1) else ""
+            own = f"{folder}vm-{vm.vmid}-cloudinit{found.group(3) or ''}"
+            record = dict(self._volumes(sid).get(name) or {"content": "images", "format": "raw"})
+            record.update(vmid=vm.vmid, size=int(record.get("size") or 4 * 1024**2))
+            self.storages[sid].setdefault("volumes", {})[own] = record
+            vm.config[key] = join_drive(f"{sid}:{own}", props)
+
+    def _routes_qemu_resize(self):
+        return [("PUT", "/nodes/{node}/qemu/{vmid}/resize", self._qm_resize)]
+
+    # ------------------------------------------------------------------------------ config read
+
+    async def _config_get(self, request):
+        vm = self._vm(request, "VM.Audit")
+        query = self._verify(request, await params(request))
+        if query.get("snapshot") and query.get("current"):
+            text = "cannot use 'snapshot' parameter with 'current'"
+            raise param_error(snapshot=text, current=text)
+        if query.get("snapshot"):
+            snap = vm.snapshots.get(query["snapshot"])
+            if snap is None:
+                raise die(f"snapshot '{query['snapshot']}' does not exist")
+            config = dict(snap)
+        else:
+            config = dict(vm.config)
+            if not query.get("current"):
+                for key, value in vm.pending.items():
+                    if value is None:
+                        config.pop(key, None)
+                    else:
+                        config[key] = value
+        if "memory" in config:
+            config["memory"] = str(config["memory"])
+        if config.get("cipassword"):
+            config["cipassword"] = MASK
+        config["digest"] = vm.digest()
+        return ok(config)
+
+    async def _pending(self, request):
+        vm = self._vm(request, "VM.Audit")
+        rows = [{"key": "digest", "value": vm.digest()}]
+        for key in sorted(set(vm.config) | set(vm.pending)):
+            row = {"key": key}
+            if key in vm.config:
+                row["value"] = MASK if key == "cipassword" else vm.config[key]
+            if key in vm.pending:
+                if vm.pending[key] is None:
+                    row["delete"] = 1
+                else:
+                    row["pending"] = MASK + " " if key == "cipassword" else vm.pending[key]
+            rows.append(row)
+        return ok(rows)
+
+    # ----------------------------------------------------------------------------- config write
+
+    def _stored(self, vm, updates: dict) -> dict:
+        """The values ``update_vm_api`` stores for ``updates``: typed, MACs filled in, tags unique."""
+        spec = load_schema().paths[CONFIG_PATH]["PUT"]["parameters"]
+        typed, _errors = validate({"properties": spec["properties"]}, updates)
+        for key, value in typed.items():
+            if re.fullmatch(r"net\d+", key):
+                typed[key] = with_mac(value)
+            elif key == "tags":
+                typed[key] = unique_tags(value, self.datacenter.get("tag-style") or {})
+            elif key == "vmgenid" and str(value) == "1":
+                typed[key] = str(uuid.uuid4())
+        return typed
+
+    async def _apply_config(self, vm, user, p):
+        updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})
+        password = updates.pop("cipassword", None)
+        await super()._apply_config(vm, user, updates)
+        if password is not None:
+            windows = str(vm.config.get("ostype", "")).startswith("w")
+            vm.config["cipassword"] = password if windows or CRYPTED.match(password) else encrypt_pw(password)
+            vm.pending.pop("cipassword", None)
+
+    # ----------------------------------------------------------------------------------- resize
+
+    def _volume_size(self, volume: str, props: dict) -> int | None:
+        """The volume's size in bytes (``PVE::Storage::volume_size_info``): the storage's record, else
+        the size the drive's ``size=`` states."""
+        sid, name = volume_ref(volume)
+        if sid in self.storages:
+            record = self._volumes(sid).get(name)
+            if record and record.get("size"):
+                return int(record["size"])
+        text = props.get("size")
+        found = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT])?", str(text or ""))
+        return int(float(found.group(1)) * SIZE_UNITS.get(found.group(2) or "", 1)) if found else None
+
+    async def _qm_resize(self, v, user):
+        if v.get("skiplock") and user != "root@pam":
+            raise param_error(skiplock="Only root may use this option.")
+        node, vmid, disk, text = v["node"], int(v["vmid"]), v["disk"], str(v["size"])
+
+        def update(vm):
+            if v.get("digest") and v["digest"] != vm.digest():
+                raise TaskError("checksum mismatch (file change by other user?)")
+            if vm.lock and not v.get("skiplock"):
+                raise TaskError(f"VM is locked ({vm.lock})")
+            if not vm.config.get(disk):
+                raise TaskError(f"disk '{disk}' does not exist")
+            volume, props = split_drive(vm.config[disk])
+            if not volume:
+                raise TaskError(f"disk '{disk}' has no associated volume")
+            if is_cdrom(volume, props):
+                raise TaskError("you can't resize a cdrom")
+            sid, name = volume_ref(volume)
+            if not self.allowed(user, f"/storage/{sid}", "Datastore.AllocateSpace"):
+                raise TaskError(f"Permission check failed (/storage/{sid}, Datastore.AllocateSpace)")
+            size = self._volume_size(volume, props)
+            if size is None:
+                raise TaskError(f"Could not determine current size of volume '{volume}'")
+            grow, number, unit = SIZE.match(text).groups()
+            new = int(float(number) * SIZE_UNITS.get(unit or "", 1)) + (size if grow else 0)
+            if new < size:
+                raise TaskError("shrinking disks is not supported")
+            if new == size:
+                return
+            record = self.storages.get(sid, {}).get("volumes", {}).get(name)
+            if record is not None:
+                if "avail" in self.storages[sid]:
+                    self.storages[sid]["avail"] -= new - int(record.get("size") or 0)
+                record["size"] = new
+            vm.config[disk] = join_drive(volume, dict(props, size=format_size(new)))
+            self.resized.append((vm.vmid, disk, new))
+
+        try:
+            vm = self.find(node, vmid)
+        except PveError as exc:
+            missing = exc.message
+
+            async def fail():
+                raise TaskError(missing)
+
+            return await self.task(node, "resize", vmid, user, fail)
+
+        async def body():
+            update(vm)
+
+        return await self.task(node, "resize", vmid, user, body, vm=vm)
