@@ -93,9 +93,14 @@ def test_resources_list_the_seeded_guests(cluster: ServedCluster) -> None:
     answer = pve_get(cluster, "/cluster/resources", cluster.seeded.read_token, type="vm")
     assert answer.status_code == 200
     rows = {
-        (row["vmid"], row["type"], row["node"], row["name"], row["status"]) for row in answer.json()["data"]
+        (row["vmid"], row["type"], row["node"], row["name"], row["status"], row.get("template", 0))
+        for row in answer.json()["data"]
     }
-    assert rows == {(120, "lxc", "pve1", "dns1", "running"), (300, "qemu", "pve2", "router", "running")}
+    assert rows == {
+        (120, "lxc", "pve1", "dns1", "running", 0),
+        (300, "qemu", "pve2", "router", "running", 0),
+        (9000, "qemu", "pve1", "debian-13-cloud", "stopped", 1),
+    }
 
 
 def test_nodes_and_storages(cluster: ServedCluster) -> None:
@@ -301,7 +306,7 @@ def test_cluster_entry_point(tmp_path: Path) -> None:
             verify=info["cafile"],
             timeout=10,
         )
-        assert sorted(row["vmid"] for row in answer.json()["data"]) == [120, 300]
+        assert sorted(row["vmid"] for row in answer.json()["data"]) == [120, 300, 9000]
     finally:
         out, err = stop_entry_point(proc)
     assert proc.returncode == 0, err
