@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 import requests
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
+from salt_proxmox.guest.context import PveContext
 from salt_proxmox.lowstate import KeysOf, Run, twins_refusal
-from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import FileStore, GrainStore, Ownership, OwnershipStore

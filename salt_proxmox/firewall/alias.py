@@ -45,7 +45,7 @@ from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem
 from salt_proxmox.wire.propstring import text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
 
 FAMILY = "firewall_alias"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.firewall import alias
-from salt_proxmox.lxc.lifecycle import PveContext
+from salt_proxmox.guest.context import PveContext
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import row_key
 from salt_proxmox.simple import lifecycle as simple

@@ -1,91 +1,32 @@
-"""Whether a live container is the one an ownership row speaks for (docs/design.md §8), pure.
-
-A row names a vmid; the container at that vmid may have been destroyed by hand and created again by
-somebody else. Its fingerprint (``salt_proxmox.guest.fingerprint``: the MAC PVE drew for each ``netN``,
-the volume id and size of ``rootfs``, each ``mpN`` and ``unusedN``, so the set of mount points) is
-recorded with the row from the read-back of this minion's own writes, and at an adoption. A live
-guest that does not carry it is not ours: plan and apply refuse it, naming what differs, unless the
-declaration says ``adopt: true``.
-
-Rows written before fingerprints existed are never trusted silently: the guest must match the
-declaration recorded with the row exactly, with no NIC or volume that declaration does not have;
-then the plan says so and the fingerprint is recorded; otherwise it is refused like a foreign guest.
-"""
+"""Whether a live container is the one an ownership row speaks for: the shared rules of
+``salt_proxmox.guest.identity`` bound to the container family (``lxc.family``, whose ``KEYS``
+say what a container's fingerprint holds: each ``netN``'s MAC, the volume id and size of
+``rootfs``, each ``mpN`` and ``unusedN``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
-from salt_proxmox.errors import DeclarationError, Refused
-from salt_proxmox.guest.fingerprint import FIELD, GuestKeys, differences, fingerprint
-from salt_proxmox.lxc.judge import judge
-from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
+from salt_proxmox.guest import identity
+from salt_proxmox.guest.identity import FORWARD, Check, legacy_note, not_ours
+from salt_proxmox.lxc.family import KEYS, LXC
+from salt_proxmox.lxc.props import LxcDeclaration
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
-from salt_proxmox.wire.propstring import pairs
-from salt_proxmox.wire.volumes import parse_volume
 
-
-def _mac(value: str) -> str | None:
-    """The ``hwaddr`` of a ``netN`` value, upper-cased as PVE prints it (pve-container
-    ``Config.pm`` ``$netconf_desc`` hwaddr, format ``mac-addr``)."""
-    mac = dict(pairs(value)).get("hwaddr")
-    return mac.upper() if mac else None
-
-
-def _volume(value: str) -> str:
-    """``<volume id> size=<size>`` of a ``rootfs``/``mpN``/``unusedN`` value (``unusedN`` holds a
-    bare volume id), or the path of a bind or device mount point."""
-    volume = parse_volume(value)
-    size = volume.options.get("size")
-    return f"{volume.volume} size={size}" if size else volume.volume
-
-
-#: The container keys of a fingerprint (pve-container ``Config.pm``: ``netN`` ``$netconf_desc``,
-#: ``rootfs``/``mpN`` ``$mp_desc``, ``unusedN`` ``$unused_desc``).
-KEYS = GuestKeys(
-    nic=re.compile(r"net\d+", re.ASCII),
-    mac_of=_mac,
-    volume=re.compile(r"rootfs|mp\d+|unused\d+", re.ASCII),
-    volume_of=_volume,
-)
+__all__ = ["FORWARD", "KEYS", "Check", "check", "legacy_note", "live_fingerprint", "not_ours"]
 
 
 def live_fingerprint(live: Mapping[str, object]) -> dict[str, str]:
-    """The fingerprint of a live container config."""
-    return fingerprint(live, KEYS)
+    """The fingerprint of a live container config (``identity.live_fingerprint``)."""
+    return identity.live_fingerprint(LXC, live)
 
 
 def recorded_declaration(
     state_id: str, target: str, row: Mapping[str, object], vmid: int, node: str
 ) -> LxcDeclaration:
-    """The declaration an ownership row recorded, parsed as a declaration (its vmid and node,
-    else ``vmid``/``node``). Raises Refused when the row holds none that parses."""
-    recorded = dict(row.get("declared") or {})
-    try:
-        return parse_declaration(
-            state_id,
-            vmid=recorded.pop("vmid", vmid),
-            node=recorded.pop("node", node),
-            target=target,
-            config=recorded,
-        )
-    except (DeclarationError, TypeError, ValueError):
-        raise Refused(
-            f"CT {vmid}: its ownership row does not hold a declaration that can be read, so the guest "
-            "cannot be checked against it. Nothing was written."
-        ) from None
-
-
-@dataclass(frozen=True)
-class Check:
-    """A live guest against its ``owned`` row: ``differs`` says why it is not the guest the row
-    speaks for (empty: it is); ``legacy`` marks a row with no fingerprint, checked against its
-    recorded declaration instead."""
-
-    differs: list[str] = field(default_factory=list)
-    legacy: bool = False
+    """The container declaration an ownership row recorded (``identity.recorded_declaration``).
+    Raises Refused when the row holds none that parses."""
+    return identity.recorded_declaration(LXC, state_id, target, row, vmid, node)  # type: ignore[return-value]
 
 
 def check(
@@ -94,59 +35,10 @@ def check(
     recorded: LxcDeclaration,
     style: TagStyle = DEFAULT_TAG_STYLE,
 ) -> Check:
-    """Whether ``live`` is the guest ``row`` (an ``owned`` row) speaks for; ``recorded`` is the
-    row's declaration (``recorded_declaration``), judged with the datacenter's tag ``style`` (see
-    ``judge``) when the row has no fingerprint."""
-    prints = live_fingerprint(live)
-    stored = row.get(FIELD)
-    if isinstance(stored, Mapping):
-        return Check(differences(stored, prints))
-    drift = [f"{key} differs from it" for key in judge(recorded, live, style).drift]
-    unknown = [f"{key} ({text}) is not in it" for key, text in prints.items() if key not in recorded.config]
-    return Check(drift + unknown, legacy=True)
-
-
-#: The way forward after a refusal: a plan or apply of ``present`` (``write``), a destroy (``delete``).
-FORWARD = {
-    "write": "To manage it as it is now, declare adopt: true (its fingerprint is then recorded anew).",
-    "delete": (
-        "If it should go, take it over first (its present state with adopt: true, applied once) or "
-        "destroy it by hand."
-    ),
-}
-
-
-def not_ours(what: str, result: Check, verb: str) -> str:
-    """The refusal of a guest that does not carry its row's fingerprint; ``verb`` is ``write`` or
-    ``delete``, what was not done."""
-    done = f"nothing was {verb}{'ten' if verb == 'write' else 'd'}"
-    if result.legacy:
-        return (
-            f"{what}: its ownership row was written before fingerprints existed, and the guest does not "
-            f"match the declaration recorded with it: {'; '.join(result.differs)}. Nothing shows it is the "
-            f"guest this minion made, so {done}. {FORWARD[verb]}"
-        )
-    return (
-        f"{what} does not carry the fingerprint this minion recorded at its last write (MACs, volumes, "
-        f"mount points): {'; '.join(result.differs)}. It may be another guest created at this vmid after "
-        f"ours was destroyed, or ours changed by hand; {done}. {FORWARD[verb]}"
-    )
-
-
-def legacy_note(what: str) -> str:
-    """What a plan says about a row without a fingerprint whose guest matches it exactly."""
-    return (
-        f"{what}: its ownership row was written before fingerprints existed; the guest matches the "
-        "declaration recorded with it exactly, so its fingerprint (MACs, volumes, mount points) is "
-        "recorded now"
-    )
+    """Whether ``live`` is the container ``row`` speaks for (``identity.check``)."""
+    return identity.check(LXC, row, live, recorded, style)
 
 
 def unknown_volumes(last: LxcDeclaration, live: Mapping[str, object]) -> list[str]:
-    """The volumes of ``live`` its last declaration does not declare (``mp0 (local-lvm:… size=500G)``),
-    ``unusedN`` included: a destroy deletes every volume the config names (pve-container
-    ``src/PVE/LXC.pm`` ``destroy_lxc_container``)."""
-    prints = live_fingerprint(live)
-    return [
-        f"{key} ({text})" for key, text in prints.items() if KEYS.is_volume(key) and key not in last.config
-    ]
+    """The volumes of ``live`` its last declaration does not declare (``identity.unknown_volumes``)."""
+    return identity.unknown_volumes(LXC, last, live)

@@ -1,16 +1,10 @@
 """Declared against live: what a container write would change, and what it must refuse (pure).
 
 One function, ``judge``, decides for both the plan (``test=True``) and the apply, so they cannot
-disagree about drift. Its answer (``Change``) is plain data: ``put`` keys for the config PUT,
-``clear`` keys for ``delete=``, ``resize`` for ``PUT .../resize`` tasks after the PUT,
-``refuse`` sentences (non-empty means nothing is written) and ``drift`` (every differing key).
-
-A running container keeps most changes pending until its next start (``salt_proxmox.guest.pending``).
-``judge_guest`` judges a declaration against both halves of one ``GET …/pending`` read: what to write
-against the config with pending changes merged (PVE writes into the pending section, so a value
-already waiting is not written again), what is still waiting against the values in effect, and
-which pending changes contradict the declaration (refused: ``pct set <vmid> --revert <key>`` or a
-restart settles them, not a write of the value).
+disagree about drift. Its answer is a ``guest.verdict.Change``: plain data (``put``, ``clear``,
+``resize``, ``refuse``, ``drift``) the shared guest lifecycle writes from. ``judge_guest`` and
+``split_by_effect`` are the shared ``guest.verdict`` rules for what a container's pending section
+adds (``pct set <vmid> --revert <key>`` as the remedy, ``schema.applies_live`` as its hotplug rule).
 
 Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (PVE 9,
 6.x): it returns early only for ``$authuser eq 'root@pam'``, and an API token is never that, so
@@ -22,9 +16,11 @@ volume write to a guest with ``protection: 1`` is refused too (``lxc.refusals``)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 
+from salt_proxmox.guest import verdict
+from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.pending import GuestConfig
+from salt_proxmox.guest.verdict import Change, Verdict, live_text
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
 from salt_proxmox.lxc.refusals import protected_volume_refusals
@@ -38,35 +34,8 @@ from salt_proxmox.wire.propstring import (
     pairs,
     print_pairs,
     sorted_form,
-    wire,
 )
 from salt_proxmox.wire.volumes import added_volume_refusal, judge_volume, parse_volume
-
-
-@dataclass(frozen=True)
-class Change:
-    """The judge's answer; see the module docstring."""
-
-    put: dict[str, str] = field(default_factory=dict)
-    clear: list[str] = field(default_factory=list)
-    resize: list[tuple[str, str]] = field(default_factory=list)
-    refuse: list[str] = field(default_factory=list)
-    drift: list[str] = field(default_factory=list)
-
-    @property
-    def writes(self) -> bool:
-        """True when applying this change sends anything to PVE."""
-        return bool(self.put or self.clear or self.resize)
-
-
-def live_text(value: object) -> str | None:
-    """A live config value as a string (PVE's JSON gives numbers for integer keys)."""
-    if value is None:
-        return None
-    try:
-        return wire(value)
-    except TypeError:
-        return str(value)
 
 
 def ordered_list(value: str) -> str:
@@ -313,13 +282,7 @@ def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | Non
     """
     if not recorded:
         return []
-    reasons = []
-    was = recorded.get("vmid")
-    if was is not None and int(str(was)) != decl.vmid:
-        reasons.append(
-            f"vmid: {was} -> {decl.vmid} is a different guest. Declare it under a new state id; the old "
-            f"guest is retained (run `proxmox_lxc.absent` on it, or `pct destroy {was}` by hand)."
-        )
+    reasons = vmid_refusal("proxmox_lxc", "pct", decl.vmid, recorded)
     template = recorded.get("ostemplate")
     if decl.ostemplate is not None and template is not None and template != decl.ostemplate:
         reasons.append(
@@ -451,123 +414,27 @@ def shown(key: str, value: str | None) -> object:
     return value
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """``judge_guest``'s answer.
-
-    ``change``: what to write, judged against the merged config, without the keys ``conflicts``
-    refuses. ``waiting``: declared keys whose declared value is written but pending until the
-    next start. ``conflicts``: refusal sentences, one per pending change that contradicts the
-    declaration. ``undeclared``: note sentences, one per pending change to a key the declaration
-    does not name. ``drift_in_effect``: every key whose value in effect differs from the
-    declaration (what adopt and destroy checks judge).
-    """
-
-    change: Change
-    waiting: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    undeclared: list[str] = field(default_factory=list)
-    drift_in_effect: list[str] = field(default_factory=list)
-
-    @property
-    def refuse(self) -> list[str]:
-        """Every refusal: the judge's and the pending conflicts'."""
-        return [*self.change.refuse, *self.conflicts]
-
-
-def _pending_text(config: GuestConfig, key: str) -> str:
-    if key in config.pending:
-        return f"pending {shown(key, live_text(config.pending[key]))}"
-    return "pending removal"
-
-
-def _declared_before(
-    ours: LxcDeclaration | None, key: str, merged: Mapping[str, object], style: TagStyle
-) -> bool:
-    """True when ``ours`` declared ``key`` with the value ``merged`` holds for it."""
-    if ours is None or key not in ours.config:
-        return False
-    return not judge(replace(ours, config={key: ours.config[key]}), merged, style).drift
-
-
 def judge_guest(
     decl: LxcDeclaration,
     config: GuestConfig,
     ours: LxcDeclaration | None = None,
     style: TagStyle = DEFAULT_TAG_STYLE,
 ) -> Verdict:
-    """Judge ``decl`` against a guest's values in effect and its pending section.
+    """``guest.verdict.judge_guest`` for a container: ``decl`` against its values in effect and its
+    pending section; a pending change that contradicts the declaration is refused with ``pct set
+    <vmid> --revert <key>`` as its remedy. Pure: no I/O."""
+    from salt_proxmox.lxc.family import LXC  # the family is made of this module's functions
 
-    ``ours``: the declaration this state last applied (its ownership row), or None. A pending value
-    of a declared key that equals neither ``decl`` nor ``ours`` is somebody else's change: PVE would
-    make it live at the next start, so it is refused with its remedy (``pct set <vmid> --revert
-    <key>`` keeps the value in effect; a restart makes it live) instead of being overwritten.
-    ``style``: the datacenter's tag style, as for ``judge``. Pure: no I/O.
-    """
-    merged = config.merged()
-    change = judge(decl, merged, style)
-    in_effect = judge(decl, config.in_effect(), style)
-    queued = set(config.waiting())
-    waiting = [key for key in in_effect.drift if key not in change.drift and key in queued]
-    conflicts: list[str] = []
-    dropped: set[str] = set()
-    for key in change.drift:
-        if key not in queued:
-            continue
-        if _declared_before(ours, key, merged, style):
-            continue  # the pending value is what this state declared before: rewriting it is ours
-        dropped.add(key)
-        had = shown(key, live_text(config.current.get(key)))
-        conflicts.append(
-            f"{key}: a pending change waits for CT {decl.vmid}'s next start ({_pending_text(config, key)}, "
-            f"in effect {had if had is not None else 'unset'}) and it is not the declared value. "
-            f"Revert it with `pct set {decl.vmid} --revert {key}` to keep the value in effect, or restart "
-            "the container to make it live; then plan again."
-        )
-    undeclared = [
-        f"CT {decl.vmid}: {key} has a change this state does not declare waiting for the next start "
-        f"({_pending_text(config, key)}); `pct set {decl.vmid} --revert {key}` drops it."
-        for key in sorted(queued)
-        if key not in decl.config
-    ]
-    if dropped:
-        change = Change(
-            put={k: v for k, v in change.put.items() if k not in dropped},
-            clear=[k for k in change.clear if k not in dropped],
-            resize=change.resize,
-            refuse=change.refuse,
-            drift=change.drift,
-        )
-    return Verdict(
-        change=change,
-        waiting=waiting,
-        conflicts=conflicts,
-        undeclared=undeclared,
-        drift_in_effect=in_effect.drift,
-    )
+    return verdict.judge_guest(LXC, decl, config, ours, style)
 
 
-def split_by_effect(verdict: Verdict, config: GuestConfig, running: bool) -> tuple[list[str], list[str]]:
-    """The keys ``verdict.change`` writes, split into (in effect at once, pending until the next
-    start).
+def split_by_effect(verdict_: Verdict, config: GuestConfig, running: bool) -> tuple[list[str], list[str]]:
+    """``guest.verdict.split_by_effect`` for a container: the keys a write puts in effect at once,
+    and those pending until the next start; on a running container ``schema.applies_live`` (pve-container
+    ``src/PVE/LXC/Config.pm`` ``vmconfig_hotplug_pending``) decides."""
+    from salt_proxmox.lxc.family import LXC
 
-    A stopped container takes every change at once (``vmconfig_apply_pending``); on a running one,
-    ``schema.applies_live`` says which keys PVE hot-plugs. A write of a key whose value in effect
-    already is the declared one only drops a pending change (pve-guest-common ``AbstractConfig``
-    ``cleanup_pending``): at once too. A resize is done online: at once.
-    """
-    change = verdict.change
-    now: list[str] = []
-    later: list[str] = []
-    for key in [*change.put, *change.clear]:
-        live = (
-            not running
-            or key not in verdict.drift_in_effect
-            or schema.applies_live(key, key in change.clear, key in config.current)
-        )
-        (now if live else later).append(key)
-    now.extend(disk for disk, _ in change.resize if disk not in now)
-    return now, later
+    return verdict.split_by_effect(LXC, verdict_, config, running)
 
 
 def key_change(key: str, old: str | None, new: str | None) -> dict:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc import schema
 from salt_proxmox.ownership import adopt_problem, removal_problem
-from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, VMID_MAX, VMID_MIN, post_problem
+from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, post_problem, vmid_number
 from salt_proxmox.simple.pool import check_poolid
 from salt_proxmox.wire.propstring import flag, pairs, text_problem, wire
 from salt_proxmox.wire.volumes import parse_volume
@@ -157,19 +157,6 @@ def _options_problem(value: str, family: str, default_key: str | None) -> str | 
         if reason:
             return f"{option}={raw}: {reason}"
     return None
-
-
-def vmid_number(value: object) -> int:
-    """The vmid ``value`` declares (an int or a string of digits), within pve-common
-    ``JSONSchema.pm`` ``pve_verify_vmid``'s range. Raises DeclarationError naming ``vmid``."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise DeclarationError(f"vmid: expected an integer, got {type(value).__name__}")
-    if isinstance(value, str) and not re.fullmatch(r"[0-9]+", value):
-        raise DeclarationError(f"vmid: {shown(value)} is not an integer")
-    number = int(value)
-    if not VMID_MIN <= number <= VMID_MAX:
-        raise DeclarationError(f"vmid: {number} is outside PVE's range {VMID_MIN}-{VMID_MAX} (pve-vmid)")
-    return number
 
 
 def parse_declaration(

@@ -1,10 +1,8 @@
 """PVE's deterministic refusals of a container write, predicted at plan from what the ``read``
 credential can see, so the apply never meets them.
 
-- Destroy (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``): a guest with ``protection: 1``
-  ("can't remove CT N - protection mode enabled", ``AbstractConfig::check_protection``) or a
-  running one ("unable to destroy CT N - container is running"; no ``force`` is ever sent). The
-  running state is one ``GET .../status/current`` (VM.Audit), read only when a destroy is judged.
+- Destroy: shared by guests (``guest.refusals``); a running container's destroy fails with
+  "unable to destroy CT N - container is running" (``lxc.family.LXC.destroy_running``).
 - Volumes of a protected guest (pve-container ``src/PVE/LXC/Config.pm`` ``update_pct_config``:
   ``check_protection`` for every ``rootfs``/``mpN`` write: "can't update CT N drive 'mp0' -
   protection mode enabled"), judged by ``protected_volume_refusals`` on the config already read.
@@ -24,26 +22,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.pve.client import api_path
+from salt_proxmox.guest.refusals import protected
 from salt_proxmox.pve.errors import PveError, PveMalformed
-from salt_proxmox.wire.propstring import flag
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
-
-
-def _protected(live: Mapping[str, object]) -> bool:
-    try:
-        return flag(live.get("protection") or "0") == "1"
-    except ValueError:
-        return False
 
 
 def protected_volume_refusals(vmid: int, live: Mapping[str, object], keys: list[str]) -> list[str]:
     """One sentence per volume key (``rootfs``, ``mpN``) a write would send to a guest whose live
     config has ``protection: 1``; empty when it is not protected. Pure."""
-    if not _protected(live):
+    if not protected(live):
         return []
     return [
         f"{key}: CT {vmid} has protection: 1, and PVE refuses to change its volumes (`can't update CT {vmid} "
@@ -52,37 +42,6 @@ def protected_volume_refusals(vmid: int, live: Mapping[str, object], keys: list[
         for key in keys
         if key == "rootfs" or key.startswith("mp")
     ]
-
-
-def read_status(ctx: PveContext, node: str, vmid: int) -> str:
-    """CT ``vmid``'s status word (``running``, ``stopped``): one ``GET …/status/current`` with the
-    ``read`` credential (VM.Audit, pve-container ``src/PVE/API2/LXC/Status.pm`` ``vm_status``).
-    Raises PveMalformed for an answer without a status word, and what the client raises."""
-    path = f"{api_path('nodes', node, 'lxc', vmid)}/status/current"
-    status = ctx.client.request("GET", path, ctx.broker.read())
-    word = status.get("status") if isinstance(status, Mapping) else None
-    if not isinstance(word, str) or not word:
-        raise PveMalformed("GET", path, "the answer has no status word")
-    return word
-
-
-def destroy_refusals(ctx: PveContext, node: str, vmid: int, live: Mapping[str, object]) -> list[str]:
-    """Why PVE would refuse to destroy CT ``vmid``: protection (from ``live``), then a running
-    state (one status read). Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
-    if _protected(live):
-        return [
-            f"CT {vmid} on {node} has protection: 1, and PVE refuses to destroy it (`can't remove CT "
-            f"{vmid} - protection mode enabled`). Clear it first in a run of its own (declare protection: 0 "
-            f"in its present state and apply, or `pct set {vmid} --protection 0`), then destroy it."
-        ]
-    status = read_status(ctx, node, vmid)
-    if status != "stopped":
-        return [
-            f"CT {vmid} on {node} is {status}, and PVE refuses to destroy a running container "
-            f"(`unable to destroy CT {vmid} - container is running`; no force is ever sent). Stop it first "
-            f"(`pct shutdown {vmid}` on the node), then run again."
-        ]
-    return []
 
 
 def _holds_sys_modify(held: object) -> bool:

@@ -55,7 +55,7 @@ from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, fo
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
 
 FAMILY = "network_interface"

@@ -212,3 +212,16 @@ def check_form(endpoint: Endpoint, form: Mapping[str, str], presence: bool) -> N
         problems.append(f"{endpoint.label}: {too_long}")
     if problems:
         raise DeclarationError(problems)
+
+
+def vmid_number(value: object) -> int:
+    """The vmid ``value`` declares (an int or a string of digits), within pve-common
+    ``JSONSchema.pm`` ``pve_verify_vmid``'s range. Raises DeclarationError naming ``vmid``."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise DeclarationError(f"vmid: expected an integer, got {type(value).__name__}")
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]+", value):
+        raise DeclarationError(f"vmid: {shown(value)} is not an integer")
+    number = int(value)
+    if not VMID_MIN <= number <= VMID_MAX:
+        raise DeclarationError(f"vmid: {number} is outside PVE's range {VMID_MIN}-{VMID_MAX} (pve-vmid)")
+    return number

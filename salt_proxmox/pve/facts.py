@@ -37,7 +37,7 @@ from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.wire.propstring import flag, pairs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
 
 SUPPORTED = (8, 9)
 

@@ -46,7 +46,7 @@ from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, fo
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
 
 #: ``pve-sdn-zone-id`` and ``pve-sdn-vnet-id``.

@@ -33,7 +33,7 @@ from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values, wi
 from salt_proxmox.wire.propstring import flag
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
 
 FAMILY = "acl"

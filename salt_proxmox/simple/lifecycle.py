@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.guest.context import PveContext
 from salt_proxmox.lowstate import Chunk
-from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form

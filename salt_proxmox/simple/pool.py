@@ -40,7 +40,7 @@ from salt_proxmox.simple.spec import (
 from salt_proxmox.wire.propstring import text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
 
 FAMILY = "pool"
 #: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.

@@ -49,7 +49,7 @@ from salt_proxmox.pve.constraints import Endpoint
 from salt_proxmox.pve.errors import PveError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.lxc.lifecycle import PveContext
+    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
 
 

@@ -237,3 +237,11 @@ def describe(value: str) -> str:
     """A mount point in an order-free spelling, for messages."""
     volume = parse_volume(value)
     return f"{volume.volume}[{sorted_form(_comparable(volume))}]"
+
+
+def size_option(value: str | None) -> str | None:
+    """The ``size`` option of a volume value as PVE prints it (``local-lvm:vm-150-disk-0,size=8G``
+    → ``8G``), None when it has none. Never raises: a return only shows it."""
+    if not value:
+        return None
+    return dict(part.split("=", 1) for part in value.split(",")[1:] if "=" in part).get("size")

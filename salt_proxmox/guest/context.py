@@ -1,0 +1,69 @@
+"""The context every call of one target makes within one Salt run (``PveContext``): the client,
+the credential broker, the ownership rows, task polling and the run's reads ahead. Shared by every
+family (guests, simple objects, networks, SDN, firewall aliases)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from salt_proxmox.openbao.creds import CredentialBroker
+from salt_proxmox.ownership import Ownership
+from salt_proxmox.pve.client import PveClient, Target
+from salt_proxmox.pve.readahead import ReadAhead
+from salt_proxmox.pve.tasks import (
+    CREATE_POLLS,
+    POLL_INTERVAL,
+    TASK_POLLS,
+    await_task,
+    start_task,
+    warnings_note,
+)
+
+
+@dataclass
+class PveContext:
+    """Everything one target's calls need within one Salt run.
+
+    ``client`` sends; ``broker`` hands out credentials; ``ownership`` keeps rows; ``sleep`` and
+    ``poll_interval`` (seconds) drive task polling (tests pass a no-op sleep). ``create_polls``
+    and ``task_polls`` bound the polls of a create and of any other task (``pve.tasks``'
+    ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
+    ``reads`` holds the run's reads ahead and what the run learned once for all its states (its
+    ``memo``: the cluster's release and tag style, a failed network apply), both dropped when
+    another run begins (``salt_proxmox.pve.readahead``).
+    ``notes`` collects what a task that succeeded with warnings left to say (``take_notes``).
+    """
+
+    target: Target
+    client: PveClient
+    broker: CredentialBroker
+    ownership: Ownership
+    sleep: Callable[[float], None] | None = None
+    poll_interval: float = POLL_INTERVAL
+    create_polls: int = CREATE_POLLS
+    task_polls: int = TASK_POLLS
+    reads: ReadAhead = field(default_factory=ReadAhead)
+    notes: list[str] = field(default_factory=list)
+
+    def task(self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None) -> str:
+        """Run one task with a fresh provision credential, polled by that same credential
+        (at most ``polls`` polls, ``task_polls`` unless given)."""
+        polls = self.task_polls if polls is None else polls
+        credential = self.broker.provision(need_seconds=polls * self.poll_interval)
+        upid = start_task(self.client, credential, method, path, what, form)
+        self.await_task(credential, node, upid, what, polls)
+        return upid
+
+    def await_task(self, credential, node: str, upid: str, what: str, polls: int) -> None:
+        """Poll ``upid`` with ``credential`` (its owner), bounded by ``polls``; a task that ended
+        ``WARNINGS: N`` succeeded, and its note goes to ``notes``."""
+        kwargs = {"sleep": self.sleep} if self.sleep is not None else {}
+        count = await_task(self.client, credential, node, upid, what, polls, self.poll_interval, **kwargs)
+        if count:
+            self.notes.append(warnings_note(what, node, upid, count))
+
+    def take_notes(self) -> list[str]:
+        """The task notes gathered since the last call, handed over once."""
+        notes, self.notes = self.notes, []
+        return notes

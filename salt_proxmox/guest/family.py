@@ -1,0 +1,123 @@
+"""What one guest family (containers, VMs) tells the shared guest lifecycle (``guest.lifecycle``).
+
+The lifecycle (read with proven absence, identity and ownership, create, digest-guarded update,
+resize, pending changes, read-back, retain/destroy) is the same for every guest PVE runs: both
+families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending``, ``config``,
+``resize`` and ``status/*`` calls (pve-container ``src/PVE/API2/LXC.pm``, qemu-server
+``PVE/API2/Qemu.pm``). A ``Family`` is the data that differs:
+
+- words: ``kind`` (the API path segment and the ownership row family, ``lxc``/``qemu``), ``state``
+  (the Salt state module), ``noun`` (``container``/``VM``), ``label`` (how PVE names one guest in its
+  messages: ``CT 100``, ``VM 100``), ``command`` (the node's CLI named in remedies: ``pct``/``qm``),
+  ``destroy_running`` (PVE's refusal to destroy a running guest, formatted with ``vmid``);
+- the declaration: ``parse`` (the family's ``parse_declaration``, keyword arguments ``vmid``,
+  ``node``, ``target``, ``adopt``, ``removal``, ``config``, ``reboot_for_pending``; raises
+  DeclarationError), giving a ``Declaration``;
+- the judge: ``judge(decl, live, style) -> Change``; ``shown(key, value)`` (how a return shows a
+  value); ``key_change(key, old, new)`` (one key of a return's ``changes``); ``operator_view(live)``
+  (the config an operator reads back); ``identity_refusals(decl, recorded)`` (what makes a
+  declaration another guest than the one its state recorded); ``update_refusals(ctx, decl)``
+  (refusals of a write to an existing guest that need the cluster's facts, e.g. its release);
+- hotplug: ``applies_live(key, clear, config)``: whether writing ``key`` to a RUNNING guest with
+  ``config`` (a ``GuestConfig``; a VM's ``hotplug`` option is in it) takes effect at once;
+- identity: ``keys`` (``guest.fingerprint.GuestKeys``: NICs, volumes, generated values);
+- writes: ``update`` and ``resize`` (``pve.constraints.Endpoint``s the PUT forms are checked
+  against), ``size_of(value)`` (the ``size`` of a volume value, for a return's ``disks``);
+- create: ``plan_create(ctx, decl) -> CreatePlan`` (refusals and what the plan says), and
+  ``create(ctx, decl, credential)``: a generator of ``CreateStep``s, each a request that starts a
+  task (``POST …/lxc``; a VM clone is ``POST …/qemu/{template}/clone`` then a config write). The
+  lifecycle runs each step with the one provision credential ``credential()`` mints, awaits its
+  task with it, and only then asks the generator for the next step, so a later step may read what
+  an earlier one made. Code before the first ``yield`` may refuse (raise) with nothing recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from salt_proxmox.guest.fingerprint import GuestKeys
+from salt_proxmox.guest.pending import GuestConfig
+from salt_proxmox.guest.verdict import Change
+from salt_proxmox.pve.constraints import Endpoint
+from salt_proxmox.pve.facts import TagStyle
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.pve.client import Credential
+
+
+class Declaration(Protocol):
+    """What the shared lifecycle reads of a family's declaration (``lxc.props.LxcDeclaration``)."""
+
+    state_id: str
+    target: str
+    node: str
+    vmid: int
+    adopt: bool
+    removal: str
+    config: dict[str, str]
+    reboot_for_pending: bool
+    pool: str | None
+    secrets: dict[str, str]
+
+    def stored(self) -> dict[str, object]:
+        """The declaration as grains keep it."""
+        ...
+
+
+@dataclass(frozen=True)
+class CreatePlan:
+    """What a plan says about creating a guest: ``refusals`` (non-empty: no create); ``source``
+    (``from local:vztmpl/…``, ``by cloning VM 9000``) and ``again`` (the same, for a guest of ours
+    that is gone: ``from ostemplate with new, empty volumes``); ``suffix`` ends the create note;
+    ``notes`` are further plan lines."""
+
+    refusals: list[str] = field(default_factory=list)
+    source: str = ""
+    again: str = ""
+    suffix: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CreateStep:
+    """One request of a create that starts a task: ``method`` and ``path`` (``POST``,
+    ``nodes/pve1/lxc``), ``what`` (the task's name in messages) and its ``form``."""
+
+    method: str
+    path: str
+    what: str
+    form: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One guest family; see the module docstring for each field."""
+
+    kind: str
+    state: str
+    noun: str
+    label: str
+    command: str
+    destroy_running: str
+    parse: Callable[..., Declaration]
+    judge: Callable[[Declaration, Mapping[str, object], TagStyle], Change]
+    shown: Callable[[str, str | None], object]
+    key_change: Callable[[str, str | None, str | None], dict]
+    operator_view: Callable[[Mapping[str, object]], dict[str, str]]
+    identity_refusals: Callable[[Declaration, Mapping[str, object] | None], list[str]]
+    update_refusals: Callable[[PveContext, Declaration], list[str]]
+    applies_live: Callable[[str, bool, GuestConfig], bool]
+    keys: GuestKeys
+    update: Endpoint
+    resize: Endpoint
+    size_of: Callable[[str | None], str | None]
+    plan_create: Callable[[PveContext, Declaration], CreatePlan]
+    create: Callable[[PveContext, Declaration, Callable[[], Credential]], Iterator[CreateStep]]
+    create_form: Callable[[Declaration], dict[str, str]]
+
+    def what(self, vmid: int, node: str) -> str:
+        """``CT 100 on pve1``: how messages name one guest."""
+        return f"{self.label} {vmid} on {node}"

@@ -1,0 +1,71 @@
+"""PVE's refusals of a guest destroy, predicted at plan from what the ``read`` credential can see,
+and the one read of a guest's power state; shared by guest families.
+
+Destroy (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``, qemu-server ``PVE/API2/Qemu.pm``
+``destroy_vm``): a guest with ``protection: 1`` ("can't remove CT N - protection mode enabled",
+pve-guest-common ``AbstractConfig::check_protection``) or a running one (no ``force``/``skiplock``
+is ever sent). The running state is one ``GET …/status/current`` (VM.Audit), read only when a
+destroy is judged or a change's effect depends on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.wire.propstring import flag
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.guest.family import Family
+
+
+def protected(live: Mapping[str, object]) -> bool:
+    """True when a live config has ``protection: 1`` (an unreadable value counts as not set)."""
+    try:
+        return flag(live.get("protection") or "0") == "1"
+    except ValueError:
+        return False
+
+
+def status_path(family: Family, node: str, vmid: int) -> str:
+    """``nodes/{node}/{lxc|qemu}/{vmid}/status``, labels encoded: the power-state calls hang under it."""
+    return f"{api_path('nodes', node, family.kind, vmid)}/status"
+
+
+def read_status(ctx: PveContext, family: Family, node: str, vmid: int) -> str:
+    """Guest ``vmid``'s status word (``running``, ``stopped``): one ``GET …/status/current`` with the
+    ``read`` credential (VM.Audit, pve-container ``src/PVE/API2/LXC/Status.pm`` ``vm_status``,
+    qemu-server ``PVE/API2/Qemu.pm`` ``vm_status``). Raises PveMalformed for an answer without a
+    status word, and what the client raises."""
+    path = f"{status_path(family, node, vmid)}/current"
+    status = ctx.client.request("GET", path, ctx.broker.read())
+    word = status.get("status") if isinstance(status, Mapping) else None
+    if not isinstance(word, str) or not word:
+        raise PveMalformed("GET", path, "the answer has no status word")
+    return word
+
+
+def destroy_refusals(
+    ctx: PveContext, family: Family, node: str, vmid: int, live: Mapping[str, object]
+) -> list[str]:
+    """Why PVE would refuse to destroy guest ``vmid``: protection (from ``live``), then a running
+    state (one status read). Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
+    what, label, command = family.what(vmid, node), family.label, family.command
+    if protected(live):
+        return [
+            f"{what} has protection: 1, and PVE refuses to destroy it (`can't remove {label} "
+            f"{vmid} - protection mode enabled`). Clear it first in a run of its own (declare protection: 0 "
+            f"in its present state and apply, or `{command} set {vmid} --protection 0`), then destroy it."
+        ]
+    status = read_status(ctx, family, node, vmid)
+    if status != "stopped":
+        refusal = family.destroy_running.format(vmid=vmid)
+        return [
+            f"{what} is {status}, and PVE refuses to destroy a running {family.noun} "
+            f"(`{refusal}`; no force is ever sent). Stop it first "
+            f"(`{command} shutdown {vmid}` on the node), then run again."
+        ]
+    return []
