@@ -223,6 +223,37 @@ def test_tags_keep_config_order_when_the_tag_style_says_so(fresh_cluster):
     assert api.ok("GET", path)["tags"] == "Web;db"
 
 
+def test_cloudinit_drive_is_named_for_its_vm_at_create_and_on_a_write(fresh_cluster):
+    """create_disks: ``<storage>:cloudinit`` allocates ``vm-<vmid>-cloudinit`` (``.qcow2`` in
+    ``<vmid>/`` on a storage with a path), 4 MiB, ``media=cdrom`` — at create and on a config write."""
+    api = Api(fresh_cluster)
+    upid = api.ok("POST", "/nodes/pve1/qemu", vmid=314, name="ci-test", ide0="local-lvm:cloudinit")
+    assert api.task("pve1", upid) == "OK"
+    assert api.ok("GET", "/nodes/pve1/qemu/314/config")["ide0"] == "local-lvm:vm-314-cloudinit,media=cdrom"
+    fresh_cluster.pve.storages["local"]["content"] += ",images"
+    api.ok("PUT", "/nodes/pve1/qemu/314/config", ide1="local:cloudinit")
+    assert (
+        api.ok("GET", "/nodes/pve1/qemu/314/config")["ide1"] == "local:314/vm-314-cloudinit.qcow2,media=cdrom"
+    )
+    assert fresh_cluster.pve.storages["local"]["volumes"]["314/vm-314-cloudinit.qcow2"]["size"] == 4 * 1024**2
+
+
+def test_a_config_write_allocates_a_new_disk_and_frees_it_when_the_write_fails(fresh_cluster):
+    """update_vm_api runs create_disks: ``storage:GiB`` on a write becomes a new volume with its size
+    (fakepve stores ``local-lvm:20`` as text); a write refused after the allocation frees it
+    (create_disks frees its volumes on error)."""
+    api = Api(fresh_cluster)
+    path = f"/nodes/{ROUTER_NODE}/qemu/{ROUTER_VMID}/config"
+    api.ok("PUT", path, scsi1="local-lvm:20,discard=on")
+    # VM 300 runs: the new disk waits in pending (vmconfig_hotplug_pending), GET config merges it in.
+    assert api.ok("GET", path)["scsi1"] == "local-lvm:vm-300-disk-1,discard=on,size=20G"
+    volumes = fresh_cluster.pve.storages["local-lvm"]["volumes"]
+    assert volumes["vm-300-disk-1"]["size"] == 20 * GiB
+    status, body = api.call("PUT", path, scsi2="local-lvm:5", digest="0" * 40)
+    assert status == 500 and "checksum mismatch" in body["message"]
+    assert "vm-300-disk-2" not in volumes and "scsi2" not in api.ok("GET", path)
+
+
 # ------------------------------------------------------------------------------------------- seed
 
 

@@ -35,6 +35,13 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   and lower-cased unless ``datacenter.cfg``'s ``tag-style`` says otherwise, duplicates dropped;
   fakepve stores them as sent); ``vmgenid: 1`` becomes a new UUID.
 
+- A cloud-init drive (``ideN: <storage>:cloudinit``) is allocated as ``vm-<vmid>-cloudinit`` (on a
+  storage with a path ``<vmid>/vm-<vmid>-cloudinit.qcow2``), 4 MiB, ``media=cdrom``: ``create_disks``
+  names it so. fakepve allocates it as the next ``vm-<vmid>-disk-N``.
+- A config write allocates what it declares, as ``update_vm_api`` runs ``create_disks`` on the drives
+  it is given: ``storage:GiB`` becomes a new volume with its ``size=``, ``storage:cloudinit`` the
+  cloud-init drive, an existing volume or ISO gets its ``size=``. fakepve stores the value as sent
+  (``local-lvm:20`` stays that text). A write that fails after that frees what it allocated.
 - A clone gets its own cloud-init drive: ``clone_vm`` copies a CD-ROM's value but full-clones a
   cloud-init drive (``drive_is_cdrom($drive, 1)`` excludes it), so the clone's ``ideN`` names
   ``vm-<newid>-cloudinit``. fakepve copies the source's volume id, and destroying the clone would free
@@ -58,6 +65,7 @@ from fakepve.routing import die, ok, param_error, split_list
 from fakepve.schema import load as load_schema
 from fakepve.schema import validate
 from fakepve.server import params
+from fakepve.storage import _is_file
 
 from tests.support.network import NetworkPve
 
@@ -196,10 +204,43 @@ class QemuPve(NetworkPve):
                 typed[key] = str(uuid.uuid4())
         return typed
 
+    def _qm_new_drive(self, vmid, key, value, default):
+        volume, props = split_drive(value)
+        sid, name = volume_ref(volume)
+        if name != "cloudinit":
+            return super()._qm_new_drive(vmid, key, value, default)
+        sid = sid or default
+        if not sid:
+            raise die("no storage ID specified (and no default storage)")
+        store = self._store(sid)
+        path = _is_file(store)
+        fmt = props.pop("format", None) or ("qcow2" if path else "raw")
+        volname = f"{vmid}/vm-{vmid}-cloudinit.{fmt}" if path else f"vm-{vmid}-cloudinit"
+        size = 4 * 1024**2  # Cloudinit.pm CLOUDINIT_DISK_SIZE
+        if "avail" in store:
+            store["avail"] -= size
+        store.setdefault("volumes", {})[volname] = {
+            "content": "images",
+            "format": fmt,
+            "size": size,
+            "vmid": vmid,
+        }
+        props.update(media="cdrom")
+        return join_drive(f"{sid}:{volname}", props), [f"{sid}:{volname}"]
+
     async def _apply_config(self, vm, user, p):
         updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})
         password = updates.pop("cipassword", None)
-        await super()._apply_config(vm, user, updates)
+        made: list[str] = []
+        try:
+            for key in sorted(key for key in updates if DRIVE.fullmatch(key)):
+                updates[key], volids = self._qm_new_drive(vm.vmid, key, updates[key], None)
+                made.extend(volids)
+            await super()._apply_config(vm, user, updates)
+        except PveError:
+            for volid in made:
+                self._qm_free(volid)
+            raise
         if password is not None:
             windows = str(vm.config.get("ostype", "")).startswith("w")
             vm.config["cipassword"] = password if windows or CRYPTED.match(password) else encrypt_pw(password)
