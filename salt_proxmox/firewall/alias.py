@@ -41,6 +41,7 @@ from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem, listed_row, same_values
 from salt_proxmox.wire.propstring import text_problem
 
@@ -225,9 +226,7 @@ def list_digest(ctx: PveContext, credential: Credential, decl: Declared, live: M
     """The write guard: ``{digest}`` of the alias list, read now and checked to show the alias
     exactly as it was judged. Raises PveMalformed for a list without digests, Refused when
     the alias changed (or went) between the two reads."""
-    rows = ctx.client.request("GET", COLLECTION, credential)
-    if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
-        raise PveMalformed("GET", COLLECTION, "expected a list of aliases")
+    rows = get_rows(ctx.client, COLLECTION, credential, what="aliases")
     mine = [row for row in rows if isinstance(row.get("name"), str) and fold(row["name"]) == decl.identity]
     if not mine:
         raise Refused(f"{decl.label} went away between two reads; nothing was written. Run again.")

@@ -42,6 +42,7 @@ from salt_proxmox.outcome import Outcome
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, check_form
 from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task
 from salt_proxmox.simple import lifecycle as simple
 
@@ -84,9 +85,7 @@ def cluster_health(ctx, credential) -> str | None:
     """None when ``GET /cluster/status`` shows a quorate cluster with every node online, else
     what is wrong (``not quorate``, ``pve2 offline``). A standalone node (no ``cluster`` row) is
     judged by its node row. Raises PveError, PveMalformed, PveUnreachable."""
-    rows = ctx.client.request("GET", "cluster/status", credential)
-    if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
-        raise PveMalformed("GET", "cluster/status", "expected a list of status rows")
+    rows = get_rows(ctx.client, "cluster/status", credential, what="status rows")
     problems = []
     clusters = [row for row in rows if row.get("type") == "cluster"]
     if clusters and str(clusters[0].get("quorate")) != "1":
@@ -226,8 +225,10 @@ def node_pending(ctx, node: str) -> str:
     Raises PveError, PveMalformed (an answer whose ``changes`` is not text), PveUnreachable."""
     path = api_path("nodes", node, "network")
     body = ctx.client.request("GET", path, ctx.broker.read(), envelope=True)
-    if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
-        raise PveMalformed("GET", path, "expected a list of interfaces in data")
+    try:
+        rows_of(body.get("data") if isinstance(body, Mapping) else None, "interfaces")
+    except ValueError as why:
+        raise PveMalformed("GET", path, f"data: {why}") from None
     changes = body.get("changes")
     if changes is None:
         return ""

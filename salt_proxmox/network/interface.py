@@ -51,6 +51,7 @@ from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.listing import rows_of
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem
 
@@ -250,9 +251,7 @@ def parse(data: object, decl: Declared) -> dict | None:
     """The listing → this interface's canonical values (``type`` and every ``FIELDS`` key), or
     None when the listing does not hold it. Raises ValueError for another shape. The vlan keys PVE
     derives from a ``<device>.<id>`` name are taken as it gives them."""
-    if not isinstance(data, list) or not all(isinstance(row, Mapping) for row in data):
-        raise ValueError("expected a list of interfaces")
-    rows = [row for row in data if row.get("iface") == decl.names["name"]]
+    rows = [row for row in rows_of(data, "interfaces") if row.get("iface") == decl.names["name"]]
     if not rows:
         return None
     row = rows[0]

@@ -25,15 +25,13 @@ from salt_proxmox.errors import DeclarationError
 from salt_proxmox.network.apply import Reload, run, upid_node
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.pve.tasks import start_task
 
 
 def _rows(ctx, credential, path: str) -> list[Mapping]:
-    rows = ctx.client.request("GET", path, credential, params={"pending": "1"})
-    if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
-        raise PveMalformed("GET", f"{path}?pending=1", "expected a list")
-    return rows
+    return get_rows(ctx.client, path, credential, {"pending": "1"})
 
 
 def _line(kind: str, ident: object, row: Mapping) -> str:

@@ -41,6 +41,7 @@ from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.listing import rows_of
 from salt_proxmox.simple.acl import held_privileges
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
@@ -210,9 +211,7 @@ def zone_declare(
 
 def zone_parse(data: object, decl: Declared) -> dict | None:
     """The zones listing → this zone's ``type``, canonical keys and ``digest``; None when not listed."""
-    if not isinstance(data, list) or not all(isinstance(row, Mapping) for row in data):
-        raise ValueError("expected a list of zones")
-    rows = [row for row in data if row.get("zone") == decl.names["name"]]
+    rows = [row for row in rows_of(data, "zones") if row.get("zone") == decl.names["name"]]
     if not rows:
         return None
     row = rows[0]
@@ -455,10 +454,8 @@ def subnet_declare(
 
 def subnet_parse(data: object, decl: Declared) -> dict | None:
     """The vnet's subnets → this subnet's canonical keys and ``digest``; None when not listed."""
-    if not isinstance(data, list) or not all(isinstance(row, Mapping) for row in data):
-        raise ValueError("expected a list of subnets")
     want = ipaddress.ip_interface(decl.names["name"])
-    for row in data:
+    for row in rows_of(data, "subnets"):
         try:
             found = ipaddress.ip_interface(str(row.get("cidr")))
         except ValueError:

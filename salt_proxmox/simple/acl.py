@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.pve.constraints import Endpoint, Rule, split_list
 from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.simple.role import ROLEID
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values, will_exist
 from salt_proxmox.wire.propstring import flag
@@ -165,13 +166,9 @@ def _kind(decl: Declared) -> tuple[str, str]:
 def parse(data: object, decl: Declared) -> dict | None:
     """``GET /access/acl`` → ``{propagate}`` of the declared entry, or None when the list does
     not hold it. Raises ValueError when the list or any row lacks the promised shape."""
-    if not isinstance(data, list):
-        raise ValueError("expected a list of ACL entries")
     kind, ugid = _kind(decl)
     found = None
-    for row in data:
-        if not isinstance(row, Mapping):
-            raise ValueError("an ACL entry is not an object")
+    for row in rows_of(data, "ACL entries"):
         if not all(isinstance(row.get(key), str) and row.get(key) for key in ("path", "ugid", "roleid")):
             raise ValueError("an ACL entry lacks path, ugid or roleid")
         if row.get("type") not in KINDS:
@@ -202,10 +199,7 @@ def confirm_absent(ctx: PveContext, credential: Credential, decl: Declared) -> N
 
 
 def _listing(ctx: PveContext, path: str, params: dict | None = None) -> list[Mapping]:
-    data = ctx.client.request("GET", path, ctx.broker.read(), params=params)
-    if not isinstance(data, list) or not all(isinstance(row, Mapping) for row in data):
-        raise PveMalformed("GET", path, "expected a list of objects")
-    return data
+    return get_rows(ctx.client, path, ctx.broker.read(), params)
 
 
 def held_privileges(ctx: PveContext, credential: Credential, path: str) -> set[str]:

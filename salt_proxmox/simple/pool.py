@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.spec import (
     Call,
     Declared,
@@ -151,9 +152,7 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             raise
         return []
     if action == "delete":
-        listing = ctx.client.request("GET", "pools", ctx.broker.read())
-        if not isinstance(listing, list) or not all(isinstance(row, Mapping) for row in listing):
-            raise PveMalformed("GET", "pools", "expected a list of pools")
+        listing = get_rows(ctx.client, "pools", ctx.broker.read(), what="pools")
         inside = [
             f"pool {row['poolid']}" for row in listing if str(row.get("poolid", "")).startswith(f"{poolid}/")
         ]

@@ -47,6 +47,7 @@ from salt_proxmox.errors import DeclarationError
 from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.constraints import Endpoint
 from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.listing import rows_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.context import PveContext
@@ -213,9 +214,7 @@ class ObjectSpec:
 def listed_row(rows: object, key: str, wanted: Callable[[object], bool]) -> Mapping | None:
     """The row of a listing (a list of objects) whose ``key`` is ``wanted``, or None. Raises
     ValueError when ``rows`` is not a list of objects."""
-    if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
-        raise ValueError("expected a list of objects")
-    return next((row for row in rows if wanted(row.get(key))), None)
+    return next((row for row in rows_of(rows) if wanted(row.get(key))), None)
 
 
 def same_values(live: Mapping[str, object], decl: Declared) -> bool:
