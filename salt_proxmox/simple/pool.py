@@ -126,19 +126,28 @@ def member_name(member: Mapping[str, object]) -> str:
     return str(member.get("id", member))
 
 
+def _listing(ctx: PveContext) -> list[Mapping]:
+    """The run's shared ``GET /pools`` rows (``SPEC.listing``), read with the read credential."""
+    return get_rows(ctx.client, "pools", ctx.broker.read(), what="pools", reads=ctx.reads)
+
+
 def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
     """PVE's refusals of a pool write, predicted with the read credential.
 
     - create of a nested pool whose parent does not exist (pve-manager ``PVE/API2/Pool.pm``
       ``create_pool``: "parent 'a' of pool 'a/b' does not exist"), unless this run creates it
-      first: one ``GET /pools?poolid=<parent>``;
+      first: the parent is in the run's ``GET /pools`` listing, else its own ``GET
+      /pools?poolid=<parent>`` decides (the listing leaves out pools the credential may not audit);
     - delete of a pool that still has members (``delete_pool``: "pool 'x' is not empty (contains
-      VM 150)"): its guests and storages from the read, and its sub-pools from one ``GET /pools``.
+      VM 150)"): its guests and storages from the read, and its sub-pools from the run's ``GET
+      /pools`` listing.
+
+    The listing is the one the run's states share (``ReadAhead.shared``): no state reads it twice.
     """
     poolid = decl.names["name"]
     if action == "create" and "/" in poolid:
         parent = poolid.rsplit("/", 1)[0]
-        if will_exist(ctx, FAMILY, parent):
+        if will_exist(ctx, FAMILY, parent) or any(row.get("poolid") == parent for row in _listing(ctx)):
             return []
         try:
             ctx.client.request("GET", "pools", ctx.broker.read(), params={"poolid": parent})
@@ -152,9 +161,10 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             raise
         return []
     if action == "delete":
-        listing = get_rows(ctx.client, "pools", ctx.broker.read(), what="pools")
         inside = [
-            f"pool {row['poolid']}" for row in listing if str(row.get("poolid", "")).startswith(f"{poolid}/")
+            f"pool {row['poolid']}"
+            for row in _listing(ctx)
+            if str(row.get("poolid", "")).startswith(f"{poolid}/")
         ]
         if live is None or "members" not in live:  # judged on the listing, which names no members
             data = ctx.client.request("GET", "pools", ctx.broker.read(), params={"poolid": poolid})

@@ -94,6 +94,76 @@ def test_pool_forms() -> None:
     assert pool.SPEC.delete(decl, {}) == Call("DELETE", "pools", params={"poolid": "prod"})
 
 
+class PoolPve:
+    """Pools as pve-manager ``PVE/API2/Pool.pm`` keeps them on PVE 8.1 and later: ``index`` lists
+    the pools (no members) or, with ``poolid``, answers a list holding that pool with its members
+    (500 "pool 'x' does not exist" for a missing one); ``create_pool`` refuses a nested pool whose
+    parent does not exist; ``delete_pool`` a pool with sub-pools or guests."""
+
+    def __init__(self, pools: dict[str, dict]) -> None:
+        self.pools = {name: {"comment": "", "vms": [], **entry} for name, entry in pools.items()}
+
+    def __call__(self, method: str, path: str, params: dict, form: dict) -> object:
+        poolid = params.get("poolid") or form.get("poolid")
+        if (method, path) == ("GET", "pools") and not poolid:
+            return [
+                {"poolid": name, "comment": entry["comment"]} for name, entry in sorted(self.pools.items())
+            ]
+        if poolid not in self.pools and method != "POST":
+            raise PveError(method, path, 500, f"pool '{poolid}' does not exist")
+        if method == "GET":
+            members = [
+                {"type": "lxc", "vmid": vmid, "id": f"lxc/{vmid}"} for vmid in self.pools[poolid]["vms"]
+            ]
+            return [{"poolid": poolid, "comment": self.pools[poolid]["comment"], "members": members}]
+        if method == "POST":
+            parent = poolid.rsplit("/", 1)[0]
+            if "/" in poolid and parent not in self.pools:
+                raise PveError(method, path, 500, f"parent '{parent}' of pool '{poolid}' does not exist")
+            self.pools[poolid] = {"comment": form.get("comment", ""), "vms": []}
+        elif method == "PUT":
+            self.pools[poolid]["comment"] = form.get("comment", self.pools[poolid]["comment"])
+        elif method == "DELETE":
+            del self.pools[poolid]
+        return None
+
+
+def test_pool_refusals_read_the_runs_shared_listing() -> None:
+    """A plan creating a nested pool under a listed parent and destroying an empty pool reads
+    ``GET /pools`` once for all its states: the refusals (pve-manager ``PVE/API2/Pool.pm``
+    ``create_pool``'s parent, ``delete_pool``'s sub-pools) take the run's shared listing, and the
+    parent in it needs no read of its own."""
+    pve = PoolPve({"lab": {}})
+    store = MemoryStore()
+    assert lifecycle.present(pve_context(pve, store), pool.SPEC, False, "old", name="old").result is True
+    ctx = pve_context(pve, store)
+    assert lifecycle.present(ctx, pool.SPEC, True, "lab", name="lab", adopt=True).result is None
+    assert lifecycle.present(ctx, pool.SPEC, True, "web", name="lab/web").result is None
+    assert lifecycle.absent(ctx, pool.SPEC, True, "old", "destroy", name="old").result is None
+    sent = [(method, path, params) for method, path, params, _ in ctx.client.sent]
+    assert sent.count(("GET", "pools", {})) == 1, sent
+    assert ("GET", "pools", {"poolid": "lab"}) not in sent, "the listed parent needs no read of its own"
+    assert ctx.client.writes() == []
+
+
+def test_pool_refusals_read_an_unlisted_parent_and_name_sub_pools() -> None:
+    """A parent the listing leaves out (no Pool.Audit on it) is read on its own before the plan
+    refuses; a pool with a sub-pool in the listing cannot be destroyed (``delete_pool``: "pool
+    'lab' is not empty (contains pool 'lab/web')")."""
+    pve = PoolPve({"lab": {}, "lab/web": {}})
+    store = MemoryStore()
+    assert lifecycle.present(pve_context(pve, store), pool.SPEC, False, "lab", name="lab", adopt=True).result
+    ctx = pve_context(pve, store)
+    orphan = lifecycle.present(ctx, pool.SPEC, True, "x", name="gone/x")
+    assert orphan.result is False and "its parent pool gone does not exist" in orphan.comment[0]
+    assert ("GET", "pools", {"poolid": "gone"}, {}) in ctx.client.sent
+    full = lifecycle.absent(ctx, pool.SPEC, True, "lab", "destroy", name="lab")
+    assert full.result is False and "pool lab still has members (pool lab/web)" in full.comment[0]
+    assert [entry for entry in ctx.client.sent if entry[:3] == ("GET", "pools", {})] == [
+        ("GET", "pools", {}, {})
+    ]
+
+
 # ------------------------------------------------------------------------------------------- roles
 
 
