@@ -19,6 +19,10 @@ What differs by major release (``Release``), each from the two branches of the s
   ``create_vm``): privileged on 8; unprivileged on 9 (pve-container 6.0.6, "api: create CT:
   default to unprivileged containers"), where a privileged create also needs ``Sys.Modify`` on
   ``/``.
+- resource pools (pve-manager ``PVE/API2/Pool.pm``, "fix #1148: api: pools: support nested pools",
+  first in 8.1.0; pve-access-control 8.0.7 ``verify_poolname``): from 8.1 a pool is read, updated and
+  deleted at ``/pools`` with its ``poolid`` in the query or body, and may be nested (``a/b``); 8.0
+  has only ``/pools/{poolid}`` (``index`` takes no ``poolid``) and refuses ``/`` in a poolid.
 - container options PVE 9 added (pve-container ``src/PVE/LXC/Config.pm``): ``host-managed`` of
   ``netN`` and ``idmap`` of ``rootfs``/``mpN``; PVE 8's ``parse_property_string`` refuses them
   ("invalid key in comma-separated list property").
@@ -84,6 +88,17 @@ class Release:
     def major(self) -> int:
         """8 or 9."""
         return int(_RELEASE.match(self.release).group(1))  # type: ignore[union-attr]
+
+    @property
+    def minor(self) -> int:
+        """The point release's second number: 0 for ``8.0``."""
+        return int(_RELEASE.match(self.release).group(2))  # type: ignore[union-attr]
+
+    @property
+    def nested_pools(self) -> bool:
+        """True from PVE 8.1: pools nest, and are read, updated and deleted at ``/pools`` by
+        ``poolid`` (``GET /pools?poolid=``); 8.0 knows only ``/pools/{poolid}``."""
+        return (self.major, self.minor) >= (8, 1)
 
     @property
     def privileges(self) -> frozenset[str]:

@@ -53,6 +53,7 @@ def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False
         live = _listed(ctx, spec, decl, credential)
         if live is not None:
             return live
+    spec = spec.on(ctx, decl)
     call = spec.read(decl)
     try:
         data = ctx.client.request("GET", call.path, credential, params=call.params)
@@ -182,7 +183,7 @@ def decide(
     record = note is not None
     if matches:
         return Decision("noop", live=live, notes=notes, row_key=key, row=row, record=record)
-    call = spec.update(decl, live) if spec.update is not None else None
+    call = spec.on(ctx, decl).update(decl, live) if spec.update is not None else None
     if call is None or not call.payload():
         return Decision(
             "refuse",
@@ -376,7 +377,7 @@ def delete(ctx: PveContext, spec: ObjectSpec, decl: Declared, live: Mapping[str,
     """Delete one object (with its write guard) and prove it gone with a read.
 
     Raises PveError, Refused, Uncertain, or SaltProxmoxError when it is still there."""
-    call = spec.delete(decl, live)
+    call = spec.on(ctx, decl).delete(decl, live)
     if spec.write_guard is not None:
         call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, live))
     send(ctx, ctx.broker.provision(), call)

@@ -9,6 +9,12 @@ Source: pve-manager 9.2.11 ``PVE/API2/Pool.pm`` and pve-access-control 9.1.1
   a JSON body, so that an empty comment arrives as one (a form's ``comment=`` does not);
   delete ``DELETE /pools?poolid=<id>`` (PVE refuses a pool that still has members, and a nested
   pool whose parent does not exist: ``refusals`` predicts both at plan).
+- PVE 8.0 (pve-manager 8.0.4 ``PVE/API2/Pool.pm``) has none of those query forms: its ``index``
+  takes no ``poolid`` (HTTP 400 "property is not defined in schema"), and a pool is read (an
+  object ``{comment?, members}``, no ``poolid``), updated and deleted at ``/pools/{poolid}``; nor
+  does it nest pools (``verify_poolname``: "contains invalid characters"). The calls follow the
+  cluster's ``/version`` (``facts.Release.nested_pools``), read only when a call other than the
+  listing and the create is about to be made (``ObjectSpec.for_cluster``).
 - A poolid is ``[A-Za-z0-9.-_]+`` with up to two ``/``-nested levels, each level starting with a
   letter (``create_pool``: "pool name must start with a letter"); it is case-sensitive.
 - The comment round-trips exactly (``encode_text``/``decode_text``), except that PVE keeps a
@@ -21,11 +27,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError
+from salt_proxmox.errors import DeclarationError, Refused
+from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.spec import (
     Call,
@@ -115,6 +124,14 @@ def parse(data: object, decl: Declared) -> dict:
     return {"comment": comment, "members": [member_name(member) for member in members]}
 
 
+def parse_object(data: object, decl: Declared) -> dict:
+    """PVE 8.0's ``GET /pools/{poolid}`` (``read_pool``: ``{comment?, members}``, no ``poolid``) →
+    ``{comment, members}`` as ``parse`` gives them. Raises ValueError for another shape."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"expected pool {decl.names['name']} as an object")
+    return parse([{"poolid": decl.names["name"], **data}], decl)
+
+
 def member_name(member: Mapping[str, object]) -> str:
     """A pool member as a sentence names it: ``CT 150``, ``VM 300``, ``storage local`` (the
     ``members`` rows of ``GET /pools?poolid=``: ``type`` lxc, qemu or storage)."""
@@ -149,7 +166,7 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
         parent = poolid.rsplit("/", 1)[0]
         if will_exist(ctx, FAMILY, parent) or any(row.get("poolid") == parent for row in _listing(ctx)):
             return []
-        try:
+        try:  # a nested pool is planned only from PVE 8.1 (``for_cluster``): the query form serves
             ctx.client.request("GET", "pools", ctx.broker.read(), params={"poolid": parent})
         except PveError as error:
             if error.status == 500 and error.message == f"pool '{parent}' does not exist":
@@ -167,11 +184,13 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             if str(row.get("poolid", "")).startswith(f"{poolid}/")
         ]
         if live is None or "members" not in live:  # judged on the listing, which names no members
-            data = ctx.client.request("GET", "pools", ctx.broker.read(), params={"poolid": poolid})
+            spec = SPEC.on(ctx, decl)
+            call = spec.read(decl)
+            data = ctx.client.request("GET", call.path, ctx.broker.read(), params=call.params)
             try:
-                live = parse(data, decl)
+                live = spec.parse(data, decl)
             except ValueError as why:
-                raise PveMalformed("GET", "pools", str(why)) from None
+                raise PveMalformed("GET", call.path, str(why)) from None
         members = [*inside, *list(live.get("members") or [])]
         if members:
             return [
@@ -204,6 +223,22 @@ def _form(decl: Declared, with_empty: bool) -> dict[str, str]:
     return form
 
 
+def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
+    """``SPEC`` from PVE 8.1, ``SPEC_80`` (the ``/pools/{poolid}`` calls) on 8.0, read from the
+    cluster's release once per run (``facts.release``). Raises Refused for a nested pool on 8.0,
+    and what ``facts.release`` raises."""
+    found = release(ctx)
+    if found.nested_pools:
+        return SPEC
+    if "/" in decl.names["name"]:
+        raise Refused(
+            f"{decl.label}: the cluster runs PVE {found.release}, which has no nested pools (they came "
+            f"with PVE 8.1; 8.0 refuses the name: `pool name '{decl.names['name']}' contains invalid "
+            "characters`). Declare a pool without '/', or upgrade the cluster. Nothing was written."
+        )
+    return SPEC_80
+
+
 SPEC = ObjectSpec(
     family=FAMILY,
     noun="pool",
@@ -225,4 +260,25 @@ SPEC = ObjectSpec(
     listing=Call("GET", "pools"),
     listed=listed,
     refusals=refusals,
+    for_cluster=for_cluster,
+)
+
+
+def _one(decl: Declared) -> str:
+    return api_path("pools", decl.names["name"])
+
+
+#: The calls of PVE 8.0, whose ``read_pool``, ``update_pool`` and ``delete_pool`` take the poolid in
+#: the path (pve-manager 8.0.4 ``PVE/API2/Pool.pm``); the listing and the create are as from 8.1.
+SPEC_80 = replace(
+    SPEC,
+    read=lambda decl: Call("GET", _one(decl)),
+    parse=parse_object,
+    # The poolid is in the path, so the body carries the comment alone (as JSON, as from 8.1).
+    update=lambda decl, live: Call(
+        "PUT", _one(decl), form={"comment": str(decl.values.get("comment", ""))}, json=True
+    ),
+    update_endpoint=Endpoint("PUT /pools/{poolid}", (), _RULES.get),
+    delete=lambda decl, live: Call("DELETE", _one(decl)),
+    for_cluster=None,
 )

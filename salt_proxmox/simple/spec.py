@@ -26,6 +26,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   (a digest), read right before the write. Pools, roles and ACL entries live in ``user.cfg``,
   whose API methods take no digest (PVE 9 API schema); for them the read-back after the write is
   what catches a change made meanwhile.
+- ``for_cluster``: the family as this cluster takes it, for a family whose calls differ by PVE
+  release (pools on PVE 8.0): given the context and the declaration, the ``ObjectSpec`` whose
+  ``read``, ``parse``, ``update`` and ``delete`` the lifecycle then uses (``ObjectSpec.on``). It may
+  read what the run learns once (``salt_proxmox.pve.facts``); it is asked only when one of those
+  calls is about to be made, so a judgement from the shared listing reads nothing more.
 - ``refusals``: PVE's deterministic refusals of the write, predicted at plan from what the
   ``read`` credential can see (a pool that still has members, an ACL entry naming a role that
   does not exist, a privilege this PVE release does not know): sentences naming what and what to
@@ -195,6 +200,13 @@ class ObjectSpec:
     #: The state arguments ``identify`` takes (``name`` is the state's name).
     identity_keys: tuple[str, ...] = ("name",)
     refusals: Callable[[PveContext, Declared, str, Mapping[str, object] | None], list[str]] | None = None
+    for_cluster: Callable[[PveContext, Declared], ObjectSpec] | None = None
+
+    def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
+        """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when
+        the family's calls are the same on every release). Raises what ``for_cluster`` raises:
+        Refused for an object this release cannot hold, PveError, PveMalformed, PveUnreachable."""
+        return self.for_cluster(ctx, decl) if self.for_cluster is not None else self
 
     def differences(self, live: Mapping[str, object], decl: Declared) -> dict[str, dict]:
         """``{key: {old, new}}`` for each declared value the live object does not have."""

@@ -169,6 +169,34 @@ def test_deleting_a_pool_with_members_is_refused_naming_them(fresh_cluster):
     assert "prod" in fresh_cluster.pve.pools
 
 
+PVE80 = ("8.0.4", "8.0")
+
+
+@pytest.mark.parametrize(("release", "one"), [(PVE80, True), (PVE8, False), (PVE9, False)])
+def test_pool_writes_follow_the_release(fresh_cluster, release, one):
+    # pve-manager 8.0.4 PVE/API2/Pool.pm has only /pools/{poolid} for read, update and delete; 8.1
+    # moved them to /pools with the poolid as a parameter. fakepve answers both forms on every
+    # release (it does not refuse a poolid query on 8.0 as PVE does: tests/unit/test_simple_objects.py
+    # pins that), so this judges which form is sent.
+    _release(fresh_cluster, release)
+    store = MemoryStore()
+    start = len(fresh_cluster.pve.requests)
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, pool.SPEC, False, "p", name="prod", comment="one").result is True
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, pool.SPEC, False, "p", name="prod", comment="two").result is True
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert absent(ctx, pool.SPEC, False, "p", "destroy", name="prod").result is True
+    assert "prod" not in fresh_cluster.pve.pools
+    sent = [(method, path) for method, path, _ in requests_since(fresh_cluster, start)]
+    assert [entry for entry in sent if entry[0] != "GET"] == [
+        ("POST", "/pools"),
+        ("PUT", "/pools/prod" if one else "/pools"),
+        ("DELETE", "/pools/prod" if one else "/pools"),
+    ]
+    assert (("GET", "/pools/prod") in sent) is one
+
+
 # ------------------------------------------------------------------- ACL entries
 
 

@@ -14,6 +14,7 @@ from salt_proxmox.errors import DeclarationError
 from salt_proxmox.ownership import CREATING, MemoryStore, row_key
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveUnreachable
+from salt_proxmox.pve.facts import Release
 from salt_proxmox.simple import acl, lifecycle, pool, role
 from salt_proxmox.simple import spec as simple_spec
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
@@ -95,33 +96,69 @@ def test_pool_forms() -> None:
 
 
 class PoolPve:
-    """Pools as pve-manager ``PVE/API2/Pool.pm`` keeps them on PVE 8.1 and later: ``index`` lists
+    """Pools as pve-manager ``PVE/API2/Pool.pm`` keeps them. From 8.1 (``release``): ``index`` lists
     the pools (no members) or, with ``poolid``, answers a list holding that pool with its members
-    (500 "pool 'x' does not exist" for a missing one); ``create_pool`` refuses a nested pool whose
-    parent does not exist; ``delete_pool`` a pool with sub-pools or guests."""
+    (500 "pool 'x' does not exist" for a missing one); ``PUT``/``DELETE /pools`` take the poolid;
+    ``create_pool`` refuses a nested pool whose parent does not exist; ``delete_pool`` a pool with
+    sub-pools or guests; ``/pools/{poolid}`` is kept (deprecated) for a pool without ``/``. On 8.0
+    (pve-manager 8.0.4) only ``/pools/{poolid}`` reads (an object without ``poolid``), updates and
+    deletes; ``index`` refuses a ``poolid`` (``additionalProperties => 0``) and there is no ``PUT`` or
+    ``DELETE /pools`` (pve-http-server: 501 "Method '...' not implemented")."""
 
-    def __init__(self, pools: dict[str, dict]) -> None:
+    def __init__(self, pools: dict[str, dict], release: str = "9.0") -> None:
         self.pools = {name: {"comment": "", "vms": [], **entry} for name, entry in pools.items()}
+        self.release = release
 
     def __call__(self, method: str, path: str, params: dict, form: dict) -> object:
-        poolid = params.get("poolid") or form.get("poolid")
+        if (method, path) == ("GET", "version"):
+            return {"release": self.release, "version": f"{self.release}.4"}
+        legacy = self.release == "8.0"
+        if path.startswith("pools/"):
+            poolid = path.removeprefix("pools/")
+            if "/" in poolid:
+                raise PveError(method, path, 501, f"Method '{method} /{path}' not implemented")
+        else:
+            poolid = params.get("poolid") or form.get("poolid")
+            if legacy and method in ("PUT", "DELETE"):
+                raise PveError(method, path, 501, f"Method '{method} /pools' not implemented")
+            if legacy and method == "GET" and "poolid" in params:
+                raise PveError(
+                    method,
+                    path,
+                    400,
+                    "Parameter verification failed.",
+                    {"poolid": "property is not defined in schema"},
+                )
         if (method, path) == ("GET", "pools") and not poolid:
             return [
                 {"poolid": name, "comment": entry["comment"]} for name, entry in sorted(self.pools.items())
             ]
-        if poolid not in self.pools and method != "POST":
+        if method == "POST":
+            if legacy and "/" in poolid:
+                raise PveError(
+                    method,
+                    path,
+                    400,
+                    "Parameter verification failed.",
+                    {"poolid": f"pool name '{poolid}' contains invalid characters"},
+                )
+            parent = poolid.rsplit("/", 1)[0]
+            if "/" in poolid and parent not in self.pools:
+                raise PveError(method, path, 500, f"parent '{parent}' of pool '{poolid}' does not exist")
+            self.pools[poolid] = {"comment": form.get("comment", ""), "vms": []}
+            return None
+        if poolid not in self.pools:
             raise PveError(method, path, 500, f"pool '{poolid}' does not exist")
         if method == "GET":
             members = [
                 {"type": "lxc", "vmid": vmid, "id": f"lxc/{vmid}"} for vmid in self.pools[poolid]["vms"]
             ]
-            return [{"poolid": poolid, "comment": self.pools[poolid]["comment"], "members": members}]
-        if method == "POST":
-            parent = poolid.rsplit("/", 1)[0]
-            if "/" in poolid and parent not in self.pools:
-                raise PveError(method, path, 500, f"parent '{parent}' of pool '{poolid}' does not exist")
-            self.pools[poolid] = {"comment": form.get("comment", ""), "vms": []}
-        elif method == "PUT":
+            found = {"comment": self.pools[poolid]["comment"], "members": members}
+            if legacy and path != "pools":
+                return found
+            found["poolid"] = poolid
+            return found if path != "pools" else [found]
+        if method == "PUT":
             self.pools[poolid]["comment"] = form.get("comment", self.pools[poolid]["comment"])
         elif method == "DELETE":
             del self.pools[poolid]
@@ -162,6 +199,71 @@ def test_pool_refusals_read_an_unlisted_parent_and_name_sub_pools() -> None:
     assert [entry for entry in ctx.client.sent if entry[:3] == ("GET", "pools", {})] == [
         ("GET", "pools", {}, {})
     ]
+
+
+@pytest.mark.parametrize(
+    ("release", "nested"), [("8.0", False), ("8.1", True), ("8.4", True), ("9.0", True), ("9.2", True)]
+)
+def test_pools_nest_and_take_the_query_forms_from_pve_8_1(release: str, nested: bool) -> None:
+    # pve-manager 8.1.0 PVE/API2/Pool.pm ("fix #1148: api: pools: support nested pools").
+    assert Release(release).nested_pools is nested
+
+
+def test_pool_calls_of_pve_8_0_take_the_poolid_in_the_path() -> None:
+    decl = pool.declare("s", TARGET, name="prod", comment="")
+    assert pool.SPEC_80.read(decl) == Call("GET", "pools/prod")
+    assert pool.SPEC_80.update(decl, {}) == Call("PUT", "pools/prod", form={"comment": ""}, json=True)
+    assert pool.SPEC_80.delete(decl, {}) == Call("DELETE", "pools/prod")
+    assert pool.SPEC_80.create(decl) == pool.SPEC.create(decl), "create_pool is POST /pools on every release"
+    assert pool.parse_object({"comment": "x", "members": []}, decl) == {"comment": "x", "members": []}
+    with pytest.raises(ValueError):
+        pool.parse_object([{"poolid": "prod"}], decl)
+
+
+@pytest.mark.parametrize("release", ["8.0", "8.1", "9.0"])
+def test_a_pool_lives_its_whole_life_on_every_release(release: str) -> None:
+    """Create (read proves it absent), read back, change the comment, destroy (members read, then the
+    read proves it gone): on PVE 8.0 with ``/pools/{poolid}`` only, from 8.1 with the query forms. The
+    stub answers 8.0 as pve-manager 8.0.4 does: a ``poolid`` query is refused, ``PUT``/``DELETE
+    /pools`` do not exist."""
+    pve = PoolPve({}, release=release)
+    store = MemoryStore()
+    ctx = pve_context(pve, store)
+    for test in (True, False):
+        made = lifecycle.present(ctx, pool.SPEC, test, "p", name="prod", comment="one")
+        assert made.result is (None if test else True), made.comment
+    assert pve.pools["prod"]["comment"] == "one"
+    changed = lifecycle.present(pve_context(pve, store), pool.SPEC, False, "p", name="prod", comment="two")
+    assert changed.result is True and changed.changes, changed.comment
+    assert pve.pools["prod"]["comment"] == "two"
+    gone = lifecycle.absent(pve_context(pve, store), pool.SPEC, False, "p", "destroy", name="prod")
+    assert gone.result is True, gone.comment
+    assert pve.pools == {}
+    legacy = release == "8.0"
+    sent = [(method, path, params) for method, path, params, _ in ctx.client.sent]
+    assert any(path == "pools/prod" for _, path, _ in sent) is legacy, sent
+    assert any("poolid" in params for _, _, params in sent) is not legacy, sent
+
+
+def test_a_nested_pool_on_pve_8_0_is_refused_at_plan() -> None:
+    # pve-access-control before 8.0.7 (PVE 8.0) verify_poolname: no '/' ("contains invalid characters").
+    pve = PoolPve({"lab": {}}, release="8.0")
+    ctx = pve_context(pve)
+    for test in (True, False):
+        plan = lifecycle.present(ctx, pool.SPEC, test, "web", name="lab/web")
+        assert plan.result is False and plan.changes == {}
+        assert "runs PVE 8.0, which has no nested pools" in plan.comment[0], plan.comment
+    assert ctx.client.writes() == []
+
+
+def test_a_pool_judged_on_the_listing_reads_no_release() -> None:
+    """The listing and the create are alike on every release: a plan that finds the pool listed and
+    as declared asks nothing more, not even ``/version``."""
+    pve = PoolPve({"prod": {"comment": "x"}}, release="8.0")
+    ctx = pve_context(pve)
+    plan = lifecycle.present(ctx, pool.SPEC, True, "p", name="prod", comment="x", adopt=True)
+    assert plan.result is None, plan.comment
+    assert [(method, path) for method, path, _, _ in ctx.client.sent] == [("GET", "pools")]
 
 
 # ------------------------------------------------------------------------------------------- roles
