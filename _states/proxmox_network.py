@@ -53,10 +53,10 @@ def _declared(kwargs):
     return {key: value for key, value in kwargs.items() if not key.startswith("__")}
 
 
-def interface(name, node, target=None, adopt=False, removal="retain", **config):
+def interface(name, node, target=None, adopt=False, **config):
     """
-    Ensure interface ``name`` on ``node`` is staged as declared (PVE's keys). ``removal`` is
-    accepted for symmetry with ``interface_absent`` and has no effect here.
+    Ensure interface ``name`` on ``node`` is staged as declared (PVE's keys). An interface declared
+    present is never removed: ``removal`` belongs to ``interface_absent``, and is refused here.
     """
     return __salt__["proxmox.network_interface_present"](
         name,

@@ -306,9 +306,11 @@ def _flag(states, state_id, path, value):
 
 def _object(states, state_id, module, fun, name, declared, skip_present, identity=()):
     """One interface or SDN object state: ``fun`` when declared present, ``fun_absent`` otherwise (with
-    only its identity keys, target and removal). Returns whether it is declared present."""
+    only its identity keys, target and removal). ``removal`` says what turning the entry ``ensure:
+    absent`` will do, so the present state, which removes nothing, is not given it. Returns whether it
+    is declared present."""
     if _present(declared):
-        states[state_id] = {f"{module}.{fun}": _arguments(name, declared, skip_present)}
+        states[state_id] = {f"{module}.{fun}": _arguments(name, declared, [*skip_present, "removal"])}
         return True
     args = _arguments(name, declared, [], [*identity, *NETWORK_ABSENT_KEYS])
     states[state_id] = {f"{module}.{fun}_absent": args}
@@ -375,7 +377,7 @@ def _networks(pillar, states):
             if target is not None and "target" not in declared:
                 declared = {**declared, "target": target}
             name = declared.get("cidr", key) if kind == "subnets" else declared.get("name", key)
-            skip = ["ensure", "name", "cidr", "removal"] if kind == "subnets" else ["ensure", "name", "removal"]
+            skip = ["ensure", "name", "cidr"] if kind == "subnets" else ["ensure", "name"]
             present = _object(states, prefix + key, "proxmox_sdn", fun, name, declared, skip, identity)
             objects.append({"proxmox_sdn": prefix + key})
             if present and kind in by_name and _text(name):

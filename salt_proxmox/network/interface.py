@@ -196,6 +196,13 @@ def declare(
     PVE's keys (see ``FIELDS``), ``adopt``. Raises DeclarationError naming every key and rule."""
     probe = identify(state_id, target, name=name, node=node)
     problems = []
+    if "removal" in config:  # what absent does: a present declaration removes nothing
+        config = dict(config)
+        config.pop("removal")
+        problems.append(
+            "removal: an interface declared present is never removed; removal (retain or destroy) is "
+            "an argument of proxmox_network.interface_absent (in pillar: ensure: absent)"
+        )
     if type not in TYPES:
         problems.append(f"type: expected one of {', '.join(TYPES)}, got {shown(type)}")
     try:

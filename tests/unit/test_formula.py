@@ -354,6 +354,27 @@ def test_absent_interfaces_and_sdn_objects_pass_only_their_identity_target_and_r
     )
 
 
+def test_present_interfaces_and_sdn_objects_are_not_given_removal():
+    """``removal`` says what turning the entry absent will do; the present states remove nothing and
+    refuse it (proxmox_network.interface, proxmox_sdn.*), so the formula keeps it for absent."""
+    pillar = {
+        "proxmox": {
+            "networks": {"pve1": {"interfaces": {"vmbr9": {"type": "bridge", "removal": "destroy"}}}},
+            "sdn": {
+                "zones": {"lab": {"type": "simple", "removal": "destroy"}},
+                "subnets": {"s": {"cidr": "10.9.0.0/24", "vnet": "v", "removal": "destroy"}},
+            },
+        }
+    }
+    states = {sid: args(state) for sid, state in render(pillar).items()}
+    assert states["proxmox-network-pve1-vmbr9"] == (
+        "proxmox_network.interface",
+        {"name": "vmbr9", "node": "pve1", "type": "bridge"},
+    )
+    assert states["proxmox-sdn-zone-lab"] == ("proxmox_sdn.zone", {"name": "lab", "type": "simple"})
+    assert states["proxmox-sdn-subnet-s"] == ("proxmox_sdn.subnet", {"name": "10.9.0.0/24", "vnet": "v"})
+
+
 @pytest.mark.parametrize(
     ("pillar", "words"),
     [

@@ -84,6 +84,9 @@ def test_listing_row_as_pve_prints_it_equals_the_declaration():
         ({"mtu": 1000}, "minimum 1280"),
         ({"name": "9bad"}, "interface name"),
         ({"bogus": 1}, "not a key"),
+        # A present declaration removes nothing: removal is interface_absent's.
+        ({"removal": "destroy"}, "removal: an interface declared present is never removed"),
+        ({"removal": "retain"}, "an argument of proxmox_network.interface_absent"),
     ],
 )
 def test_declarations_pve_would_drop_or_refuse_are_refused(over, words):
