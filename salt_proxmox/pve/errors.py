@@ -35,7 +35,9 @@ _MISSING_CONFIG = re.compile(
 #: update_pct_config`` ("unable to delete required option"); pve-manager ``API2/Pool.pm``
 #: ("is not empty", "parent ... of pool"); pve-access-control ``API2/ACL.pm`` update_acl ("role
 #: ... does not exist", ``check_token_exist``: "no such token") and ``verify_privname`` ("invalid
-#: privilege"). PVE said why, so the remedy is about that, never "read the node's journal".
+#: privilege"); pve-network ``src/PVE/Network/SDN.pm`` ``lock_sdn_config`` ("invalid lock token
+#: provided!": another client holds the global SDN lock, and every SDN write or commit without its
+#: token is refused). PVE said why, so the remedy is about that, never "read the node's journal".
 _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"no quorum"),
@@ -113,6 +115,13 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"invalid privilege"),
         "This PVE release does not know that privilege (PVE 8 and 9 differ): declare the privileges of "
         "the cluster's release.",
+    ),
+    (
+        re.compile(r"invalid lock token provided"),
+        "Another client holds PVE's global SDN lock (a transaction of several SDN writes, as Proxmox "
+        "Datacenter Manager makes), and PVE refuses every SDN write and commit without its token: wait "
+        "for it to commit or roll back (a lock left behind is released with `pvesh delete "
+        "/cluster/sdn/lock --force 1`), then run the state again.",
     ),
     (
         re.compile(r"unable to (?:delete required|delete read-only|modify read-only) option"),

@@ -20,7 +20,8 @@ What PVE does, and so how these families judge:
 - **vnet**: id ``[a-zA-Z][a-zA-Z0-9]*[a-zA-Z0-9]``, 2-8 characters; ``zone``, ``tag``, ``alias``,
   ``vlanaware``, ``isolate-ports``. ``GET /cluster/sdn/vnets/{vnet}`` answers HTTP 500
   ``sdn vnet '<id>' does not exist`` for a missing one.
-- **subnet**: keyed by its CIDR within a vnet; PVE's id is ``<zone>-<address>-<prefix>``. Read from
+- **subnet**: keyed by its CIDR within a vnet; PVE's id is ``<zone>-<address>-<prefix>``. A prefix
+  length under 8 is refused as PVE refuses it; host bits are kept, as PVE keeps them. Read from
   ``GET /cluster/sdn/vnets/{vnet}/subnets``, complete once the vnet access check passed; a missing
   vnet (HTTP 500 ``sdn vnet '<id>' does not exist``) holds no subnet. ``gateway``, ``snat``,
   ``dnszoneprefix``, ``dhcp-dns-server`` and ``dhcp-range`` (a list of
@@ -28,6 +29,14 @@ What PVE does, and so how these families judge:
   so the range list arrives as an array.
 - Writes carry the section config's ``digest`` where the update checks it (zones, vnets,
   subnets: ``assert_if_modified``), read from the same answer that was judged.
+- Writes carry no ``lock-token``, as PVE's own GUI sends none: every SDN write already runs under
+  the cluster's ``sdn`` domain lock (``lock_sdn_config``/``lock_sdn_domain``), and the global lock
+  (``POST /cluster/sdn/lock``, "api: add lock-token parameter to all api calls") is for a client's
+  transaction of several writes. Taken per write it would guard nothing more, and a minion that died
+  between the lock and its release would leave every SDN write of the cluster refused. While another
+  client holds it, PVE refuses the write ("invalid lock token provided!"), and the state names that
+  lock and how to release it (``salt_proxmox.pve.errors``). The commit does take it
+  (``salt_proxmox.sdn.apply``).
 """
 
 from __future__ import annotations
@@ -379,6 +388,13 @@ VNET = ObjectSpec(
 # ----------------------------------------------------------------------------------------- subnets
 
 
+#: pve-network ``SubnetPlugin.pm`` ``parse_sdn_subnet_id`` checks a subnet with pve-common
+#: ``JSONSchema.pm`` ``pve_verify_cidrv4``/``pve_verify_cidrv6``: a prefix length above 7 (and at most
+#: 32 or 128). Neither looks at host bits: ``10.2.0.5/24`` is a subnet PVE creates and keeps as
+#: written (``sdn_subnets_config`` splits the id back into ``network`` and ``mask``).
+SUBNET_MIN_PREFIX = 8
+
+
 def subnet_identify(
     state_id: str, target: str, name: object = None, vnet: object = None, **extra: object
 ) -> Declared:
@@ -397,7 +413,13 @@ def subnet_identify(
         network = None
     if network is None:
         problems.append(f"name: {shown(name)} is not a CIDR network (address/prefix-length)")
+    elif network.prefixlen < SUBNET_MIN_PREFIX:
+        problems.append(
+            f"name: {name}: value does not look like a valid CIDR network (PVE takes a prefix length "
+            f"of {SUBNET_MIN_PREFIX} to {network.max_prefixlen})"
+        )
     else:
+        # Host bits are kept, as PVE keeps them (the id is ``<zone>-<address>-<prefix>``).
         cidr = f"{ipaddress.ip_interface(name).ip.compressed}/{network.prefixlen}"
     if problems:
         raise DeclarationError(problems)

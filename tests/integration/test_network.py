@@ -283,10 +283,21 @@ def test_sdn_update_carries_the_digest_and_a_held_lock_refuses_writes(fresh_clus
     assert present(ctx, objects.ZONE, False, "lab", **{**ZONE, "mtu": 1400}).result is True
     (put,) = writes(requests_since(fresh_cluster, start))
     assert _form(put[2])["mtu"] == ["1400"] and _form(put[2])["digest"]
+    # Another client's transaction holds the global lock (pve-network lock_sdn_config): PVE refuses
+    # every write without its token, and the state says why and what to do.
     fresh_cluster.pve.sdn_lock = "held-by-someone-else"
     refused = present(ctx, objects.ZONE, False, "lab", **{**ZONE, "mtu": 1300})
     assert refused.result is False and "invalid lock token" in refused.comment[0]
+    assert "Another client holds PVE's global SDN lock" in refused.comment[0]
+    assert "held-by-someone-else" not in " ".join(refused.comment)
     assert fresh_cluster.pve.sdn["zones"]["lab"]["mtu"] in (1400, "1400")
+    # A create refused so leaves no row claiming it: grains and PVE agree.
+    rows_before = dict(ctx.ownership.store.rows)
+    made = present(ctx, objects.ZONE, False, "lab2", **{**ZONE, "name": "lab2"})
+    assert made.result is False and "Another client holds PVE's global SDN lock" in made.comment[0]
+    assert "lab2" not in fresh_cluster.pve.sdn["zones"]
+    assert ctx.ownership.store.rows == rows_before
+    fresh_cluster.pve.sdn_lock = None
 
 
 def test_sdn_apply_refused_on_a_degraded_cluster_and_failed_task_reported(fresh_cluster):

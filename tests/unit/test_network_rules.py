@@ -6,6 +6,8 @@ Each live value below is spelled as pve-common ``src/PVE/Network/Interfaces.pm``
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from salt_proxmox.errors import DeclarationError
@@ -190,6 +192,36 @@ def test_sdn_declarations():
     assert subnet.values["dhcp-range"] == ["start-address=10.2.0.20,end-address=10.2.0.30"]
     with pytest.raises(DeclarationError, match="not in"):
         objects.subnet_declare("s", "lab", name="10.2.0.0/24", vnet="v1", gateway="10.3.0.1")
+
+
+@pytest.mark.parametrize(
+    ("cidr", "kept"),
+    [
+        ("10.2.0.5/24", "10.2.0.5/24"),  # host bits: PVE creates lab-10.2.0.5-24 and keeps them
+        ("10.0.0.0/8", "10.0.0.0/8"),
+        ("FD00:0::5/64", "fd00::5/64"),
+        ("fd00::/8", "fd00::/8"),
+        ("10.0.0.0/7", None),  # pve_verify_cidrv4: prefix length above 7
+        ("0.0.0.0/0", None),
+        ("fc00::/7", None),  # pve_verify_cidrv6 likewise
+    ],
+)
+def test_subnet_cidr_as_pve_takes_it(cidr, kept):
+    """pve-network SubnetPlugin.pm parse_sdn_subnet_id checks the subnet with pve-common
+    pve_verify_cidrv4/v6: a prefix length of 8 to 32 (or 128), host bits not looked at."""
+    if kept is None:
+        with pytest.raises(DeclarationError, match="does not look like a valid CIDR network"):
+            objects.subnet_declare("s", "lab", name=cidr, vnet="v1")
+        return
+    decl = objects.subnet_declare("s", "lab", name=cidr, vnet="v1")
+    assert decl.names["name"] == kept
+    zone_id = f"lab-{kept.replace('/', '-')}"
+    live = objects.subnet_parse([{"subnet": zone_id, "cidr": kept, "digest": "d"}], decl)
+    assert live is not None and live["id"] == zone_id
+    # With host bits, the network's own address is another subnet to PVE (another id).
+    given = ipaddress.ip_interface(kept)
+    network = objects.subnet_parse([{"subnet": "x", "cidr": str(given.network)}], decl)
+    assert (network is None) is (given.ip != given.network.network_address)
 
 
 def test_subnet_listing_as_pve_answers_it():

@@ -359,6 +359,17 @@ def test_tag_style_is_read_from_cluster_options(data: dict, style: TagStyle) -> 
         ("create role failed: invalid privilege 'VM.Monitor'", "PVE 8 and 9 differ"),
         # check_vmid_unused
         ("CT 150 already exists on node 'pve1'", "Another guest took this vmid"),
+        # pve-network src/PVE/Network/SDN.pm lock_sdn_config, under lock_sdn_domain's errmsg
+        (
+            "create sdn zone object failed: invalid lock token provided! at "
+            "/usr/share/perl5/PVE/Network/SDN.pm line 291.",
+            "Another client holds PVE's global SDN lock",
+        ),
+        (
+            "could not acquire lock for SDN config: invalid lock token provided! at "
+            "/usr/share/perl5/PVE/Network/SDN.pm line 291.",
+            "`pvesh delete /cluster/sdn/lock --force 1`",
+        ),
     ],
 )
 def test_a_refusal_pve_explains_gets_its_remedy_not_the_journal(message: str, remedy: str) -> None:
