@@ -17,6 +17,7 @@ from salt_proxmox.pve.constraints import (
     Endpoint,
     Rule,
     check_addresses,
+    check_cidr,
     check_dns_name,
     check_dns_names,
     check_resize,
@@ -164,21 +165,6 @@ CREATE_SECRETS = frozenset({"password", "ssh-public-keys"})
 NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
 
 
-def _cidr(value: str, version: int) -> str | None:
-    """pve-common ``JSONSchema.pm`` ``pve_verify_cidrv4``/``pve_verify_cidrv6``: an address with
-    a prefix of 8-32 (IPv4) or 8-128 (IPv6); a /7 or shorter is refused."""
-    maximum = 32 if version == 4 else 128
-    try:
-        interface = ipaddress.ip_interface(value)
-    except ValueError:
-        interface = None
-    if interface is None or interface.version != version:
-        return f"{value!r} is not an IPv{version} address/prefix"
-    if not 8 <= interface.network.prefixlen <= maximum:
-        return f"{value!r}: value does not look like a valid IPv{version} CIDR network (prefix 8-{maximum})"
-    return None
-
-
 def _ip4_config(value: str) -> str | None:
     """``pve-ipv4-config`` (``pve_verify_ipv4_config``): ``dhcp``, ``manual`` or an address with a
     prefix of 8-32."""
@@ -186,7 +172,7 @@ def _ip4_config(value: str) -> str | None:
         return None
     if "/" not in value:
         return f"{value!r} needs a prefix length (e.g. /24)"
-    return _cidr(value, 4)
+    return check_cidr(value, 4)
 
 
 def _ip6_config(value: str) -> str | None:
@@ -196,7 +182,7 @@ def _ip6_config(value: str) -> str | None:
         return None
     if "/" not in value:
         return f"{value!r} needs a prefix length (e.g. /64)"
-    return _cidr(value, 6)
+    return check_cidr(value, 6)
 
 
 def _address(version: int):

@@ -84,6 +84,25 @@ def check_addresses(value: str) -> str | None:
     return None
 
 
+def check_cidr(value: str, version: int | None = None) -> str | None:
+    """None for an address/prefix PVE takes, else why. pve-common ``JSONSchema.pm``
+    ``pve_verify_cidrv4``/``pve_verify_cidrv6`` (formats ``CIDRv4``, ``CIDRv6``; ``CIDR`` is
+    either): an address of IP version ``version`` (either when None) with a prefix length of 8 to 32
+    (IPv4) or 128 (IPv6); a /7 or shorter is refused. Host bits are not looked at."""
+    try:
+        interface = ipaddress.ip_interface(value)
+    except ValueError:
+        interface = None
+    if interface is None or version not in (None, interface.version):
+        return f"{value!r} is not an IPv{version or '4 or IPv6'} address/prefix"
+    if not 8 <= interface.network.prefixlen <= interface.max_prefixlen:
+        return (
+            f"{value!r}: value does not look like a valid IPv{interface.version} CIDR network "
+            f"(prefix 8-{interface.max_prefixlen})"
+        )
+    return None
+
+
 def check_dns_names(value: str) -> str | None:
     """``dns-name-list``."""
     for part in split_list(value):

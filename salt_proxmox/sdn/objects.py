@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
+from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, check_cidr
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import rows_of
 from salt_proxmox.simple.acl import held_privileges
@@ -388,17 +388,15 @@ VNET = ObjectSpec(
 # ----------------------------------------------------------------------------------------- subnets
 
 
-#: pve-network ``SubnetPlugin.pm`` ``parse_sdn_subnet_id`` checks a subnet with pve-common
-#: ``JSONSchema.pm`` ``pve_verify_cidrv4``/``pve_verify_cidrv6``: a prefix length above 7 (and at most
-#: 32 or 128). Neither looks at host bits: ``10.2.0.5/24`` is a subnet PVE creates and keeps as
-#: written (``sdn_subnets_config`` splits the id back into ``network`` and ``mask``).
-SUBNET_MIN_PREFIX = 8
-
-
 def subnet_identify(
     state_id: str, target: str, name: object = None, vnet: object = None, **extra: object
 ) -> Declared:
-    """A subnet by its CIDR (``name``) within ``vnet``. Raises DeclarationError."""
+    """A subnet by its CIDR (``name``) within ``vnet``. Raises DeclarationError.
+
+    pve-network ``SubnetPlugin.pm`` ``parse_sdn_subnet_id`` checks the CIDR as pve-common's
+    ``pve_verify_cidrv4``/``v6`` (``check_cidr``: a prefix length of 8 or more), which do not look at
+    host bits: ``10.2.0.5/24`` is a subnet PVE creates and keeps as written (id
+    ``<zone>-10.2.0.5-24``), so it is kept here too."""
     problems = _extra_problem(
         extra, "subnet", f"name (the CIDR), vnet, {', '.join(SUBNET_FIELDS)}, dhcp-range"
     )
@@ -413,11 +411,8 @@ def subnet_identify(
         network = None
     if network is None:
         problems.append(f"name: {shown(name)} is not a CIDR network (address/prefix-length)")
-    elif network.prefixlen < SUBNET_MIN_PREFIX:
-        problems.append(
-            f"name: {name}: value does not look like a valid CIDR network (PVE takes a prefix length "
-            f"of {SUBNET_MIN_PREFIX} to {network.max_prefixlen})"
-        )
+    elif check_cidr(name):
+        problems.append(f"name: {check_cidr(name)}")
     else:
         # Host bits are kept, as PVE keeps them (the id is ``<zone>-<address>-<prefix>``).
         cidr = f"{ipaddress.ip_interface(name).ip.compressed}/{network.prefixlen}"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.pve.constraints import INTEGER, Rule, split_list
+from salt_proxmox.pve.constraints import INTEGER, Rule, check_cidr, split_list
 from salt_proxmox.wire.propstring import flag
 
 KINDS = ("text", "flag", "integer", "choice", "set", "list", "address", "cidr")
@@ -145,7 +145,11 @@ def _cidr(text: str, version: int | None) -> str:
         raise ValueError(f"{shown(text)} is not an address with a valid prefix length (CIDR)") from None
     if version is not None and ip.version != version:
         raise ValueError(f"{shown(text)} is not an IPv{version} CIDR")
-    return f"{ip.ip.compressed}/{ip.network.prefixlen}"
+    canonical = f"{ip.ip.compressed}/{ip.network.prefixlen}"
+    problem = check_cidr(canonical, version)  # the formats CIDRv4/CIDRv6: a prefix of 8 or more
+    if problem:
+        raise ValueError(problem)
+    return canonical
 
 
 def canonical_values(fields: Mapping[str, Field], declared: Mapping[str, object], where: str = "") -> dict:

@@ -83,6 +83,9 @@ def test_listing_row_as_pve_prints_it_equals_the_declaration():
         ({"comments": "0"}, "true in Perl"),
         ({"cidr": "10.1.0.1"}, "CIDR"),
         ({"cidr": "2001:db8::1/64"}, "IPv4"),
+        # pve-manager PVE/API2/Network.pm: cidr is format CIDRv4 (pve_verify_cidrv4: prefix 8-32)
+        ({"cidr": "10.0.0.1/7"}, "does not look like a valid IPv4 CIDR network"),
+        ({"cidr6": "fd00::1/7"}, "does not look like a valid IPv6 CIDR network"),
         ({"mtu": 1000}, "minimum 1280"),
         ({"name": "9bad"}, "interface name"),
         ({"bogus": 1}, "not a key"),
@@ -210,7 +213,7 @@ def test_subnet_cidr_as_pve_takes_it(cidr, kept):
     """pve-network SubnetPlugin.pm parse_sdn_subnet_id checks the subnet with pve-common
     pve_verify_cidrv4/v6: a prefix length of 8 to 32 (or 128), host bits not looked at."""
     if kept is None:
-        with pytest.raises(DeclarationError, match="does not look like a valid CIDR network"):
+        with pytest.raises(DeclarationError, match=r"does not look like a valid IPv[46] CIDR network"):
             objects.subnet_declare("s", "lab", name=cidr, vnet="v1")
         return
     decl = objects.subnet_declare("s", "lab", name=cidr, vnet="v1")
