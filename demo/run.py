@@ -22,12 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
-from tests.support.saltrun import salt_call, state_rows, write_minion_config  # noqa: E402
+from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config  # noqa: E402
 
 
 def _plan_outputter():
@@ -36,6 +38,18 @@ def _plan_outputter():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _create_secrets() -> list[str]:
+    """The container create secrets of the example pillar (``secrets.sls``): kept out of every output
+    like the tokens."""
+    pillar = yaml.safe_load((PILLAR / "secrets.sls").read_text())
+    return [
+        str(entry[key])
+        for entry in pillar["proxmox"]["lxc"].values()
+        for key in ("password", "ssh-public-keys")
+        if entry.get(key)
+    ]
 
 
 def _writes(pve) -> list[tuple[str, str]]:
@@ -57,6 +71,7 @@ def main() -> int:
             publish_cluster(client, cluster.seeded.read_token, cluster.seeded.provision_token)
             token = creds_token(client)
             secrets = [cluster.seeded.read_token[1], cluster.seeded.provision_token[1], token, bao.root_token]
+            secrets += _create_secrets()
             config_dir = workdir / "etc"
             write_minion_config(
                 config_dir, cluster.url, cluster.cafile, openbao={"url": bao.url, "token": token}
@@ -81,7 +96,7 @@ def main() -> int:
                 print(outputter.render({"local": ret}, test="test=True" in args, colours=colours))
                 print()
                 if any(secret and secret in raw for secret in secrets):
-                    failures.append(f"{title}: a credential appeared in salt-call's output")
+                    failures.append(f"{title}: a credential or create secret appeared in salt-call's output")
                 if any(row["result"] is False for row in rows):
                     failures.append(f"{title}: a state failed")
             plan, apply, replan = (rows for rows, _ in runs)

@@ -1,4 +1,5 @@
 # A small estate: two new containers and one that already runs on the cluster.
+# The create secrets (web's root password) live in secrets.sls, a pillar file of their own.
 # Targets and OpenBao live in the minion config here (see README); they may live in pillar too.
 proxmox:
   lxc:
@@ -19,6 +20,8 @@ proxmox:
       onboot: true
       startup: order=2,up=30
       description: Public web front end
+      pool: prod            # created in pool prod (declared below); a later change moves it
+      # password: from secrets.sls, sent with the create only, never shown or kept
 
     db:
       vmid: 151
@@ -55,6 +58,9 @@ proxmox:
       onboot: true
       startup: order=1
       description: Resolver for the lab
+      # It runs: a change PVE keeps pending until a restart (rootfs, nameserver, features, ...)
+      # reboots it once written, so that it runs as declared. Without this, nothing is rebooted.
+      reboot_for_pending: true
 
   # Cluster firewall aliases (Datacenter → Firewall → Alias). Names compare case-insensitively;
   # a /32 (or /128) is PVE's bare address. To rename one, key it by the new name and add

@@ -20,7 +20,8 @@ def _pillar(tmp_path: Path, change=None) -> Path:
     """A copy of pillar_examples, edited by ``change(data)``."""
     root = tmp_path / "pillar"
     root.mkdir(exist_ok=True)
-    shutil.copy(PILLAR / "top.sls", root / "top.sls")
+    for name in ("top.sls", "secrets.sls"):
+        shutil.copy(PILLAR / name, root / name)
     data = yaml.safe_load((PILLAR / "proxmox.sls").read_text())
     if change is not None:
         change(data)
@@ -50,6 +51,9 @@ def test_rendered_requisites(tmp_path):
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
         "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
+        # web names pool prod (pool:), which the pillar declares: PVE refuses a create into a pool
+        # that does not exist.
+        "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
         "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
         "proxmox-sdn-apply": [
@@ -237,9 +241,10 @@ def test_network_and_sdn_requisites(tmp_path):
     assert {"proxmox_network": "proxmox-network-apply-pve2"} in need["proxmox-sdn-apply"]
     assert {"proxmox_sdn": "proxmox-sdn-subnet-labnet-v4"} in need["proxmox-sdn-apply"]
     assert need["proxmox-lxc-web"] == [
+        {"proxmox_pool": "proxmox-pool-prod"},
         {"proxmox_network": "proxmox-network-pve1-vmbr1"},
         {"proxmox_network": "proxmox-network-apply-pve1"},
-    ], "web (on pve1) waits for pve1's vmbr1, not pve2's"
+    ], "web (on pve1) waits for its pool and pve1's vmbr1, not pve2's"
     assert need["proxmox-lxc-db"] == [
         {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
         {"proxmox_sdn": "proxmox-sdn-apply"},

@@ -4,8 +4,9 @@ apply, plan again against a fake cluster with credentials minted from a real Ope
 from __future__ import annotations
 
 import pytest
+import yaml
 
-from tests.support.saltrun import salt_call, state_rows, write_minion_config
+from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
 
@@ -14,7 +15,9 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     config_dir = tmp_path / "etc"
     write_minion_config(config_dir, fresh_cluster.url, fresh_cluster.cafile, openbao=bao_creds)
     seeded = fresh_cluster.seeded
-    secrets = [seeded.read_token[1], seeded.provision_token[1], bao_creds["token"]]
+    # The example's create secret (pillar_examples/secrets.sls) is a secret like the tokens.
+    password = yaml.safe_load((PILLAR / "secrets.sls").read_text())["proxmox"]["lxc"]["web"]["password"]
+    secrets = [seeded.read_token[1], seeded.provision_token[1], bao_creds["token"], password]
 
     outputs = []
     runs = []
@@ -34,6 +37,15 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert {r["id"]: sorted(r["changes"]) for r in plan} == {r["id"]: sorted(r["changes"]) for r in apply}
     assert all(row["result"] is True and not row["changes"] for row in replan)
     assert fresh_cluster.pve.ct(150) is not None and fresh_cluster.pve.ct(151).node == "pve2"
+    # pool: web was created in pool prod, which the same run created first (the formula's requisite).
+    assert 150 in fresh_cluster.pve.pools["prod"]
+    web = next(row for row in plan if row["id"] == "proxmox-lxc-web")
+    assert web["changes"]["pool"] == {"old": None, "new": "prod"}, web["changes"]
+    # The create secret went with web's create and with no other request (fakepve logs it as ***).
+    _, apply_log = runs[1]
+    carried = [(method, path) for method, path, body in apply_log if b"password" in bytes(body or b"")]
+    assert carried == [("POST", "/api2/json/nodes/pve1/lxc")], carried
+    assert all("password" not in str(row["changes"]) for row in every)
 
     grains = (config_dir / "grains").read_text()
     assert "proxmox/creds" not in grains

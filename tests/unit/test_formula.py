@@ -87,6 +87,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
             {"proxmox_network": "proxmox-network-apply-pve1"},
             {"proxmox_network": "proxmox-network-apply-pve2"},
         ],
+        # web is created in pool prod, and PVE refuses a create into a pool that does not exist.
+        "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
     }
     assert not any("require_in" in args(state)[1] for state in states.values())
     function, web = args(states["proxmox-lxc-web"])

@@ -1,0 +1,11 @@
+# Create secrets, in a pillar file of their own so that they can be kept apart: readable by root
+# only, encrypted with Salt's gpg renderer (a first line of #!yaml|gpg and -----BEGIN PGP MESSAGE-----
+# values), or rendered from OpenBao. Salt merges this into proxmox.sls's pillar (top.sls names both).
+#
+# password and ssh-public-keys (one OpenSSH key per line) go with the container's create only: they
+# are never shown in a plan or a return, never kept in grains and never compared afterwards (PVE
+# never reads them back). Changing one later changes nothing on a container that exists.
+proxmox:
+  lxc:
+    web:
+      password: change-me-at-first-login
