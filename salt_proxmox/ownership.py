@@ -70,6 +70,11 @@ class OwnershipStore(Protocol):
 
     def locked(self) -> contextlib.AbstractContextManager[None]: ...
 
+    def derived(self, build: Callable[[Mapping[str, dict]], T]) -> T:
+        """``build`` over the rows as stored now (not a copy: ``build`` only reads them); a store
+        may keep the result until its rows change, so the states of a run share it."""
+        ...
+
 
 class MemoryStore:
     """A store in a dict, for tests and dry runs; ``saves`` counts the writes."""
@@ -87,6 +92,10 @@ class MemoryStore:
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
+
+    def derived(self, build: Callable[[Mapping[str, dict]], T]) -> T:
+        # Built afresh each time: a test may change ``rows`` in place.
+        return build(self.rows)
 
 
 class OwnershipFileError(SaltProxmoxError):
@@ -432,9 +441,9 @@ def check_row(key: str, row: dict) -> dict:
 
 
 def _state_index(rows: Mapping[str, object]) -> tuple[dict, dict]:
-    """``({(prefix, state_id): key}, {prefix: OwnershipCorrupt})`` over ``rows``, prefix being
-    ``<target>/<family>/``: the first row (by key) of each state id, and the first malformed row of
-    each family."""
+    """``({(prefix, state_id): (key, row)}, {prefix: OwnershipCorrupt})`` over ``rows``, prefix
+    being ``<target>/<family>/``: the first row (by key) of each state id, as stored (the caller
+    copies the one it returns), and the first malformed row of each family."""
     by_state: dict = {}
     corrupt: dict = {}
     for key, row in sorted(rows.items()):
@@ -446,7 +455,7 @@ def _state_index(rows: Mapping[str, object]) -> tuple[dict, dict]:
         except OwnershipCorrupt as exc:
             corrupt.setdefault(prefix, exc)
             continue
-        by_state.setdefault((prefix, state_id), key)
+        by_state.setdefault((prefix, state_id), (key, row))
     return by_state, corrupt
 
 
@@ -476,17 +485,15 @@ class Ownership:
 
         Raises OwnershipCorrupt when a row of that family is malformed: it might be this state's.
         Each state of a run asks this once (each through its own ``Ownership``); the rows are
-        indexed by state id once per version of the store's rows (``_DiskStore.derived``), so a run
-        of N states does not check N×N rows.
+        indexed by state id once per version of the store's rows (``OwnershipStore.derived``), and
+        only the row found is copied, so a run of N states neither checks nor copies N×N rows.
         """
-        rows = self.store.load()
-        derived = getattr(self.store, "derived", None)
-        by_state, corrupt = derived(_state_index) if derived is not None else _state_index(rows)
+        by_state, corrupt = self.store.derived(_state_index)
         prefix = f"{target}/{family}/"
         if prefix in corrupt:
             raise corrupt[prefix]
-        key = by_state.get((prefix, state_id))
-        return None if key is None else (key, copy.deepcopy(rows[key]))
+        found = by_state.get((prefix, state_id))
+        return None if found is None else (found[0], copy.deepcopy(found[1]))
 
     def mark_creating(self, key: str, state_id: str, declared: Mapping[str, object]) -> str:
         """Record a create about to start; returns its instance id. On disk when this returns.

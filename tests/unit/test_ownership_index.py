@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from salt_proxmox import ownership
@@ -40,3 +41,35 @@ def test_a_run_of_states_indexes_the_rows_once(tmp_path: Path, monkeypatch) -> N
     Ownership(store).mark_owned("lab/lxc/150", "web", {"vmid": 150})
     assert Ownership(store).for_state("lab", "lxc", "web")[0] == "lab/lxc/150"
     assert built == [100, 101], "rebuilt once after the write"
+
+
+def test_for_state_copies_only_the_row_it_returns(tmp_path: Path, monkeypatch) -> None:
+    """No state copies every row to find its own: ``for_state`` reads through the store's
+    ``derived`` index (part of the store protocol, so every store has one) and copies the one row
+    it returns; changing that copy changes nothing stored."""
+    store = GrainStore(_grains(tmp_path, 50))
+    loads = []
+    original = GrainStore.load
+    monkeypatch.setattr(GrainStore, "load", lambda self: loads.append(1) or original(self))
+    key, row = Ownership(store).for_state("lab", "lxc", "ct7")
+    assert (key, row["instance"]) == ("lab/lxc/1007", "i7") and loads == []
+    row["instance"] = "changed"
+    assert Ownership(store).for_state("lab", "lxc", "ct7")[1]["instance"] == "i7"
+    assert Ownership(store).for_state("lab", "lxc", "nobody") is None
+
+
+def test_every_store_serves_the_index(tmp_path: Path) -> None:
+    """MemoryStore and the disk stores answer ``derived`` alike; a malformed row of the family is
+    raised, as it might be this state's."""
+    rows = {
+        "lab/lxc/150": {"phase": "owned", "instance": "a", "state_id": "web", "declared": {}},
+        "lab/pool/prod": {"phase": "owned", "instance": "b", "state_id": "web", "declared": {}},
+        "lab/role/R": {"phase": "bogus", "state_id": "r"},
+    }
+    disk = ownership.FileStore(tmp_path / "owned.json")
+    disk.save(rows)
+    for store in (ownership.MemoryStore(rows), disk):
+        found = Ownership(store).for_state("lab", "pool", "web")
+        assert found is not None and found[0] == "lab/pool/prod"
+        with pytest.raises(ownership.OwnershipCorrupt):
+            Ownership(store).for_state("lab", "role", "r")
