@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest.refusals import protected
-from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.permissions import held_privileges
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.context import PveContext
@@ -42,13 +43,6 @@ def protected_volume_refusals(vmid: int, live: Mapping[str, object], keys: list[
         for key in keys
         if key == "rootfs" or key.startswith("mp")
     ]
-
-
-def _holds_sys_modify(held: object) -> bool:
-    if not isinstance(held, Mapping) or not all(isinstance(v, Mapping) for v in held.values()):
-        raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
-    privs = held.get("/") or {}
-    return privs.get("Sys.Modify") not in (None, 0, "0", False)
 
 
 def _sys_modify_refusal(who: str) -> str:
@@ -72,16 +66,14 @@ def privileged_create_check(ctx: PveContext) -> tuple[list[str], list[str]]:
     if not isinstance(token, str) or ctx.target.credentials.get("source") != "static":
         return [], [f"{later}: its id is known only once it is minted"]
     try:
-        held = ctx.client.request(
-            "GET", "access/permissions", ctx.broker.read(), params={"userid": token, "path": "/"}
-        )
+        held = held_privileges(ctx, ctx.broker.read(), "/", userid=token)
     except PveError as error:
         if error.status == 403:
             return [], [
                 f"{later}: the read token may not read another token's privileges (Sys.Audit on /access)"
             ]
         raise
-    if _holds_sys_modify(held):
+    if "Sys.Modify" in held:
         return [], []
     return [_sys_modify_refusal(f"the provision token {token}")], []
 
@@ -90,6 +82,5 @@ def check_own_sys_modify(ctx: PveContext, credential: Credential) -> None:
     """At apply, right before a privileged create on PVE 9: the minted provision credential's own
     privileges on ``/``. Raises Refused when it lacks Sys.Modify (nothing is sent), PveError,
     PveMalformed."""
-    held = ctx.client.request("GET", "access/permissions", credential, params={"path": "/"})
-    if not _holds_sys_modify(held):
+    if "Sys.Modify" not in held_privileges(ctx, credential, "/"):
         raise Refused(_sys_modify_refusal("the provision credential"))

@@ -51,7 +51,7 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, check_cidr
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import rows_of
-from salt_proxmox.simple.acl import held_privileges
+from salt_proxmox.pve.permissions import held_privileges
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 

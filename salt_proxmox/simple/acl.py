@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.pve.constraints import Endpoint, Rule, split_list
-from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.listing import get_rows, rows_of
+from salt_proxmox.pve.permissions import held_privileges
 from salt_proxmox.simple.role import ROLEID
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values, will_exist
 from salt_proxmox.wire.propstring import flag
@@ -200,19 +200,6 @@ def confirm_absent(ctx: PveContext, credential: Credential, decl: Declared) -> N
 
 def _listing(ctx: PveContext, path: str, params: dict | None = None) -> list[Mapping]:
     return get_rows(ctx.client, path, ctx.broker.read(), params)
-
-
-def held_privileges(ctx: PveContext, credential: Credential, path: str) -> set[str]:
-    """The privileges ``credential`` holds on ``path`` (``GET /access/permissions?path=``; a
-    privilege on ``/`` or a parent path counts). Raises PveError, PveMalformed."""
-    held = ctx.client.request("GET", "access/permissions", credential, params={"path": path})
-    if not isinstance(held, Mapping) or not all(isinstance(v, Mapping) for v in held.values()):
-        raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
-    privileges: set[str] = set()
-    for where, privs in held.items():
-        if where == "/" or where == path or path.startswith(f"{where}/"):
-            privileges.update(name for name, value in privs.items() if value not in (0, "0", False, None))
-    return privileges
 
 
 def holds_audit(ctx: PveContext, credential: Credential, path: str) -> bool:
