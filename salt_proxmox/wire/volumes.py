@@ -241,7 +241,11 @@ def describe(value: str) -> str:
 
 def size_option(value: str | None) -> str | None:
     """The ``size`` option of a volume value as PVE prints it (``local-lvm:vm-150-disk-0,size=8G``
-    → ``8G``), None when it has none. Never raises: a return only shows it."""
+    → ``8G``), read by ``parse_volume``; None when it has none or is no volume ``parse_volume``
+    reads. Never raises: a return only shows it."""
     if not value:
         return None
-    return dict(part.split("=", 1) for part in value.split(",")[1:] if "=" in part).get("size")
+    try:
+        return parse_volume(value).options.get("size")
+    except ValueError:
+        return None

@@ -23,7 +23,7 @@ from salt_proxmox.lxc.judge import (
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.wire.sizes import GIB, parse_size
-from salt_proxmox.wire.volumes import judge_volume, parse_volume, volume_owner
+from salt_proxmox.wire.volumes import judge_volume, parse_volume, size_option, volume_owner
 
 VMID = 100
 TEMPLATE = "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst"
@@ -919,3 +919,22 @@ def test_a_root_only_value_on_a_guest_not_yet_there_names_the_create_time_remedy
         "true; or drop features, apply, run `pct set 100 --features 'nesting=1,keyctl=1'` on node pve1, and "
         "declare it again."
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "size"),
+    [
+        ("local-lvm:vm-150-disk-0,size=8G", "8G"),
+        ("local-zfs:subvol-150-disk-1,mp=/srv/www,backup=1,size=20G", "20G"),
+        # a property string names its keys in any order (pve-common parse_property_string)
+        ("size=4G,volume=local-lvm:vm-150-disk-0", "4G"),
+        ("local:subvol-150-disk-0", None),
+        ("/srv/shared,mp=/mnt/shared", None),
+        ("local-lvm:vm-150-disk-0,size=lots", None),  # not a size parse_volume reads
+        ("", None),
+        (None, None),
+    ],
+)
+def test_the_size_a_return_shows_is_read_as_a_volume(value, size) -> None:
+    # pve-container src/PVE/LXC/Config.pm: rootfs/mpN are property strings with a size option.
+    assert size_option(value) == size
