@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
 from salt_proxmox.wire.propstring import wire
+from salt_proxmox.wire.volumes import VolumeVerdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.family import Declaration, Family
@@ -43,6 +44,20 @@ class Change:
     def writes(self) -> bool:
         """True when applying this change sends anything to PVE."""
         return bool(self.put or self.clear or self.resize)
+
+    def take_volume(self, key: str, verdict: VolumeVerdict, root_only: str) -> bool:
+        """Record ``judge_volume``'s verdict on volume ``key``: its refusal, ``root_only`` (the
+        family's refusal sentence) when only root@pam may make it, the put and the resize. True
+        when the volume differs (drift)."""
+        if verdict.refuse:
+            self.refuse.append(verdict.refuse)
+        if verdict.root_only:
+            self.refuse.append(root_only)
+        if verdict.put:
+            self.put[key] = verdict.put
+        if verdict.resize:
+            self.resize.append((key, verdict.resize))
+        return verdict.differs
 
 
 def live_text(value: object) -> str | None:

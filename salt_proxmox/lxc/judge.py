@@ -15,7 +15,7 @@ volume write to a guest with ``protection: 1`` is refused too (``lxc.refusals``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from salt_proxmox.guest import verdict
 from salt_proxmox.guest.identity import vmid_refusal
@@ -28,6 +28,7 @@ from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, LATEST, Release, TagStyle
 from salt_proxmox.wire.propstring import (
     canonical_option,
+    carry,
     changed_options,
     flag,
     option_map,
@@ -46,7 +47,13 @@ def ordered_list(value: str) -> str:
 def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
     """One scalar value in its comparable spelling (see ``schema.Key.compare``); tags as the
     datacenter's ``style`` stores them (``TagStyle.unique``)."""
-    compare = schema.SCALARS[key].compare
+    return compared_as(schema.SCALARS[key].compare, value, style)
+
+
+def compared_as(compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
+    """``value`` in its comparable spelling for a ``Key.compare`` kind shared by the guest families
+    (``number``, ``flag``, ``description``, ``features``, ``list``, ``startup``, ``tags``); any
+    other kind is compared as written."""
     if compare == "number":
         try:
             number = float(value)
@@ -133,11 +140,7 @@ def net_write(declared: str, live: str | None) -> str:
     Without the live MAC, PVE generates a new one for a rewritten NIC — a new DHCP lease and a
     new IPv6 link-local address for a guest that only had its MTU edited.
     """
-    want = dict(pairs(declared))
-    if live is not None and "hwaddr" not in want:
-        mac = dict(pairs(live)).get("hwaddr")
-        if mac:
-            want["hwaddr"] = mac
+    want = carry(dict(pairs(declared)), dict(pairs(live)) if live is not None else None, "hwaddr")
     return print_pairs(want, lead=("name",))
 
 
@@ -153,6 +156,24 @@ def _dev_same(declared: str, live: str) -> bool:
     return option_map(declared, "dev", "path") == option_map(live, "dev", "path")
 
 
+def judge_each(
+    config: Mapping[str, str],
+    live: Mapping[str, object],
+    change: Change,
+    drift: set[str],
+    judge_key: Callable[[str, str, str | None], None],
+) -> None:
+    """Run ``judge_key(key, declared, live text)`` over every declared key of either guest family; a
+    live value the family's parser cannot read (``ValueError``) is drift with a refusal naming the
+    key, so nothing is written over a value this product does not understand."""
+    for key, want in config.items():
+        try:
+            judge_key(key, want, live_text(live.get(key)))
+        except ValueError as exc:
+            drift.add(key)
+            change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
+
+
 def judge(decl: LxcDeclaration, live: Mapping[str, object], style: TagStyle = DEFAULT_TAG_STYLE) -> Change:
     """Compare ``decl`` with a live config (``GET .../config`` data) and say what to do.
 
@@ -163,14 +184,15 @@ def judge(decl: LxcDeclaration, live: Mapping[str, object], style: TagStyle = DE
     change = Change()
     drift: set[str] = set()
     unprivileged = flag(live_text(live.get("unprivileged")) or "0") == "1"
-    for key, want in decl.config.items():
-        have = live_text(live.get(key))
-        family = (schema.indexed(key) or ("", 0))[0]
-        try:
-            _judge_key(decl, key, family, want, have, unprivileged, change, drift, style)
-        except ValueError as exc:
-            drift.add(key)
-            change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
+    judge_each(
+        decl.config,
+        live,
+        change,
+        drift,
+        lambda key, want, have: _judge_key(
+            decl, key, (schema.indexed(key) or ("", 0))[0], want, have, unprivileged, change, drift, style
+        ),
+    )
     change.refuse.extend(protected_volume_refusals(decl.vmid, live, list(change.put)))
     change.drift.extend(sorted(drift))
     return change
@@ -216,17 +238,8 @@ def _judge_key(
                 change.put[key] = want
             return
         verdict = judge_volume(key, want, have)
-        if not verdict.differs:
-            return
-        drift.add(key)
-        if verdict.refuse:
-            change.refuse.append(verdict.refuse)
-        if verdict.root_only:
-            change.refuse.append(root_only(decl, key, want, "A bind or device mount point."))
-        if verdict.put:
-            change.put[key] = verdict.put
-        if verdict.resize:
-            change.resize.append((key, verdict.resize))
+        if change.take_volume(key, verdict, root_only(decl, key, want, "A bind or device mount point.")):
+            drift.add(key)
         return
     if family == "dev":
         same = have is None if want == "" else have is not None and _dev_same(want, have)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc import schema
 from salt_proxmox.ownership import adopt_problem, removal_problem
-from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, post_problem, vmid_number
+from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, options_problem, post_problem, vmid_number
 from salt_proxmox.simple.pool import check_poolid
 from salt_proxmox.wire.propstring import flag, pairs, text_problem, wire
 from salt_proxmox.wire.volumes import parse_volume
@@ -139,24 +139,62 @@ def _problem_for(key: str, value: str) -> str | None:
 
 def _options_problem(value: str, family: str, default_key: str | None) -> str | None:
     """Check a property string against ``schema.OPTIONS[family]``: known options, each valid."""
-    rules = schema.OPTIONS[family]
+    return options_problem(value, schema.OPTIONS[family], default_key)
+
+
+def guest_problems(
+    vmid: object, node: object, target: object, adopt: object, removal: object, reboot_for_pending: object
+) -> tuple[int, list[str]]:
+    """``(vmid, problems)`` for the arguments every guest state takes, in both families: the vmid
+    (``vmid_number``; 0 when it is bad), the node (pve-common ``pve_verify_node_name``), the
+    target, ``adopt``, ``removal`` and ``reboot_for_pending``."""
+    problems: list[str] = []
     try:
-        items = pairs(value, default_key)
-    except ValueError as exc:
-        return str(exc)
-    unknown = sorted({key for key, _ in items} - set(rules))
-    if unknown:
-        return f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(rules))}"
-    empty = [key for key, raw in items if raw == ""]
-    if empty:
-        # pve-common JSONSchema.pm parse_property_string takes ``key=value`` only with a value
-        # (``^([^=]+)=(.+)$``); ``key=`` dies with "missing key in comma-separated list property".
-        return f"{empty[0]}= has no value; PVE refuses an empty option (leave the option out instead)"
-    for option, raw in items:
-        reason = rules[option].problem(raw)
-        if reason:
-            return f"{option}={raw}: {reason}"
-    return None
+        number = vmid_number(vmid)
+    except DeclarationError as exc:
+        problems += exc.problems
+        number = 0
+    if not isinstance(node, str) or len(node) > NODE_MAX or not NODE.match(node):
+        # A node name is a host name label (at most NODE_MAX characters); the message stays PVE's.
+        problems.append(f"node: {shown(node)} is not a PVE node name (pve-node)")
+    if not isinstance(target, str) or not target:
+        problems.append("target: name the cluster from proxmox:targets")
+    problems += filter(None, (adopt_problem(adopt), removal_problem(removal)))
+    if not isinstance(reboot_for_pending, bool):
+        problems.append(f"reboot_for_pending: expected true or false, got {shown(reboot_for_pending)}")
+    return number, problems
+
+
+def wired_value(key: str, raw: object, kind: str | None) -> tuple[str, str | None]:
+    """``(wire spelling, None)`` of a declared config value whose schema rule is of ``kind``, or
+    ``('', problem)``: a boolean where a number goes, YAML's boolean or float where text goes
+    (``text_problem``), a list or mapping, a control character (only ``description`` may span
+    lines: PVE keeps each other key on one config line, pve-container ``write_pct_config`` and
+    qemu-server ``write_vm_config``: "detected invalid newline inside property"), or a value longer
+    than one request (``post_problem``). A boolean API parameter is sent as 1/0, the only spelling
+    pve-common ``JSONSchema.pm`` ``check_type`` takes for one."""
+    if isinstance(raw, bool) and kind in ("integer", "number"):
+        return "", f"expected a number, got {raw!r}"
+    problem = text_problem(raw) if kind in ("string", "enum") else None
+    if problem:
+        return "", problem
+    try:
+        value = wire(raw)
+    except TypeError as exc:
+        return "", str(exc)
+    if _CONTROL.search(value.replace("\n", "").replace("\t", "") if key == "description" else value):
+        return "", (
+            "the value holds a line break or another control character; PVE keeps each key on one config "
+            'line ("detected invalid newline inside property"), so nothing can be written from it'
+        )
+    if value and kind == "boolean":
+        try:
+            value = flag(value)
+        except ValueError:
+            return "", f"type check ('boolean') failed - got {shown(value)}"
+    if len(value) > MAX_POST:
+        return "", str(post_problem({key: value})).partition(": ")[2]
+    return value, None
 
 
 def parse_declaration(
@@ -175,20 +213,7 @@ def parse_declaration(
     Raises DeclarationError listing every problem: an unknown key, a value of the wrong type
     (a list or a mapping where PVE takes a string), or a value PVE's schema rejects.
     """
-    problems: list[str] = []
-    try:
-        number = vmid_number(vmid)
-    except DeclarationError as exc:
-        problems += exc.problems
-        number = 0
-    if not isinstance(node, str) or len(node) > NODE_MAX or not NODE.match(node):
-        # A node name is a host name label (at most NODE_MAX characters); the message stays PVE's.
-        problems.append(f"node: {shown(node)} is not a PVE node name (pve-node)")
-    if not isinstance(target, str) or not target:
-        problems.append("target: name the cluster from proxmox:targets")
-    problems += filter(None, (adopt_problem(adopt), removal_problem(removal)))
-    if not isinstance(reboot_for_pending, bool):
-        problems.append(f"reboot_for_pending: expected true or false, got {shown(reboot_for_pending)}")
+    number, problems = guest_problems(vmid, node, target, adopt, removal, reboot_for_pending)
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
     pool: str | None = None
@@ -221,24 +246,10 @@ def parse_declaration(
         # A config key or ostemplate/start: its rule as the create takes it (``schema._rule_for``).
         rule = schema.CREATE.rule_for(key)
         kind = rule.kind if rule is not None else None
-        if isinstance(raw, bool) and kind in ("integer", "number"):
-            problems.append(f"{key}: expected a number, got {raw!r}")
-            continue
-        problem = text_problem(raw) if kind in ("string", "enum") else None
+        # ``start`` is read below as any boolean spelling, not sent as a parameter.
+        value, problem = wired_value(key, raw, None if key == "start" else kind)
         if problem:
             problems.append(f"{key}: {problem}")
-            continue
-        try:
-            value = wire(raw)
-        except TypeError as exc:
-            problems.append(f"{key}: {exc}")
-            continue
-        if _CONTROL.search(value.replace("\n", "").replace("\t", "") if key == "description" else value):
-            problems.append(
-                f"{key}: the value holds a line break or another control character; PVE keeps each key "
-                'on one config line (pve-container Config.pm write_pct_config: "detected invalid newline '
-                'inside property"), so nothing can be written from it'
-            )
             continue
         if key == "ostemplate":
             if not value:
@@ -250,17 +261,6 @@ def parse_declaration(
                 start = flag(value) == "1"
             except ValueError as exc:
                 problems.append(f"start: {exc}")
-            continue
-        if value and kind == "boolean":
-            # Sent as 1/0: PVE's check_type takes nothing else for a boolean API parameter
-            # (pve-common JSONSchema.pm), so a declared on/yes/true is spelled 1 here.
-            try:
-                value = flag(value)
-            except ValueError:
-                problems.append(f"{key}: type check ('boolean') failed - got {shown(value)}")
-                continue
-        if len(value) > MAX_POST:
-            problems.append(str(post_problem({key: value})))
             continue
         problem = _problem_for(key, value)
         if problem:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from salt_proxmox.pve.constraints import (
@@ -280,11 +281,18 @@ DEV_OPTIONS = frozenset(OPTIONS["dev"])
 
 def indexed(key: str) -> tuple[str, int] | None:
     """``('mp', 3)`` for ``mp3``; None for a key that is not indexed or out of PVE's range."""
-    match = _INDEXED.match(key)
+    return indexed_key(key, _INDEXED, INDEXED)
+
+
+def indexed_key(key: str, pattern: re.Pattern[str], ranges: Mapping[str, int]) -> tuple[str, int] | None:
+    """``(family, index)`` of an indexed config key of any guest family: ``pattern`` matches
+    ``<family><index>``, and the index must be below ``ranges[family]`` (``unusedN`` has no bound).
+    None for any other key."""
+    match = pattern.match(key)
     if not match:
         return None
     family, index = match.group(1), int(match.group(2))
-    if family != "unused" and index >= INDEXED[family]:
+    if family != "unused" and index >= ranges[family]:
         return None
     return family, index
 

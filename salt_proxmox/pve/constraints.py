@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.wire.propstring import flag
+from salt_proxmox.wire.propstring import flag, pairs
 from salt_proxmox.wire.sizes import parse_size
 
 _DNS_LABEL = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?)"
@@ -244,3 +244,25 @@ def vmid_number(value: object) -> int:
     if not VMID_MIN <= number <= VMID_MAX:
         raise DeclarationError(f"vmid: {number} is outside PVE's range {VMID_MIN}-{VMID_MAX} (pve-vmid)")
     return number
+
+
+def options_problem(value: str, rules: Mapping[str, Rule], default_key: str | None = None) -> str | None:
+    """None when the property string ``value`` holds only options of ``rules``, each valid, else
+    the reason naming the first bad option (pve-common ``JSONSchema.pm`` ``parse_property_string``:
+    an unknown key dies with "invalid key in comma-separated list property", and ``key=`` with no
+    value with "missing key in comma-separated list property"). A bare item is ``default_key``'s."""
+    try:
+        items = pairs(value, default_key)
+    except ValueError as exc:
+        return str(exc)
+    unknown = sorted({key for key, _ in items} - set(rules))
+    if unknown:
+        return f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(rules))}"
+    empty = [key for key, raw in items if raw == ""]
+    if empty:
+        return f"{empty[0]}= has no value; PVE refuses an empty option (leave the option out instead)"
+    for option, raw in items:
+        reason = rules[option].problem(raw)
+        if reason:
+            return f"{option}={raw}: {reason}"
+    return None

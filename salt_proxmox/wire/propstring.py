@@ -32,6 +32,12 @@ FAMILY_DEFAULTS: dict[str, dict[str, str]] = {
         "ro": "0",
         "shared": "0",
     },
+    # qemu-server ``PVE/QemuServer/Drive.pm`` ``%drivedesc_base`` and friends: ``media`` defaults to
+    # disk, ``replicate`` on, ``shared`` and ``scsiblock`` off; ``backup`` has no schema default but
+    # vzdump includes every drive without ``backup=0`` (``PVE/VZDump/QemuServer.pm``), so absent is 1.
+    "drive": {"backup": "1", "media": "disk", "replicate": "1", "scsiblock": "0", "shared": "0"},
+    # qemu-server ``PVE/QemuServer/Network.pm`` ``$net_fmt``.
+    "qemu-net": {"firewall": "0", "link_down": "0"},
 }
 
 #: The keys PVE prints first in each family's property string, in order: the format's default key,
@@ -45,6 +51,8 @@ PRINT_LEAD: dict[str, tuple[str, ...]] = {
     "dev": ("path",),
     "startup": ("order",),
     "features": (),
+    "drive": ("volume",),
+    "qemu-net": ("model",),
 }
 
 #: Keys whose value is a boolean, in any family.
@@ -53,10 +61,12 @@ FLAG_KEYS = frozenset(
         "acl",
         "backup",
         "deny-write",
+        "detect_zeroes",
         "firewall",
         "force_rw_sys",
         "fuse",
         "host-managed",
+        "iothread",
         "keepattrs",
         "keyctl",
         "link_down",
@@ -65,7 +75,10 @@ FLAG_KEYS = frozenset(
         "quota",
         "replicate",
         "ro",
+        "scsiblock",
         "shared",
+        "snapshot",
+        "ssd",
     }
 )
 
@@ -159,11 +172,23 @@ def pairs(value: str, default_key: str | None = None) -> list[tuple[str, str]]:
     return out
 
 
+def carry(want: Mapping[str, str], live: Mapping[str, str] | None, key: str) -> dict[str, str]:
+    """``want`` plus ``live``'s ``key`` when ``want`` names none: a sub-key PVE generated for the
+    guest (a NIC's MAC, ``smbios1``'s uuid) is the guest's, and a write that leaves it out makes PVE
+    draw a new one (pve-container ``parse_lxc_network``, qemu-server ``parse_net`` and
+    ``create_vm``'s smbios1 uuid)."""
+    out = dict(want)
+    if live is not None and key not in out and live.get(key):
+        out[key] = live[key]
+    return out
+
+
 def canonical_option(key: str, value: str) -> str:
     """One option value in its comparable spelling.
 
     Flags as 1/0; ``mountoptions`` as a sorted set; MACs upper-cased (pve-common ``PVE::Tools``
-    prints generated MACs upper-case and PVE compares them case-insensitively).
+    prints generated MACs upper-case and PVE compares them case-insensitively; ``hwaddr`` of a
+    container NIC, ``macaddr`` of a VM NIC).
     """
     if key in FLAG_KEYS:
         try:
@@ -172,7 +197,7 @@ def canonical_option(key: str, value: str) -> str:
             return value
     if key in SET_KEYS:
         return ";".join(sorted({part.strip() for part in value.split(";") if part.strip()}))
-    if key == "hwaddr":
+    if key in ("hwaddr", "macaddr"):
         return value.upper()
     return value
 

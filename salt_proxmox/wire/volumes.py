@@ -10,6 +10,7 @@ root@pam only (``PVE::LXC::check_ct_modify_config_perm``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from salt_proxmox.wire.propstring import option_map, pairs, print_pairs, sorted_form
@@ -52,7 +53,8 @@ class Volume:
 
     @property
     def host_path(self) -> bool:
-        """True for bind and device mount points, which only root@pam may configure."""
+        """True for bind and device mount points (and a VM drive on a host path), which only
+        root@pam may configure."""
         return self.kind in ("bind", "device")
 
 
@@ -129,10 +131,31 @@ def added_volume_refusal(vmid: int, key: str, value: str) -> str | None:
     )
 
 
-def _comparable(volume: Volume) -> dict[str, str]:
-    """Options that define the mount (defaults dropped), without the volume and its size."""
+@dataclass(frozen=True)
+class VolumeFamily:
+    """How one guest family spells its volumes, for ``judge_volume``.
+
+    ``parse``: a config value as a ``Volume`` (raises ValueError); ``defaults``: the
+    ``propstring.FAMILY_DEFAULTS`` family of its options; ``lead``: options PVE prints right after
+    the volume; ``move``: the command that moves a volume to another storage; ``noun``: what the
+    messages call such a volume; ``shrink``: PVE's refusal of a shrink, quoted.
+    """
+
+    parse: Callable[[str], Volume]
+    defaults: str
+    lead: tuple[str, ...]
+    move: str
+    noun: str
+    shrink: str
+    #: PVE prints the options sorted after ``lead`` (qemu-server ``print_drive``); False keeps the
+    #: declared order (pve-container prints ``mp`` first, then the config's order).
+    sort: bool = False
+
+
+def _comparable(volume: Volume, family: VolumeFamily) -> dict[str, str]:
+    """Options that define the volume (defaults dropped), without the volume id and its size."""
     text = ",".join(f"{key}={value}" for key, value in volume.options.items() if key != "size")
-    return option_map(text, "volume")
+    return option_map(text, family.defaults)
 
 
 @dataclass(frozen=True)
@@ -155,27 +178,39 @@ class VolumeVerdict:
         return any((self.put, self.resize, self.refuse, self.root_only))
 
 
-def _live_write(live: Volume, want: Volume) -> str:
-    """The declared options written onto the LIVE volume id and size, ``mp`` first as PVE prints."""
+def _live_write(live: Volume, want: Volume, family: VolumeFamily) -> str:
+    """The declared options written onto the LIVE volume id and size, ``family.lead`` first as PVE
+    prints them."""
     declared = {key: value for key, value in want.options.items() if key != "size"}
     if "size" in live.options:
         declared["size"] = live.options["size"]
-    return ",".join([live.volume, print_pairs(declared, lead=("mp",))]).rstrip(",")
+    if family.sort:
+        declared = dict(sorted(declared.items()))
+    return ",".join([live.volume, print_pairs(declared, lead=family.lead)]).rstrip(",")
 
 
-def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
-    """Compare a declared mount point with the live one (pure; see the module docstring).
+def judge_volume(key: str, declared: str, live: str, family: VolumeFamily | None = None) -> VolumeVerdict:
+    """Compare a declared volume with the live one (pure; see the module docstring).
 
-    A declared new disk ``storage:N`` against a live volume on the same storage: its size is the
-    whole MiB a create allocates for N GiB (``new_volume_mib``), compared with the live size in
-    whole MiB; larger grows to that many MiB after the config PUT, smaller is refused (PVE:
-    ``unable to shrink disk size``), another storage is refused (a move is ``pct move-volume``).
-    An option change is written with the LIVE volume id and size, so PVE allocates nothing.
+    ``family``: how the guest family spells volumes (``LXC_VOLUMES`` when None; the VM family's
+    drives are ``salt_proxmox.qemu.props.DRIVES``). A declared new disk ``storage:N`` against a live
+    volume on the same storage: its size is the whole MiB a create allocates for N GiB
+    (``new_volume_mib``), compared with the live size in whole MiB; larger grows to that many MiB
+    after the config PUT, smaller is refused (pve-container: ``unable to shrink disk size``;
+    qemu-server ``PVE/API2/Qemu.pm`` ``resize_vm``: ``shrinking disks is not supported``), another
+    storage is refused (a move is ``pct move-volume`` / ``qm disk move``). An option change is
+    written with the LIVE volume id and size, so PVE allocates nothing (pve-container
+    ``create_disks`` and qemu-server ``create_disks`` allocate only for ``storage:N``).
     """
-    want = parse_volume(declared)
-    have = parse_volume(live)
+    family = family or LXC_VOLUMES
+    want = family.parse(declared)
+    have = family.parse(live)
     if want.host_path or have.host_path:
-        if want.kind != have.kind or want.volume != have.volume or _comparable(want) != _comparable(have):
+        if (
+            want.kind != have.kind
+            or want.volume != have.volume
+            or _comparable(want, family) != _comparable(have, family)
+        ):
             return VolumeVerdict(root_only=True)
         return VolumeVerdict()
     if want.kind == "new":
@@ -184,7 +219,7 @@ def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
             return VolumeVerdict(
                 refuse=(
                     f"{key}: the live volume {have.volume} is on storage {have.storage}, the declaration "
-                    f"asks for {want.storage}. Moving a volume is `pct move-volume`, not an update: run it "
+                    f"asks for {want.storage}. Moving a volume is `{family.move}`, not an update: run it "
                     "on the node, or declare the storage it is on."
                 )
             )
@@ -203,13 +238,16 @@ def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
             return VolumeVerdict(
                 refuse=(
                     f"{key}: declared {want.new_gib}G is smaller than the live {live_size}. PVE cannot "
-                    "shrink a container volume (`unable to shrink disk size`); declare at least the live "
-                    "size."
+                    f"shrink {family.noun} ({family.shrink}); declare at least the live size."
                 )
             )
         if wanted_mib > have_mib:
             resize = mib_text(wanted_mib)
-        put = _live_write(have, want) if _comparable(want) != _comparable(have) else None
+        put = (
+            _live_write(have, want, family)
+            if _comparable(want, family) != _comparable(have, family)
+            else None
+        )
         return VolumeVerdict(put=put, resize=resize)
     if want.volume != have.volume:
         return VolumeVerdict(
@@ -228,15 +266,26 @@ def judge_volume(key: str, declared: str, live: str) -> VolumeVerdict:
                 "size as storage:GiB to grow it."
             )
         )
-    if _comparable(want) != _comparable(have):
-        return VolumeVerdict(put=_live_write(have, want))
+    if _comparable(want, family) != _comparable(have, family):
+        return VolumeVerdict(put=_live_write(have, want, family))
     return VolumeVerdict()
+
+
+#: Containers' volumes: ``rootfs`` and ``mpN`` (pve-container ``src/PVE/LXC/Config.pm``).
+LXC_VOLUMES = VolumeFamily(
+    parse=parse_volume,
+    defaults="volume",
+    lead=("mp",),
+    move="pct move-volume",
+    noun="a container volume",
+    shrink="`unable to shrink disk size`",
+)
 
 
 def describe(value: str) -> str:
     """A mount point in an order-free spelling, for messages."""
     volume = parse_volume(value)
-    return f"{volume.volume}[{sorted_form(_comparable(volume))}]"
+    return f"{volume.volume}[{sorted_form(_comparable(volume, LXC_VOLUMES))}]"
 
 
 def size_option(value: str | None) -> str | None:

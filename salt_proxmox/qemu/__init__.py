@@ -1,0 +1,1 @@
+"""QEMU virtual machines: the family's schema, property strings and judge (pure)."""

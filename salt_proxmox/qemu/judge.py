@@ -1,0 +1,558 @@
+"""Declared against live: what a VM write would change, and what it must refuse (pure).
+
+One function, ``judge``, decides for both the plan and the apply, in the shape the container judge
+has (``salt_proxmox.lxc.judge.Change``: ``put``, ``clear``, ``resize``, ``refuse``, ``drift``), plus
+``secrets`` (secret keys to send from the declaration, never their values) and ``uses`` (the
+``Mapping.Use`` privileges a mapped device needs, named for the plan). Each rule and its
+qemu-server source:
+
+- ``netN``: the MAC PVE drew (``PVE/QemuServer/Network.pm`` ``parse_net``: ``random_ether_addr``
+  when the value names none) is the VM's, not drift, and every NIC write carries it: ``update_vm``
+  runs the written value through ``parse_net`` again, which would draw a new one.
+- drives: ``storage:GiB`` on a new key allocates (``create_disks``); on an existing disk it is
+  compared with the live size: larger grows in place with ``PUT …/resize``, smaller and another
+  storage are refused (``resize_vm``: "shrinking disks is not supported"; a move is
+  ``qm disk move``); options are written with the LIVE volume id and size, so nothing is
+  re-allocated (``create_disks`` allocates only for ``$NEW_DISK_RE``); another volume, or a
+  volume named on a drive that has none, is refused (it would attach a volume, or move the old one
+  to ``unusedN``: ``vmconfig_register_unused_drive``). A CD-ROM (``media=cdrom``: an ISO,
+  ``none``) is swapped like any value; PVE refuses a media change (``vmconfig_update_disk``:
+  "unable to change media type").
+- ``boot``, ``smbios1``'s ``uuid``, ``vmgenid``, ``meta`` and any key PVE fills in that the
+  declaration does not name are live-owned: never drift; ``smbios1`` writes carry the live uuid.
+- ``sshkeys`` compare as the keys they decode to; ``cipassword`` as set / not set
+  (``vm_config`` answers ``**********``): written when the live VM has none, or when
+  ``cipassword_serial`` differs from the one recorded; never otherwise.
+- ``memory`` and ``cpu`` in their property-string forms equal the plain ones.
+- root@pam only (``PVE/API2/Qemu.pm`` ``$check_vm_modify_config_perm`` and friends): the
+  ``schema.ROOT_ONLY`` keys, ``parallelN``, a ``serialN`` that is not ``socket``, a ``hostpciN``
+  with ``host=`` or ``romfile=`` (``check_hostpci_perm``), a ``usbN`` with a ``host=`` other than
+  ``spice`` (``check_usb_perm``), a drive on a host path (pve-storage ``check_volume_access``):
+  refused at plan with the ``qm set`` command to run. A device with ``mapping=`` goes through
+  and names ``Mapping.Use`` on ``/mapping/<pci|usb>/<id>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from salt_proxmox.guest.identity import vmid_refusal
+from salt_proxmox.guest.verdict import Change, live_text
+from salt_proxmox.lxc.judge import compared_as, judge_each
+from salt_proxmox.outcome import text_diff
+from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
+from salt_proxmox.qemu import schema
+from salt_proxmox.qemu.props import (
+    DRIVES,
+    QemuDeclaration,
+    cpu_options,
+    memory_mib,
+    parse_drive,
+    parse_net,
+    print_net,
+    sshkeys_text,
+)
+from salt_proxmox.wire.propstring import (
+    canonical_option,
+    carry,
+    changed_options,
+    option_map,
+    pairs,
+    print_pairs,
+    sorted_form,
+)
+from salt_proxmox.wire.volumes import judge_volume, volume_owner
+
+
+@dataclass(frozen=True)
+class QemuChange(Change):
+    """``Change`` plus ``secrets`` (keys whose declared secret value the write sends, from
+    ``QemuDeclaration.secrets``) and ``uses`` (``Mapping.Use`` privileges the write needs)."""
+
+    secrets: list[str] = field(default_factory=list)
+    uses: list[str] = field(default_factory=list)
+
+    @property
+    def writes(self) -> bool:
+        """True when applying this change sends anything to PVE."""
+        return bool(self.put or self.clear or self.resize or self.secrets)
+
+
+def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
+    """One scalar value in its comparable spelling (``schema.SCALARS[key].compare``). Raises
+    ValueError for a live value that does not parse in its property-string format."""
+    compare = schema.SCALARS[key].compare
+    if compare == "memory":
+        return str(memory_mib(value))
+    if compare == "cpu":
+        return sorted_form(cpu_options(value))
+    if compare == "hotplug":
+        return ",".join(sorted(schema.hotplug_set(value)))
+    if compare == "agent":
+        options = {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="enabled")}
+        return sorted_form({k: v for k, v in options.items() if schema.AGENT_DEFAULTS.get(k) != v})
+    if compare in ("vga", "cicustom"):
+        return sorted_form(dict(pairs(value, default_key="type" if compare == "vga" else None)))
+    if compare == "boot":
+        options = dict(pairs(value, default_key="legacy")) if "=" in value else {"legacy": value}
+        return ";".join(part for part in options.get("order", options.get("legacy", "")).split(";") if part)
+    if compare == "sshkeys":
+        return sshkeys_text(value)
+    return compared_as(compare, value, style)
+
+
+def root_only(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
+    """A refusal of a change to an existing VM, naming the ``qm set`` to run; ``''`` names ``--delete``."""
+    command = f"--delete {key}" if value == "" else f"--{key} '{value}'"
+    return (
+        f"{key}: {why} PVE lets only root@pam make this change (qemu-server API2/Qemu.pm "
+        f"check_vm_modify_config_perm), and an API token is never root@pam. Run `qm set {decl.vmid} "
+        f"{command}` on node {decl.node}, then plan again."
+    )
+
+
+def root_only_at_create(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
+    """A refusal of a root-only value on a VM that does not exist yet: create it as root@pam and
+    adopt it, or create it without and ``qm set`` it after."""
+    return (
+        f"{key}: {why} PVE lets only root@pam set this, and an API token is never root@pam. VM "
+        f"{decl.vmid} does not exist yet: create it as root@pam on node {decl.node} (`qm create "
+        f"{decl.vmid} --{key} '{value}'` with the rest of its declaration) and declare adopt: true; or "
+        f"drop {key}, apply, run `qm set {decl.vmid} --{key} '{value}'` on node {decl.node}, and declare "
+        "it again."
+    )
+
+
+def device_rule(key: str, value: str) -> tuple[str | None, str | None]:
+    """``(root-only reason, Mapping.Use privilege)`` for a ``hostpciN``/``usbN``/``serialN``/
+    ``parallelN``/root-only key's ``value`` (one of the two, or neither).
+
+    ``check_hostpci_perm``: ``host=`` is root's ("only root can set '<key>' config for non-mapped
+    devices"), ``romfile=`` too; ``mapping=`` needs ``Mapping.Use`` on ``/mapping/pci/<id>``.
+    ``check_usb_perm``: ``host=spice`` is anyone's with VM.Config.HWType, another ``host=`` root's,
+    ``mapping=`` needs ``Mapping.Use`` on ``/mapping/usb/<id>``. ``$check_vm_create_serial_perm``:
+    ``socket`` is VM.Config.HWType's, a real device root's.
+    """
+    family = schema.family_of(key)
+    if key in schema.ROOT_ONLY or family == "parallel":
+        return f"{key} is reserved to root@pam.", None
+    if family == "serial":
+        return (None, None) if value == "socket" else ("A serial port on a host device.", None)
+    if family in ("hostpci", "usb"):
+        options = dict(pairs(value, "host"))
+        host = options.get("host")
+        if family == "usb" and host is not None and host.lower() == "spice":
+            return None, None
+        if host:
+            return f"A non-mapped {'PCI' if family == 'hostpci' else 'USB'} device (host={host}).", None
+        if family == "hostpci" and "romfile" in options:
+            return "A PCI device with romfile=.", None
+        kind = "pci" if family == "hostpci" else "usb"
+        return None, f"Mapping.Use on /mapping/{kind}/{options.get('mapping')}"
+    return None, None
+
+
+def net_write(declared: str, live: str | None) -> str:
+    """The NIC value to PUT: the declaration in PVE's spelling plus the live MAC when it names none
+    (else ``update_vm``'s ``parse_net`` draws a new MAC: a new DHCP lease for a tag change)."""
+    return print_net(carry(parse_net(declared), parse_net(live) if live is not None else None, "macaddr"))
+
+
+def _net_map(value: str) -> dict[str, str]:
+    defaults = {"firewall": "0", "link_down": "0"}
+    out = {key: canonical_option(key, raw) for key, raw in parse_net(value).items()}
+    return {key: raw for key, raw in out.items() if defaults.get(key) != raw}
+
+
+def net_changed(declared: str, live: str) -> frozenset[str]:
+    """The NIC options whose values differ; the live MAC counts only when one is declared."""
+    want, have = _net_map(declared), _net_map(live)
+    if "macaddr" not in want:
+        have.pop("macaddr", None)
+    return frozenset(key for key in {*want, *have} if want.get(key) != have.get(key))
+
+
+def drive_changed(declared: str, live: str) -> frozenset[str]:
+    """The drive options whose values differ (``volume`` when the volume differs), defaults dropped."""
+    want, have = parse_drive(declared), parse_drive(live)
+    a = option_map(",".join(f"{k}={v}" for k, v in want.options.items() if k != "size"), "drive")
+    b = option_map(",".join(f"{k}={v}" for k, v in have.options.items() if k != "size"), "drive")
+    out = {key for key in {*a, *b} if a.get(key) != b.get(key)}
+    if want.kind not in ("new",) and want.volume != have.volume:
+        out.add("volume")
+    return frozenset(out)
+
+
+def smbios_write(declared: str, live: str | None) -> str:
+    """``smbios1`` to PUT: the declared fields plus the live ``uuid`` when none is declared (PVE
+    generated it at create: ``create_vm`` adds ``smbios1: uuid=…``; the guest sees it as its
+    system UUID)."""
+    want = carry(dict(pairs(declared)), dict(pairs(live)) if live is not None else None, "uuid")
+    return print_pairs(want, lead=("uuid",))
+
+
+def _smbios_same(declared: str, live: str) -> bool:
+    want = {k: canonical_option(k, v) for k, v in pairs(declared)}
+    have = {k: canonical_option(k, v) for k, v in pairs(live)}
+    if "uuid" not in want:
+        have.pop("uuid", None)
+    else:
+        want["uuid"], have["uuid"] = want["uuid"].lower(), have.get("uuid", "").lower()
+    return want == have
+
+
+def judge(
+    decl: QemuDeclaration,
+    live: Mapping[str, object],
+    style: TagStyle = DEFAULT_TAG_STYLE,
+    ours: QemuDeclaration | None = None,
+) -> QemuChange:
+    """Compare ``decl`` with a live VM config (``GET …/config`` data) and say what to do.
+
+    ``ours``: the declaration this state last applied (its ownership row), or None; it holds the
+    recorded ``cipassword_serial``. ``style``: the datacenter's tag style. Pure: no I/O. Never
+    raises for a live value it cannot parse; such a key is drift with a refusal naming it.
+    """
+    change = QemuChange()
+    drift: set[str] = set()
+    judge_each(
+        decl.config,
+        live,
+        change,
+        drift,
+        lambda key, want, have: _judge_key(decl, key, want, have, change, drift, style),
+    )
+    if "cipassword" in decl.secrets:
+        live_set = bool(live_text(live.get("cipassword")))
+        recorded = ours.cipassword_serial if ours is not None else decl.cipassword_serial
+        if not live_set or (ours is not None and recorded != decl.cipassword_serial):
+            drift.add("cipassword")
+            change.secrets.append("cipassword")
+    change.drift.extend(sorted(drift))
+    return change
+
+
+def _judge_key(
+    decl: QemuDeclaration,
+    key: str,
+    want: str,
+    have: str | None,
+    change: QemuChange,
+    drift: set[str],
+    style: TagStyle,
+) -> None:
+    family = schema.family_of(key)
+    if schema.is_drive(key):
+        _judge_drive(decl, key, want, have, change, drift)
+        return
+    if family == "net":
+        if want == "":
+            if have is not None:
+                drift.add(key)
+                change.clear.append(key)
+            return
+        if have is None or net_changed(want, have):
+            drift.add(key)
+            change.put[key] = net_write(want, have)
+        return
+    if key in schema.ROOT_ONLY or family in ("serial", "parallel", "hostpci", "usb"):
+        same = have is None if want == "" else have is not None and _device_same(key, want, have)
+        if same:
+            return
+        drift.add(key)
+        why, use = device_rule(key, want if want else have or "")
+        old_why = device_rule(key, have)[0] if have else None
+        if why or old_why:
+            change.refuse.append(root_only(decl, key, want, why or old_why or ""))
+            return
+        if use:
+            change.uses.append(use)
+        if want == "":
+            change.clear.append(key)
+        else:
+            change.put[key] = want
+        return
+    if family == "ipconfig":
+        if want == "":
+            if have is not None:
+                drift.add(key)
+                change.clear.append(key)
+            return
+        if have is None or option_map(want, "ipconfig") != option_map(have, "ipconfig"):
+            drift.add(key)
+            change.put[key] = want
+        return
+    if key == "smbios1":
+        if want == "" or have is None or not _smbios_same(want, have):
+            if want == "" and have is None:
+                return
+            drift.add(key)
+            if want == "":
+                change.clear.append(key)
+            else:
+                change.put[key] = smbios_write(want, have)
+        return
+    spec = schema.SCALARS[key]
+    if want == "":
+        if have is None or (
+            spec.default is not None
+            and scalar_form(key, have, style) == scalar_form(key, spec.default, style)
+        ):
+            return
+        drift.add(key)
+        change.clear.append(key)
+        return
+    current = have if have is not None else spec.default
+    had = "" if current is None else scalar_form(key, current, style)
+    if scalar_form(key, want, style) == had:
+        return
+    drift.add(key)
+    change.put[key] = want
+
+
+def _device_same(key: str, want: str, have: str) -> bool:
+    if key in schema.ROOT_ONLY or schema.family_of(key) in ("serial", "parallel"):
+        return want == have
+    return sorted_form(dict(pairs(want, "host"))) == sorted_form(dict(pairs(have, "host")))
+
+
+def _judge_drive(
+    decl: QemuDeclaration, key: str, want: str, have: str | None, change: QemuChange, drift: set[str]
+) -> None:
+    if want == "":
+        if have is not None:
+            drift.add(key)
+            change.refuse.append(
+                f"{key}: detaching a drive moves its volume to unusedN (qemu-server "
+                f"vmconfig_register_unused_drive); do it by hand (`qm set {decl.vmid} --delete {key}`) if "
+                "that is what you want."
+            )
+        return
+    declared = parse_drive(want)
+    if have is None:
+        drift.add(key)
+        if refusal := added_drive_refusal(decl, key, want):
+            change.refuse.append(refusal)
+        else:
+            change.put[key] = want
+        return
+    live = parse_drive(have)
+    if {declared.kind, live.kind} & {"cdrom", "cloudinit"}:
+        if declared.kind != live.kind and not {declared.kind, live.kind} <= {"cdrom", "cloudinit"}:
+            drift.add(key)
+            change.refuse.append(
+                f"{key}: the live drive is a {_media(live.kind)}, the declaration a "
+                f"{_media(declared.kind)}; PVE cannot change a drive's media (qemu-server "
+                "vmconfig_update_disk: `unable to change media type`). Declare another drive key, or "
+                "change it by hand."
+            )
+            return
+        if declared.kind == "cloudinit" and live.kind == "cloudinit":
+            if declared.storage != live.storage:
+                drift.add(key)
+                change.refuse.append(
+                    f"{key}: the cloud-init drive is on storage {live.storage}, the declaration asks for "
+                    f"{declared.storage}; move it by hand (`qm set {decl.vmid} --delete {key}` then add it)."
+                )
+            return
+        if drive_changed(want, have) or declared.volume != live.volume:
+            drift.add(key)
+            change.put[key] = want
+        return
+    verdict = judge_volume(key, want, have, DRIVES)
+    if change.take_volume(key, verdict, root_only(decl, key, want, "A drive on a host path.")):
+        drift.add(key)
+
+
+def _media(kind: str) -> str:
+    return {"cdrom": "CD-ROM", "cloudinit": "cloud-init drive"}.get(kind, "disk")
+
+
+def added_drive_refusal(decl: QemuDeclaration, key: str, value: str) -> str | None:
+    """Why a drive this state adds (at create, or to a live VM where ``key`` is not configured)
+    cannot be declared as ``value``, else None: a new disk is ``storage:GiB``, a CD-ROM an ISO or
+    ``none``, a cloud-init drive ``storage:cloudinit``; an existing disk volume would be attached
+    (another guest's data, or a volume of this VM's ``unusedN``), a host path is root@pam's."""
+    drive = parse_drive(value)
+    if drive.kind in ("new", "cdrom", "cloudinit"):
+        return None
+    if drive.kind == "device":
+        return root_only(decl, key, value, "A drive on a host path.")
+    owner = volume_owner(drive.volume)
+    whose = ""
+    if owner is not None and owner != decl.vmid:
+        whose = f", a volume of vmid {owner} (its data would be shared with this VM)"
+    elif owner == decl.vmid:
+        whose = ", a volume of this VM"
+    return (
+        f"{key}: {drive.volume} is an existing volume{whose}; a new drive allocates a new volume. Declare it "
+        f"as storage:GiB (e.g. {drive.storage}:32), not the existing volume."
+    )
+
+
+def identity_refusals(decl: QemuDeclaration, recorded: Mapping[str, object] | None) -> list[str]:
+    """What makes this declaration a different VM than the one its state recorded: a new vmid, or
+    another ``clone`` template (consumed at create: another one is a new VM). A changed node is
+    settled by the read at the declared node, as for containers (docs/design.md §6)."""
+    if not recorded:
+        return []
+    reasons = vmid_refusal("proxmox_qemu", "qm", decl.vmid, recorded)
+    template = recorded.get("clone")
+    if decl.clone is not None and template is not None and int(str(template)) != decl.clone:
+        reasons.append(
+            f"clone: {template} -> {decl.clone}. A template is consumed at create; a clone of another one is "
+            "a new VM. Declare a new state with a new vmid instead."
+        )
+    return reasons
+
+
+def live_refusals(decl: QemuDeclaration, live: Mapping[str, object]) -> list[str]:
+    """Why the live VM at ``decl.vmid`` is not one this declaration may write: it is a template
+    (``template: 1``; qemu-server refuses most writes to one, and it is the source of clones, not a
+    VM to run)."""
+    if (live_text(live.get("template")) or "0") in ("1", "true"):
+        return [
+            f"VM {decl.vmid} is a template: a template is the source of clones, not a VM this state "
+            "configures. Declare a new vmid with clone: "
+            f"{decl.vmid}, or turn it back by restoring a backup."
+        ]
+    return []
+
+
+def clone_source_refusals(decl: QemuDeclaration, source: Mapping[str, object] | None) -> list[str]:
+    """Why ``decl.clone`` cannot be cloned: it does not exist, or it is not a template (a clone of a
+    running VM copies its disks while it writes to them; this state clones templates only)."""
+    if decl.clone is None:
+        return []
+    if source is None:
+        return [f"clone: VM {decl.clone} does not exist, so VM {decl.vmid} cannot be cloned from it."]
+    if (live_text(source.get("template")) or "0") not in ("1", "true"):
+        return [
+            f"clone: VM {decl.clone} is not a template; this state clones templates only. Convert it with "
+            f"`qm template {decl.clone}` on its node, or name a template."
+        ]
+    return []
+
+
+def create_refusals(decl: QemuDeclaration) -> list[str]:
+    """Why this declaration cannot be created with an API token (empty when it can).
+
+    ``POST /nodes/{node}/qemu`` (qemu-server ``PVE/API2/Qemu.pm`` ``create_vm``): root-only values
+    as in ``device_rule``; drives only as new ``storage:GiB`` disks, CD-ROMs or cloud-init drives,
+    so a create never attaches a volume it did not allocate. A create by clone takes the template's
+    drives; its declared drives are judged against the clone's.
+    """
+    reasons = []
+    for key, value in decl.config.items():
+        if value == "":
+            continue
+        family = schema.family_of(key)
+        if key in schema.ROOT_ONLY or family in ("serial", "parallel", "hostpci", "usb"):
+            why, _use = device_rule(key, value)
+            if why:
+                reasons.append(root_only_at_create(decl, key, value, why))
+        elif schema.is_drive(key) and decl.clone is None:
+            refusal = added_drive_refusal(decl, key, value)
+            if refusal and parse_drive(value).kind == "device":
+                reasons.append(root_only_at_create(decl, key, value, "A drive on a host path."))
+            elif refusal:
+                reasons.append(refusal)
+    return reasons
+
+
+def create_form(decl: QemuDeclaration) -> dict[str, str]:
+    """The ``POST /nodes/{node}/qemu`` form: declared keys, empties dropped, ``pool`` when declared.
+    Secrets are added by the caller from ``decl.secrets`` (never kept in a form that is shown)."""
+    form = {"vmid": str(decl.vmid)}
+    for key, value in decl.config.items():
+        if value != "":
+            form[key] = value
+    if decl.pool:
+        form["pool"] = decl.pool  # create_vm adds the new VM to it (PVE::Pool add_vm_to_pool)
+    return form
+
+
+def clone_form(decl: QemuDeclaration, source_node: str) -> dict[str, str]:
+    """The ``POST /nodes/{source_node}/qemu/{clone}/clone`` form (qemu-server ``clone_vm``):
+    ``newid``, ``name``, ``full`` and ``storage`` as declared (a template gives a linked clone
+    unless ``full``), ``pool``, and ``target`` when the VM is declared on another node."""
+    form = {"newid": str(decl.vmid)}
+    if decl.config.get("name"):
+        form["name"] = decl.config["name"]
+    if decl.full is not None:
+        form["full"] = "1" if decl.full else "0"
+    if decl.storage:
+        form["storage"] = decl.storage
+    if decl.pool:
+        form["pool"] = decl.pool
+    if source_node != decl.node:
+        form["target"] = decl.node
+    return form
+
+
+def split_by_effect(
+    change: Change, live: Mapping[str, object], running: bool, drift_in_effect: list[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """The keys ``change`` writes, split into (in effect at once, pending until the next start).
+
+    A stopped VM takes every change at once (``vmconfig_apply_pending``); on a running one
+    ``schema.applies_live`` decides with the VM's ``hotplug`` in effect. A write of a key whose
+    value in effect already is the declared one only drops a pending change: at once. A resize is
+    done online (``resize_vm`` runs ``block_resize`` on a running VM): at once.
+    """
+    now: list[str] = []
+    later: list[str] = []
+    hotplug = live_text(live.get("hotplug"))
+    for key in [*change.put, *change.clear, *getattr(change, "secrets", [])]:
+        clear = key in change.clear
+        old = live_text(live.get(key))
+        new = change.put.get(key)
+        changed: frozenset[str] = frozenset()
+        if old is not None and new is not None:
+            if schema.family_of(key) == "net":
+                changed = net_changed(new, old)
+            elif schema.is_drive(key):
+                changed = drift_changed(new, old)
+            elif key == "agent":
+                a = dict(pairs(new, "enabled"))
+                b = dict(pairs(old, "enabled"))
+                changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
+        in_effect = drift_in_effect is None or key in drift_in_effect
+        live_now = not running or not in_effect or schema.applies_live(key, clear, old, new, hotplug, changed)
+        (now if live_now else later).append(key)
+    now.extend(disk for disk, _ in change.resize if disk not in now)
+    return now, later
+
+
+def drift_changed(new: str, old: str) -> frozenset[str]:
+    """``drive_changed`` that never raises (a value PVE printed that does not parse counts as a
+    volume change, the strictest case)."""
+    try:
+        return drive_changed(new, old)
+    except ValueError:
+        return frozenset({"volume"})
+
+
+def key_change(key: str, old: str | None, new: str | None) -> dict:
+    """What a return shows for one config key going from ``old`` (live) to ``new`` (to write).
+
+    ``description`` as a unified diff; ``cipassword`` only as set / unset (never a value, never a
+    derivative of one); ``sshkeys`` decoded; property strings with only the differing sub-keys
+    (``propstring.changed_options``); the rest as PVE spells them.
+    """
+    if key == "description":
+
+        def lines(text: str | None) -> str | None:
+            return text.rstrip() + "\n" if text and text.rstrip() else None
+
+        return {"diff": text_diff(lines(old), lines(new), f"{key} (PVE)", f"{key} (declared)")}
+    if key in schema.SECRETS:
+        return {"old": "set" if old else "unset", "new": "set (written again)" if old else "set"}
+    if key == "sshkeys":
+        return {"old": sshkeys_text(old) if old else old, "new": sshkeys_text(new) if new else new}
+    form = schema.property_format(key)
+    if form is not None and form[0] in ("drive", "ipconfig", "hostpci", "usb", "startup"):
+        shown_old, shown_new = changed_options(old, new, *form)
+        return {"old": shown_old, "new": shown_new}
+    return {"old": old, "new": new}

@@ -1,0 +1,468 @@
+"""A VM declaration, and the VM's property strings: drives, NICs, ``sshkeys``, ``memory``, ``cpu``.
+
+Bad input is refused here, before any network call, with one sentence per key naming the key and
+the rule (docs/design.md §3). The property strings are parsed as qemu-server parses them
+(pve-common ``PVE/JSONSchema.pm`` ``parse_property_string`` over the formats in
+``salt_proxmox.qemu.schema``) and printed in PVE's order (``print_property_string``: the default
+key first, then the rest sorted), so a value this module writes reads back the same.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import quote, unquote
+
+from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
+from salt_proxmox.pve.constraints import Rule, check_size, options_problem, vmid_number
+from salt_proxmox.qemu import schema
+from salt_proxmox.wire.propstring import canonical_option, pairs
+from salt_proxmox.wire.volumes import STORAGE_ID, Volume, VolumeFamily
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: qemu-server ``PVE/QemuServer/Drive.pm`` ``$NEW_DISK_RE``: ``[storage:]N`` (GiB); a storage is
+#: required here, since a create without ``storage`` has no default to fall back on.
+_NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)\Z", re.IGNORECASE | re.ASCII)
+_SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*\Z", re.ASCII)
+_MAC = re.compile(r"[0-9A-Fa-f][02468aceACE](?::[0-9A-Fa-f]{2}){5}\Z", re.ASCII)
+
+#: ``PVE/QemuServer/Network.pm`` ``$nic_model_list``.
+NIC_MODELS = (
+    "e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551", "i82557b",
+    "i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3",
+)  # fmt: skip
+#: ``$net_fmt``'s other options.
+NET_OPTIONS: dict[str, Rule] = {
+    "bridge": Rule(
+        check=lambda v: None if re.fullmatch(r"[-_.\w\d]+", v, re.ASCII) else f"{v!r} is not a bridge name"
+    ),
+    "queues": Rule("integer", minimum=0, maximum=64),
+    "rate": Rule("number", minimum=0),
+    "tag": Rule("integer", minimum=1, maximum=4094),
+    "trunks": Rule(
+        check=lambda v: (
+            None
+            if re.fullmatch(r"\d+(?:-\d+)?(?:;\d+(?:-\d+)?)*", v, re.ASCII)
+            else f"{v!r} is not a ;-list of VLAN ids"
+        )
+    ),
+    "firewall": Rule("flag"),
+    "link_down": Rule("flag"),
+    "mtu": Rule("integer", minimum=1, maximum=65520),
+    "host-tunnel": Rule("flag"),
+}
+NET_RULES = {
+    **NET_OPTIONS,
+    "model": Rule("enum", choices=NIC_MODELS),
+    "macaddr": Rule(check=lambda v: None if _MAC.match(v) else f"{v!r} is not a unicast MAC address"),
+}
+
+_THROTTLE = (
+    "bps", "bps_rd", "bps_wr", "mbps", "mbps_rd", "mbps_wr", "iops", "iops_rd", "iops_wr",
+    "mbps_max", "mbps_rd_max", "mbps_wr_max", "iops_max", "iops_rd_max", "iops_wr_max",
+    "bps_max_length", "bps_rd_max_length", "bps_wr_max_length", "iops_max_length",
+    "iops_rd_max_length", "iops_wr_max_length",
+)  # fmt: skip
+_BASE = frozenset(
+    {
+        "volume", "media", "snapshot", "cache", "format", "size", "backup", "replicate", "rerror",
+        "werror", "aio", "discard", "detect_zeroes", "serial", "shared", *_THROTTLE,
+    }
+)  # fmt: skip
+#: The options each drive key takes (``PVE/QemuServer/Drive.pm``: ``$ide_fmt``, ``$sata_fmt``,
+#: ``$scsi_fmt``, ``$virtio_fmt``, ``$efidisk_fmt``, ``$tpmstate_fmt``).
+DRIVE_OPTIONS: dict[str, frozenset[str]] = {
+    "ide": _BASE | {"model", "ssd", "wwn"},
+    "sata": _BASE | {"ssd", "wwn"},
+    "scsi": _BASE | {"iothread", "product", "queues", "ro", "scsiblock", "ssd", "vendor", "wwn"},
+    "virtio": _BASE | {"iothread", "ro"},
+    "efidisk0": frozenset({"volume", "format", "size", "efitype", "pre-enrolled-keys", "ms-cert"}),
+    "tpmstate0": frozenset({"volume", "format", "size", "version"}),
+}
+_DRIVE_FLAGS = (
+    "snapshot", "backup", "replicate", "detect_zeroes", "shared", "iothread", "ro", "scsiblock", "ssd",
+    "pre-enrolled-keys",
+)  # fmt: skip
+_DRIVE_RULES: dict[str, Rule] = {
+    "media": Rule("enum", choices=("cdrom", "disk")),
+    "cache": Rule("enum", choices=("none", "writethrough", "writeback", "unsafe", "directsync")),
+    "format": Rule("enum", choices=("raw", "qcow", "qed", "qcow2", "vmdk", "cloop")),
+    "rerror": Rule("enum", choices=("ignore", "report", "stop")),
+    "werror": Rule("enum", choices=("enospc", "ignore", "report", "stop")),
+    "aio": Rule("enum", choices=("native", "threads", "io_uring")),
+    "discard": Rule("enum", choices=("ignore", "on")),
+    "efitype": Rule("enum", choices=("2m", "4m")),
+    "version": Rule("enum", choices=("v1.2", "v2.0")),
+    "queues": Rule("integer", minimum=2),
+    **{name: Rule("flag") for name in _DRIVE_FLAGS},
+    **{name: Rule("number" if name.startswith("mbps") else "integer", minimum=0) for name in _THROTTLE},
+}  # fmt: skip
+
+
+def drive_options(key: str) -> frozenset[str]:
+    """The options drive ``key`` takes (``scsi3`` → ``DRIVE_OPTIONS['scsi']``)."""
+    return DRIVE_OPTIONS[key if key in schema.SPECIAL_DRIVES else schema.family_of(key)]
+
+
+def parse_drive(value: str) -> Volume:
+    """Parse a drive value (``local-lvm:32,discard=on``, ``local-lvm:vm-100-disk-0,size=32G``,
+    ``local:iso/debian.iso,media=cdrom``, ``none,media=cdrom``, ``local-lvm:cloudinit``).
+
+    ``kind``: ``new`` (``storage:GiB``, allocated by qemu-server ``create_disks``), ``volume``
+    (an existing ``storage:volname``), ``cdrom`` (``media=cdrom``: an ISO volume, ``none`` or the
+    host's ``cdrom``), ``cloudinit`` (``storage:cloudinit``, or the ``vm-N-cloudinit`` volume PVE
+    made of it, always ``media=cdrom``), ``device`` (a host path: root@pam only, pve-storage
+    ``check_volume_access``: "only root can pass arbitrary filesystem paths"). ``file=`` is
+    ``volume``'s alias, as in ``Drive.pm``. Raises ValueError for a malformed value.
+    """
+    options = dict(pairs(value, default_key="volume"))
+    if "file" in options:
+        if "volume" in options:
+            raise ValueError("file= and a bare volume name the same thing; give one")
+        options["volume"] = options.pop("file")
+    volume = options.pop("volume", "")
+    if not volume:
+        raise ValueError("a drive needs a volume (storage:GiB, storage:volume, or none/ISO with media=cdrom)")
+    storage, colon, name = volume.partition(":")
+    cdrom = options.get("media") == "cdrom"
+    if name == "cloudinit" or (colon and re.search(r"(?:^|/)vm-\d+-cloudinit(?:\.\w+)?$", name)):
+        return Volume("cloudinit", volume, storage=storage, options=options)
+    if cdrom:
+        return Volume("cdrom", volume, storage=storage if colon else None, options=options)
+    new = _NEW.match(volume)
+    if new:
+        return Volume("new", volume, storage=new.group(1), new_gib=new.group(2), options=options)
+    if volume.startswith("/"):
+        return Volume("device", volume, options=options)
+    if _SIZE_LIKE.match(name) or not colon or not name or not STORAGE_ID.match(storage):
+        raise ValueError(f"{volume!r} is not storage:GiB, storage:volume or none/an ISO with media=cdrom")
+    return Volume("volume", volume, storage=storage, options=options)
+
+
+#: VM drives for ``salt_proxmox.wire.volumes.judge_volume``.
+DRIVES = VolumeFamily(
+    parse=parse_drive,
+    defaults="drive",
+    lead=(),
+    move="qm disk move",
+    noun="a VM disk",
+    shrink="qemu-server resize_vm: `shrinking disks is not supported`",
+    sort=True,
+)
+
+
+def drive_problem(key: str, value: str) -> str | None:
+    """Why ``value`` is not a valid drive ``key``, else None (options of that bus, each valid; an
+    ISO needs ``media=cdrom``, as qemu-server ``$check_drive_param`` demands)."""
+    try:
+        drive = parse_drive(value)
+    except ValueError as exc:
+        return str(exc)
+    rules = {option: _DRIVE_RULES.get(option, Rule()) for option in drive_options(key) - {"volume"}}
+    reason = options_problem(",".join(f"{k}={v}" for k, v in drive.options.items()), rules)
+    if reason:
+        return reason
+    if "size" in drive.options:
+        reason = check_size(drive.options["size"])
+        if reason:
+            return f"size={drive.options['size']}: {reason}"
+    volname = drive.volume.partition(":")[2]
+    if drive.kind == "volume" and (volname.startswith("iso/") or volname.endswith(".iso")):
+        return "explicit 'media=cdrom' is required for iso images (qemu-server $check_drive_param)"
+    if drive.kind == "cdrom" and key in schema.SPECIAL_DRIVES:
+        return f"{key} cannot be a CD-ROM"
+    if drive.kind == "cdrom" and drive.volume not in ("none", "cdrom") and drive.storage is None:
+        return f"{drive.volume!r} is not none, cdrom or an ISO volume (storage:iso/file.iso)"
+    return None
+
+
+def parse_net(value: str) -> dict[str, str]:
+    """A ``netN`` value as ``{'model': ..., 'macaddr': ..., option: value}``.
+
+    ``PVE/QemuServer/Network.pm`` ``$net_fmt``: the model is the default key and each model name
+    is a key alias whose value is the MAC (``virtio=BC:24:11:2E:4B:7A``), so ``virtio``,
+    ``model=virtio``, ``virtio=<MAC>`` and ``model=virtio,macaddr=<MAC>`` are one NIC. Raises
+    ValueError for an unknown option or model, or two models.
+    """
+    out: dict[str, str] = {}
+    for key, raw in pairs(value, default_key="model"):
+        if key in NIC_MODELS:
+            if "model" in out:
+                raise ValueError(f"{key}= names a second model; a NIC has one")
+            out["model"] = key
+            if raw:
+                out["macaddr"] = raw
+            continue
+        if key == "model" and "model" in out:
+            raise ValueError("two models; a NIC has one")
+        out[key] = raw
+    if out.get("model") not in NIC_MODELS:
+        raise ValueError(f"a NIC needs a model ({', '.join(NIC_MODELS)}), e.g. virtio,bridge=vmbr0")
+    return out
+
+
+def print_net(net: Mapping[str, str]) -> str:
+    """A NIC as PVE prints it (``print_net``): ``<model>[=<MAC>]``, then the options sorted."""
+    head = net["model"] + (f"={net['macaddr']}" if net.get("macaddr") else "")
+    rest = [f"{key}={net[key]}" for key in sorted(net) if key not in ("model", "macaddr")]
+    return ",".join([head, *rest])
+
+
+def net_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid ``netN``, else None (``$net_fmt``; the MAC a unicast address,
+    pve-common ``pve_verify_mac_addr``)."""
+    try:
+        net = parse_net(value)
+    except ValueError as exc:
+        return str(exc)
+    return options_problem(",".join(f"{k}={v}" for k, v in net.items()), NET_RULES)
+
+
+#: pve-common ``PVE/JSONSchema.pm`` ``pve_verify_urlencoded``: ``^[-%a-zA-Z0-9_.!~*'()]*$``.
+_URLENCODED = re.compile(r"^[-%a-zA-Z0-9_.!~*'()]*\Z", re.ASCII)
+
+
+def sshkeys_wire(keys: str) -> str:
+    """``sshkeys`` as PVE takes it: URL-encoded as pve-manager's ``SSHKey.js`` does
+    (``encodeURIComponent``: every byte but ``A-Za-z0-9-_.!~*'()`` as ``%XX``, a space as ``%20``,
+    never ``+``), which is what pve-common's ``urlencoded`` format accepts; qemu-server decodes it
+    with ``URI::Escape::uri_unescape`` (``PVE/QemuServer/Cloudinit.pm``, ``PVE/API2/Qemu.pm``
+    ``update_vm``). A value already in that encoding is kept as it is."""
+    if _URLENCODED.match(keys) and "%" in keys:
+        return keys
+    return quote(keys, safe="!~*'()")
+
+
+def sshkeys_text(value: str) -> str:
+    """The keys an ``sshkeys`` value holds, one per line, blank lines and surrounding space dropped
+    (``uri_unescape``; qemu-server splits on ``\\s*\\n\\s*``), for comparing."""
+    text = unquote(value) if _URLENCODED.match(value) else value
+    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+@dataclass(frozen=True)
+class QemuDeclaration:
+    """One declared VM.
+
+    ``config`` maps VM config keys (``name``, ``memory``, ``scsi0``, ``net0``, ``sshkeys`` …) to
+    their wire strings (``sshkeys`` URL-encoded); ``''`` asks to clear the key. ``clone`` (a
+    template's vmid), ``full`` and ``storage`` shape the create by clone. ``pool``: as for
+    containers (None leaves membership alone, ``''`` is no pool). ``secrets``: ``cipassword``,
+    sent only, never in a repr, a return or grains. ``cipassword_serial``: the operator's counter
+    for the password; a new value asks for the declared password to be written again.
+    """
+
+    state_id: str
+    target: str
+    node: str
+    vmid: int
+    adopt: bool = False
+    removal: str = "retain"
+    config: dict[str, str] = field(default_factory=dict)
+    clone: int | None = None
+    full: bool | None = None
+    storage: str | None = None
+    pool: str | None = None
+    reboot_for_pending: bool = False
+    cipassword_serial: int | None = None
+    secrets: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def stored(self) -> dict[str, object]:
+        """The declaration as grains keep it: identity and config, without the description (notes
+        a human wrote) and without any secret; the password only by its serial."""
+        out: dict[str, object] = {key: value for key, value in self.config.items() if key != "description"}
+        out["node"] = self.node
+        out["vmid"] = self.vmid
+        if self.clone is not None:
+            out["clone"] = self.clone
+        if self.cipassword_serial is not None:
+            out["cipassword_serial"] = self.cipassword_serial
+        return out
+
+
+#: Keys that shape the create only; never config.
+CREATE_ONLY = frozenset({"clone", "full", "storage"})
+
+
+def _problem_for(key: str, value: str) -> str | None:
+    """Why ``value`` is not a valid ``key``, else None; ``''`` (clear) is refused for ``memory``
+    (PVE would fall back to 512 MiB silently) and for the keys PVE generates."""
+    family = schema.family_of(key)
+    if value == "":
+        return None
+    if schema.is_drive(key):
+        return drive_problem(key, value)
+    if family == "net":
+        return net_problem(value)
+    if family == "ipconfig":
+        return options_problem(value, schema.IPCONFIG_OPTIONS)
+    if family == "serial":
+        if value == "socket" or value.startswith("/dev/"):
+            return None
+        return "socket or a host device /dev/..."
+    if family in ("hostpci", "usb"):
+        try:
+            options = dict(pairs(value, "host"))
+        except ValueError as exc:
+            return str(exc)
+        if not options.get("host") and not options.get("mapping"):
+            return "either 'host' or 'mapping' must be set (qemu-server check_hostpci_perm/check_usb_perm)"
+        return None
+    if key in schema.SCALARS:
+        return schema.SCALARS[key].rule.problem(value)
+    return None
+
+
+def _serial(value: object) -> tuple[int | None, str | None]:
+    if isinstance(value, bool) or not isinstance(value, int | str) or not re.fullmatch(r"[0-9]+", str(value)):
+        return (
+            None,
+            f"expected a whole number (bump it to write the declared password again), got {shown(value)}",
+        )
+    return int(str(value)), None
+
+
+def parse_declaration(
+    state_id: str,
+    *,
+    vmid: object,
+    node: object,
+    target: object,
+    adopt: object = False,
+    removal: object = "retain",
+    config: Mapping[str, object] | None = None,
+    reboot_for_pending: object = False,
+) -> QemuDeclaration:
+    """Check a ``proxmox_qemu`` declaration and return it in wire spelling.
+
+    Raises DeclarationError listing every problem: an unknown key, a value of the wrong type, a
+    value qemu-server's schema rejects, a key PVE generates (``vmgenid``, ``meta``), a secret
+    that is not one line of text. A secret's value is never repeated in a message.
+    """
+    number, problems = guest_problems(vmid, node, target, adopt, removal, reboot_for_pending)
+    wired: dict[str, str] = {}
+    secrets: dict[str, str] = {}
+    extra: dict[str, object] = {}
+    for key, raw in sorted((config or {}).items(), key=lambda item: str(item[0])):
+        if not isinstance(key, str):
+            problems.append(f"{shown(key)}: config keys are strings")
+            continue
+        if key == "pool":
+            problem = pool_problem(raw)
+            if problem:
+                problems.append(f"pool: {problem}")
+            else:
+                extra["pool"] = str(raw)
+            continue
+        if key == "cipassword_serial":
+            extra[key], problem = _serial(raw)
+            if problem:
+                problems.append(f"{key}: {problem}")
+            continue
+        if key == "clone":
+            try:
+                extra["clone"] = vmid_number(raw)
+            except DeclarationError as exc:
+                problems += [problem.replace("vmid", "clone", 1) for problem in exc.problems]
+            continue
+        if key == "full":
+            if not isinstance(raw, bool):
+                problems.append(f"full: expected true or false, got {shown(raw)}")
+            else:
+                extra["full"] = raw
+            continue
+        if key == "storage":
+            if not isinstance(raw, str) or not STORAGE_ID.match(raw):
+                problems.append(f"storage: {shown(raw)} is not a storage id (pve-storage-id)")
+            else:
+                extra["storage"] = raw
+            continue
+        if key in schema.SECRETS:
+            if not isinstance(raw, str) or not raw or _CONTROL.search(raw):
+                problems.append(f"{key}: expected one line of text; the value is not repeated here")
+            else:
+                secrets[key] = raw
+            continue
+        if key in schema.GENERATED:
+            problems.append(
+                f"{key}: PVE generates it once for each VM and keeps it (qemu-server create_vm); it is not "
+                "declared. Remove it from the declaration."
+            )
+            continue
+        if not schema.is_config_key(key):
+            problems.append(
+                f"{shown(key, quote=False)}: not a VM config key this state manages (see qemu-server "
+                "PVE/QemuServer.pm $confdesc); remove it from the declaration"
+            )
+            continue
+        if key == "sshkeys":
+            problem = (
+                secret_problem("ssh-public-keys", sshkeys_text(raw))
+                if isinstance(raw, str)
+                else "expected text"
+            )
+            if problem and raw != "":
+                problems.append(f"sshkeys: {problem}")
+                continue
+            wired[key] = sshkeys_wire(raw) if raw else ""
+            continue
+        spec = schema.SCALARS.get(key)
+        value, problem = wired_value(key, raw, spec.rule.kind if spec is not None else "string")
+        if problem:
+            problems.append(f"{key}: {problem}")
+            continue
+        if value == "" and key == "memory":
+            problems.append("memory: declare the MiB it should have; clearing it falls back to 512 MiB")
+            continue
+        problem = _problem_for(key, value)
+        if problem:
+            problems.append(f"{key}: {problem}")
+            continue
+        wired[key] = value
+    if "full" in extra and "clone" not in extra:
+        problems.append("full: only a create by clone takes it; declare clone: <template vmid>")
+    if "storage" in extra and "clone" not in extra:
+        problems.append(
+            "storage: only a create by clone takes it (a new disk names its storage: scsi0: local-lvm:32)"
+        )
+    if "storage" in extra and extra.get("full") is False:
+        problems.append(
+            "storage: a linked clone keeps the template's storage (qemu-server clone_vm: "
+            "`parameter 'storage' not allowed for linked clones`); declare full: true or drop storage"
+        )
+    if problems:
+        raise DeclarationError(problems)
+    return QemuDeclaration(
+        state_id=state_id,
+        target=str(target),
+        node=str(node),
+        vmid=number,
+        adopt=bool(adopt),
+        removal=str(removal),
+        config=wired,
+        clone=extra.get("clone"),  # type: ignore[arg-type]
+        full=extra.get("full"),  # type: ignore[arg-type]
+        storage=extra.get("storage"),  # type: ignore[arg-type]
+        pool=extra.get("pool"),  # type: ignore[arg-type]
+        reboot_for_pending=reboot_for_pending is True,
+        cipassword_serial=extra.get("cipassword_serial"),  # type: ignore[arg-type]
+        secrets=secrets,
+    )
+
+
+def memory_mib(value: str) -> int:
+    """The MiB a ``memory`` value gives the VM: ``2048`` and ``current=2048`` are one value
+    (``PVE/QemuServer/Memory.pm`` ``parse_memory``; the property-string form came with
+    qemu-server 8.1, PVE 8.1). Raises ValueError for anything else."""
+    return int(dict(pairs(value, default_key="current")).get("current", "512"))
+
+
+def cpu_options(value: str) -> dict[str, str]:
+    """A ``cpu`` value as a map: ``host`` and ``cputype=host`` are one value (``CPUConfig.pm``
+    ``$cpu_fmt``, ``cputype`` the default key); flags canonical, ``hidden=0`` dropped."""
+    out = {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="cputype")}
+    if out.get("hidden") == "0":
+        del out["hidden"]
+    return out

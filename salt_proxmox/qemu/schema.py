@@ -1,0 +1,419 @@
+"""Every VM config key this family manages, defined once: how it compares, its default, its rule,
+who may change it, and whether a running VM takes it at once.
+
+Sources (qemu-server, the PVE 8 and 9 lines agree on everything used here):
+
+- ``PVE/QemuServer.pm`` ``$confdesc`` and ``$confdesc_cloudinit`` (keys, types, defaults),
+  ``vmconfig_hotplug_pending`` and ``$fast_plug_option`` (what applies live);
+- ``PVE/QemuServer/Drive.pm`` (``ideN`` 0-3, ``sataN`` 0-5, ``scsiN`` 0-30, ``virtioN`` 0-15,
+  ``efidisk0``, ``tpmstate0``), ``PVE/QemuServer/Network.pm`` (``netN`` 0-31, ``ipconfigN``),
+  ``PVE/QemuServer/Memory.pm`` (``memory``: ``[current=]N``), ``PVE/QemuServer/CPUConfig.pm``
+  (``cpu``: ``[cputype=]NAME,...``), ``PVE/QemuServer/PCI.pm`` / ``USB.pm`` (``hostpciN``, ``usbN``);
+- ``PVE/API2/Qemu.pm`` ``$check_vm_modify_config_perm``, ``check_hostpci_perm``,
+  ``check_usb_perm``, ``$check_vm_create_serial_perm``: what only root@pam may set.
+
+A key not listed here is refused by name at parse, never ignored and never written.
+"""
+
+from __future__ import annotations
+
+import re
+
+from salt_proxmox.lxc.schema import Key, indexed_key
+from salt_proxmox.pve.constraints import (
+    Rule,
+    check_addresses,
+    check_dns_name,
+    check_dns_names,
+    check_startup,
+    check_tags,
+    options_problem,
+    split_list,
+)
+
+_OSTYPES = (
+    "other",
+    "wxp",
+    "w2k",
+    "w2k3",
+    "w2k8",
+    "wvista",
+    "win7",
+    "win8",
+    "win10",
+    "win11",
+    "l24",
+    "l26",
+    "solaris",
+)
+_SCSIHW = ("lsi", "lsi53c810", "virtio-scsi-pci", "virtio-scsi-single", "megasas", "pvscsi")
+#: ``parse_hotplug_features``: the features ``hotplug`` may list; ``1`` is the default set, ``0`` none.
+HOTPLUG_FEATURES = ("network", "disk", "cpu", "memory", "usb", "cloudinit")
+HOTPLUG_DEFAULT = "network,disk,usb"
+
+
+def hotplug_set(value: str | None) -> frozenset[str]:
+    """The features a ``hotplug`` value enables (qemu-server ``parse_hotplug_features``): absent
+    and ``1`` are ``network,disk,usb``, ``0`` is none. Raises ValueError for an unknown feature."""
+    if value is None or value.strip() == "1":
+        value = HOTPLUG_DEFAULT
+    if value.strip() == "0":
+        return frozenset()
+    features = split_list(value)
+    unknown = [feature for feature in features if feature not in HOTPLUG_FEATURES]
+    if unknown:
+        raise ValueError(
+            f"invalid hotplug feature '{unknown[0]}' (allowed: {', '.join(HOTPLUG_FEATURES)}, or 0/1)"
+        )
+    return frozenset(features)
+
+
+def _hotplug(value: str) -> str | None:
+    try:
+        hotplug_set(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _options(allowed: dict[str, Rule], default_key: str | None):
+    """A checker of a property string whose options are ``allowed`` (``options_problem``)."""
+    return lambda value: options_problem(value, allowed, default_key)
+
+
+def _pattern(regex: str, what: str):
+    compiled = re.compile(regex, re.ASCII)
+
+    def check(value: str) -> str | None:
+        return None if compiled.fullmatch(value) else f"{value!r} is not {what}"
+
+    return check
+
+
+_FLAG = Rule("flag")
+#: ``PVE/QemuServer/Memory.pm`` ``$memory_fmt``: ``current`` (default key, MiB, minimum 16).
+MEMORY_OPTIONS = {"current": Rule("integer", minimum=16)}
+#: ``PVE/QemuServer/CPUConfig.pm`` ``$cpu_fmt`` (``cputype`` the default key).
+CPU_OPTIONS = {
+    "cputype": Rule(check=_pattern(r"[-+_.a-zA-Z0-9]+", "a CPU model name")),
+    "reported-model": Rule(),
+    "hidden": _FLAG,
+    "hv-vendor-id": Rule(check=_pattern(r"[a-zA-Z0-9]{1,12}", "a Hyper-V vendor id (1-12 letters/digits)")),
+    "flags": Rule(
+        check=_pattern(r"[+-][a-zA-Z0-9\-_.]+(?:;[+-][a-zA-Z0-9\-_.]+)*", "a ;-list of +flag/-flag")
+    ),
+    "phys-bits": Rule(check=_pattern(r"host|[0-9]+", "host or a number of bits")),
+    "guest-phys-bits": Rule("integer", minimum=32, maximum=64),
+    "level": Rule("integer", minimum=0, maximum=4294967295),
+}
+#: ``PVE/QemuServer/Agent.pm`` ``$agent_fmt``.
+AGENT_OPTIONS = {
+    "enabled": _FLAG,
+    "fstrim_cloned_disks": _FLAG,
+    "freeze-fs-on-backup": _FLAG,
+    "freeze-fs": _FLAG,
+    "type": Rule("enum", choices=("virtio", "isa")),
+}
+AGENT_DEFAULTS = {"enabled": "0", "fstrim_cloned_disks": "0", "type": "virtio"}
+#: ``PVE/QemuServer.pm`` ``$vga_fmt``.
+VGA_OPTIONS = {
+    "type": Rule(
+        "enum",
+        choices=(
+            "cirrus",
+            "qxl",
+            "qxl2",
+            "qxl3",
+            "qxl4",
+            "none",
+            "serial0",
+            "serial1",
+            "serial2",
+            "serial3",
+            "std",
+            "virtio",
+            "virtio-gl",
+            "vmware",
+        ),
+    ),
+    "memory": Rule("integer", minimum=4, maximum=512),
+    "clipboard": Rule("enum", choices=("vnc",)),
+}
+#: ``PVE/QemuServer.pm`` ``$smbios1_fmt`` (``pve-qm-smbios1``). ``uuid`` PVE generates at create.
+SMBIOS1_OPTIONS = {
+    "uuid": Rule(check=_pattern(r"[a-fA-F0-9]{8}(?:-[a-fA-F0-9]{4}){3}-[a-fA-F0-9]{12}", "a UUID")),
+    "base64": _FLAG,
+    "family": Rule(),
+    "manufacturer": Rule(),
+    "product": Rule(),
+    "serial": Rule(),
+    "sku": Rule(),
+    "version": Rule(),
+}
+#: ``PVE/QemuServer.pm`` ``$cicustom_fmt``: volume ids of snippets.
+CICUSTOM_OPTIONS = {
+    name: Rule(check=_pattern(r"[^\s,:]+:\S+", "a volume id"))
+    for name in ("meta", "network", "user", "vendor")
+}
+#: ``pve-qm-boot``: ``order=dev;dev...`` (PVE 6.3 and newer); the legacy ``[acdn]{1,4}`` still parses.
+BOOT_OPTIONS = {
+    "order": Rule(
+        check=_pattern(
+            r"(?:ide|sata|scsi|virtio|efidisk|tpmstate|net|usb|hostpci)\d+(?:;(?:ide|sata|scsi|virtio|net|usb|hostpci)\d+)*",
+            "a ;-list of devices (e.g. scsi0;ide2;net0)",
+        )
+    ),
+    "legacy": Rule(check=_pattern(r"[acdn]{1,4}", "a legacy boot string [acdn]{1,4}")),
+}
+#: ``pve-qm-ipconfig`` (``PVE/QemuServer/Network.pm`` ``$ipconfig_fmt``).
+IPCONFIG_OPTIONS = {
+    "ip": Rule(check=_pattern(r"dhcp|[0-9.]+/[0-9]{1,2}", "dhcp or an IPv4 address/prefix")),
+    "gw": Rule(check=_pattern(r"[0-9.]+", "an IPv4 address")),
+    "ip6": Rule(
+        check=_pattern(r"dhcp|auto|[0-9a-fA-F:.]+/[0-9]{1,3}", "dhcp, auto or an IPv6 address/prefix")
+    ),
+    "gw6": Rule(check=_pattern(r"[0-9a-fA-F:.]+", "an IPv6 address")),
+}
+
+
+def _boot(value: str) -> str | None:
+    """``pve-qm-boot``: ``order=...`` or the legacy ``[acdn]{1,4}``."""
+    if "=" in value:
+        return _options({"order": BOOT_OPTIONS["order"]}, None)(value)
+    return BOOT_OPTIONS["legacy"].problem(value)
+
+
+#: Scalar keys. ``compare`` as in ``salt_proxmox.lxc.schema.Key``, plus the VM's own kinds:
+#: ``memory`` (``[current=]N``), ``propstring:<family>:<default key>:<defaults>`` values compared
+#: as option maps, ``hotplug`` (a feature set), ``boot``, ``smbios1``, ``sshkeys``.
+SCALARS: dict[str, Key] = {
+    "name": Key("text", Rule(max_length=255, check=check_dns_name)),
+    "memory": Key("memory", Rule(check=_options(MEMORY_OPTIONS, "current")), default="512"),
+    "balloon": Key("number", Rule("integer", minimum=0)),
+    "cores": Key("number", Rule("integer", minimum=1), default="1"),
+    "sockets": Key("number", Rule("integer", minimum=1), default="1"),
+    "vcpus": Key("number", Rule("integer", minimum=1)),
+    "cpu": Key("cpu", Rule(check=_options(CPU_OPTIONS, "cputype"))),
+    "cpulimit": Key("number", Rule("number", minimum=0, maximum=128), default="0"),
+    "numa": Key("flag", Rule("boolean"), default="0"),
+    "machine": Key(
+        "text", Rule(check=_pattern(r"[-+_.a-zA-Z0-9,=]+", "a machine type (pc, q35, pc-q35-9.0, ...)"))
+    ),
+    "bios": Key("text", Rule("enum", choices=("seabios", "ovmf")), default="seabios"),
+    "ostype": Key("text", Rule("enum", choices=_OSTYPES), default="other"),
+    "scsihw": Key("text", Rule("enum", choices=_SCSIHW), default="lsi"),
+    "agent": Key("agent", Rule(check=_options(AGENT_OPTIONS, "enabled")), default="0"),
+    "boot": Key("boot", Rule(check=_boot)),
+    "onboot": Key("flag", Rule("boolean"), default="0"),
+    "startup": Key("startup", Rule(check=check_startup)),
+    "tags": Key("tags", Rule(check=check_tags)),
+    "description": Key("description", Rule(max_length=8192)),
+    "protection": Key("flag", Rule("boolean"), default="0"),
+    "hotplug": Key("hotplug", Rule(check=_hotplug), default=HOTPLUG_DEFAULT),
+    "vga": Key("vga", Rule(check=_options(VGA_OPTIONS, "type"))),
+    "tablet": Key("flag", Rule("boolean"), default="1"),
+    "kvm": Key("flag", Rule("boolean"), default="1"),
+    "acpi": Key("flag", Rule("boolean"), default="1"),
+    "localtime": Key("flag", Rule("boolean")),
+    "smbios1": Key("smbios1", Rule(max_length=512, check=_options(SMBIOS1_OPTIONS, None))),
+    # cloud-init (``$confdesc_cloudinit``); ``cipassword`` is a secret, see ``SECRETS``.
+    "ciuser": Key("text", Rule()),
+    "citype": Key("text", Rule("enum", choices=("configdrive2", "nocloud", "opennebula"))),
+    "ciupgrade": Key("flag", Rule("boolean"), default="1"),
+    "cicustom": Key("cicustom", Rule(check=_options(CICUSTOM_OPTIONS, None))),
+    "nameserver": Key("list", Rule(check=check_addresses)),
+    "searchdomain": Key("list", Rule(check=check_dns_names)),
+    # Declared as the keys, one per line; checked and URL-encoded by ``props`` (``sshkeys_wire``).
+    "sshkeys": Key("sshkeys", Rule()),
+}
+
+#: Secrets: sent, never shown, never stored, compared only as set / not set. ``cipassword``
+#: (``$confdesc_cloudinit``): PVE stores a crypted hash (``PVE/API2/Qemu.pm`` ``update_vm`` /
+#: ``create_vm`` run ``PVE::Tools::encrypt_pw`` unless the ostype is Windows) and answers
+#: ``GET …/config`` with ``**********`` in its place (``vm_config``).
+SECRETS = frozenset({"cipassword"})
+#: PVE's mask for a set ``cipassword`` in ``GET …/config`` (qemu-server ``PVE/API2/Qemu.pm`` ``vm_config``).
+PASSWORD_MASK = "**********"  # noqa: S105 - PVE's mask, not a password
+
+#: Values PVE generates for a VM and keeps: never declared, never drift (``vmgenid``: ``create_vm``
+#: writes ``generate_uuid``; ``meta``: ``PVE::QemuServer::MetaInfo::new_meta_info_string`` with the
+#: creation time and QEMU version). Setting either is for root@pam only
+#: (``$check_vm_modify_config_perm`` lists neither).
+GENERATED = frozenset({"vmgenid", "meta"})
+
+#: Keys only root@pam may set: ``$check_vm_modify_config_perm`` ends "catches args, lock, etc.":
+#: every key in none of its option lists (``$cpuoptions``, ``$memoryoptions``, ``$hwtypeoptions``,
+#: ``$generaloptions``, ``$vmpoweroptions``, ``$diskoptions``, ``$cloudinitoptions``, ``netN``,
+#: ``ipconfigN``) dies with ``only root can set '<key>' config``.
+ROOT_ONLY = frozenset(
+    {
+        "args",
+        "hookscript",
+        "affinity",
+        "hugepages",
+        "keephugepages",
+        "ivshmem",
+        "spice_enhancements",
+        "amd-sev",
+        "intel-tdx",
+    }
+)
+
+#: Indexed keys and the size of their range.
+INDEXED = {
+    "ide": 4,
+    "sata": 6,
+    "scsi": 31,
+    "virtio": 16,
+    "net": 32,
+    "ipconfig": 32,
+    "serial": 4,
+    "parallel": 3,
+    "hostpci": 16,
+    "usb": 14,
+}
+_INDEXED = re.compile(
+    r"^(ide|sata|scsi|virtio|net|ipconfig|serial|parallel|hostpci|usb|unused)(\d+)\Z", re.ASCII
+)
+#: Drive buses (``PVE/QemuServer/Drive.pm`` ``valid_drive_names``); ``efidisk0`` and ``tpmstate0``
+#: are drives too.
+BUSES = ("ide", "sata", "scsi", "virtio")
+SPECIAL_DRIVES = ("efidisk0", "tpmstate0")
+
+
+def indexed(key: str) -> tuple[str, int] | None:
+    """``('scsi', 3)`` for ``scsi3``; None for a key that is not indexed or out of PVE's range."""
+    return indexed_key(key, _INDEXED, INDEXED)
+
+
+def family_of(key: str) -> str:
+    """``scsi`` for ``scsi3``, ``''`` for a key that is not indexed."""
+    return (indexed(key) or ("", 0))[0]
+
+
+def is_drive(key: str) -> bool:
+    """True for ``ideN``/``sataN``/``scsiN``/``virtioN``, ``efidisk0`` and ``tpmstate0``
+    (qemu-server ``is_valid_drivename``)."""
+    return key in SPECIAL_DRIVES or family_of(key) in BUSES
+
+
+def is_config_key(key: str) -> bool:
+    """True for every key a ``proxmox_qemu`` declaration may name as VM config."""
+    if key in SCALARS or key in SECRETS or key in ROOT_ONLY or is_drive(key):
+        return True
+    return family_of(key) in ("net", "ipconfig", "serial", "parallel", "hostpci", "usb")
+
+
+def property_format(key: str) -> tuple[str, str | None] | None:
+    """How ``key``'s value is a property string for ``salt_proxmox.wire.propstring``:
+    ``(family, default key)``, or None for a plain scalar."""
+    family = family_of(key)
+    if is_drive(key):
+        return ("drive", "volume")
+    if family == "net":
+        return ("qemu-net", "model")
+    if family == "ipconfig":
+        return ("ipconfig", None)
+    if family in ("hostpci", "usb"):
+        return (family, "host")
+    compare = SCALARS[key].compare if key in SCALARS else ""
+    defaults = {
+        "cpu": ("cpu", "cputype"),
+        "memory": ("memory", "current"),
+        "agent": ("agent", "enabled"),
+        "vga": ("vga", "type"),
+        "smbios1": ("smbios1", None),
+        "cicustom": ("cicustom", None),
+        "startup": ("startup", "order"),
+    }
+    return defaults.get(compare)
+
+
+#: ``$fast_plug_option``: written straight into the config of a running VM, cloud-init keys
+#: included (PVE regenerates the cloud-init drive; the guest reads it at its next boot).
+FAST_PLUG = frozenset(
+    {
+        "description", "hookscript", "lock", "migrate_downtime", "migrate_speed", "name", "onboot",
+        "protection", "shares", "startup", "tags", "vmstatestorage",
+        "cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver", "searchdomain", "sshkeys",
+    }
+)  # fmt: skip
+#: NIC options ``vmconfig_update_net`` changes on a running VM without hotplug (re-plugging the
+#: tap); a change of any other option (``model``, ``macaddr``, ``queues``, ``mtu``) needs the
+#: ``network`` hotplug feature.
+NET_LIVE_OPTIONS = frozenset({"bridge", "tag", "trunks", "firewall", "rate", "link_down"})
+#: Drive options ``vmconfig_update_disk`` refuses to change on a running VM ("skip non
+#: hotpluggable value"): they wait for the next start.
+DRIVE_COLD_OPTIONS = frozenset(
+    {"aio", "discard", "iothread", "queues", "product", "cache", "ssd", "vendor", "ro"}
+)
+
+
+def applies_live(
+    key: str,
+    clear: bool,
+    old: str | None,
+    new: str | None,
+    hotplug: str | None,
+    changed: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether writing ``key`` to a RUNNING VM takes effect at once (True) or waits in the pending
+    section for its next start (False). A stopped VM takes every change at once.
+
+    ``clear``: a ``delete=``; ``old``: the value in effect (None: absent); ``new``: the value
+    written; ``hotplug``: the VM's ``hotplug`` in effect (None: the default ``network,disk,usb``);
+    ``changed``: for ``netN`` and drives, the option names whose values differ.
+
+    qemu-server ``PVE/QemuServer.pm`` ``vmconfig_hotplug_pending``: ``FAST_PLUG`` keys at once;
+    ``hotplug`` itself unless ``cpu`` or ``memory`` is in the old or new value; ``netN`` through
+    ``vmconfig_update_net`` (``NET_LIVE_OPTIONS`` always, the rest and a new NIC with the
+    ``network`` feature); drives through ``vmconfig_update_disk`` (a CD-ROM medium change always;
+    a disk's option change unless it touches ``DRIVE_COLD_OPTIONS``; a new ``scsiN``/``virtioN``
+    with the ``disk`` feature; never ``efidisk0``/``tpmstate0``, nor a new ``ideN``/``sataN``);
+    ``memory`` with the ``memory`` feature, ``vcpus`` with ``cpu``, ``usbN``/``tablet`` with
+    ``usb``; ``balloon`` unless it turns ballooning on or off; ``cpulimit``/``cpuunits`` through
+    the cgroup; ``agent`` when only ``fstrim_cloned_disks`` changes (``vmconfig_update_agent``).
+    Anything else ("skip non-hot-pluggable options": ``cores``, ``sockets``, ``cpu``, ``bios``,
+    ``machine``, ``vga``, ``serialN``, ``hostpciN``, ...) waits.
+    """
+    try:
+        features = hotplug_set(hotplug)
+    except ValueError:
+        features = frozenset()
+    family = family_of(key)
+    if key in FAST_PLUG:
+        return True
+    if key == "hotplug":
+        values = f"{old or ''},{new or ''}" if not clear else (old or "")
+        return not re.search(r"cpu|memory", values)
+    if key in ("cpulimit", "cpuunits"):
+        return True
+    if key == "memory":
+        return "memory" in features
+    if key == "vcpus":
+        return "cpu" in features
+    if key == "tablet" or family == "usb":
+        return "usb" in features
+    if key == "balloon":
+        if clear:
+            return old is None or old.strip() != "0"
+        return (old is None or old.strip() != "0") == ((new or "").strip() != "0")
+    if key == "agent" and not clear:
+        return old is not None and changed <= {"fstrim_cloned_disks"}
+    if family == "net":
+        if clear or old is None:
+            return "network" in features
+        return changed <= NET_LIVE_OPTIONS or "network" in features
+    if is_drive(key):
+        if key in SPECIAL_DRIVES:
+            return False
+        if clear:
+            return "disk" in features and family in ("scsi", "virtio")
+        if old is None:
+            return "disk" in features and family in ("scsi", "virtio")
+        if "media=cdrom" in old.replace(" ", ""):
+            return True
+        if "volume" in changed:
+            return "disk" in features
+        return not (changed & DRIVE_COLD_OPTIONS)
+    return False

@@ -1,0 +1,600 @@
+"""The pure half of ``proxmox_qemu``: which spellings are one value, what a change writes, what is refused.
+
+No server. Each test pins one rule of ``salt_proxmox.qemu.judge``/``props``/``schema`` with the
+qemu-server source beside it: ``PVE/QemuServer.pm`` (``$confdesc``, ``vmconfig_hotplug_pending``,
+``vmconfig_update_disk``, ``vmconfig_update_net``, ``vmconfig_update_agent``),
+``PVE/QemuServer/Network.pm`` (``$net_fmt``, ``parse_net``), ``PVE/QemuServer/Drive.pm``,
+``PVE/QemuServer/Memory.pm``, ``PVE/QemuServer/CPUConfig.pm`` and ``PVE/API2/Qemu.pm``
+(``create_vm``, ``update_vm``, ``resize_vm``, ``clone_vm``, ``vm_config``,
+``$check_vm_modify_config_perm``, ``check_hostpci_perm``, ``check_usb_perm``). Live values are
+spelled as PVE prints them, numbers as JSON numbers where PVE answers numbers.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import pytest
+
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.qemu import schema
+from salt_proxmox.qemu.judge import (
+    QemuChange,
+    clone_form,
+    clone_source_refusals,
+    create_form,
+    create_refusals,
+    identity_refusals,
+    judge,
+    key_change,
+    live_refusals,
+    split_by_effect,
+)
+from salt_proxmox.qemu.props import (
+    QemuDeclaration,
+    parse_declaration,
+    parse_drive,
+    parse_net,
+    sshkeys_text,
+    sshkeys_wire,
+)
+
+VMID = 150
+MAC = "BC:24:11:2E:4B:7A"
+NIC = f"virtio={MAC},bridge=vmbr0,firewall=1,tag=10"
+DISK = "local-lvm:vm-150-disk-0,discard=on,iothread=1,size=32G"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq7Jx0s9Nn8sWQ2p5mE1cQH0b4aJXk0n4mZ8b1c2d3e ops@example"
+SECRET = "correct-horse-battery"
+
+
+def decl(**config: object) -> QemuDeclaration:
+    """A declaration of VM 150 on pve1 with ``config``, through the real parser."""
+    return parse_declaration("web", vmid=VMID, node="pve1", target="homelab", config=config)
+
+
+def vm(**config: object) -> dict[str, object]:
+    """A live VM config (GET .../config data) with what qemu-server's create_vm always adds."""
+    return {
+        "digest": "0" * 40,
+        "vmgenid": "3f1c1e0e-8e1e-4c7b-9a3e-0d4c6f3f8b11",
+        "smbios1": "uuid=6a3c9b1e-2f4d-4e8a-9c7b-1d2e3f4a5b6c",
+        "meta": "creation-qemu=9.0.2,ctime=1732960000",
+        "boot": "order=scsi0;ide2;net0",
+        **config,
+    }
+
+
+def verdict(change: QemuChange) -> tuple:
+    return change.put, change.clear, change.resize, change.refuse
+
+
+# ============================================================================================
+# netN: the MAC PVE drew is live-owned and carried on every write
+# ============================================================================================
+
+
+def test_nic_spellings_are_one_value() -> None:
+    # Network.pm $net_fmt: model is the default key and each model name a keyAlias of model whose
+    # value is the MAC, so these four spellings parse to one NIC.
+    spellings = [
+        f"virtio={MAC},bridge=vmbr0",
+        f"model=virtio,macaddr={MAC},bridge=vmbr0",
+        f"bridge=vmbr0,virtio={MAC.lower()}",
+    ]
+    assert all(judge(decl(net0=s), vm(net0=f"virtio={MAC},bridge=vmbr0")).drift == [] for s in spellings)
+    assert parse_net("virtio,bridge=vmbr0") == {"model": "virtio", "bridge": "vmbr0"}
+
+
+def test_an_undeclared_mac_is_not_drift() -> None:
+    # parse_net draws random_ether_addr when the value names no MAC: PVE's, not the declaration's.
+    assert judge(decl(net0="virtio,bridge=vmbr0,firewall=1,tag=10"), vm(net0=NIC)).drift == []
+
+
+def test_a_nic_write_carries_the_live_mac() -> None:
+    # update_vm runs every netN through parse_net again: without the live MAC a tag change would
+    # give the VM a new MAC (a new DHCP lease).
+    change = judge(decl(net0="virtio,bridge=vmbr0,firewall=1,tag=20"), vm(net0=NIC))
+    assert change.put == {"net0": f"virtio={MAC},bridge=vmbr0,firewall=1,tag=20"}
+
+
+def test_a_model_change_keeps_the_mac() -> None:
+    change = judge(decl(net0="e1000,bridge=vmbr0,firewall=1,tag=10"), vm(net0=NIC))
+    assert change.put == {"net0": f"e1000={MAC},bridge=vmbr0,firewall=1,tag=10"}
+
+
+def test_a_declared_mac_is_compared_case_insensitively_and_written_when_it_differs() -> None:
+    assert judge(decl(net0=f"virtio={MAC.lower()},bridge=vmbr0,firewall=1,tag=10"), vm(net0=NIC)).drift == []
+    other = "BC:24:11:00:00:99"
+    change = judge(decl(net0=f"virtio={other},bridge=vmbr0,firewall=1,tag=10"), vm(net0=NIC))
+    assert change.put == {"net0": f"virtio={other},bridge=vmbr0,firewall=1,tag=10"}
+
+
+def test_a_new_nic_is_written_without_a_mac_so_pve_draws_one() -> None:
+    change = judge(decl(net1="virtio,bridge=vmbr1"), vm(net0=NIC))
+    assert change.put == {"net1": "virtio,bridge=vmbr1"}
+
+
+def test_nic_defaults_are_not_drift() -> None:
+    # $net_fmt: firewall and link_down are off when absent.
+    assert (
+        judge(
+            decl(net0="virtio,bridge=vmbr0,link_down=0,firewall=0"), vm(net0=f"virtio={MAC},bridge=vmbr0")
+        ).drift
+        == []
+    )
+
+
+def test_a_nic_with_two_models_or_an_unknown_option_is_refused_at_parse() -> None:
+    with pytest.raises(DeclarationError, match="net0"):
+        decl(net0="virtio,e1000,bridge=vmbr0")
+    with pytest.raises(DeclarationError, match=r"net0: unknown option\(s\) hwaddr"):
+        decl(net0=f"virtio,bridge=vmbr0,hwaddr={MAC}")
+    with pytest.raises(DeclarationError, match="net0: tag=5000"):
+        decl(net0="virtio,bridge=vmbr0,tag=5000")
+
+
+# ============================================================================================
+# Drives: grow in place, refuse shrink and moves, change options without re-allocating
+# ============================================================================================
+
+
+def test_a_larger_declared_disk_grows_in_place_with_resize() -> None:
+    # resize_vm grows the volume online; the config keeps its volume id.
+    change = judge(decl(scsi0="local-lvm:40,discard=on,iothread=1"), vm(scsi0=DISK))
+    assert verdict(change) == ({}, [], [("scsi0", "40G")], [])
+
+
+def test_the_same_size_in_another_unit_is_not_drift() -> None:
+    assert (
+        judge(decl(scsi0="local-lvm:32,discard=on,iothread=1"), vm(scsi0=DISK.replace("32G", "32768M"))).drift
+        == []
+    )
+
+
+def test_a_smaller_declared_disk_is_refused_at_plan() -> None:
+    # resize_vm: die "shrinking disks is not supported".
+    change = judge(decl(scsi0="local-lvm:16,discard=on,iothread=1"), vm(scsi0=DISK))
+    assert change.put == {} and change.resize == []
+    assert "shrinking disks is not supported" in change.refuse[0]
+
+
+def test_another_storage_is_a_move_and_refused() -> None:
+    change = judge(decl(scsi0="ceph:32,discard=on,iothread=1"), vm(scsi0=DISK))
+    assert change.put == {} and "qm disk move" in change.refuse[0]
+
+
+def test_an_option_change_is_written_on_the_live_volume_never_as_a_new_disk() -> None:
+    # update_vm hands every drive value to create_disks, which allocates for storage:N
+    # ($NEW_DISK_RE) only: the live volume id and size keep the disk.
+    change = judge(decl(scsi0="local-lvm:32,discard=on,iothread=1,cache=writeback"), vm(scsi0=DISK))
+    assert change.put == {"scsi0": "local-lvm:vm-150-disk-0,cache=writeback,discard=on,iothread=1,size=32G"}
+    assert ":32," not in change.put["scsi0"]
+
+
+def test_grow_and_option_change_together() -> None:
+    change = judge(decl(scsi0="local-lvm:64,discard=on,iothread=1,ssd=1"), vm(scsi0=DISK))
+    assert change.put == {"scsi0": "local-lvm:vm-150-disk-0,discard=on,iothread=1,size=32G,ssd=1"}
+    assert change.resize == [("scsi0", "64G")]
+
+
+def test_drive_defaults_are_not_drift() -> None:
+    # Drive.pm: replicate defaults on, media disk; vzdump backs a drive up unless backup=0.
+    declared = "local-lvm:32,discard=on,iothread=1,backup=1,replicate=1,media=disk"
+    assert judge(decl(scsi0=declared), vm(scsi0=DISK)).drift == []
+
+
+def test_a_new_disk_on_a_free_key_is_allocated() -> None:
+    change = judge(decl(scsi1="local-lvm:8"), vm(scsi0=DISK))
+    assert change.put == {"scsi1": "local-lvm:8"}
+
+
+def test_an_existing_volume_on_a_free_key_is_refused() -> None:
+    # Naming a volume on a new drive attaches it: another guest's data, or this VM's unusedN.
+    change = judge(decl(scsi1="local-lvm:vm-200-disk-0"), vm(scsi0=DISK))
+    assert change.put == {} and "a volume of vmid 200" in change.refuse[0]
+
+
+def test_another_volume_on_a_configured_drive_is_refused() -> None:
+    change = judge(decl(scsi0="local-lvm:vm-150-disk-1,discard=on,iothread=1"), vm(scsi0=DISK))
+    assert change.put == {} and "unusedN" in change.refuse[0]
+
+
+def test_detaching_a_disk_is_refused() -> None:
+    change = judge(decl(scsi0=""), vm(scsi0=DISK))
+    assert change.clear == [] and "qm set 150 --delete scsi0" in change.refuse[0]
+
+
+def test_a_host_path_drive_is_root_only() -> None:
+    # pve-storage check_volume_access: only root may pass arbitrary filesystem paths.
+    change = judge(decl(scsi1="/dev/sdb"), vm(scsi0=DISK))
+    assert "qm set 150 --scsi1 '/dev/sdb'" in change.refuse[0]
+
+
+def test_size_on_an_existing_volume_is_measured_not_requested() -> None:
+    change = judge(decl(scsi0="local-lvm:vm-150-disk-0,discard=on,iothread=1,size=40G"), vm(scsi0=DISK))
+    assert change.resize == [] and "storage:GiB" in change.refuse[0]
+
+
+def test_drive_options_are_checked_per_bus() -> None:
+    # Drive.pm: iothread is for scsi/virtio, ssd for ide/sata/scsi, not virtio.
+    with pytest.raises(DeclarationError, match="virtio0: unknown option"):
+        decl(virtio0="local-lvm:32,ssd=1")
+    with pytest.raises(DeclarationError, match="ide0: unknown option"):
+        decl(ide0="local-lvm:32,iothread=1")
+    with pytest.raises(DeclarationError, match="cache=fast"):
+        decl(scsi0="local-lvm:32,cache=fast")
+    with pytest.raises(DeclarationError, match="scsi31"):
+        decl(scsi31="local-lvm:32")  # Drive.pm $MAX_SCSI_DISKS = 31: scsi0-scsi30
+
+
+# ============================================================================================
+# CD-ROM and cloud-init drive
+# ============================================================================================
+
+
+def test_cdrom_kinds() -> None:
+    assert parse_drive("local:iso/debian-13.iso,media=cdrom").kind == "cdrom"
+    assert parse_drive("none,media=cdrom").kind == "cdrom"
+    assert parse_drive("local-lvm:cloudinit").kind == "cloudinit"
+    assert parse_drive("local-lvm:vm-150-cloudinit,media=cdrom").kind == "cloudinit"
+
+
+def test_an_iso_needs_media_cdrom() -> None:
+    # $check_drive_param: "explicit 'media=cdrom' is required for iso images".
+    with pytest.raises(DeclarationError, match="media=cdrom"):
+        decl(ide2="local:iso/debian-13.iso")
+
+
+def test_a_cdrom_is_swapped_and_ejected_like_any_value() -> None:
+    live = vm(ide2="local:iso/debian-12.iso,media=cdrom")
+    assert judge(decl(ide2="local:iso/debian-12.iso,media=cdrom"), live).drift == []
+    assert judge(decl(ide2="local:iso/debian-13.iso,media=cdrom"), live).put == {
+        "ide2": "local:iso/debian-13.iso,media=cdrom"
+    }
+    assert judge(decl(ide2="none,media=cdrom"), live).put == {"ide2": "none,media=cdrom"}
+
+
+def test_a_cdrom_is_never_turned_into_a_disk() -> None:
+    # vmconfig_update_disk: die "unable to change media type".
+    change = judge(decl(ide2="local-lvm:8"), vm(ide2="none,media=cdrom"))
+    assert change.put == {} and "unable to change media type" in change.refuse[0]
+
+
+def test_a_declared_cloudinit_drive_matches_the_volume_pve_made_of_it() -> None:
+    # create_disks turns storage:cloudinit into vm-<vmid>-cloudinit,media=cdrom.
+    assert (
+        judge(decl(ide0="local-lvm:cloudinit"), vm(ide0="local-lvm:vm-150-cloudinit,media=cdrom")).drift == []
+    )
+
+
+# ============================================================================================
+# Values PVE fills in are live-owned
+# ============================================================================================
+
+
+def test_generated_values_are_never_drift_and_never_declared() -> None:
+    assert judge(decl(name="web"), vm(name="web")).drift == []
+    for key in ("vmgenid", "meta"):
+        with pytest.raises(DeclarationError, match=f"{key}: PVE generates it"):
+            decl(**{key: "1"})
+
+
+def test_smbios1_keeps_the_uuid_pve_generated() -> None:
+    live = vm()
+    change = judge(decl(smbios1="manufacturer=ACME,product=Web"), live)
+    assert change.put == {
+        "smbios1": "uuid=6a3c9b1e-2f4d-4e8a-9c7b-1d2e3f4a5b6c,manufacturer=ACME,product=Web"
+    }
+    after = {**live, **change.put}
+    assert judge(decl(smbios1="manufacturer=ACME,product=Web"), after).drift == []
+
+
+def test_boot_is_compared_as_its_order() -> None:
+    assert judge(decl(boot="order=scsi0;ide2;net0"), vm()).drift == []
+    assert judge(decl(boot="order=net0;scsi0"), vm()).put == {"boot": "order=net0;scsi0"}
+
+
+# ============================================================================================
+# memory and cpu: property-string forms equal the plain ones
+# ============================================================================================
+
+
+@pytest.mark.parametrize(
+    ("declared", "live"),
+    [(2048, "current=2048"), ("current=2048", 2048), ("2048", "2048"), (512, None)],
+)
+def test_memory_spellings(declared: object, live: object) -> None:
+    # Memory.pm $memory_fmt: current is the default key, default 512 (qemu-server 8.1+ prints it).
+    config = vm() if live is None else vm(memory=live)
+    assert judge(decl(memory=declared), config).drift == []
+
+
+def test_memory_change_is_written() -> None:
+    assert judge(decl(memory=4096), vm(memory="current=2048")).put == {"memory": "4096"}
+
+
+@pytest.mark.parametrize(
+    ("declared", "live", "same"),
+    [
+        ("host", "cputype=host", True),
+        ("cputype=host", "host", True),
+        ("host,hidden=0", "host", True),
+        ("x86-64-v2-AES", "host", False),
+        ("host,flags=+aes", "host", False),
+    ],
+)
+def test_cpu_spellings(declared: str, live: str, same: bool) -> None:
+    # CPUConfig.pm $cpu_fmt: cputype is the default key; hidden defaults to 0.
+    assert (judge(decl(cpu=declared), vm(cpu=live)).drift == []) is same
+
+
+def test_numbers_from_a_form_put_read_back_as_strings_compare_as_numbers() -> None:
+    assert judge(decl(cores=2, sockets=1, onboot=True), vm(cores="2", onboot="1")).drift == []
+
+
+def test_hotplug_is_a_set_of_features() -> None:
+    # parse_hotplug_features: '1' is network,disk,usb; order is not meaning.
+    assert judge(decl(hotplug="usb,disk,network"), vm()).drift == []
+    assert judge(decl(hotplug="1"), vm(hotplug="network,disk,usb")).drift == []
+    assert judge(decl(hotplug="network,disk,cpu"), vm()).put == {"hotplug": "network,disk,cpu"}
+    with pytest.raises(DeclarationError, match="invalid hotplug feature 'gpu'"):
+        decl(hotplug="network,gpu")
+
+
+def test_agent_defaults_are_not_drift() -> None:
+    # Agent.pm $agent_fmt: enabled is the default key; fstrim_cloned_disks off, type virtio.
+    assert judge(decl(agent="enabled=1"), vm(agent="1")).drift == []
+    assert judge(decl(agent="1,type=virtio"), vm(agent="1")).drift == []
+    assert judge(decl(agent="1,fstrim_cloned_disks=1"), vm(agent="1")).put == {
+        "agent": "1,fstrim_cloned_disks=1"
+    }
+
+
+# ============================================================================================
+# Cloud-init: sshkeys URL-encoded, cipassword a secret
+# ============================================================================================
+
+
+def test_sshkeys_are_sent_as_encodeuricomponent_encodes_them() -> None:
+    # pve-manager www/manager6/qemu/SSHKey.js: encodeURIComponent; pve-common's urlencoded format
+    # takes ^[-%a-zA-Z0-9_.!~*'()]*$, so a space is %20 and '+' (base64) is %2B, never '+'.
+    keys = f"{KEY}\nssh-rsa AAAAB3Nza+/= second@host"
+    wire = decl(sshkeys=keys).config["sshkeys"]
+    assert " " not in wire and "+" not in wire and "\n" not in wire
+    assert "%20" in wire and "%2B" in wire and "%0A" in wire and "%40" in wire
+    assert unquote(wire) == keys
+
+
+def test_sshkeys_compare_as_the_keys_they_decode_to() -> None:
+    # qemu-server decodes with URI::Escape::uri_unescape; qm set encodes with uri_escape, which
+    # also escapes !*'() — another spelling of the same keys.
+    qm_spelling = "".join(c if c.isalnum() or c in "-_.~" else f"%{ord(c):02X}" for c in KEY)
+    assert judge(decl(sshkeys=KEY), vm(sshkeys=qm_spelling)).drift == []
+    assert judge(decl(sshkeys=KEY + "\n"), vm(sshkeys=sshkeys_wire(KEY))).drift == []
+    other = KEY.replace("ops@", "dev@")
+    assert judge(decl(sshkeys=other), vm(sshkeys=sshkeys_wire(KEY))).put == {"sshkeys": sshkeys_wire(other)}
+
+
+def test_an_encoded_declaration_is_kept_and_bad_keys_refused() -> None:
+    assert decl(sshkeys=sshkeys_wire(KEY)).config["sshkeys"] == sshkeys_wire(KEY)
+    assert sshkeys_text(sshkeys_wire(KEY)) == KEY
+    with pytest.raises(DeclarationError, match="sshkeys: line 1 is not an OpenSSH public key"):
+        decl(sshkeys="not a key")
+
+
+def test_cipassword_is_written_when_the_vm_shows_none() -> None:
+    change = judge(decl(cipassword=SECRET), vm())
+    assert change.secrets == ["cipassword"] and change.drift == ["cipassword"]
+    assert SECRET not in repr(change) and "cipassword" not in change.put
+
+
+def test_a_set_cipassword_is_never_rewritten_without_a_new_serial() -> None:
+    # vm_config answers a set password as **********: its value cannot be compared.
+    live = vm(cipassword=schema.PASSWORD_MASK)
+    ours = decl(cipassword=SECRET, cipassword_serial=1)
+    assert judge(decl(cipassword="another-one", cipassword_serial=1), live, ours=ours).drift == []
+    assert judge(decl(cipassword="another-one"), live).drift == []  # adopted: nothing recorded
+
+
+def test_a_bumped_serial_writes_the_password_again() -> None:
+    live = vm(cipassword=schema.PASSWORD_MASK)
+    ours = decl(cipassword=SECRET, cipassword_serial=1)
+    change = judge(decl(cipassword="another-one", cipassword_serial=2), live, ours=ours)
+    assert change.secrets == ["cipassword"]
+
+
+def test_cipassword_never_reaches_a_repr_a_stored_row_or_a_change_view() -> None:
+    declared = decl(cipassword=SECRET, cipassword_serial=3, name="web")
+    assert SECRET not in repr(declared)
+    assert SECRET not in str(declared.stored()) and declared.stored()["cipassword_serial"] == 3
+    assert SECRET not in str(key_change("cipassword", schema.PASSWORD_MASK, SECRET))
+    assert key_change("cipassword", None, SECRET) == {"old": "unset", "new": "set"}
+
+
+def test_a_bad_secret_is_refused_without_repeating_it() -> None:
+    with pytest.raises(DeclarationError) as caught:
+        decl(cipassword="line\nbreak-secret")
+    assert "break-secret" not in str(caught.value)
+
+
+# ============================================================================================
+# Root-only and privileged keys
+# ============================================================================================
+
+
+def test_args_is_root_only_with_the_qm_set_command() -> None:
+    # $check_vm_modify_config_perm: "catches args, lock, etc." -> only root can set 'args' config.
+    change = judge(decl(args="-device foo"), vm())
+    assert change.put == {}
+    assert "qm set 150 --args '-device foo'" in change.refuse[0] and "node pve1" in change.refuse[0]
+
+
+def test_a_non_mapped_pci_device_is_root_only_and_a_mapped_one_names_mapping_use() -> None:
+    # check_hostpci_perm: host= -> "only root can set 'hostpci0' config for non-mapped devices";
+    # mapping= -> Mapping.Use on /mapping/pci/<id>.
+    refused = judge(decl(hostpci0="0000:01:00.0,pcie=1"), vm())
+    assert refused.put == {} and "qm set 150 --hostpci0" in refused.refuse[0]
+    mapped = judge(decl(hostpci0="mapping=gpu1,pcie=1"), vm())
+    assert mapped.put == {"hostpci0": "mapping=gpu1,pcie=1"} and mapped.refuse == []
+    assert mapped.uses == ["Mapping.Use on /mapping/pci/gpu1"]
+    assert "romfile" in judge(decl(hostpci0="mapping=gpu1,romfile=vbios.bin"), vm()).refuse[0]
+
+
+def test_usb_spice_is_allowed_a_host_device_root_only_a_mapping_named() -> None:
+    # check_usb_perm.
+    assert judge(decl(usb0="spice"), vm()).put == {"usb0": "spice"}
+    assert "qm set 150 --usb0" in judge(decl(usb0="host=1234:5678"), vm()).refuse[0]
+    assert judge(decl(usb0="mapping=stick"), vm()).uses == ["Mapping.Use on /mapping/usb/stick"]
+
+
+def test_a_serial_socket_is_allowed_a_host_serial_root_only() -> None:
+    # $check_vm_create_serial_perm / update_vm: "only root can modify 'serialN' config for real devices".
+    assert judge(decl(serial0="socket"), vm()).put == {"serial0": "socket"}
+    assert "qm set 150 --serial0 '/dev/ttyS0'" in judge(decl(serial0="/dev/ttyS0"), vm()).refuse[0]
+
+
+def test_root_only_at_create_names_both_ways() -> None:
+    reasons = create_refusals(decl(args="-device foo", hostpci0="0000:01:00.0", scsi0="local-lvm:32"))
+    assert len(reasons) == 2
+    assert all("adopt: true" in reason and "qm create 150" in reason for reason in reasons)
+
+
+def test_unchanged_root_only_values_are_not_refused() -> None:
+    # An adopted VM whose root set args: declaring the live value is no write.
+    assert (
+        judge(
+            decl(args="-device foo", hostpci0="0000:01:00.0"), vm(args="-device foo", hostpci0="0000:01:00.0")
+        ).refuse
+        == []
+    )
+
+
+# ============================================================================================
+# Identity
+# ============================================================================================
+
+
+def test_identity_refusals() -> None:
+    declared = parse_declaration("web", vmid=151, node="pve1", target="homelab", config={"clone": 9000})
+    reasons = identity_refusals(declared, {"vmid": 150, "clone": 9001, "node": "pve1"})
+    assert len(reasons) == 2 and "vmid: 150 -> 151" in reasons[0] and "clone: 9001 -> 9000" in reasons[1]
+    assert identity_refusals(declared, None) == []
+
+
+def test_a_live_template_is_not_written() -> None:
+    assert "is a template" in live_refusals(decl(), vm(template=1))[0]
+    assert live_refusals(decl(), vm()) == []
+
+
+def test_a_clone_source_must_be_a_template() -> None:
+    declared = decl(clone=9000)
+    assert clone_source_refusals(declared, {"template": 1}) == []
+    assert "is not a template" in clone_source_refusals(declared, {"name": "vm"})[0]
+    assert "does not exist" in clone_source_refusals(declared, None)[0]
+
+
+def test_clone_options_are_checked() -> None:
+    with pytest.raises(DeclarationError, match="storage: a linked clone"):
+        decl(clone=9000, full=False, storage="local-lvm")
+    with pytest.raises(DeclarationError, match="full: only a create by clone"):
+        decl(full=True)
+
+
+# ============================================================================================
+# Create forms
+# ============================================================================================
+
+
+def test_create_form_and_refusals() -> None:
+    declared = decl(name="web", memory=2048, scsi0="local-lvm:32", net0="virtio,bridge=vmbr0", pool="web")
+    assert create_refusals(declared) == []
+    assert create_form(declared) == {
+        "vmid": "150",
+        "memory": "2048",
+        "name": "web",
+        "net0": "virtio,bridge=vmbr0",
+        "scsi0": "local-lvm:32",
+        "pool": "web",
+    }
+    attach = create_refusals(decl(scsi0="local-lvm:vm-150-disk-0"))
+    assert "a volume of this VM" in attach[0]
+
+
+def test_clone_form() -> None:
+    declared = decl(clone=9000, full=True, storage="local-lvm", name="web", pool="web")
+    assert clone_form(declared, "pve1") == {
+        "newid": "150",
+        "name": "web",
+        "full": "1",
+        "storage": "local-lvm",
+        "pool": "web",
+    }
+    assert clone_form(declared, "pve2")["target"] == "pve1"
+    assert declared.stored()["clone"] == 9000
+
+
+# ============================================================================================
+# Pending: the hotplug option decides what applies live
+# ============================================================================================
+
+
+@pytest.mark.parametrize(
+    ("key", "old", "new", "hotplug", "live"),
+    [
+        ("name", "a", "b", None, True),  # $fast_plug_option
+        ("ciuser", "a", "b", None, True),  # cloud-init keys are fast-plug
+        ("cores", "1", "2", None, False),  # not hot-pluggable
+        ("memory", "2048", "4096", None, False),  # default hotplug has no memory
+        ("memory", "2048", "4096", "network,disk,memory", True),
+        (
+            "net0",
+            NIC,
+            NIC.replace("tag=10", "tag=20"),
+            "0",
+            True,
+        ),  # vmconfig_update_net: tag re-plugs the tap
+        ("net0", NIC, NIC.replace("virtio=", "e1000="), "0", False),  # a model change needs hotplug network
+        ("net0", NIC, NIC.replace("virtio=", "e1000="), None, True),
+        ("net1", None, "virtio,bridge=vmbr0", "disk", False),
+        ("scsi1", None, "local-lvm:8", None, True),  # a new scsi disk with the disk feature
+        ("sata1", None, "local-lvm:8", None, False),  # never a new sata/ide disk
+        ("efidisk0", None, "local-lvm:1,efitype=4m", None, False),
+        ("scsi0", DISK, DISK.replace("discard=on", "discard=ignore"), None, False),  # cold option
+        ("ide2", "none,media=cdrom", "local:iso/a.iso,media=cdrom", "0", True),  # medium change
+        ("hotplug", "network,disk,usb", "network,disk,cpu", None, False),
+        ("balloon", "1024", "2048", None, True),
+        ("balloon", "0", "2048", None, False),  # turning ballooning on
+    ],
+)
+def test_applies_live(key: str, old: str | None, new: str, hotplug: str | None, live: bool) -> None:
+    # vmconfig_hotplug_pending with the VM's hotplug (default network,disk,usb).
+    from salt_proxmox.qemu.judge import drift_changed, net_changed
+
+    changed = frozenset()
+    if old is not None and schema.family_of(key) == "net":
+        changed = net_changed(new, old)
+    elif old is not None and schema.is_drive(key):
+        changed = drift_changed(new, old)
+    assert schema.applies_live(key, False, old, new, hotplug, changed) is live
+
+
+def test_split_by_effect_on_a_running_vm() -> None:
+    live = vm(cores=1, name="a", net0=NIC)
+    change = judge(decl(cores=2, name="b", net0="virtio,bridge=vmbr0,firewall=1,tag=20"), live)
+    assert split_by_effect(change, live, running=True) == (["name", "net0"], ["cores"])
+    assert split_by_effect(change, live, running=False) == (["cores", "name", "net0"], [])
+
+
+# ============================================================================================
+# Unknown keys and bad values
+# ============================================================================================
+
+
+def test_unknown_keys_are_refused_by_name() -> None:
+    with pytest.raises(DeclarationError, match="hostname: not a VM config key"):
+        decl(hostname="web")
+
+
+def test_a_live_value_that_does_not_parse_is_drift_with_a_refusal() -> None:
+    change = judge(decl(net0="virtio,bridge=vmbr0"), vm(net0="garbage=,=x"))
+    assert change.put == {} and "cannot be read" in change.refuse[0]
