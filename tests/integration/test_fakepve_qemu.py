@@ -160,11 +160,11 @@ def test_config_merges_pending_unless_current(fresh_cluster):
     ones and pending deletes remove keys, unless ``current=1``."""
     api = Api(fresh_cluster)
     path = f"/nodes/{ROUTER_NODE}/qemu/{ROUTER_VMID}/config"
-    api.ok("PUT", path, cores=4, delete="net1")  # the VM runs: both stay pending
+    api.ok("PUT", path, cores=4, delete="ostype")  # the VM runs: neither is hot-pluggable
     merged = api.ok("GET", path)
     current = api.ok("GET", path, current=1)
-    assert (merged["cores"], "net1" in merged) == (4, False)
-    assert (current["cores"], "net1" in current) == (2, True)
+    assert (merged["cores"], "ostype" in merged) == (4, False)
+    assert (current["cores"], "ostype" in current) == (2, True)
     assert merged["digest"] == current["digest"]
     status, body = api.call("GET", path, current=1, snapshot="before")
     assert status == 400 and set(body["errors"]) == {"snapshot", "current"}
@@ -181,6 +181,41 @@ def test_plain_fakepve_config_shows_current_values(fakepve, fakepve_cafile):
         timeout=10,
     )
     assert answer.json()["data"]["cores"] == 2
+
+
+def test_a_running_vm_takes_what_its_hotplug_allows_and_keeps_the_rest_pending(fresh_cluster):
+    """qemu-server vmconfig_hotplug_pending on a running VM: fast-plug and cloud-init keys, NICs and
+    SCSI disks (default hotplug network,disk,usb) apply at once; cores, memory and an IDE disk wait.
+    With hotplug 0 a NIC's bridge or tag still changes live (vmconfig_update_net), its model does not."""
+    api = Api(fresh_cluster)
+    path = f"/nodes/{ROUTER_NODE}/qemu/{ROUTER_VMID}/config"
+    vm = _vm(fresh_cluster)
+    api.ok(
+        "PUT",
+        path,
+        ciuser="ops",
+        net1="virtio=BC:24:11:3A:00:02,bridge=vmbr2",
+        net2="virtio,bridge=vmbr0",
+        scsi1="local-lvm:4",
+        ide1="local-lvm:4",
+        cores=4,
+        memory=2048,
+    )
+    assert set(vm.pending) == {"ide1", "cores", "memory"}
+    assert vm.config["ciuser"] == "ops" and vm.config["net1"].endswith("bridge=vmbr2")
+    assert {"net2", "scsi1"} <= set(vm.config)
+    api.ok("PUT", path, delete="net2")
+    assert "net2" not in vm.config and "net2" not in vm.pending, "a NIC is unplugged at once"
+
+    vm.config["hotplug"] = "0"
+    api.ok(
+        "PUT",
+        path,
+        net0="virtio=BC:24:11:3A:00:01,bridge=vmbr0,tag=20",
+        net1="e1000=BC:24:11:3A:00:02,bridge=vmbr2",
+    )
+    assert vm.config["net0"].endswith(",tag=20"), "a tag changes without hotplug"
+    assert vm.pending["net1"].startswith("e1000="), "a new model needs the NIC replugged"
 
 
 def test_cipassword_is_masked_and_stored_hashed_not_pending(fresh_cluster):
@@ -245,7 +280,7 @@ def test_a_config_write_allocates_a_new_disk_and_frees_it_when_the_write_fails(f
     api = Api(fresh_cluster)
     path = f"/nodes/{ROUTER_NODE}/qemu/{ROUTER_VMID}/config"
     api.ok("PUT", path, scsi1="local-lvm:20,discard=on")
-    # VM 300 runs: the new disk waits in pending (vmconfig_hotplug_pending), GET config merges it in.
+    # VM 300 runs with the default hotplug (network,disk,usb): the SCSI disk is plugged in at once.
     assert api.ok("GET", path)["scsi1"] == "local-lvm:vm-300-disk-1,discard=on,size=20G"
     volumes = fresh_cluster.pve.storages["local-lvm"]["volumes"]
     assert volumes["vm-300-disk-1"]["size"] == 20 * GiB

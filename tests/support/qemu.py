@@ -42,6 +42,19 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   it is given: ``storage:GiB`` becomes a new volume with its ``size=``, ``storage:cloudinit`` the
   cloud-init drive, an existing volume or ISO gets its ``size=``. fakepve stores the value as sent
   (``local-lvm:20`` stays that text). A write that fails after that frees what it allocated.
+- On a running VM a write takes effect at once where qemu-server's ``vmconfig_hotplug_pending``
+  applies it, and waits in pending otherwise (fakepve applies only ``name``, ``description``,
+  ``onboot``, ``tags``, ``protection``, ``startup``, ``agent`` and a CD-ROM swap live, whatever the
+  VM's ``hotplug``). Live: ``$fast_plug_option`` keys (those, ``shares``, ``hookscript``, the
+  cloud-init keys ``ciuser``, ``cipassword``, ``citype``, ``ciupgrade``, ``cicustom``, ``sshkeys``,
+  ``nameserver``, ``searchdomain``, ``ipconfigN``), ``agent``, ``cpuunits``, ``cpulimit``; ``balloon``
+  unless it turns ballooning on or off; ``hotplug`` unless the old or new value names ``cpu`` or
+  ``memory``; with the VM's ``hotplug`` (default ``network,disk,usb``): ``netN`` under ``network``
+  (without it only a change of ``bridge``, ``tag``, ``trunks``, ``firewall``, ``rate`` or
+  ``link_down`` of an existing NIC: ``vmconfig_update_net``), a ``scsiN``/``virtioN`` disk under
+  ``disk`` (never ``ideN``, ``sataN``, ``efidisk0``, ``tpmstate0``), a CD-ROM or cloud-init drive
+  always, ``usbN`` under ``usb``, ``vcpus`` under ``cpu``, ``memory`` under ``memory``. A delete
+  follows the same rules.
 - A clone gets its own cloud-init drive: ``clone_vm`` copies a CD-ROM's value but full-clones a
   cloud-init drive (``drive_is_cdrom($drive, 1)`` excludes it), so the clone's ``ideN`` names
   ``vm-<newid>-cloudinit``. fakepve copies the source's volume id, and destroying the clone would free
@@ -60,7 +73,7 @@ import uuid
 
 from fakepve.lxc import SIZE_UNITS, format_size
 from fakepve.model import PveError, TaskError
-from fakepve.qemu import is_cdrom, join_drive, split_drive, volume_ref, with_mac
+from fakepve.qemu import NET_MODELS, is_cdrom, join_drive, split_drive, volume_ref, with_mac
 from fakepve.routing import die, ok, param_error, split_list
 from fakepve.schema import load as load_schema
 from fakepve.schema import validate
@@ -78,6 +91,16 @@ CRYPTED = re.compile(r"^\$(?:[156]|2[ay])(\$.+){2}")
 SIZE = re.compile(r"^(\+)?(\d+(?:\.\d+)?)([KMGT])?$")
 #: A drive key (qemu-server ``Drive.pm`` ``valid_drive_names``).
 DRIVE = re.compile(r"(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0")
+#: qemu-server ``$fast_plug_option`` (with the ``$confdesc_cloudinit`` keys): applied at once on a running VM.
+FAST_PLUG = frozenset(
+    {
+        "description", "hookscript", "lock", "migrate_downtime", "migrate_speed", "name", "onboot",
+        "protection", "shares", "startup", "tags", "vmstatestorage", "cicustom", "cipassword",
+        "citype", "ciupgrade", "ciuser", "nameserver", "searchdomain", "sshkeys",
+    }
+)  # fmt: skip
+#: The options of a NIC whose change ``vmconfig_update_net`` cannot make without unplugging it.
+NET_REPLUG = ("model", "macaddr", "queues", "mtu")
 #: A cloud-init drive's volume name (``drive_is_cloudinit``): ``[<vmid>/]vm-<vmid>-cloudinit[.fmt]``.
 CLOUDINIT = re.compile(r"(\d+/)?vm-(\d+)-cloudinit(\.\w+)?")
 
@@ -103,6 +126,56 @@ def encrypt_pw(password: str) -> str:
     of the same shape that does not hold the password."""
     salt = secrets.token_hex(8)
     return f"$5${salt}${hashlib.sha256((salt + password).encode()).hexdigest()}"
+
+
+def hotplug_features(value: object) -> frozenset[str]:
+    """qemu-server ``parse_hotplug_features``: ``1`` (the default) is ``network,disk,usb``, ``0``
+    none."""
+    text = "1" if value is None else str(value)
+    if text == "1":
+        return frozenset({"network", "disk", "usb"})
+    return frozenset() if text == "0" else frozenset(split_list(text))
+
+
+def _net_options(value: object) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for part in str(value or "").split(","):
+        key, _, val = part.partition("=")
+        if key in NET_MODELS:
+            options.update(model=key, macaddr=val)
+        elif key:
+            options[key] = val
+    return options
+
+
+def hotplugs(key: str, old: object, new: object, features: frozenset[str]) -> bool:
+    """Whether a running VM takes ``key`` (``old`` → ``new``; ``new`` None: a delete) at once, as
+    qemu-server ``vmconfig_hotplug_pending`` decides; False leaves it pending."""
+    if key in FAST_PLUG or re.fullmatch(r"ipconfig\d+", key) or key in ("agent", "cpuunits", "cpulimit"):
+        return True
+    if key == "balloon":
+        return (old is None or str(old) != "0") == (new is None or str(new) != "0")
+    if key == "hotplug":
+        return not re.search(r"cpu|memory", f"{old or ''} {new or ''}")
+    if key in ("vcpus", "memory"):
+        return {"vcpus": "cpu", "memory": "memory"}[key] in features
+    if re.fullmatch(r"usb\d+", key):
+        return "usb" in features
+    if re.fullmatch(r"net\d+", key):
+        if "network" in features:
+            return True
+        if old is None or new is None:
+            return False
+        was, will = _net_options(old), _net_options(new)
+        return all(was.get(option) == will.get(option) for option in NET_REPLUG)
+    if DRIVE.fullmatch(key):
+        if key in ("efidisk0", "tpmstate0"):
+            return False
+        media = [split_drive(value)[1].get("media") for value in (old, new) if value is not None]
+        if media and all(kind == "cdrom" for kind in media):
+            return True
+        return "disk" in features and not re.match(r"(?:ide|sata)\d", key)
+    return False
 
 
 class QemuPve(NetworkPve):
@@ -231,6 +304,7 @@ class QemuPve(NetworkPve):
     async def _apply_config(self, vm, user, p):
         updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})
         password = updates.pop("cipassword", None)
+        before = dict(vm.config)
         made: list[str] = []
         try:
             for key in sorted(key for key in updates if DRIVE.fullmatch(key)):
@@ -241,6 +315,17 @@ class QemuPve(NetworkPve):
             for volid in made:
                 self._qm_free(volid)
             raise
+        if vm.status == "running":
+            features = hotplug_features(before.get("hotplug"))
+            for key in [
+                key for key in vm.pending if key in updates or key in split_list(updates.get("delete"))
+            ]:
+                if hotplugs(key, before.get(key), vm.pending[key], features):
+                    value = vm.pending.pop(key)
+                    if value is None:
+                        vm.config.pop(key, None)
+                    else:
+                        vm.config[key] = value
         if password is not None:
             windows = str(vm.config.get("ostype", "")).startswith("w")
             vm.config["cipassword"] = password if windows or CRYPTED.match(password) else encrypt_pw(password)
