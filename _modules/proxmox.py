@@ -15,9 +15,11 @@ __virtualname__ = "proxmox"
 try:
     from salt_proxmox import runtime
     from salt_proxmox.errors import SaltProxmoxError
+    from salt_proxmox.guest import lifecycle as guests
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc.props import vmid_number
     from salt_proxmox.pve.client import api_path
+    from salt_proxmox.qemu.family import QEMU
     from salt_proxmox.runtime import declared_keys, refused_return
 
     HAS_LIBS = True
@@ -165,17 +167,95 @@ def lxc_absent(name, vmid, node, test=False, target=None, removal="retain", **ru
 
         salt-call proxmox.lxc_absent web vmid=150 node=pve1 test=True
     """
+    twins = (run, (lifecycle.STATE,), lifecycle.chunk_keys)
+    return _guest_absent(
+        name, target, lifecycle.absent, (), test, twins, vmid=vmid, node=node, removal=removal
+    )
+
+
+def _guest_absent(name, target, fun, family, test, twins, **absent):
+    """``fun(ctx, *family, name, test, **absent)`` as a state return, refused when the run's arguments
+    (``twins[0]``) hold a key ``absent`` does not take."""
     from salt_proxmox.errors import DeclarationError
 
-    if declared_keys(run):
-        unknown = ", ".join(sorted(declared_keys(run)))
+    unknown = declared_keys(twins[0])
+    if unknown:
         return refused_return(
-            name, DeclarationError(f"unknown key(s) {unknown}: absent takes vmid, node, removal")
+            name,
+            DeclarationError(
+                f"unknown key(s) {', '.join(sorted(unknown))}: absent takes vmid, node, removal"
+            ),
         )
-    twins = (run, (lifecycle.STATE,), lifecycle.chunk_keys)
+    return _state(name, target, fun, *family, name, bool(test), twins=twins, **absent)
+
+
+def _qemu_keys(chunk, default_target):
+    return guests.chunk_keys(QEMU, chunk, default_target)
+
+
+def _qemu_ahead(ctx, declarations):
+    return guests.read_ahead(ctx, QEMU, declarations)
+
+
+def qemu_present(name, test=False, target=None, **declared):
+    """
+    Plan (``test=True``) or apply one VM declaration; returns a state return dict. This is what the
+    ``proxmox_qemu.present`` state calls.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_present web test=True vmid=150 node=pve1 memory=2048 \\
+            scsi0=local-lvm:32 net0=virtio,bridge=vmbr0
+        salt-call proxmox.qemu_present app vmid=151 node=pve1 clone=9000 full=True cores=2
+    """
+    twins = (declared, (QEMU.state,), _qemu_keys)
     return _state(
-        name, target, lifecycle.absent, name, bool(test), twins=twins, vmid=vmid, node=node, removal=removal
+        name,
+        target,
+        guests.present,
+        QEMU,
+        name,
+        bool(test),
+        twins=twins,
+        ahead=_qemu_ahead,
+        **declared_keys(declared),
     )
+
+
+def qemu_absent(name, vmid, node, test=False, target=None, removal="retain", **run):
+    """
+    Retain (forget ownership) or destroy (``removal=destroy``) one VM; returns a state return dict.
+    This is what the ``proxmox_qemu.absent`` state calls.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_absent web vmid=150 node=pve1 test=True
+    """
+    twins = (run, (QEMU.state,), _qemu_keys)
+    return _guest_absent(
+        name, target, guests.absent, (QEMU,), test, twins, vmid=vmid, node=node, removal=removal
+    )
+
+
+def qemu_config(vmid, node=None, target=None):
+    """
+    The config of one VM with its pending changes merged in (what it runs with after its next start,
+    as ``qm config`` shows it): ``sshkeys`` decoded, ``cipassword`` only as ``set``, no digest. ``node``
+    defaults to the one the cluster's guest index lists. Fails with a sentence when no VM holds
+    ``vmid``, and on any other error.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_config vmid=150
+    """
+    ctx = _context(target)
+    return _call(guests.operator_config, ctx, QEMU, _call(vmid_number, vmid), node)
 
 
 def lxc_create(node, vmid, ostemplate, target=None, **config):

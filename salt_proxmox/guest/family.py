@@ -13,13 +13,16 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
 - the declaration: ``parse`` (the family's ``parse_declaration``, keyword arguments ``vmid``,
   ``node``, ``target``, ``adopt``, ``removal``, ``config``, ``reboot_for_pending``; raises
   DeclarationError), giving a ``Declaration``;
-- the judge: ``judge(decl, live, style) -> Change``; ``shown(key, value)`` (how a return shows a
-  value); ``key_change(key, old, new)`` (one key of a return's ``changes``); ``operator_view(live)``
-  (the config an operator reads back); ``identity_refusals(decl, recorded)`` (what makes a
-  declaration another guest than the one its state recorded); ``update_refusals(ctx, decl)``
-  (refusals of a write to an existing guest that need the cluster's facts, e.g. its release);
-- hotplug: ``applies_live(key, clear, config)``: whether writing ``key`` to a RUNNING guest with
-  ``config`` (a ``GuestConfig``; a VM's ``hotplug`` option is in it) takes effect at once;
+- the judge: ``judge(decl, live, style, ours) -> Change`` (``ours``: the declaration the state's
+  ownership row recorded, or None; a VM's ``cipassword_serial`` is compared with it); ``shown(key,
+  value)`` (how a return shows a value); ``key_change(key, old, new)`` (one key of a return's
+  ``changes``); ``operator_view(live)`` (the config an operator reads back);
+  ``identity_refusals(decl, recorded)`` (what makes a declaration another guest than the one its
+  state recorded); ``update_refusals(ctx, decl)`` (refusals of a write to an existing guest that need
+  the cluster's facts, e.g. its release);
+- hotplug: ``applies_live(key, clear, config, new)``: whether writing ``key`` (the value ``new``;
+  None for a ``delete``) to a RUNNING guest with ``config`` (a ``GuestConfig``; a VM's ``hotplug``
+  option is in it) takes effect at once;
 - identity: ``keys`` (``guest.fingerprint.GuestKeys``: NICs, volumes, generated values);
 - writes: ``update`` and ``resize`` (``pve.constraints.Endpoint``s the PUT forms are checked
   against), ``size_of(value)`` (the ``size`` of a volume value, for a return's ``disks``);
@@ -103,13 +106,13 @@ class Family:
     command: str
     destroy_running: str
     parse: Callable[..., Declaration]
-    judge: Callable[[Declaration, Mapping[str, object], TagStyle], Change]
+    judge: Callable[[Declaration, Mapping[str, object], TagStyle, Declaration | None], Change]
     shown: Callable[[str, str | None], object]
     key_change: Callable[[str, str | None, str | None], dict]
     operator_view: Callable[[Mapping[str, object]], dict[str, str]]
     identity_refusals: Callable[[Declaration, Mapping[str, object] | None], list[str]]
     update_refusals: Callable[[PveContext, Declaration], list[str]]
-    applies_live: Callable[[str, bool, GuestConfig], bool]
+    applies_live: Callable[[str, bool, GuestConfig, str | None], bool]
     keys: GuestKeys
     update: Endpoint
     resize: Endpoint

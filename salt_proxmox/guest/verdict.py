@@ -126,8 +126,8 @@ def judge_guest(
     being overwritten. ``style``: the datacenter's tag style, as for the family's judge. Pure: no I/O.
     """
     merged = config.merged()
-    change = family.judge(decl, merged, style)
-    in_effect = family.judge(decl, config.in_effect(), style)
+    change = family.judge(decl, merged, style, ours)
+    in_effect = family.judge(decl, config.in_effect(), style, ours)
     queued = set(config.waiting())
     waiting = [key for key in in_effect.drift if key not in change.drift and key in queued]
     conflicts: list[str] = []
@@ -153,12 +153,11 @@ def judge_guest(
         if key not in decl.config
     ]
     if dropped:
-        change = Change(
+        # ``replace`` keeps a family's own fields (a VM's ``secrets``) on the change.
+        change = replace(
+            change,
             put={k: v for k, v in change.put.items() if k not in dropped},
             clear=[k for k in change.clear if k not in dropped],
-            resize=change.resize,
-            refuse=change.refuse,
-            drift=change.drift,
         )
     return Verdict(
         change=change,
@@ -188,7 +187,7 @@ def split_by_effect(
         live = (
             not running
             or key not in verdict.drift_in_effect
-            or family.applies_live(key, key in change.clear, config)
+            or family.applies_live(key, key in change.clear, config, change.put.get(key))
         )
         (now if live else later).append(key)
     now.extend(disk for disk, _ in change.resize if disk not in now)

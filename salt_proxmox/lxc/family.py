@@ -111,8 +111,9 @@ def update_refusals(ctx: PveContext, decl: LxcDeclaration) -> list[str]:
     return judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []
 
 
-def applies_live(key: str, clear: bool, config: GuestConfig) -> bool:
-    """``schema.applies_live`` on the container's config in effect."""
+def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:
+    """``schema.applies_live`` on the container's config in effect (the value written does not
+    change the container's rule)."""
     return schema.applies_live(key, clear, key in config.current)
 
 

@@ -174,8 +174,16 @@ def judge_each(
             change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
 
 
-def judge(decl: LxcDeclaration, live: Mapping[str, object], style: TagStyle = DEFAULT_TAG_STYLE) -> Change:
+def judge(
+    decl: LxcDeclaration,
+    live: Mapping[str, object],
+    style: TagStyle = DEFAULT_TAG_STYLE,
+    ours: LxcDeclaration | None = None,
+) -> Change:
     """Compare ``decl`` with a live config (``GET .../config`` data) and say what to do.
+
+    ``ours`` (the declaration recorded in the ownership row) does not change a container's verdict:
+    every container key is compared with its live value.
 
     ``style``: the datacenter's tag style (``salt_proxmox.pve.facts.tag_style``), which decides
     whether tag case and order are spelling or a change. Pure: no I/O. Never raises for a live

@@ -223,6 +223,7 @@ def judge(
         drift,
         lambda key, want, have: _judge_key(decl, key, want, have, change, drift, style),
     )
+    change.refuse.extend(live_refusals(decl, live))
     if "cipassword" in decl.secrets:
         live_set = bool(live_text(live.get("cipassword")))
         recorded = ours.cipassword_serial if ours is not None else decl.cipassword_serial
@@ -556,3 +557,29 @@ def key_change(key: str, old: str | None, new: str | None) -> dict:
         shown_old, shown_new = changed_options(old, new, *form)
         return {"old": shown_old, "new": shown_new}
     return {"old": old, "new": new}
+
+
+def shown(key: str, value: str | None) -> object:
+    """A value as a return or a comment may show it: a description only by its length, a
+    ``cipassword`` only as set (docs/design.md §6), ``sshkeys`` decoded."""
+    if value is None:
+        return None
+    if key in schema.SECRETS:
+        return "set"
+    if key in schema.NEVER_STORED:
+        return f"<{len(value.rstrip())} characters>"
+    if key == "sshkeys":
+        return sshkeys_text(value)
+    return value
+
+
+def operator_view(live: Mapping[str, object]) -> dict[str, str]:
+    """A live VM config as an operator asks for it (``proxmox.qemu_config``): the description put
+    back, ``sshkeys`` decoded, ``cipassword`` as ``set``; no digest or lock."""
+    view = {}
+    for key, value in live.items():
+        text = live_text(value)
+        if text is None or key in ("digest", "lock"):
+            continue
+        view[key] = text if key == "description" else str(shown(key, text))
+    return view

@@ -21,10 +21,12 @@ import re
 
 from salt_proxmox.lxc.schema import Key, indexed_key
 from salt_proxmox.pve.constraints import (
+    Endpoint,
     Rule,
     check_addresses,
     check_dns_name,
     check_dns_names,
+    check_resize,
     check_startup,
     check_tags,
     options_problem,
@@ -417,3 +419,35 @@ def applies_live(
             return "disk" in features
         return not (changed & DRIVE_COLD_OPTIONS)
     return False
+
+
+def _rule_for(key: str) -> Rule | None:
+    """A key's rule as a config write takes it: every value was checked at parse against its
+    schema rule (``props.parse_declaration``), so a declared key passes; any other is not the API's."""
+    return Rule() if is_config_key(key) else None
+
+
+def _rule_for_create(key: str) -> Rule | None:
+    if key == "vmid":
+        return Rule("integer", minimum=100, maximum=999_999_999)
+    if key == "pool":
+        return Rule()  # checked at parse by the pool family's poolid rule
+    return _rule_for(key)
+
+
+def _rule_for_resize(key: str) -> Rule | None:
+    if key == "disk":
+        names = [f"{bus}{i}" for bus in BUSES for i in range(INDEXED[bus])]
+        return Rule("enum", choices=(*names, *SPECIAL_DRIVES))
+    if key == "size":
+        return Rule(check=check_resize)
+    return None
+
+
+#: qemu-server ``PVE/API2/Qemu.pm``: ``create_vm``, ``update_vm`` (``PUT``/``POST …/config``),
+#: ``resize_vm`` (``disk`` a drive name, ``size`` ``\+?\d+(\.\d+)?[KMGT]?``).
+CREATE = Endpoint("POST /nodes/{node}/qemu", ("vmid",), _rule_for_create)
+UPDATE = Endpoint("PUT /nodes/{node}/qemu/{vmid}/config", (), _rule_for)
+RESIZE = Endpoint("PUT /nodes/{node}/qemu/{vmid}/resize", ("disk", "size"), _rule_for_resize)
+#: Keys never shown in a return or kept in grains: notes a human wrote, PVE's bookkeeping, the secret.
+NEVER_STORED = frozenset({"description", "digest", "lock", "cipassword"})

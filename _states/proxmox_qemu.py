@@ -1,0 +1,96 @@
+"""State module ``proxmox_qemu``: Proxmox VE virtual machines, planned with ``test=True`` and applied
+without it, by the same judge.
+
+.. code-block:: yaml
+
+    web:
+      proxmox_qemu.present:
+        - vmid: 150
+        - node: pve1
+        - target: homelab            # optional when one target is configured
+        - name: web
+        - memory: 2048               # MiB
+        - cores: 2
+        - cpu: host
+        - ostype: l26
+        - scsihw: virtio-scsi-single
+        - scsi0: local-lvm:32,discard=on,iothread=1   # storage:GiB for a new disk; a larger N grows it
+        - ide2: local:iso/debian-13.0.0-amd64-netinst.iso,media=cdrom
+        - ide0: local-lvm:cloudinit
+        - net0: virtio,bridge=vmbr0,tag=20             # PVE draws the MAC; it is kept
+        - ciuser: ops
+        - cipassword: {{ pillar['web_password'] }}     # a secret: never shown or kept
+        - cipassword_serial: 1       # bump it to write the declared password again
+        - sshkeys: |
+            ssh-ed25519 AAAA... ops@example
+        - ipconfig0: ip=dhcp
+        - pool: web
+        - adopt: false               # true takes over a live VM this minion did not create
+        - reboot_for_pending: false  # true reboots it when changes it wrote wait for a restart
+        - removal: retain            # or destroy (used by absent)
+
+    app:
+      proxmox_qemu.present:
+        - vmid: 151
+        - node: pve1
+        - clone: 9000                # a template's vmid: created as its clone, then configured
+        - full: true                 # a full clone (a template gives a linked clone by default)
+        - storage: local-lvm         # the full clone's target storage
+        - cores: 4
+
+Config keys are spelled as ``qm set`` and the API spell them. The logic lives in the
+``salt_proxmox`` library behind the ``proxmox`` execution module.
+
+:depends: salt_proxmox
+"""
+
+__virtualname__ = "proxmox_qemu"
+
+
+def __virtual__():
+    if "proxmox.qemu_present" not in __salt__:
+        return False, "proxmox_qemu: the proxmox execution module is not available"
+    return __virtualname__
+
+
+def _run():
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``, ``__instance_id__``),
+    passed through whole for the library's run-wide checks and reads."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
+
+
+def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot_for_pending=False, **config):
+    """
+    Ensure VM ``vmid`` on ``node`` is as declared: create it (from scratch, or by cloning the
+    template ``clone`` names) when the cluster proves the vmid free, update drifted keys in place,
+    grow disks, refuse what only root@pam or a new VM could do. Under ``test=True`` nothing is
+    written (not PVE, not OpenBao, not grains).
+
+    A running VM takes some keys at once and keeps the others pending until it restarts (its
+    ``hotplug`` option decides: by default NICs and new SCSI/VirtIO disks at once, ``cores`` and
+    ``memory`` at the next start): the comment says which. ``reboot_for_pending: true`` lets the
+    apply reboot the VM so the changes it wrote take effect; without it nothing is ever rebooted.
+    """
+    return __salt__["proxmox.qemu_present"](
+        name,
+        test=__opts__["test"],
+        target=target,
+        vmid=vmid,
+        node=node,
+        adopt=adopt,
+        removal=removal,
+        reboot_for_pending=reboot_for_pending,
+        **config,
+        **_run(),
+    )
+
+
+def absent(name, vmid, node, target=None, removal="retain"):
+    """
+    Stop managing VM ``vmid``. ``removal: retain`` (default) forgets ownership and touches nothing;
+    ``removal: destroy`` deletes it only if it still matches its last declaration, without force or
+    purge.
+    """
+    return __salt__["proxmox.qemu_absent"](
+        name, vmid=vmid, node=node, test=__opts__["test"], target=target, removal=removal, **_run()
+    )

@@ -1,0 +1,213 @@
+"""VMs as a guest family (``guest.family.Family``): what the shared guest lifecycle needs to know of
+them, from qemu-server's own rules.
+
+- API: ``/nodes/{node}/qemu/{vmid}`` (qemu-server ``PVE/API2/Qemu.pm``); remedies name ``qm``.
+- Fingerprint keys (``KEYS``): the MAC PVE drew for each ``netN``; the volume id and size of each
+  disk and ``unusedN`` (a CD-ROM's medium is swapped by operators and does not count); and the values
+  qemu-server generates once per VM: ``vmgenid``, ``smbios1``'s ``uuid``, ``meta``'s ``ctime``
+  (``create_vm``; a clone gets its own, ``clone_vm``).
+- Hotplug: ``schema.applies_live`` with the VM's ``hotplug`` in effect (``vmconfig_hotplug_pending``).
+- Create from scratch: one ``POST /nodes/{node}/qemu`` task (``create_vm``), ``cipassword`` in that
+  form and nowhere else. Create by clone: ``POST /nodes/{node of the template}/qemu/{template}/clone``
+  (``clone_vm``, a task), then the declaration written onto the clone in the same apply: one
+  ``POST …/config`` task (``update_vm`` async: the form's drives are allocated by ``create_disks``)
+  judged against the clone as it was made, then a ``PUT …/resize`` task per disk that grows.
+- Refusals at plan: ``judge.create_refusals`` (root-only values, disks not allocated by the create),
+  ``judge.clone_source_refusals`` (the template must exist and be one), and the judge's verdict of
+  the declaration against the template's config, so a clone is never made that its own config write
+  would then refuse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from salt_proxmox.errors import Refused
+from salt_proxmox.guest import lifecycle as shared
+from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
+from salt_proxmox.guest.fingerprint import GuestKeys
+from salt_proxmox.guest.pending import GuestConfig
+from salt_proxmox.guest.verdict import live_text
+from salt_proxmox.pve.client import Credential, api_path
+from salt_proxmox.pve.constraints import check_form
+from salt_proxmox.qemu import judge, schema
+from salt_proxmox.qemu.props import QemuDeclaration, parse_declaration, parse_drive, parse_net
+from salt_proxmox.wire.propstring import pairs
+from salt_proxmox.wire.volumes import size_option
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.guest.context import PveContext
+
+
+def _mac(value: str) -> str | None:
+    """The MAC of a ``netN`` value, upper-cased (``$net_fmt``: ``<model>=<MAC>``)."""
+    mac = parse_net(value).get("macaddr")
+    return mac.upper() if mac else None
+
+
+def _volume(value: str) -> str | None:
+    """``<volume id> size=<size>`` of a drive or ``unusedN``; None for a CD-ROM (its medium is the
+    operator's to swap)."""
+    drive = parse_drive(value)
+    if drive.kind == "cdrom":
+        return None
+    size = drive.options.get("size")
+    return f"{drive.volume} size={size}" if size else drive.volume
+
+
+def _generated(key: str, value: str) -> str | None:
+    """The part of a generated value that identifies the VM: ``smbios1``'s ``uuid``, ``meta``'s
+    ``ctime``, ``vmgenid`` whole."""
+    if key == "smbios1":
+        return dict(pairs(value)).get("uuid")
+    if key == "meta":
+        return dict(pairs(value)).get("ctime")
+    return value
+
+
+#: The VM keys of a fingerprint.
+KEYS = GuestKeys(
+    nic=re.compile(r"net\d+", re.ASCII),
+    mac_of=_mac,
+    volume=re.compile(r"(?:ide|sata|scsi|virtio|unused)\d+|efidisk0|tpmstate0", re.ASCII),
+    volume_of=_volume,  # type: ignore[arg-type]  # None leaves a CD-ROM out
+    generated=("vmgenid", "smbios1", "meta"),
+    pick=_generated,
+)
+
+
+def _source(ctx: PveContext, decl: QemuDeclaration) -> tuple[str | None, dict[str, object] | None]:
+    """``(node, config)`` of the template ``decl.clone`` names, read with the read credential
+    (the cluster's guest index, then ``GET …/config``); ``(None, None)`` when no VM holds it."""
+    assert decl.clone is not None
+    row = shared.indexed_guest(ctx, decl.clone)
+    if row is None or row.get("type") != "qemu":
+        return None, None
+    node = str(row["node"])
+    config = ctx.client.request(
+        "GET", f"{api_path('nodes', node, 'qemu', decl.clone)}/config", ctx.broker.read()
+    )
+    return node, dict(config or {})
+
+
+def _onto(decl: QemuDeclaration, made: Mapping[str, object]) -> judge.QemuChange:
+    """The judge's verdict of ``decl`` written onto a VM made by cloning (``made``: its config), with
+    nothing recorded yet (the clone's password, if any, is the template's)."""
+    return judge.judge(decl, {key: value for key, value in made.items() if key != "template"})
+
+
+def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
+    """What a plan says of creating ``decl``: from scratch, ``judge.create_refusals``; by clone, also
+    the template's existence and kind, and the refusals the config write onto the clone would meet
+    (judged against the template's config)."""
+    refusals = judge.create_refusals(decl)
+    if decl.clone is None:
+        return CreatePlan(
+            refusals=refusals, source="from scratch", again="from scratch with new, empty disks"
+        )
+    node, config = _source(ctx, decl)
+    refusals += judge.clone_source_refusals(decl, config)
+    if config is not None and not refusals:
+        refusals += _onto(decl, config).refuse
+    kind = "a full clone" if decl.full else "a linked clone" if decl.full is False else "a clone"
+    return CreatePlan(
+        refusals=refusals,
+        source=f"as {kind} of template VM {decl.clone}"
+        + (f" on {node}" if node and node != decl.node else ""),
+        again=f"as {kind} of template VM {decl.clone} with new disks",
+    )
+
+
+def create(
+    ctx: PveContext, decl: QemuDeclaration, credential: Callable[[], Credential]
+) -> Iterator[CreateStep]:
+    """The requests of a VM create, each a task: ``POST /nodes/{node}/qemu`` (``create_vm``); or
+    ``POST …/qemu/{template}/clone`` (``clone_vm``), then the declaration written onto the clone
+    (``POST …/config`` with its digest) and a ``PUT …/resize`` per disk that grows. Raises Refused
+    (nothing sent) when the template is gone or not a template; after the clone, Refused when the
+    clone as made cannot take the declaration (its row stays ``creating``)."""
+    if decl.clone is None:
+        form = {**judge.create_form(decl), **decl.secrets}
+        check_form(schema.CREATE, form, presence=True)
+        yield CreateStep(
+            "POST", api_path("nodes", decl.node, "qemu"), f"create VM {decl.vmid} on {decl.node}", form
+        )
+        return
+    node, config = _source(ctx, decl)
+    refusals = judge.clone_source_refusals(decl, config)
+    if refusals or node is None:
+        raise Refused(" ".join(refusals))
+    yield CreateStep(
+        "POST",
+        f"{api_path('nodes', node, 'qemu', decl.clone)}/clone",
+        f"clone VM {decl.clone} to VM {decl.vmid} on {decl.node}",
+        judge.clone_form(decl, node),
+    )
+    path = api_path("nodes", decl.node, "qemu", decl.vmid)
+    made = dict(ctx.client.request("GET", f"{path}/config", credential()) or {})
+    change = _onto(decl, made)
+    if change.refuse:
+        raise Refused(" ".join(change.refuse))
+    form = dict(change.put)
+    if change.clear:
+        form["delete"] = ",".join(change.clear)
+    if form or change.secrets:
+        form["digest"] = str(made.get("digest", ""))
+        check_form(schema.UPDATE, form, presence=False)
+        secrets = {key: decl.secrets[key] for key in change.secrets}
+        yield CreateStep(
+            "POST", f"{path}/config", f"configure VM {decl.vmid} as declared", {**form, **secrets}
+        )
+    for disk, size in change.resize:
+        resize = {"disk": disk, "size": size}
+        check_form(schema.RESIZE, resize, presence=True)
+        yield CreateStep("PUT", f"{path}/resize", f"grow {disk} of VM {decl.vmid} to {size}", resize)
+
+
+def update_refusals(ctx: PveContext, decl: QemuDeclaration) -> list[str]:
+    """No VM refusal needs the cluster's facts beyond the judge's (the release is not read)."""
+    return []
+
+
+def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:
+    """``schema.applies_live`` on the VM's config in effect, with its ``hotplug`` and the options
+    of ``key`` the write changes (``netN``, drives, ``agent``)."""
+    old = live_text(config.current.get(key))
+    changed: frozenset[str] = frozenset()
+    if old is not None and new is not None:
+        if schema.family_of(key) == "net":
+            changed = judge.net_changed(new, old)
+        elif schema.is_drive(key):
+            changed = judge.drift_changed(new, old)
+        elif key == "agent":
+            a, b = dict(pairs(new, "enabled")), dict(pairs(old, "enabled"))
+            changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
+    return schema.applies_live(key, clear, old, new, live_text(config.current.get("hotplug")), changed)
+
+
+#: The VM family.
+QEMU = Family(
+    kind="qemu",
+    state="proxmox_qemu",
+    noun="VM",
+    label="VM",
+    command="qm",
+    destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
+    parse=parse_declaration,
+    judge=judge.judge,
+    shown=judge.shown,
+    key_change=judge.key_change,
+    operator_view=judge.operator_view,
+    identity_refusals=judge.identity_refusals,
+    update_refusals=update_refusals,
+    applies_live=applies_live,
+    keys=KEYS,
+    update=schema.UPDATE,
+    resize=schema.RESIZE,
+    size_of=size_option,
+    plan_create=plan_create,
+    create=create,
+    create_form=judge.create_form,
+)
