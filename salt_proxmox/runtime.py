@@ -10,7 +10,6 @@ return of a call that could not even start (``refused_return``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, MutableMapping
 
 import requests
@@ -20,24 +19,20 @@ from salt_proxmox.guest.context import PveContext
 from salt_proxmox.lowstate import KeysOf, Run, twins_refusal
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import FileStore, GrainStore, Ownership, OwnershipStore
+from salt_proxmox.ownership import (
+    FileStore,
+    GrainStore,
+    MinionStore,
+    Ownership,
+    OwnershipStore,
+    grains_file,
+    rows_file,
+)
 from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
 
 #: The ``config.get`` key naming the JSON file that holds ownership rows instead of the grain.
 OWNERSHIP_FILE = "proxmox:ownership_file"
-
-
-def grains_file(opts: Mapping[str, object], proxy: bool = False) -> str:
-    """The grains file Salt reads at start-up and ``grains.setval`` writes: ``grains`` beside the
-    minion config (inside ``conf_file`` when that is a directory), under ``proxy.d/<id>/`` for a
-    proxy minion (Salt 3008 ``salt/modules/grains.py`` ``setvals``, ``salt/grains/extra.py``
-    ``config``)."""
-    conf_file = str(opts.get("conf_file") or "")
-    base = conf_file if os.path.isdir(conf_file) else os.path.dirname(conf_file)
-    if proxy:
-        base = os.path.join(base, "proxy.d", str(opts.get("id")))
-    return os.path.join(base, "grains")
 
 
 def salt_store(
@@ -50,24 +45,34 @@ def salt_store(
     """The ownership store of a minion, made once per run (kept in ``__context__``).
 
     The JSON file ``config.get('proxmox:ownership_file')`` names (salt-ssh, where grains do not
-    last: roster ``minion_opts``, minion config or pillar), else the ``salt_proxmox:owned`` grain
-    in the grains file (``grains_file``; ``proxy``: this is a proxy minion). After a grain write,
-    ``grains`` (Salt's ``__grains__``) holds the new value, and a minion that is not ``--local``
-    is asked to reload its grains (``saltutil.refresh_modules``, as ``grains.setval`` does,
-    without its pillar refresh), so ``grains.get salt_proxmox:owned`` shows the rows.
+    last: roster ``minion_opts``, minion config or pillar), else the minion's rows file beside its
+    grains file (``MinionStore``; ``proxy``: this is a proxy minion), shown as the
+    ``salt_proxmox:owned`` grain. After a row is written, ``grains`` (Salt's ``__grains__``) holds
+    it, and a minion that is not ``--local`` is asked to reload its grains
+    (``saltutil.refresh_modules``, as ``grains.setval`` does, without its pillar refresh), so
+    ``grains.get salt_proxmox:owned`` shows the rows.
     """
     path = salt["config.get"](OWNERSHIP_FILE, None)
     key = f"salt_proxmox.store/{path or grains_file(opts, proxy)}"
     store = context.get(key)
-    if isinstance(store, FileStore | GrainStore):
+    if isinstance(store, FileStore):
         return store
 
-    def saved(value: dict) -> None:
-        grains[GrainStore.GRAIN] = value
+    def saved(row_key: str, row: dict | None) -> None:
+        # The one row changed, not a copy of every row: a write costs the same at any N.
+        grain = grains.get(GrainStore.GRAIN)
+        grain = dict(grain) if isinstance(grain, dict) else {}
+        owned = grain.get("owned") if isinstance(grain.get("owned"), dict) else {}
+        if row is None:
+            owned.pop(row_key, None)
+        else:
+            owned[row_key] = row
+        grain["owned"] = owned
+        grains[GrainStore.GRAIN] = grain
         if not opts.get("local", False):
             salt["saltutil.refresh_modules"]()
 
-    store = FileStore(path) if path else GrainStore(grains_file(opts, proxy), saved)
+    store = FileStore(path) if path else MinionStore(rows_file(opts, proxy), grains_file(opts, proxy), saved)
     context[key] = store
     return store
 

@@ -164,9 +164,14 @@ def test_salt_store_is_made_once_per_run_and_keeps_grains_in_memory_current(tmp_
     grains: dict = {"os": "Debian"}
     store = runtime.salt_store(salt, opts, context, grains)
     assert runtime.salt_store(salt, opts, context, grains) is store
-    assert store.path == str(tmp_path / "grains")
+    assert store.path == str(tmp_path / "salt_proxmox_owned.json")
+    assert store.grains.path == str(tmp_path / "grains")
     Ownership(store).mark_owned("lab/lxc/150", "web", DECLARED)
     assert grains["salt_proxmox"]["owned"]["lab/lxc/150"]["declared"] == DECLARED
+    Ownership(store).mark_owned("lab/lxc/152", "cache", DECLARED)
+    Ownership(store).forget("lab/lxc/150")
+    assert list(grains["salt_proxmox"]["owned"]) == ["lab/lxc/152"], "each change reaches the grain"
+    assert grains["os"] == "Debian"
     refreshed = []
     remote = runtime.salt_store(
         {**salt, "saltutil.refresh_modules": lambda: refreshed.append(1)}, {**opts, "local": False}, {}, {}
