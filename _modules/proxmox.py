@@ -1,8 +1,9 @@
 """Execution module ``proxmox``: reads and writes of a Proxmox VE cluster, for states and ad-hoc use.
 
 Targets are read with ``config.get('proxmox:targets')`` (minion config or pillar); OpenBao with
-``config.get('openbao')``. Ownership rows go to the grain ``salt_proxmox:owned``, or to the JSON
-file ``config.get('proxmox:ownership_file')`` names when set — what salt-ssh needs, because a
+``config.get('openbao')``. Ownership rows go to ``salt_proxmox_owned.json`` beside the grains file,
+shown as the grain ``salt_proxmox:owned``, or to the JSON file
+``config.get('proxmox:ownership_file')`` names when set — what salt-ssh needs, because a
 salt-ssh target keeps its grains in the thin directory, which salt-ssh deletes on every redeploy.
 The logic lives in the ``salt_proxmox`` library; this module only translates Salt's world (opts,
 pillar, grains, ``__context__``) into library calls.

@@ -2,7 +2,7 @@
 
 For each size N it seeds a fake cluster (fakepve on 127.0.0.1, in this process) with N containers
 this minion owns (their configs as a create leaves them, their ownership rows in the minion's
-grains) and a pillar declaring them as they are, then runs, each ``--repeat`` times:
+rows file) and a pillar declaring them as they are, then runs, each ``--repeat`` times:
 
 - ``salt-call test.ping``: the start-up baseline (Salt loading, no state run);
 - ``state.apply proxmox test=True``: the plan;
@@ -52,7 +52,7 @@ from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT  # noqa: E402
 from salt_proxmox.lxc.guest import live_fingerprint  # noqa: E402
 from salt_proxmox.lxc.lifecycle import present  # noqa: E402
 from salt_proxmox.lxc.props import parse_declaration  # noqa: E402
-from salt_proxmox.ownership import MemoryStore  # noqa: E402
+from salt_proxmox.ownership import ROWS_FILE, FileStore, MemoryStore  # noqa: E402
 from tests.integration.lxc_support import TARGET, declaration, make_context, static_targets  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.saltrun import FORMULA, write_minion_config  # noqa: E402
@@ -95,7 +95,7 @@ def write_pillar(pillar_dir: Path, vmids: range) -> None:
 
 def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
     """Put ``vmids`` into the fake cluster as a create of this product leaves them, and their
-    ownership rows into the minion's grains file.
+    ownership rows into the minion's rows file (``ROWS_FILE``, beside its grains file).
 
     The first container is created for real (through the library, as the state does); the others
     are copies of its config with their own hostname, volume and MAC, so seeding 1000 takes
@@ -134,7 +134,7 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
             "declared": stored,
             FINGERPRINT: live_fingerprint(live),
         }
-    (config_dir / "grains").write_text(yaml.safe_dump({"salt_proxmox": {"owned": rows}}))
+    FileStore(config_dir / ROWS_FILE).save(rows)
 
 
 def _mac(net: str) -> str:

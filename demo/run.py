@@ -27,6 +27,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from salt_proxmox.ownership import ROWS_FILE  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
 from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config  # noqa: E402
@@ -108,9 +109,10 @@ def main() -> int:
                 failures.append("the second plan is not clean")
             if any(method != "GET" for method, _, _ in runs[2][1]):
                 failures.append("the second plan sent a write to PVE")
-            grains = (config_dir / "grains").read_text() if (config_dir / "grains").exists() else ""
+            rows_file = config_dir / ROWS_FILE
+            grains = rows_file.read_text() if rows_file.exists() else ""
             if any(secret and secret in grains for secret in secrets):
-                failures.append("a credential appeared in the grains file")
+                failures.append("a credential appeared in the ownership rows file")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if failures:

@@ -1,7 +1,7 @@
 """What a fault scenario runs in, and the checks every scenario gets.
 
 A ``Run`` is one scenario's world: a freshly seeded fake cluster (``ServedCluster``), the ownership
-store the state sees (a ``MemoryStore`` here; the grains file under ``salt-call``), the
+store the state sees (a ``MemoryStore`` here; the rows file beside the grains file under ``salt-call``), the
 ``proxmox:targets`` and ``openbao:`` blocks the Salt module would read, and the secrets that must
 never show. A scenario's ``setup`` changes that world through fakepve's own fault injection
 (``fail()``, ``lose_quorum()``, ``set_node_offline()``, ``hold_config_lock()``, ``time_scale``,
@@ -17,7 +17,7 @@ helpers below:
 - ``lose_answer`` lets a matching request really reach fakepve (PVE acts on it) and replaces its
   answer, as a proxy between the minion and pveproxy would lose it: a 504, pveproxy's 596/597, an
   HTML 200, a body cut off or one that cannot be decompressed;
-- ``FailingStore`` is the ownership store of a grains file that cannot be written: saving a row of
+- ``FailingStore`` is the ownership store of a rows file that cannot be written: saving a row of
   the given phase fails as a read-only filesystem does.
 
 The checks (``leaks``, ``disagreements``, ``forbidden_writes``) are the promises every row of the
@@ -70,22 +70,22 @@ LOST_ANSWERS: dict[str, tuple[int, bytes] | Exception] = {
 
 
 class FailingStore(MemoryStore):
-    """A MemoryStore whose save fails, as a grains file on a read-only filesystem does, when it
+    """A MemoryStore whose save fails, as the rows file on a read-only filesystem does, when it
     would set a row to ``phase``."""
 
-    PATH = "/etc/salt/grains"
+    PATH = "/etc/salt/salt_proxmox_owned.json"
 
     def __init__(self, rows, phase: str):
         super().__init__(rows)
         self.phase = phase
 
-    def save(self, rows: dict[str, dict]) -> None:
+    def save(self, rows: dict[str, dict], changed: str | None = None) -> None:
         if any(
             isinstance(r, dict) and r.get("phase") == self.phase and self.rows.get(k) != r
             for k, r in rows.items()
         ):
-            raise OwnershipFileError(f"grains file {self.PATH}: cannot be written (Read-only file system)")
-        super().save(rows)
+            raise OwnershipFileError(f"{self.PATH}: cannot be written (Read-only file system)")
+        super().save(rows, changed)
 
 
 @dataclass

@@ -333,7 +333,7 @@ def lose(method: str, suffix: str, how: str) -> Callable[[Run], None]:
 
 
 def unwritable(phase: str) -> Callable[[Run], None]:
-    """The grains file cannot be written when a row would become ``phase``."""
+    """The ownership rows file cannot be written when a row would become ``phase``."""
 
     def setup(run: Run) -> None:
         run.store = FailingStore(run.store.rows, phase)
@@ -1671,10 +1671,14 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "grains-unwritable-before-create",
         "ownership",
-        "the grains file cannot be written when the creating row is recorded",
-        "the create is not sent without its row; the state names the grains file and the row",
+        "the rows file cannot be written when the creating row is recorded",
+        "the create is not sent without its row; the state names the rows file and the row",
         False,
-        ("/etc/salt/grains", f"ownership row {TARGET}/lxc/150 was not set to creating", NOTHING),
+        (
+            "/etc/salt/salt_proxmox_owned.json",
+            f"ownership row {TARGET}/lxc/150 was not set to creating",
+            NOTHING,
+        ),
         unwritable("creating"),
         WEB,
         rows={},
@@ -1682,10 +1686,14 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "grains-unwritable-after-create",
         "ownership",
-        "the grains file cannot be written when the owned row is recorded after the create",
+        "the rows file cannot be written when the owned row is recorded after the create",
         "the state fails naming the file and row; the creating row stays, so the next run finishes it",
         False,
-        ("/etc/salt/grains", f"ownership row {TARGET}/lxc/150 was not set to owned", "stays creating"),
+        (
+            "/etc/salt/salt_proxmox_owned.json",
+            f"ownership row {TARGET}/lxc/150 was not set to owned",
+            "stays creating",
+        ),
         unwritable("owned"),
         WEB,
         writes=CREATE,
@@ -1694,10 +1702,14 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "grains-unwritable-adopt",
         "ownership",
-        "the grains file cannot be written when an adopted guest is recorded",
+        "the rows file cannot be written when an adopted guest is recorded",
         "the state fails naming the file; the guest stays unowned, untouched",
         False,
-        ("/etc/salt/grains", f"ownership row {TARGET}/lxc/120 was not set to owned", "adopt: true"),
+        (
+            "/etc/salt/salt_proxmox_owned.json",
+            f"ownership row {TARGET}/lxc/120 was not set to owned",
+            "adopt: true",
+        ),
         unwritable("owned"),
         dns(adopt=True),
         name="dns",
@@ -1706,7 +1718,7 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "grains-unwritable-no-drift",
         "ownership",
-        "the grains file cannot be written, and nothing differs",
+        "the rows file cannot be written, and nothing differs",
         "an unchanged row is not rewritten, so the apply is clean",
         True,
         ("is as declared",),

@@ -9,13 +9,12 @@ import traceback
 from pathlib import Path
 
 import pytest
-import yaml
 
 from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.lxc.lifecycle import absent, present
 from salt_proxmox.network.apply import applied as network_applied
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership import ROWS_FILE, FileStore, MemoryStore
 from salt_proxmox.runtime import refused_return
 from salt_proxmox.sdn.apply import applied as sdn_applied
 from tests.faults.harness import (
@@ -157,19 +156,14 @@ def _in_process(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch)
 
 
 def _grain_rows(config_dir: Path) -> dict:
-    path = config_dir / "grains"
-    if not path.exists():
-        return {}
-    grains = yaml.safe_load(path.read_text()) or {}
-    owned = (grains.get("salt_proxmox") or {}).get("owned")
-    return owned if isinstance(owned, dict) else {}
+    return FileStore(config_dir / ROWS_FILE).load()
 
 
 def _through_salt_call(
     scenario: Scenario, request: pytest.FixtureRequest, monkeypatch, tmp_path: Path
 ) -> None:
     """Through ``salt-call --local state.apply proxmox`` with the row's pillar; the ownership rows are
-    the grains file's, the log is the minion's (at debug level)."""
+    the rows file's beside the grains file, the log is the minion's (at debug level)."""
     with ServedCluster(time_scale=scenario.time_scale) as cluster:
         run = _world(cluster, scenario, request, monkeypatch)
         try:
@@ -193,11 +187,11 @@ def _through_salt_call(
             ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args, timeout=120)
             rows = state_rows(ret)
             minion_log = config_dir / "root" / "minion.log"
-            grains_file = config_dir / "grains"
+            rows_file = config_dir / ROWS_FILE
             places = {
                 "salt-call output": raw,
                 "minion log": minion_log.read_text() if minion_log.exists() else "",
-                "grains file": grains_file.read_text() if grains_file.exists() else "",
+                "rows file": rows_file.read_text() if rows_file.exists() else "",
             }
             assert leaks(places, run.secrets) == []
             assert rows, raw

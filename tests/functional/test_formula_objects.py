@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from salt_proxmox.ownership import ROWS_FILE
 from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
@@ -156,12 +157,12 @@ def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
         openbao=bao_creds,
         pillar_roots=[str(_pillar(tmp_path, change))],
     )
-    grains_before = (config_dir / "grains").read_text()
+    grains_before = (config_dir / ROWS_FILE).read_text()
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
     assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:]), "a plan never writes"
-    assert (config_dir / "grains").read_text() == grains_before, "a plan writes no grains"
+    assert (config_dir / ROWS_FILE).read_text() == grains_before, "a plan writes no ownership row"
     assert rows["proxmox-firewall-alias-db_primary"]["changes"]["renamed"] == {
         "old": "db",
         "new": "db_primary",

@@ -1,7 +1,9 @@
 """Ownership rows and credentials under faults, through a real ``salt-call --local state.apply``:
-a grains file that cannot be written or parsed fails the state naming it (Salt's ``grains.setval``
-only logs the first and skips the second, so rows were lost or guests called foreign), and a secret
-with a trailing newline is refused before any request and shows in no file the run left behind."""
+a rows file that cannot be written or parsed fails the state naming it (Salt's ``grains.setval``
+only logged a failed write and skipped an unparseable grains file, so rows were lost or guests
+called foreign); rows an earlier version kept in the grains file stay ours and move to the rows
+file; and a secret with a trailing newline is refused before any request and shows in no file the
+run left behind."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
+from salt_proxmox.ownership import ROWS_FILE, FileStore
 from tests.integration.lxc_support import requests_since, writes
 from tests.support.saltrun import salt_call, state_rows, write_minion_config
 from tests.support.ways import assert_no_secret, text_files
@@ -58,51 +62,85 @@ def chattr(flag: str, path: Path) -> bool:
     return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
 
 
-def test_an_unwritable_grains_file_fails_the_apply_naming_it_and_sends_nothing(fresh_cluster, tmp_path):
+def test_an_unwritable_rows_file_fails_the_apply_naming_it_and_sends_nothing(fresh_cluster, tmp_path):
     config_dir = minion(tmp_path, fresh_cluster)
-    grains = config_dir / "grains"
-    grains.write_text("roles:\n- pve-manager\n")
+    rows = config_dir / ROWS_FILE
+    rows.write_text('{"owned": {}}\n')
     # Immutable: no process may write, rename over or remove it, root included (EPERM), as on a
     # read-only filesystem.
-    if not chattr("+i", grains):
+    if not chattr("+i", rows):
         pytest.skip("this filesystem cannot mark a file immutable (chattr +i)")
     try:
         start = len(fresh_cluster.pve.requests)
         row, _ = apply(config_dir)
     finally:
-        chattr("-i", grains)
+        chattr("-i", rows)
     assert row["result"] is False, row["comment"]
-    assert f"ownership row demo/lxc/150 was not set to creating: {grains}" in row["comment"]
+    assert f"ownership row demo/lxc/150 was not set to creating: {rows}" in row["comment"]
     assert writes(requests_since(fresh_cluster, start)) == [], "the create is not sent without its row"
     assert fresh_cluster.pve.ct(150) is None
-    assert grains.read_text() == "roles:\n- pve-manager\n"
+    assert rows.read_text() == '{"owned": {}}\n'
 
 
-def test_an_unparseable_grains_file_is_named_never_read_as_not_ours(fresh_cluster, tmp_path):
+def test_an_unparseable_rows_file_is_named_never_read_as_not_ours(fresh_cluster, tmp_path):
     config_dir = minion(tmp_path, fresh_cluster)
     row, _ = apply(config_dir)
     assert row["result"] is True, row["comment"]
-    grains = config_dir / "grains"
-    grains.write_text(grains.read_text() + "broken: [unclosed\n")
+    rows = config_dir / ROWS_FILE
+    rows.write_text(rows.read_text() + "broken: [unclosed\n{}\n")
     start = len(fresh_cluster.pve.requests)
     row, _ = apply(config_dir)
     assert row["result"] is False
-    assert f"grains file {grains} is not YAML" in row["comment"], row["comment"]
+    assert f"{rows}: line" in row["comment"], row["comment"]
     assert "did not create it" not in row["comment"]
     assert writes(requests_since(fresh_cluster, start)) == []
 
 
-def test_the_rows_show_in_grains_and_a_no_drift_apply_leaves_the_grains_file_alone(fresh_cluster, tmp_path):
+def test_the_rows_show_in_grains_and_a_no_drift_apply_leaves_the_rows_file_alone(fresh_cluster, tmp_path):
     config_dir = minion(tmp_path, fresh_cluster)
     assert apply(config_dir)[0]["result"] is True
     owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
     assert owned["demo/lxc/150"]["phase"] == "owned" and owned["demo/lxc/150"]["state_id"] == "web"
-    grains = config_dir / "grains"
-    before = grains.stat()
+    rows = config_dir / ROWS_FILE
+    before = rows.stat()
     row, _ = apply(config_dir)
     assert row["result"] is True and row["changes"] == {}, row["comment"]
-    after = grains.stat()
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "nothing rewritten"
+    after = rows.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    assert not (config_dir / "grains").exists(), "the grains file is not written either"
+
+
+def test_rows_an_earlier_version_kept_in_the_grains_file_stay_ours_and_move_out(fresh_cluster, tmp_path):
+    config_dir = minion(tmp_path, fresh_cluster)
+    assert apply(config_dir)[0]["result"] is True
+    rows = FileStore(config_dir / ROWS_FILE).load()
+    # As an earlier version left them: the rows in the grains file, no rows file.
+    grains = config_dir / "grains"
+    grains.write_text(yaml.safe_dump({"roles": ["pve"], "salt_proxmox": {"owned": rows}}))
+    (config_dir / ROWS_FILE).unlink()
+    owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
+    assert owned == rows, "Salt shows them from the grains file"
+    start = len(fresh_cluster.pve.requests)
+    ret, _ = salt_call(config_dir, "state.apply", "proxmox", "test=True")
+    (row,) = state_rows(ret)
+    assert row["result"] is True and row["changes"] == {}, row["comment"]
+    assert not (config_dir / ROWS_FILE).exists(), "a plan moves nothing"
+    (pillar,) = (tmp_path / "pillar").glob("proxmox.sls")
+    pillar.write_text(pillar.read_text() + "      memory: 1024\n")
+    row, _ = apply(config_dir)
+    assert row["result"] is True and row["changes"], row["comment"]
+    assert writes(requests_since(fresh_cluster, start)) != [] and "adopt" not in row["comment"]
+    assert (
+        FileStore(config_dir / ROWS_FILE).load()["demo/lxc/150"]["instance"]
+        == rows["demo/lxc/150"]["instance"]
+    )
+    assert yaml.safe_load(grains.read_text()) == {"roles": ["pve"]}, "moved out, other grains kept"
+    owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
+    assert set(owned) == {"demo/lxc/150"}
 
 
 def test_a_secret_with_a_trailing_newline_is_refused_and_shows_in_no_file(fresh_cluster, tmp_path):

@@ -6,11 +6,11 @@ project unless the test puts it there (tests/support/venvs.py):
   with a file_roots that holds the formula's SLS only, so nothing could have been synced. The
   development venv's editable install is checked the same way.
 - **synced from file_roots**: ``saltutil.sync_all`` copies ``_modules``, ``_states``, ``_output`` (the
-  ``proxmox_plan`` outputter) and ``_utils/salt_proxmox`` (the library) from ``formula/`` into the
-  minion's extension_modules. Salt puts the synced utils directory on ``sys.path`` while it loads
-  execution modules (Salt 3008 ``salt/loader/lazy.py``: ``extra_module_dirs``, the utils dirs), so the
-  synced ``proxmox`` module's ``import salt_proxmox`` finds the synced library; nowhere else can it be
-  imported.
+  ``proxmox_plan`` outputter), ``_grains`` (the ``salt_proxmox:owned`` grain) and
+  ``_utils/salt_proxmox`` (the library) from ``formula/`` into the minion's extension_modules. Salt
+  puts the synced utils directory on ``sys.path`` while it loads execution modules and grains (Salt
+  3008 ``salt/loader/lazy.py``: ``extra_module_dirs``, the utils dirs), so the synced ``proxmox``
+  module's ``import salt_proxmox`` finds the synced library; nowhere else can it be imported.
 
 Each way then runs plan → apply → plan with ``salt-call --local`` against a fresh fake cluster, and a
 plan printed with ``--out=proxmox_plan``.
@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from salt_proxmox.ownership import ROWS_FILE, FileStore
 from tests.support.saltrun import FORMULA, REPO, salt_call, salt_call_text, write_minion_config
 from tests.support.venvs import deps_venv, imports, pip_install
 from tests.support.ways import Estate, assert_no_secret, plan_apply_plan, timed
@@ -71,8 +72,11 @@ def run_formula(way: str, estate: Estate, config_dir: Path, salt_call_bin: Path)
 
     outputs = plan_apply_plan(estate, way, run)
     texts = {f"run {n}": out for n, out in enumerate(outputs)}
-    texts["grains"] = (config_dir / "grains").read_text()
+    texts["rows file"] = (config_dir / ROWS_FILE).read_text()
     assert_no_secret(texts, estate.secrets)
+    # The salt_proxmox:owned grain (this distribution's grains module) shows the rows file.
+    owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned", salt_call_bin=salt_call_bin)
+    assert owned == FileStore(config_dir / ROWS_FILE).load() and owned, owned
 
 
 def loaded(config_dir: Path, salt_call_bin: Path) -> tuple[bool, bool]:
@@ -184,6 +188,7 @@ def test_modules_synced_from_file_roots_bring_the_library(tmp_path: Path, fresh_
     assert "modules.proxmox" in synced["modules"] and "states.proxmox_lxc" in synced["states"]
     assert "utils.salt_proxmox.ownership" in synced["utils"]
     assert "output.proxmox_plan" in synced["output"]
+    assert "grains.proxmox_owned" in synced["grains"]
     assert loaded(config_dir, salt_call_bin) == (True, True)
     # Outside Salt's loader the library is still nowhere to import: only the synced copy serves.
     assert not imports(python, "salt_proxmox", tmp_path)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from saltfactories.utils import random_string
 
+from salt_proxmox.ownership import ROWS_FILE
 from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,
@@ -69,14 +70,14 @@ def test_plan_apply_plan_from_the_master(master: Any, minion: Any, estate: Estat
 
     outputs = plan_apply_plan(estate, WAY, run)
 
-    # The ownership rows are grains on the minion: in its grains file and in what it reports.
-    grains_file = Path(minion.config_dir) / "grains"
+    # The ownership rows are grains on the minion: in its rows file and in what it reports.
+    grains_file = Path(minion.config_dir) / ROWS_FILE
     reported = salt.run("grains.get", "salt_proxmox:owned", minion_tgt=minion.id)
     assert owned_phases(reported.data) == dict.fromkeys(OWNED_ROWS, "owned")
     everything = salt.run("grains.items", minion_tgt=minion.id)
     texts = {f"run {n}": out for n, out in enumerate(outputs)}
     texts["grains.items"] = json.dumps(everything.data)
-    # Every file either daemon wrote: logs, caches, job returns, the grains file. The minion's config
+    # Every file either daemon wrote: logs, caches, job returns, the rows file. The minion's config
     # holds the OpenBao token by design.
     texts |= text_files(minion.config["root_dir"], skip=(Path(minion.config["conf_file"]),))
     texts |= text_files(master.config["root_dir"])

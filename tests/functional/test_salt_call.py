@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from salt_proxmox.ownership import ROWS_FILE
 from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
@@ -47,7 +48,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert carried == [("POST", "/api2/json/nodes/pve1/lxc")], carried
     assert all("password" not in str(row["changes"]) for row in every)
 
-    grains = (config_dir / "grains").read_text()
+    grains = (config_dir / ROWS_FILE).read_text()  # the rows the salt_proxmox:owned grain shows
     assert "proxmox/creds" not in grains
     for text in [*outputs, grains, (config_dir / "root" / "minion.log").read_text()]:
         for secret in secrets:

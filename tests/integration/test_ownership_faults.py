@@ -1,7 +1,8 @@
 """Ownership rows that are never lost silently, ad-hoc writes that obey ownership, and writes whose
-fate is unknown, against fakepve with the store the Salt module uses (Salt's grains file).
+fate is unknown, against fakepve with the store the Salt module uses (the rows file beside Salt's
+grains file).
 
-- A row that cannot be written fails the state naming the grains file and the row; the write it
+- A row that cannot be written fails the state naming the rows file and the row; the write it
   guards is not sent, and a guest already made keeps its ``creating`` row so the next run finishes
   it as ours (docs/design.md §8).
 - ``proxmox.lxc_resize`` on a guest this minion did not create is refused as ``lxc_update`` is.
@@ -19,13 +20,12 @@ from collections.abc import Callable
 
 import pytest
 import requests
-import yaml
 from requests.adapters import HTTPAdapter
 
 from salt_proxmox import runtime
 from salt_proxmox.errors import Refused
 from salt_proxmox.lxc.lifecycle import PveContext, present, resize
-from salt_proxmox.ownership import CREATING, OWNED, row_key
+from salt_proxmox.ownership import CREATING, OWNED, ROWS_FILE, FileStore, row_key
 from tests.integration.lxc_support import TARGET, declaration, requests_since, static_targets, writes
 from tests.support.cluster import DNS1_VMID, ServedCluster
 
@@ -34,7 +34,7 @@ ROW = row_key(TARGET, "lxc", 150)
 
 def grain_context(served: ServedCluster, grains_dir, session: requests.Session | None = None) -> PveContext:
     """A context as ``_modules/proxmox.py`` builds it: the store from ``runtime.salt_store`` over a
-    minion config in ``grains_dir`` (so the rows live in ``grains_dir/grains``)."""
+    minion config in ``grains_dir`` (so the rows live in ``grains_dir/salt_proxmox_owned.json``)."""
     (grains_dir / "minion").write_text("id: test\n")
     opts = {"conf_file": str(grains_dir / "minion"), "local": True}
     cache: dict = {}
@@ -47,9 +47,7 @@ def grain_context(served: ServedCluster, grains_dir, session: requests.Session |
 
 
 def rows(grains_dir) -> dict:
-    path = grains_dir / "grains"
-    grains = yaml.safe_load(path.read_text()) if path.exists() else {}
-    return ((grains or {}).get("salt_proxmox") or {}).get("owned") or {}
+    return FileStore(grains_dir / ROWS_FILE).load()
 
 
 def next_run_finishes_the_create(served: ServedCluster, grains_dir) -> None:
@@ -63,17 +61,27 @@ def next_run_finishes_the_create(served: ServedCluster, grains_dir) -> None:
 
 
 def fail_writes(monkeypatch, after: int = 0) -> None:
-    """Make every grains file write after the first ``after`` fail as on a read-only filesystem."""
-    real = os.replace
+    """Make every write of the rows file (a rewrite or an appended line) after the first ``after``
+    fail as on a read-only filesystem."""
+    real_replace, real_open = os.replace, os.open
     done = []
 
-    def replace(src, dst, *args, **kwargs):
-        if os.path.basename(dst) == "grains" and len(done) >= after:
+    def refuse(path) -> None:
+        if os.path.basename(path) == ROWS_FILE and len(done) >= after:
             raise OSError(30, "Read-only file system")
-        done.append(dst)
-        return real(src, dst, *args, **kwargs)
+        done.append(path)
+
+    def replace(src, dst, *args, **kwargs):
+        refuse(dst)
+        return real_replace(src, dst, *args, **kwargs)
+
+    def open_(path, flags, *args, **kwargs):
+        if flags & os.O_APPEND:
+            refuse(path)
+        return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "open", open_)
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,7 +98,7 @@ def test_a_creating_row_that_cannot_be_written_stops_the_create_before_it_is_sen
     outcome = present(ctx, "web", False, **declaration())
     text = "\n".join(outcome.comment)
     assert outcome.result is False
-    assert str(tmp_path / "grains") in text and ROW in text and "creating" in text, text
+    assert str(tmp_path / ROWS_FILE) in text and ROW in text and "creating" in text, text
     assert writes(requests_since(fresh_cluster, start)) == [], "the create is not sent without its row"
     assert fresh_cluster.pve.ct(150) is None
 
@@ -102,7 +110,7 @@ def test_an_owned_row_that_cannot_be_written_fails_and_the_next_run_finishes_the
     fail_writes(monkeypatch, after=1)  # the creating row goes to disk; the owned row does not
     outcome = present(ctx, "web", False, **declaration())
     text = "\n".join(outcome.comment)
-    assert outcome.result is False and str(tmp_path / "grains") in text and ROW in text, text
+    assert outcome.result is False and str(tmp_path / ROWS_FILE) in text and ROW in text, text
     assert f"stays {CREATING}" in text and fresh_cluster.pve.ct(150) is not None
     assert rows(tmp_path)[ROW]["phase"] == CREATING, "not left believing the guest is foreign"
 
@@ -110,36 +118,41 @@ def test_an_owned_row_that_cannot_be_written_fails_and_the_next_run_finishes_the
     next_run_finishes_the_create(fresh_cluster, tmp_path)
 
 
-def test_an_unparseable_grains_file_is_named_never_read_as_not_ours(fresh_cluster, tmp_path):
+def test_an_unparseable_rows_file_is_named_never_read_as_not_ours(fresh_cluster, tmp_path):
     ctx = grain_context(fresh_cluster, tmp_path)
     assert present(ctx, "web", False, **declaration()).result is True
-    good = (tmp_path / "grains").read_text()
-    (tmp_path / "grains").write_text(good + "broken: [unclosed\n")
+    good = (tmp_path / ROWS_FILE).read_text()
+    (tmp_path / ROWS_FILE).write_text(good + "broken: [unclosed\n" + good.splitlines()[-1] + "\n")
     start = len(fresh_cluster.pve.requests)
     outcome = present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration(memory=2048))
     text = "\n".join(outcome.comment)
-    assert outcome.result is False and f"grains file {tmp_path / 'grains'} is not YAML" in text, text
+    assert outcome.result is False and f"{tmp_path / ROWS_FILE}: line" in text, text
     assert "did not create it" not in text and "adopt" not in text
     assert writes(requests_since(fresh_cluster, start)) == []
 
 
-def test_a_no_drift_apply_writes_no_grains(fresh_cluster, tmp_path):
+def test_a_no_drift_apply_writes_no_row(fresh_cluster, tmp_path):
     ctx = grain_context(fresh_cluster, tmp_path)
     for vmid in (150, 151):
         assert present(ctx, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None)).result is True
-    before = (tmp_path / "grains").stat()
+    before = (tmp_path / ROWS_FILE).stat()
     again = grain_context(fresh_cluster, tmp_path)
     for vmid in (150, 151):
         outcome = present(again, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None))
         assert outcome.result is True and outcome.changes == {}, outcome.comment
-    after = (tmp_path / "grains").stat()
-    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    after = (tmp_path / ROWS_FILE).stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    assert not (tmp_path / "grains").exists(), "nor the grains file"
 
 
 def test_a_row_an_adhoc_call_wrote_during_a_run_survives_the_run(fresh_cluster, tmp_path):
     run = grain_context(fresh_cluster, tmp_path)
     assert present(run, "ct150", False, **declaration(vmid=150, mp0=None)).result is True
-    # Meanwhile, another salt-call process (its own store over the same grains file) creates CT 160.
+    # Meanwhile, another salt-call process (its own store over the same rows file) creates CT 160.
     adhoc = grain_context(fresh_cluster, tmp_path)
     assert present(adhoc, "adhoc-160", False, **declaration(vmid=160, mp0=None)).result is True
     assert present(run, "ct151", False, **declaration(vmid=151, mp0=None)).result is True

@@ -187,7 +187,9 @@ def test_once_the_rows_file_exists_the_grains_file_is_not_read_for_rows(tmp_path
     assert grains_path.read_text() == "roles: [web\n"
 
 
-def test_rows_moved_but_left_in_an_unwritable_grains_file_fail_the_change(tmp_path: Path, monkeypatch) -> None:
+def test_rows_moved_but_left_in_an_unwritable_grains_file_fail_the_change(
+    tmp_path: Path, monkeypatch
+) -> None:
     grains_path = grains(tmp_path, {"salt_proxmox": {"owned": {"lab/lxc/150": ROW}}})
     monkeypatch.setattr(os, "access", lambda p, mode: not (Path(p) == grains_path and mode == os.W_OK))
     with pytest.raises(OwnershipFileError, match="older copy") as caught:

@@ -1,0 +1,1 @@
+../../saltext_proxmox/grains/proxmox_owned.py
