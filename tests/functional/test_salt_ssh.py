@@ -13,7 +13,6 @@ vanishing with a wiped thin dir while the ownership file carries the next plan c
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -25,6 +24,7 @@ import pytest
 import yaml
 from saltfactories.utils import random_string, running_username
 
+from salt_proxmox.ownership import FileStore
 from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,
@@ -142,7 +142,7 @@ def test_plan_apply_plan_over_salt_ssh(salt_ssh: Any, estate: Estate, layout: di
     assert ping.data is True, f"{ping.stdout}\n{ping.stderr}"
 
     outputs = plan_apply_plan(estate, WAY, run)
-    owned = json.loads(layout["owned"].read_text())["owned"]
+    owned = FileStore(layout["owned"]).load()  # the snapshot, then one line per changed row
     assert owned_phases(owned) == dict.fromkeys(OWNED_ROWS, "owned")
 
     # A grain set over salt-ssh lands in the thin dir ...
