@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING
 from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows
+from salt_proxmox.simple.lifecycle import read
 from salt_proxmox.simple.spec import (
     Call,
     Declared,
@@ -184,13 +185,7 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             if str(row.get("poolid", "")).startswith(f"{poolid}/")
         ]
         if live is None or "members" not in live:  # judged on the listing, which names no members
-            spec = SPEC.on(ctx, decl)
-            call = spec.read(decl)
-            data = ctx.client.request("GET", call.path, ctx.broker.read(), params=call.params)
-            try:
-                live = spec.parse(data, decl)
-            except ValueError as why:
-                raise PveMalformed("GET", call.path, str(why)) from None
+            live = read(ctx, SPEC, decl) or {}
         members = [*inside, *list(live.get("members") or [])]
         if members:
             return [
