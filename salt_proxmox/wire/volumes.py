@@ -289,12 +289,17 @@ def describe(value: str) -> str:
 
 
 def size_option(value: str | None) -> str | None:
-    """The ``size`` option of a volume value as PVE prints it (``local-lvm:vm-150-disk-0,size=8G``
-    → ``8G``), read by ``parse_volume``; None when it has none or is no volume ``parse_volume``
+    """The ``size`` option of a container volume or a VM disk as PVE prints it
+    (``local-lvm:vm-150-disk-0,size=8G`` → ``8G``; ``local-lvm:vm-300-disk-0,iothread=1,size=32G``
+    → ``32G``), read with the property-string parser (``pairs``: its keys in any order, whatever
+    other options the family has); None when it has none, or when it is no size ``parse_size``
     reads. Never raises: a return only shows it."""
     if not value:
         return None
     try:
-        return parse_volume(value).options.get("size")
+        size = dict(pairs(value, default_key="volume")).get("size")
+        if size is not None:
+            parse_size(size)
     except ValueError:
         return None
+    return size

@@ -930,11 +930,15 @@ def test_a_root_only_value_on_a_guest_not_yet_there_names_the_create_time_remedy
         ("size=4G,volume=local-lvm:vm-150-disk-0", "4G"),
         ("local:subvol-150-disk-0", None),
         ("/srv/shared,mp=/mnt/shared", None),
-        ("local-lvm:vm-150-disk-0,size=lots", None),  # not a size parse_volume reads
+        ("local-lvm:vm-150-disk-0,size=lots", None),  # not a size parse_size reads
+        # a VM disk: qemu-server's drive options are no container's (PVE/QemuServer/Drive.pm)
+        ("local-lvm:vm-300-disk-0,iothread=1,discard=on,size=32G", "32G"),
+        ("local-lvm:vm-300-cloudinit,media=cdrom", None),
         ("", None),
         (None, None),
     ],
 )
-def test_the_size_a_return_shows_is_read_as_a_volume(value, size) -> None:
-    # pve-container src/PVE/LXC/Config.pm: rootfs/mpN are property strings with a size option.
+def test_the_size_a_return_shows_is_read_from_the_property_string(value, size) -> None:
+    # pve-container src/PVE/LXC/Config.pm (rootfs/mpN) and qemu-server PVE/QemuServer/Drive.pm: property
+    # strings with a size option.
     assert size_option(value) == size
