@@ -201,7 +201,8 @@ def _qemu_ahead(ctx, declarations):
 def qemu_present(name, test=False, target=None, **declared):
     """
     Plan (``test=True``) or apply one VM declaration; returns a state return dict. This is what the
-    ``proxmox_qemu.present`` state calls.
+    ``proxmox_qemu.present`` state calls. ``name`` is the state's name and the VM's PVE ``name`` (a
+    DNS name, as ``qm set --name`` takes it).
 
     CLI Example:
 
@@ -221,7 +222,7 @@ def qemu_present(name, test=False, target=None, **declared):
         bool(test),
         twins=twins,
         ahead=_qemu_ahead,
-        **declared_keys(declared),
+        **{**declared_keys(declared), "name": name},
     )
 
 

@@ -3,12 +3,11 @@ without it, by the same judge.
 
 .. code-block:: yaml
 
-    web:
+    web:                             # the state's name is the VM's name (PVE's ``name``)
       proxmox_qemu.present:
         - vmid: 150
         - node: pve1
         - target: homelab            # optional when one target is configured
-        - name: web
         - memory: 2048               # MiB
         - cores: 2
         - cpu: host
@@ -61,7 +60,7 @@ def _run():
 
 def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot_for_pending=False, **config):
     """
-    Ensure VM ``vmid`` on ``node`` is as declared: create it (from scratch, or by cloning the
+    Ensure VM ``vmid`` on ``node``, named ``name``, is as declared: create it (from scratch, or by cloning the
     template ``clone`` names) when the cluster proves the vmid free, update drifted keys in place,
     grow disks, refuse what only root@pam or a new VM could do. Under ``test=True`` nothing is
     written (not PVE, not OpenBao, not grains).

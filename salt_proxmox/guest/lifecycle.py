@@ -574,7 +574,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
     written: list[str] = []
     try:
         if decision.action == "create":
-            _create(ctx, family, decl)
+            _create(ctx, family, decl, written)
         elif decision.action == "update":
             _update(ctx, family, decl, decision, written)
         # Read back only what was written; a no-drift apply costs the one read it decided on.
@@ -688,6 +688,12 @@ def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str], a
     lines = [str(exc)]
     if written:
         lines.append(f"Already written: {', '.join(written)}.")
+    if action == "create" and written and not isinstance(exc, Uncertain):
+        # A later step of a create failed (a VM clone's config write): the guest exists.
+        lines.append(
+            f"The guest exists; its ownership row stays {CREATING}: the next run records it as ours if it "
+            "matches the declaration, else refuses it until the declaration says adopt: true."
+        )
     if isinstance(exc, Uncertain):
         if action == "create":
             lines.append(
@@ -791,7 +797,7 @@ def resize(ctx: PveContext, family: Family, node: object, vmid: object, disk: ob
     return upid
 
 
-def _create(ctx: PveContext, family: Family, decl: Declaration) -> None:
+def _create(ctx: PveContext, family: Family, decl: Declaration, written: list[str] | None = None) -> None:
     """Run the family's create steps (``Family.create``), each a task awaited with the one
     provision credential minted for the create (bounded by ``ctx.create_polls`` polls each).
 
@@ -801,7 +807,8 @@ def _create(ctx: PveContext, family: Family, decl: Declaration) -> None:
     ``destroy_config`` before it dies, qemu-server ``PVE/API2/Qemu.pm`` ``create_vm`` likewise), so
     no row claims a guest that is not there (a stale ``creating`` row would let a later run take
     over a guest somebody else creates at this vmid). Once the guest exists, a later step that
-    fails keeps the ``creating`` row, as an uncertain end does: the next run finishes it."""
+    fails keeps the ``creating`` row, as an uncertain end does: the next run finishes it. Each step
+    that went through is added to ``written`` (its ``what``)."""
     key = row_key(decl.target, family.kind, decl.vmid)
     minted: list[Credential] = []
 
@@ -831,6 +838,8 @@ def _create(ctx: PveContext, family: Family, decl: Declaration) -> None:
                 ctx.ownership.restore(key, earlier)
             raise
         first = False
+        if written is not None:
+            written.append(step.what)
         step = next(steps, None)
 
 

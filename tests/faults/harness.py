@@ -280,17 +280,22 @@ def leaks(places: dict[str, str], secrets_in_play: Iterable[str]) -> list[str]:
 
 
 def guests(run: Run) -> dict[int, str]:
-    """vmid → node of every container on the cluster."""
-    return {ct.vmid: ct.node for ct in run.pve.cts}
+    """vmid → node of every guest on the cluster, containers and VMs."""
+    return {**{vm.vmid: vm.node for vm in run.pve.vms}, **{ct.vmid: ct.node for ct in run.pve.cts}}
 
 
 def creates(log: list[tuple[str, str, Any]]) -> list[int]:
-    """The vmids of the create POSTs in a request log."""
+    """The vmids of the create POSTs in a request log: ``POST /nodes/{node}/lxc`` and ``…/qemu``
+    (``vmid``), and a VM clone (``POST …/qemu/{template}/clone``, ``newid``)."""
     out = []
     for method, path, body in log:
-        if method == "POST" and path.rstrip("/").endswith("/lxc") and path.startswith("/nodes/"):
-            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        if method != "POST" or not path.startswith("/nodes/"):
+            continue
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        if path.rstrip("/").endswith(("/lxc", "/qemu")):
             out.append(int(parse_qs(text).get("vmid", ["0"])[0]))
+        elif path.endswith("/clone"):
+            out.append(int(parse_qs(text).get("newid", ["0"])[0]))
     return out
 
 
@@ -335,8 +340,8 @@ def disagreements(
         if row.get("phase") not in (OWNED, CREATING):
             problems.append(f"{key} has phase {row.get('phase')!r}")
     for vmid in set(now) - set(before) - run.foreign:
-        if not any(key.endswith(f"/lxc/{vmid}") for key in rows):
-            problems.append(f"CT {vmid} was made by this run but no row records it")
+        if not any(key.endswith((f"/lxc/{vmid}", f"/qemu/{vmid}")) for key in rows):
+            problems.append(f"guest {vmid} was made by this run but no row records it")
     return problems
 
 

@@ -29,7 +29,7 @@ from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.props import parse_declaration
 from tests.faults.harness import FailingStore, Run
 from tests.integration.lxc_support import DNS1_DECLARATION, TARGET, declaration, dns1
-from tests.support.cluster import DNS1_CONFIG, PROVISION_TOKEN_ID, READ_TOKEN_ID
+from tests.support.cluster import DNS1_CONFIG, ISO, PROVISION_TOKEN_ID, READ_TOKEN_ID
 from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
 
 GROUPS = {
@@ -42,6 +42,7 @@ GROUPS = {
     "identity": "Identity: a guest is more than its vmid, an object takes one declaration",
     "ownership": "Ownership rows: never lost silently",
     "network": "Node networks and SDN: staged, then applied one node at a time with health checks",
+    "vms": "VMs: created from scratch or by clone, configured, grown, refused, with the containers' rules",
 }
 
 
@@ -60,7 +61,8 @@ class Scenario:
     ``uncertain`` marks a run whose outcome is unknown on purpose: an ``owned`` row may then
     outlive a guest an unconfirmed destroy removed. ``state`` ``network_applied`` and
     ``sdn_applied`` run ``proxmox_network.applied`` (``declaration``: node) and
-    ``proxmox_sdn.applied`` instead of a container state.
+    ``proxmox_sdn.applied`` instead of a container state; ``qemu_present``/``qemu_absent`` run
+    ``proxmox_qemu.present``/``absent`` (``declaration``: the VM).
     """
 
     id: str
@@ -382,6 +384,50 @@ def task_warnings(task_type: str, count: int) -> Callable[[Run], None]:
 
 
 NOTHING = "Nothing was written."
+
+# ------------------------------------------------------------------------------------------ VMs
+
+#: A VM created from scratch (the ``web`` VM of the example pillar): a disk, the seeded installer ISO as
+#: a CD-ROM, a cloud-init drive and a NIC without a MAC.
+VM_150: dict[str, Any] = {
+    "vmid": 150,
+    "node": "pve1",
+    "name": "web",
+    "memory": 2048,
+    "cores": 2,
+    "ostype": "l26",
+    "scsihw": "virtio-scsi-single",
+    "scsi0": "local-lvm:8,discard=on,iothread=1",
+    "ide2": f"{ISO},media=cdrom",
+    "ide0": "local-lvm:cloudinit",
+    "net0": "virtio,bridge=vmbr0",
+    "ciuser": "ops",
+    "ipconfig0": "ip=dhcp",
+}
+#: A VM made by cloning the seeded template 9000, then configured and grown in the same apply.
+VM_151 = {"vmid": 151, "node": "pve1", "clone": 9000, "full": True, "name": "app", "cores": 4,
+          "scsi0": "local-lvm:10,discard=on,iothread=1"}  # fmt: skip
+CLONE_151 = ("POST /nodes/pve1/qemu/9000/clone", "POST /nodes/pve1/qemu/151/config")
+#: The seeded running VM 300 on pve2, declared as it is (``tests.support.cluster.ROUTER_CONFIG``).
+VM_300 = {
+    "vmid": 300,
+    "node": "pve2",
+    "name": "router",
+    "memory": 1024,
+    "cores": 2,
+    "ostype": "l26",
+    "scsi0": "local-lvm:8,iothread=1",
+    "net0": "virtio,bridge=vmbr0",
+    "net1": "virtio,bridge=vmbr1",
+}
+VM_PASSWORD = "vm-password-never-shown"
+
+
+def password_is_secret(run: Run) -> None:
+    """The declared ``cipassword`` joins the secrets no return, log or grain may hold."""
+    run.secrets.append(VM_PASSWORD)
+
+
 REBOOT_120 = "POST /nodes/pve1/lxc/120/status/reboot"
 #: CT 120 declared with a key PVE keeps pending while it runs (vmconfig_hotplug_pending skips it).
 WAITS = dns(nameserver="10.0.0.1")
@@ -1912,6 +1958,104 @@ SCENARIOS: list[Scenario] = [
         state="sdn_applied",
         writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
     ),
+    # -------------------------------------------------------------------------------------- VMs
+    Scenario(
+        "vm-create-then-clean",
+        "vms",
+        "none: a VM created from scratch with a disk, an ISO, a cloud-init drive and a secret password",
+        "one create task; the password is sent and never shown, logged or kept; the row is owned",
+        True,
+        ("VM 150 on pve1 has been created",),
+        password_is_secret,
+        {**VM_150, "cipassword": VM_PASSWORD, "cipassword_serial": 1},
+        state="qemu_present",
+        writes=("POST /nodes/pve1/qemu",),
+        rows={f"{TARGET}/qemu/150": "owned"},
+    ),
+    Scenario(
+        "vm-create-refused",
+        "vms",
+        "the create POST is refused (PVE: storage 'local-lvm' does not exist)",
+        "a refused create leaves no row and no VM",
+        False,
+        ("storage 'local-lvm' does not exist",),
+        fail("POST", "/nodes/pve1/qemu", status=500, message="storage 'local-lvm' does not exist"),
+        VM_150,
+        state="qemu_present",
+        writes=("POST /nodes/pve1/qemu",),
+    ),
+    Scenario(
+        "vm-clone-configure-grow",
+        "vms",
+        "none: a VM made by cloning template 9000, then its declaration written and its disk grown",
+        "clone, config write and resize are tasks, in that order, in one apply; the row is owned",
+        True,
+        ("VM 151 on pve1 has been created",),
+        None,
+        VM_151,
+        state="qemu_present",
+        writes=(*CLONE_151, "PUT /nodes/pve1/qemu/151/resize"),
+        rows={f"{TARGET}/qemu/151": "owned"},
+    ),
+    Scenario(
+        "vm-clone-config-write-fails",
+        "vms",
+        "the clone succeeds, then the config write onto it is refused",
+        "the clone exists, so its row stays creating; the next run wants adopt: true to write onto it",
+        False,
+        ("unable to parse drive options", "Already written: clone VM 9000", "adopt: true"),
+        fail("POST", "/qemu/151/config", status=500, message="unable to parse drive options"),
+        VM_151,
+        state="qemu_present",
+        writes=CLONE_151,
+        rows={f"{TARGET}/qemu/151": "creating"},
+    ),
+    Scenario(
+        "vm-clone-source-not-template",
+        "vms",
+        "the declared clone source is a VM that is not a template",
+        "refused at plan and apply: nothing is cloned",
+        False,
+        ("VM 300 is not a template", "qm template 300"),
+        None,
+        {**VM_151, "clone": 300},
+        state="qemu_present",
+    ),
+    Scenario(
+        "vm-shrink-refused",
+        "vms",
+        "a VM adopted with a disk declared smaller than it is",
+        "a shrink is refused at plan with PVE's reason; nothing is written, nothing taken over",
+        False,
+        ("shrinking disks is not supported", NOTHING),
+        None,
+        {**VM_300, "adopt": True, "scsi0": "local-lvm:4,iothread=1"},
+        name="router",
+        state="qemu_present",
+    ),
+    Scenario(
+        "vm-root-only-args",
+        "vms",
+        "a VM declared with args, which only root@pam may set",
+        "refused at plan with the qm command to run as root; nothing is created",
+        False,
+        ("only root@pam", "qm create 150", "adopt: true"),
+        None,
+        {**VM_150, "args": "-device virtio-rng-pci"},
+        state="qemu_present",
+    ),
+    Scenario(
+        "vm-config-403",
+        "vms",
+        "the VM config read (GET …/pending) answers 403",
+        "a 403 is a failure, never absence: no index read, no create",
+        False,
+        ("HTTP 403 Permission check failed (/vms/150, VM.Audit)", NOTHING),
+        fail("GET", "/qemu/150/pending", status=403, message="Permission check failed (/vms/150, VM.Audit)"),
+        VM_150,
+        state="qemu_present",
+        never=("/cluster/resources",),
+    ),
 ]
 
 
@@ -2097,9 +2241,10 @@ def markdown() -> str:
         "<!-- Generated by `python -m tests.faults.matrix --markdown`; "
         "tests/faults/test_matrix.py fails when this file differs. -->",
         "",
-        "Every row below is a test in `tests/faults/`: the real `proxmox_lxc`, `proxmox_network.applied`",
-        "and `proxmox_sdn.applied` states (through the library, with a context built as the Salt module",
-        "builds it, or through a real `salt-call`) against a freshly seeded fake cluster and a real",
+        "Every row below is a test in `tests/faults/`: the real `proxmox_lxc`, `proxmox_qemu`,",
+        "`proxmox_network.applied` and `proxmox_sdn.applied` states (through the library, with a context",
+        "built as the Salt module builds it, or through a real `salt-call`) against a freshly seeded fake",
+        "cluster and a real",
         "OpenBao dev server, with the fault injected by fakepve's own switches (`fail()`, `lose_quorum()`,",
         "`set_node_offline()`, `hold_config_lock()`, `time_scale`, revoked tokens), by the suite's network",
         "fake (a reload task that fails, a task status that cannot be read, a node that drops out after a",

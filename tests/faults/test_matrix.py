@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from salt_proxmox.errors import SaltProxmoxError
+from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.lifecycle import absent, present
 from salt_proxmox.network.apply import applied as network_applied
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import ROWS_FILE, FileStore, MemoryStore
+from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.runtime import refused_return
 from salt_proxmox.sdn.apply import applied as sdn_applied
 from tests.faults.harness import (
@@ -42,6 +44,13 @@ STATES = {
     "absent": absent,
     "network_applied": lambda ctx, name, test, **kw: network_applied(ctx, test, name, **kw),
     "sdn_applied": lambda ctx, name, test, **kw: sdn_applied(ctx, test, name, **kw),
+    # Positional-only: a VM declaration holds its own ``name``.
+    "qemu_present": lambda ctx, state_id, test, /, **kw: guest_lifecycle.present(
+        ctx, QEMU, state_id, test, **kw
+    ),
+    "qemu_absent": lambda ctx, state_id, test, /, **kw: guest_lifecycle.absent(
+        ctx, QEMU, state_id, test, **kw
+    ),
 }
 
 #: A comment longer than this echoes too much input (the longest real ones name two UPIDs).

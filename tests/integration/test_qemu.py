@@ -241,3 +241,33 @@ def test_the_form_of_a_create_never_holds_what_pve_generates(fresh_cluster):
     ((_, _, form),) = writes(requests_since(fresh_cluster, start))
     sent = parse_qs(form.decode() if isinstance(form, bytes) else str(form))
     assert not {"vmgenid", "smbios1", "meta", "digest"} & set(sent)
+
+
+def test_a_running_vm_takes_nics_and_tags_at_once_and_keeps_cores_pending(fresh_cluster):
+    # vmconfig_hotplug_pending with the default hotplug (network,disk,usb): a NIC's tag re-plugs the
+    # tap, tags are fast-plug, cores wait for the next start; reported as for containers.
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    fresh_cluster.pve.vm(150).status = "running"
+    changed = vm(cores=4, tags="web;canary", net0="virtio,bridge=vmbr0,tag=30")
+
+    def run(test: bool, **over: Any):
+        return present(
+            make_context(static_targets(fresh_cluster), store=store), "web", test, **changed, **over
+        )
+
+    plan = run(True)
+    assert "net0, tags would take effect at once; cores would stay pending" in "\n".join(plan.comment)
+    done = run(False)
+    assert done.result is True and "cores is written but pending" in "\n".join(done.comment), done.comment
+    assert fresh_cluster.pve.vm(150).pending == {"cores": 4}
+    again = run(True)
+    assert again.changes == {"pending": {"cores": {"old": "2", "new": "4"}}}, again.changes
+    # reboot_for_pending: the apply reboots the VM as one task, and what it runs with is as declared.
+    start = len(fresh_cluster.pve.requests)
+    rebooted = run(False, reboot_for_pending=True)
+    assert rebooted.result is True, rebooted.comment
+    assert [p for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        "/nodes/pve1/qemu/150/status/reboot"
+    ]
+    assert config(fresh_cluster, 150)["cores"] == 4 and not fresh_cluster.pve.vm(150).pending
