@@ -29,7 +29,8 @@ from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.props import parse_declaration
 from tests.faults.harness import FailingStore, Run
 from tests.integration.lxc_support import DNS1_DECLARATION, TARGET, declaration, dns1
-from tests.support.cluster import DNS1_CONFIG, ISO, PROVISION_TOKEN_ID, READ_TOKEN_ID
+from tests.integration.test_qemu import vm
+from tests.support.cluster import DNS1_CONFIG, PROVISION_TOKEN_ID, READ_TOKEN_ID
 from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
 
 GROUPS = {
@@ -389,21 +390,7 @@ NOTHING = "Nothing was written."
 
 #: A VM created from scratch (the ``web`` VM of the example pillar): a disk, the seeded installer ISO as
 #: a CD-ROM, a cloud-init drive and a NIC without a MAC.
-VM_150: dict[str, Any] = {
-    "vmid": 150,
-    "node": "pve1",
-    "name": "web",
-    "memory": 2048,
-    "cores": 2,
-    "ostype": "l26",
-    "scsihw": "virtio-scsi-single",
-    "scsi0": "local-lvm:8,discard=on,iothread=1",
-    "ide2": f"{ISO},media=cdrom",
-    "ide0": "local-lvm:cloudinit",
-    "net0": "virtio,bridge=vmbr0",
-    "ciuser": "ops",
-    "ipconfig0": "ip=dhcp",
-}
+VM_150 = vm(name="web", sshkeys=None, tags=None)
 #: A VM made by cloning the seeded template 9000, then configured and grown in the same apply.
 VM_151 = {"vmid": 151, "node": "pve1", "clone": 9000, "full": True, "name": "app", "cores": 4,
           "scsi0": "local-lvm:10,discard=on,iothread=1"}  # fmt: skip
