@@ -5,13 +5,13 @@ resize, pending changes, read-back and re-judge, retain/destroy.
 Read (docs/design.md §6): ``GET nodes/{node}/{lxc|qemu}/{vmid}/pending`` with the ``read``
 credential (``salt_proxmox.guest.pending``). A success must carry a non-empty ``digest`` (every real
 config has one: pve-guest-common ``AbstractConfig::load_config`` adds it), else it is an error. Only
-PVE's exact missing-config answer may lead to absence, and only after ONE
-``GET cluster/resources?type=vm`` with the SAME credential: pve-container
-``src/PVE/API2/LXC/Config.pm`` (qemu-server ``PVE/API2/Qemu.pm`` likewise) checks VM.Audit on
-``/vms/{vmid}`` before the missing-config error, and pve-manager ``src/PVE/API2/Cluster.pm`` filters
-the index rows by that same privilege, so only the same token's index speaks for this vmid. The vmid
-listed nowhere is absent; listed on the declared node as a guest of the family is PVE's own error;
-listed elsewhere is refused naming its type and node (vmids are cluster-wide).
+PVE's exact missing-config answer may lead to absence, and only when the vmid is proven free with the SAME
+credential (``salt_proxmox.guest.absence``: the run's guest index as a hint, ``GET cluster/nextid?vmid=``
+as the proof): pve-container ``src/PVE/API2/LXC/Config.pm`` (qemu-server ``PVE/API2/Qemu.pm``
+likewise) checks VM.Audit on ``/vms/{vmid}`` before the missing-config error, and pve-manager
+``src/PVE/API2/Cluster.pm`` filters the index rows by that same privilege. The vmid held nowhere is
+absent; listed on the declared node as a guest of the family is PVE's own error; listed elsewhere
+is refused naming its type and node (vmids are cluster-wide).
 
 Plan and apply call the same ``_decide``; apply decides again on a fresh read, then writes:
 create as the family's tasks (``Family.create``), update as one digest-guarded config PUT followed
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
 from salt_proxmox.guest import identity
+from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
@@ -95,47 +96,6 @@ def read_ahead(ctx: PveContext, family: Family, declarations: Iterable[Mapping[s
     return ctx.reads.fill(ctx.client, credential, paths, ctx.target.concurrency)
 
 
-def _valid_row(row: object) -> bool:
-    if not isinstance(row, Mapping):
-        return False
-    vmid = row.get("vmid")
-    if isinstance(vmid, bool):
-        return False
-    try:
-        number = int(vmid) if isinstance(vmid, int | str) else None
-    except ValueError:
-        number = None
-    node = row.get("node")
-    return (
-        number is not None
-        and number > 0
-        and str(number) == str(vmid).strip()
-        and isinstance(node, str)
-        and node != ""
-        and row.get("type") in ("lxc", "qemu")
-    )
-
-
-def indexed_guest(ctx: PveContext, vmid: int, credential: Credential | None = None) -> dict | None:
-    """The row of ``vmid`` in the cluster's guest index (one ``GET cluster/resources?type=vm``, with
-    ``credential`` or the read one), or None when no guest holds it. pve-manager
-    ``PVE/API2/Cluster.pm`` ``resources`` lists every guest of every node the caller may audit.
-
-    Raises PveMalformed when a row lacks a positive vmid, a node or a type of lxc/qemu (such an index
-    cannot prove a vmid free), and what the client raises."""
-    rows = ctx.client.request(
-        "GET", "cluster/resources", credential or ctx.broker.read(), params={"type": "vm"}
-    )
-    if not isinstance(rows, list) or not all(_valid_row(row) for row in rows):
-        raise PveMalformed(
-            "GET",
-            "cluster/resources?type=vm",
-            "the guest index has rows without a positive vmid, a node or a type of lxc/qemu, so it cannot "
-            "prove the vmid free",
-        )
-    return next((row for row in rows if int(row["vmid"]) == vmid), None)
-
-
 def operator_config(ctx: PveContext, family: Family, vmid: int, node: str | None = None) -> dict[str, str]:
     """What ``proxmox.lxc_config`` answers for a container: guest ``vmid``'s config with its pending
     changes merged in (what it runs with after its next start, as ``pct config``/``qm config`` shows
@@ -181,7 +141,7 @@ def read_live(ctx: PveContext, family: Family, node: str, vmid: int) -> GuestCon
             return GuestConfig.from_rows(rows)
         except PendingRowsError as exc:
             raise PveMalformed("GET", path, str(exc)) from None
-    found = indexed_guest(ctx, vmid, credential)
+    found = locate_missing(ctx, vmid, credential)
     if found is None:
         return None
     if found["node"] == node and found["type"] == family.kind:
@@ -340,7 +300,8 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration) -> Decision:
         else:
             note = f"{what}: would be created {plan.source}"
         return Decision("create", live=None, notes=[note + plan.suffix, *plan.notes], row_key=key, row=row)
-    verdict = judge_guest(family, decl, config, _ours(family, decl, row), styled(ctx, decl))
+    ours = _ours(family, decl, row)
+    verdict = judge_guest(family, decl, config, ours, styled(ctx, decl))
     change = verdict.change
     change.refuse.extend(family.update_refusals(ctx, decl))
     live = config.merged()
@@ -377,7 +338,10 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration) -> Decision:
         notes.append(f"{what}: our interrupted create matches its declaration; it is recorded as ours")
         record = True
     else:
-        last = identity.recorded_declaration(family, decl.state_id, decl.target, row, decl.vmid, decl.node)
+        # Parsed once above; a row holding no declaration that parses is refused here (Refused).
+        last = ours or identity.recorded_declaration(
+            family, decl.state_id, decl.target, row, decl.vmid, decl.node
+        )
         checked = identity.check(family, row, live, last, styled(ctx, last))
         if checked.differs and not decl.adopt:
             reason = identity.not_ours(what, checked, "write")

@@ -230,7 +230,12 @@ def test_read_live_proves_absence_with_the_same_credential(cluster):
     log = requests_since(cluster, start)
     # GET …/pending answers a missing config as GET …/config does (pve-container API2/LXC.pm vm_pending
     # calls the same load_config).
-    assert [path for _, path, _ in log] == ["/nodes/pve1/lxc/999/pending", "/cluster/resources"]
+    # The run's guest index (a hint) lists no 999, and GET cluster/nextid?vmid=999 proves it free now.
+    assert [path for _, path, _ in log] == [
+        "/nodes/pve1/lxc/999/pending",
+        "/cluster/resources",
+        "/cluster/nextid",
+    ]
 
 
 def test_generic_500_is_a_failure_not_absence(fresh_cluster):

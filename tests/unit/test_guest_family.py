@@ -74,7 +74,7 @@ def test_the_plan_reads_and_speaks_as_the_family_does() -> None:
     stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, [])
     _, outcome = run(stub, MemoryStore(), test=True)
     assert outcome.result is None
-    assert [s.path for s in stub.sent] == [READ, INDEX]
+    assert [s.path for s in stub.sent] == [READ, INDEX, "cluster/nextid"]
     assert outcome.comment == ["VM 150 on pve1: would be created by cloning VM 9000"]
     assert outcome.changes["created"] == {"old": None, "new": "VM 150 on pve1"}
 

@@ -36,6 +36,7 @@ CONFIG = "nodes/pve1/lxc/150/config"
 #: The one read of a guest: its config rows with the pending section (salt_proxmox.guest.pending).
 READ = "nodes/pve1/lxc/150/pending"
 INDEX = "cluster/resources"
+NEXTID = "cluster/nextid"
 CREATE = "nodes/pve1/lxc"
 RESIZE = "nodes/pve1/lxc/150/resize"
 GUEST = "nodes/pve1/lxc/150"
@@ -137,9 +138,11 @@ class StubPve:
     """
 
     def __init__(self) -> None:
-        # GET /version answers a PVE 9 release unless a test says otherwise (pve.facts).
+        # GET /version answers a PVE 9 release unless a test says otherwise (pve.facts); GET
+        # cluster/nextid?vmid=N answers N, as PVE does when no guest holds N (Cluster.pm nextid).
         self.routes: dict[tuple[str, str], list] = {
-            ("GET", "version"): [{"release": "9.0", "version": "9.0.10"}]
+            ("GET", "version"): [{"release": "9.0", "version": "9.0.10"}],
+            ("GET", NEXTID): [lambda call: call.params["vmid"]],
         }
         self.sent: list[Sent] = []
 
@@ -223,11 +226,22 @@ def test_absent_only_by_the_missing_config_answer_and_an_index_without_the_vmid(
         )
     )
     assert read_live(context(stub), "pve1", 150) is None
-    config_read, index_read = stub.sent
+    config_read, index_read, nextid = stub.sent
     assert (config_read.path, index_read.path, index_read.params) == (READ, INDEX, {"type": "vm"})
-    # Same credential on both GETs: the index is filtered by that token's VM.Audit.
-    assert index_read.credential is config_read.credential
+    # The index (filtered by the token's VM.Audit) is the run's hint; nextid proves 150 free now.
+    assert (nextid.path, nextid.params) == (NEXTID, {"vmid": "150"})
+    # Same credential on every GET.
+    assert index_read.credential is config_read.credential is nextid.credential
     assert config_read.credential.role == "read"
+
+
+def test_a_vmid_nextid_calls_taken_is_not_absent_though_the_index_lists_it_nowhere() -> None:
+    # nextid reads the cluster's whole vmlist; the index only what the token may audit.
+    taken = PveError("GET", NEXTID, 400, "Parameter verification failed.", {"vmid": "VM 150 already exists"})
+    stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, []).on("GET", NEXTID, taken)
+    with pytest.raises(Refused, match="vmid 150 is held by a guest the read token cannot see"):
+        read_live(context(stub), "pve1", 150)
+    assert [s.path for s in stub.sent] == [READ, INDEX, NEXTID, INDEX, NEXTID]
 
 
 def test_an_empty_index_proves_absence() -> None:
