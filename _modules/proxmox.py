@@ -35,20 +35,27 @@ def __virtual__():
     return __virtualname__
 
 
-def _store():
+def _store(funcs=None):
     import salt.utils.platform
 
-    return runtime.salt_store(__salt__, __opts__, __context__, __grains__, salt.utils.platform.is_proxy())
+    return runtime.salt_store(
+        funcs if funcs is not None else __salt__,
+        __opts__,
+        __context__,
+        __grains__,
+        salt.utils.platform.is_proxy(),
+    )
 
 
-def _context(target=None):
+def _context(target=None, funcs=None):
+    funcs = funcs if funcs is not None else __salt__
     return _call(
         runtime.context_for,
-        __salt__["config.get"]("proxmox:targets", {}),
+        funcs["config.get"]("proxmox:targets", {}),
         target,
-        __salt__["config.get"]("openbao", None),
+        funcs["config.get"]("openbao", None),
         __context__,
-        _store(),
+        _store(funcs),
     )
 
 
@@ -57,14 +64,16 @@ def _state(name, target, fun, /, *args, twins=None, ahead=None, **kwargs):
     Outcome), or a refusal when the target's context cannot be built or, with ``twins``
     (``(call kwargs, state modules, keys_of(chunk, default_target))``), when another state of the
     run declares the same object. ``ahead``: the family's ``read_ahead``, handed the run's
-    declarations of the first state module in ``twins`` before the first of them runs."""
+    declarations of the first state module in ``twins`` before the first of them runs. Within a
+    run, configuration is read once (``runtime.salt_for_run``)."""
+    funcs = runtime.salt_for_run(__salt__, twins[0] if twins is not None else None, __context__)
     try:
-        ctx = _context(target)
+        ctx = _context(target, funcs)
     except Exception as exc:
         return refused_return(name, exc)
     if twins is not None:
         call_kwargs, states, keys_of = twins
-        default = runtime.default_target(__salt__["config.get"]("proxmox:targets", {}))
+        default = runtime.default_target(funcs["config.get"]("proxmox:targets", {}))
         runtime.enter_run(ctx, call_kwargs, __context__)
         refused = runtime.twins_return(
             name, call_kwargs, states, lambda chunk: keys_of(chunk, default), __context__

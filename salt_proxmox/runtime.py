@@ -77,6 +77,51 @@ def salt_store(
     return store
 
 
+class RunSalt(Mapping):
+    """Salt's ``__salt__`` as one state run sees it: ``config.get`` answers each (key, default) once
+    per run, every other function is Salt's own. Each state asked ``config.get`` for the targets, the
+    ``openbao`` block and the ownership file again, and Salt walks the minion config, grains and
+    pillar for each (``salt/modules/config.py`` ``get``): about a millisecond a state."""
+
+    def __init__(self, salt: Mapping[str, Callable[..., object]], run: object):
+        self.salt = salt
+        self.run = run
+        self._answers: dict[tuple[str, str], object] = {}
+
+    def config_get(self, key: str, default: object = None) -> object:
+        """``config.get(key, default)``, read once per run."""
+        slot = (key, repr(default))
+        if slot not in self._answers:
+            self._answers[slot] = self.salt["config.get"](key, default)
+        return self._answers[slot]
+
+    def __getitem__(self, name: str) -> Callable[..., object]:
+        return self.config_get if name == "config.get" else self.salt[name]
+
+    def __iter__(self):
+        return iter(self.salt)
+
+    def __len__(self) -> int:
+        return len(self.salt)
+
+
+def salt_for_run(
+    salt: Mapping[str, Callable[..., object]], kwargs: Mapping[str, object] | None, cache: MutableMapping
+) -> Mapping[str, Callable[..., object]]:
+    """``salt`` with ``config.get`` read once per state run (``RunSalt``, kept in ``cache``, Salt's
+    ``__context__``, for the run ``kwargs`` belong to), or ``salt`` itself outside a state run (an
+    ad-hoc call reads its configuration afresh). Another run, even in a minion that keeps
+    ``__context__``, never sees this run's answers."""
+    run = Run.of(kwargs, cache) if kwargs else None
+    if run is None:
+        return salt
+    kept = cache.get("salt_proxmox.config")
+    if not (isinstance(kept, RunSalt) and kept.run == run.key and kept.salt is salt):
+        kept = RunSalt(salt, run.key)
+        cache["salt_proxmox.config"] = kept
+    return kept
+
+
 def declared_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
     """The keyword arguments a Salt call was given, without Salt's own (``__pub_fun``,
     ``__env__``, every ``__``-prefixed key), so the library sees, and refuses by name, only what
