@@ -127,9 +127,12 @@ def judge_guest(
     """
     merged = config.merged()
     change = family.judge(decl, merged, style, ours)
-    in_effect = family.judge(decl, config.in_effect(), style, ours)
     queued = set(config.waiting())
-    waiting = [key for key in in_effect.drift if key not in change.drift and key in queued]
+    # Nothing pending: the values in effect are the merged ones, so one judgement serves both.
+    drift_in_effect = (
+        family.judge(decl, config.in_effect(), style, ours).drift if queued else list(change.drift)
+    )
+    waiting = [key for key in drift_in_effect if key not in change.drift and key in queued]
     conflicts: list[str] = []
     dropped: set[str] = set()
     label, command = family.label, family.command
@@ -164,7 +167,7 @@ def judge_guest(
         waiting=waiting,
         conflicts=conflicts,
         undeclared=undeclared,
-        drift_in_effect=in_effect.drift,
+        drift_in_effect=drift_in_effect,
     )
 
 

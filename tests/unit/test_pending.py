@@ -193,3 +193,27 @@ def test_reboot_for_pending_is_off_unless_declared():
     assert decl().reboot_for_pending is False
     on = parse_declaration("web", vmid=150, node="pve1", target="lab", reboot_for_pending=True)
     assert on.reboot_for_pending is True and "reboot_for_pending" not in on.stored()
+
+
+@pytest.mark.parametrize(
+    ("config", "judgements"),
+    [
+        pytest.param(guest(memory=2048), 1, id="nothing-pending"),
+        pytest.param(guest({"memory": 2048}), 2, id="memory-pending"),
+        pytest.param(guest(deletes={"swap"}), 2, id="a-removal-pending"),
+    ],
+)
+def test_with_nothing_pending_one_judgement_serves_in_effect_and_merged(monkeypatch, config, judgements):
+    # GuestConfig.merged is the values in effect with the pending section applied: with nothing
+    # pending they are the same config, and judging it twice was a per-guest cost of every plan.
+    from salt_proxmox.guest import verdict as shared
+    from salt_proxmox.lxc.family import LXC
+
+    calls = []
+    real = LXC.judge
+    counting = type(LXC)(**{**vars(LXC), "judge": lambda *a: calls.append(1) or real(*a)})
+    once = shared.judge_guest(counting, decl(), config)
+    assert len(calls) == judgements
+    merged = real(decl(), config.merged())
+    in_effect = real(decl(), config.in_effect())
+    assert once.change.drift == merged.drift and once.drift_in_effect == in_effect.drift
