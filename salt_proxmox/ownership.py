@@ -72,9 +72,14 @@ class OwnershipStore(Protocol):
 
     def locked(self) -> contextlib.AbstractContextManager[None]: ...
 
-    def derived(self, build: Callable[[Mapping[str, dict]], T]) -> T:
+    def derived(
+        self,
+        build: Callable[[Mapping[str, dict]], T],
+        after: Callable[[T, str, object, object], T | None] | None = None,
+    ) -> T:
         """``build`` over the rows as stored now (not a copy: ``build`` only reads them); a store
-        may keep the result until its rows change, so the states of a run share it."""
+        may keep the result until its rows change, so the states of a run share it, and carry it
+        over a change of one row with ``after`` (see ``_DiskStore.derived``)."""
         ...
 
 
@@ -95,7 +100,11 @@ class MemoryStore:
     def locked(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
-    def derived(self, build: Callable[[Mapping[str, dict]], T]) -> T:
+    def derived(
+        self,
+        build: Callable[[Mapping[str, dict]], T],
+        after: Callable[[T, str, object, object], T | None] | None = None,
+    ) -> T:
         # Built afresh each time: a test may change ``rows`` in place.
         return build(self.rows)
 
@@ -163,15 +172,31 @@ class _DiskStore:
     def load(self) -> dict[str, dict]:
         return dict(self._rows(self.document()))
 
-    def derived(self, build: Callable[[Mapping[str, dict]], T]) -> T:
+    def derived(
+        self,
+        build: Callable[[Mapping[str, dict]], T],
+        after: Callable[[T, str, object, object], T | None] | None = None,
+    ) -> T:
         """``build(rows)``, computed once per version of the rows (the document read or written)
-        and kept with it, so every state of a run shares it."""
+        and kept with it, so every state of a run shares it. ``after(value, key, row before, row
+        after)``, when given, carries the value over one change this process wrote (None: build it
+        again), so a run of N creates does not build it 2N times over N rows."""
         document = self.document()
         cached = self._derived.get(build)
         if cached is None or cached[0] is not document:
-            cached = (document, build(self._rows(document)))
+            cached = (document, build(self._rows(document)), after)
             self._derived[build] = cached
         return cached[1]
+
+    def _carry(self, before: object, document: object, key: str) -> None:
+        """Move what ``derived`` kept for ``before`` to ``document``, which differs in row ``key``."""
+        old, new = self._rows(before).get(key), self._rows(document).get(key)
+        for build, (kept_for, value, after) in list(self._derived.items()):
+            carried = after(value, key, old, new) if after is not None and kept_for is before else None
+            if carried is None:
+                del self._derived[build]
+            else:
+                self._derived[build] = (document, carried, after)
 
     def save(self, rows: dict[str, dict], changed: str | None = None) -> None:
         document = self._with_rows(self.document(), rows)
@@ -335,6 +360,7 @@ class FileStore(_DiskStore):
         self._append(line.encode())
         self._seen, self._document = self._identity(), self._with_rows(document, rows)
         self._lines += 1
+        self._carry(document, self._document, changed)
 
     def _append(self, data: bytes) -> None:
         try:
@@ -631,6 +657,37 @@ def _state_index(rows: Mapping[str, object]) -> tuple[dict, dict]:
     return by_state, corrupt
 
 
+def _state_index_after(
+    index: tuple[dict, dict], key: str, before: object, after: object
+) -> tuple[dict, dict] | None:
+    """``_state_index`` of the rows after row ``key`` changed from ``before`` to ``after``, from
+    the index before; None when only a new build can tell (a family with a malformed row, or the
+    row that was first for its state id changing its state id or leaving)."""
+    by_state, corrupt = index
+    if key.count("/") < 2:
+        return index
+    prefix = "/".join(key.split("/", 2)[:2]) + "/"
+    if prefix in corrupt:
+        return None
+    ids = []
+    for row in (before, after):
+        if not isinstance(row, dict):
+            ids.append(None)
+            continue
+        try:
+            ids.append((prefix, check_row(key, row).get("state_id")))
+        except OwnershipCorrupt:
+            return None
+    old, new = ids
+    if old is not None and old != new and by_state.get(old, ("",))[0] == key:
+        return None
+    by_state = dict(by_state)
+    # ``<=``: the row that was first for its state id keeps its place with its new content.
+    if new is not None and (new not in by_state or key <= by_state[new][0]):
+        by_state[new] = (key, after)
+    return by_state, corrupt
+
+
 class Ownership:
     """Reads and writes ownership rows through a store. Every change saves at once, under the
     store's lock and against the rows as stored now, so an error later in the run never leaves a
@@ -660,7 +717,7 @@ class Ownership:
         indexed by state id once per version of the store's rows (``OwnershipStore.derived``), and
         only the row found is copied, so a run of N states neither checks nor copies N×N rows.
         """
-        by_state, corrupt = self.store.derived(_state_index)
+        by_state, corrupt = self.store.derived(_state_index, _state_index_after)
         prefix = f"{target}/{family}/"
         if prefix in corrupt:
             raise corrupt[prefix]

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from salt_proxmox import ownership
 from salt_proxmox.ownership import GrainStore, Ownership
@@ -73,3 +75,63 @@ def test_every_store_serves_the_index(tmp_path: Path) -> None:
         assert found is not None and found[0] == "lab/pool/prod"
         with pytest.raises(ownership.OwnershipCorrupt):
             Ownership(store).for_state("lab", "role", "r")
+
+
+def test_a_run_of_creates_carries_the_index_over_each_row_it_writes(tmp_path: Path, monkeypatch) -> None:
+    """N creates (a creating row, then the owned row, each looked up by state id first): the index
+    is carried over each appended row, not rebuilt over every row twice per create (N² checks)."""
+    from salt_proxmox.ownership import FileStore
+
+    store = FileStore(tmp_path / "owned.json")
+    checked = []
+    real = ownership.check_row
+    monkeypatch.setattr(ownership, "check_row", lambda key, row: checked.append(key) or real(key, row))
+    for i in range(60):
+        state = Ownership(store)
+        assert state.for_state("lab", "lxc", f"ct{i}") is None
+        state.mark_creating(f"lab/lxc/{1000 + i}", f"ct{i}", {"vmid": 1000 + i})
+        assert state.for_state("lab", "lxc", f"ct{i}")[1]["phase"] == "creating"
+        state.mark_owned(f"lab/lxc/{1000 + i}", f"ct{i}", {"vmid": 1000 + i})
+    assert len(checked) < 10 * 60, len(checked)
+    assert Ownership(store).for_state("lab", "lxc", "ct59")[1]["phase"] == "owned"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["lab/lxc/1", "lab/lxc/2", "lab/lxc/3", "lab/pool/p"]),
+            st.sampled_from(["a", "b", None, "bad"]),
+        ),
+        max_size=12,
+    )
+)
+def test_the_carried_index_is_the_index_built_afresh(tmp_path: Path, changes) -> None:
+    # None drops the row; "bad" writes a malformed one (its family's index then refuses every lookup).
+    from salt_proxmox.ownership import FileStore
+
+    path = tmp_path / f"owned-{len(list(tmp_path.iterdir()))}.json"
+    store = FileStore(path)
+    for key, state_id in changes:
+        rows = store.load()
+        if state_id is None:
+            rows.pop(key, None)
+        else:
+            rows[key] = {
+                "phase": "owned" if state_id != "bad" else "gone",
+                "state_id": state_id,
+                "declared": {},
+            }
+        with store.locked():
+            store.save(rows, key)
+        for family in ("lxc", "pool"):
+            for wanted in ("a", "b"):
+                assert _lookup(store, family, wanted) == _lookup(FileStore(path), family, wanted)
+
+
+def _lookup(store, family: str, state_id: str) -> object:
+    """``for_state``'s answer, or the text of the OwnershipCorrupt it raises."""
+    try:
+        return Ownership(store).for_state("lab", family, state_id)
+    except ownership.OwnershipCorrupt as exc:
+        return str(exc)
