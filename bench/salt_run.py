@@ -15,14 +15,16 @@ salt-call process (``wait4``'s ``ru_maxrss``), and with latency the floor ``N·L
 Every run is checked: all states must succeed, the plan must show no change and nothing may be
 written; a run that breaks this is reported and the script exits 1.
 
-``--creates`` measures creating N containers from nothing with one apply (fakepve finishes its
+``--rows-in grains`` seeds the rows into the grains file, where an earlier version kept them, to
+measure what Salt's start-up cost then (it parses that file with pure-Python YAML before any
+state runs). ``--creates`` measures creating N containers from nothing with one apply (fakepve finishes its
 tasks at once), per container. ``--profile N`` writes a cProfile of the no-drift apply (or with
 ``--profile-run plan`` the plan) of N containers and prints its top functions by cumulative time.
 
 Figures, not assertions: the test suite asserts the request counts; CI never runs this.
 
     .venv/bin/python bench/salt_run.py [--sizes 10 100 500 1000] [--repeat 3] \\
-        [--latency 0 0.02] [--creates 10 500] [--profile 200] [--concurrency 8]
+        [--latency 0 0.02] [--creates 10 500] [--profile 200] [--concurrency 8] [--rows-in grains]
 """
 
 from __future__ import annotations
@@ -93,9 +95,11 @@ def write_pillar(pillar_dir: Path, vmids: range) -> None:
     (pillar_dir / "proxmox.sls").write_text(yaml.safe_dump({"proxmox": {"lxc": lxc}}))
 
 
-def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
+def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range, rows_in: str = "file") -> None:
     """Put ``vmids`` into the fake cluster as a create of this product leaves them, and their
-    ownership rows into the minion's rows file (``ROWS_FILE``, beside its grains file).
+    ownership rows into the minion's rows file (``ROWS_FILE``, beside its grains file), or with
+    ``rows_in="grains"`` into the grains file, where an earlier version kept them (Salt then parses
+    them at every start-up; they stay there until a row changes).
 
     The first container is created for real (through the library, as the state does); the others
     are copies of its config with their own hostname, volume and MAC, so seeding 1000 takes
@@ -134,7 +138,10 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range) -> None:
             "declared": stored,
             FINGERPRINT: live_fingerprint(live),
         }
-    FileStore(config_dir / ROWS_FILE).save(rows)
+    if rows_in == "grains":
+        (config_dir / "grains").write_text(yaml.safe_dump({"salt_proxmox": {"owned": rows}}))
+    else:
+        FileStore(config_dir / ROWS_FILE).save(rows)
 
 
 def _mac(net: str) -> str:
@@ -245,8 +252,11 @@ def measure(args: argparse.Namespace) -> int:
             write_pillar(work / "pillar", vmids)
             config_dir = minion(cluster, work, args.concurrency)
             seeded = time.perf_counter()
-            seed_owned(cluster, config_dir, vmids)
-            print(f"# N={size}: seeded in {time.perf_counter() - seeded:.1f} s", flush=True)
+            seed_owned(cluster, config_dir, vmids, args.rows_in)
+            print(
+                f"# N={size}: seeded in {time.perf_counter() - seeded:.1f} s (rows in {args.rows_in})",
+                flush=True,
+            )
             print(header, flush=True)
             for latency in args.latency:
                 # fakepve's latency is in PVE seconds, scaled by time_scale (0: none at all).
@@ -354,7 +364,7 @@ def profile(args: argparse.Namespace) -> int:
         vmids = range(FIRST_VMID, FIRST_VMID + size)
         write_pillar(work / "pillar", vmids)
         config_dir = minion(cluster, work, args.concurrency)
-        seed_owned(cluster, config_dir, vmids)
+        seed_owned(cluster, config_dir, vmids, args.rows_in)
         out = Path(args.profile_out or work / "run.prof")
         plan = args.profile_run == "plan"
         extra = ("test=True",) if plan else ()
@@ -386,6 +396,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--runs", nargs="+", choices=("plan", "apply"), default=["plan", "apply"], help="what to time"
+    )
+    parser.add_argument(
+        "--rows-in",
+        choices=("file", "grains"),
+        default="file",
+        help="where the seeded rows are: the rows file, or the grains file (as an earlier version kept them)",
     )
     parser.add_argument("--creates", type=int, nargs="*", default=[], help="sizes of the create measurement")
     parser.add_argument("--profile", type=int, default=None, help="cProfile the no-drift apply of N")
