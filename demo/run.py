@@ -1,8 +1,9 @@
 """The demo: plan → apply → plan of the example estate against a local fake cluster and OpenBao.
 
-Starts fakepve (seeded: two nodes, storages, a container template, the running container the
-example pillar adopts, a network change staged on pve2 by hand and never applied, and API tokens
-for a ``read`` and a ``provision`` user) on a free loopback
+Starts fakepve (seeded: two nodes, storages, a container template, an installer ISO, the running
+container the example pillar adopts, a cloud-init VM template the example pillar clones, a network
+change staged on pve2 by hand and never applied, and API tokens for a ``read`` and a ``provision``
+user) on a free loopback
 port, starts an OpenBao dev server on loopback with the PVE tokens published at
 ``proxmox/creds/<role>``, writes a minion config in a private temporary directory, and runs
 ``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``, each
@@ -22,15 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from salt_proxmox.ownership import ROWS_FILE  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
-from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config  # noqa: E402
+from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config  # noqa: E402
 
 
 def _plan_outputter():
@@ -39,18 +38,6 @@ def _plan_outputter():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _create_secrets() -> list[str]:
-    """The container create secrets of the example pillar (``secrets.sls``): kept out of every output
-    like the tokens."""
-    pillar = yaml.safe_load((PILLAR / "secrets.sls").read_text())
-    return [
-        str(entry[key])
-        for entry in pillar["proxmox"]["lxc"].values()
-        for key in ("password", "ssh-public-keys")
-        if entry.get(key)
-    ]
 
 
 def _writes(pve) -> list[tuple[str, str]]:
@@ -72,7 +59,7 @@ def main() -> int:
             publish_cluster(client, cluster.seeded.read_token, cluster.seeded.provision_token)
             token = creds_token(client)
             secrets = [cluster.seeded.read_token[1], cluster.seeded.provision_token[1], token, bao.root_token]
-            secrets += _create_secrets()
+            secrets += pillar_secrets()
             config_dir = workdir / "etc"
             write_minion_config(
                 config_dir, cluster.url, cluster.cafile, openbao={"url": bao.url, "token": token}
@@ -97,7 +84,7 @@ def main() -> int:
                 print(outputter.render({"local": ret}, test="test=True" in args, colours=colours))
                 print()
                 if any(secret and secret in raw for secret in secrets):
-                    failures.append(f"{title}: a credential or create secret appeared in salt-call's output")
+                    failures.append(f"{title}: a credential or pillar secret appeared in salt-call's output")
                 if any(row["result"] is False for row in rows):
                     failures.append(f"{title}: a state failed")
             plan, apply, replan = (rows for rows, _ in runs)

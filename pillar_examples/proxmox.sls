@@ -62,6 +62,54 @@ proxmox:
       # reboots it once written, so that it runs as declared. Without this, nothing is rebooted.
       reboot_for_pending: true
 
+  # QEMU VMs. Keys are spelled as `qm` and the API spell them; sizes in GiB (storage:GiB allocates a
+  # new disk; a larger N on an existing disk grows it in place; a smaller one is refused).
+  qemu:
+    # Built from scratch: an empty disk, the installer ISO in the CD-ROM, and cloud-init for the
+    # first boot. The key is the VM's name in PVE. The cloud-init password comes from
+    # secrets.sls; it is written once and never shown: bump cipassword_serial to write a
+    # new one.
+    app:
+      vmid: 210
+      node: pve1
+      ostype: l26
+      memory: 2048            # MiB
+      cores: 2
+      cpu: x86-64-v2-AES
+      scsihw: virtio-scsi-single
+      scsi0: local-lvm:32,iothread=1,discard=on          # a new 32 GiB disk on local-lvm
+      ide2: local:iso/debian-13.2.0-amd64-netinst.iso,media=cdrom
+      ide0: local-lvm:cloudinit                          # the cloud-init drive
+      net0: virtio,bridge=vmbr0                          # PVE draws the MAC once; it is kept
+      agent: 1
+      ciuser: ops
+      sshkeys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHdvtR5UMJ8MnmbhPh6F2eiyUqNcJkpiJOnbL3Dz9sYI ops@lab
+      ipconfig0: ip=10.0.0.30/24,gw=10.0.0.1
+      nameserver: 10.0.0.53
+      searchdomain: lab.example
+      cipassword_serial: 1
+      tags: app;prod
+      onboot: true
+      description: Application server, installed from the ISO
+
+    # A linked clone of the cloud-init template 9000 (debian-13-cloud), then configured in the same
+    # apply: more memory, its disk grown from the template's 3 GiB to 10 GiB, its own address.
+    ci:
+      vmid: 211
+      node: pve1
+      clone: 9000
+      memory: 4096
+      cores: 4
+      scsi0: local-lvm:10,discard=on,iothread=1          # the template's disk, grown to 10 GiB
+      net0: virtio,bridge=vmbr0
+      ciuser: ci
+      sshkeys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHdvtR5UMJ8MnmbhPh6F2eiyUqNcJkpiJOnbL3Dz9sYI ops@lab
+      ipconfig0: ip=10.0.0.31/24,gw=10.0.0.1
+      nameserver: 10.0.0.53
+      tags: ci
+      onboot: true
+      description: CI runner, cloned from the cloud-init template
+
   # Cluster firewall aliases (Datacenter → Firewall → Alias). Names compare case-insensitively;
   # a /32 (or /128) is PVE's bare address. To rename one, key it by the new name and add
   # rename_from: <old name> — the new alias is created first, the old one deleted after.
@@ -115,7 +163,7 @@ proxmox:
         alias: Lab guests
 
   # The two roles salt-proxmox's own API tokens hold (docs/design.md §4): `read` for every plan, `provision`
-  # for writes — containers, and the firewall aliases, pools, roles and ACL entries declared here.
+  # for writes — containers, VMs, and the firewall aliases, pools, roles and ACL entries declared here.
   roles:
     SaltProxmoxRead:
       privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit]   # SDN.Audit: bridges, zones, vnets
@@ -130,6 +178,9 @@ proxmox:
         - VM.Config.Network
         - VM.Config.Options
         - VM.PowerMgmt
+        - VM.Config.CDROM      # VMs: a CD-ROM drive
+        - VM.Config.Cloudinit  # VMs: cloud-init keys
+        - VM.Clone             # VMs: cloning the template
         - Datastore.AllocateSpace
         - Datastore.Audit
         - SDN.Use

@@ -9,3 +9,9 @@ proxmox:
   lxc:
     web:
       password: change-me-at-first-login
+  # A VM's cloud-init password: sent, never shown (PVE keeps a hash and answers **********), so it is
+  # compared only as set or not set. To write a new one, change it here and bump cipassword_serial
+  # in proxmox.sls.
+  qemu:
+    app:
+      cipassword: lab-only-4Hk9-cloud-init

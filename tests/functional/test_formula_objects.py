@@ -39,9 +39,9 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 18, (
-        "three containers, three aliases, two pools, two roles, two ACL entries, one interface, two node "
-        "applies, one SDN zone, one vnet and the SDN apply"
+    assert len(pve) == 20, (
+        "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one interface, "
+        "two node applies, one SDN zone, one vnet and the SDN apply"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.

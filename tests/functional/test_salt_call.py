@@ -3,11 +3,12 @@ apply, plan again against a fake cluster with credentials minted from a real Ope
 
 from __future__ import annotations
 
+import re
+
 import pytest
-import yaml
 
 from salt_proxmox.ownership import ROWS_FILE
-from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config
+from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
 
@@ -16,9 +17,9 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     config_dir = tmp_path / "etc"
     write_minion_config(config_dir, fresh_cluster.url, fresh_cluster.cafile, openbao=bao_creds)
     seeded = fresh_cluster.seeded
-    # The example's create secret (pillar_examples/secrets.sls) is a secret like the tokens.
-    password = yaml.safe_load((PILLAR / "secrets.sls").read_text())["proxmox"]["lxc"]["web"]["password"]
-    secrets = [seeded.read_token[1], seeded.provision_token[1], bao_creds["token"], password]
+    # The example's secrets (pillar_examples/secrets.sls: web's create password, app's cloud-init
+    # password) are secrets like the tokens.
+    secrets = [seeded.read_token[1], seeded.provision_token[1], bao_creds["token"], *pillar_secrets()]
 
     outputs = []
     runs = []
@@ -31,6 +32,8 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     (plan, plan_log), (apply, _), (replan, replan_log) = runs
     lxc = [row for row in plan if row["function"] == "proxmox_lxc.present"]
     assert {row["id"] for row in lxc} == {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns"}
+    qemu = [row for row in plan if row["function"] == "proxmox_qemu.present"]
+    assert {row["id"] for row in qemu} == {"proxmox-qemu-app", "proxmox-qemu-ci"}
     every = plan + apply + replan
     assert all(row["result"] is not False for row in every), [row["comment"] for row in every]
     assert all(method == "GET" for method, _, _ in plan_log + replan_log), "a plan never writes"
@@ -38,6 +41,22 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert {r["id"]: sorted(r["changes"]) for r in plan} == {r["id"]: sorted(r["changes"]) for r in apply}
     assert all(row["result"] is True and not row["changes"] for row in replan)
     assert fresh_cluster.pve.ct(150) is not None and fresh_cluster.pve.ct(151).node == "pve2"
+    # The VM from scratch: its disk allocated, the ISO in its CD-ROM, its cloud-init drive, a MAC drawn
+    # by PVE for net0, a cloud-init password set (PVE shows it only as set).
+    app = fresh_cluster.pve.vm(210).config
+    assert app["name"] == "app" and app["scsi0"].startswith("local-lvm:vm-210-disk-0,")
+    assert app["ide2"].startswith("local:iso/debian-13.2.0-amd64-netinst.iso,media=cdrom")
+    assert app["ide0"] == "local-lvm:vm-210-cloudinit,media=cdrom"
+    assert re.match(r"virtio=(?:[0-9A-F]{2}:){5}[0-9A-F]{2},bridge=vmbr0$", app["net0"])
+    assert app.get("cipassword")
+    # The clone of template 9000: its own disk, grown from 3 to 10 GiB by the resize task, its own
+    # cloud-init drive and MAC, the declared config written onto it in the same apply.
+    ci = fresh_cluster.pve.vm(211).config
+    assert ci["scsi0"].startswith("local-lvm:vm-211-disk-0,") and ci["scsi0"].endswith(",size=10G")
+    assert ci["ide2"] == "local-lvm:vm-211-cloudinit,media=cdrom"
+    assert (str(ci["memory"]), ci["cores"], ci["ipconfig0"]) == ("4096", 4, "ip=10.0.0.31/24,gw=10.0.0.1")
+    assert ci["net0"] != fresh_cluster.pve.vm(9000).config["net0"]
+    assert fresh_cluster.pve.resized == [(211, "scsi0", 10 * 1024**3)]
     # pool: web was created in pool prod, which the same run created first (the formula's requisite).
     assert 150 in fresh_cluster.pve.pools["prod"]
     web = next(row for row in plan if row["id"] == "proxmox-lxc-web")

@@ -95,8 +95,10 @@ def salt_ssh(salt_factories: Any, sshd: Any, estate: Estate, layout: dict[str, P
     """The salt-ssh CLI of a master config that serves the formula and the example pillar."""
     pillar = layout["pillar"]
     pillar.mkdir(mode=0o700)
-    # This top file comes first in pillar_roots, so it is the one used; proxmox.sls is the example's.
-    (pillar / "top.sls").write_text(yaml.safe_dump({"base": {"*": ["proxmox", "proxmox_connection"]}}))
+    # This top file comes first in pillar_roots, so it is the one used; proxmox.sls and
+    # secrets.sls are the example's.
+    top = {"base": {"*": ["proxmox", "secrets", "proxmox_connection"]}}
+    (pillar / "top.sls").write_text(yaml.safe_dump(top))
     connection = pillar / "proxmox_connection.sls"
     connection.write_text(
         yaml.safe_dump({"proxmox": estate.proxmox_config(), "openbao": estate.openbao_config()})

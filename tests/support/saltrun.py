@@ -21,6 +21,25 @@ FORMULA = REPO / "formula"
 PILLAR = REPO / "pillar_examples"
 
 
+def pillar_secrets(pillar_dir: Path = PILLAR) -> list[str]:
+    """Every value of ``secrets.sls`` in ``pillar_dir`` (the estate's secrets: a container's create
+    ``password``, a VM's ``cipassword``, ...), for the checks that none reaches an output, a log,
+    grains or a file."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, str):
+            found.append(node)
+
+    path = pillar_dir / "secrets.sls"
+    if path.exists():
+        walk(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return found
+
+
 def write_minion_config(
     config_dir: Path,
     cluster_url: str,

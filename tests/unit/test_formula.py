@@ -69,7 +69,9 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web",
-    ], "policies first, networks and SDN before the containers, containers last, each family in key order"
+        "proxmox-qemu-app",
+        "proxmox-qemu-ci",
+    ], "policies first, networks and SDN before the guests, then containers and VMs, each family in key order"
     requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
     # Only an ACL entry needs what it names: PVE refuses an entry for a role that does not exist
     # (pve-access-control src/PVE/API2/ACL.pm update_acl). A policy is no requisite of the PVE states.
@@ -94,6 +96,9 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
     function, web = args(states["proxmox-lxc-web"])
     assert function == "proxmox_lxc.present" and web["vmid"] == 150 and web["name"] == "web"
     assert web["description"] == "Public web front end" and "ensure" not in web
+    function, ci = args(states["proxmox-qemu-ci"])
+    assert function == "proxmox_qemu.present" and (ci["name"], ci["vmid"], ci["clone"]) == ("ci", 211, 9000)
+    assert "cipassword" not in args(states["proxmox-qemu-app"])[1], "the secret lives in secrets.sls"
 
 
 def test_a_container_requires_its_declared_pool_and_an_acl_its_pool():
