@@ -93,7 +93,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 21, raw
+    assert len(rows) == 23, raw  # the example's 21 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -105,8 +105,8 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
 
 def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp_path):
     """The policy cannot be assembled (a fragment file that is not there) and container web declares a key
-    no container has: both fail, and the other containers, aliases, pools, roles and ACL entries still
-    plan and apply."""
+    no container has: both fail, and the other containers, the VMs, aliases, pools, roles and ACL entries
+    still plan and apply."""
 
     def change(data):
         data["openbao"]["policies"]["salt-proxmox-creds"]["fragments"][0] = "salt://proxmox/files/missing.hcl"
@@ -124,12 +124,14 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 19, raw
+        assert len(rows) == 21, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw
         assert rows["proxmox-firewall-alias-lab_net"]["result"] is expect, raw
+        assert rows["proxmox-qemu-app"]["result"] is expect and rows["proxmox-qemu-app"]["changes"], raw
     assert fresh_cluster.pve.ct(151) is not None and fresh_cluster.pve.ct(150) is None
+    assert fresh_cluster.pve.vm(210) is not None and fresh_cluster.pve.vm(211) is not None
 
 
 def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):

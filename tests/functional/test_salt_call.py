@@ -4,6 +4,7 @@ apply, plan again against a fake cluster with credentials minted from a real Ope
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -44,7 +45,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     # The VM from scratch: its disk allocated, the ISO in its CD-ROM, its cloud-init drive, a MAC drawn
     # by PVE for net0, a cloud-init password set (PVE shows it only as set).
     app = fresh_cluster.pve.vm(210).config
-    assert app["name"] == "app" and app["scsi0"].startswith("local-lvm:vm-210-disk-0,")
+    assert app["scsi0"].startswith("local-lvm:vm-210-disk-0,")
     assert app["ide2"].startswith("local:iso/debian-13.2.0-amd64-netinst.iso,media=cdrom")
     assert app["ide0"] == "local-lvm:vm-210-cloudinit,media=cdrom"
     assert re.match(r"virtio=(?:[0-9A-F]{2}:){5}[0-9A-F]{2},bridge=vmbr0$", app["net0"])
@@ -61,10 +62,19 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert 150 in fresh_cluster.pve.pools["prod"]
     web = next(row for row in plan if row["id"] == "proxmox-lxc-web")
     assert web["changes"]["pool"] == {"old": None, "new": "prod"}, web["changes"]
-    # The create secret went with web's create and with no other request (fakepve logs it as ***).
+    # Each create secret went with its guest's create and with no other request (fakepve logs it as
+    # ***): web's password with POST …/lxc, app's cloud-init password with POST …/qemu.
     _, apply_log = runs[1]
-    carried = [(method, path) for method, path, body in apply_log if b"password" in bytes(body or b"")]
-    assert carried == [("POST", "/api2/json/nodes/pve1/lxc")], carried
+
+    def carried(key):
+        return [
+            (method, path)
+            for method, path, body in apply_log
+            if key in parse_qs(bytes(body or b"").decode(errors="replace"), keep_blank_values=True)
+        ]
+
+    assert carried("password") == [("POST", "/api2/json/nodes/pve1/lxc")], carried("password")
+    assert carried("cipassword") == [("POST", "/api2/json/nodes/pve1/qemu")], carried("cipassword")
     assert all("password" not in str(row["changes"]) for row in every)
 
     grains = (config_dir / ROWS_FILE).read_text()  # the rows the salt_proxmox:owned grain shows
@@ -78,4 +88,10 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         "demo/lxc/150": "owned",
         "demo/lxc/151": "owned",
     }
+    assert {key: row["phase"] for key, row in owned.items() if "/qemu/" in key} == {
+        "demo/qemu/210": "owned",
+        "demo/qemu/211": "owned",
+    }
+    app_row = owned["demo/qemu/210"]["declared"]
+    assert "cipassword" not in app_row and app_row["cipassword_serial"] == 1, "recorded by its serial only"
     assert all("description" not in row["declared"] for row in owned.values())
