@@ -66,9 +66,8 @@ proxmox:
   # new disk; a larger N on an existing disk grows it in place; a smaller one is refused).
   qemu:
     # Built from scratch: an empty disk, the installer ISO in the CD-ROM, and cloud-init for the
-    # first boot. The key is the VM's name in PVE. The cloud-init password comes from
-    # secrets.sls; it is written once and never shown: bump cipassword_serial to write a
-    # new one.
+    # first boot. The cloud-init password comes from secrets.sls; it is written once and never
+    # shown: bump cipassword_serial to write a new one.
     app:
       vmid: 210
       node: pve1

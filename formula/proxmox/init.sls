@@ -12,10 +12,10 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    (vmid, node, target, adopt, removal and PVE config keys spelled as
                                    PVE spells them). ``ensure: absent`` declares it gone instead
                                    (removal: retain forgets it, removal: destroy deletes it).
-  proxmox:qemu:<VM name>           proxmox_qemu: as proxmox:lxc, with qm's config keys (memory, cores,
+  proxmox:qemu:<state id>          proxmox_qemu: as proxmox:lxc, with qm's config keys (memory, cores,
                                    scsi0, ide2, net0, ciuser, ipconfig0, ...) and clone: <template
-                                   vmid>. The key is the VM's name (PVE's ``name``) unless the entry
-                                   says ``name:``; ``ensure: absent`` as for containers.
+                                   vmid>. The key is the state's name unless the entry says
+                                   ``name:``; ``ensure: absent`` as for containers.
   openbao:policies:<name>          openbao_policy: fragments (inline HCL or salt:// files, in order),
                                    adopt, removal, rename_from.
   proxmox:firewall_aliases:<name>  proxmox_firewall_alias: cidr, comment, target, adopt, rename_from.

@@ -152,7 +152,7 @@ def test_vms_run_after_containers_and_wait_for_their_pool_and_bridge():
     assert need["proxmox-qemu-lab"] == [{"proxmox_sdn": "proxmox-sdn-vnet-labnet"}]
 
 
-def test_a_vm_is_named_by_its_key_or_its_name_and_passes_its_keys_as_data():
+def test_a_vm_state_is_named_by_its_key_or_its_name_and_passes_its_keys_as_data():
     pillar = {
         "proxmox": {
             "qemu": {
@@ -167,7 +167,7 @@ def test_a_vm_is_named_by_its_key_or_its_name_and_passes_its_keys_as_data():
         {"name": "app", "vmid": 201, "node": "pve1", "memory": 2048, "cipassword": {"secret": "x"}},
     )
     function, db = states["proxmox-qemu-db-vm"]
-    assert function == "proxmox_qemu.present" and db["name"] == "db", "PVE's name: the entry's name: key"
+    assert function == "proxmox_qemu.present" and db["name"] == "db", "the state's name: the name: key"
     assert (db["clone"], db["full"]) == (9000, True)
 
 
