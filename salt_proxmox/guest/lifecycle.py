@@ -522,6 +522,10 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
         if decision.action == "update":
             outcome.comment.append(f"{what}: would write {', '.join(decision.change.drift)}")
             outcome.comment.extend(_effect_lines(family, decl, decision))
+            # A family's privileges a write needs beyond the VM's own (a VM's mapped devices).
+            outcome.comment.extend(
+                f"{what}: the write needs {use}" for use in getattr(decision.change, "uses", ())
+            )
         if waiting:
             assert decision.config is not None
             outcome.changes["pending"] = _waiting_changes(family, waiting, decision.config)

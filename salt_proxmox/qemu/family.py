@@ -103,9 +103,11 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     the template's existence and kind, and the refusals the config write onto the clone would meet
     (judged against the template's config)."""
     refusals = judge.create_refusals(decl)
+    what = f"VM {decl.vmid} on {decl.node}"
+    notes = [f"{what}: the create needs {use}" for use in judge.mapping_uses(decl)]
     if decl.clone is None:
         return CreatePlan(
-            refusals=refusals, source="from scratch", again="from scratch with new, empty disks"
+            refusals=refusals, source="from scratch", again="from scratch with new, empty disks", notes=notes
         )
     node, config = _source(ctx, decl)
     refusals += judge.clone_source_refusals(decl, config)
@@ -117,6 +119,7 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
         source=f"as {kind} of template VM {decl.clone}"
         + (f" on {node}" if node and node != decl.node else ""),
         again=f"as {kind} of template VM {decl.clone} with new disks",
+        notes=notes,
     )
 
 

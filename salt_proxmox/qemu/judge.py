@@ -436,6 +436,18 @@ def clone_source_refusals(decl: QemuDeclaration, source: Mapping[str, object] | 
     return []
 
 
+def mapping_uses(decl: QemuDeclaration) -> list[str]:
+    """The ``Mapping.Use`` privileges the declared mapped devices need (``device_rule``), one per
+    device, for the plan to name: ``Mapping.Use on /mapping/pci/gpu1``."""
+    uses = []
+    for key, value in decl.config.items():
+        if value and schema.family_of(key) in ("hostpci", "usb"):
+            use = device_rule(key, value)[1]
+            if use:
+                uses.append(use)
+    return uses
+
+
 def create_refusals(decl: QemuDeclaration) -> list[str]:
     """Why this declaration cannot be created with an API token (empty when it can).
 

@@ -271,3 +271,20 @@ def test_a_running_vm_takes_nics_and_tags_at_once_and_keeps_cores_pending(fresh_
         "/nodes/pve1/qemu/150/status/reboot"
     ]
     assert config(fresh_cluster, 150)["cores"] == 4 and not fresh_cluster.pve.vm(150).pending
+
+
+def test_a_mapped_device_goes_through_and_the_plan_names_mapping_use(fresh_cluster):
+    # check_hostpci_perm / check_usb_perm: mapping= needs Mapping.Use on /mapping/<pci|usb>/<id>, not root.
+    store = MemoryStore()
+    create = present(
+        make_context(static_targets(fresh_cluster), store=store), "web", True, **vm(hostpci0="mapping=gpu1")
+    )
+    assert create.result is None and "VM 150 on pve1: the create needs Mapping.Use on /mapping/pci/gpu1" in create.comment
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    update = present(
+        make_context(static_targets(fresh_cluster), store=store), "web", True, **vm(usb0="mapping=stick")
+    )
+    assert (
+        update.result is None
+        and "VM 150 on pve1: the write needs Mapping.Use on /mapping/usb/stick" in update.comment
+    )
