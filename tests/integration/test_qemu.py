@@ -279,7 +279,10 @@ def test_a_mapped_device_goes_through_and_the_plan_names_mapping_use(fresh_clust
     create = present(
         make_context(static_targets(fresh_cluster), store=store), "web", True, **vm(hostpci0="mapping=gpu1")
     )
-    assert create.result is None and "VM 150 on pve1: the create needs Mapping.Use on /mapping/pci/gpu1" in create.comment
+    assert (
+        create.result is None
+        and "VM 150 on pve1: the create needs Mapping.Use on /mapping/pci/gpu1" in create.comment
+    )
     assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
     update = present(
         make_context(static_targets(fresh_cluster), store=store), "web", True, **vm(usb0="mapping=stick")
