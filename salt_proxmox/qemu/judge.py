@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.verdict import Change, live_text
@@ -62,6 +63,7 @@ from salt_proxmox.wire.propstring import (
     print_pairs,
     sorted_form,
 )
+from salt_proxmox.wire.sizes import GIB, parse_size
 from salt_proxmox.wire.volumes import judge_volume, volume_owner
 
 
@@ -361,6 +363,11 @@ def _judge_drive(
             drift.add(key)
             change.put[key] = want
         return
+    if key in schema.SPECIAL_DRIVES and declared.kind == "new" and "size" in live.options:
+        # create_disks ignores the GiB of a new efidisk0/tpmstate0 (the EFI vars template's size, 4 MiB
+        # of TPM state; Drive.pm $efidisk_desc/$tpmstate_desc): the live size is the declared one.
+        gib = Decimal(parse_size(live.options["size"])) / GIB
+        want = ",".join([f"{declared.storage}:{gib:f}", *(f"{k}={v}" for k, v in declared.options.items())])
     verdict = judge_volume(key, want, have, DRIVES)
     if change.take_volume(key, verdict, root_only(decl, key, want, "A drive on a host path.")):
         drift.add(key)

@@ -291,3 +291,31 @@ def test_a_mapped_device_goes_through_and_the_plan_names_mapping_use(fresh_clust
         update.result is None
         and "VM 150 on pve1: the write needs Mapping.Use on /mapping/usb/stick" in update.comment
     )
+
+
+def test_pool_at_create_from_scratch_and_by_clone_then_moved(fresh_cluster):
+    # create_vm and clone_vm take pool= (qemu-server API2/Qemu.pm: PVE::Pool add_vm_to_pool); a move
+    # is PUT /pools/{poolid} as for containers, compared as GET /cluster/resources lists membership.
+    pve = fresh_cluster.pve
+    for name in ("prod", "lab"):
+        pve.pools[name] = set()
+        pve.pool_info[name] = {"comment": None, "storage": set()}
+    store = MemoryStore()
+
+    def run(state_id: str, test: bool, **declared: Any):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        start = len(pve.requests)
+        outcome = present(ctx, state_id, test, **declared)
+        return outcome, writes(requests_since(fresh_cluster, start))
+
+    done, sent = run("web", False, **vm(pool="prod"))
+    assert done.result is True and parse_qs(sent[0][2].decode())["pool"] == ["prod"], done.comment
+    cloned = {"vmid": 151, "node": "pve1", "clone": CLOUD_TEMPLATE_VMID, "name": "app", "pool": "prod"}
+    done, sent = run("app", False, **cloned)
+    assert done.result is True and parse_qs(sent[0][2].decode())["pool"] == ["prod"], done.comment
+    assert {150, 151} <= set(pve.pools["prod"])
+    assert run("web", True, **vm(pool="prod"))[0].changes == {}
+    assert run("app", True, **cloned)[0].changes == {}
+    done, sent = run("web", False, **vm(pool="lab"))
+    assert done.result is True and [(m, p) for m, p, _ in sent] == [("PUT", "/pools/lab")], done.comment
+    assert 150 in pve.pools["lab"] and run("web", True, **vm(pool="lab"))[0].changes == {}

@@ -598,3 +598,19 @@ def test_unknown_keys_are_refused_by_name() -> None:
 def test_a_live_value_that_does_not_parse_is_drift_with_a_refusal() -> None:
     change = judge(decl(net0="virtio,bridge=vmbr0"), vm(net0="garbage=,=x"))
     assert change.put == {} and "cannot be read" in change.refuse[0]
+
+
+def test_the_gib_of_a_new_efidisk_or_tpmstate_is_ignored_as_pve_ignores_it() -> None:
+    # Drive.pm $efidisk_desc / $tpmstate_desc: "SIZE_IN_GiB is ignored here" — create_disks copies the
+    # EFI vars template (528K for efitype=4m) or allocates 4 MiB of TPM state, so the live size is
+    # never a grow to plan, and another storage is still a move.
+    declared = decl(
+        efidisk0="local-lvm:1,efitype=4m,pre-enrolled-keys=1", tpmstate0="local-lvm:1,version=v2.0"
+    )
+    live = vm(
+        efidisk0="local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K",
+        tpmstate0="local-lvm:vm-150-disk-2,size=4M,version=v2.0",
+    )
+    assert verdict(judge(declared, live)) == ({}, [], [], [])
+    moved = judge(declared, {**live, "tpmstate0": "ceph:vm-150-disk-2,size=4M,version=v2.0"})
+    assert moved.resize == [] and "qm disk move" in moved.refuse[0]
