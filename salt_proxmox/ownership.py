@@ -558,7 +558,8 @@ def claim(
 
     - no row: refused unless ``adopt`` (nothing is taken over silently); adopted, it is recorded;
     - a ``creating`` row: our interrupted ``verb`` (create, write) is finished when the object
-      ``matches`` its declaration, else refused (it may be somebody else's);
+      ``matches`` its declaration, else refused (it may be somebody else's) unless ``adopt``: the
+      remedy the refusal names takes it over as it is;
     - an ``owned`` row: ours.
 
     ``subject`` names the object (``pool prod``); ``alike``/``unlike`` say how it compares
@@ -574,6 +575,8 @@ def claim(
             )
         return None, f"{subject}: taken over (adopt: true) and recorded as ours"
     if row.get("phase") == CREATING:
+        if not matches and adopt:
+            return None, f"{subject}: adopt: true, so it is taken over as it is now and recorded as ours"
         if not matches:
             return (
                 f"{subject} exists with a {verb} of ours recorded as unfinished, but {unlike}, so it may "

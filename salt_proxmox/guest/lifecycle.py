@@ -34,7 +34,7 @@ from salt_proxmox.guest.refusals import destroy_refusals, read_status
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.lowstate import Chunk
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import CREATING, OWNED, row_key
+from salt_proxmox.ownership import CREATING, OWNED, claim, row_key
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form, vmid_number
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
@@ -325,17 +325,19 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration) -> Decision:
         notes.append(f"{what}: adopt: true, so this minion records it as its own")
         record = True
     elif row.get("phase") == CREATING:
-        if differs:
-            return Decision(
-                "refuse",
-                **found,
-                reasons=[
-                    f"{what} exists with a create of ours recorded as unfinished, but it differs in "
-                    f"{', '.join(differs)}, so it may not be ours. Check it, then declare "
-                    "adopt: true or pick another vmid."
-                ],
-            )
-        notes.append(f"{what}: our interrupted create matches its declaration; it is recorded as ours")
+        # An interrupted create (or a clone whose config write failed) is ours when it matches;
+        # one that differs is taken over only as adopt: true says, the remedy the refusal names.
+        refusal, adopted = claim(
+            row, decl.adopt, what, matches=not differs, alike="it matches",
+            unlike=f"it differs in {', '.join(differs)}",
+        )  # fmt: skip
+        if refusal:
+            return Decision("refuse", **found, reasons=[refusal])
+        notes.append(
+            str(adopted)
+            if differs
+            else f"{what}: our interrupted create matches its declaration; it is recorded as ours"
+        )
         record = True
     else:
         # Parsed once above; a row holding no declaration that parses is refused here (Refused).
@@ -662,6 +664,9 @@ def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str], a
             f"The guest exists; its ownership row stays {CREATING}: the next run records it as ours if it "
             "matches the declaration, else refuses it until the declaration says adopt: true."
         )
+        # The return agrees with PVE: a guest was made, whatever step failed after it.
+        outcome.changes = {"created": outcome.changes["created"]}
+        return outcome.fail(*lines)
     if isinstance(exc, Uncertain):
         if action == "create":
             lines.append(

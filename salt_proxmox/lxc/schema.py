@@ -9,7 +9,6 @@ by name, never ignored and never written.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,10 +16,12 @@ from dataclasses import dataclass
 from salt_proxmox.pve.constraints import (
     Endpoint,
     Rule,
+    check_address,
     check_addresses,
-    check_cidr,
     check_dns_name,
     check_dns_names,
+    check_ip_config,
+    check_mac,
     check_resize,
     check_size,
     check_startup,
@@ -166,37 +167,6 @@ CREATE_SECRETS = frozenset({"password", "ssh-public-keys"})
 NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
 
 
-def _ip4_config(value: str) -> str | None:
-    """``pve-ipv4-config`` (``pve_verify_ipv4_config``): ``dhcp``, ``manual`` or an address with a
-    prefix of 8-32."""
-    if value in ("dhcp", "manual"):
-        return None
-    if "/" not in value:
-        return f"{value!r} needs a prefix length (e.g. /24)"
-    return check_cidr(value, 4)
-
-
-def _ip6_config(value: str) -> str | None:
-    """``pve-ipv6-config`` (``pve_verify_ipv6_config``): ``auto``, ``dhcp``, ``manual`` or an
-    address with a prefix of 8-128."""
-    if value in ("auto", "dhcp", "manual"):
-        return None
-    if "/" not in value:
-        return f"{value!r} needs a prefix length (e.g. /64)"
-    return check_cidr(value, 6)
-
-
-def _address(version: int):
-    def check(value: str) -> str | None:
-        try:
-            address = ipaddress.ip_address(value)
-        except ValueError:
-            return f"{value!r} is not an IPv{version} address"
-        return None if address.version == version else f"{value!r} is not an IPv{version} address"
-
-    return check
-
-
 def _pattern(regex: str, what: str):
     compiled = re.compile(regex)
 
@@ -238,14 +208,11 @@ OPTIONS: dict[str, dict[str, Rule]] = {
     "net": {
         "name": Rule(check=_pattern(r"[-_.\w\d]+", "an interface name")),
         "bridge": Rule(check=_pattern(r"[-_.\w\d]+", "a bridge name")),
-        # pve-common JSONSchema.pm pve_verify_mac_addr: the I/G bit must be clear (unicast).
-        "hwaddr": Rule(
-            check=_pattern(r"[0-9A-Fa-f][02468aceACE](?::[0-9A-Fa-f]{2}){5}", "a unicast MAC address")
-        ),
-        "ip": Rule(check=_ip4_config),
-        "gw": Rule(check=_address(4)),
-        "ip6": Rule(check=_ip6_config),
-        "gw6": Rule(check=_address(6)),
+        "hwaddr": Rule(check=check_mac),
+        "ip": Rule(check=lambda value: check_ip_config(value, 4)),
+        "gw": Rule(check=lambda value: check_address(value, 4)),
+        "ip6": Rule(check=lambda value: check_ip_config(value, 6)),
+        "gw6": Rule(check=lambda value: check_address(value, 6)),
         "mtu": Rule("integer", minimum=64, maximum=65535),
         "rate": Rule("number", minimum=0),
         "tag": Rule("integer", minimum=1, maximum=4094),

@@ -103,6 +103,47 @@ def check_cidr(value: str, version: int | None = None) -> str | None:
     return None
 
 
+#: pve-common ``JSONSchema.pm`` ``pve_verify_mac_addr``: the I/G bit (the low bit of the first
+#: octet) must be clear, a unicast address.
+MAC = re.compile(r"[0-9A-Fa-f][02468aceACE](?::[0-9A-Fa-f]{2}){5}\Z", re.ASCII)
+
+
+def check_mac(value: str) -> str | None:
+    """None for a unicast MAC address (format ``mac-addr``), else why."""
+    return None if MAC.match(value) else f"{value!r} is not a unicast MAC address"
+
+
+def check_address(value: str, version: int) -> str | None:
+    """None for an IP address of ``version`` (4 or 6), else why: pve-common ``JSONSchema.pm``
+    formats ``ipv4``/``ipv6`` (``pve_verify_ipv4``/``pve_verify_ipv6``; no IPv6 zone index)."""
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        address = None
+    if address is None or address.version != version or "%" in value:
+        return f"{value!r} is not an IPv{version} address"
+    return None
+
+
+#: The words ``pve-ipv4-config``/``pve-ipv6-config`` take besides an address/prefix
+#: (pve-common ``JSONSchema.pm`` ``pve_verify_ipv4_config``/``pve_verify_ipv6_config``).
+IP_CONFIG_WORDS = {4: ("dhcp", "manual"), 6: ("auto", "dhcp", "manual")}
+
+
+def check_ip_config(value: str, version: int) -> str | None:
+    """None for a ``pve-ipv4-config`` (``version`` 4: ``dhcp``, ``manual`` or a CIDRv4 with a
+    prefix of 8-32) or ``pve-ipv6-config`` (6: ``auto``, ``dhcp``, ``manual`` or a CIDRv6 with a
+    prefix of 8-128) value, else why (``pve_verify_ipv4_config``/``pve_verify_ipv6_config`` over
+    ``pve_verify_cidrv4``/``v6``, whose prefix is digits, never a netmask)."""
+    if value in IP_CONFIG_WORDS[version]:
+        return None
+    if not re.fullmatch(r"[^/]+/[0-9]{1,3}", value, re.ASCII):
+        example = "/24" if version == 4 else "/64"
+        words = " or ".join(IP_CONFIG_WORDS[version])
+        return f"{value!r} is not {words} or an address with a prefix length (e.g. {example})"
+    return check_cidr(value, version) or check_address(value.partition("/")[0], version)
+
+
 def check_dns_names(value: str) -> str | None:
     """``dns-name-list``."""
     for part in split_list(value):

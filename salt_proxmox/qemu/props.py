@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
-from salt_proxmox.pve.constraints import Rule, check_size, options_problem, vmid_number
+from salt_proxmox.pve.constraints import Rule, check_mac, check_size, options_problem, vmid_number
 from salt_proxmox.qemu import schema
 from salt_proxmox.wire.propstring import canonical_option, pairs
 from salt_proxmox.wire.volumes import STORAGE_ID, Volume, VolumeFamily
@@ -26,7 +26,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: required here, since a create without ``storage`` has no default to fall back on.
 _NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)\Z", re.IGNORECASE | re.ASCII)
 _SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*\Z", re.ASCII)
-_MAC = re.compile(r"[0-9A-Fa-f][02468aceACE](?::[0-9A-Fa-f]{2}){5}\Z", re.ASCII)
 
 #: ``PVE/QemuServer/Network.pm`` ``$nic_model_list``.
 NIC_MODELS = (
@@ -56,7 +55,7 @@ NET_OPTIONS: dict[str, Rule] = {
 NET_RULES = {
     **NET_OPTIONS,
     "model": Rule("enum", choices=NIC_MODELS),
-    "macaddr": Rule(check=lambda v: None if _MAC.match(v) else f"{v!r} is not a unicast MAC address"),
+    "macaddr": Rule(check=check_mac),
 }
 
 _THROTTLE = (
@@ -297,7 +296,7 @@ def _problem_for(key: str, value: str) -> str | None:
     if family == "net":
         return net_problem(value)
     if family == "ipconfig":
-        return options_problem(value, schema.IPCONFIG_OPTIONS)
+        return schema.check_ipconfig(value)
     if family == "serial":
         if value == "socket" or value.startswith("/dev/"):
             return None

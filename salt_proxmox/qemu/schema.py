@@ -23,15 +23,18 @@ from salt_proxmox.lxc.schema import Key, indexed_key
 from salt_proxmox.pve.constraints import (
     Endpoint,
     Rule,
+    check_address,
     check_addresses,
     check_dns_name,
     check_dns_names,
+    check_ip_config,
     check_resize,
     check_startup,
     check_tags,
     options_problem,
     split_list,
 )
+from salt_proxmox.wire.propstring import pairs
 
 _OSTYPES = (
     "other",
@@ -167,15 +170,34 @@ BOOT_OPTIONS = {
     ),
     "legacy": Rule(check=_pattern(r"[acdn]{1,4}", "a legacy boot string [acdn]{1,4}")),
 }
-#: ``pve-qm-ipconfig`` (``PVE/QemuServer/Network.pm`` ``$ipconfig_fmt``).
+#: ``pve-qm-ipconfig`` (``PVE/QemuServer/Network.pm`` ``$ipconfig_fmt``): ``ip``/``ip6`` are
+#: ``pve-ipv4-config``/``pve-ipv6-config``, the gateways ``ipv4``/``ipv6`` addresses; the same
+#: pve-common formats a container's ``netN`` takes (``salt_proxmox.pve.constraints``).
 IPCONFIG_OPTIONS = {
-    "ip": Rule(check=_pattern(r"dhcp|[0-9.]+/[0-9]{1,2}", "dhcp or an IPv4 address/prefix")),
-    "gw": Rule(check=_pattern(r"[0-9.]+", "an IPv4 address")),
-    "ip6": Rule(
-        check=_pattern(r"dhcp|auto|[0-9a-fA-F:.]+/[0-9]{1,3}", "dhcp, auto or an IPv6 address/prefix")
-    ),
-    "gw6": Rule(check=_pattern(r"[0-9a-fA-F:.]+", "an IPv6 address")),
+    "ip": Rule(check=lambda value: check_ip_config(value, 4)),
+    "gw": Rule(check=lambda value: check_address(value, 4)),
+    "ip6": Rule(check=lambda value: check_ip_config(value, 6)),
+    "gw6": Rule(check=lambda value: check_address(value, 6)),
 }
+#: ``$ipconfig_fmt``'s ``requires``: a gateway needs an address of its family (pve-common
+#: ``JSONSchema.pm`` ``check_object``: "missing property - 'gw' requires this property").
+IPCONFIG_REQUIRES = {"gw": "ip", "gw6": "ip6"}
+
+
+def check_ipconfig(value: str) -> str | None:
+    """None for a valid ``ipconfigN`` value (``$ipconfig_fmt``), else why: each option's format,
+    and ``gw``/``gw6`` only beside ``ip``/``ip6``."""
+    problem = options_problem(value, IPCONFIG_OPTIONS)
+    if problem:
+        return problem
+    options = dict(pairs(value))
+    for gateway, address in IPCONFIG_REQUIRES.items():
+        if gateway in options and address not in options:
+            return (
+                f"{gateway}= requires {address}= (qemu-server $ipconfig_fmt: a gateway needs an address "
+                "of its family)"
+            )
+    return None
 
 
 def _boot(value: str) -> str | None:

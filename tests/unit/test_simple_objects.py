@@ -659,6 +659,12 @@ def test_creating_row_finishes_when_it_matches_and_refuses_when_not() -> None:
     store.rows[row_key(TARGET, "thing", "a")]["phase"] = CREATING
     differs = lifecycle.present(ctx, spec, False, "s", name="a", size="3")
     assert differs.result is False and "may not be ours" in differs.comment[0]
+    assert "declare adopt: true" in differs.comment[0] and ctx.client.writes() == []
+    # The remedy the refusal names works: adopt: true takes it over as it is and writes what differs.
+    adopted = lifecycle.present(ctx, spec, False, "s", name="a", size="3", adopt=True)
+    assert adopted.result is True, adopted.comment
+    assert store.rows[row_key(TARGET, "thing", "a")]["phase"] == "owned"
+    assert things["a"]["size"] == "3"
 
 
 @pytest.mark.parametrize(
