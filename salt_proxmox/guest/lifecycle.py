@@ -831,7 +831,7 @@ def _update(
         if change.clear:
             form["delete"] = ",".join(change.clear)
         form["digest"] = str(decision.live["digest"])
-        check_form(family.update, form, presence=False)
+        check_form(family.update, {**form, **secrets}, presence=False, secrets=secrets)
         credential = ctx.broker.provision()
         ctx.client.request("PUT", f"{path}/config", credential, form={**form, **secrets})
         written.extend([*change.put, *change.clear, *secrets])

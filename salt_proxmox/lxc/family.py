@@ -96,7 +96,7 @@ def create(
     the minted credential's own Sys.Modify (raises Refused: nothing sent)."""
     # The create secrets go with this one POST and nowhere else (schema.CREATE_SECRETS).
     form = {**judge.create_form(decl), **decl.secrets}
-    check_form(schema.CREATE, form, presence=True)
+    check_form(schema.CREATE, form, presence=True, secrets=decl.secrets)
     minted = credential()
     if _needs_sys_modify(decl, release(ctx)):
         check_own_sys_modify(ctx, minted)

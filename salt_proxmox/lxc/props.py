@@ -86,7 +86,7 @@ def secret_problem(key: str, value: object) -> str | None:
             return "PVE wants at least 5 characters (pve-container create_vm: minLength 5)"
         if _CONTROL.search(value):
             return "holds a line break or another control character"
-        return None
+        return (post_problem({key: value}, secrets={key}) or "").partition(": ")[2] or None
     lines = [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
     bad = [number for number, line in enumerate(lines, 1) if not _SSH_KEY.match(line)]
     if not lines or bad:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -171,15 +171,16 @@ def check_resize(value: str) -> str | None:
 MAX_POST = 64 * 1024
 
 
-def post_problem(form: Mapping[str, str]) -> str | None:
+def post_problem(form: Mapping[str, str], secrets: Collection[str] = ()) -> str | None:
     """None when ``form`` fits in one PVE request body, else the sentence naming its longest value
-    (clipped: ``shown``)."""
+    (clipped: ``shown``; the value of a key in ``secrets`` is never repeated)."""
     size = len(urlencode(dict(form)).encode("utf-8"))
     if size <= MAX_POST:
         return None
     key = max(form, key=lambda name: len(str(form[name])))
+    value = "its value (not repeated here)" if key in secrets else shown(form[key])
     return (
-        f"{key}: {shown(form[key])} would make a request of {size} bytes; PVE's API server takes at most "
+        f"{key}: {value} would make a request of {size} bytes; PVE's API server takes at most "
         f"{MAX_POST} (pve-http-server $limit_max_post): shorten it"
     )
 
@@ -243,9 +244,12 @@ class Endpoint:
     rule_for: Callable[[str], Rule | None]
 
 
-def check_form(endpoint: Endpoint, form: Mapping[str, str], presence: bool) -> None:
+def check_form(
+    endpoint: Endpoint, form: Mapping[str, str], presence: bool, secrets: Collection[str] = ()
+) -> None:
     """Refuse ``form`` unless every key passes its rule (and, with ``presence``, every required
     key is there). ``presence`` is False for partial config updates, whose keys are all optional.
+    The values of the keys in ``secrets`` (a password) are checked, never repeated.
 
     Raises DeclarationError listing ``<endpoint>: <key>: <rule>`` for each problem; the caller
     sends nothing.
@@ -265,9 +269,11 @@ def check_form(endpoint: Endpoint, form: Mapping[str, str], presence: bool) -> N
             problems.append(f"{endpoint.label}: {key}: property is not defined in schema")
             continue
         reason = rule.problem(value)
+        if reason and key in secrets:
+            reason = "the value does not pass its rule; it is not repeated here"
         if reason:
             problems.append(f"{endpoint.label}: {key}: {reason}")
-    too_long = post_problem(form)
+    too_long = post_problem(form, secrets)
     if too_long:
         problems.append(f"{endpoint.label}: {too_long}")
     if problems:

@@ -133,7 +133,7 @@ def create(
     clone as made cannot take the declaration (its row stays ``creating``)."""
     if decl.clone is None:
         form = {**judge.create_form(decl), **decl.secrets}
-        check_form(schema.CREATE, form, presence=True)
+        check_form(schema.CREATE, form, presence=True, secrets=decl.secrets)
         yield CreateStep(
             "POST", api_path("nodes", decl.node, "qemu"), f"create VM {decl.vmid} on {decl.node}", form
         )
@@ -158,8 +158,8 @@ def create(
         form["delete"] = ",".join(change.clear)
     if form or change.secrets:
         form["digest"] = str(made.get("digest", ""))
-        check_form(schema.UPDATE, form, presence=False)
         secrets = {key: decl.secrets[key] for key in change.secrets}
+        check_form(schema.UPDATE, {**form, **secrets}, presence=False, secrets=secrets)
         yield CreateStep(
             "POST", f"{path}/config", f"configure VM {decl.vmid} as declared", {**form, **secrets}
         )

@@ -16,7 +16,14 @@ from urllib.parse import quote, unquote
 
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
-from salt_proxmox.pve.constraints import Rule, check_mac, check_size, options_problem, vmid_number
+from salt_proxmox.pve.constraints import (
+    Rule,
+    check_mac,
+    check_size,
+    options_problem,
+    post_problem,
+    vmid_number,
+)
 from salt_proxmox.qemu import schema
 from salt_proxmox.wire.propstring import canonical_option, pairs
 from salt_proxmox.wire.volumes import STORAGE_ID, Volume, VolumeFamily
@@ -381,6 +388,8 @@ def parse_declaration(
         if key in schema.SECRETS:
             if not isinstance(raw, str) or not raw or _CONTROL.search(raw):
                 problems.append(f"{key}: expected one line of text; the value is not repeated here")
+            elif post_problem({key: raw}):
+                problems.append(f"{key}: {post_problem({key: raw}, secrets={key}).partition(': ')[2]}")
             else:
                 secrets[key] = raw
             continue
@@ -406,6 +415,8 @@ def parse_declaration(
                 problems.append(f"sshkeys: {problem}")
                 continue
             wired[key] = sshkeys_wire(raw) if raw else ""
+            if post_problem({key: wired[key]}):
+                problems.append(f"{key}: {post_problem({key: wired[key]}, secrets={key}).partition(': ')[2]}")
             continue
         spec = schema.SCALARS.get(key)
         value, problem = wired_value(key, raw, spec.rule.kind if spec is not None else "string")
