@@ -125,3 +125,33 @@ def test_ipconfig_manual_is_taken_as_pve_takes_it(fresh_cluster):
     ctx = make_context(static_targets(fresh_cluster))
     outcome = present(ctx, "app", True, **clone_of_template(ipconfig0="ip=manual,ip6=auto"))
     assert outcome.result is None, outcome.comment
+
+
+def test_an_efi_disk_and_a_tpm_state_keep_the_size_pve_gives_them(fresh_cluster):
+    """qemu-server ``create_disks`` sizes ``efidisk0`` from the OVMF vars file (528K for
+    ``efitype=4m``) and ``tpmstate0`` as ``TPMSTATE_DISK_SIZE`` (4M), whatever ``storage:N`` says;
+    ``resize_vm`` then has nothing to grow. The create must read back as declared, and the next plan
+    must be clean, not a grow to N GiB forever."""
+    store = MemoryStore()
+    declared = {
+        "vmid": 152,
+        "node": "pve1",
+        "name": "uefi",
+        "bios": "ovmf",
+        "machine": "q35",
+        "scsi0": "local-lvm:4",
+        "efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=1",
+        "tpmstate0": "local-lvm:1,version=v2.0",
+    }
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    done = present(ctx, "uefi", False, **declared)
+    assert done.result is True, done.comment
+    live = fresh_cluster.pve.vm(152).config
+    assert "size=528K" in live["efidisk0"] and "size=4M" in live["tpmstate0"], live
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        again = present(make_context(static_targets(fresh_cluster), store=store), "uefi", test, **declared)
+        assert again.result is True and again.changes == {}, again.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    moved = present(ctx, "uefi", True, **{**declared, "efidisk0": "other:1,efitype=4m,pre-enrolled-keys=1"})
+    assert moved.result is False and "qm disk move" in "\n".join(moved.comment)

@@ -163,6 +163,30 @@ def test_another_storage_is_a_move_and_refused() -> None:
     assert change.put == {} and "qm disk move" in change.refuse[0]
 
 
+@pytest.mark.parametrize(
+    ("key", "declared", "live"),
+    [
+        # create_disks: efidisk0 takes the OVMF vars size (OVMF::create_efidisk: 528K for 4m).
+        ("efidisk0", "local-lvm:1,efitype=4m", "local-lvm:vm-150-disk-1,efitype=4m,size=528K"),
+        ("efidisk0", "local-lvm:0,efitype=2m", "local-lvm:vm-150-disk-1,efitype=2m,size=128K"),
+        # create_disks: tpmstate0 takes TPMSTATE_DISK_SIZE (4 MiB).
+        ("tpmstate0", "local-lvm:1,version=v2.0", "local-lvm:vm-150-disk-2,size=4M,version=v2.0"),
+    ],
+)
+def test_an_efi_disk_or_tpm_state_keeps_the_size_pve_fixed(key: str, declared: str, live: str) -> None:
+    change = judge(decl(**{key: declared}), vm(**{key: live}))
+    assert verdict(change) == ({}, [], [], []) and change.drift == []
+
+
+def test_an_efi_disk_option_change_keeps_the_live_volume_and_size() -> None:
+    change = judge(
+        decl(efidisk0="local-lvm:1,efitype=4m,pre-enrolled-keys=1"),
+        vm(efidisk0="local-lvm:vm-150-disk-1,efitype=4m,size=528K"),
+    )
+    assert change.resize == [] and change.refuse == []
+    assert change.put == {"efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K"}
+
+
 def test_an_option_change_is_written_on_the_live_volume_never_as_a_new_disk() -> None:
     # update_vm hands every drive value to create_disks, which allocates for storage:N
     # ($NEW_DISK_RE) only: the live volume id and size keep the disk.
