@@ -17,6 +17,7 @@ from salt_proxmox.pve.tasks import (
     TASK_POLLS,
     await_task,
     start_task,
+    upid_node,
     warnings_note,
 )
 
@@ -61,7 +62,7 @@ class PveContext:
         kwargs = {"sleep": self.sleep} if self.sleep is not None else {}
         count = await_task(self.client, credential, node, upid, what, polls, self.poll_interval, **kwargs)
         if count:
-            self.notes.append(warnings_note(what, node, upid, count))
+            self.notes.append(warnings_note(what, upid_node(upid) or node, upid, count))
 
     def take_notes(self) -> list[str]:
         """The task notes gathered since the last call, handed over once."""

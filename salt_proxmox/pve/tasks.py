@@ -66,6 +66,13 @@ def warnings_note(what: str, node: str, upid: str, count: int) -> str:
     )
 
 
+def upid_node(upid: str) -> str | None:
+    """The node a task runs on, from its UPID (pve-common ``src/PVE/Tools.pm`` ``upid_decode``:
+    ``UPID:$node:$pid:$pstart:$starttime:$type:$id:$user:``), or None for a malformed UPID."""
+    parts = upid.split(":")
+    return parts[1] if len(parts) >= 9 and parts[0] == "UPID" and parts[1] else None
+
+
 def await_task(
     client: PveClient,
     credential: Credential,
@@ -76,12 +83,18 @@ def await_task(
     interval: float = POLL_INTERVAL,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Wait for ``upid`` on ``node`` to stop; returns its warnings count (0 for ``OK``, N for
+    """Wait for ``upid`` to stop; returns its warnings count (0 for ``OK``, N for
     ``WARNINGS: N``, see ``warnings_of``).
+
+    The task is read on the node its worker runs on, the one the UPID names (``upid_node``), which
+    is not always ``node`` (the guest's): a clone to another node runs on the template's node
+    (qemu-server ``clone_vm``), and a node answers only for its own tasks (pve-manager
+    ``src/PVE/API2/Tasks.pm`` ``read_task_status`` reads the node's own task file).
 
     Raises TaskFailed for any other exit status, TaskUncertain when a poll cannot be read or the
     task is still running after ``polls`` polls. Neither is retried.
     """
+    node = upid_node(upid) or node
     path = f"{api_path('nodes', node, 'tasks', upid)}/status"
     for attempt in range(polls):
         try:

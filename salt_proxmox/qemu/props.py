@@ -437,10 +437,13 @@ def parse_declaration(
         problems.append(
             "storage: only a create by clone takes it (a new disk names its storage: scsi0: local-lvm:32)"
         )
-    if "storage" in extra and extra.get("full") is False:
+    if "storage" in extra and "clone" in extra and extra.get("full") is not True:
+        # clone_vm: `$full = $param->{full} // !is_template`, and only templates are cloned here, so
+        # a clone without full: true is linked.
         problems.append(
-            "storage: a linked clone keeps the template's storage (qemu-server clone_vm: "
-            "`parameter 'storage' not allowed for linked clones`); declare full: true or drop storage"
+            "storage: a linked clone keeps the template's storage, and a clone of a template is linked "
+            "unless full: true (qemu-server clone_vm: `parameter 'storage' not allowed for linked "
+            "clones`); declare full: true or drop storage"
         )
     if problems:
         raise DeclarationError(problems)

@@ -155,3 +155,28 @@ def test_an_efi_disk_and_a_tpm_state_keep_the_size_pve_gives_them(fresh_cluster)
     assert writes(requests_since(fresh_cluster, start)) == []
     moved = present(ctx, "uefi", True, **{**declared, "efidisk0": "other:1,efitype=4m,pre-enrolled-keys=1"})
     assert moved.result is False and "qm disk move" in "\n".join(moved.comment)
+
+
+def test_a_clone_onto_another_node_is_awaited_on_the_node_that_runs_it(fresh_cluster):
+    """qemu-server ``clone_vm`` runs its worker on the template's node (its UPID names pve1) even
+    when ``target`` puts the clone on pve2; pve-manager ``read_task_status`` answers only on the
+    node that ran the task. The create must be awaited there, then configured on pve2."""
+    store = MemoryStore()
+    declared = {
+        "vmid": 160,
+        "node": "pve2",
+        "clone": CLOUD_TEMPLATE_VMID,
+        "full": True,
+        "name": "far",
+        "cores": 3,
+    }
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, "far", False, **declared)
+    assert done.result is True, done.comment
+    steps = [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))]
+    assert steps == [("POST", "/nodes/pve1/qemu/9000/clone"), ("POST", "/nodes/pve2/qemu/160/config")]
+    assert store.rows[row_key(TARGET, "qemu", 160)]["phase"] == OWNED
+    assert str(fresh_cluster.pve.vm(160).config["cores"]) == "3"
+    again = present(make_context(static_targets(fresh_cluster), store=store), "far", True, **declared)
+    assert again.result is True and again.changes == {}, again.comment

@@ -520,6 +520,11 @@ def test_a_clone_source_must_be_a_template() -> None:
 def test_clone_options_are_checked() -> None:
     with pytest.raises(DeclarationError, match="storage: a linked clone"):
         decl(clone=9000, full=False, storage="local-lvm")
+    # clone_vm: full defaults to !is_template, so a template's clone without full: true is linked
+    # and PVE dies "parameter 'storage' not allowed for linked clones".
+    with pytest.raises(DeclarationError, match="storage: a linked clone"):
+        decl(clone=9000, storage="local-lvm")
+    assert decl(clone=9000, full=True, storage="local-lvm").storage == "local-lvm"
     with pytest.raises(DeclarationError, match="full: only a create by clone"):
         decl(full=True)
 
