@@ -334,6 +334,120 @@ def lxc_resize(node, vmid, disk, size, target=None):
     return {"upid": upid, "disk": disk, "size": size}
 
 
+# ----------------------------------------------------------------------------- guests, both families
+#
+# Power calls and the guest list serve containers and VMs alike (salt_proxmox.guest.power); each
+# finds the guest's node and type in the cluster's guest index.
+
+
+def guests(target=None):
+    """
+    Every guest of the cluster the read credential may audit, from one
+    ``GET /cluster/resources?type=vm``, sorted by vmid: a list of
+    ``{vmid, name, node, type (lxc|qemu), status, template}``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.guests
+        salt-call proxmox.guests target=homelab
+    """
+    from salt_proxmox.guest import power
+
+    return _call(power.guest_rows, _context(target))
+
+
+def guest_status(vmid, node=None, target=None):
+    """
+    The power state of one guest (container or VM): ``{vmid, node, type, status}``, the status from
+    ``GET /nodes/{node}/{lxc|qemu}/{vmid}/status/current``. ``node`` defaults to the one the
+    cluster's guest index lists; a ``node`` it is not on is refused.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.guest_status vmid=150
+    """
+    from salt_proxmox.families import GUESTS
+    from salt_proxmox.guest import power
+
+    return _call(power.status_of, _context(target), GUESTS, vmid, node)
+
+
+def _power(call, vmid, node, target, adopt, timeout=None, force_stop=False):
+    from salt_proxmox.families import GUESTS
+    from salt_proxmox.guest import power
+
+    ctx = _context(target)
+    return _call(power.power_call, ctx, GUESTS, call, vmid, node, bool(adopt), timeout, bool(force_stop))
+
+
+def guest_start(vmid, node=None, target=None, adopt=False):
+    """
+    Start a stopped guest this minion owns (``POST …/status/start``) and wait for the task with the
+    credential that started it. Returns ``{vmid, node, type, status, changed, upid}``; a running
+    guest is left alone (``changed: False``). A guest this minion did not create or adopt, or one
+    that does not carry its recorded fingerprint, is refused unless ``adopt=True``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.guest_start vmid=150
+        salt-call proxmox.guest_start vmid=9001 node=pve2 adopt=True
+    """
+    return _power("start", vmid, node, target, adopt)
+
+
+def guest_shutdown(vmid, node=None, target=None, adopt=False, timeout=60, force_stop=False):
+    """
+    Shut a running guest this minion owns down cleanly (``POST …/status/shutdown``), waiting at
+    most ``timeout`` seconds (PVE's default 60). Without ``force_stop=True`` a guest still running
+    then stays running and the call fails; with it PVE stops it hard. Ownership as
+    ``proxmox.guest_start``; a stopped guest is left alone.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.guest_shutdown vmid=150 timeout=120
+        salt-call proxmox.guest_shutdown vmid=150 timeout=30 force_stop=True
+    """
+    return _power("shutdown", vmid, node, target, adopt, timeout, force_stop)
+
+
+def guest_stop(vmid, node=None, target=None, adopt=False):
+    """
+    Stop a running guest this minion owns at once (``POST …/status/stop``: PVE's hard stop, like
+    pulling the plug; prefer ``proxmox.guest_shutdown``). Ownership as ``proxmox.guest_start``; a
+    stopped guest is left alone.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.guest_stop vmid=150
+    """
+    return _power("stop", vmid, node, target, adopt)
+
+
+def guest_reboot(vmid, node=None, target=None, adopt=False, timeout=None):
+    """
+    Reboot a running guest this minion owns (``POST …/status/reboot``: a shutdown, then a start,
+    which makes pending changes live); ``timeout`` bounds the shutdown in seconds. A stopped guest
+    is refused (nothing sent). Ownership as ``proxmox.guest_start``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.guest_reboot vmid=150
+    """
+    return _power("reboot", vmid, node, target, adopt, timeout)
+
+
 # ----------------------------------------------------------------------------- simple objects
 #
 # Firewall aliases, pools, roles and ACL entries share one lifecycle (salt_proxmox.simple); the

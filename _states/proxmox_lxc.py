@@ -19,6 +19,9 @@ without it, by the same judge.
         - tags: web;prod
         - adopt: false               # true takes over a live guest this minion did not create
         - reboot_for_pending: false  # true reboots it when changes it wrote wait for a restart
+        - status: running            # or stopped (a clean shutdown); left out: power left alone
+        - shutdown_timeout: 60       # seconds a shutdown waits (status: stopped only)
+        - force_stop: false          # true lets PVE stop it hard after that timeout
         - removal: retain            # or destroy (used by absent)
 
 Config keys are spelled as PVE spells them (``pct set`` / the API). The logic lives in the
@@ -52,6 +55,10 @@ def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot
     (``memory``, ``cores``, ``netN`` at once; ``rootfs``, ``nameserver``, ``features``, ... at the
     next start): the comment says which. ``reboot_for_pending: true`` lets the apply reboot the
     container so the changes it wrote take effect; without it nothing is ever rebooted.
+
+    ``status: running|stopped`` declares its power state: planned (``would start``, ``would shut
+    down``) and applied after the config through ``POST …/status/start|shutdown`` tasks. A shutdown
+    waits ``shutdown_timeout`` seconds (default 60) and is never forced unless ``force_stop: true``.
     """
     return __salt__["proxmox.lxc_present"](
         name,

@@ -73,6 +73,15 @@ def _by_vmid(rows: object) -> dict[int, dict]:
     return by_vmid
 
 
+def index_rows(ctx: PveContext, credential: Credential | None = None) -> list[dict]:
+    """Every row of the cluster's guest index, read now (one ``GET cluster/resources?type=vm``, with
+    ``credential`` or the read one), each checked as ``indexed_guest`` checks it. Raises as
+    ``indexed_guest``."""
+    rows = ctx.client.request("GET", INDEX, credential or ctx.broker.read(), params={"type": "vm"})
+    _by_vmid(rows)
+    return rows
+
+
 def indexed_guest(ctx: PveContext, vmid: int, credential: Credential | None = None) -> dict | None:
     """The row of ``vmid`` in the cluster's guest index, read now (one ``GET cluster/resources?type=vm``,
     with ``credential`` or the read one), or None when it lists no guest ``vmid``.

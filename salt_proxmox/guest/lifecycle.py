@@ -30,6 +30,7 @@ from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
+from salt_proxmox.guest.power import Power, apply_power, parse_power, power_lines
 from salt_proxmox.guest.refusals import destroy_refusals, read_status
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.lowstate import Chunk
@@ -227,6 +228,10 @@ class Decision:
     reboot_note: str = ""
     #: A refusal of some keys only: the plan still lists the other changes.
     others: bool = False
+    #: The declared power state's action (``start``, ``shutdown``; None: nothing to do) and the
+    #: status word it was judged on (read only when ``status`` is declared).
+    power: str | None = None
+    status: str | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -262,16 +267,19 @@ def _effects(ctx: PveContext, family: Family, decl: Declaration, decision: Decis
     verdict, config = decision.verdict, decision.config
     assert verdict is not None and config is not None
     later_if_running = split_by_effect(family, verdict, config, running=True)[1]
-    if later_if_running or (verdict.waiting and decl.reboot_for_pending):
+    if decision.running is None and (later_if_running or (verdict.waiting and decl.reboot_for_pending)):
         decision.running = read_running(ctx, family, decl.node, decl.vmid)
     decision.now, decision.later = split_by_effect(family, verdict, config, running=bool(decision.running))
-    if decl.reboot_for_pending and (decision.later or verdict.waiting):
+    # A start makes every pending change live; after a shutdown they wait for the next start.
+    if decl.reboot_for_pending and not decision.power and (decision.later or verdict.waiting):
         decision.reboot_note = _reboot_problem(family, decl, verdict, decision.running)
         decision.reboot = not decision.reboot_note
 
 
-def _decide(ctx: PveContext, family: Family, decl: Declaration) -> Decision:
-    """The one decision plan and apply share (docs/design.md §6 Plan, §8)."""
+def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> Decision:
+    """The one decision plan and apply share (docs/design.md §6 Plan, §8). The guest's status is
+    read (one ``GET …/status/current``) only when ``power`` declares one and the guest is ours to
+    write."""
     key = row_key(decl.target, family.kind, decl.vmid)
     row = ctx.ownership.row(key)
     previous = ctx.ownership.for_state(decl.target, family.kind, decl.state_id)
@@ -299,7 +307,8 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration) -> Decision:
             note = f"{what}: an earlier create did not finish and the guest is absent; would create it"
         else:
             note = f"{what}: would be created {plan.source}"
-        return Decision("create", live=None, notes=[note + plan.suffix, *plan.notes], row_key=key, row=row)
+        notes = [note + plan.suffix, *plan.notes]
+        return Decision("create", live=None, notes=notes, row_key=key, row=row, power=power.action(None))
     ours = _ours(family, decl, row)
     verdict = judge_guest(family, decl, config, ours, styled(ctx, decl))
     change = verdict.change
@@ -368,6 +377,13 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration) -> Decision:
     decision = Decision(
         "update" if change.drift else "noop", **found, notes=notes, record=record, fingerprint=fingerprint
     )
+    if power.status is not None:
+        decision.status = read_status(ctx, family, decl.node, decl.vmid)
+        decision.running = decision.status == "running"
+        try:
+            decision.power = power.action(decision.status)
+        except Refused as exc:
+            return Decision("refuse", **found, reasons=[f"{what}: {exc}"], notes=notes)
     _effects(ctx, family, decl, decision)
     return decision
 
@@ -375,9 +391,15 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration) -> Decision:
 def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declared) -> Outcome:
     """Plan (``test``) or apply one guest declaration of ``family``; never raises for a known failure.
 
-    ``declared``: ``vmid``, ``node``, ``adopt``, ``removal``, ``reboot_for_pending`` and the config
-    keys (``hostname``, ``rootfs``, ``net0``, ...), as the state received them. A task that ended
+    ``declared``: ``vmid``, ``node``, ``adopt``, ``removal``, ``reboot_for_pending``, the power
+    state (``status``, ``shutdown_timeout``, ``force_stop``: ``guest.power``) and the config keys
+    (``hostname``, ``rootfs``, ``net0``, ...), as the state received them. A task that ended
     ``WARNINGS: N`` is a success whose note ends the comment, whatever happened after it.
+
+    A declared ``status`` is planned (``would start``, ``would shut down``) and applied after the
+    config is written and read back: ``POST …/status/start`` or ``…/status/shutdown`` with the
+    declared timeout, as a task awaited with the credential that started it; a created guest with
+    ``status: running`` is started by its own task after the create (``guest.power``).
 
     On a running guest PVE keeps most changes pending until its next start (pve-container
     ``src/PVE/LXC/Config.pm`` ``vmconfig_hotplug_pending``; qemu-server ``PVE/QemuServer.pm``
@@ -480,17 +502,26 @@ def _effect_lines(family: Family, decl: Declaration, decision: Decision) -> list
 def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declared: dict) -> Outcome:
     outcome = Outcome()
     try:
-        decl = family.parse(
-            state_id,
-            vmid=declared.pop("vmid", None),
-            node=declared.pop("node", None),
-            target=ctx.target.name,
-            adopt=declared.pop("adopt", False),
-            removal=declared.pop("removal", "retain"),
-            reboot_for_pending=declared.pop("reboot_for_pending", False),
-            config=declared,
-        )
-        decision = _decide(ctx, family, decl)
+        try:
+            power, problems = parse_power(declared), []
+        except DeclarationError as exc:
+            power, problems = Power(), exc.problems
+        try:
+            decl = family.parse(
+                state_id,
+                vmid=declared.pop("vmid", None),
+                node=declared.pop("node", None),
+                target=ctx.target.name,
+                adopt=declared.pop("adopt", False),
+                removal=declared.pop("removal", "retain"),
+                reboot_for_pending=declared.pop("reboot_for_pending", False),
+                config=declared,
+            )
+        except DeclarationError as exc:
+            raise DeclarationError([*exc.problems, *problems]) from None
+        if problems:
+            raise DeclarationError(problems)
+        decision = _decide(ctx, family, decl, power)
     except DeclarationError as exc:
         return outcome.refuse(exc)
     except SaltProxmoxError as exc:
@@ -537,7 +568,10 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             outcome.comment.append(
                 f"{what}: would be rebooted so its pending changes take effect (reboot_for_pending)"
             )
-        if decision.action == "noop" and not decision.record and not waiting:
+        if decision.power:
+            outcome.changes["status"] = {"old": decision.status, "new": power.status}
+            outcome.comment.append(power_lines(what, decision.power, power, done=False))
+        if decision.action == "noop" and not decision.record and not waiting and not decision.power:
             outcome.comment.append(f"{what} is as declared")
         outcome.result = None if (outcome.changes or decision.record) else True
         return outcome
@@ -577,11 +611,66 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             f"{what} has been updated: {', '.join(decision.change.drift)}"
             + (f"; in effect now: {', '.join(now)}" if later and now else "")
         )
-    elif not decision.record and not settled.waiting:
+    elif not decision.record and not settled.waiting and not decision.power:
         outcome.comment.append(f"{what} is as declared")
+    if decision.power:
+        try:
+            settled = _power_after(ctx, family, decl, decision, power, settled, outcome)
+        except SaltProxmoxError as exc:
+            return _power_failed(outcome, family, decl, decision, power, exc)
     if settled.waiting:
         return _pending_after(ctx, family, decl, decision, settled, outcome)
     return outcome
+
+
+def _power_after(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    decision: Decision,
+    power: Power,
+    settled: Verdict,
+    outcome: Outcome,
+) -> Verdict:
+    """Apply the declared power state once the config is written and recorded: one start or
+    shutdown task. A start makes pending changes live, so a guest that had some is read and
+    judged again; after a shutdown they wait for the next start. Returns the verdict to report
+    pending changes from. Raises what ``apply_power`` and ``read_live`` raise."""
+    what = family.what(decl.vmid, decl.node)
+    assert decision.power is not None
+    apply_power(ctx, family, decl.node, decl.vmid, decision.power, power)
+    outcome.changes["status"] = {"old": decision.status, "new": power.status}
+    outcome.comment.append(power_lines(what, decision.power, power, done=True))
+    decision.running = decision.power == "start"
+    if decision.power == "start" and settled.waiting:
+        final = read_live(ctx, family, decl.node, decl.vmid)
+        if final is None:
+            raise Refused(f"{family.label} {decl.vmid}: after the start the guest is absent.")
+        settled = judge_guest(family, decl, final, decl, styled(ctx, decl))
+    return settled
+
+
+def _power_failed(
+    outcome: Outcome,
+    family: Family,
+    decl: Declaration,
+    decision: Decision,
+    power: Power,
+    exc: SaltProxmoxError,
+) -> Outcome:
+    """The outcome of a power task that failed after the config was written and recorded: the
+    config stays written (and in ``changes``), the status is what it was."""
+    what = family.what(decl.vmid, decl.node)
+    lines = [str(exc)]
+    if decision.power == "shutdown" and not power.force_stop:
+        lines.append(
+            f"{what} was not stopped hard: without force_stop: true a shutdown that meets its "
+            f"{power.shutdown_timeout} s timeout leaves the {family.noun} running. Find why it does not shut "
+            f"down, raise shutdown_timeout, or declare force_stop: true to allow PVE's hard stop."
+        )
+    if decision.action in ("create", "update"):
+        lines.append(f"The config is written and recorded; the {family.noun} was not {power.status}.")
+    return outcome.fail(*lines)
 
 
 def _pending_after(

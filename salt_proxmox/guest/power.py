@@ -1,0 +1,271 @@
+"""A guest's power state: the declared ``status`` of a state (running or stopped) and the ad-hoc
+power calls (``proxmox.guest_start``/``guest_shutdown``/``guest_stop``/``guest_reboot``/
+``guest_status``, ``proxmox.guests``); shared by containers and VMs.
+
+PVE's calls (pve-container ``src/PVE/API2/LXC/Status.pm``, qemu-server ``PVE/API2/Qemu.pm``, the
+same paths under ``/nodes/{node}/{lxc|qemu}/{vmid}/status``): ``GET current`` (VM.Audit) answers
+the ``status`` word; ``POST start``, ``shutdown``, ``stop`` and ``reboot`` (VM.PowerMgmt) each
+answer a UPID, awaited with the credential that started it. ``shutdown`` takes ``timeout``
+(seconds, minimum 0; pve-container's default 60) and ``forceStop`` (default 0): without it a guest
+still running at the timeout makes the task fail and keeps running; with it PVE hard-stops it.
+``start`` of a running guest and ``shutdown``/``reboot`` of a stopped one are errors ("CT 150
+already running", "CT 150 not running"), so each call reads the status first and does nothing when
+the guest already is where it is asked to be.
+
+A state's ``status: stopped`` is always a ``shutdown`` with ``shutdown_timeout`` (default 60 s)
+and never a silent hard stop: only ``force_stop: true`` sends ``forceStop=1``. A created guest
+with ``status: running`` is started by its own ``POST …/status/start`` task after the create,
+not by ``start=1`` on the create: pve-container ``create_vm`` runs ``vm_start`` inside the create's
+own worker, so a failed start would fail the create task after the guest was made (and a failed
+create is one PVE cleaned up: ``guest.lifecycle._create``), and a VM clone (qemu-server
+``clone_vm``) has no ``start`` at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.guest.absence import index_rows, indexed_guest
+from salt_proxmox.guest.refusals import read_status, status_path
+from salt_proxmox.pve.constraints import vmid_number
+from salt_proxmox.pve.errors import PveMalformed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.guest.family import Family
+
+#: The power states a state may declare (``GET …/status/current`` ``status``).
+STATUSES = ("running", "stopped")
+#: Seconds a shutdown waits by default: pve-container ``vm_shutdown`` ``timeout`` default.
+SHUTDOWN_TIMEOUT = 60
+#: The state arguments this module reads (never config keys of a family).
+KEYS = ("status", "shutdown_timeout", "force_stop")
+
+
+@dataclass(frozen=True)
+class Power:
+    """A state's declared power state: ``status`` None leaves it alone (nothing read);
+    ``shutdown_timeout`` in seconds; ``force_stop`` allows PVE's hard stop after it."""
+
+    status: str | None = None
+    shutdown_timeout: int = SHUTDOWN_TIMEOUT
+    force_stop: bool = False
+
+    def action(self, now: str | None) -> str | None:
+        """``start``, ``shutdown`` or None (nothing to do) for a guest whose status is ``now``
+        (None: it is being created, so stopped). Raises Refused for a status word that is
+        neither running nor stopped (PVE starts only a stopped guest, shuts down only a running
+        one)."""
+        if self.status is None:
+            return None
+        now = now or "stopped"
+        if now == self.status:
+            return None
+        if now not in STATUSES:
+            raise Refused(
+                f"it is {now}, neither running nor stopped; PVE starts only a stopped guest and shuts down "
+                "only a running one. Settle it by hand first."
+            )
+        return "start" if self.status == "running" else "shutdown"
+
+    def shutdown_form(self) -> dict[str, str]:
+        """The ``POST …/status/shutdown`` form: ``timeout``, and ``forceStop=1`` only when declared."""
+        return {"timeout": str(self.shutdown_timeout), **({"forceStop": "1"} if self.force_stop else {})}
+
+    def polls(self, ctx: PveContext) -> int:
+        """Polls of a shutdown task: the timeout's worth on top of a create's bound."""
+        return ctx.create_polls + math.ceil(self.shutdown_timeout / ctx.poll_interval)
+
+
+def _seconds_problem(key: str, value: object) -> str | None:
+    """Why ``value`` is not a shutdown timeout (pve-container ``vm_shutdown`` ``timeout``: an
+    integer, minimum 0), or None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return f"{key}: {shown(value)} is not a whole number of seconds, at least 0"
+    return None
+
+
+def parse_power(declared: dict) -> Power:
+    """Take ``status``, ``shutdown_timeout`` and ``force_stop`` out of a state's ``declared``
+    arguments (they are no config keys) and check them.
+
+    Raises DeclarationError naming each key and its rule: ``status`` one of running/stopped;
+    ``shutdown_timeout`` an integer of seconds, at least 0 (pve-container ``vm_shutdown``
+    ``timeout`` minimum 0); ``force_stop`` true or false; both only with ``status: stopped`` (they
+    shape a shutdown and nothing else); ``start`` (a create key) not together with ``status``.
+    """
+    status = declared.pop("status", None)
+    timeout = declared.pop("shutdown_timeout", None)
+    force = declared.pop("force_stop", None)
+    problems: list[str] = []
+    if status is not None and status not in STATUSES:
+        problems.append(f"status: {shown(status)} is not one of {', '.join(STATUSES)}")
+    if timeout is not None and (problem := _seconds_problem("shutdown_timeout", timeout)):
+        problems.append(problem)
+    if force is not None and not isinstance(force, bool):
+        problems.append(f"force_stop: expected true or false, got {shown(force)}")
+    for key, value in (("shutdown_timeout", timeout), ("force_stop", force)):
+        if value is not None and status != "stopped":
+            problems.append(
+                f"{key}: it shapes the shutdown of status: stopped; declare that, or leave {key} out"
+            )
+    if status is not None and "start" in declared:
+        problems.append(
+            "start: status: running starts the guest after its create; declare status and leave start out"
+        )
+    if problems:
+        raise DeclarationError(problems)
+    return Power(
+        status=status,
+        shutdown_timeout=SHUTDOWN_TIMEOUT if timeout is None else timeout,
+        force_stop=force is True,
+    )
+
+
+def apply_power(ctx: PveContext, family: Family, node: str, vmid: int, action: str, power: Power) -> str:
+    """Run ``action`` (``start`` or ``shutdown``) on guest ``vmid`` as one task awaited by the
+    provision credential that started it; returns its UPID. Raises TaskFailed (a shutdown that met
+    its timeout without ``force_stop`` included: the guest still runs), Uncertain, PveError."""
+    path = f"{status_path(family, node, vmid)}/{action}"
+    what = f"{action} {family.label} {vmid}"
+    if action == "start":
+        return ctx.task("POST", path, node, what, polls=ctx.create_polls)
+    return ctx.task("POST", path, node, what, power.shutdown_form(), polls=power.polls(ctx))
+
+
+def power_lines(what: str, action: str, power: Power, done: bool) -> str:
+    """What a plan (``done`` False) or an apply says of a power action."""
+    if action == "start":
+        return f"{what} has been started" if done else f"{what}: would start"
+    how = (
+        f"within {power.shutdown_timeout} s, then stopped hard (force_stop)"
+        if power.force_stop
+        else f"within {power.shutdown_timeout} s, never forced"
+    )
+    return f"{what} has been shut down ({how})" if done else f"{what}: would shut down ({how})"
+
+
+# --------------------------------------------------------------------------- ad-hoc calls
+
+
+def guest_rows(ctx: PveContext) -> list[dict]:
+    """Every guest of the cluster the read credential may audit, from one ``GET
+    cluster/resources?type=vm`` (pve-manager ``PVE/API2/Cluster.pm`` ``resources``), sorted by
+    vmid: ``{vmid, name, node, type (lxc|qemu), status, template}``. Raises PveMalformed for rows
+    without vmid/node/type (``guest.lifecycle.indexed_guest``'s rule), and what the client raises."""
+    rows = index_rows(ctx)
+    return [
+        {
+            "vmid": int(row["vmid"]),
+            "name": str(row.get("name") or ""),
+            "node": row["node"],
+            "type": row["type"],
+            "status": str(row.get("status") or ""),
+            "template": str(row.get("template") or "0") not in ("0", ""),
+        }
+        for row in sorted(rows, key=lambda row: int(row["vmid"]))
+    ]
+
+
+def locate(
+    ctx: PveContext, families: Mapping[str, Family], vmid: object, node: object = None
+) -> tuple[Family, str, int]:
+    """The family, node and vmid of guest ``vmid`` from the cluster's guest index; ``node`` given
+    must be where it is. Raises DeclarationError (vmid malformed), Refused (no such guest, another
+    node, or a type no family here manages)."""
+    number = vmid_number(vmid)
+    row = indexed_guest(ctx, number)
+    if row is None:
+        raise Refused(f"vmid {number}: the cluster's guest index lists no guest {number}.")
+    if node is not None and row["node"] != node:
+        raise Refused(
+            f"vmid {number} is a {row['type']} guest on node {row['node']}, not on {node}. Name the node it "
+            "is on, or leave node out."
+        )
+    family = families.get(row["type"])
+    if family is None:
+        raise Refused(f"vmid {number} is a {row['type']} guest, a type this module does not manage.")
+    return family, row["node"], number
+
+
+def status_of(ctx: PveContext, families: Mapping[str, Family], vmid: object, node: object = None) -> dict:
+    """``proxmox.guest_status``: ``{vmid, node, type, status}`` of guest ``vmid``, the status from
+    one ``GET …/status/current`` (``guest.refusals.read_status``). Raises as ``locate`` and
+    ``read_status``."""
+    family, where, number = locate(ctx, families, vmid, node)
+    return {
+        "vmid": number,
+        "node": where,
+        "type": family.kind,
+        "status": read_status(ctx, family, where, number),
+    }
+
+
+#: What each ad-hoc call does: (status it needs, status it leaves, status path, past tense).
+CALLS = {
+    "start": ("stopped", "running", "start", "started"),
+    "shutdown": ("running", "stopped", "shutdown", "shut down"),
+    "stop": ("running", "stopped", "stop", "stopped"),
+    "reboot": ("running", "running", "reboot", "rebooted"),
+}
+
+
+def power_call(
+    ctx: PveContext,
+    families: Mapping[str, Family],
+    call: str,
+    vmid: object,
+    node: object = None,
+    adopt: bool = False,
+    timeout: object = None,
+    force_stop: bool = False,
+) -> dict:
+    """An ad-hoc power call (``call`` in ``CALLS``) on guest ``vmid``: returns ``{vmid, node, type,
+    status, changed, upid}`` (``upid`` None when the guest already was where ``call`` leaves it,
+    nothing sent; a reboot is sent to a running guest only).
+
+    It obeys ownership as ``proxmox.lxc_resize`` does (``guest.lifecycle.owned_guest``): a guest
+    this minion did not create or adopt, or one that does not carry its row's fingerprint, is
+    refused unless ``adopt`` is True (the call is then made without taking the guest over).
+    ``stop`` is PVE's hard stop (``POST …/status/stop``), made only because it is asked for;
+    ``shutdown`` sends ``timeout`` (seconds) and ``forceStop=1`` only with ``force_stop``.
+
+    Raises DeclarationError (vmid, node, timeout malformed), Refused, PveError, TaskFailed,
+    Uncertain.
+    """
+    from salt_proxmox.guest.lifecycle import owned_guest
+
+    needs, leaves, segment, done = CALLS[call]
+    if timeout is not None and (problem := _seconds_problem("timeout", timeout)):
+        raise DeclarationError(problem)
+    family, where, number = locate(ctx, families, vmid, node)
+    if not adopt:
+        owned_guest(ctx, family, where, number, (call, done))
+    now = read_status(ctx, family, where, number)
+    out = {"vmid": number, "node": where, "type": family.kind, "status": now, "changed": False, "upid": None}
+    if now != needs:
+        if call == "reboot" or now != leaves:
+            raise Refused(
+                f"{family.what(number, where)} is {now}, and a {call} needs a {needs} {family.noun}; "
+                "nothing was sent."
+            )
+        return out
+    shutdown = Power("stopped", SHUTDOWN_TIMEOUT if timeout is None else int(timeout), force_stop)
+    form = shutdown.shutdown_form() if call == "shutdown" else {}
+    if call == "reboot" and timeout is not None:
+        form["timeout"] = str(timeout)  # pve-container vm_reboot: the timeout of its shutdown
+    what = f"{call} {family.label} {number}"
+    path = f"{status_path(family, where, number)}/{segment}"
+    upid = ctx.task("POST", path, where, what, form or None, shutdown.polls(ctx))
+    after = read_status(ctx, family, where, number)
+    if after != leaves:
+        raise PveMalformed(
+            "GET",
+            f"{status_path(family, where, number)}/current",
+            f"the {call} task ended OK, but the guest is {after}, not {leaves}",
+        )
+    return {**out, "status": after, "changed": True, "upid": upid}

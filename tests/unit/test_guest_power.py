@@ -1,0 +1,440 @@
+"""Power state of a guest (``salt_proxmox.guest.power``): a state's ``status``, and the ad-hoc power
+calls, against the counting stub PVE of ``test_lifecycle_units``.
+
+PVE facts: pve-container ``src/PVE/API2/LXC/Status.pm`` (qemu-server ``PVE/API2/Qemu.pm`` alike):
+``GET status/current`` answers the ``status`` word; ``POST status/start|shutdown|stop|reboot`` answer
+a UPID; ``vm_shutdown`` takes ``timeout`` (minimum 0, default 60) and ``forceStop`` (default 0), and
+without ``forceStop`` a guest still running at the timeout makes the task fail and keeps running;
+``create_vm`` runs ``vm_start`` inside the create's own worker when given ``start=1``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from salt_proxmox.errors import DeclarationError, Refused
+from salt_proxmox.families import GUESTS
+from salt_proxmox.guest import power
+from salt_proxmox.ownership import OWNED, MemoryStore
+from tests.unit.test_lifecycle_units import (
+    CONFIG,
+    CREATE,
+    INDEX,
+    OK,
+    READ,
+    ROW,
+    RUNNING,
+    StubPve,
+    context,
+    live_config,
+    missing,
+    plan,
+    secret_free,
+    status_path,
+    stored_row,
+    upid,
+)
+
+STATUS = "nodes/pve1/lxc/150/status/current"
+START = "nodes/pve1/lxc/150/status/start"
+SHUTDOWN = "nodes/pve1/lxc/150/status/shutdown"
+STOP = "nodes/pve1/lxc/150/status/stop"
+REBOOT = "nodes/pve1/lxc/150/status/reboot"
+INDEXED = [{"vmid": 150, "node": "pve1", "type": "lxc", "name": "web", "status": "running"}]
+TIMED_OUT = {"status": "stopped", "exitstatus": "container did not stop"}
+
+
+def owned(stub: StubPve) -> tuple[StubPve, MemoryStore]:
+    return stub.on("GET", CONFIG, live_config()), MemoryStore({ROW: stored_row()})
+
+
+# ============================================================================================
+# The declaration: status, shutdown_timeout, force_stop
+# ============================================================================================
+
+
+@pytest.mark.parametrize(
+    ("over", "words"),
+    [
+        pytest.param(
+            {"status": "paused"}, "status: 'paused' is not one of running, stopped", id="status-word"
+        ),
+        pytest.param({"status": True}, "status: True is not one of running, stopped", id="status-bool"),
+        pytest.param(
+            {"status": "stopped", "shutdown_timeout": -1},
+            "shutdown_timeout: -1 is not a whole number",
+            id="neg",
+        ),
+        pytest.param(
+            {"status": "stopped", "shutdown_timeout": "60"},
+            "shutdown_timeout: '60' is not a whole",
+            id="text",
+        ),
+        pytest.param(
+            {"status": "stopped", "shutdown_timeout": True},
+            "shutdown_timeout: True is not a whole",
+            id="bool",
+        ),
+        pytest.param(
+            {"status": "stopped", "force_stop": "yes"}, "force_stop: expected true or false", id="force"
+        ),
+        pytest.param(
+            {"force_stop": True}, "force_stop: it shapes the shutdown of status: stopped", id="no-status"
+        ),
+        pytest.param(
+            {"status": "running", "shutdown_timeout": 30},
+            "shutdown_timeout: it shapes the shutdown of status: stopped",
+            id="timeout-with-running",
+        ),
+        pytest.param(
+            {"status": "running", "start": True}, "start: status: running starts the guest", id="start"
+        ),
+    ],
+)
+def test_bad_power_arguments_are_refused_by_name_before_any_request(over: dict, words: str) -> None:
+    stub = StubPve()
+    outcome = plan(stub, MemoryStore(), test=False, **over)
+    assert outcome.result is False
+    assert any(words in line for line in outcome.comment), outcome.comment
+    assert stub.sent == []
+
+
+def test_a_power_problem_is_listed_with_the_family_s_own_problems() -> None:
+    stub = StubPve()
+    outcome = plan(stub, MemoryStore(), test=True, status="up", memory="lots")
+    text = " ".join(outcome.comment)
+    assert "status: 'up'" in text and "memory" in text
+    assert stub.sent == []
+
+
+def test_without_a_declared_status_the_power_state_is_never_read() -> None:
+    stub, store = owned(StubPve())
+    outcome = plan(stub, store, test=True)
+    assert outcome.result is True
+    assert [s.path for s in stub.sent] == [READ]
+
+
+# ============================================================================================
+# Plan
+# ============================================================================================
+
+
+def test_plan_of_a_stopped_guest_declared_running_says_would_start_after_one_status_read() -> None:
+    stub, store = owned(StubPve().on("GET", STATUS, {"status": "stopped"}))
+    outcome = plan(stub, store, test=True, status="running")
+    assert outcome.result is None
+    assert outcome.changes == {"status": {"old": "stopped", "new": "running"}}
+    assert outcome.comment == ["CT 150 on pve1: would start"]
+    assert [s.path for s in stub.sent] == [READ, STATUS]
+    assert stub.calls("GET", STATUS)[0].credential.role == "read"
+
+
+def test_plan_of_a_running_guest_declared_stopped_says_would_shut_down_never_forced() -> None:
+    stub, store = owned(StubPve().on("GET", STATUS, {"status": "running"}))
+    outcome = plan(stub, store, test=True, status="stopped", shutdown_timeout=30)
+    assert outcome.result is None
+    assert outcome.changes == {"status": {"old": "running", "new": "stopped"}}
+    assert outcome.comment == ["CT 150 on pve1: would shut down (within 30 s, never forced)"]
+    assert stub.writes == []
+
+
+def test_plan_with_force_stop_says_the_hard_stop() -> None:
+    stub, store = owned(StubPve().on("GET", STATUS, {"status": "running"}))
+    outcome = plan(stub, store, test=True, status="stopped", force_stop=True)
+    assert outcome.comment == [
+        "CT 150 on pve1: would shut down (within 60 s, then stopped hard (force_stop))"
+    ]
+
+
+@pytest.mark.parametrize("status", ["running", "stopped"])
+def test_a_guest_in_its_declared_state_is_clean_with_one_status_read(status: str) -> None:
+    stub, store = owned(StubPve().on("GET", STATUS, {"status": status}))
+    outcome = plan(stub, store, test=True, status=status)
+    assert outcome.result is True
+    assert outcome.changes == {}
+    assert outcome.comment == ["CT 150 on pve1 is as declared"]
+    assert [s.path for s in stub.sent] == [READ, STATUS]
+
+
+def test_a_status_neither_running_nor_stopped_is_refused() -> None:
+    stub, store = owned(StubPve().on("GET", STATUS, {"status": "paused"}))
+    outcome = plan(stub, store, test=False, status="running")
+    assert outcome.result is False
+    assert "it is paused, neither running nor stopped" in " ".join(outcome.comment)
+    assert stub.writes == []
+
+
+def test_the_status_of_a_guest_that_is_not_ours_is_not_read() -> None:
+    stub = StubPve().on("GET", CONFIG, live_config())
+    outcome = plan(stub, MemoryStore(), test=True, status="running")
+    assert outcome.result is False
+    assert stub.calls("GET", STATUS) == []
+
+
+def test_the_plan_of_a_create_declared_running_says_would_start() -> None:
+    stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, [])
+    outcome = plan(stub, MemoryStore(), test=True, status="running")
+    assert outcome.changes["status"] == {"old": None, "new": "running"}
+    assert outcome.comment[-1] == "CT 150 on pve1: would start"
+    assert "start" not in outcome.changes  # not sent with the create
+    assert stub.calls("GET", STATUS) == []
+
+
+# ============================================================================================
+# Apply
+# ============================================================================================
+
+
+def test_apply_starts_a_stopped_guest_as_a_task_awaited_by_its_credential() -> None:
+    stub, store = owned(
+        StubPve()
+        .on("GET", STATUS, {"status": "stopped"})
+        .on("POST", START, upid("vzstart"))
+        .on("GET", status_path("vzstart"), RUNNING, OK)
+    )
+    outcome = plan(stub, store, test=False, status="running")
+    assert outcome.result is True, outcome.comment
+    assert outcome.changes == {"status": {"old": "stopped", "new": "running"}}
+    assert outcome.comment[-1] == "CT 150 on pve1 has been started"
+    (post,) = stub.writes
+    assert post.path == START and post.form is None and post.credential.role == "provision"
+    polls = stub.calls("GET", status_path("vzstart"))
+    assert len(polls) == 2 and all(p.credential is post.credential for p in polls)
+    secret_free(outcome)
+
+
+@pytest.mark.parametrize(
+    ("over", "form"),
+    [
+        pytest.param({}, {"timeout": "60"}, id="default-60"),
+        pytest.param({"shutdown_timeout": 5}, {"timeout": "5"}, id="declared"),
+        pytest.param({"force_stop": True}, {"timeout": "60", "forceStop": "1"}, id="force"),
+        pytest.param({"force_stop": False}, {"timeout": "60"}, id="force-false"),
+    ],
+)
+def test_apply_shuts_a_running_guest_down_with_its_timeout_and_never_forces_unless_declared(
+    over: dict, form: dict
+) -> None:
+    stub, store = owned(
+        StubPve()
+        .on("GET", STATUS, {"status": "running"})
+        .on("POST", SHUTDOWN, upid("vzshutdown"))
+        .on("GET", status_path("vzshutdown"), OK)
+    )
+    outcome = plan(stub, store, test=False, status="stopped", **over)
+    assert outcome.result is True, outcome.comment
+    (post,) = stub.writes
+    assert (post.path, post.form) == (SHUTDOWN, form)
+    assert stub.calls("POST", STOP) == []
+
+
+def test_a_shutdown_that_meets_its_timeout_fails_and_is_not_forced() -> None:
+    stub, store = owned(
+        StubPve()
+        .on("GET", STATUS, {"status": "running"})
+        .on("POST", SHUTDOWN, upid("vzshutdown"))
+        .on("GET", status_path("vzshutdown"), RUNNING, TIMED_OUT)
+    )
+    outcome = plan(stub, store, test=False, status="stopped", shutdown_timeout=10)
+    assert outcome.result is False
+    text = " ".join(outcome.comment)
+    assert "container did not stop" in text
+    assert "was not stopped hard: without force_stop: true" in text
+    assert [s.path for s in stub.writes] == [SHUTDOWN]  # no stop, no second try
+    assert "status" not in outcome.changes
+    assert store.rows[ROW]["phase"] == OWNED
+
+
+def test_a_shutdown_is_polled_for_its_timeout_on_top_of_the_create_bound() -> None:
+    ctx = context(StubPve())
+    ctx.create_polls, ctx.poll_interval = 10, 2.0
+    assert power.Power("stopped", shutdown_timeout=30).polls(ctx) == 25
+
+
+def test_config_writes_go_before_the_power_change_and_stay_when_it_fails() -> None:
+    stub = (
+        StubPve()
+        .on("GET", CONFIG, live_config(), live_config(memory=2048))
+        .on("PUT", CONFIG, None)
+        .on("GET", STATUS, {"status": "stopped"})
+        .on("POST", START, upid("vzstart"))
+        .on(
+            "GET",
+            status_path("vzstart"),
+            {"status": "stopped", "exitstatus": "startup for container '150' failed"},
+        )
+    )
+    store = MemoryStore({ROW: stored_row()})
+    outcome = plan(stub, store, test=False, status="running", memory=2048)
+    assert outcome.result is False
+    assert [s.path for s in stub.writes] == [CONFIG, START]
+    assert outcome.changes["memory"] == {"old": "1024", "new": "2048"}
+    assert "The config is written and recorded; the container was not running." in outcome.comment
+    assert store.rows[ROW]["declared"]["memory"] == "2048"
+
+
+def test_a_create_declared_running_starts_with_its_own_task_after_the_create() -> None:
+    store = MemoryStore()
+    stub = (
+        StubPve()
+        .on("GET", CONFIG, missing(), live_config())
+        .on("GET", INDEX, [])
+        .on("POST", CREATE, upid("vzcreate"))
+        .on("GET", status_path("vzcreate"), OK)
+        .on("POST", START, lambda call: store.rows[ROW]["phase"] == OWNED and upid("vzstart"))
+        .on("GET", status_path("vzstart"), OK)
+    )
+    outcome = plan(stub, store, test=False, status="running")
+    assert outcome.result is True, outcome.comment
+    create, start = stub.writes
+    assert create.path == CREATE and "start" not in create.form
+    assert start.path == START  # its answer was a UPID only because the row was owned by then
+    assert outcome.comment[-2:] == ["CT 150 on pve1 has been created", "CT 150 on pve1 has been started"]
+    assert stub.calls("GET", STATUS) == []  # a guest just created is stopped: nothing to read
+
+
+def test_a_start_after_a_create_that_fails_keeps_the_guest_recorded_as_ours() -> None:
+    store = MemoryStore()
+    stub = (
+        StubPve()
+        .on("GET", CONFIG, missing(), live_config())
+        .on("GET", INDEX, [])
+        .on("POST", CREATE, upid("vzcreate"))
+        .on("GET", status_path("vzcreate"), OK)
+        .on("POST", START, upid("vzstart"))
+        .on("GET", status_path("vzstart"), {"status": "stopped", "exitstatus": "startup failed"})
+    )
+    outcome = plan(stub, store, test=False, status="running")
+    assert outcome.result is False
+    assert store.rows[ROW]["phase"] == OWNED
+    assert "The config is written and recorded; the container was not running." in outcome.comment
+
+
+def test_a_start_makes_pending_changes_live_so_the_guest_is_judged_again() -> None:
+    pending = [
+        {"key": "digest", "value": "d1"},
+        *({"key": k, "value": v} for k, v in live_config().items() if k not in ("digest", "memory")),
+        {"key": "memory", "value": 512, "pending": 1024},
+    ]
+    stub = (
+        StubPve()
+        .on("GET", READ, pending, [{"key": k, "value": v} for k, v in live_config().items()])
+        .on("GET", STATUS, {"status": "stopped"})
+        .on("POST", START, upid("vzstart"))
+        .on("GET", status_path("vzstart"), OK)
+    )
+    outcome = plan(stub, MemoryStore({ROW: stored_row()}), test=False, status="running")
+    assert outcome.result is True, outcome.comment
+    assert len(stub.calls("GET", READ)) == 2  # the decision's read, then one after the start
+    assert not any("pending until" in line for line in outcome.comment)
+
+
+# ============================================================================================
+# Ad-hoc calls
+# ============================================================================================
+
+
+def adhoc(stub: StubPve, store: MemoryStore, call: str, **kwargs):
+    return power.power_call(context(stub, store), GUESTS, call, 150, **kwargs)
+
+
+def test_guest_rows_list_every_guest_sorted_with_type_and_status() -> None:
+    rows = [
+        {"vmid": "300", "node": "pve2", "type": "qemu", "name": "db", "status": "stopped", "template": 1},
+        {"vmid": 150, "node": "pve1", "type": "lxc", "name": "web", "status": "running"},
+    ]
+    stub = StubPve().on("GET", INDEX, rows)
+    assert power.guest_rows(context(stub)) == [
+        {"vmid": 150, "name": "web", "node": "pve1", "type": "lxc", "status": "running", "template": False},
+        {"vmid": 300, "name": "db", "node": "pve2", "type": "qemu", "status": "stopped", "template": True},
+    ]
+    assert stub.sent[0].params == {"type": "vm"}
+
+
+def test_guest_status_finds_the_node_and_reads_status_current() -> None:
+    stub = StubPve().on("GET", INDEX, INDEXED).on("GET", STATUS, {"status": "running", "uptime": 5})
+    assert power.status_of(context(stub), GUESTS, "150") == {
+        "vmid": 150,
+        "node": "pve1",
+        "type": "lxc",
+        "status": "running",
+    }
+
+
+def test_guest_status_refuses_a_node_the_guest_is_not_on() -> None:
+    stub = StubPve().on("GET", INDEX, INDEXED)
+    with pytest.raises(Refused, match="on node pve1, not on pve2"):
+        power.status_of(context(stub), GUESTS, 150, "pve2")
+
+
+def test_a_guest_of_a_type_no_family_manages_is_refused_by_name() -> None:
+    stub = StubPve().on("GET", INDEX, [{"vmid": 150, "node": "pve1", "type": "qemu"}])
+    with pytest.raises(Refused, match="a qemu guest, a type this module does not manage"):
+        power.status_of(context(stub), {"lxc": GUESTS["lxc"]}, 150)
+
+
+def test_an_adhoc_power_call_on_a_guest_not_ours_is_refused_with_nothing_sent() -> None:
+    stub = StubPve().on("GET", INDEX, INDEXED)
+    with pytest.raises(Refused, match=r"is not recorded as ours .*so it is not shut down"):
+        adhoc(stub, MemoryStore(), "shutdown")
+    assert stub.writes == []
+
+
+def test_an_adhoc_power_call_on_a_recycled_vmid_is_refused() -> None:
+    other = live_config(net0="name=eth0,bridge=vmbr0,hwaddr=BC:24:11:99:99:99,ip=dhcp,type=veth")
+    stub = StubPve().on("GET", INDEX, INDEXED).on("GET", CONFIG, other)
+    with pytest.raises(Refused, match="does not carry the fingerprint"):
+        adhoc(stub, MemoryStore({ROW: stored_row()}), "stop")
+    assert stub.writes == []
+
+
+def test_adopt_lets_an_adhoc_call_act_on_a_guest_not_ours_without_taking_it_over() -> None:
+    store = MemoryStore()
+    stub = (
+        StubPve()
+        .on("GET", INDEX, INDEXED)
+        .on("GET", STATUS, {"status": "running"}, {"status": "stopped"})
+        .on("POST", STOP, upid("vzstop"))
+        .on("GET", status_path("vzstop"), OK)
+    )
+    out = adhoc(stub, store, "stop", adopt=True)
+    assert out == {
+        "vmid": 150,
+        "node": "pve1",
+        "type": "lxc",
+        "status": "stopped",
+        "changed": True,
+        "upid": upid("vzstop"),
+    }
+    assert store.rows == {}
+
+
+def test_an_adhoc_start_of_a_running_guest_sends_nothing() -> None:
+    stub, store = owned(StubPve().on("GET", INDEX, INDEXED).on("GET", STATUS, {"status": "running"}))
+    out = adhoc(stub, store, "start")
+    assert out["changed"] is False and out["upid"] is None
+    assert stub.writes == []
+
+
+def test_an_adhoc_shutdown_sends_its_timeout_and_force_only_when_asked() -> None:
+    stub, store = owned(
+        StubPve()
+        .on("GET", INDEX, INDEXED)
+        .on("GET", STATUS, {"status": "running"}, {"status": "stopped"})
+        .on("POST", SHUTDOWN, upid("vzshutdown"))
+        .on("GET", status_path("vzshutdown"), OK)
+    )
+    adhoc(stub, store, "shutdown", timeout=20)
+    assert stub.calls("POST", SHUTDOWN)[0].form == {"timeout": "20"}
+
+
+def test_an_adhoc_reboot_of_a_stopped_guest_is_refused() -> None:
+    stub, store = owned(StubPve().on("GET", INDEX, INDEXED).on("GET", STATUS, {"status": "stopped"}))
+    with pytest.raises(Refused, match="is stopped, and a reboot needs a running container"):
+        adhoc(stub, store, "reboot")
+    assert stub.writes == []
+
+
+def test_an_adhoc_timeout_that_is_no_number_of_seconds_is_refused() -> None:
+    with pytest.raises(DeclarationError, match="timeout: -5"):
+        adhoc(StubPve(), MemoryStore(), "shutdown", timeout=-5)
