@@ -370,10 +370,9 @@ def guest_status(vmid, node=None, target=None):
 
         salt-call proxmox.guest_status vmid=150
     """
-    from salt_proxmox.families import GUESTS
     from salt_proxmox.guest import power
 
-    return _call(power.status_of, _context(target), GUESTS, vmid, node)
+    return _call(power.status_of, _context(target), vmid, node)
 
 
 def _power(call, vmid, node, target, adopt, timeout=None, force_stop=False):

@@ -194,7 +194,7 @@ def read_running(ctx: PveContext, family: Family, node: str, vmid: int) -> bool:
     (``guest.refusals.read_status``). Read only when a change's effect
     depends on it. Raises PveMalformed for an answer without a ``status`` word, and what the client
     raises."""
-    return read_status(ctx, family, node, vmid) == "running"
+    return read_status(ctx, family.kind, node, vmid) == "running"
 
 
 @dataclass
@@ -378,7 +378,7 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
         "update" if change.drift else "noop", **found, notes=notes, record=record, fingerprint=fingerprint
     )
     if power.status is not None:
-        decision.status = read_status(ctx, family, decl.node, decl.vmid)
+        decision.status = read_status(ctx, family.kind, decl.node, decl.vmid)
         decision.running = decision.status == "running"
         try:
             decision.power = power.action(decision.status)

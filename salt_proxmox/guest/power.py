@@ -130,7 +130,7 @@ def apply_power(ctx: PveContext, family: Family, node: str, vmid: int, action: s
     """Run ``action`` (``start`` or ``shutdown``) on guest ``vmid`` as one task awaited by the
     provision credential that started it; returns its UPID. Raises TaskFailed (a shutdown that met
     its timeout without ``force_stop`` included: the guest still runs), Uncertain, PveError."""
-    path = f"{status_path(family, node, vmid)}/{action}"
+    path = f"{status_path(family.kind, node, vmid)}/{action}"
     what = f"{action} {family.label} {vmid}"
     if action == "start":
         return ctx.task("POST", path, node, what, polls=ctx.create_polls)
@@ -171,12 +171,9 @@ def guest_rows(ctx: PveContext) -> list[dict]:
     ]
 
 
-def locate(
-    ctx: PveContext, families: Mapping[str, Family], vmid: object, node: object = None
-) -> tuple[Family, str, int]:
-    """The family, node and vmid of guest ``vmid`` from the cluster's guest index; ``node`` given
-    must be where it is. Raises DeclarationError (vmid malformed), Refused (no such guest, another
-    node, or a type no family here manages)."""
+def _indexed(ctx: PveContext, vmid: object, node: object) -> dict:
+    """The guest index row of ``vmid``, on ``node`` when given. Raises DeclarationError (vmid
+    malformed), Refused (no such guest, or another node)."""
     number = vmid_number(vmid)
     row = indexed_guest(ctx, number)
     if row is None:
@@ -186,23 +183,30 @@ def locate(
             f"vmid {number} is a {row['type']} guest on node {row['node']}, not on {node}. Name the node it "
             "is on, or leave node out."
         )
+    return row
+
+
+def locate(
+    ctx: PveContext, families: Mapping[str, Family], vmid: object, node: object = None
+) -> tuple[Family, str, int]:
+    """The family, node and vmid of guest ``vmid`` from the cluster's guest index; ``node`` given
+    must be where it is. Raises DeclarationError (vmid malformed), Refused (no such guest, another
+    node, or a type no family here manages)."""
+    row = _indexed(ctx, vmid, node)
     family = families.get(row["type"])
     if family is None:
-        raise Refused(f"vmid {number} is a {row['type']} guest, a type this module does not manage.")
-    return family, row["node"], number
+        raise Refused(f"vmid {row['vmid']} is a {row['type']} guest, a type this module does not manage.")
+    return family, row["node"], int(row["vmid"])
 
 
-def status_of(ctx: PveContext, families: Mapping[str, Family], vmid: object, node: object = None) -> dict:
-    """``proxmox.guest_status``: ``{vmid, node, type, status}`` of guest ``vmid``, the status from
-    one ``GET …/status/current`` (``guest.refusals.read_status``). Raises as ``locate`` and
-    ``read_status``."""
-    family, where, number = locate(ctx, families, vmid, node)
-    return {
-        "vmid": number,
-        "node": where,
-        "type": family.kind,
-        "status": read_status(ctx, family, where, number),
-    }
+def status_of(ctx: PveContext, vmid: object, node: object = None) -> dict:
+    """``proxmox.guest_status``: ``{vmid, node, type, status}`` of guest ``vmid`` (any type the
+    guest index lists), the status from one ``GET …/status/current``
+    (``guest.refusals.read_status``). Raises DeclarationError (vmid malformed), Refused (no such
+    guest, or not on ``node``), and what ``read_status`` raises."""
+    row = _indexed(ctx, vmid, node)
+    number, where, kind = int(row["vmid"]), row["node"], row["type"]
+    return {"vmid": number, "node": where, "type": kind, "status": read_status(ctx, kind, where, number)}
 
 
 #: What each ad-hoc call does: (status it needs, status it leaves, status path, past tense).
@@ -245,7 +249,7 @@ def power_call(
     family, where, number = locate(ctx, families, vmid, node)
     if not adopt:
         owned_guest(ctx, family, where, number, (call, done))
-    now = read_status(ctx, family, where, number)
+    now = read_status(ctx, family.kind, where, number)
     out = {"vmid": number, "node": where, "type": family.kind, "status": now, "changed": False, "upid": None}
     if now != needs:
         if call == "reboot" or now != leaves:
@@ -259,13 +263,13 @@ def power_call(
     if call == "reboot" and timeout is not None:
         form["timeout"] = str(timeout)  # pve-container vm_reboot: the timeout of its shutdown
     what = f"{call} {family.label} {number}"
-    path = f"{status_path(family, where, number)}/{segment}"
+    path = f"{status_path(family.kind, where, number)}/{segment}"
     upid = ctx.task("POST", path, where, what, form or None, shutdown.polls(ctx))
-    after = read_status(ctx, family, where, number)
+    after = read_status(ctx, family.kind, where, number)
     if after != leaves:
         raise PveMalformed(
             "GET",
-            f"{status_path(family, where, number)}/current",
+            f"{status_path(family.kind, where, number)}/current",
             f"the {call} task ended OK, but the guest is {after}, not {leaves}",
         )
     return {**out, "status": after, "changed": True, "upid": upid}

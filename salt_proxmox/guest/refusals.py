@@ -30,17 +30,18 @@ def protected(live: Mapping[str, object]) -> bool:
         return False
 
 
-def status_path(family: Family, node: str, vmid: int) -> str:
-    """``nodes/{node}/{lxc|qemu}/{vmid}/status``, labels encoded: the power-state calls hang under it."""
-    return f"{api_path('nodes', node, family.kind, vmid)}/status"
+def status_path(kind: str, node: str, vmid: int) -> str:
+    """``nodes/{node}/{kind}/{vmid}/status`` (``kind``: ``lxc``/``qemu``), labels encoded: the
+    power-state calls hang under it."""
+    return f"{api_path('nodes', node, kind, vmid)}/status"
 
 
-def read_status(ctx: PveContext, family: Family, node: str, vmid: int) -> str:
-    """Guest ``vmid``'s status word (``running``, ``stopped``): one ``GET …/status/current`` with the
-    ``read`` credential (VM.Audit, pve-container ``src/PVE/API2/LXC/Status.pm`` ``vm_status``,
-    qemu-server ``PVE/API2/Qemu.pm`` ``vm_status``). Raises PveMalformed for an answer without a
-    status word, and what the client raises."""
-    path = f"{status_path(family, node, vmid)}/current"
+def read_status(ctx: PveContext, kind: str, node: str, vmid: int) -> str:
+    """The status word (``running``, ``stopped``) of guest ``vmid`` of type ``kind``: one
+    ``GET …/status/current`` with the ``read`` credential (VM.Audit, pve-container
+    ``src/PVE/API2/LXC/Status.pm`` ``vm_status``, qemu-server ``PVE/API2/Qemu.pm`` ``vm_status``).
+    Raises PveMalformed for an answer without a status word, and what the client raises."""
+    path = f"{status_path(kind, node, vmid)}/current"
     status = ctx.client.request("GET", path, ctx.broker.read())
     word = status.get("status") if isinstance(status, Mapping) else None
     if not isinstance(word, str) or not word:
@@ -60,7 +61,7 @@ def destroy_refusals(
             f"{vmid} - protection mode enabled`). Clear it first in a run of its own (declare protection: 0 "
             f"in its present state and apply, or `{command} set {vmid} --protection 0`), then destroy it."
         ]
-    status = read_status(ctx, family, node, vmid)
+    status = read_status(ctx, family.kind, node, vmid)
     if status != "stopped":
         refusal = family.destroy_running.format(vmid=vmid)
         return [

@@ -44,6 +44,7 @@ GROUPS = {
     "ownership": "Ownership rows: never lost silently",
     "network": "Node networks and SDN: staged, then applied one node at a time with health checks",
     "vms": "VMs: created from scratch or by clone, configured, grown, refused, with the containers' rules",
+    "power": "Power state: start and shutdown tasks, never a silent hard stop",
 }
 
 
@@ -2206,6 +2207,120 @@ IDENTITY: list[Scenario] = [
     ),
 ]
 SCENARIOS += IDENTITY
+
+
+def stopped_120(run: Run) -> None:
+    """CT 120 is stopped (``pct shutdown 120``)."""
+    run.pve.ct(120).status = "stopped"
+    run.pve.ct(120).pid = None
+
+
+def slow_shutdown_120(run: Run) -> None:
+    """CT 120 takes ten minutes to shut down (a service that ignores SIGPWR)."""
+    run.pve.ct(120).shutdown_secs = 600
+
+
+def start_fails(vmid: int) -> Callable[[Run], None]:
+    """The start task of CT ``vmid`` fails as ``lxc-start`` does (set just before the start POST, so a
+    container the state creates fails too)."""
+
+    def setup(run: Run) -> None:
+        def broken(run: Run) -> None:
+            run.pve.ct(vmid).start_error = f"startup for container '{vmid}' failed"
+
+        run.before("POST", f"/lxc/{vmid}/status/start", broken)
+
+    return setup
+
+
+SHUTDOWN_120 = "POST /nodes/pve1/lxc/120/status/shutdown"
+START_120 = "POST /nodes/pve1/lxc/120/status/start"
+
+POWER = [
+    Scenario(
+        "power-shutdown-times-out",
+        "power",
+        "status: stopped on a running container that does not shut down within shutdown_timeout",
+        "the shutdown task fails, the container keeps running, no hard stop is sent",
+        False,
+        (
+            "container did not stop",
+            "was not stopped hard: without force_stop: true",
+            "raise shutdown_timeout",
+        ),
+        slow_shutdown_120,
+        dns(status="stopped", shutdown_timeout=10),
+        name="dns",
+        writes=(SHUTDOWN_120,),
+        never=("/status/stop",),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-shutdown-forced-when-declared",
+        "power",
+        "the same slow container, with force_stop: true declared",
+        "one shutdown task with forceStop=1: PVE stops it hard after the timeout",
+        True,
+        ("has been shut down (within 10 s, then stopped hard (force_stop))",),
+        slow_shutdown_120,
+        dns(status="stopped", shutdown_timeout=10, force_stop=True),
+        name="dns",
+        writes=(SHUTDOWN_120,),
+        never=("/status/stop",),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-start-task-fails",
+        "power",
+        "status: running on a stopped container whose start task fails",
+        "the failure names the task; the config write before it stays, recorded",
+        False,
+        ("startup for container '120' failed", "The config is written and recorded"),
+        both(stopped_120, start_fails(120)),
+        dns(status="running", memory=768),
+        name="dns",
+        writes=(PUT_120, START_120),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-start-refused",
+        "power",
+        "the provision token may not start guests (403 on status/start)",
+        "the failure names PVE's refusal; nothing else was sent",
+        False,
+        ("HTTP 403", "VM.PowerMgmt"),
+        both(
+            stopped_120,
+            fail(
+                "POST",
+                "/lxc/120/status/start",
+                status=403,
+                message="Permission check failed (/vms/120, VM.PowerMgmt)",
+            ),
+        ),
+        dns(status="running"),
+        name="dns",
+        writes=(START_120,),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-create-then-start-fails",
+        "power",
+        "status: running on a new container whose start after the create fails",
+        "the create stands and is recorded as ours (the start is its own task, not start=1)",
+        False,
+        ("has been created", "startup for container '150' failed", "The config is written and recorded"),
+        start_fails(150),
+        {**WEB, "status": "running"},
+        writes=(*CREATE, "POST /nodes/pve1/lxc/150/status/start"),
+        rows={f"{TARGET}/lxc/150": "owned"},
+    ),
+]
+SCENARIOS += POWER
 
 
 def by_id(scenario_id: str) -> Scenario:

@@ -353,7 +353,7 @@ def test_guest_rows_list_every_guest_sorted_with_type_and_status() -> None:
 
 def test_guest_status_finds_the_node_and_reads_status_current() -> None:
     stub = StubPve().on("GET", INDEX, INDEXED).on("GET", STATUS, {"status": "running", "uptime": 5})
-    assert power.status_of(context(stub), GUESTS, "150") == {
+    assert power.status_of(context(stub), "150") == {
         "vmid": 150,
         "node": "pve1",
         "type": "lxc",
@@ -364,13 +364,23 @@ def test_guest_status_finds_the_node_and_reads_status_current() -> None:
 def test_guest_status_refuses_a_node_the_guest_is_not_on() -> None:
     stub = StubPve().on("GET", INDEX, INDEXED)
     with pytest.raises(Refused, match="on node pve1, not on pve2"):
-        power.status_of(context(stub), GUESTS, 150, "pve2")
+        power.status_of(context(stub), 150, "pve2")
 
 
-def test_a_guest_of_a_type_no_family_manages_is_refused_by_name() -> None:
+def test_a_power_call_on_a_guest_of_a_type_no_family_manages_is_refused_by_name() -> None:
     stub = StubPve().on("GET", INDEX, [{"vmid": 150, "node": "pve1", "type": "qemu"}])
     with pytest.raises(Refused, match="a qemu guest, a type this module does not manage"):
-        power.status_of(context(stub), {"lxc": GUESTS["lxc"]}, 150)
+        power.power_call(context(stub), {"lxc": GUESTS["lxc"]}, "start", 150, adopt=True)
+    assert stub.writes == []
+
+
+def test_the_status_of_any_guest_the_index_lists_is_read_at_its_type_s_path() -> None:
+    stub = (
+        StubPve()
+        .on("GET", INDEX, [{"vmid": 300, "node": "pve2", "type": "qemu"}])
+        .on("GET", "nodes/pve2/qemu/300/status/current", {"status": "stopped", "qmpstatus": "stopped"})
+    )
+    assert power.status_of(context(stub), 300)["status"] == "stopped"
 
 
 def test_an_adhoc_power_call_on_a_guest_not_ours_is_refused_with_nothing_sent() -> None:

@@ -1,0 +1,124 @@
+"""Power state against fakepve (it models ``status/current``, ``start``, ``shutdown`` with ``timeout``
+and ``forceStop``, ``stop`` and ``reboot`` for containers as pve-container ``src/PVE/API2/LXC/Status.pm``
+does, and refuses a start of a running guest, a shutdown of a stopped one): the state's ``status``
+and the ad-hoc calls of ``salt_proxmox.guest.power``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import pytest
+
+from salt_proxmox.errors import Refused
+from salt_proxmox.families import GUESTS
+from salt_proxmox.guest import power
+from salt_proxmox.lxc.lifecycle import present
+from salt_proxmox.ownership import MemoryStore
+from tests.integration.lxc_support import (
+    declaration,
+    dns1,
+    make_context,
+    requests_since,
+    static_targets,
+    writes,
+)
+
+PATH = "/nodes/pve1/lxc/120"
+
+
+def _adopted(served):
+    store = MemoryStore()
+    ctx = make_context(static_targets(served), store=store)
+    adopted = present(ctx, "dns", False, adopt=True, **dns1(description="Resolver for the lab"))
+    assert adopted.result is True, adopted.comment
+    return ctx, store
+
+
+def _form(body: bytes) -> dict[str, str]:
+    """A logged form body as ``{key: value}``."""
+    return {key: values[0] for key, values in parse_qs(body.decode()).items()}
+
+
+def _dns(**over):
+    return dns1(description="Resolver for the lab", **over)
+
+
+def test_a_container_created_declared_running_is_started_by_its_own_task_and_replans_clean(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, "web", False, **declaration(status="running"))
+    assert done.result is True, done.comment
+    assert fresh_cluster.pve.ct(150).status == "running"
+    sent = writes(requests_since(fresh_cluster, start))
+    assert [(m, p) for m, p, _ in sent] == [
+        ("POST", "/nodes/pve1/lxc"),
+        ("POST", "/nodes/pve1/lxc/150/status/start"),
+    ]
+    assert "start" not in _form(sent[0][2]) and "ostemplate" in _form(sent[0][2])
+    mark = len(fresh_cluster.pve.requests)
+    again = present(ctx, "web", True, **declaration(status="running"))
+    assert again.result is True, again.comment
+    lxc = [p for _, p, _ in requests_since(fresh_cluster, mark) if "/lxc/" in p]
+    assert lxc == ["/nodes/pve1/lxc/150/pending", "/nodes/pve1/lxc/150/status/current"]
+
+
+def test_status_stopped_shuts_down_with_its_timeout_then_running_starts_it_again(fresh_cluster):
+    ctx, _ = _adopted(fresh_cluster)
+    plan = present(ctx, "dns", True, **_dns(status="stopped", shutdown_timeout=30))
+    assert plan.result is None and plan.changes == {"status": {"old": "running", "new": "stopped"}}
+    assert fresh_cluster.pve.ct(120).status == "running"
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, "dns", False, **_dns(status="stopped", shutdown_timeout=30))
+    assert done.result is True, done.comment
+    assert fresh_cluster.pve.ct(120).status == "stopped"
+    ((method, path, body),) = writes(requests_since(fresh_cluster, start))
+    assert (method, path) == ("POST", f"{PATH}/status/shutdown")
+    assert _form(body) == {"timeout": "30"}
+    assert present(ctx, "dns", True, **_dns(status="stopped")).result is True
+    up = present(ctx, "dns", False, **_dns(status="running"))
+    assert up.result is True, up.comment
+    assert fresh_cluster.pve.ct(120).status == "running"
+
+
+def test_a_shutdown_that_times_out_leaves_the_container_running_and_is_never_forced(fresh_cluster):
+    ctx, _ = _adopted(fresh_cluster)
+    fresh_cluster.pve.ct(120).shutdown_secs = 600
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, "dns", False, **_dns(status="stopped", shutdown_timeout=5))
+    assert done.result is False
+    assert "without force_stop: true" in " ".join(done.comment)
+    assert fresh_cluster.pve.ct(120).status == "running"
+    assert [p for _, p, _ in writes(requests_since(fresh_cluster, start))] == [f"{PATH}/status/shutdown"]
+
+
+def test_a_running_container_whose_pending_change_a_start_would_apply_is_judged_after_it(fresh_cluster):
+    ctx, _ = _adopted(fresh_cluster)
+    assert present(ctx, "dns", False, **_dns(nameserver="10.0.0.1")).result is True  # pending: it runs
+    assert present(ctx, "dns", False, **_dns(nameserver="10.0.0.1", status="stopped")).result is True
+    up = present(ctx, "dns", False, **_dns(nameserver="10.0.0.1", status="running"))
+    assert up.result is True, up.comment
+    assert not any("pending until" in line for line in up.comment), up.comment
+    assert fresh_cluster.pve.ct(120).config.get("nameserver") == "10.0.0.1"
+
+
+def test_adhoc_calls_list_read_and_obey_ownership(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    rows = power.guest_rows(ctx)
+    assert {(r["vmid"], r["type"]) for r in rows} >= {(120, "lxc")}
+    assert [r["vmid"] for r in rows] == sorted(r["vmid"] for r in rows)
+    qemu = [r for r in rows if r["type"] == "qemu"]
+    for row in qemu:  # a VM's status is read at its own path, whatever families are managed
+        assert power.status_of(ctx, row["vmid"])["type"] == "qemu"
+    assert power.status_of(ctx, 120) == {"vmid": 120, "node": "pve1", "type": "lxc", "status": "running"}
+    start = len(fresh_cluster.pve.requests)
+    with pytest.raises(Refused, match="is not recorded as ours"):
+        power.power_call(ctx, GUESTS, "shutdown", 120)
+    assert writes(requests_since(fresh_cluster, start)) == []
+    ctx, _ = _adopted(fresh_cluster)
+    out = power.power_call(ctx, GUESTS, "shutdown", 120, timeout=20)
+    assert out["changed"] is True and out["status"] == "stopped" and out["upid"].startswith("UPID:pve1:")
+    assert power.power_call(ctx, GUESTS, "shutdown", 120)["changed"] is False
+    assert power.power_call(ctx, GUESTS, "start", 120)["status"] == "running"
+    assert power.power_call(ctx, GUESTS, "reboot", 120)["status"] == "running"
+    assert power.power_call(ctx, GUESTS, "stop", 120)["status"] == "stopped"
