@@ -248,7 +248,10 @@ def power_call(
         raise DeclarationError(problem)
     family, where, number = locate(ctx, families, vmid, node)
     if not adopt:
-        owned_guest(ctx, family, where, number, (call, done))
+        try:
+            owned_guest(ctx, family, where, number, (call, done))
+        except Refused as exc:
+            raise Refused([*exc.reasons, "Or pass adopt=True to act on it without taking it over."]) from None
     now = read_status(ctx, family.kind, where, number)
     out = {"vmid": number, "node": where, "type": family.kind, "status": now, "changed": False, "upid": None}
     if now != needs:

@@ -1,0 +1,40 @@
+"""The power calls of the ``proxmox`` execution module through a real ``salt-call --local`` (the
+loader finds them, Salt parses their arguments): ``proxmox.guests``, ``guest_status``,
+``guest_shutdown`` and ``guest_start`` against a fake cluster, credentials from a real OpenBao."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.saltrun import salt_call, write_minion_config
+
+pytestmark = pytest.mark.functional
+
+
+def test_guest_list_status_and_power_calls_obey_ownership(fresh_cluster, bao_creds, tmp_path):
+    config_dir = tmp_path / "etc"
+    write_minion_config(config_dir, fresh_cluster.url, fresh_cluster.cafile, openbao=bao_creds)
+
+    rows, _ = salt_call(config_dir, "proxmox.guests")
+    by_vmid = {row["vmid"]: row for row in rows}
+    assert by_vmid[120]["type"] == "lxc" and by_vmid[120]["node"] == "pve1"
+    assert by_vmid[120]["status"] == "running"
+    assert by_vmid[9000]["type"] == "qemu" and by_vmid[9000]["template"] is True
+
+    status, _ = salt_call(config_dir, "proxmox.guest_status", "vmid=120")
+    assert status == {"vmid": 120, "node": "pve1", "type": "lxc", "status": "running"}
+
+    start = len(fresh_cluster.pve.requests)
+    with pytest.raises(RuntimeError, match="is not recorded as ours") as refused:
+        salt_call(config_dir, "proxmox.guest_shutdown", "vmid=120")
+    assert "Or pass adopt=True to act on it without taking it over." in str(refused.value)
+    assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:])
+    assert fresh_cluster.pve.ct(120).status == "running"
+
+    down, _ = salt_call(config_dir, "proxmox.guest_shutdown", "vmid=120", "adopt=True", "timeout=30")
+    assert down["changed"] is True and down["status"] == "stopped", down
+    assert fresh_cluster.pve.ct(120).status == "stopped"
+    up, _ = salt_call(config_dir, "proxmox.guest_start", "vmid=120", "adopt=True")
+    assert up["status"] == "running" and fresh_cluster.pve.ct(120).status == "running"
+    owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
+    assert "demo/lxc/120" not in (owned or {}), "adopt=True acts without taking the guest over"
