@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from salt_proxmox.guest.family import Family
 from salt_proxmox.lxc.family import LXC
+from salt_proxmox.qemu.family import QEMU
 
 #: ``{kind: family}``.
-GUESTS: dict[str, Family] = {LXC.kind: LXC}
+GUESTS: dict[str, Family] = {LXC.kind: LXC, QEMU.kind: QEMU}

@@ -122,3 +122,28 @@ def test_adhoc_calls_list_read_and_obey_ownership(fresh_cluster):
     assert power.power_call(ctx, GUESTS, "start", 120)["status"] == "running"
     assert power.power_call(ctx, GUESTS, "reboot", 120)["status"] == "running"
     assert power.power_call(ctx, GUESTS, "stop", 120)["status"] == "stopped"
+
+
+def test_a_vm_gets_the_same_power_state_and_calls(fresh_cluster):
+    """``status`` on ``proxmox_qemu`` through the shared lifecycle, and the power calls on a VM."""
+    from salt_proxmox.guest import lifecycle
+    from salt_proxmox.qemu.family import QEMU
+    from tests.integration.test_qemu import vm
+
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    start = len(fresh_cluster.pve.requests)
+    done = lifecycle.present(ctx, QEMU, "web", False, **vm(status="running"))
+    assert done.result is True, done.comment
+    assert "VM 150 on pve1 has been started" in done.comment
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/nodes/pve1/qemu"),
+        ("POST", "/nodes/pve1/qemu/150/status/start"),
+    ]
+    assert fresh_cluster.pve.vm(150).status == "running"
+    assert lifecycle.present(ctx, QEMU, "web", True, **vm(status="running")).result is True
+    assert power.status_of(ctx, 150) == {"vmid": 150, "node": "pve1", "type": "qemu", "status": "running"}
+    down = power.power_call(ctx, GUESTS, "shutdown", 150, timeout=30)
+    assert down["status"] == "stopped" and down["type"] == "qemu"
+    plan = lifecycle.present(ctx, QEMU, "web", True, **vm(status="running"))
+    assert plan.comment[-1] == "VM 150 on pve1: would start"
