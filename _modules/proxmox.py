@@ -16,7 +16,7 @@ __virtualname__ = "proxmox"
 try:
     from salt_proxmox import runtime
     from salt_proxmox.errors import SaltProxmoxError
-    from salt_proxmox.guest import lifecycle as guests
+    from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc.props import vmid_number
     from salt_proxmox.pve.client import api_path
@@ -200,11 +200,11 @@ def _guest_absent(name, target, fun, family, test, twins, **absent):
 
 
 def _qemu_keys(chunk, default_target):
-    return guests.chunk_keys(QEMU, chunk, default_target)
+    return guest_lifecycle.chunk_keys(QEMU, chunk, default_target)
 
 
 def _qemu_ahead(ctx, declarations):
-    return guests.read_ahead(ctx, QEMU, declarations)
+    return guest_lifecycle.read_ahead(ctx, QEMU, declarations)
 
 
 def qemu_present(name, test=False, target=None, **declared):
@@ -225,7 +225,7 @@ def qemu_present(name, test=False, target=None, **declared):
     return _state(
         name,
         target,
-        guests.present,
+        guest_lifecycle.present,
         QEMU,
         name,
         bool(test),
@@ -248,7 +248,7 @@ def qemu_absent(name, vmid, node, test=False, target=None, removal="retain", **r
     """
     twins = (run, (QEMU.state,), _qemu_keys)
     return _guest_absent(
-        name, target, guests.absent, (QEMU,), test, twins, vmid=vmid, node=node, removal=removal
+        name, target, guest_lifecycle.absent, (QEMU,), test, twins, vmid=vmid, node=node, removal=removal
     )
 
 
@@ -266,7 +266,7 @@ def qemu_config(vmid, node=None, target=None):
         salt-call proxmox.qemu_config vmid=150
     """
     ctx = _context(target)
-    return _call(guests.operator_config, ctx, QEMU, _call(vmid_number, vmid), node)
+    return _call(guest_lifecycle.operator_config, ctx, QEMU, _call(vmid_number, vmid), node)
 
 
 def lxc_create(node, vmid, ostemplate, target=None, **config):

@@ -156,7 +156,7 @@ def guest_rows(ctx: PveContext) -> list[dict]:
     """Every guest of the cluster the read credential may audit, from one ``GET
     cluster/resources?type=vm`` (pve-manager ``PVE/API2/Cluster.pm`` ``resources``), sorted by
     vmid: ``{vmid, name, node, type (lxc|qemu), status, template}``. Raises PveMalformed for rows
-    without vmid/node/type (``guest.lifecycle.indexed_guest``'s rule), and what the client raises."""
+    without vmid/node/type (``guest.absence.indexed_guest``'s rule), and what the client raises."""
     rows = index_rows(ctx)
     return [
         {
