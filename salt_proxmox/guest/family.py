@@ -31,7 +31,10 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
   task (``POST …/lxc``; a VM clone is ``POST …/qemu/{template}/clone`` then a config write). The
   lifecycle runs each step with the one provision credential ``credential()`` mints, awaits its
   task with it, and only then asks the generator for the next step, so a later step may read what
-  an earlier one made. Code before the first ``yield`` may refuse (raise) with nothing recorded.
+  an earlier one made. Code before the first ``yield`` may refuse (raise) with nothing recorded;
+- secrets: ``secrets_rule``, the plan's and the apply's sentence on what becomes of the
+  declaration's secrets (a container's ``password`` goes with the create only; a VM's
+  ``cipassword`` is also written again when it is unset or its serial changes).
 """
 
 from __future__ import annotations
@@ -120,6 +123,7 @@ class Family:
     plan_create: Callable[[PveContext, Declaration], CreatePlan]
     create: Callable[[PveContext, Declaration, Callable[[], Credential]], Iterator[CreateStep]]
     create_form: Callable[[Declaration], dict[str, str]]
+    secrets_rule: str = "sent with the create only; never shown, kept or compared"
 
     def what(self, vmid: int, node: str) -> str:
         """``CT 100 on pve1``: how messages name one guest."""

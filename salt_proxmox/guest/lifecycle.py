@@ -537,10 +537,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             {k: family.key_change(k, None, v) for k, v in form.items() if k not in ("vmid",)}
         )
         if decl.secrets:
-            outcome.comment.append(
-                f"{what}: {', '.join(sorted(decl.secrets))} sent with the create only; never shown, kept or "
-                "compared"
-            )
+            outcome.comment.append(f"{what}: {', '.join(sorted(decl.secrets))} {family.secrets_rule}")
     else:
         outcome.changes = _changes(family, decision.change, decision.live or {})
     if decision.fingerprint is not None:

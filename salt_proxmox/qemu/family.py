@@ -213,4 +213,9 @@ QEMU = Family(
     plan_create=plan_create,
     create=create,
     create_form=judge.create_form,
+    # qemu/judge.py: PVE shows a set cipassword masked, so it is compared as set / not set.
+    secrets_rule=(
+        "sent with the create, and again only when the VM shows none or cipassword_serial changes; "
+        "never shown or kept, compared only as set / not set"
+    ),
 )

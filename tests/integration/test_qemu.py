@@ -177,6 +177,12 @@ def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fre
     created = run(False, cipassword=PASSWORD, cipassword_serial=1)
     assert created.result is True, created.comment
     assert config(fresh_cluster, 150).get("cipassword"), "sent with the create"
+    # The comment states the VM's rule, not the container's "create only; never compared".
+    said = "\n".join(created.comment)
+    assert (
+        "cipassword sent with the create, and again only when the VM shows none or cipassword_serial" in said
+    )
+    assert "create only" not in said
     returns = [created.salt_return("web")]
     # Another password with the same serial: PVE shows only **********, nothing is compared or written.
     same = run(False, cipassword="another-password", cipassword_serial=1)
