@@ -10,8 +10,10 @@ port, starts an OpenBao dev server on loopback with the PVE tokens published at
 printed by the ``proxmox_plan`` outputter (``_output/proxmox_plan.py``, what ``--out=proxmox_plan``
 prints).
 
-Exit status: 0 when no state failed, the apply wrote only what the first plan showed, and the
-second plan is clean; 1 otherwise. Everything it started is stopped before it exits.
+Exit status: 0 when no state failed, the apply wrote only what the first plan showed, the guests the
+example declares ``status: running`` (web, CT 150; app, VM 210) were started by one awaited start
+task each and run, and the second plan is clean, reading their status and writing nothing; 1
+otherwise. Everything it started is stopped before it exits.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from salt_proxmox.ownership import ROWS_FILE  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
 from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config  # noqa: E402
+from tests.support.ways import STARTED, expected_power, power_requests  # noqa: E402
 
 
 def _plan_outputter():
@@ -96,6 +99,16 @@ def main() -> int:
                 failures.append("the second plan is not clean")
             if any(method != "GET" for method, _, _ in runs[2][1]):
                 failures.append("the second plan sent a write to PVE")
+            if any(planned[sid].count("status") != 1 for sid in STARTED):
+                failures.append("the plan did not say web and app would be started")
+            if power_requests(runs[1][1]) != expected_power("apply"):
+                failures.append("the apply did not start web and app by one awaited start task each")
+            if power_requests(runs[2][1]) != expected_power("replan"):
+                failures.append("the second plan did not read web's and app's status/current")
+            for _, _, vmid in STARTED.values():
+                now, _ = salt_call(config_dir, "proxmox.guest_status", f"vmid={vmid}")
+                if now.get("status") != "running":
+                    failures.append(f"guest {vmid} does not run after the apply: {now.get('status')}")
             rows_file = config_dir / ROWS_FILE
             grains = rows_file.read_text() if rows_file.exists() else ""
             if any(secret and secret in grains for secret in secrets):
@@ -105,7 +118,10 @@ def main() -> int:
     if failures:
         print("DEMO FAILED:\n  " + "\n  ".join(failures))
         return 1
-    print("Demo passed: the plan showed what the apply wrote, and the second plan is clean.")
+    print(
+        "Demo passed: the plan showed what the apply wrote (web and app started), and the second plan"
+        " is clean."
+    )
     return 0
 
 

@@ -20,6 +20,7 @@ proxmox:
       onboot: true
       startup: order=2,up=30
       description: Public web front end
+      status: running       # started by its own start task after the create; checked on every run
       pool: prod            # created in pool prod (declared below); a later change moves it
       # password: from secrets.sls, sent with the create only, never shown or kept
 
@@ -90,6 +91,7 @@ proxmox:
       tags: app;prod
       onboot: true
       description: Application server, installed from the ISO
+      status: running         # started after the create: it boots the installer ISO
 
     # A linked clone of the cloud-init template 9000 (debian-13-cloud), then configured in the same
     # apply: more memory, its disk grown from the template's 3 GiB to 10 GiB, its own address.

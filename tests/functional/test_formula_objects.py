@@ -132,6 +132,8 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
         assert rows["proxmox-qemu-app"]["result"] is expect and rows["proxmox-qemu-app"]["changes"], raw
     assert fresh_cluster.pve.ct(151) is not None and fresh_cluster.pve.ct(150) is None
     assert fresh_cluster.pve.vm(210) is not None and fresh_cluster.pve.vm(211) is not None
+    # app's status: running is applied though web failed; app was started, ci (no status) was not.
+    assert (fresh_cluster.pve.vm(210).status, fresh_cluster.pve.vm(211).status) == ("running", "stopped")
 
 
 def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
@@ -145,6 +147,7 @@ def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
     )
     first, raw = salt_call(config_dir, "state.apply", "proxmox")
     assert all(row["result"] is True for row in state_rows(first)), raw
+    assert (fresh_cluster.pve.ct(150).status, fresh_cluster.pve.vm(210).status) == ("running", "running")
 
     def change(data):
         aliases = data["proxmox"]["firewall_aliases"]

@@ -10,6 +10,7 @@ import pytest
 
 from salt_proxmox.ownership import ROWS_FILE
 from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config
+from tests.support.ways import STARTED, expected_power, power_requests
 
 pytestmark = pytest.mark.functional
 
@@ -30,7 +31,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         outputs.append(raw)
         runs.append((state_rows(ret), fresh_cluster.pve.requests[start:]))
 
-    (plan, plan_log), (apply, _), (replan, replan_log) = runs
+    (plan, plan_log), (apply, apply_log), (replan, replan_log) = runs
     lxc = [row for row in plan if row["function"] == "proxmox_lxc.present"]
     assert {row["id"] for row in lxc} == {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns"}
     qemu = [row for row in plan if row["function"] == "proxmox_qemu.present"]
@@ -41,6 +42,23 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     # The apply changed exactly what the plan showed, state by state and key by key.
     assert {r["id"]: sorted(r["changes"]) for r in plan} == {r["id"]: sorted(r["changes"]) for r in apply}
     assert all(row["result"] is True and not row["changes"] for row in replan)
+    # status: running on web (CT 150) and app (VM 210): created stopped, so the plan reads no status and
+    # says each would start; the apply starts each by its own start task, awaited; the second plan reads
+    # GET …/status/current of each and writes nothing.
+    for sid in STARTED:
+        assert next(r for r in plan if r["id"] == sid)["changes"]["status"] == {"old": None, "new": "running"}
+        assert next(r for r in apply if r["id"] == sid)["comment"].count("has been started") == 1
+    assert power_requests(plan_log) == []
+    assert power_requests(apply_log) == expected_power("apply")
+    assert power_requests(replan_log) == expected_power("replan")
+    # After the apply, GET …/status/current (proxmox.guest_status) says both run; guests declaring no
+    # status are left as created: stopped.
+    for kind, node, vmid in STARTED.values():
+        now, raw = salt_call(config_dir, "proxmox.guest_status", f"vmid={vmid}")
+        assert now == {"vmid": vmid, "node": node, "type": kind, "status": "running"}, raw
+    for vmid in (151, 211):
+        now, raw = salt_call(config_dir, "proxmox.guest_status", f"vmid={vmid}")
+        assert now["status"] == "stopped", raw
     assert fresh_cluster.pve.ct(150) is not None and fresh_cluster.pve.ct(151).node == "pve2"
     # The VM from scratch: its disk allocated, the ISO in its CD-ROM, its cloud-init drive, a MAC drawn
     # by PVE for net0, a cloud-init password set (PVE shows it only as set).
@@ -64,7 +82,6 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert web["changes"]["pool"] == {"old": None, "new": "prod"}, web["changes"]
     # Each create secret went with its guest's create and with no other request (fakepve logs it as
     # ***): web's password with POST …/lxc, app's cloud-init password with POST …/qemu.
-    _, apply_log = runs[1]
 
     def carried(key):
         return [

@@ -25,6 +25,49 @@ from tests.support.saltrun import state_rows, summary
 TARGET = "demo"
 STATE_IDS = {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns"}
 OWNED_ROWS = {f"{TARGET}/lxc/120", f"{TARGET}/lxc/150", f"{TARGET}/lxc/151"}
+#: The guests pillar_examples declares ``status: running``, by state id: (type, node, vmid). Both are
+#: created, so stopped; each is started by its own ``POST …/status/start`` task after the create
+#: (salt_proxmox/guest/power.py), and every later run reads ``GET …/status/current`` only.
+STARTED = {"proxmox-lxc-web": ("lxc", "pve1", 150), "proxmox-qemu-app": ("qemu", "pve1", 210)}
+#: The UPID type of a start task: pve-container ``vzstart``, qemu-server ``qmstart``.
+START_TASK = {"lxc": "vzstart", "qemu": "qmstart"}
+#: The UPID types of every power task (start, shutdown, stop, reboot) of both guest types.
+POWER_TASKS = {
+    f"{prefix}{action}" for prefix in ("vz", "qm") for action in ("start", "shutdown", "stop", "reboot")
+}
+
+
+def power_requests(log: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
+    """The power requests of a fakepve request log, in order, as (method, path under /api2/json): the
+    ``…/status/current`` reads and ``…/status/<action>`` posts of guests, and each poll of a power
+    task's status shown as ``task <type>:<vmid>`` (its UPID's type and id)."""
+    shown = []
+    for method, path, _ in log:
+        path = path.removeprefix("/api2/json")
+        if "/tasks/UPID:" in path:
+            fields = path.split("/tasks/", 1)[1].split(":")
+            if fields[5] in POWER_TASKS:
+                shown.append((method, f"task {fields[5]}:{fields[6]}"))
+        elif ("/lxc/" in path or "/qemu/" in path) and "/status/" in path:
+            shown.append((method, path))
+    return shown
+
+
+def expected_power(log_of: str) -> list[tuple[str, str]]:
+    """What ``power_requests`` shows of pillar_examples' STARTED guests on the seeded cluster: for the
+    ``apply`` one ``POST …/status/start`` each, then its task polled until it ended (fakepve ends it at
+    once: one poll); for a ``replan`` one ``GET …/status/current`` each and no power write."""
+    if log_of == "apply":
+        return [
+            step
+            for kind, node, vmid in STARTED.values()
+            for step in (
+                ("POST", f"/nodes/{node}/{kind}/{vmid}/status/start"),
+                ("GET", f"task {START_TASK[kind]}:{vmid}"),
+            )
+        ]
+    return [("GET", f"/nodes/{node}/{kind}/{vmid}/status/current") for kind, node, vmid in STARTED.values()]
+
 
 # (way, what was timed, seconds), printed by tests/functional/conftest.py at the end of the session.
 WALL_TIMES: list[tuple[str, str, float]] = []
@@ -90,7 +133,10 @@ def plan_apply_plan(estate: Estate, way: str, run: Callable[[bool], RunResult]) 
     - the plan would create web (150) and db (151) and adopt dns (120), refuses nothing, and sends PVE
       only GETs; the apply changes exactly what the plan showed, state by state and key by key;
     - the second plan is clean (every state True, no changes) and sends only GETs;
-    - the containers exist where they were declared.
+    - the containers exist where they were declared;
+    - the guests declared ``status: running`` (STARTED): the plan says it would start each, the apply
+      starts each by one awaited start task, the second plan only reads their ``status/current``, and
+      after it fakepve holds them running while the guests that declare no status stay stopped.
 
     Records the wall time of the three runs as ``way``.
     """
@@ -102,10 +148,12 @@ def plan_apply_plan(estate: Estate, way: str, run: Callable[[bool], RunResult]) 
         first = len(pve.requests)
         ret, raw = run(test)
         outputs.append(raw)
-        runs.append((state_rows(ret), [method for method, _, _ in pve.requests[first:]]))
+        runs.append((state_rows(ret), pve.requests[first:]))
     WALL_TIMES.append((way, "plan → apply → plan", time.monotonic() - started))
 
-    (plan, plan_methods), (apply, _), (replan, replan_methods) = runs
+    (plan, plan_log), (apply, apply_log), (replan, replan_log) = runs
+    plan_methods = [method for method, _, _ in plan_log]
+    replan_methods = [method for method, _, _ in replan_log]
     shown = "\n".join(
         summary(title, rows)
         for title, rows in zip(("plan", "apply", "replan"), (plan, apply, replan), strict=True)
@@ -120,6 +168,13 @@ def plan_apply_plan(estate: Estate, way: str, run: Callable[[bool], RunResult]) 
     )
     assert all(row["result"] is True and not row["changes"] for row in replan), shown
     assert (pve.ct(150).node, pve.ct(151).node) == ("pve1", "pve2")
+    planned = {row["id"]: row["changes"].get("status") for row in plan if row["id"] in STARTED}
+    assert planned == {key: {"old": None, "new": "running"} for key in STARTED}, shown
+    assert power_requests(plan_log) == [], "a guest being created is not read: it is stopped"
+    assert power_requests(apply_log) == expected_power("apply")
+    assert power_requests(replan_log) == expected_power("replan")
+    assert (pve.ct(150).status, pve.vm(210).status) == ("running", "running")
+    assert (pve.ct(151).status, pve.vm(211).status) == ("stopped", "stopped"), "no status: left alone"
     return outputs
 
 

@@ -99,6 +99,19 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
     function, ci = args(states["proxmox-qemu-ci"])
     assert function == "proxmox_qemu.present" and (ci["name"], ci["vmid"], ci["clone"]) == ("ci", 211, 9000)
     assert "cipassword" not in args(states["proxmox-qemu-app"])[1], "the secret lives in secrets.sls"
+    # The power state is passed as the state's status argument: web and app run, the others declare none.
+    status = {
+        sid: args(state)[1].get("status")
+        for sid, state in states.items()
+        if "-lxc-" in sid or "-qemu-" in sid
+    }
+    assert status == {
+        "proxmox-lxc-db": None,
+        "proxmox-lxc-dns": None,
+        "proxmox-lxc-web": "running",
+        "proxmox-qemu-app": "running",
+        "proxmox-qemu-ci": None,
+    }
 
 
 def test_a_container_requires_its_declared_pool_and_an_acl_its_pool():
