@@ -312,11 +312,11 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
     ours = _ours(family, decl, row)
     verdict = judge_guest(family, decl, config, ours, styled(ctx, decl))
     change = verdict.change
-    change.refuse.extend(family.update_refusals(ctx, decl))
+    refused, notes = family.update_checks(ctx, decl, change)
+    change.refuse.extend(refused)
     live = config.merged()
     # Adopt checks judge what the guest runs with, not what waits for its next start.
     differs = verdict.drift_in_effect
-    notes: list[str] = []
     record = False
     fingerprint = None
     found = {"live": live, "change": change, "config": config, "verdict": verdict, "row_key": key, "row": row}

@@ -34,6 +34,7 @@ from salt_proxmox.wire.volumes import parse_volume, size_option
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.guest.verdict import Change
 
 
 def _mac(value: str) -> str | None:
@@ -105,10 +106,11 @@ def create(
     )
 
 
-def update_refusals(ctx: PveContext, decl: LxcDeclaration) -> list[str]:
-    """Options ``decl`` names that the cluster's release does not know (``judge.release_refusals``);
-    the release is read only when ``decl`` names such an option."""
-    return judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []
+def update_checks(ctx: PveContext, decl: LxcDeclaration, change: Change) -> tuple[list[str], list[str]]:
+    """Refusals: options ``decl`` names that the cluster's release does not know
+    (``judge.release_refusals``); the release is read only when ``decl`` names such an option.
+    No notes."""
+    return (judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []), []
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:
@@ -131,7 +133,7 @@ LXC = Family(
     key_change=judge.key_change,
     operator_view=judge.operator_view,
     identity_refusals=judge.identity_refusals,
-    update_refusals=update_refusals,
+    update_checks=update_checks,
     applies_live=applies_live,
     keys=KEYS,
     update=schema.UPDATE,

@@ -9,6 +9,9 @@ Two reads, each at most once per Salt run and target (cached in the run's cache,
 - ``GET /cluster/options`` (pve-manager ``PVE/API2/Cluster.pm`` ``get_options``): ``tag-style``
   is returned even without Sys.Audit on ``/``; absent, it means PVE's defaults.
 
+And, once per volume and run, whether a volume a write would name is there
+(``volume_presence``: ``GET /nodes/{node}/storage/{storage}/content/{volume}``).
+
 What differs by major release (``Release``), each from the two branches of the source:
 
 - privilege names (pve-access-control ``src/PVE/AccessControl.pm`` ``$privgroups`` on
@@ -36,8 +39,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
+from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import split_list
-from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.wire.propstring import flag, pairs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -219,3 +223,52 @@ def tag_style(ctx: PveContext) -> TagStyle:
     Raises PveError, PveMalformed, PveUnreachable, CredentialError.
     """
     return _read_once(ctx, "cluster/options", parse_tag_style)
+
+
+#: PVE's answers for a volume that is not there. pve-storage ``src/PVE/API2/Storage/Content.pm``
+#: ``info`` dies (HTTP 500) in ``volume_size_info``: a file that cannot be stat'ed has no format
+#: ("volume_size_info on '<volid>' failed - no format"; ``file_size_info``: "failed to stat"),
+#: a block storage's ``parse_volname``/``path`` says "volume '<volid>' does not exist", and a
+#: storage that is not configured "storage '<id>' does not exist" (``storage_config``).
+_MISSING = re.compile(
+    r"does not exist|failed - no (?:format|size)|(?:failed to|could not) stat|no such file", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Presence:
+    """What ``GET …/content/{volume}`` said of one volume: ``state`` is ``present``, ``missing``
+    (PVE's answer for a volume that is not there) or ``unchecked`` (HTTP 403: the read credential
+    may not look); ``said`` is PVE's message for the last two."""
+
+    state: str
+    said: str = ""
+
+
+def volume_presence(ctx: PveContext, node: str, volid: str) -> Presence:
+    """Whether volume ``volid`` (``local:iso/debian.iso``) is on its storage as node ``node`` sees
+    it: ``GET /nodes/{node}/storage/{storage}/content/{volid}`` (pve-storage
+    ``src/PVE/API2/Storage/Content.pm`` ``info``; ``check_volume_access`` lets an ISO be read with
+    ``Datastore.Audit`` or ``Datastore.AllocateSpace`` on ``/storage/{storage}``), read with the
+    ``read`` credential once per volume and run (``ctx.reads.memo``).
+
+    Raises PveError (another answer than present, missing or 403: that state's error, never
+    kept), PveUnreachable, CredentialError.
+    """
+    storage = volid.partition(":")[0]
+    key = f"salt_proxmox.volumes/{ctx.target.name}/{node}/{volid}"
+    if key in ctx.reads.memo:
+        return ctx.reads.memo[key]  # type: ignore[return-value]
+    path = api_path("nodes", node, "storage", storage, "content", volid)
+    try:
+        ctx.client.request("GET", path, ctx.broker.read())
+        found = Presence("present")
+    except PveError as exc:
+        if exc.status == 403:
+            found = Presence("unchecked", exc.message)
+        elif _MISSING.search(exc.message):
+            found = Presence("missing", exc.message)
+        else:
+            raise
+    ctx.reads.memo[key] = found
+    return found

@@ -13,6 +13,7 @@ them, from qemu-server's own rules.
   ``POST …/config`` task (``update_vm`` async: the form's drives are allocated by ``create_disks``)
   judged against the clone as it was made, then a ``PUT …/resize`` task per disk that grows.
 - Refusals at plan: ``judge.create_refusals`` (root-only values, disks not allocated by the create),
+  an ISO a written CD-ROM names that PVE says is not there (``iso_checks``),
   ``judge.clone_source_refusals`` (the template must exist and be one), and the judge's verdict of
   the declaration against the template's config, so a clone is never made that its own config write
   would then refuse.
@@ -32,6 +33,7 @@ from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
+from salt_proxmox.pve.facts import volume_presence
 from salt_proxmox.qemu import judge, schema
 from salt_proxmox.qemu.props import QemuDeclaration, parse_declaration, parse_drive, parse_net
 from salt_proxmox.wire.propstring import pairs
@@ -98,21 +100,47 @@ def _onto(decl: QemuDeclaration, made: Mapping[str, object]) -> judge.QemuChange
     return judge.judge(decl, {key: value for key, value in made.items() if key != "template"})
 
 
+def iso_checks(
+    ctx: PveContext, decl: QemuDeclaration, values: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """``(refusals, notes)`` for the ISOs the CD-ROM values of ``values`` (key -> value to write)
+    name (``judge.iso_volumes``): each is read once per run (``facts.volume_presence``); one PVE says
+    is not there is refused (``judge.missing_iso_refusal``), one the read credential may not look at
+    is noted (``judge.unchecked_iso_note``) and goes through. Raises what ``volume_presence``
+    raises."""
+    refusals: list[str] = []
+    notes: list[str] = []
+    for key, volid in judge.iso_volumes(values).items():
+        found = volume_presence(ctx, decl.node, volid)
+        if found.state == "missing":
+            refusals.append(judge.missing_iso_refusal(decl, key, volid, found.said))
+        elif found.state == "unchecked":
+            notes.append(judge.unchecked_iso_note(decl, key, volid))
+    return refusals, notes
+
+
 def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
-    """What a plan says of creating ``decl``: from scratch, ``judge.create_refusals``; by clone, also
-    the template's existence and kind, and the refusals the config write onto the clone would meet
-    (judged against the template's config)."""
+    """What a plan says of creating ``decl``: from scratch, ``judge.create_refusals`` and the ISOs its
+    CD-ROMs name (``iso_checks``); by clone, also the template's existence and kind, and the refusals
+    the config write onto the clone would meet (judged against the template's config)."""
     refusals = judge.create_refusals(decl)
     what = f"VM {decl.vmid} on {decl.node}"
     notes = [f"{what}: the create needs {use}" for use in judge.mapping_uses(decl)]
     if decl.clone is None:
+        if not refusals:
+            refusals, unchecked = iso_checks(ctx, decl, decl.config)
+            notes += unchecked
         return CreatePlan(
             refusals=refusals, source="from scratch", again="from scratch with new, empty disks", notes=notes
         )
     node, config = _source(ctx, decl)
     refusals += judge.clone_source_refusals(decl, config)
     if config is not None and not refusals:
-        refusals += _onto(decl, config).refuse
+        onto = _onto(decl, config)
+        refusals += onto.refuse
+        if not refusals:
+            refusals, unchecked = iso_checks(ctx, decl, onto.put)
+            notes += unchecked
     kind = "a full clone" if decl.full else "a linked clone" if decl.full is False else "a clone"
     return CreatePlan(
         refusals=refusals,
@@ -169,9 +197,12 @@ def create(
         yield CreateStep("PUT", f"{path}/resize", f"grow {disk} of VM {decl.vmid} to {size}", resize)
 
 
-def update_refusals(ctx: PveContext, decl: QemuDeclaration) -> list[str]:
-    """No VM refusal needs the cluster's facts beyond the judge's (the release is not read)."""
-    return []
+def update_checks(
+    ctx: PveContext, decl: QemuDeclaration, change: judge.QemuChange
+) -> tuple[list[str], list[str]]:
+    """The ISOs the CD-ROM values ``change`` writes name (``iso_checks``); nothing is read when it
+    writes none (a no-drift plan reads nothing more). The release is not read."""
+    return iso_checks(ctx, decl, change.put)
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:
@@ -204,7 +235,7 @@ QEMU = Family(
     key_change=judge.key_change,
     operator_view=judge.operator_view,
     identity_refusals=judge.identity_refusals,
-    update_refusals=update_refusals,
+    update_checks=update_checks,
     applies_live=applies_live,
     keys=KEYS,
     update=schema.UPDATE,

@@ -481,6 +481,43 @@ def create_refusals(decl: QemuDeclaration) -> list[str]:
     return reasons
 
 
+def iso_volumes(values: Mapping[str, str]) -> dict[str, str]:
+    """The ISO volume each CD-ROM value of ``values`` (drive key -> value to write) names:
+    ``{'ide2': 'local:iso/debian.iso'}``; ``none`` (no medium) and ``cdrom`` (the host's drive)
+    name no volume. Values that are not CD-ROMs are left out."""
+    out = {}
+    for key, value in values.items():
+        if not value or not schema.is_drive(key):
+            continue
+        drive = parse_drive(value)
+        if drive.kind == "cdrom" and drive.storage is not None:
+            out[key] = drive.volume
+    return out
+
+
+def missing_iso_refusal(decl: QemuDeclaration, key: str, volid: str, said: str) -> str:
+    """A refusal of a CD-ROM whose ISO PVE says is not there (``said``: PVE's answer): qemu-server
+    refuses the write (``create_disks``/``vmconfig_update_disk`` resolve it with
+    ``PVE::Storage::path``/``volume_size_info``: "volume '<volid>' does not exist")."""
+    storage = volid.partition(":")[0]
+    return (
+        f"{key}: {volid} is not on storage {storage} as node {decl.node} sees it (PVE: {said.rstrip('.')}); "
+        f"PVE would refuse VM {decl.vmid}'s write of it (qemu-server create_disks: volume does not exist). "
+        f"Upload the ISO to {storage}, or correct the volume id, then plan again."
+    )
+
+
+def unchecked_iso_note(decl: QemuDeclaration, key: str, volid: str) -> str:
+    """What a plan says when the read credential may not look at an ISO (HTTP 403: pve-storage
+    ``check_volume_access`` wants Datastore.Audit or Datastore.AllocateSpace on its storage)."""
+    storage = volid.partition(":")[0]
+    return (
+        f"VM {decl.vmid} on {decl.node}: {key}: could not check that {volid} exists: the read credential "
+        f"needs Datastore.Audit (or Datastore.AllocateSpace) on /storage/{storage}; the write fails if it "
+        "is missing"
+    )
+
+
 def create_form(decl: QemuDeclaration) -> dict[str, str]:
     """The ``POST /nodes/{node}/qemu`` form: declared keys, empties dropped, ``pool`` when declared.
     Secrets are added by the caller from ``decl.secrets`` (never kept in a form that is shown)."""

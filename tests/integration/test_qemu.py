@@ -167,6 +167,36 @@ def test_refusals_write_nothing(fresh_cluster, over, needle):
         assert writes(requests_since(fresh_cluster, start)) == []
 
 
+def test_a_cdrom_naming_a_missing_iso_is_refused_at_plan_for_a_create_and_for_a_change(fresh_cluster):
+    """qemu-server refuses a write naming an ISO that is not there (create_disks: volume does not exist),
+    so the plan reads GET …/storage/local/content/<volume> (pve-storage Content.pm info) once per
+    volume and run, and refuses it. fakepve answers that read as PVE does for a file storage (HTTP 500
+    "volume_size_info on '…' failed - no format"); tests/unit/test_qemu_iso.py pins PVE's other
+    wordings and the 403."""
+    missing = "local:iso/missing.iso"
+    info = f"/nodes/pve1/storage/local/content/{missing}"
+    store = MemoryStore()
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        outcome = present(ctx, "web", test, **vm(ide2=f"{missing},media=cdrom"))
+        said = "\n".join(outcome.comment)
+        assert outcome.result is False, outcome.comment
+        assert f"ide2: {missing} is not on storage local" in said and "Upload the ISO to local" in said
+        log = requests_since(fresh_cluster, start)
+        assert writes(log) == [] and [p for m, p, _ in log if p == info] == [info]
+    assert 150 not in fresh_cluster.pve.vms and store.saves == 0
+
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        outcome = present(ctx, "web", test, **vm(ide2=f"{missing},media=cdrom"))
+        assert outcome.result is False and f"ide2: {missing}" in "\n".join(outcome.comment), outcome.comment
+        assert writes(requests_since(fresh_cluster, start)) == []
+    assert config(fresh_cluster, 150)["ide2"].startswith(ISO)
+
+
 def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fresh_cluster):
     store = MemoryStore()
 
