@@ -73,13 +73,17 @@ def _by_vmid(rows: object) -> dict[int, dict]:
     return by_vmid
 
 
+def _read_index(ctx: PveContext, credential: Credential | None) -> tuple[list[dict], dict[int, dict]]:
+    """The guest index read now and its rows by vmid (``_by_vmid``'s check)."""
+    rows = ctx.client.request("GET", INDEX, credential or ctx.broker.read(), params={"type": "vm"})
+    return rows, _by_vmid(rows)
+
+
 def index_rows(ctx: PveContext, credential: Credential | None = None) -> list[dict]:
     """Every row of the cluster's guest index, read now (one ``GET cluster/resources?type=vm``, with
     ``credential`` or the read one), each checked as ``indexed_guest`` checks it. Raises as
     ``indexed_guest``."""
-    rows = ctx.client.request("GET", INDEX, credential or ctx.broker.read(), params={"type": "vm"})
-    _by_vmid(rows)
-    return rows
+    return _read_index(ctx, credential)[0]
 
 
 def indexed_guest(ctx: PveContext, vmid: int, credential: Credential | None = None) -> dict | None:
@@ -88,8 +92,7 @@ def indexed_guest(ctx: PveContext, vmid: int, credential: Credential | None = No
 
     Raises PveMalformed when a row lacks a positive vmid, a node or a type of lxc/qemu, and what the
     client raises."""
-    rows = ctx.client.request("GET", INDEX, credential or ctx.broker.read(), params={"type": "vm"})
-    return _by_vmid(rows).get(vmid)
+    return _read_index(ctx, credential)[1].get(vmid)
 
 
 def hinted_guest(ctx: PveContext, vmid: int, credential: Credential) -> dict | None:
