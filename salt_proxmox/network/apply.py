@@ -125,11 +125,6 @@ class Reload:
     node_of: Callable[[str], str]
 
 
-def upid_node(upid: str) -> str:
-    """The node a UPID was started on (``UPID:<node>:...``, pve-common ``PVE::Tools::upid_decode``)."""
-    return upid.split(":")[1]
-
-
 def run(ctx, test: bool, step: Reload) -> Outcome:
     """Plan (``test``) or perform one apply step by the module's rules; never raises for a known
     failure. The Outcome's changes are ``{reload: {diff: <shown>, planned: [state ids]}}`` in a

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.network.apply import Reload, run, upid_node
+from salt_proxmox.network.apply import Reload, run
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.pve.tasks import start_task
+from salt_proxmox.pve.tasks import start_task, upid_node
 
 
 def _rows(ctx, credential, path: str) -> list[Mapping]:
@@ -91,6 +91,6 @@ def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
         pending=lambda: pending(ctx),
         show=lambda text: text,
         start=lambda credential: commit(ctx, credential),
-        node_of=upid_node,
+        node_of=lambda upid: upid_node(upid) or "",
     )
     return run(ctx, test, step)
