@@ -400,7 +400,7 @@ def guest_start(vmid, node=None, target=None, adopt=False):
     return _power("start", vmid, node, target, adopt)
 
 
-def guest_shutdown(vmid, node=None, target=None, adopt=False, timeout=60, force_stop=False):
+def guest_shutdown(vmid, node=None, target=None, adopt=False, timeout=None, force_stop=False):
     """
     Shut a running guest this minion owns down cleanly (``POST …/status/shutdown``), waiting at
     most ``timeout`` seconds (PVE's default 60). Without ``force_stop=True`` a guest still running
