@@ -174,6 +174,28 @@ def judge_each(
             change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
 
 
+def put_or_clear(
+    key: str,
+    want: str,
+    have: str | None,
+    change: Change,
+    drift: set[str],
+    differs: Callable[[str, str], bool],
+    write: Callable[[str, str | None], str],
+) -> None:
+    """Judge a key PVE clears with ``delete``: a declared ``''`` clears it when live holds it;
+    otherwise a missing live value, or one ``differs(want, have)`` says is not the same, is put as
+    ``write(want, have)`` (which may keep live parts such as a NIC's MAC)."""
+    if want == "":
+        if have is not None:
+            drift.add(key)
+            change.clear.append(key)
+        return
+    if have is None or differs(want, have):
+        drift.add(key)
+        change.put[key] = write(want, have)
+
+
 def judge(
     decl: LxcDeclaration,
     live: Mapping[str, object],
@@ -256,14 +278,7 @@ def _judge_key(
             change.refuse.append(root_only(decl, key, want, "Device passthrough."))
         return
     if family == "net":
-        if want == "":
-            if have is not None:
-                drift.add(key)
-                change.clear.append(key)
-            return
-        if have is None or not _net_same(want, have):
-            drift.add(key)
-            change.put[key] = net_write(want, have)
+        put_or_clear(key, want, have, change, drift, lambda w, h: not _net_same(w, h), net_write)
         return
     spec = schema.SCALARS.get(key)
     if spec is None:

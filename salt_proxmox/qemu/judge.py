@@ -40,7 +40,7 @@ from decimal import Decimal
 
 from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.verdict import Change, live_text
-from salt_proxmox.lxc.judge import compared_as, judge_each
+from salt_proxmox.lxc.judge import compared_as, judge_each, put_or_clear
 from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
 from salt_proxmox.qemu import schema
@@ -250,14 +250,7 @@ def _judge_key(
         _judge_drive(decl, key, want, have, change, drift)
         return
     if family == "net":
-        if want == "":
-            if have is not None:
-                drift.add(key)
-                change.clear.append(key)
-            return
-        if have is None or net_changed(want, have):
-            drift.add(key)
-            change.put[key] = net_write(want, have)
+        put_or_clear(key, want, have, change, drift, lambda w, h: bool(net_changed(w, h)), net_write)
         return
     if key in schema.ROOT_ONLY or family in ("serial", "parallel", "hostpci", "usb"):
         same = have is None if want == "" else have is not None and _device_same(key, want, have)
@@ -277,14 +270,15 @@ def _judge_key(
             change.put[key] = want
         return
     if family == "ipconfig":
-        if want == "":
-            if have is not None:
-                drift.add(key)
-                change.clear.append(key)
-            return
-        if have is None or option_map(want, "ipconfig") != option_map(have, "ipconfig"):
-            drift.add(key)
-            change.put[key] = want
+        put_or_clear(
+            key,
+            want,
+            have,
+            change,
+            drift,
+            lambda w, h: option_map(w, "ipconfig") != option_map(h, "ipconfig"),
+            lambda w, _h: w,
+        )
         return
     if key == "smbios1":
         if want == "" or have is None or not _smbios_same(want, have):
