@@ -808,8 +808,7 @@ def owned_guest(
         why = "its create is recorded as unfinished" if row else "this minion did not create it"
         raise Refused(
             f"{what} is not recorded as ours ({why}), so it is not {action[1]}. Nothing is taken over "
-            f"silently: declare it in a {family.state} state with adopt: true (or run "
-            f"proxmox.{family.kind}_update with adopt=true) first."
+            f"silently: declare it in a {family.state} state with adopt: true first."
         )
     live = read_live(ctx, family, decl.node, number)
     if live is None:

@@ -390,6 +390,16 @@ def test_an_adhoc_power_call_on_a_guest_not_ours_is_refused_with_nothing_sent() 
     assert stub.writes == []
 
 
+def test_a_refused_vm_power_call_names_only_remedies_that_exist() -> None:
+    # The execution module has no proxmox.qemu_update: the remedy is the proxmox_qemu state.
+    stub = StubPve().on("GET", INDEX, [{"vmid": 300, "node": "pve2", "type": "qemu"}])
+    with pytest.raises(Refused) as refused:
+        power.power_call(context(stub, MemoryStore()), GUESTS, "stop", 300)
+    assert "proxmox_qemu state with adopt: true" in str(refused.value)
+    assert "qemu_update" not in str(refused.value)
+    assert stub.writes == []
+
+
 def test_an_adhoc_power_call_on_a_recycled_vmid_is_refused() -> None:
     other = live_config(net0="name=eth0,bridge=vmbr0,hwaddr=BC:24:11:99:99:99,ip=dhcp,type=veth")
     stub = StubPve().on("GET", INDEX, INDEXED).on("GET", CONFIG, other)
