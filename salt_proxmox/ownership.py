@@ -635,7 +635,8 @@ def check_row(key: str, row: dict) -> dict:
     if why is None:
         return row
     raise OwnershipCorrupt(
-        f"ownership row {key} (grain salt_proxmox:owned, or the proxmox:ownership_file) is malformed: {why}. "
+        f"ownership row {key} (grain salt_proxmox:owned, kept in {ROWS_FILE} beside the grains file, or the "
+        f"proxmox:ownership_file) is malformed: {why}. "
         "Nothing is decided on it: repair or delete the row (`salt-call grains.get salt_proxmox:owned` shows "
         "it), then run the state again; without a row the guest counts as unowned and needs adopt: true."
     )
