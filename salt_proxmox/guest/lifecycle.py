@@ -901,6 +901,24 @@ def _create(ctx: PveContext, family: Family, decl: Declaration, written: list[st
         step = next(steps, None)
 
 
+def config_form(
+    family: Family, change: Change, secrets: Mapping[str, str], digest: str
+) -> dict[str, str] | None:
+    """The config write of ``change``: its puts, its clears as ``delete`` (comma-separated), the
+    ``digest`` the judged config had (PVE refuses the write when the config changed since:
+    pve-common ``PVE/Tools.pm`` ``assert_if_modified``) and ``secrets``; None when it writes
+    nothing. Raises DeclarationError (``check_form`` on ``family.update``); nothing is sent."""
+    if not (change.put or change.clear or secrets):
+        return None
+    form = dict(change.put)
+    if change.clear:
+        form["delete"] = ",".join(change.clear)
+    form["digest"] = digest
+    form.update(secrets)
+    check_form(family.update, form, presence=False, secrets=secrets)
+    return form
+
+
 def _update(
     ctx: PveContext, family: Family, decl: Declaration, decision: Decision, written: list[str]
 ) -> None:
@@ -911,14 +929,10 @@ def _update(
     # Secret keys the judge asks to write (a VM's ``cipassword``): their values come from the
     # declaration into this one form and nowhere else.
     secrets = {key: decl.secrets[key] for key in getattr(change, "secrets", ())}
-    if change.put or change.clear or secrets:
-        form = dict(change.put)
-        if change.clear:
-            form["delete"] = ",".join(change.clear)
-        form["digest"] = str(decision.live["digest"])
-        check_form(family.update, {**form, **secrets}, presence=False, secrets=secrets)
+    form = config_form(family, change, secrets, str(decision.live["digest"]))
+    if form is not None:
         credential = ctx.broker.provision()
-        ctx.client.request("PUT", f"{path}/config", credential, form={**form, **secrets})
+        ctx.client.request("PUT", f"{path}/config", credential, form=form)
         written.extend([*change.put, *change.clear, *secrets])
     for disk, size in change.resize:
         form = {"disk": disk, "size": size}

@@ -181,16 +181,10 @@ def create(
     change = _onto(decl, made)
     if change.refuse:
         raise Refused(" ".join(change.refuse))
-    form = dict(change.put)
-    if change.clear:
-        form["delete"] = ",".join(change.clear)
-    if form or change.secrets:
-        form["digest"] = str(made.get("digest", ""))
-        secrets = {key: decl.secrets[key] for key in change.secrets}
-        check_form(schema.UPDATE, {**form, **secrets}, presence=False, secrets=secrets)
-        yield CreateStep(
-            "POST", f"{path}/config", f"configure VM {decl.vmid} as declared", {**form, **secrets}
-        )
+    secrets = {key: decl.secrets[key] for key in change.secrets}
+    form = shared.config_form(QEMU, change, secrets, str(made.get("digest", "")))
+    if form is not None:
+        yield CreateStep("POST", f"{path}/config", f"configure VM {decl.vmid} as declared", form)
     for disk, size in change.resize:
         resize = {"disk": disk, "size": size}
         check_form(schema.RESIZE, resize, presence=True)
