@@ -23,8 +23,9 @@ def held_privileges(
     ctx: PveContext, credential: Credential, path: str, userid: str | None = None
 ) -> set[str]:
     """The privileges held on ``path`` by ``userid``, or by ``credential``'s own token when None,
-    read with ``credential`` (``GET /access/permissions?path=[&userid=]``). A privilege listed
-    for ``/`` or a parent path counts too; a privilege whose value is 0 is not held.
+    read with ``credential`` (``GET /access/permissions?path=[&userid=]``). A privilege listed for
+    ``path`` itself is held whatever its value (the value is PVE's propagate flag); one listed for
+    ``/`` or a parent path counts only when it propagates (value 1).
 
     Raises PveError (403 for another's privileges without Sys.Audit on ``/access``),
     PveMalformed for an answer that is not ``{path: {privilege: 0|1}}``, PveUnreachable.
@@ -35,6 +36,11 @@ def held_privileges(
         raise PveMalformed("GET", "access/permissions", "expected {path: {privilege: 0|1}}")
     privileges: set[str] = set()
     for where, privs in held.items():
-        if where == "/" or where == path or path.startswith(f"{where}/"):
+        if where == path:
+            # Listed at all is held; the value is only the propagate flag (pve-access-control
+            # RPCEnvironment.pm compile_acl_path: "a key being defined means the priv is set").
+            privileges.update(privs)
+        elif where == "/" or path.startswith(f"{where}/"):
+            # Held on a parent reaches ``path`` only when it propagates.
             privileges.update(name for name, value in privs.items() if value not in (0, "0", False, None))
     return privileges

@@ -34,7 +34,14 @@ def _answering(answer):
 @pytest.mark.parametrize(
     ("answer", "path", "held"),
     [
-        ({"/": {"Sys.Audit": 1, "Sys.Modify": 0}}, "/", {"Sys.Audit"}),  # 0: not held
+        # The value is the propagate flag: listed on the path asked about is held, 0 or 1
+        # (pve-access-control RPCEnvironment.pm compile_acl_path; check() tests defined()).
+        ({"/": {"Sys.Audit": 1, "Sys.Modify": 0}}, "/", {"Sys.Audit", "Sys.Modify"}),
+        (
+            {"/": {"Sys.Audit": 1, "Sys.Modify": 0}},
+            "/access/groups",
+            {"Sys.Audit"},
+        ),  # 0 does not reach a child
         ({"/access": {"Sys.Audit": 1}}, "/access/groups", {"Sys.Audit"}),  # a parent path counts
         ({"/access/groups": {"Sys.Audit": "1"}, "/vms": {"VM.Audit": 1}}, "/access/groups", {"Sys.Audit"}),
         ({}, "/", set()),
@@ -65,7 +72,9 @@ def _static(ctx):
     ("answer", "refused", "noted"),
     [
         ({"/": {"Sys.Modify": 1, "VM.Allocate": 1}}, False, False),
-        ({"/": {"Sys.Modify": 0, "VM.Allocate": 1}}, True, False),
+        ({"/": {"VM.Allocate": 1}}, True, False),
+        # Sys.Modify on / that does not propagate is still held on / (create_vm checks '/').
+        ({"/": {"Sys.Modify": 0, "VM.Allocate": 1}}, False, False),
         (
             PveError("GET", "access/permissions", 403, "Permission check failed (/access, Sys.Audit)"),
             False,
@@ -87,7 +96,8 @@ def test_a_privileged_create_reads_the_provision_tokens_privileges_through_the_o
 def test_the_apply_checks_the_minted_credentials_own_sys_modify():
     minted = Credential(TOKEN, "provision-secret", role="provision")
     check_own_sys_modify(pve_context(_answering({"/": {"Sys.Modify": 1}})), minted)
-    ctx = pve_context(_answering({"/": {"Sys.Modify": 0}}))
+    check_own_sys_modify(pve_context(_answering({"/": {"Sys.Modify": 0}})), minted)  # held, not propagated
+    ctx = pve_context(_answering({"/": {"VM.Allocate": 1}}))
     with pytest.raises(Refused, match="the provision credential does not hold it"):
         check_own_sys_modify(ctx, minted)
     assert ctx.client.sent == [("GET", "access/permissions", {"path": "/"}, {})]
