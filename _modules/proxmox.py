@@ -344,7 +344,8 @@ def guests(target=None):
     """
     Every guest of the cluster the read credential may audit, from one
     ``GET /cluster/resources?type=vm``, sorted by vmid: a list of
-    ``{vmid, name, node, type (lxc|qemu), status, template}``.
+    ``{vmid, name, node, type (lxc|qemu), status, template}``. Fails (CommandExecutionError with
+    the sentence) when the cluster cannot be read or answers something other than a list of guests.
 
     CLI Example:
 

@@ -49,7 +49,14 @@ class PveContext:
 
     def task(self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None) -> str:
         """Run one task with a fresh provision credential, polled by that same credential
-        (at most ``polls`` polls, ``task_polls`` unless given)."""
+        (at most ``polls`` polls, ``task_polls`` unless given, ``poll_interval`` seconds apart);
+        returns its UPID.
+
+        Raises CredentialError when no provision credential can be minted, PveError when PVE
+        refused the call (nothing started), TaskFailed when the task ended in error, and
+        TaskUncertain when no UPID came back or the task's end could not be read
+        (``pve.tasks.start_task`` / ``await_task``).
+        """
         polls = self.task_polls if polls is None else polls
         credential = self.broker.provision(need_seconds=polls * self.poll_interval)
         upid = start_task(self.client, credential, method, path, what, form)
