@@ -106,28 +106,46 @@ def features_need_root(live: str, sent: str | None, unprivileged: bool) -> bool:
     return any(key != "nesting" and have.get(key, "") != want.get(key, "") for key in {*have, *want})
 
 
+def root_only_refusal(
+    command: str, vmid: int, node: str, key: str, value: str, why: str, source: str = ""
+) -> str:
+    """A refusal of a root-only change to an existing guest of either family, naming the
+    ``<command> set`` (``pct``/``qm``) to run on its node; ``''`` names ``--delete``. ``source``:
+    the PVE check, in parentheses, when given."""
+    option = f"--delete {key}" if value == "" else f"--{key} '{value}'"
+    return (
+        f"{key}: {why} PVE lets only root@pam make this change{source}, and an API token is never "
+        f"root@pam. Run `{command} set {vmid} {option}` on node {node}, then plan again."
+    )
+
+
+def root_only_at_create_refusal(
+    label: str, command: str, vmid: int, node: str, key: str, value: str, why: str, create_args: str = ""
+) -> str:
+    """A refusal of a root-only value on a guest of either family that does not exist yet: ``set``
+    cannot help before the create, so it names the two ways that work — create it as root@pam with
+    the value (``<command> create <vmid><create_args>``, then ``adopt: true``), or create it without
+    and ``<command> set`` it after. ``label``: ``CT`` or ``VM``."""
+    return (
+        f"{key}: {why} PVE lets only root@pam set this, and an API token is never root@pam. {label} "
+        f"{vmid} does not exist yet: create it as root@pam on node {node} (`{command} create "
+        f"{vmid}{create_args} --{key} '{value}'` with the rest of its declaration) and declare "
+        f"adopt: true; or drop {key}, apply, run `{command} set {vmid} --{key} '{value}'` on node "
+        f"{node}, and declare it again."
+    )
+
+
 def root_only(decl: LxcDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a change to an existing guest, naming the ``pct set`` to run on its node; ``''``
     names ``--delete``."""
-    command = f"--delete {key}" if value == "" else f"--{key} '{value}'"
-    return (
-        f"{key}: {why} PVE lets only root@pam make this change, and an API token is never root@pam. "
-        f"Run `pct set {decl.vmid} {command}` on node {decl.node}, then plan again."
-    )
+    return root_only_refusal("pct", decl.vmid, decl.node, key, value, why)
 
 
 def root_only_at_create(decl: LxcDeclaration, key: str, value: str, why: str) -> str:
-    """A refusal of a root-only value on a guest that does not exist yet: ``pct set`` cannot help
-    before the create, so it names the two ways that work — create it as root@pam with the value
-    (``pct create``, then ``adopt: true``), or create it without and ``pct set`` it after."""
+    """A refusal of a root-only value on a container that does not exist yet
+    (``root_only_at_create_refusal``, ``pct create`` with its ostemplate)."""
     template = decl.ostemplate or "<ostemplate>"
-    return (
-        f"{key}: {why} PVE lets only root@pam set this, and an API token is never root@pam. CT "
-        f"{decl.vmid} does not exist yet: create it as root@pam on node {decl.node} (`pct create "
-        f"{decl.vmid} {template} --{key} '{value}'` with the rest of its declaration) and declare "
-        f"adopt: true; or drop {key}, apply, run `pct set {decl.vmid} --{key} '{value}'` on node "
-        f"{decl.node}, and declare it again."
-    )
+    return root_only_at_create_refusal("CT", "pct", decl.vmid, decl.node, key, value, why, f" {template}")
 
 
 def _feature_why(unprivileged: bool) -> str:

@@ -40,7 +40,13 @@ from decimal import Decimal
 
 from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.verdict import Change, live_text
-from salt_proxmox.lxc.judge import compared_as, judge_each, put_or_clear
+from salt_proxmox.lxc.judge import (
+    compared_as,
+    judge_each,
+    put_or_clear,
+    root_only_at_create_refusal,
+    root_only_refusal,
+)
 from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
 from salt_proxmox.qemu import schema
@@ -106,24 +112,14 @@ def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> st
 
 def root_only(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a change to an existing VM, naming the ``qm set`` to run; ``''`` names ``--delete``."""
-    command = f"--delete {key}" if value == "" else f"--{key} '{value}'"
-    return (
-        f"{key}: {why} PVE lets only root@pam make this change (qemu-server API2/Qemu.pm "
-        f"check_vm_modify_config_perm), and an API token is never root@pam. Run `qm set {decl.vmid} "
-        f"{command}` on node {decl.node}, then plan again."
-    )
+    source = " (qemu-server API2/Qemu.pm check_vm_modify_config_perm)"
+    return root_only_refusal("qm", decl.vmid, decl.node, key, value, why, source)
 
 
 def root_only_at_create(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a root-only value on a VM that does not exist yet: create it as root@pam and
-    adopt it, or create it without and ``qm set`` it after."""
-    return (
-        f"{key}: {why} PVE lets only root@pam set this, and an API token is never root@pam. VM "
-        f"{decl.vmid} does not exist yet: create it as root@pam on node {decl.node} (`qm create "
-        f"{decl.vmid} --{key} '{value}'` with the rest of its declaration) and declare adopt: true; or "
-        f"drop {key}, apply, run `qm set {decl.vmid} --{key} '{value}'` on node {decl.node}, and declare "
-        "it again."
-    )
+    adopt it, or create it without and ``qm set`` it after (``root_only_at_create_refusal``)."""
+    return root_only_at_create_refusal("VM", "qm", decl.vmid, decl.node, key, value, why)
 
 
 def device_rule(key: str, value: str) -> tuple[str | None, str | None]:
