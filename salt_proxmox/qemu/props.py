@@ -293,8 +293,9 @@ CREATE_ONLY = frozenset({"clone", "full", "storage"})
 
 
 def _problem_for(key: str, value: str) -> str | None:
-    """Why ``value`` is not a valid ``key``, else None; ``''`` (clear) is refused for ``memory``
-    (PVE would fall back to 512 MiB silently) and for the keys PVE generates."""
+    """Why ``value`` is not a valid ``key`` (its rule in ``schema`` or property-string format), else
+    None. ``''`` (clear) passes here: ``parse_declaration`` refuses it for ``memory`` (PVE would fall
+    back to 512 MiB silently) and refuses the keys PVE generates whatever their value."""
     family = schema.family_of(key)
     if value == "":
         return None
