@@ -18,8 +18,8 @@ try:
     from salt_proxmox.errors import SaltProxmoxError
     from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.lxc import lifecycle
-    from salt_proxmox.lxc.props import vmid_number
     from salt_proxmox.pve.client import api_path
+    from salt_proxmox.pve.constraints import vmid_number
     from salt_proxmox.qemu.family import QEMU
     from salt_proxmox.runtime import declared_keys, refused_return
 
