@@ -122,6 +122,12 @@ def root_only_at_create(decl: QemuDeclaration, key: str, value: str, why: str) -
     return root_only_at_create_refusal("VM", "qm", decl.vmid, decl.node, key, value, why)
 
 
+def device_key(key: str) -> bool:
+    """Whether ``device_rule`` judges ``key``: a root-only key, ``serialN``, ``parallelN``,
+    ``hostpciN`` or ``usbN`` (qemu-server API2/Qemu.pm ``$check_vm_modify_config_perm``)."""
+    return key in schema.ROOT_ONLY or schema.family_of(key) in ("serial", "parallel", "hostpci", "usb")
+
+
 def device_rule(key: str, value: str) -> tuple[str | None, str | None]:
     """``(root-only reason, Mapping.Use privilege)`` for a ``hostpciN``/``usbN``/``serialN``/
     ``parallelN``/root-only key's ``value`` (one of the two, or neither).
@@ -248,7 +254,7 @@ def _judge_key(
     if family == "net":
         put_or_clear(key, want, have, change, drift, lambda w, h: bool(net_changed(w, h)), net_write)
         return
-    if key in schema.ROOT_ONLY or family in ("serial", "parallel", "hostpci", "usb"):
+    if device_key(key):
         same = have is None if want == "" else have is not None and _device_same(key, want, have)
         if same:
             return
@@ -457,8 +463,7 @@ def create_refusals(decl: QemuDeclaration) -> list[str]:
     for key, value in decl.config.items():
         if value == "":
             continue
-        family = schema.family_of(key)
-        if key in schema.ROOT_ONLY or family in ("serial", "parallel", "hostpci", "usb"):
+        if device_key(key):
             why, _use = device_rule(key, value)
             if why:
                 reasons.append(root_only_at_create(decl, key, value, why))
