@@ -4,8 +4,15 @@ Each row is keyed ``<target>/<family>/<identity>`` and holds ``{phase: creating|
 instance: uuid, state_id, declared: {non-secret declared keys}}``, and for a guest its
 ``fingerprint`` (``salt_proxmox.guest.fingerprint``: what tells it from another guest at the same vmid).
 
-- ``creating`` is written before a create's POST; a later run that finds the guest with a
-  ``creating`` row and a matching declaration finishes it as ours.
+- ``creating`` is written before a create's POST, with who writes it (``host``, ``pid``) and when
+  (``started``, epoch seconds); a guest family adds what ties the guest to that create (the
+  provision ``token`` that sends it, and the ``upid`` once PVE answers). A later run that finds
+  the object with a ``creating`` row finishes it as ours only when it matches the declaration
+  (and, for a guest, is tied to that create: ``salt_proxmox.guest.identity.creation_tie``).
+- Each ``Ownership`` changes only the row it read or wrote itself (compared under the lock by
+  ``phase`` and ``instance``): a row another process wrote meanwhile is never overwritten, put
+  back or dropped (``RowConflict``), and a ``creating`` row of another process still running is
+  never taken over.
 - A live object with no row is unowned: plan and apply refuse it unless ``adopt: true``.
 - ``state_id`` lets a later run see the same state now declaring another identity.
 
@@ -27,8 +34,10 @@ import errno
 import fcntl
 import json
 import os
+import socket
 import stat
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol, TypeVar
@@ -602,6 +611,48 @@ def row_key(target: str, family: str, identity: object) -> str:
     return f"{target}/{family}/{identity}"
 
 
+class RowConflict(SaltProxmoxError):
+    """Another process changed a row between this process's read and its write: nothing is
+    overwritten, and the write the row was to guard is not sent."""
+
+
+def _version(row: Mapping[str, object] | None) -> tuple[object, object] | None:
+    """What tells one version of a row from another one's: its ``phase`` and ``instance``
+    (a new ``instance`` at every ``mark_creating`` and every first record)."""
+    return None if row is None else (row.get("phase"), row.get("instance"))
+
+
+def _shown(row: Mapping[str, object] | None) -> str:
+    """A row as a refusal names it: ``no row``, ``owned (instance 1f2e…)``, or for a ``creating`` row
+    also who wrote it (``creating (instance 1f2e…, pid 4242 on minion1)``)."""
+    if row is None:
+        return "no row"
+    who = f", pid {row.get('pid')} on {row.get('host')}" if row.get("pid") else ""
+    return f"{row.get('phase')} (instance {str(row.get('instance'))[:8]}…{who})"
+
+
+def writer_running(row: Mapping[str, object] | None) -> bool:
+    """True when ``row`` is a ``creating`` row written by another process that still runs on this
+    host (its recorded ``pid`` answers signal 0): its create may be under way. A row of a process
+    that ended (a run killed mid-create, a lost answer) is not."""
+    if row is None or row.get("phase") != CREATING:
+        return False
+    pid = row.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return False
+    if row.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it runs, as another user
+    except OSError:
+        return False
+    return True
+
+
 class OwnershipCorrupt(SaltProxmoxError):
     """A stored row does not have the shape of docs/design.md §8; nothing is decided on it."""
 
@@ -700,6 +751,9 @@ class Ownership:
 
     def __init__(self, store: OwnershipStore):
         self.store = store
+        #: Per row key, the version (``_version``) this Ownership last read (``row``) or wrote: a
+        #: change is made only while the stored row is still that version.
+        self._seen: dict[str, tuple[object, object] | None] = {}
 
     def row(self, key: str) -> dict | None:
         """The row for ``key`` (a copy), or None when there is none (or what is stored is no
@@ -711,7 +765,9 @@ class Ownership:
         when the store cannot be read.
         """
         row = self.store.load().get(key)
-        return copy.deepcopy(check_row(key, row)) if isinstance(row, dict) else None
+        found = copy.deepcopy(check_row(key, row)) if isinstance(row, dict) else None
+        self._seen[key] = _version(found)
+        return found
 
     def for_state(self, target: str, family: str, state_id: str) -> tuple[str, dict] | None:
         """The row (key, row copy) this state id recorded in ``target``'s ``family``, if any.
@@ -728,15 +784,52 @@ class Ownership:
         found = by_state.get((prefix, state_id))
         return None if found is None else (found[0], copy.deepcopy(found[1]))
 
-    def mark_creating(self, key: str, state_id: str, declared: Mapping[str, object]) -> str:
+    def mark_creating(self, key: str, state_id: str, declared: Mapping[str, object], **tie: object) -> str:
         """Record a create about to start; returns its instance id. On disk when this returns.
 
-        Raises OwnershipFileError naming the file and the row when it cannot be recorded.
+        The row records who writes it (``host``, ``pid``), when (``started``, epoch seconds) and
+        ``tie``: what a guest family keeps to tie the guest to this create later (the provision
+        ``token``; ``note_task`` adds the ``upid``).
+
+        Raises RowConflict (nothing written) when the stored row is not the one this Ownership
+        read (another process wrote one since), or is a ``creating`` row of another process that
+        still runs (``writer_running``): its create may be under way. Raises OwnershipFileError
+        naming the file and the row when it cannot be recorded.
         """
         instance = str(uuid.uuid4())
-        row = {"phase": CREATING, "instance": instance, "state_id": state_id, "declared": dict(declared)}
-        self._change(key, lambda _earlier: row)
+        row = {
+            "phase": CREATING,
+            "instance": instance,
+            "state_id": state_id,
+            "declared": dict(declared),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": int(time.time()),
+            **tie,
+        }
+
+        def running(current: dict | None) -> str | None:
+            if writer_running(current):
+                return f"another process (pid {current.get('pid')}) is creating it now"  # type: ignore[union-attr]
+            return None
+
+        self._change(key, lambda _earlier: row, also=running, doing="set to creating")
         return instance
+
+    def note_task(self, key: str, upid: str) -> bool:
+        """Add the create task's ``upid`` to the ``creating`` row this Ownership wrote; returns
+        whether it is on disk. Never raises: the create is sent already, and without its UPID the
+        row still ties the guest to it by its ``token`` (``guest.identity.creation_tie``). False
+        when that row is no longer there (another process changed it) or cannot be written."""
+
+        def noted(earlier: dict | None) -> dict | None:
+            return {**earlier, "upid": upid} if earlier else None
+
+        try:
+            self._change(key, noted, doing="given its task")
+        except (RowConflict, OwnershipFileError):
+            return False
+        return True
 
     def mark_owned(
         self,
@@ -750,7 +843,8 @@ class Ownership:
         (``salt_proxmox.guest.fingerprint``), from the read-back of our own write or the read at an
         adoption; families without one pass None.
 
-        Raises OwnershipFileError naming the file and the row when it cannot be recorded.
+        Raises RowConflict (nothing written) when the stored row is not the one this Ownership
+        read or wrote; OwnershipFileError naming the file and the row when it cannot be recorded.
         """
 
         def owned(earlier: dict | None) -> dict:
@@ -766,36 +860,78 @@ class Ownership:
 
         self._change(key, owned)
 
-    def restore(self, key: str, row: Mapping[str, object] | None) -> None:
-        """Put back exactly the row ``key`` had before (None: no row), instance id included."""
+    def restore(self, key: str, row: Mapping[str, object] | None) -> bool:
+        """Put back exactly the row ``key`` had before (None: no row), instance id included, when
+        the stored row is still the one this Ownership wrote; returns whether it did. A row another
+        process wrote since (its own create of the same object) is left as it is: it speaks for
+        what that process did.
+
+        Raises OwnershipFileError naming the file and the row when it cannot be written.
+        """
         kept = None if row is None else copy.deepcopy(dict(row))
-        self._change(key, lambda _earlier: kept)
+        try:
+            self._change(key, lambda _earlier: kept, doing="put back")
+        except RowConflict:
+            return False
+        return True
 
     def forget(self, key: str) -> bool:
-        """Drop the row; True when there was one."""
+        """Drop the row; True when there was one.
+
+        Raises RowConflict (nothing dropped) when the stored row is not the one this Ownership
+        read or wrote; OwnershipFileError when it cannot be written.
+        """
         return self._change(key, lambda _earlier: None)[0] is not None
 
-    def _change(self, key: str, make: Callable[[dict | None], dict | None]) -> tuple[dict | None, bool]:
+    def _change(
+        self,
+        key: str,
+        make: Callable[[dict | None], dict | None],
+        also: Callable[[dict | None], str | None] | None = None,
+        doing: str = "",
+    ) -> tuple[dict | None, bool]:
         """Under the store's lock, read the rows as stored now, replace ``key``'s row by
         ``make(its row)`` (None drops it) and save, unless nothing changed. Returns (the row
         before, whether it was written).
 
+        The row stored now must be the version this Ownership last read or wrote (when it read
+        or wrote one: ``_seen``), and ``also(row)``, when given, must not name a reason: else
+        RowConflict, nothing written.
+
         Raises OwnershipFileError naming the row, what it was to become and the file.
         """
-        change = "written"
+        change = doing or "written"
         try:
             with self.store.locked():
                 rows = self.store.load()
                 earlier = rows.get(key)
-                row = make(earlier if isinstance(earlier, dict) else None)
-                change = f"set to {row.get('phase')}" if row else "dropped"
+                earlier = earlier if isinstance(earlier, dict) else None
+                why = None
+                if key in self._seen and _version(earlier) != self._seen[key]:
+                    why = (
+                        f"it is {_shown(earlier)} now, not the "
+                        f"{'row' if self._seen[key] else 'absence of a row'} this run read or wrote"
+                    )
+                elif also is not None:
+                    why = also(earlier)
+                row = None if why else make(earlier)
+                if not doing:
+                    change = f"set to {row.get('phase')}" if row else "dropped"
+                if why:
+                    raise RowConflict(
+                        f"ownership row {key} was not {change}: {why}. Another run or salt-call changed it "
+                        "meanwhile; it is left as that process wrote it, and what this row was to guard was "
+                        "not sent. Let the other run finish, then run this state again."
+                    )
                 if row == earlier or (row is None and key not in rows):
+                    self._seen[key] = _version(earlier)
                     return earlier, False
                 if row is None:
                     del rows[key]
                 else:
                     rows[key] = row
                 self.store.save(rows, key)
+                self._seen[key] = _version(row)
                 return earlier, True
         except OwnershipFileError as exc:
             raise OwnershipFileError(f"ownership row {key} was not {change}: {exc}") from None

@@ -12,17 +12,27 @@ not carry it is not ours: plan and apply refuse it, naming what differs, unless 
 Rows written before fingerprints existed are never trusted silently: the guest must match the
 declaration recorded with the row exactly, with no NIC or volume that declaration does not have;
 then the plan says so and the fingerprint is recorded; otherwise it is refused like a foreign guest.
+
+A fingerprint must hold something PVE generated for that guest alone (``generated_keys``): a
+container without a ``netN`` has only volume ids and sizes, which PVE hands out again (pve-storage
+names a new volume with the first free ``vm-<vmid>-disk-N``). Such a row vouches for no write and no
+destroy (``indistinct``); ``adopt: true`` after checking the guest by hand takes it as ours for
+that run.
+
+A ``creating`` row (a create whose end this minion did not see) vouches for a guest only when the
+node's task list ties it to that create (``creation_tie``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.guest.fingerprint import FIELD, differences, fingerprint
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
+from salt_proxmox.pve.tasks import warnings_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.family import Declaration, Family
@@ -142,3 +152,152 @@ def vmid_refusal(state: str, command: str, vmid: int, recorded: Mapping[str, obj
         f"vmid: {was} -> {vmid} is a different guest. Declare it under a new state id; the old "
         f"guest is retained (run `{state}.absent` on it, or `{command} destroy {was}` by hand)."
     ]
+
+
+def generated_keys(family: Family, prints: Mapping[str, str], declared: Mapping[str, object]) -> list[str]:
+    """The keys of fingerprint ``prints`` whose text PVE generated for this one guest: a ``netN``'s
+    MAC PVE drew (pve-container ``src/PVE/LXC/Config.pm`` ``parse_lxc_network``,
+    ``random_ether_addr``; qemu-server likewise) and a value qemu-server generates once per VM
+    (``vmgenid``, ``smbios1``'s ``uuid``, ``meta``'s ``ctime``: ``create_vm``, ``clone_vm``), each
+    only when ``declared`` (the recorded declaration's config) does not spell it: a declared MAC is
+    the operator's and a guest made again from the same declaration has it too. Volume ids and sizes
+    never count: pve-storage names a new volume with the first free ``vm-<vmid>-disk-N``
+    (``PVE/Storage/Plugin.pm`` ``find_free_diskname``), so a guest made again at the vmid with the
+    same size carries the same text."""
+    keys = family.keys
+    out = []
+    for key, text in prints.items():
+        if not (keys.nic.fullmatch(key) or key in keys.generated):
+            continue
+        if text.lower() in str(declared.get(key) or "").lower():
+            continue
+        out.append(key)
+    return out
+
+
+def indistinct(what: str, verb: str) -> str:
+    """The refusal of a write (``verb`` ``write``) or destroy (``delete``) on a row whose fingerprint
+    holds nothing PVE generated for the guest alone (``generated_keys`` empty)."""
+    done = f"nothing was {verb}{'ten' if verb == 'write' else 'd'}"
+    forward = (
+        "Check by hand that it is the guest this state made (`pct config`/`qm config`), then declare "
+        "adopt: true to write to it; or give it a NIC whose MAC PVE draws, which tells it apart."
+        if verb == "write"
+        else "Check it by hand and destroy it by hand if it should go."
+    )
+    return (
+        f"{what}: its fingerprint holds only volume ids and sizes (no MAC PVE drew, no generated id), "
+        "which PVE hands out again: a guest somebody made at this vmid with the same disks would carry "
+        f"the same fingerprint, so the row cannot vouch that it is ours and {done}. {forward}"
+    )
+
+
+#: How far a node's clock may be behind this minion's when a create task is searched from the time
+#: its ``creating`` row was written, in seconds.
+CLOCK_SKEW = 300
+
+#: Task types that make or unmake a guest at a vmid, whose UPID id is that vmid (pve-container
+#: ``src/PVE/API2/LXC.pm`` ``create_vm`` (``vzcreate``, ``vzrestore``), ``destroy_vm``; qemu-server
+#: ``PVE/API2/Qemu.pm`` likewise). A clone's task (``qmclone``, ``clone_vm``) carries the source
+#: vmid instead.
+MAKES = {"lxc": ("vzcreate", "vzrestore"), "qemu": ("qmcreate", "qmrestore")}
+UNMAKES = {"lxc": ("vzdestroy",), "qemu": ("qmdestroy",)}
+CLONE = "qmclone"
+
+
+def _task_user(task: Mapping[str, object]) -> str:
+    """``user@realm!token`` of a task-list entry: pve-manager ``PVE/API2/Tasks.pm`` ``node_tasks``
+    splits a token's UPID user into ``user`` and ``tokenid`` (a ``user`` that holds the ``!`` already
+    is taken whole)."""
+    user, token = str(task.get("user") or ""), task.get("tokenid")
+    return f"{user}!{token}" if token and "!" not in user else user
+
+
+def _succeeded(task: Mapping[str, object]) -> bool:
+    status = task.get("status")
+    return status in (None, "RUNNING", "running") or warnings_of(status) is not None
+
+
+def creation_tie(
+    family: Family,
+    vmid: int,
+    row: Mapping[str, object],
+    tasks: Iterable[Mapping[str, object]],
+    prints: Mapping[str, str],
+    clone_of: int | None = None,
+) -> str | None:
+    """None when the guest at ``vmid`` is the one the create of ``row`` (a ``creating`` row) made,
+    else why it cannot be tied to it.
+
+    ``tasks``: entries of the node task lists (``GET /nodes/{node}/tasks?vmid=…&source=all``,
+    pve-manager ``PVE/API2/Tasks.pm`` ``node_tasks``) of the node the create ran on and the
+    guest's node, from ``row['started']`` minus ``CLOCK_SKEW``; ``prints`` the guest's live
+    fingerprint; ``clone_of`` the template of a clone. Tied when:
+
+    - our create task is listed: the row's ``upid`` (when PVE's answer came back), else a create
+      task of the family (``MAKES``; ``qmclone`` of ``clone_of``) sent by the row's ``token``
+      since the row was written (a lost answer: the UPID holds the token as ``user@realm!token``);
+    - it did not fail (``OK``, ``WARNINGS: N`` or still running);
+    - no task made or destroyed a guest at ``vmid`` after it (``MAKES``, ``UNMAKES``): the guest
+      there may be another one;
+    - a VM's ``meta`` ``ctime`` (set by qemu-server ``create_vm``/``clone_vm``) is not older than
+      the row.
+
+    PVE lists another user's tasks only to a caller with Sys.Audit on ``/nodes/{node}``; a token
+    sees its own tasks only (``node_tasks``), so the read credential needs that privilege.
+    """
+    listed = list(tasks)
+    started = row.get("started")
+    upid, token = row.get("upid"), row.get("token")
+    if not isinstance(started, int) or not (upid or token):
+        return "its creating row records no create task (it was written by an earlier version)"
+    ctime = prints.get("meta")
+    if ctime and ctime.isdigit() and int(ctime) < started - CLOCK_SKEW:
+        return f"its meta ctime {ctime} is older than our create (started {started})"
+    if upid:
+        ours = [task for task in listed if task.get("upid") == upid]
+        what = f"our create task {upid}"
+    else:
+        makes = MAKES[family.kind]
+        ours = [
+            task
+            for task in listed
+            if _task_user(task) == token
+            and int(task.get("starttime") or 0) >= started - CLOCK_SKEW
+            and (
+                (task.get("type") in makes and str(task.get("id")) == str(vmid))
+                or (task.get("type") == CLONE and str(task.get("id")) == str(clone_of))
+            )
+        ]
+        what = f"a create task of {token} for {family.label} {vmid} since {started}"
+    if not ours:
+        return (
+            f"the node's task list does not show {what} (the read credential sees another user's tasks "
+            "only with Sys.Audit on /nodes/<node>: pve-manager PVE/API2/Tasks.pm node_tasks)"
+        )
+    task = max(ours, key=lambda found: int(found.get("starttime") or 0))
+    if not _succeeded(task):
+        return f"our create task {task.get('upid')} ended {task.get('status')!r}, so it made no guest"
+    since = int(task.get("starttime") or 0)
+    later = [
+        found
+        for found in listed
+        if found.get("upid") != task.get("upid")
+        and str(found.get("id")) == str(vmid)
+        and found.get("type") in (*MAKES[family.kind], *UNMAKES[family.kind])
+        and int(found.get("starttime") or 0) >= since
+    ]
+    if later:
+        names = ", ".join(f"{task.get('type')} by {_task_user(task)} ({task.get('upid')})" for task in later)
+        return f"after our create task the node ran {names}: the guest there may be another one"
+    return None
+
+
+def not_tied(what: str, why: str) -> str:
+    """The refusal of a guest found under a ``creating`` row that ``creation_tie`` cannot tie to
+    our create."""
+    return (
+        f"{what} exists with a create of ours recorded as unfinished, but nothing ties it to that create: "
+        f"{why}. It may be a guest somebody else made at this vmid; nothing was written. Check it by hand, "
+        "then declare adopt: true to take it over as it is."
+    )

@@ -40,7 +40,7 @@ from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form, vmid_number
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle, tag_style
-from salt_proxmox.pve.tasks import TaskFailed, start_task
+from salt_proxmox.pve.tasks import TaskFailed, start_task, upid_fields
 
 
 def chunk_keys(family: Family, chunk: Chunk, default_target: str | None) -> frozenset[str]:
@@ -276,6 +276,40 @@ def _effects(ctx: PveContext, family: Family, decl: Declaration, decision: Decis
         decision.reboot = not decision.reboot_note
 
 
+def _creation_tie(
+    ctx: PveContext, family: Family, decl: Declaration, row: Mapping[str, object], live: Mapping[str, object]
+) -> str | None:
+    """``identity.creation_tie`` on the task lists it needs, read with the ``read`` credential
+    (``GET /nodes/{node}/tasks`` with ``vmid``, ``source=all`` and ``since``: pve-manager
+    ``PVE/API2/Tasks.pm`` ``node_tasks``): the guest's node, the node of the recorded UPID, and for
+    a clone without one the template's node (``qmclone`` carries the template's vmid). Raises what
+    the client raises."""
+    started = row.get("started")
+    if not isinstance(started, int):
+        return identity.creation_tie(family, decl.vmid, row, [], {})
+    since = str(max(0, started - identity.CLOCK_SKEW))
+    clone_of = getattr(decl, "clone", None)
+    reads = {(decl.node, decl.vmid, None)}
+    upid = upid_fields(str(row["upid"])) if row.get("upid") else None
+    if upid is not None and str(upid["id"]).isdigit():
+        reads.add((str(upid["node"]), int(str(upid["id"])), None))
+    elif clone_of is not None:
+        source = indexed_guest(ctx, clone_of)
+        if source is not None:
+            reads.add((str(source["node"]), clone_of, identity.CLONE))
+    credential = ctx.broker.read()
+    tasks: list[Mapping[str, object]] = []
+    for node, vmid, kind in sorted(reads, key=str):
+        params = {"vmid": str(vmid), "source": "all", "since": since, "limit": "1000"}
+        if kind:
+            params["typefilter"] = kind
+        listed = ctx.client.request("GET", f"{api_path('nodes', node)}/tasks", credential, params=params)
+        tasks.extend(task for task in listed or [] if isinstance(task, Mapping))
+    return identity.creation_tie(
+        family, decl.vmid, row, tasks, identity.live_fingerprint(family, live), clone_of
+    )
+
+
 def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> Decision:
     """The one decision plan and apply share (docs/design.md §6 Plan, §8). The guest's status is
     read (one ``GET …/status/current``) only when ``power`` declares one and the guest is ours to
@@ -334,8 +368,12 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
         notes.append(f"{what}: adopt: true, so this minion records it as its own")
         record = True
     elif row.get("phase") == CREATING:
-        # An interrupted create (or a clone whose config write failed) is ours when it matches;
-        # one that differs is taken over only as adopt: true says, the remedy the refusal names.
+        # An interrupted create (or a clone whose config write failed) is ours when the node's task
+        # list ties it to our create and it matches; otherwise it is taken over only as adopt: true
+        # says, the remedy the refusals name.
+        untied = None if decl.adopt else _creation_tie(ctx, family, decl, row, live)
+        if untied:
+            return Decision("refuse", **found, reasons=[identity.not_tied(what, untied)])
         refusal, adopted = claim(
             row, decl.adopt, what, matches=not differs, alike="it matches",
             unlike=f"it differs in {', '.join(differs)}",
@@ -344,8 +382,9 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
             return Decision("refuse", **found, reasons=[refusal])
         notes.append(
             str(adopted)
-            if differs
-            else f"{what}: our interrupted create matches its declaration; it is recorded as ours"
+            if differs or decl.adopt
+            else f"{what}: our interrupted create is listed in the node's tasks and the guest matches its "
+            "declaration; it is recorded as ours"
         )
         record = True
     else:
@@ -371,6 +410,18 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
             )
             record = True
         record = record or fingerprint is not None
+        if not checked.differs and not identity.generated_keys(
+            family, identity.live_fingerprint(family, live), last.config
+        ):
+            if not decl.adopt:
+                indistinct = identity.indistinct(what, "write")
+                if change.drift or verdict.refuse or power.status is not None or decl.reboot_for_pending:
+                    return Decision("refuse", **found, reasons=[indistinct])
+            else:
+                notes.append(
+                    f"{what}: adopt: true, so it is taken as ours although its fingerprint cannot tell it "
+                    "from another guest at this vmid (no MAC PVE drew, no generated id)"
+                )
     notes.extend(verdict.undeclared)
     if verdict.refuse:
         return Decision("refuse", **found, reasons=verdict.refuse, notes=notes, others=True)
@@ -575,7 +626,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
     written: list[str] = []
     try:
         if decision.action == "create":
-            _create(ctx, family, decl, written)
+            _create(ctx, family, decl, written, decision.row)
         elif decision.action == "update":
             _update(ctx, family, decl, decision, written)
         # Read back only what was written; a no-drift apply costs the one read it decided on.
@@ -820,6 +871,8 @@ def owned_guest(
     found = identity.check(family, row, live.merged(), recorded, styled(ctx, recorded))
     if found.differs:
         raise Refused(identity.not_ours(what, found, "write"))
+    if not identity.generated_keys(family, identity.live_fingerprint(family, live.merged()), recorded.config):
+        raise Refused(identity.indistinct(what, "write"))
     return decl, row
 
 
@@ -855,18 +908,28 @@ def resize(ctx: PveContext, family: Family, node: object, vmid: object, disk: ob
     return upid
 
 
-def _create(ctx: PveContext, family: Family, decl: Declaration, written: list[str] | None = None) -> None:
+def _create(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    written: list[str] | None = None,
+    earlier: Mapping[str, object] | None = None,
+) -> None:
     """Run the family's create steps (``Family.create``), each a task awaited with the one
     provision credential minted for the create (bounded by ``ctx.create_polls`` polls each).
 
-    The ownership row turns ``creating`` just before the first request: PVE refusing it, or its
-    task failing, restores the row that was there (a failed create removes what it made:
-    pve-container ``src/PVE/API2/LXC.pm`` ``create_vm`` runs ``destroy_disks`` and
+    The ownership row turns ``creating`` just before the first request, from ``earlier`` (the row
+    the decision read: a row another process wrote since refuses the create, nothing sent:
+    ``Ownership.mark_creating``), recording the provision ``token`` that sends it; the first
+    step's UPID is added once PVE answers it (``Ownership.note_task``), so a later run can tie the
+    guest to this create (``identity.creation_tie``). PVE refusing it, or its task failing, restores
+    the row that was there when the stored row is still ours (a failed create removes what it
+    made: pve-container ``src/PVE/API2/LXC.pm`` ``create_vm`` runs ``destroy_disks`` and
     ``destroy_config`` before it dies, qemu-server ``PVE/API2/Qemu.pm`` ``create_vm`` likewise), so
-    no row claims a guest that is not there (a stale ``creating`` row would let a later run take
-    over a guest somebody else creates at this vmid). Once the guest exists, a later step that
-    fails keeps the ``creating`` row, as an uncertain end does: the next run finishes it. Each step
-    that went through is added to ``written`` (its ``what``)."""
+    no row claims a guest that is not there, and a row another process wrote meanwhile is kept. Once
+    the guest exists, a later step that fails keeps the ``creating`` row, as an uncertain end does:
+    the next run finishes it when it can tie it to this create. Each step that went through is
+    added to ``written`` (its ``what``)."""
     key = row_key(decl.target, family.kind, decl.vmid)
     minted: list[Credential] = []
 
@@ -877,8 +940,7 @@ def _create(ctx: PveContext, family: Family, decl: Declaration, written: list[st
 
     steps = family.create(ctx, decl, credential)
     step = next(steps, None)
-    earlier = ctx.ownership.row(key)
-    ctx.ownership.mark_creating(key, decl.state_id, decl.stored())
+    ctx.ownership.mark_creating(key, decl.state_id, decl.stored(), token=credential().token_id)
     first = True
     while step is not None:
         try:
@@ -889,6 +951,8 @@ def _create(ctx: PveContext, family: Family, decl: Declaration, written: list[st
             if first:
                 ctx.ownership.restore(key, earlier)
             raise
+        if first:
+            ctx.ownership.note_task(key, upid)
         try:
             ctx.await_task(credential(), decl.node, upid, step.what, ctx.create_polls)
         except TaskFailed:
@@ -999,11 +1063,16 @@ def _absent(
         live = read_live(ctx, family, last.node, last.vmid)
         if live is None:
             return forget_ownership(outcome, ctx.ownership, key, row, what, test, already_absent=True)
-        checked = (
-            identity.check(family, row, live.merged(), last, styled(ctx, last))
-            if row.get("phase") != CREATING
-            else identity.Check()
-        )
+        if row.get("phase") == CREATING:
+            # Nothing shows the guest there is the one our unfinished create made: never destroyed.
+            return outcome.fail(
+                f"destroy {what}: its ownership row records a create of ours as unfinished, so nothing "
+                "shows the guest at this vmid is the one it made. Nothing was deleted. Run its "
+                f"{family.state}.present state first (it records the guest as ours when the node's task list "
+                "ties it to our create, or with adopt: true after you checked it), or destroy it by hand "
+                f"(`{family.command} destroy {decl.vmid}`)."
+            )
+        checked = identity.check(family, row, live.merged(), last, styled(ctx, last))
         if checked.differs:
             return outcome.fail(identity.not_ours(what, checked, "delete"))
         # "Still matches" judges what the guest runs with, not what waits for its next start.
@@ -1021,6 +1090,8 @@ def _absent(
                 "destroy deletes every volume the guest's config names, so nothing was deleted. Declare "
                 "them, or detach and keep or delete them by hand first."
             )
+        if not identity.generated_keys(family, identity.live_fingerprint(family, live.merged()), last.config):
+            return outcome.fail(identity.indistinct(what, "delete"))
         if checked.legacy:
             outcome.comment.append(
                 f"{what}: its ownership row was written before fingerprints existed; the guest matches the "

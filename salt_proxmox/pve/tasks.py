@@ -73,6 +73,21 @@ def upid_node(upid: str) -> str | None:
     return parts[1] if len(parts) >= 9 and parts[0] == "UPID" and parts[1] else None
 
 
+def upid_fields(upid: str) -> dict[str, object] | None:
+    """``{node, starttime, type, id, user}`` of a UPID (pve-common ``src/PVE/Tools.pm``
+    ``upid_decode``: ``UPID:$node:$pid:$pstart:$starttime:$type:$id:$user:``, the start time in
+    hex epoch seconds, ``user`` as ``user@realm`` or ``user@realm!token``), or None for a
+    malformed one."""
+    parts = upid.split(":")
+    if len(parts) < 9 or parts[0] != "UPID" or not parts[1]:
+        return None
+    try:
+        start = int(parts[4], 16)
+    except ValueError:
+        return None
+    return {"node": parts[1], "starttime": start, "type": parts[5], "id": parts[6], "user": parts[7]}
+
+
 def await_task(
     client: PveClient,
     credential: Credential,

@@ -234,3 +234,125 @@ def test_an_adhoc_resize_obeys_the_fingerprint_and_moves_it(fresh_cluster):
         resize(make_context(static_targets(fresh_cluster), store=store), "pve1", 150, "rootfs", "+1G")
     assert writes(requests_since(fresh_cluster, start)) == [], "no resize of their guest"
     assert fresh_cluster.pve.ct(150).config == theirs
+
+
+# --------------------------------------------------------------------------------------------
+# a fingerprint that cannot tell two guests apart, and creates whose end we did not see
+# --------------------------------------------------------------------------------------------
+
+#: Ours without a NIC: nothing PVE draws for it, only volume ids and sizes.
+NO_NIC = declaration(mp0=None, net0=None)
+
+
+def test_a_container_without_a_nic_is_neither_rewritten_nor_destroyed_when_made_again(fresh_cluster):
+    """pve-storage names a new volume with the first free ``vm-<vmid>-disk-N`` (Plugin.pm
+    find_free_diskname): the same container made again at our vmid with the same size carries the
+    same volume ids and sizes. Its row vouches for no write and no destroy; adopt: true (after a
+    check by hand) writes."""
+    store = MemoryStore()
+    done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **NO_NIC)
+    assert done.result is True, done.comment
+    row = store.rows[KEY]
+    assert set(row["fingerprint"]) == {"rootfs"}
+    # Destroyed by hand and made again by somebody: same hostname, same 8G rootfs, same volume id.
+    pve = fresh_cluster.pve
+    theirs = {k: v for k, v in pve.ct(150).config.items() if k != "digest"}
+    pve.cts.remove(pve.ct(150))
+    pve.add_ct(150, node="pve1", config=dict(theirs), defaults=False)
+    start = len(pve.requests)
+    for test in (True, False):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        updated = present(ctx, "web", test, **dict(NO_NIC, memory=4096))
+        destroyed = absent(ctx, "web", test, **DESTROY)
+        for outcome in (updated, destroyed):
+            text = "\n".join(outcome.comment)
+            assert outcome.result is False and outcome.changes == {}, text
+            assert "holds only volume ids and sizes" in text and "cannot vouch" in text, text
+        assert "adopt: true" in "\n".join(updated.comment), "names the way forward"
+        assert "destroy it by hand" in "\n".join(destroyed.comment)
+    assert writes(requests_since(fresh_cluster, start)) == [], "no PUT, no DELETE"
+    assert pve.ct(150) is not None and store.rows[KEY] == row
+    with pytest.raises(Refused, match="holds only volume ids and sizes"):
+        resize(make_context(static_targets(fresh_cluster), store=store), "pve1", 150, "rootfs", "+1G")
+    # The operator checked it: adopt: true writes, and says why it had to.
+    adopted = present(
+        make_context(static_targets(fresh_cluster), store=store),
+        "web",
+        False,
+        adopt=True,
+        **dict(NO_NIC, memory=4096),
+    )
+    assert adopted.result is True and "cannot tell it from another guest" in "\n".join(adopted.comment)
+    # A clean plan writes nothing, so it is not refused.
+    clean = present(
+        make_context(static_targets(fresh_cluster), store=store), "web", True, **dict(NO_NIC, memory=4096)
+    )
+    assert clean.result is True and clean.changes == {}, clean.comment
+
+
+def _creating_row(store: MemoryStore, **tie) -> dict:
+    """The ``creating`` row of a create of ours whose end was not seen (its guest is not made)."""
+    row = {"phase": "creating", "instance": "0" * 8, "state_id": "web", "declared": dict(OURS), **tie}
+    store.rows[KEY] = row
+    return row
+
+
+def test_a_creating_row_does_not_vouch_for_a_guest_somebody_else_made(fresh_cluster):
+    """Our create's answer was lost and it did not happen; somebody (root@pam) made CT 150 from the
+    same declaration. Nothing ties it to our create (pve-manager PVE/API2/Tasks.pm node_tasks lists
+    no vzcreate of our token for it), so it is refused, never finished as ours, and never destroyed."""
+    import time
+
+    store = MemoryStore()
+    row = _creating_row(store, started=int(time.time()), token="salt-provision@pve!apply", host="h", pid=1)
+    # Somebody else's create of the same declaration, run by another user.
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    assert present(ctx, "theirs", False, **OURS).result is True
+    for task in fresh_cluster.pve.tasklog:
+        if task["type"] == "vzcreate" and task["id"] == "150":
+            task["user"] = "root@pam"
+    theirs = dict(fresh_cluster.pve.ct(150).config)
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        finished = present(ctx, "web", test, **OURS)
+        text = "\n".join(finished.comment)
+        assert finished.result is False and finished.changes == {}, text
+        assert "nothing ties it to that create" in text and "adopt: true" in text
+        destroyed = absent(ctx, "web", test, **DESTROY)
+        text = "\n".join(destroyed.comment)
+        assert destroyed.result is False and destroyed.changes == {}, text
+        assert "create of ours as unfinished" in text and "Nothing was deleted" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert fresh_cluster.pve.ct(150).config == theirs and store.rows[KEY] == row
+
+
+def test_a_creating_row_is_finished_when_the_task_list_ties_it_and_refused_after_a_remake(fresh_cluster):
+    """Our create went through but its end was not seen: the node's task list shows our token's
+    vzcreate, so it is finished as ours. Had the guest been destroyed and made again since, the later
+    vzdestroy/vzcreate unties it."""
+    import time
+
+    store = MemoryStore()
+    _creating_row(store, started=int(time.time()), token="salt-provision@pve!apply")
+    assert present(
+        make_context(static_targets(fresh_cluster), store=MemoryStore()), "x", False, **OURS
+    ).result
+    # Destroyed and made again, by root@pam, after our create.
+    pve = fresh_cluster.pve
+    later = int(time.time()) + 1
+    pve.tasklog.append({
+        "upid": f"UPID:pve1:00000001:00000007:{later:08X}:vzdestroy:150:root@pam:", "node": "pve1",
+        "type": "vzdestroy", "id": "150", "user": "root@pam", "starttime": later, "status": "stopped",
+        "exitstatus": "OK",
+    })  # fmt: skip
+    refused = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    assert refused.result is False and "vzdestroy by root@pam" in "\n".join(refused.comment), refused.comment
+    pve.tasklog.pop()
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    assert plan.result is None and plan.changes == {"ownership": {"old": "creating", "new": "owned"}}
+    assert "listed in the node's tasks" in "\n".join(plan.comment)
+    assert (
+        present(make_context(static_targets(fresh_cluster), store=store), "web", False, **OURS).result is True
+    )
+    assert store.rows[KEY]["phase"] == OWNED

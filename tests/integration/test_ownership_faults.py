@@ -292,3 +292,58 @@ def test_a_config_put_whose_answer_is_lost_is_uncertain_and_the_next_run_is_clea
     again = present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration(memory=2048))
     assert again.result is True and again.changes == {}, again.comment
     assert writes(requests_since(fresh_cluster, start)) == [], "the PUT went through; nothing re-sent"
+
+
+# --------------------------------------------------------------------------------------------
+# rows agree with PVE under concurrency
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_state_run_and_an_adhoc_create_of_one_container_at_once_leave_the_winners_row(
+    fresh_cluster, tmp_path, monkeypatch
+):
+    """Two processes (each its own store over the same rows file) both find CT 150 absent and decide
+    to create it. The state run records ``creating``, creates it and records it ``owned``; only then
+    does the ad-hoc call reach its ``mark_creating``. It finds a row it did not read (re-read under the
+    lock) and refuses: nothing is sent, and the winner's row stays. (Before, it overwrote the row, PVE
+    refused its POST, and it put back its stale "no row": the container was left unowned.)"""
+    import threading
+
+    from salt_proxmox.ownership import Ownership
+
+    real = Ownership.mark_creating
+    adhoc_decided, run_done = threading.Event(), threading.Event()
+
+    def mark_creating(self, *args, **kwargs):
+        if threading.current_thread().name == "adhoc":
+            adhoc_decided.set()
+            assert run_done.wait(30), "the state run did not finish"
+        else:
+            assert adhoc_decided.wait(30), "the ad-hoc call did not decide"
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Ownership, "mark_creating", mark_creating)
+    outcomes: dict = {}
+
+    def run(name: str) -> None:
+        try:
+            outcomes[name] = present(grain_context(fresh_cluster, tmp_path), name, False, **declaration())
+        finally:
+            if name == "run":
+                run_done.set()
+
+    start = len(fresh_cluster.pve.requests)
+    threads = [threading.Thread(target=run, args=(name,), name=name) for name in ("run", "adhoc")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert outcomes["run"].result is True, outcomes["run"].comment
+    lost = "\n".join(outcomes["adhoc"].comment)
+    assert outcomes["adhoc"].result is False and "was not set to creating" in lost, lost
+    assert "Another run or salt-call changed it" in lost and "Nothing was written" in lost
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/nodes/pve1/lxc")
+    ]
+    row = rows(tmp_path)[ROW]
+    assert row["phase"] == OWNED and row["state_id"] == "run", "the container keeps the winner's row"
