@@ -146,8 +146,11 @@ CT160: dict[str, Any] = {
     "memory": 256,
     "rootfs": "local-zfs:2",
 }
+#: Its NIC's MAC is one PVE drew (the declaration names no net0): what tells it from a container made
+#: again at 160 with the same volumes, without which no destroy is allowed (guest.identity.generated_keys).
 CT160_LIVE = {"hostname": "old", "memory": 256, "unprivileged": 1, "arch": "amd64", "ostype": "debian",
-              "rootfs": "local-zfs:subvol-160-disk-0,size=2G"}  # fmt: skip
+              "rootfs": "local-zfs:subvol-160-disk-0,size=2G",
+              "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:16:00:01,ip=dhcp,type=veth"}  # fmt: skip
 OWNED_160 = owned_row(160, "old", CT160, CT160_LIVE)
 DESTROY_160 = {"vmid": 160, "node": "pve1", "removal": "destroy"}
 
@@ -242,6 +245,35 @@ def edit_120_before_put(run: Run) -> None:
 def guest_appears_before_create(run: Run) -> None:
     """Somebody else creates CT 150 between our read and our POST."""
     run.before("POST", "/nodes/pve1/lxc", lambda r: r.add_guest(150, node="pve1", hostname="theirs"))
+
+
+#: When the ``creating`` rows of these scenarios were written (epoch seconds), and their create task.
+CREATING_AT = 1_767_225_600
+
+
+def create_task(
+    user: str, ttype: str = "vzcreate", vmid: int = 150, at: int = CREATING_AT
+) -> Callable[[Run], None]:
+    """A task of ``user`` in pve1's task list for ``vmid`` (pve-manager ``PVE/API2/Tasks.pm``
+    ``node_tasks``), ended OK."""
+
+    def setup(run: Run) -> None:
+        run.pve.tasklog.append({
+            "upid": f"UPID:pve1:0000BEEF:00001234:{at:08X}:{ttype}:{vmid}:{user}:", "node": "pve1",
+            "pid": 0xBEEF, "pstart": 0x1234, "starttime": at, "type": ttype, "id": str(vmid), "user": user,
+            "status": "stopped", "exitstatus": "OK", "endtime": at + 5, "log": [],
+        })  # fmt: skip
+
+    return setup
+
+
+def creating_row(vmid: int, declared: Mapping[str, Any], **tie: Any) -> dict[str, dict]:
+    """A seeded ``creating`` row of state ``web`` written at ``CREATING_AT`` (``tie``: ``token``,
+    ``upid``)."""
+    stored = {k: v for k, v in declared.items() if k != "description"}
+    row = {"phase": "creating", "instance": "seeded", "state_id": "web", "declared": stored,
+           "started": CREATING_AT, **tie}  # fmt: skip
+    return {f"{TARGET}/lxc/{vmid}": row}
 
 
 def slow_create(run: Run) -> None:
@@ -1637,38 +1669,34 @@ SCENARIOS: list[Scenario] = [
         "a run after a create whose answer was lost: the guest is there and matches",
         "the interrupted create is finished as ours, nothing is sent",
         True,
-        ("our interrupted create matches its declaration",),
-        lambda run: run.pve.add_ct(
-            150,
-            node="pve1",
-            status="stopped",
-            defaults=False,
-            config={
-                "hostname": "ct150",
-                "memory": 1024,
-                "cores": 2,
-                "unprivileged": 1,
-                "arch": "amd64",
-                "ostype": "debian",
-                "rootfs": "local-zfs:subvol-150-disk-0,size=8G",
-                "mp0": "local-zfs:subvol-150-disk-1,mp=/srv/data,backup=1,size=10G",
-                "net0": "name=eth0,bridge=vmbr0,ip=dhcp,hwaddr=BC:24:11:00:00:01,type=veth",
-                "features": "nesting=1",
-                "tags": "prod;web",
-                "startup": "order=2,up=30",
-                "description": "made by a test\n",
-            },
+        ("our interrupted create is listed in the node's tasks and the guest matches",),
+        lambda run: (
+            create_task(PROVISION_TOKEN_ID)(run)
+            or run.pve.add_ct(
+                150,
+                node="pve1",
+                status="stopped",
+                defaults=False,
+                config={
+                    "hostname": "ct150",
+                    "memory": 1024,
+                    "cores": 2,
+                    "unprivileged": 1,
+                    "arch": "amd64",
+                    "ostype": "debian",
+                    "rootfs": "local-zfs:subvol-150-disk-0,size=8G",
+                    "mp0": "local-zfs:subvol-150-disk-1,mp=/srv/data,backup=1,size=10G",
+                    "net0": "name=eth0,bridge=vmbr0,ip=dhcp,hwaddr=BC:24:11:00:00:01,type=veth",
+                    "features": "nesting=1",
+                    "tags": "prod;web",
+                    "startup": "order=2,up=30",
+                    "description": "made by a test\n",
+                },
+            )
         ),
         WEB,
         rows={f"{TARGET}/lxc/150": "owned"},
-        seed_rows={
-            f"{TARGET}/lxc/150": {
-                "phase": "creating",
-                "instance": "seeded",
-                "state_id": "web",
-                "declared": {k: v for k, v in WEB.items() if k != "description"},
-            }
-        },
+        seed_rows=creating_row(150, WEB, token=PROVISION_TOKEN_ID),
     ),
     *(
         Scenario(
@@ -2055,6 +2083,14 @@ OURS_150_LIVE = {"hostname": "ct150", "memory": 1024, "cores": 2, "unprivileged"
                  "rootfs": "local-zfs:subvol-150-disk-0,size=8G",
                  "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:01:50,ip=dhcp,type=veth"}  # fmt: skip
 OWNED_150 = owned_row(150, "web", OURS_150, OURS_150_LIVE)
+#: Our CT 150 without a NIC: nothing PVE drew for it alone, only volume ids and sizes.
+NO_NIC_150 = declaration(mp0=None, net0=None)
+NO_NIC_150_LIVE = {
+    **{k: v for k, v in OURS_150_LIVE.items() if k != "net0"},
+    "features": "nesting=1",
+    "tags": "prod;web",
+    "startup": "order=2,up=30",
+}
 DESTROY_150 = {"vmid": 150, "node": "pve1", "removal": "destroy"}
 
 
@@ -2111,6 +2147,83 @@ IDENTITY: list[Scenario] = [
         dict(OURS_150, rootfs="local-zfs:10"),
         rows={f"{TARGET}/lxc/150": "owned"},
         seed_rows=OWNED_150,
+    ),
+    Scenario(
+        "no-nic-remade-update",
+        "identity",
+        "our CT 150 has no NIC; destroyed by hand and made again at 150 with the same 8G rootfs; present",
+        "volume ids and sizes alone do not vouch for a write: refused, adopt: true after a check by hand",
+        False,
+        ("holds only volume ids and sizes", "cannot vouch that it is ours", "adopt: true", NOTHING),
+        lambda run: run.pve.add_ct(
+            150,
+            node="pve1",
+            status="stopped",
+            defaults=False,
+            config=dict(NO_NIC_150_LIVE),
+        ),
+        declaration(mp0=None, net0=None, memory=2048),
+        rows={f"{TARGET}/lxc/150": "owned"},
+        seed_rows=owned_row(150, "web", NO_NIC_150, NO_NIC_150_LIVE),
+    ),
+    Scenario(
+        "no-nic-remade-destroy",
+        "identity",
+        "the same NIC-less CT 150 made again; absent with removal: destroy",
+        "never destroyed on a fingerprint that cannot tell two guests apart",
+        False,
+        ("holds only volume ids and sizes", "destroy it by hand"),
+        lambda run: run.pve.add_ct(
+            150,
+            node="pve1",
+            status="stopped",
+            defaults=False,
+            config=dict(NO_NIC_150_LIVE),
+        ),
+        DESTROY_150,
+        state="absent",
+        rows={f"{TARGET}/lxc/150": "owned"},
+        seed_rows=owned_row(150, "web", NO_NIC_150, NO_NIC_150_LIVE),
+    ),
+    Scenario(
+        "creating-row-foreign-guest",
+        "identity",
+        "our create's answer was lost and it did not happen; root@pam made CT 150 from the same declaration",
+        "a creating row is finished only when the task list ties the guest to our create: refused",
+        False,
+        (
+            "nothing ties it to that create",
+            "does not show a create task of salt-provision@pve!apply",
+            "adopt: true",
+            NOTHING,
+        ),
+        both(
+            create_task("root@pam"),
+            lambda run: run.pve.add_ct(
+                150, node="pve1", status="stopped", defaults=False, config=dict(OURS_150_LIVE)
+            ),
+        ),
+        OURS_150,
+        rows={f"{TARGET}/lxc/150": "creating"},
+        seed_rows=creating_row(150, OURS_150, token=PROVISION_TOKEN_ID),
+    ),
+    Scenario(
+        "creating-row-destroy",
+        "identity",
+        "a creating row and a guest at CT 150 (made by our own create); absent with removal: destroy",
+        "never destroyed on a creating row: present finishes it first, or a destroy by hand",
+        False,
+        ("create of ours as unfinished", "Nothing was deleted", "pct destroy 150"),
+        both(
+            create_task(PROVISION_TOKEN_ID),
+            lambda run: run.pve.add_ct(
+                150, node="pve1", status="stopped", defaults=False, config=dict(OURS_150_LIVE)
+            ),
+        ),
+        DESTROY_150,
+        state="absent",
+        rows={f"{TARGET}/lxc/150": "creating"},
+        seed_rows=creating_row(150, OURS_150, token=PROVISION_TOKEN_ID),
     ),
     Scenario(
         "row-before-fingerprints-matches",
