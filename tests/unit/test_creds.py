@@ -8,6 +8,10 @@ pve-access-control ``PVE::AccessControl::pve_verify_tokenid`` (``user@realm!name
 
 from __future__ import annotations
 
+import os
+import socket
+import time
+
 import hvac.exceptions
 import pytest
 import requests
@@ -335,12 +339,17 @@ def test_mark_creating_then_owned_keeps_the_instance_id() -> None:
     ownership = Ownership(store)
     key = row_key("homelab", "lxc", 150)
     instance = ownership.mark_creating(key, "web", DECLARED)
-    assert ownership.row(key) == {
+    row = ownership.row(key)
+    assert row == {
         "phase": CREATING,
         "instance": instance,
         "state_id": "web",
         "declared": DECLARED,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": row["started"],
     }
+    assert abs(row["started"] - time.time()) < 60
     ownership.mark_owned(key, "web", {**DECLARED, "memory": "1024"})
     row = ownership.row(key)
     assert (row["phase"], row["instance"], row["declared"]["memory"]) == (OWNED, instance, "1024")

@@ -699,15 +699,19 @@ def test_failed_create_task_names_the_upid_and_the_log_command() -> None:
 
 
 def test_a_resumed_creating_row_with_a_matching_guest_is_finished_as_ours_without_a_write() -> None:
-    row = stored_row(phase=CREATING, instance="resumed-instance")
+    # The node's task list shows our token's vzcreate of CT 150 (pve-manager PVE/API2/Tasks.pm node_tasks).
+    tie = {"started": 1_767_225_600, "token": "p@pve!t"}
+    row = {**stored_row(phase=CREATING, instance="resumed-instance"), **tie}
     store = MemoryStore({ROW: row})
-    stub = StubPve().on("GET", CONFIG, live_config())
+    task = {"upid": "UPID:pve1:1:1:6955B900:vzcreate:150:p@pve!t:", "type": "vzcreate", "id": "150",
+            "user": "p@pve", "tokenid": "t", "starttime": 1_767_225_600, "status": "OK"}  # fmt: skip
+    stub = StubPve().on("GET", CONFIG, live_config()).on("GET", "nodes/pve1/tasks", [task])
     outcome = plan(stub, store, test=False)
     assert outcome.result is True, outcome.comment
     assert stub.writes == []
     assert store.rows[ROW]["phase"] == OWNED
     assert store.rows[ROW]["instance"] == "resumed-instance"
-    assert "our interrupted create matches its declaration" in outcome.comment[0]
+    assert "our interrupted create is listed in the node's tasks and the guest matches" in outcome.comment[0]
 
 
 def test_a_creating_row_with_a_guest_that_differs_is_refused() -> None:
@@ -715,7 +719,8 @@ def test_a_creating_row_with_a_guest_that_differs_is_refused() -> None:
     stub = StubPve().on("GET", CONFIG, live_config(hostname="someone-else"))
     outcome = plan(stub, store, test=False)
     assert outcome.result is False
-    assert "differs in hostname, so it may not be ours" in outcome.comment[0]
+    # Refused before the match is judged: nothing ties this row to a create task (it records none).
+    assert "nothing ties it to that create" in outcome.comment[0]
     assert stub.writes == [] and store.rows[ROW]["phase"] == CREATING
 
 
