@@ -131,7 +131,9 @@ def test_settled_node_adopted_with_zero_writes_and_zero_mints(fresh_cluster, bao
     done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
     assert (plan.result, plan.changes) == (True, {}) and (done.result, done.changes) == (True, {})
     log = requests_since(fresh_cluster, start)
-    assert writes(log) == [] and [p for _, p, _ in log] == ["/nodes/pve1/network", "/nodes/pve1/network"]
+    # Each step reads the staged diff and the node's last reload task (pve-manager Tasks.pm node_tasks).
+    read = ["/nodes/pve1/network", "/nodes/pve1/tasks"]
+    assert writes(log) == [] and [p for _, p, _ in log] == read + read
     assert _mints(cache)["provision"] == 0, "no provision credential minted"
 
 
