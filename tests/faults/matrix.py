@@ -2002,7 +2002,7 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         id="sdn-node-staged-uncovered",
         group="network",
-        fault="an SDN zone is pending; somebody staged a bridge on pve2, which no node apply of the run covers",
+        fault="an SDN zone is pending; somebody staged a bridge on pve2, no node apply of the run covers it",
         promise="refused: the commit reloads every node and would make pve2's staged bridge live",
         result=False,
         comment=("node pve2 has staged network changes", "`pvesh delete /nodes/pve2/network`"),
