@@ -524,6 +524,7 @@ def _object_present(family, name, test, target, state_id, declared):
 
 
 def _object_absent(family, name, test, target, state_id, removal, names):
+    from salt_proxmox.network import apply
     from salt_proxmox.simple import lifecycle as simple
 
     spec = _families()[family]
@@ -531,7 +532,7 @@ def _object_absent(family, name, test, target, state_id, removal, names):
     return _state(
         name,
         target,
-        simple.absent,
+        apply.absent if family in apply.STAGING else simple.absent,
         spec,
         bool(test),
         state_id or name,

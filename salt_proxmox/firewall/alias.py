@@ -271,6 +271,7 @@ SPEC = ObjectSpec(
     delete=lambda decl, live: Call("DELETE", _path(decl)),
     matches=same_values,
     write_guard=list_digest,
+    delete_guard=True,  # remove_alias takes digest (pve-firewall API2/Firewall/Aliases.pm)
     listing=Call("GET", COLLECTION),
     listed=listed,
 )

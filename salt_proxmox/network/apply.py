@@ -26,9 +26,18 @@ The rules, one place for both apply states:
   says whether the reload worked);
 - one node at a time: the first failure in a run stops every later apply of the run (node or
   SDN), each saying it was not applied and why;
-- a plan of the same run that would stage something (an interface of the node, an SDN object) makes
-  the apply's plan say it would reload after those writes, so the plan shows every change the apply
-  will make.
+- a plan of the same run that would stage something (an interface of the node, an SDN object, or
+  the removal of one: ``removal: destroy``) makes the apply's plan say it would reload after those
+  writes, so the plan shows every change the apply will make;
+- a staged deletion this run did not make is refused, plan and apply alike: the staged diff removes
+  an ``iface`` stanza no ``removal: destroy`` state of this run removed (somebody's ``vmbr0``
+  deletion). The remedy names ``DELETE /nodes/{node}/network`` (pve-manager ``revert_network_changes``:
+  it unlinks ``interfaces.new``, every staged change of the node);
+- the node's last reload task is read (``GET /nodes/{node}/tasks``, type ``srvreload``, the type
+  ``reload_network_config`` forks; ``source=all`` so a running one is listed): one still running is
+  refused (wait for it); one that ended in error fails a step with nothing to apply, and is said
+  in the plan of a step that reloads again — so a reload whose run was killed is reported by the
+  next run, never a silent clean plan.
 """
 
 from __future__ import annotations
@@ -43,13 +52,21 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, check_form
 from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.listing import get_rows, rows_of
-from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task
+from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task, warnings_of
+from salt_proxmox.sdn import lock as sdn_lock
 from salt_proxmox.simple import lifecycle as simple
 
 #: The run-level record of a failed apply (Salt's ``__context__`` lasts one run).
 FAILED = "salt_proxmox.apply_failed/{target}"
 #: The run-level list of writes a plan showed for what an apply step reloads (state ids).
 PLANNED = "salt_proxmox.planned/{target}/{scope}"
+#: The run-level set of objects a ``removal: destroy`` of this run deleted (or, under ``test``,
+#: would delete), per scope: the staged or pending deletions an apply step may make live.
+REMOVED = "salt_proxmox.removed/{target}/{scope}"
+#: Set when a node's apply step of this run planned or applied its staged changes (not refused).
+COVERED = "salt_proxmox.node_applied/{target}/{node}"
+#: pve-manager ``PVE/API2/Network.pm`` ``reload_network_config``: ``fork_worker('srvreload', ...)``.
+RELOAD_TASK = "srvreload"
 #: The families whose writes an apply step reloads, and the scope of a declaration.
 STAGING = {
     "network_interface": lambda declared: f"node {declared.get('node')}",
@@ -97,15 +114,105 @@ def cluster_health(ctx, credential) -> str | None:
     return "; ".join(problems) or None
 
 
+def cluster_nodes(ctx) -> dict[str, bool]:
+    """``{node: online}`` for every node of the cluster (``GET /cluster/status`` node rows, read
+    credential): the nodes ``reloadnetworkall`` reloads (pve-cluster ``get_nodelist``). Raises
+    PveError, PveMalformed, PveUnreachable."""
+    rows = get_rows(ctx.client, "cluster/status", ctx.broker.read(), what="status rows")
+    nodes = {str(row.get("name")): str(row.get("online")) == "1" for row in rows if row.get("type") == "node"}
+    if not nodes:
+        raise PveMalformed("GET", "cluster/status", "no node rows")
+    return dict(sorted(nodes.items()))
+
+
 def present(ctx, spec, test: bool, state_id: str, **declared) -> Outcome:
     """``simple.present`` of a staging family (``STAGING``), noting under ``test`` a write it would
-    stage, for the apply step's plan."""
-    outcome = simple.present(ctx, spec, test, state_id, **declared)
+    stage, for the apply step's plan. An SDN object first settles a global SDN lock a stopped run
+    of this minion left (``salt_proxmox.sdn.lock``)."""
     scope = STAGING.get(spec.family)
+    outcome = _sdn_lock_settled(
+        ctx, spec, test, lambda: simple.present(ctx, spec, test, state_id, **declared)
+    )
     if scope is not None and test and outcome.result is None:
         key = PLANNED.format(target=ctx.target.name, scope=scope(declared))
         ctx.reads.memo.setdefault(key, []).append(state_id)
     return outcome
+
+
+def absent(ctx, spec, test: bool, state_id: str, removal: object = "retain", **names) -> Outcome:
+    """``simple.absent`` of a staging family (``STAGING``), noting a deletion it would stage (under
+    ``test``: for the apply step's plan) and one it staged or would stage (``REMOVED``: the apply
+    step makes that deletion live, and only that one)."""
+    outcome = _sdn_lock_settled(
+        ctx, spec, test, lambda: simple.absent(ctx, spec, test, state_id, removal, **names)
+    )
+    scope = STAGING.get(spec.family)
+    if scope is None or outcome.result is False or "deleted" not in outcome.changes:
+        return outcome
+    key = scope(names)
+    if test:
+        ctx.reads.memo.setdefault(PLANNED.format(target=ctx.target.name, scope=key), []).append(state_id)
+    removed = ctx.reads.memo.setdefault(REMOVED.format(target=ctx.target.name, scope=key), set())
+    removed.add(removed_name(spec.family, names))
+    return outcome
+
+
+def _sdn_lock_settled(ctx, spec, test: bool, act: Callable[[], Outcome]) -> Outcome:
+    """``act()``; for an SDN object, after settling a global SDN lock a stopped run of this minion
+    left (``salt_proxmox.sdn.lock.settled_first``), which would refuse every SDN write."""
+    if STAGING.get(spec.family, lambda declared: None)({}) != "sdn":
+        return act()
+    return sdn_lock.settled_first(ctx, test, act)
+
+
+def removed_name(family: str, names: Mapping[str, object]) -> str:
+    """How an apply step names a deleted object: the iface (``vmbr1``), ``zone lab``, ``vnet
+    labnet``, ``subnet labnet/10.2.0.0/24`` (its vnet and CIDR)."""
+    if family == "network_interface":
+        return str(names.get("name"))
+    kind = family.removeprefix("sdn_")
+    if kind == "subnet":
+        return f"subnet {names.get('vnet')}/{names.get('name')}"
+    return f"{kind} {names.get('name')}"
+
+
+def removed(ctx, scope: str) -> set[str]:
+    """What ``removal: destroy`` states of this run deleted (or would) in ``scope``."""
+    return set(ctx.reads.memo.get(REMOVED.format(target=ctx.target.name, scope=scope)) or ())
+
+
+def last_reload(ctx, node: str) -> Mapping | None:
+    """The node's newest ``srvreload`` task row (``upid``, ``starttime``, ``status`` once ended), or
+    None when it lists none. Read with the read credential, which holds Sys.Audit, so every user's
+    tasks are listed (pve-manager ``PVE/API2/Tasks.pm`` ``node_tasks``). Raises PveError,
+    PveMalformed, PveUnreachable."""
+    params = {"typefilter": RELOAD_TASK, "source": "all", "limit": "20"}
+    rows = get_rows(ctx.client, api_path("nodes", node, "tasks"), ctx.broker.read(), params, what="tasks")
+    mine = [row for row in rows if row.get("type") == RELOAD_TASK and isinstance(row.get("upid"), str)]
+    return max(mine, key=lambda row: (float(row.get("starttime") or 0), row["upid"]), default=None)
+
+
+def reload_problem(node: str, row: Mapping | None) -> tuple[str, bool] | None:
+    """What is wrong with a node's last reload task: ``(sentence, blocking)`` — blocking when it is
+    still running (no ``status`` in the listing) — or None when it ended OK (or with warnings:
+    pve-common ``UPID.pm`` ``status_is_error``)."""
+    if row is None:
+        return None
+    upid, status = row["upid"], row.get("status")
+    if status is None or status == "running":
+        return (
+            f"a reload of the network of node {node} is still running (task {upid}): it may be one whose run "
+            f"was stopped. Wait for it to end ({log_command(node, upid)}), then run the state again.",
+            True,
+        )
+    if warnings_of(status) is not None:
+        return None
+    return (
+        f"the last reload of the network of node {node} (task {upid}) ended with {status!r}: the running "
+        f"network may not be the configured one. Read {log_command(node, upid)}, fix the cause, then reload "
+        f"the node (this apply, or `pvesh set /nodes/{node}/network`).",
+        False,
+    )
 
 
 @dataclass
@@ -115,7 +222,9 @@ class Reload:
     staged (``pending``: a text, '' for nothing, never stored), how to show it in a plan
     (``show``: the text a plan may carry), and how to start the reload with the provision
     credential (``start``: returns the UPID; raises PveError when PVE refused, TaskUncertain for no
-    UPID). ``node_of`` names the node whose task endpoint the UPID is polled on."""
+    UPID). ``node_of`` names the node whose task endpoint the UPID is polled on. ``check(pending,
+    test, will_apply)`` returns ``(refusals, notes)``: what refuses the step (plan and apply alike)
+    and what its plan must say besides the diff; it raises what ``pending`` raises."""
 
     subject: str
     scope: str
@@ -123,6 +232,7 @@ class Reload:
     show: Callable[[str], object]
     start: Callable[[object], str]
     node_of: Callable[[str], str]
+    check: Callable[[str, bool, bool], tuple[list[str], list[str]]] = lambda pending, test, will: ([], [])
 
 
 def run(ctx, test: bool, step: Reload) -> Outcome:
@@ -139,11 +249,15 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
             f"{step.subject}: not applied, because {earlier} earlier in this run. Nothing was written: "
             "understand and fix that first, then run the state again."
         )
+    planned = ctx.reads.memo.get(PLANNED.format(target=ctx.target.name, scope=step.scope)) or []
     try:
         pending = step.pending()
+        refusals, notes = step.check(pending, test, bool(pending or (test and planned)))
     except SaltProxmoxError as exc:
         return outcome.fail(f"{step.subject}: {exc}", "Nothing was written.")
-    planned = ctx.reads.memo.get(PLANNED.format(target=ctx.target.name, scope=step.scope)) or []
+    if refusals:
+        return outcome.fail(*(f"{step.subject}: {line}" for line in refusals), "Nothing was written.")
+    outcome.comment.extend(f"{step.subject}: {line}" for line in notes)
     if not pending and not (test and planned):
         outcome.comment.append(f"{step.subject}: nothing is staged; nothing to apply")
         return outcome
@@ -232,6 +346,34 @@ def node_pending(ctx, node: str) -> str:
     return changes
 
 
+def staged_deletions(diff: str) -> list[str]:
+    """The interfaces a staged diff deletes: an ``iface`` stanza the running file has and the staged
+    one has not (a stanza whose method changed is removed and added, so it is not one)."""
+    gone = set(re.findall(r"^-\s*iface\s+(\S+)", diff, re.MULTILINE))
+    kept = set(re.findall(r"^\+\s*iface\s+(\S+)", diff, re.MULTILINE))
+    return sorted(gone - kept)
+
+
+def revert_command(node: str) -> str:
+    """pve-manager ``revert_network_changes`` (``DELETE /nodes/{node}/network``) as a command."""
+    return f"`pvesh delete /nodes/{node}/network`"
+
+
+def foreign_deletions(ctx, node: str, diff: str) -> list[str]:
+    """The refusal of interfaces the staged diff deletes that no ``removal: destroy`` of this run
+    removed ([] when there is none)."""
+    foreign = [name for name in staged_deletions(diff) if name not in removed(ctx, f"node {node}")]
+    if not foreign:
+        return []
+    return [
+        f"the staged changes delete interface(s) {', '.join(foreign)}, and no state of this run removes "
+        "them (somebody else staged it). A reload would make that deletion live. Revert the node's staged "
+        f"changes with {revert_command(node)} (DELETE /nodes/{node}/network drops every staged change of "
+        "the node), or, if it should go, declare the interface absent with removal: destroy (adopt: true "
+        "first for one this minion did not create)."
+    ]
+
+
 def node_step(ctx, node: str) -> Reload:
     """The apply step of one node's network."""
     path = api_path("nodes", node, "network")
@@ -240,6 +382,13 @@ def node_step(ctx, node: str) -> Reload:
         check_form(RELOAD, {}, presence=True)
         return start_task(ctx.client, credential, "PUT", path, f"reload the network of node {node}")
 
+    def check(pending: str, test: bool, will_apply: bool) -> tuple[list[str], list[str]]:
+        refusals = foreign_deletions(ctx, node, pending)
+        problem = reload_problem(node, last_reload(ctx, node))
+        if problem and (problem[1] or not will_apply):
+            refusals.append(problem[0])
+        return refusals, [problem[0]] if problem and not refusals else []
+
     return Reload(
         subject=f"network of node {node}",
         scope=f"node {node}",
@@ -247,6 +396,7 @@ def node_step(ctx, node: str) -> Reload:
         show=mask,
         start=start,
         node_of=lambda upid: node,
+        check=check,
     )
 
 
@@ -259,4 +409,7 @@ def applied(ctx, test: bool, state_id: str, node: object = None, **extra: object
         )
     if not isinstance(node, str) or not NODE.match(node):
         return Outcome().refuse(DeclarationError(f"node: {node!r} is not a node name"))
-    return run(ctx, test, node_step(ctx, node))
+    outcome = run(ctx, test, node_step(ctx, node))
+    if outcome.result is not False:
+        ctx.reads.memo[COVERED.format(target=ctx.target.name, node=node)] = True
+    return outcome

@@ -10,24 +10,45 @@ SDN write must carry its ``lock-token``) and the zones, vnets and subnets APIs (
 
 The apply follows ``salt_proxmox.network.apply.run`` (nothing pending: nothing done; health before
 and after; one provision credential for the commit and its task; a poll that cannot be read is
-unreachable; anything pending after an OK task fails). The SDN lock token is taken where the
-cluster has it (``POST /cluster/sdn/lock`` with ``allow-pending``, as the changes to commit ARE
-pending), so no other SDN write lands between the commit and the release; the commit releases it
-(``release-lock`` defaults to 1), and a commit PVE refuses releases it explicitly. A cluster without
-the lock API (HTTP 501 for the method) is committed without one.
+unreachable; anything pending after an OK task fails). The SDN lock is taken where the cluster has
+it, so no other SDN write lands between the commit and the release, and released on every exit
+path that can (``salt_proxmox.sdn.lock``).
+
+What the commit makes live besides the SDN objects, each judged at plan and apply alike:
+
+- ``reloadnetworkall`` runs ``pvesh set /nodes/<node>/network`` on every node of
+  ``get_nodelist``, whose worker (pve-manager ``reload_network_config``) first renames each node's
+  ``interfaces.new`` over ``interfaces``: a node with staged changes is refused unless a node
+  apply of this run covers it (``proxmox_network.applied`` of that node ran before, in plan or
+  apply, and was not refused), with the remedy to apply them or revert them
+  (``DELETE /nodes/{node}/network``). A write of this run that would stage on a node without its
+  apply counts as staged;
+- an object pending ``deleted`` that no ``removal: destroy`` state of this run deleted is refused,
+  naming it and ``POST /cluster/sdn/rollback`` (PVE 9: pve-network 1.1.3 ``rollback``, which
+  reverts every pending change) or, on PVE 8 which has none, re-creating it as it runs. Other
+  pending changes (new, changed) are listed in the plan, whoever wrote them;
+- each node's last reload task is read as the node apply reads it
+  (``salt_proxmox.network.apply.reload_problem``): a reload a stopped run left running, or one that
+  failed, is reported.
+
+Zones, vnets and subnets are read; controllers, IPAMs, DNS and fabrics are not declared by this
+product, and a pending change of theirs is not listed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from salt_proxmox.errors import DeclarationError
+from salt_proxmox.errors import DeclarationError, SaltProxmoxError
+from salt_proxmox.network import apply as network_apply
 from salt_proxmox.network.apply import Reload, run
 from salt_proxmox.outcome import Outcome
+from salt_proxmox.pve import facts
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.pve.tasks import start_task, upid_node
+from salt_proxmox.pve.tasks import TaskUncertain, start_task, upid_node
+from salt_proxmox.sdn import lock
 
 
 def _rows(ctx, credential, path: str) -> list[Mapping]:
@@ -46,36 +67,159 @@ def _lines(kind: str, rows: list[Mapping]) -> list[str]:
     return [_line(kind, row.get(kind), row) for row in rows if row.get("state") or "pending" in row]
 
 
-def pending(ctx) -> str:
-    """One line per SDN object whose configuration is not running (``zone lab: new (...)``), ''
-    when nothing is pending. Reads zones, vnets and each remaining vnet's subnets with
-    ``pending=1``. Raises PveError, PveMalformed, PveUnreachable."""
+def pending_rows(ctx) -> list[tuple[str, str, Mapping]]:
+    """``(kind, name, row)`` per SDN object whose configuration is not running: ``kind`` zone, vnet
+    or subnet, ``name`` as ``salt_proxmox.network.apply.removed_name`` names it (a subnet as
+    ``<vnet>/<cidr>``). Reads zones, vnets and each vnet's subnets with ``pending=1`` (a vnet
+    pending deletion still answers its subnets). Raises PveError, PveMalformed, PveUnreachable."""
     credential = ctx.broker.read()
-    lines = _lines("zone", _rows(ctx, credential, "cluster/sdn/zones"))
-    vnets = _rows(ctx, credential, "cluster/sdn/vnets")
-    lines += _lines("vnet", vnets)
-    for vnet in sorted(str(row.get("vnet")) for row in vnets if row.get("state") != "deleted"):
+    found = []
+    for kind, path in (("zone", "cluster/sdn/zones"), ("vnet", "cluster/sdn/vnets")):
+        rows = _rows(ctx, credential, path)
+        found += [(kind, str(row.get(kind)), row) for row in rows if row.get("state") or "pending" in row]
+        if kind == "vnet":
+            vnets = sorted(str(row.get("vnet")) for row in rows)
+    for vnet in vnets:
         path = api_path("cluster", "sdn", "vnets", vnet, "subnets")
-        lines += _lines("subnet", _rows(ctx, credential, path))
-    return "\n".join(lines)
-
-
-def commit(ctx, credential) -> str:
-    """Take the SDN lock (where PVE has it), ``PUT /cluster/sdn`` with its token, return the UPID.
-    Raises PveError (refused; the lock released), TaskUncertain (no UPID)."""
-    try:
-        token = ctx.client.request("POST", "cluster/sdn/lock", credential, form={"allow-pending": "1"})
-    except PveError as error:
-        if error.status != 501:
+        try:
+            rows = _rows(ctx, credential, path)
+        except PveError as error:
+            if error.status == 500 and error.message == f"sdn vnet '{vnet}' does not exist":
+                continue  # pending deletion: the configuration has it no more
             raise
-        token = None
-    form = {"lock-token": token} if isinstance(token, str) and token else {}
+        for row in rows:
+            if row.get("state") or "pending" in row:
+                found.append(("subnet", f"{vnet}/{_cidr(row)}", row))
+    return found
+
+
+def _cidr(row: Mapping) -> str:
+    """A subnet row's CIDR: ``cidr``, else from its id ``<zone>-<address>-<prefix>``."""
+    if isinstance(row.get("cidr"), str):
+        return row["cidr"]
+    address, _, prefix = str(row.get("subnet") or row.get("id")).split("-", 1)[-1].rpartition("-")
+    return f"{address}/{prefix}"
+
+
+def text(rows: list[tuple[str, str, Mapping]]) -> str:
+    """One line per pending object (``zone lab: new (...)``), '' for none."""
+    return "\n".join(_line(kind, name, row) for kind, name, row in rows)
+
+
+def pending(ctx) -> str:
+    """``text(pending_rows(ctx))``. Raises what ``pending_rows`` raises."""
+    return text(pending_rows(ctx))
+
+
+def rollback_remedy(ctx) -> str:
+    """How to revert SDN pending changes on this cluster's release (``rollback`` is PVE 9's)."""
     try:
-        return start_task(ctx.client, credential, "PUT", "cluster/sdn", "commit the SDN configuration", form)
-    except PveError:
-        if form:
-            ctx.client.request("DELETE", "cluster/sdn/lock", credential, params=form)
-        raise
+        major = facts.release(ctx).major
+    except SaltProxmoxError:
+        major = 9
+    if major >= 9:
+        return (
+            "Revert the pending SDN changes with `pvesh create /cluster/sdn/rollback` "
+            "(POST /cluster/sdn/rollback reverts EVERY pending SDN change)"
+        )
+    return "PVE 8 has no SDN rollback: re-create the object as it runs (Datacenter → SDN, or pvesh create)"
+
+
+def foreign_deletions(ctx, rows: list[tuple[str, str, Mapping]]) -> list[str]:
+    """The refusal of objects pending deletion that no ``removal: destroy`` of this run deleted."""
+    ours = network_apply.removed(ctx, "sdn")
+    foreign = [f"{kind} {name}" for kind, name, row in rows if row.get("state") == "deleted"]
+    foreign = [each for each in foreign if each not in ours]
+    if not foreign:
+        return []
+    return [
+        f"the pending configuration deletes {', '.join(foreign)}, and no state of this run removes it "
+        "(somebody else deleted it). The commit would make that deletion live. "
+        f"{rollback_remedy(ctx)}, or, if it should go, declare it absent with removal: destroy."
+    ]
+
+
+def uncovered_nodes(ctx, test: bool, nodes: list[str]) -> list[str]:
+    """The refusal of ``nodes`` whose staged network the commit's reload would make live, which no
+    node apply of this run covers (in a plan: also a node a write of this run would stage on)."""
+    refusals = []
+    for node in nodes:
+        staged = network_apply.node_pending(ctx, node)
+        memo, target = ctx.reads.memo, ctx.target.name
+        planned = memo.get(network_apply.PLANNED.format(target=target, scope=f"node {node}"))
+        covered = test and memo.get(network_apply.COVERED.format(target=target, node=node))
+        if (staged or (test and planned)) and not covered:
+            what = "has staged network changes" if staged else f"would get {', '.join(planned)} staged"
+            refusals.append(
+                f"node {node} {what}, and committing the SDN configuration reloads every node's network "
+                "(pve-network reload → reloadnetworkall → pvesh set /nodes/<node>/network), which would make "
+                f"them live without a node apply of this run. Apply them first (proxmox:networks:{node}: "
+                f"apply: true, or proxmox_network.applied node={node}) or revert them with "
+                f"{network_apply.revert_command(node)}."
+            )
+    return refusals
+
+
+def step(ctx, state_id: str) -> Reload:
+    """The SDN apply step."""
+    seen: dict = {}
+
+    def read() -> str:
+        seen["rows"] = pending_rows(ctx)
+        return text(seen["rows"])
+
+    def check(pending_text: str, test: bool, will_apply: bool) -> tuple[list[str], list[str]]:
+        refusals: list[str] = []
+        nodes = network_apply.cluster_nodes(ctx)
+        offline = [node for node, online in nodes.items() if not online]
+        if will_apply:
+            refusals += foreign_deletions(ctx, seen.get("rows") or [])
+            if offline:  # the commit reloads every node; the words of network_apply.cluster_health
+                down = "; ".join(f"node {node} is offline" for node in offline)
+                why = (
+                    "The commit reloads every node's network, and a reload on a degraded cluster can cut "
+                    "it further."
+                )
+                return [*refusals, f"refused: {down}. {why}"], []
+            refusals += uncovered_nodes(ctx, test, list(nodes))
+        notes = []
+        for node in (node for node, online in nodes.items() if online):
+            problem = network_apply.reload_problem(node, network_apply.last_reload(ctx, node))
+            if problem and (problem[1] or not will_apply):
+                refusals.append(problem[0])
+            elif problem:
+                notes.append(problem[0])
+        return refusals, notes
+
+    return Reload(
+        subject="the SDN configuration",
+        scope="sdn",
+        pending=read,
+        show=lambda shown: shown,
+        start=lambda credential: commit(ctx, credential, state_id),
+        node_of=lambda upid: upid_node(upid) or "",
+        check=check,
+    )
+
+
+def commit(ctx, credential, state_id: str = "sdn") -> str:
+    """Take the SDN lock (where PVE has it), ``PUT /cluster/sdn`` with its token, return the UPID.
+    The lock is released on every exit path that can (``salt_proxmox.sdn.lock``). Raises PveError
+    (refused), TaskUncertain (no UPID), PveUnreachable or Uncertain; when the lock could not be
+    released, the error says so with the command that releases it."""
+    token = lock.take(ctx, credential, state_id)
+    form = {"lock-token": token} if token else {}
+    try:
+        upid = start_task(ctx.client, credential, "PUT", "cluster/sdn", "commit the SDN configuration", form)
+    except SaltProxmoxError as exc:
+        problem = lock.release(ctx, credential, token) if token else None
+        if problem is None:
+            raise
+        kind = type(exc) if isinstance(exc, TaskUncertain) else SaltProxmoxError
+        raise kind(f"{exc} {problem}") from exc
+    if token:
+        lock.committed(ctx)
+    return upid
 
 
 def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
@@ -85,12 +229,4 @@ def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
         return Outcome().refuse(
             DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: applied takes none")
         )
-    step = Reload(
-        subject="the SDN configuration",
-        scope="sdn",
-        pending=lambda: pending(ctx),
-        show=lambda text: text,
-        start=lambda credential: commit(ctx, credential),
-        node_of=lambda upid: upid_node(upid) or "",
-    )
-    return run(ctx, test, step)
+    return lock.settled_first(ctx, test, lambda: run(ctx, test, step(ctx, state_id)))

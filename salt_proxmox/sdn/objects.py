@@ -27,8 +27,10 @@ What PVE does, and so how these families judge:
   ``dnszoneprefix``, ``dhcp-dns-server`` and ``dhcp-range`` (a list of
   ``start-address=<ip>,end-address=<ip>``, answered as objects, compared as a set). Sent as JSON,
   so the range list arrives as an array.
-- Writes carry the section config's ``digest`` where the update checks it (zones, vnets,
-  subnets: ``assert_if_modified``), read from the same answer that was judged.
+- Updates carry the section config's ``digest`` (zones, vnets, subnets: ``assert_if_modified``),
+  read from the same answer that was judged. Deletes carry none: the ``delete`` methods' schemas
+  have no ``digest`` (``additionalProperties => 0``), so PVE would refuse one with HTTP 400; the
+  read-back proves the object gone.
 - Writes carry no ``lock-token``, as PVE's own GUI sends none: every SDN write already runs under
   the cluster's ``sdn`` domain lock (``lock_sdn_config``/``lock_sdn_domain``), and the global lock
   (``POST /cluster/sdn/lock``, "api: add lock-token parameter to all api calls") is for a client's

@@ -374,11 +374,12 @@ def absent(
 
 
 def delete(ctx: PveContext, spec: ObjectSpec, decl: Declared, live: Mapping[str, object]) -> None:
-    """Delete one object (with its write guard) and prove it gone with a read.
+    """Delete one object (with its write guard where the family's DELETE takes one: ``delete_guard``)
+    and prove it gone with a read.
 
     Raises PveError, Refused, Uncertain, or SaltProxmoxError when it is still there."""
     call = spec.on(ctx, decl).delete(decl, live)
-    if spec.write_guard is not None:
+    if spec.write_guard is not None and spec.delete_guard:
         call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, live))
     send(ctx, ctx.broker.provision(), call)
     if read(ctx, spec, decl) is not None:

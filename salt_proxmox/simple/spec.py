@@ -25,7 +25,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
 - ``write_guard``: extra form keys a write carries to say which read it was judged against
   (a digest), read right before the write. Pools, roles and ACL entries live in ``user.cfg``,
   whose API methods take no digest (PVE 9 API schema); for them the read-back after the write is
-  what catches a change made meanwhile.
+  what catches a change made meanwhile. An update carries it; a delete only with
+  ``delete_guard``, since many DELETE schemas take no digest and PVE refuses a key its schema lacks
+  (``additionalProperties => 0``: HTTP 400 ``digest: property is not defined in schema``). pve-firewall
+  ``API2/Firewall/Aliases.pm`` ``remove_alias`` takes one; pve-network's SDN ``delete`` methods
+  (``API2/Network/SDN/Zones.pm``, ``Vnets.pm``, ``Subnets.pm``) take none.
 - ``for_cluster``: the family as this cluster takes it, for a family whose calls differ by PVE
   release (pools on PVE 8.0): given the context and the declaration, the ``ObjectSpec`` whose
   ``read``, ``parse``, ``update`` and ``delete`` the lifecycle then uses (``ObjectSpec.on``). It may
@@ -195,6 +199,8 @@ class ObjectSpec:
     matches: Callable[[Mapping[str, object], Declared], bool] | None = None
     confirm_absent: Callable[[PveContext, Credential, Declared], None] | None = None
     write_guard: Callable[[PveContext, Credential, Declared, Mapping[str, object]], dict] | None = None
+    #: Whether the DELETE carries ``write_guard`` too (only where PVE's DELETE schema has ``digest``).
+    delete_guard: bool = False
     listing: Call | None = None
     listed: Callable[[object, Declared], dict | None] | None = None
     #: The state arguments ``identify`` takes (``name`` is the state's name).

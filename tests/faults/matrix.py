@@ -169,6 +169,36 @@ def stage_bridge(run: Run, node: str) -> None:
     files["staged"] = files["running"] + "auto vmbr9\niface vmbr9 inet manual\n\tbridge-ports none\n"
 
 
+def staged_vmbr0_deletion(run: Run) -> None:
+    """Somebody staged the deletion of pve1's vmbr0, as ``DELETE /nodes/pve1/network/vmbr0`` would."""
+    ifaces = run.pve.interfaces("pve1")
+    del ifaces["vmbr0"]
+    run.pve.stage("pve1", ifaces)
+
+
+def foreign_zone_deletion(run: Run) -> None:
+    """Zone lab runs; somebody deleted it in the pending configuration."""
+    run.pve.sdn_running["zones"]["lab"] = {"type": "simple"}
+
+
+def failed_reload(run: Run) -> None:
+    """A reload of pve1 a stopped run left behind: its task ended in error (ifreload failed)."""
+    run.pve.reload_failures["pve1"] = "command 'ifreload -a' failed: exit code 1"
+    run.cluster.run_coro(run.pve._network_reload({"node": "pve1"}, PROVISION_TOKEN_ID))
+
+
+#: The lock a run stopped between ``POST /cluster/sdn/lock`` and the commit left, as the product records it.
+LEFT_LOCK = "0191d7a0-0000-7000-8000-000000000001"
+LEFT_LOCK_ROW = {
+    f"{TARGET}/sdn_lock/global": {
+        "phase": "owned",
+        "instance": "seeded",
+        "state_id": "sdn",
+        "declared": {"taken": 1, "token": LEFT_LOCK},
+    }
+}
+
+
 def pending_zone(run: Run) -> None:
     """A simple SDN zone in the SDN configuration, not yet running."""
     run.pve.sdn["zones"]["lab"] = {"type": "simple"}
@@ -1973,6 +2003,72 @@ SCENARIOS: list[Scenario] = [
         ),
         state="sdn_applied",
         writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
+    ),
+    Scenario(
+        id="network-foreign-staged-deletion",
+        group="network",
+        fault="somebody staged the deletion of vmbr0; no state of the run removes it",
+        promise="refused at plan and apply, naming the interface and the node's revert; nothing reloaded",
+        result=False,
+        comment=("delete interface(s) vmbr0", "`pvesh delete /nodes/pve1/network`"),
+        setup=staged_vmbr0_deletion,
+        state="network_applied",
+        declaration={"node": "pve1"},
+    ),
+    Scenario(
+        id="network-killed-reload-reported",
+        group="network",
+        fault="a run stopped after starting a reload that then failed; nothing is staged now",
+        promise="the next plan reads the node's last srvreload task and reports it, never a clean plan",
+        result=False,
+        comment=("ended with", "ifreload -a", "pvesh get /nodes/pve1/tasks/"),
+        setup=failed_reload,
+        state="network_applied",
+        declaration={"node": "pve1"},
+        test=True,
+    ),
+    Scenario(
+        id="sdn-node-staged-uncovered",
+        group="network",
+        fault="an SDN zone is pending; somebody staged a bridge on pve2, no node apply of the run covers it",
+        promise="refused: the commit reloads every node and would make pve2's staged bridge live",
+        result=False,
+        comment=("node pve2 has staged network changes", "`pvesh delete /nodes/pve2/network`"),
+        setup=lambda run: (pending_zone(run), stage_bridge(run, "pve2")),
+        state="sdn_applied",
+    ),
+    Scenario(
+        id="sdn-foreign-pending-deletion",
+        group="network",
+        fault="zone lab runs; somebody deleted it in the pending SDN configuration",
+        promise="refused, naming the zone and POST /cluster/sdn/rollback; nothing committed",
+        result=False,
+        comment=("deletes zone lab", "`pvesh create /cluster/sdn/rollback`"),
+        setup=foreign_zone_deletion,
+        state="sdn_applied",
+    ),
+    Scenario(
+        id="sdn-commit-answer-lost",
+        group="network",
+        fault="the commit's answer is lost (HTTP 502 after the request was sent)",
+        promise="reported uncertain; the SDN lock it took is released with its token, not left held",
+        result=False,
+        comment=("HTTP 502", "may or may not have acted"),
+        setup=lambda run: (pending_zone(run), run.pve.fail("PUT", "/cluster/sdn", 502, "Bad Gateway")),
+        state="sdn_applied",
+        writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn", "DELETE /cluster/sdn/lock"),
+    ),
+    Scenario(
+        id="sdn-lock-left-by-a-stopped-run",
+        group="network",
+        fault="a run stopped after taking PVE's global SDN lock; its token is recorded",
+        promise="the next apply says the lock is this minion's, releases it with the token, then commits",
+        result=True,
+        comment=("took PVE's global SDN lock", "released"),
+        setup=lambda run: (pending_zone(run), setattr(run.pve, "sdn_lock", LEFT_LOCK)),
+        seed_rows=LEFT_LOCK_ROW,
+        state="sdn_applied",
+        writes=("DELETE /cluster/sdn/lock", "POST /cluster/sdn/lock", "PUT /cluster/sdn"),
     ),
     # -------------------------------------------------------------------------------------- VMs
     Scenario(

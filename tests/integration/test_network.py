@@ -131,7 +131,9 @@ def test_settled_node_adopted_with_zero_writes_and_zero_mints(fresh_cluster, bao
     done = network_apply.applied(ctx, False, "pve1-network", node="pve1")
     assert (plan.result, plan.changes) == (True, {}) and (done.result, done.changes) == (True, {})
     log = requests_since(fresh_cluster, start)
-    assert writes(log) == [] and [p for _, p, _ in log] == ["/nodes/pve1/network", "/nodes/pve1/network"]
+    # Each step reads the staged diff and the node's last reload task (pve-manager Tasks.pm node_tasks).
+    read = ["/nodes/pve1/network", "/nodes/pve1/tasks"]
+    assert writes(log) == [] and [p for _, p, _ in log] == read + read
     assert _mints(cache)["provision"] == 0, "no provision credential minted"
 
 
@@ -332,3 +334,204 @@ def test_a_plan_shows_the_reload_of_what_the_same_run_would_stage(fresh_cluster)
     assert plan.result is None and plan.changes == {"reload": {"planned": ["vmbr1"]}}
     assert network_apply.applied(ctx, True, "pve2-network", node="pve2").changes == {}
     assert sdn_apply.applied(ctx, True, "sdn").changes == {"reload": {"planned": ["lab"]}}
+
+
+# ------------------------------------------------- an apply makes live only what its plan showed
+
+
+def _run_sdn_objects(ctx) -> None:
+    for spec, declared in ((objects.ZONE, ZONE), (objects.VNET, VNET), (objects.SUBNET, SUBNET)):
+        done = network_apply.present(ctx, spec, False, declared["name"], **declared)
+        assert done.result is True, done.comment
+
+
+def _commit(ctx) -> None:
+    done = sdn_apply.applied(ctx, False, "sdn")
+    assert done.result is True, done.comment
+
+
+def test_sdn_commit_refused_while_a_node_has_staged_changes_no_node_apply_covers(fresh_cluster):
+    """PUT /cluster/sdn reloads every node (pve-network API2/Network/SDN.pm reload → reloadnetworkall →
+    pvesh set /nodes/<node>/network, whose worker renames interfaces.new over interfaces): a bridge
+    somebody staged on pve2 would go live under a plan that named only SDN objects."""
+    fresh_cluster.pve.sdn["zones"]["lab"] = {"type": "simple"}
+    files = fresh_cluster.pve.node_network("pve2")
+    files["staged"] = files["running"] + "auto vmbr9\niface vmbr9 inet manual\n\tbridge-ports none\n"
+    ctx = make_context(static_targets(fresh_cluster))
+    plan = sdn_apply.applied(ctx, True, "sdn")
+    assert plan.result is False, plan.comment
+    assert "node pve2 has staged network changes" in plan.comment[0]
+    assert "`pvesh delete /nodes/pve2/network`" in plan.comment[0]
+    start = len(fresh_cluster.pve.requests)
+    refused = sdn_apply.applied(ctx, False, "sdn")
+    assert refused.result is False and "node pve2" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert (
+        "vmbr9" not in fresh_cluster.pve.networks["pve2"]["running"]
+        and fresh_cluster.pve.sdn_running["zones"] == {}
+    )
+    # A node apply of the same run covers pve2: its plan shows the diff, then the SDN plan may commit.
+    ctx = make_context(static_targets(fresh_cluster))
+    assert network_apply.applied(ctx, True, "pve2-network", node="pve2").result is None
+    assert sdn_apply.applied(ctx, True, "sdn").result is None
+    ctx = make_context(static_targets(fresh_cluster))
+    assert network_apply.applied(ctx, False, "pve2-network", node="pve2").result is True
+    _commit(ctx)
+    assert "vmbr9" in fresh_cluster.pve.networks["pve2"]["running"]
+
+
+def test_sdn_plan_refuses_an_interface_write_of_the_run_on_a_node_without_its_apply(fresh_cluster):
+    """An interface this run would stage on pve1, with no node apply for pve1, would be made live by the
+    SDN commit's reload: the SDN plan refuses it as it would refuse it staged."""
+    ctx = make_context(static_targets(fresh_cluster))
+    assert network_apply.present(ctx, interface.SPEC, True, "vmbr1", **VMBR1).result is None
+    assert network_apply.present(ctx, objects.ZONE, True, "lab", **ZONE).result is None
+    plan = sdn_apply.applied(ctx, True, "sdn")
+    assert plan.result is False and "node pve1 would get vmbr1 staged" in plan.comment[0]
+
+
+def test_a_staged_deletion_this_run_did_not_make_is_refused(fresh_cluster):
+    """Somebody staged the deletion of vmbr0 (DELETE /nodes/pve1/network/vmbr0): the node apply would make
+    it live while the plan said nothing is destroyed. Refused with the node's revert
+    (pve-manager revert_network_changes, DELETE /nodes/{node}/network), plan and apply alike."""
+    ctx = make_context(static_targets(fresh_cluster))
+    ifaces = fresh_cluster.pve.interfaces("pve1")
+    del ifaces["vmbr0"]
+    fresh_cluster.pve.stage("pve1", ifaces)
+    plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    assert plan.result is False and "delete interface(s) vmbr0" in plan.comment[0], plan.comment
+    assert "`pvesh delete /nodes/pve1/network`" in plan.comment[0]
+    start = len(fresh_cluster.pve.requests)
+    refused = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert refused.result is False and writes(requests_since(fresh_cluster, start)) == []
+    assert "iface vmbr0" in fresh_cluster.pve.networks["pve1"]["running"]
+
+
+def test_removing_an_interface_plans_its_reload_and_applies_only_that_deletion(fresh_cluster):
+    """A removal stages a deletion the node's reload makes live: the node apply's plan says it would
+    reload after it (not 'nothing to apply'), and the apply makes live the deletion this run made."""
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    _stage(fresh_cluster, ctx)
+    assert network_apply.applied(ctx, False, "pve1-network", node="pve1").result is True
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    gone = network_apply.absent(ctx, interface.SPEC, True, "vmbr1", "destroy", name="vmbr1", node="pve1")
+    assert gone.result is None and "deleted" in gone.changes
+    plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    assert plan.result is None and plan.changes == {"reload": {"planned": ["vmbr1"]}}, plan.comment
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    done = network_apply.absent(ctx, interface.SPEC, False, "vmbr1", "destroy", name="vmbr1", node="pve1")
+    assert done.result is True, done.comment
+    applied = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert applied.result is True, applied.comment
+    assert "vmbr1" not in fresh_cluster.pve.networks["pve1"]["running"]
+
+
+def test_sdn_objects_destroyed_without_a_digest_and_the_deletion_is_committed(fresh_cluster):
+    """pve-network's zone, vnet and subnet DELETE schemas have no digest (additionalProperties 0): PVE
+    answers 400 to one. The deletes send none; the SDN plan shows the commit they cause; a pending
+    deletion this run made is committed."""
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    _run_sdn_objects(ctx)
+    _commit(ctx)
+    # The fake refuses a digest on an SDN DELETE as PVE's schema validation does.
+    with pytest.raises(Exception, match="digest: property is not defined in schema"):
+        ctx.client.request("DELETE", "cluster/sdn/zones/lab", ctx.broker.provision(), params={"digest": "0"})
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    removals = (
+        (objects.SUBNET, "labnet-v4", {"name": SUBNET["name"], "vnet": "labnet"}),
+        (objects.VNET, "labnet", {"name": "labnet"}),
+        (objects.ZONE, "lab", {"name": "lab"}),
+    )
+    for spec, state_id, names in removals:
+        plan = network_apply.absent(ctx, spec, True, state_id, "destroy", **names)
+        assert plan.result is None and "deleted" in plan.changes, plan.comment
+    plan = sdn_apply.applied(ctx, True, "sdn")
+    assert plan.result is None and plan.changes["reload"]["planned"] == ["labnet-v4", "labnet", "lab"]
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    start = len(fresh_cluster.pve.requests)
+    for spec, state_id, names in removals:
+        done = network_apply.absent(ctx, spec, False, state_id, "destroy", **names)
+        assert done.result is True, done.comment
+    deletes = [(p, body) for m, p, body in requests_since(fresh_cluster, start) if m == "DELETE"]
+    assert len(deletes) == 3 and not any("digest" in p for p, _ in deletes)
+    _commit(ctx)
+    assert fresh_cluster.pve.sdn_running == {"zones": {}, "vnets": {}, "subnets": {}}
+
+
+def test_a_pending_sdn_deletion_this_run_did_not_make_is_refused(fresh_cluster):
+    """Somebody deleted zone lab in the pending configuration: the commit would make it live while the
+    plan said nothing is destroyed. Refused, naming it and PVE 9's POST /cluster/sdn/rollback."""
+    ctx = make_context(static_targets(fresh_cluster))
+    assert network_apply.present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    _commit(ctx)
+    del fresh_cluster.pve.sdn["zones"]["lab"]
+    ctx = make_context(static_targets(fresh_cluster))
+    plan = sdn_apply.applied(ctx, True, "sdn")
+    assert plan.result is False and "deletes zone lab" in plan.comment[0], plan.comment
+    assert "`pvesh create /cluster/sdn/rollback`" in plan.comment[0]
+    start = len(fresh_cluster.pve.requests)
+    assert sdn_apply.applied(ctx, False, "sdn").result is False
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert "lab" in fresh_cluster.pve.sdn_running["zones"]
+    # The remedy works: the rollback brings the zone back and the plan is clean.
+    ctx.client.request("POST", "cluster/sdn/rollback", ctx.broker.provision())
+    assert sdn_apply.applied(make_context(static_targets(fresh_cluster)), True, "sdn").result is True
+
+
+def test_an_uncertain_commit_releases_the_sdn_lock_it_took(fresh_cluster):
+    """The commit's answer is lost (HTTP 502 after the request was sent): PVE released the lock only if
+    it committed (reload deletes it inside lock_sdn_config), so the lock is released with our token."""
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert network_apply.present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    fresh_cluster.pve.fail("PUT", "/cluster/sdn", 502, "Bad Gateway")
+    done = sdn_apply.applied(ctx, False, "sdn")
+    assert done.result is False, done.comment
+    # Released by DELETE /cluster/sdn/lock without force: the fake, as lock_sdn_config, takes only our token.
+    assert fresh_cluster.pve.sdn_lock is None, "the lock we took is released"
+    assert [p for m, p, _ in writes(requests_since(fresh_cluster, 0))][-1] == "/cluster/sdn/lock"
+    assert not any(key.endswith("/sdn_lock/global") for key in store.rows)
+
+
+def test_a_lock_a_stopped_run_left_is_shown_in_the_plan_and_released_by_the_next_apply(fresh_cluster):
+    """A run stopped between the lock and the commit leaves PVE's global SDN lock held with our token; PVE
+    has no call that reads it, so the token is recorded. The next plan says the lock is ours and would be
+    released; the next apply releases it with the token before writing, instead of blaming another client."""
+    token = "0191d7a0-0000-7000-8000-000000000001"
+    key = f"{TARGET}/sdn_lock/global"
+    row = {"phase": "owned", "instance": "i", "state_id": "sdn", "declared": {"taken": 1, "token": token}}
+    store = MemoryStore({key: row})
+    fresh_cluster.pve.sdn_lock = token
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    plan = network_apply.present(ctx, objects.ZONE, True, "lab", **ZONE)
+    assert plan.result is None and plan.changes["sdn_lock"]["new"] == "released", plan.comment
+    assert "state sdn of an earlier run took PVE's global SDN lock" in plan.comment[0]
+    assert fresh_cluster.pve.sdn_lock == token and key in store.rows, "a plan writes nothing"
+    done = network_apply.present(ctx, objects.ZONE, False, "lab", **ZONE)
+    assert done.result is True, done.comment
+    assert fresh_cluster.pve.sdn_lock is None and key not in store.rows
+    assert "lab" in fresh_cluster.pve.sdn["zones"]
+
+
+def test_a_killed_reload_is_reported_by_the_next_plan(fresh_cluster):
+    """A run stopped after PUT /nodes/pve1/network: the worker renamed interfaces.new at its start, so
+    nothing is staged, and ifreload failed. The next plan reads the node's last srvreload task and
+    reports it, never a silent 'nothing to apply'; the SDN plan (whose commit reloads every node) too."""
+    ctx = make_context(static_targets(fresh_cluster))
+    _stage(fresh_cluster, ctx)
+    fresh_cluster.pve.reload_failures["pve1"] = "command 'ifreload -a' failed: exit code 1"
+    upid = ctx.client.request("PUT", "nodes/pve1/network", ctx.broker.provision())
+    ctx = make_context(static_targets(fresh_cluster))
+    plan = network_apply.applied(ctx, True, "pve1-network", node="pve1")
+    assert plan.result is False and upid in plan.comment[0] and "ifreload -a" in plan.comment[0]
+    assert "`pvesh get /nodes/pve1/tasks/" in plan.comment[0]
+    sdn_plan = sdn_apply.applied(ctx, True, "sdn")
+    assert sdn_plan.result is False and upid in sdn_plan.comment[0]
+    # Staging a fix, the plan shows the failure beside the reload it would make.
+    _stage(fresh_cluster, ctx, "vmbr2", name="vmbr2", bridge_ports="")
+    again = network_apply.applied(
+        make_context(static_targets(fresh_cluster)), True, "pve1-network", node="pve1"
+    )
+    assert again.result is None and any(upid in line for line in again.comment)

@@ -28,7 +28,12 @@ SDN — pve-network ``src/PVE/API2/Network/SDN*.pm`` and ``src/PVE/Network/SDN.p
 subnets kept as the pending configuration with a per-file ``digest``, ``pending=1`` and ``running=1``
 views (``pending_config``), the global lock (``POST``/``DELETE /cluster/sdn/lock``, every write's
 ``lock-token``), writes refused without quorum (``check_cfs_quorum``/``cfs_lock_domain``), and
-``PUT /cluster/sdn`` committing pending → running and forking ``reloadnetworkall``.
+``PUT /cluster/sdn`` committing pending → running and forking ``reloadnetworkall``, whose worker
+reloads each node as ``pvesh set /nodes/<node>/network`` does (one ``srvreload`` task per node,
+staged text renamed over the running one), ``POST /cluster/sdn/rollback`` (pending ← running).
+Every route runs after fakepve's schema check, so a key a method's schema lacks is refused as PVE
+refuses it (HTTP 400 ``Parameter verification failed.``, ``digest: property is not defined in
+schema and the schema does not allow additional properties`` for a ``digest`` on an SDN DELETE).
 
 Faults, for the reliability matrix: ``reload_failures[node] = message`` (the reload task ends with
 that error, after the rename, as ``ifreload`` failing would), ``unreadable_polls`` (nodes whose
@@ -605,6 +610,7 @@ class NetworkPve(AccessPve):
             ("DELETE", subnet, self._subnet_delete),
             ("POST", "/cluster/sdn/lock", self._sdn_lock),
             ("DELETE", "/cluster/sdn/lock", self._sdn_unlock),
+            ("POST", "/cluster/sdn/rollback", self._sdn_rollback),
             ("PUT", "/cluster/sdn", self._sdn_reload),
         ]
 
@@ -821,6 +827,14 @@ class NetworkPve(AccessPve):
             self._locked("could not release lock", v.get("lock-token"))
         self.sdn_lock = None
 
+    async def _sdn_rollback(self, v, user):
+        """pve-network ``rollback``: the running configuration written back over the pending one."""
+        token = v.get("lock-token")
+        self._locked("could not rollback SDN configuration", token)
+        self.sdn = copy.deepcopy(self.sdn_running)
+        if token and v.get("release-lock") not in (0, "0", False):
+            self.sdn_lock = None
+
     async def _sdn_reload(self, v, user):
         token = v.get("lock-token")
         self._locked("could not commit SDN config", token)
@@ -835,8 +849,6 @@ class NetworkPve(AccessPve):
             if self.sdn_reload_failure:
                 raise TaskError(self.sdn_reload_failure)
             for each in sorted(self.nodes):
-                files = self.node_network(each)
-                if files["staged"] is not None:
-                    files["running"], files["staged"] = files["staged"], None
+                await self._network_reload({"node": each}, user)
 
         return await self.task(node, "reloadnetworkall", "", user, worker)

@@ -290,3 +290,39 @@ def test_one_object_one_declaration_within_a_module_of_several_families():
     state.vnet("lab", "lab")
     ((_, _, passed),) = salt.calls
     assert passed["__low__"] is low and passed["__lowstate__"] == [low]
+
+
+# ----------------------------------------------------------- what an apply step makes live
+
+
+def test_staged_deletions_are_stanzas_the_staged_file_drops():
+    """``diff -b -N -u interfaces interfaces.new`` (pve-common INotify.pm): a removed ``iface`` stanza is a
+    deletion; one whose method changed is removed and added again, so it is not."""
+    from salt_proxmox.network.apply import staged_deletions
+
+    diff = (
+        "--- /etc/network/interfaces\n+++ /etc/network/interfaces.new\n@@ -1,9 +1,6 @@\n"
+        "-auto vmbr0\n-iface vmbr0 inet static\n-\taddress 10.0.0.11/24\n"
+        "-iface vmbr1 inet manual\n+iface vmbr1 inet static\n+iface vmbr2 inet manual\n"
+    )
+    assert staged_deletions(diff) == ["vmbr0"]
+
+
+def test_a_reload_task_is_judged_as_pve_lists_it():
+    """pve-manager Tasks.pm ``node_tasks``: a running task has no ``status``; ``OK`` and ``WARNINGS: N``
+    are not errors (pve-common UPID.pm ``status_is_error``); anything else is the error text."""
+    from salt_proxmox.network.apply import reload_problem
+
+    upid = "UPID:pve1:0000AAAA:0000BBBB:65000000:srvreload:networking:root@pam:"
+    assert reload_problem("pve1", None) is None
+    assert reload_problem("pve1", {"upid": upid, "status": "OK"}) is None
+    assert reload_problem("pve1", {"upid": upid, "status": "WARNINGS: 2"}) is None
+    running = reload_problem("pve1", {"upid": upid})
+    assert running is not None and running[1] and "still running" in running[0]
+    failed = reload_problem("pve1", {"upid": upid, "status": "command 'ifreload -a' failed: exit code 1"})
+    assert (
+        failed is not None
+        and not failed[1]
+        and upid in failed[0]
+        and "pvesh set /nodes/pve1/network" in failed[0]
+    )
