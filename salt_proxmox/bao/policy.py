@@ -8,7 +8,12 @@ Source: OpenBao 2.6 (git df6ce2c) ``internal/vault/policy/policy_store.go`` and
   ``PolicyStore.sanitizeName`` lower-cases (and trims) every name it reads, sets or deletes. So
   ``Salt-Proxmox-Creds`` and ``salt-proxmox-creds`` are one policy; ``policy_key`` gives the key.
   ``root`` and ``response-wrapping`` cannot be written (``immutablePolicies``); ``default`` cannot
-  be deleted. This product also keeps a name to one URL label: ``[A-Za-z0-9][A-Za-z0-9._-]*``.
+  be deleted. A name may hold ``/`` (``jenkins/dev/master``): the route is ``sys/policy/(?P<name>.+)``
+  and policies list by prefix. OpenBao's HTTP layer cleans the request path first, so an empty
+  segment, a ``.`` or ``..`` segment, or a leading or trailing ``/`` is stored under another name
+  (measured on the dev server: ``a//b`` → ``a/b``, ``/x`` → ``x``, ``a/../b`` → ``b``, ``../x``
+  refused). This product keeps each ``/``-separated segment to ``[A-Za-z0-9][A-Za-z0-9._-]*``, so
+  the name declared is the name stored.
 - **Text** is stored verbatim (``Policy.Raw``) and read back as ``rules``; it is compared by the
   sha256 of its bytes (UTF-8). Two facts shape the assembly:
   ``handlePoliciesSet`` refuses an empty text (``'policy' parameter not supplied or empty``), and
@@ -43,7 +48,9 @@ from salt_proxmox.outcome import text_diff
 from salt_proxmox.ownership import adopt_problem, removal_problem
 
 FAMILY = "policy"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+#: One ``/``-separated segment OpenBao stores as sent (no empty, ``.`` or ``..`` segment).
+SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+NAME = re.compile(rf"^{SEGMENT}(?:/{SEGMENT})*\Z")
 #: ``immutablePolicies``: SetPolicy answers ``cannot update "<name>" policy``.
 IMMUTABLE = ("root", "response-wrapping")
 #: DeletePolicy refuses these.
@@ -60,7 +67,11 @@ def policy_key(name: str) -> str:
 def check_name(name: object, key: str = "name") -> str:
     """The policy key of ``name``. Raises DeclarationError naming ``key`` and the rule."""
     if not isinstance(name, str) or not NAME.match(name):
-        raise DeclarationError(f"{key}: {name!r} is not a policy name ([A-Za-z0-9][A-Za-z0-9._-]*)")
+        raise DeclarationError(
+            f"{key}: {name!r} is not a policy name: segments of [A-Za-z0-9][A-Za-z0-9._-]* joined by / "
+            "(OpenBao cleans an empty, . or .. segment and a leading or trailing / out of the path, "
+            "so it would store another name)"
+        )
     folded = policy_key(name)
     if folded in IMMUTABLE:
         raise DeclarationError(f"{key}: OpenBao does not let anyone write the {folded!r} policy")

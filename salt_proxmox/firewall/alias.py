@@ -23,6 +23,9 @@ What PVE stores, and so how this family compares:
 - **absence** is exactly HTTP 400 ``Parameter verification failed.`` with ``errors.name`` =
   ``no such alias`` (``read_alias``: ``raise_param_exc({ name => "no such alias" })``), as fakepve
   answers too. Deleting a missing alias succeeds, in PVE and fakepve alike.
+- **in use**: PVE deletes or renames an alias whatever rules or IP sets still name it, which
+  then silently stop matching; ``refusals`` refuses such a delete at plan, naming them
+  (``salt_proxmox.firewall.usage``).
 - ``GET .../aliases/{name}`` has no digest; the list ``GET .../aliases`` carries the digest of
   all aliases (``copy_list_with_digest``), which ``PUT`` and ``DELETE`` check
   (``assert_if_modified``). Writes here carry the list digest, read right before the write and
@@ -37,6 +40,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
+from salt_proxmox.firewall import usage
 from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
@@ -255,6 +259,23 @@ def body(decl: Declared) -> dict[str, str]:
     return form
 
 
+#: What a refused delete says to do.
+DELETE_REMEDY = (
+    "Point them at another alias or address first (`pvesh set /cluster/firewall/rules/<pos> --source …`, "
+    "or the node's, guest's or group's rules and IP sets), then run again."
+)
+
+
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """PVE's silent harm predicted at plan: deleting an alias that rules or IP set entries still
+    name (``usage.refusal``); nothing else of an alias write is refused here.
+
+    Raises what ``usage.alias_users`` raises (a failed read is never "no reference")."""
+    if action != "delete":
+        return []
+    return usage.refusal(ctx, decl.names["name"], DELETE_REMEDY)
+
+
 SPEC = ObjectSpec(
     family=FAMILY,
     noun="firewall alias",
@@ -274,4 +295,5 @@ SPEC = ObjectSpec(
     delete_guard=True,  # remove_alias takes digest (pve-firewall API2/Firewall/Aliases.pm)
     listing=Call("GET", COLLECTION),
     listed=listed,
+    refusals=refusals,
 )

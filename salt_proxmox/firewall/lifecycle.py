@@ -13,13 +13,16 @@ Everything but a rename is ``salt_proxmox.simple.lifecycle`` with the alias spec
   overwritten); taken by ours (an earlier run created it) the rename goes on from there;
 - the old alias must be ours to be deleted, or the declaration must say ``adopt: true``; an old
   alias that is already gone leaves just the create;
+- an old alias that rules or IP set entries still name is not renamed: PVE would leave them
+  pointing at nothing (``salt_proxmox.firewall.usage``). The plan refuses, naming them, and says
+  the way round: declare the new alias on its own, point them at it, then rename;
 - once the old alias is gone its ownership row goes too, and the new one is recorded.
 """
 
 from __future__ import annotations
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-from salt_proxmox.firewall import alias
+from salt_proxmox.firewall import alias, usage
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import row_key
@@ -91,6 +94,14 @@ def _rename(ctx: PveContext, decl: Declared, old: Declared, test: bool, outcome:
             "was written: declare adopt: true to rename it."
         )
     if old_live is not None:
+        named = usage.refusal(
+            ctx,
+            old.names["name"],
+            f"Nothing was written: declare {decl.names['name']} on its own (without rename_from), point "
+            f"them at it, then declare the rename again.",
+        )
+        if named:
+            return outcome.fail(*named)
         outcome.changes["renamed"] = {"old": old.names["name"], "new": decl.names["name"]}
         if test:
             outcome.comment.append(

@@ -10,6 +10,11 @@ when present), with ``lease_id`` and ``lease_duration`` (seconds) beside ``data`
   while at least ``READ_MIN_LEFT`` seconds of its lease remain.
 - ``provision`` is minted fresh for every write, so a long create has its whole lease; a lease
   shorter than the write's task bound is refused before anything is sent.
+- A KV version 2 mount serves the same pair one level deeper: ``GET /v1/<mount>/data/<path>/<role>``
+  answers ``data: {data: {token_id, secret}, metadata: {version, ...}}`` with no lease
+  (OpenBao ``builtin/logical/kv`` ``pathData`` read, measured against the ``bao`` dev server);
+  ``kv_payload`` unwraps it, so a ``path`` that names the ``data/`` segment of a KV v2 mount works.
+  The same path without ``data/`` answers nothing (no secret is listed there), which the error says.
 - A secret, lease id or token never reaches a return, a log line or an exception text.
 """
 
@@ -56,6 +61,22 @@ def _check_pair(where: str, data: object) -> tuple[str, str]:
             "token's secret)"
         )
     return token_id, secret
+
+
+def kv_payload(data: object) -> object:
+    """The credential pair inside one OpenBao answer's ``data``: the mapping itself (KV version 1, a
+    PVE-token secrets engine), or its inner ``data`` when it has the KV version 2 shape
+    ``{data: {...}, metadata: {version, ...}}`` (OpenBao ``builtin/logical/kv`` ``pathData`` read).
+    Anything else is returned as it is, for ``_check_pair`` to name."""
+    if (
+        isinstance(data, Mapping)
+        and set(data) == {"data", "metadata"}
+        and isinstance(data.get("data"), Mapping)
+        and isinstance(data.get("metadata"), Mapping)
+        and "version" in data["metadata"]
+    ):
+        return data["data"]
+    return data
 
 
 def parse_credentials(target: Target) -> dict:
@@ -166,9 +187,10 @@ class CredentialBroker:
             raise CredentialError(
                 f"OpenBao {path} answered nothing for the {role} credential (no secret there): publish "
                 f"{{token_id, secret}} at {path}, on a KV version 1 mount or a PVE-token secrets engine "
-                "(a KV version 2 mount keeps it under <mount>/data/<role>, which this path does not read)"
+                "(a KV version 2 mount keeps it under <mount>/data/<path>: name that data/ segment in "
+                "credentials:path)"
             )
-        token_id, secret = _check_pair(f"OpenBao {path}", answer.get("data"))
+        token_id, secret = _check_pair(f"OpenBao {path}", kv_payload(answer.get("data")))
         lease = answer.get("lease_duration", 0)
         if isinstance(lease, bool) or not isinstance(lease, int) or lease < 0:
             raise CredentialError(f"OpenBao {path}: lease_duration is not a number of seconds")

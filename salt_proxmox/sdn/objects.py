@@ -54,6 +54,7 @@ from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, check_cidr
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import rows_of
 from salt_proxmox.pve.permissions import held_privileges
+from salt_proxmox.sdn import rules
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 
@@ -307,6 +308,7 @@ ZONE = ObjectSpec(
     delete=lambda decl, live: Call("DELETE", api_path("cluster", "sdn", "zones", decl.names["name"])),
     confirm_absent=zone_confirm_absent,
     write_guard=_digest_guard,
+    refusals=rules.zone_refusals,
 )
 
 
@@ -384,6 +386,7 @@ VNET = ObjectSpec(
     update_endpoint=VNET_UPDATE,
     delete=lambda decl, live: Call("DELETE", api_path("cluster", "sdn", "vnets", decl.names["name"])),
     write_guard=_digest_guard,
+    refusals=rules.vnet_refusals,
 )
 
 
@@ -458,7 +461,13 @@ def subnet_declare(
     for key in ("gateway", "dhcp-dns-server"):
         if values.get(key) and ipaddress.ip_address(values[key]).version != network.version:
             problems.append(f"{key}: {values[key]} is not of the subnet's IP version")
-    if values.get("gateway") and ipaddress.ip_address(values["gateway"]) not in network:
+    # SubnetPlugin on_update_hook: an IPv4 /32 is point-to-point, whose gateway lies outside it.
+    point_to_point = network.version == 4 and network.prefixlen == 32
+    if (
+        values.get("gateway")
+        and ipaddress.ip_address(values["gateway"]) not in network
+        and not point_to_point
+    ):
         problems.append(f"gateway: {values['gateway']} is not in {probe.names['name']}")
     for item in ranges or []:
         start, end = (part.partition("=")[2] for part in item.split(","))
@@ -555,6 +564,8 @@ SUBNET = ObjectSpec(
     confirm_absent=lambda ctx, credential, decl: None,
     write_guard=_digest_guard,
     identity_keys=("name", "vnet"),
+    refusals=rules.subnet_refusals,
+    side_effects=rules.subnet_side_effects,
 )
 
 SPECS = {"zone": ZONE, "vnet": VNET, "subnet": SUBNET}

@@ -34,7 +34,7 @@ from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect, remember
 
 
 def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False) -> dict | None:
@@ -163,10 +163,12 @@ def decide(
         if refusals:
             return Decision("refuse", reasons=refusals, row_key=key, row=row)
         expect(ctx, spec.family, decl.identity)
+        remember(ctx, spec.family, decl.identity, decl.values)
         note = absent_note(row, decl.label, "PVE")
         changes = {"created": {"old": None, "new": decl.label}}
         changes.update({k: {"old": None, "new": v} for k, v in decl.values.items()})
-        return Decision("create", call=call, changes=changes, notes=[note], row_key=key, row=row)
+        effects = spec.side_effects(ctx, decl, "create") if spec.side_effects else []
+        return Decision("create", call=call, changes=changes, notes=[note, *effects], row_key=key, row=row)
     diffs = spec.differences(live, decl)
     matches = spec.is_match(live, decl)
     refusal, note = claim(
@@ -202,6 +204,8 @@ def decide(
     refusals = spec.refusals(ctx, decl, "update", live) if spec.refusals else []
     if refusals:
         return Decision("refuse", live=live, reasons=refusals, row_key=key, row=row)
+    remember(ctx, spec.family, decl.identity, decl.values)
+    notes += spec.side_effects(ctx, decl, "update") if spec.side_effects else []
     return Decision(
         "update", live=live, call=call, changes=diffs, notes=notes, row_key=key, row=row, record=record
     )

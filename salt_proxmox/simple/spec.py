@@ -35,6 +35,8 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   ``read``, ``parse``, ``update`` and ``delete`` the lifecycle then uses (``ObjectSpec.on``). It may
   read what the run learns once (``salt_proxmox.pve.facts``); it is asked only when one of those
   calls is about to be made, so a judgement from the shared listing reads nothing more.
+- ``side_effects``: what PVE does by itself when it takes a create or update (an SDN subnet
+  registered in its zone's IPAM at write time), as plan lines; the plan and the apply both say them.
 - ``refusals``: PVE's deterministic refusals of the write, predicted at plan from what the
   ``read`` credential can see (a pool that still has members, an ACL entry naming a role that
   does not exist, a privilege this PVE release does not know): sentences naming what and what to
@@ -206,6 +208,7 @@ class ObjectSpec:
     #: The state arguments ``identify`` takes (``name`` is the state's name).
     identity_keys: tuple[str, ...] = ("name",)
     refusals: Callable[[PveContext, Declared, str, Mapping[str, object] | None], list[str]] | None = None
+    side_effects: Callable[[PveContext, Declared, str], list[str]] | None = None
     for_cluster: Callable[[PveContext, Declared], ObjectSpec] | None = None
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
@@ -263,3 +266,25 @@ def expect(ctx: PveContext, family: str, identity: str) -> None:
 def will_exist(ctx: PveContext, family: str, identity: str) -> bool:
     """True when a create earlier in this run made, or would make, ``family`` ``identity``."""
     return f"{family}/{identity}" in _expected(ctx)
+
+
+def _planned_values(ctx: PveContext) -> dict[str, Mapping[str, object]]:
+    return ctx.reads.memo.setdefault(f"salt_proxmox.planned-values/{ctx.target.name}", {})
+
+
+def remember(ctx: PveContext, family: str, identity: str, values: Mapping[str, object]) -> None:
+    """Record the canonical values a create or update earlier in this run wrote (or, under
+    ``test``, would write) to ``family`` ``identity``, for a later state's refusals to judge by
+    (a vnet's tag by its zone's type, a tag's uniqueness among the run's vnets)."""
+    _planned_values(ctx)[f"{family}/{identity}"] = dict(values)
+
+
+def planned(ctx: PveContext, family: str) -> dict[str, Mapping[str, object]]:
+    """``{identity: values}`` of every ``family`` object this run created or updated (or would),
+    as ``remember`` recorded them."""
+    prefix = f"{family}/"
+    return {
+        key.removeprefix(prefix): values
+        for key, values in _planned_values(ctx).items()
+        if key.startswith(prefix)
+    }

@@ -22,6 +22,8 @@ import hvac
 import pytest
 import requests
 
+from salt_proxmox.openbao.creds import CredentialBroker, CredentialError
+from salt_proxmox.pve.client import Target
 from tests.support.cluster import PROVISION_TOKEN_ID, READ_TOKEN_ID, TEMPLATE, ServedCluster
 from tests.support.openbao import CREDS_PATH, DevOpenBao, make_approle, publish_creds
 from tests.support.processes import start_entry_point, stop_entry_point
@@ -258,6 +260,28 @@ def test_publish_creds_ttl_sets_the_lease(openbao: DevOpenBao) -> None:
     client = openbao.client()
     publish_creds(client, "harness/ttl", "probe", "x@pve!y", "s", ttl="90s")
     assert client.secrets.kv.v1.read_secret("probe", mount_point="harness/ttl")["lease_duration"] == 90
+
+
+def test_credentials_from_a_kv_version_2_mount(openbao: DevOpenBao) -> None:
+    # A KV v2 mount answers GET <mount>/data/<path> with data: {data: {...}, metadata: {...}}; the
+    # broker reads the pair there, and the same path without data/ answers nothing.
+    client = openbao.client()
+    client.sys.enable_secrets_engine("kv", path="harness-kv2", options={"version": "2"})
+    client.secrets.kv.v2.create_or_update_secret(
+        path="pve/read",
+        secret={"token_id": "probe@pve!read", "secret": "kv2-probe-secret"},
+        mount_point="harness-kv2",
+    )
+    config = {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}}
+    for path, expected in (("harness-kv2/data/pve", "probe@pve!read"), ("harness-kv2/pve", None)):
+        target = Target("lab", ("https://127.0.0.1:1",), credentials={"source": "openbao", "path": path})
+        broker = CredentialBroker(target, {}, openbao=config)
+        if expected:
+            assert broker.read().token_id == expected
+        else:
+            with pytest.raises(CredentialError, match="answered nothing") as caught:
+                broker.read()
+            assert "kv2-probe-secret" not in str(caught.value)
 
 
 def test_make_approle_logs_in_with_the_policies(openbao: DevOpenBao) -> None:

@@ -318,7 +318,14 @@ def test_sdn_apply_refused_on_a_degraded_cluster_and_failed_task_reported(fresh_
 
 
 def test_subnet_of_a_missing_vnet_plans_a_create(fresh_cluster):
+    """A missing vnet proves its subnet absent; the create is planned when the same run creates the
+    vnet first, and refused at plan when nothing does (pve-network SubnetPlugin on_update_hook:
+    "<vnet> don't exist")."""
     ctx = make_context(static_targets(fresh_cluster))
+    alone = present(ctx, objects.SUBNET, True, "s", **SUBNET)
+    assert alone.result is False and "labnet don't exist" in alone.comment[0], alone.comment
+    for spec, declared in ((objects.ZONE, ZONE), (objects.VNET, VNET)):
+        assert present(ctx, spec, True, declared["name"], **declared).result is None
     plan = present(ctx, objects.SUBNET, True, "s", **SUBNET)
     assert plan.result is None and "created" in plan.changes
 

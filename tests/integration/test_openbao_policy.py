@@ -144,6 +144,21 @@ def test_names_are_keyed_in_lower_case(root, name):
     assert writes(sent) == [], "a case-only change or rename writes nothing"
 
 
+def test_a_name_with_slashes_is_one_policy(openbao, root, name):
+    # OpenBao accepts jenkins/dev/master (sys/policy/(?P<name>.+)); hvac keeps the / in the URL.
+    store = MemoryStore()
+    ctx = _ctx(root, store)
+    nested = f"{name}/dev/Master"
+    sent = recorded(root)
+    assert lifecycle.present(ctx, "p", True, nested, [READ]).result is None
+    done = lifecycle.present(ctx, "p", False, nested, [READ])
+    assert done.result is True, done.comment
+    assert nested.lower() in root.sys.list_policies()["data"]["policies"]
+    assert ("PUT", f"/v1/sys/policy/{nested.lower()}") in writes(sent)
+    again = lifecycle.present(ctx, "p", True, nested, [READ])
+    assert (again.result, again.changes) == (True, {}), again.comment
+
+
 def test_rename_writes_the_new_name_first(openbao, root, name):
     new = f"{name}-new"
     store = MemoryStore()

@@ -395,6 +395,11 @@ class NetworkPve(AccessPve):
         self.sdn: dict[str, dict] = {"zones": {}, "vnets": {}, "subnets": {}}
         self.sdn_running: dict[str, dict] = {"zones": {}, "vnets": {}, "subnets": {}}
         self.sdn_lock: str | None = None
+        # The other SDN configuration files a zone names (``ipams.cfg`` holds PVE's own ``pve`` IPAM
+        # from the start, ``dns.cfg`` and ``controllers.cfg`` nothing): ``{id: options with type}``.
+        self.sdn_ipams: dict[str, dict] = {"pve": {"type": "pve"}}
+        self.sdn_dns: dict[str, dict] = {}
+        self.sdn_controllers: dict[str, dict] = {}
         self.reload_failures: dict[str, str] = {}
         self.unreadable_polls: set[str] = set()
         self.offline_after_reload: dict[str, str] = {}
@@ -608,6 +613,9 @@ class NetworkPve(AccessPve):
             ("GET", subnet, self._subnet_read),
             ("PUT", subnet, self._subnet_update),
             ("DELETE", subnet, self._subnet_delete),
+            ("GET", "/cluster/sdn/ipams", self._listing("ipam", "sdn_ipams")),
+            ("GET", "/cluster/sdn/dns", self._listing("dns", "sdn_dns")),
+            ("GET", "/cluster/sdn/controllers", self._listing("controller", "sdn_controllers")),
             ("POST", "/cluster/sdn/lock", self._sdn_lock),
             ("DELETE", "/cluster/sdn/lock", self._sdn_unlock),
             ("POST", "/cluster/sdn/rollback", self._sdn_rollback),
@@ -672,14 +680,22 @@ class NetworkPve(AccessPve):
         self._locked(errmsg, v.get("lock-token"))
         if v["zone"] in self.sdn["zones"]:
             raise die(f"{errmsg}: sdn zone object ID '{v['zone']}' already defined")
-        self.sdn["zones"][v["zone"]] = self._options(v, ("zone",))
+        zone = self._options(v, ("zone",))
+        self._zone_hooks(v["zone"], zone, None, errmsg)
+        self.sdn["zones"][v["zone"]] = zone
 
     async def _zone_update(self, v, user):
         errmsg = "update sdn zone object failed"
         self._locked(errmsg, v.get("lock-token"))
         if v["zone"] not in self.sdn["zones"]:
             raise die(f"{errmsg}: sdn '{v['zone']}' does not exist")
+        before = copy.deepcopy(self.sdn["zones"][v["zone"]])
         self._update("zones", v["zone"], v, ("zone", "type"))
+        try:
+            self._zone_hooks(v["zone"], self.sdn["zones"][v["zone"]], before, errmsg)
+        except PveError:
+            self.sdn["zones"][v["zone"]] = before
+            raise
 
     async def _zone_delete(self, v, user):
         errmsg = "delete sdn zone object failed"
@@ -729,7 +745,9 @@ class NetworkPve(AccessPve):
             raise die(f"{errmsg}: sdn vnet object ID '{v['vnet']}' already defined")
         if v["zone"] not in self.sdn["zones"]:
             raise die(f"{errmsg}: sdn '{v['zone']}' does not exist")
-        self.sdn["vnets"][v["vnet"]] = {"type": "vnet", **self._options(v, ("vnet", "type"))}
+        vnet = {"type": "vnet", **self._options(v, ("vnet", "type"))}
+        self._vnet_hook(v["vnet"], vnet)
+        self.sdn["vnets"][v["vnet"]] = vnet
 
     def _subnets_of(self, vid: str) -> list[str]:
         return sorted(sid for sid, sub in self.sdn["subnets"].items() if sub.get("vnet") == vid)
@@ -740,7 +758,13 @@ class NetworkPve(AccessPve):
         old_zone = self.sdn["vnets"][v["vnet"]].get("zone")
         if v.get("zone") and v["zone"] != old_zone and self._subnets_of(v["vnet"]):
             raise param_error(zone="can't change zone if subnets exist")
+        before = copy.deepcopy(self.sdn["vnets"][v["vnet"]])
         self._update("vnets", v["vnet"], v, ("vnet", "type"))
+        try:
+            self._vnet_hook(v["vnet"], self.sdn["vnets"][v["vnet"]])
+        except PveError:
+            self.sdn["vnets"][v["vnet"]] = before
+            raise
 
     async def _vnet_delete(self, v, user):
         self._vnet_access(user, v["vnet"], ("SDN.Allocate",))
@@ -787,6 +811,7 @@ class NetworkPve(AccessPve):
         if sid in self.sdn["subnets"]:
             raise die(f"{errmsg}: sdn subnet object ID '{sid}' already defined")
         options = self._options(v, ("subnet", "type"))
+        self._subnet_hook(vnet, v["subnet"], options)
         if "dhcp-range" in options and not isinstance(options["dhcp-range"], list):
             options["dhcp-range"] = [options["dhcp-range"]]
         self.sdn["subnets"][sid] = {"type": "subnet", **options}
@@ -806,6 +831,95 @@ class NetworkPve(AccessPve):
         self._vnet_access(user, v["vnet"], ("SDN.Allocate",))
         self._locked("delete sdn subnet object failed", v.get("lock-token"))
         self.sdn["subnets"].pop(v["subnet"], None)
+
+    def _listing(self, key: str, attribute: str):
+        """``GET /cluster/sdn/{ipams,dns,controllers}``: each entry with its id under ``key``."""
+
+        async def index(v, user):
+            return [{key: oid, **options} for oid, options in sorted(getattr(self, attribute).items())]
+
+        return index
+
+    def _zone_hooks(self, zid: str, zone: dict, before: dict | None, errmsg: str) -> None:
+        """``API2/Network/SDN/Zones.pm`` ``create``/``update`` and the plugins' ``on_update_hook``
+        (pve-network master ``ecf98c5``): the DNS servers and IPAM a zone names exist, ``dnszone``
+        needs ``dns``, ``ipam`` stays while the zone has subnets, an evpn zone's controller exists
+        and is an evpn one with a ``vrf-vxlan`` no other zone has, a vxlan zone has exactly one of
+        ``peers``/``fabric``."""
+        for key in ("dns", "reversedns"):
+            if zone.get(key) and zone[key] not in self.sdn_dns:
+                raise param_error(**{key: f"{zone[key]} don't exist"})
+        if zone.get("dnszone") and not zone.get("dns"):
+            raise param_error(dnszone="missing dns server")
+        if zone.get("ipam") and zone["ipam"] not in self.sdn_ipams:
+            raise param_error(ipam=f"{zone['ipam']} not existing")
+        changed = before is not None and (before.get("ipam") or "") != (zone.get("ipam") or "")
+        if changed and any(sid.split("-", 1)[0] == zid for sid in self.sdn["subnets"]):
+            raise param_error(ipam="can't change ipam if a subnet is already defined in this zone")
+        if zone.get("type") == "evpn":
+            controller = self.sdn_controllers.get(zone.get("controller"))
+            if controller is None:
+                raise die(f"{errmsg}: controller {zone.get('controller')} don't exist")
+            if controller.get("type") != "evpn":
+                raise die(f"{errmsg}: {zone.get('controller')} is not a evpn controller type")
+            for other, options in self.sdn["zones"].items():
+                if other != zid and str(options.get("vrf-vxlan")) == str(zone.get("vrf-vxlan")):
+                    raise die(f"{errmsg}: vrf-vxlan {zone.get('vrf-vxlan')} is already declared in {other}")
+        if zone.get("type") == "vxlan" and bool(zone.get("peers")) == bool(zone.get("fabric")):
+            raise param_error(
+                peers="must have exactly one of peers / fabric defined",
+                fabric="must have exactly one of peers / fabric defined",
+            )
+
+    def _vnet_hook(self, vid: str, vnet: dict) -> None:
+        """Each zone plugin's ``vnet_update_hook`` and ``VnetPlugin`` ``on_update_hook`` (pve-network
+        master ``ecf98c5``): no tag in a simple zone; a tag of at most 4096, unique in the zone, in
+        a vlan zone (one tag-less vnet per qinq zone); a tag of at most 16777216, unique across vxlan
+        and evpn zones, in those (no ``vlanaware`` in evpn); no ``vlanaware`` on a vnet with subnets."""
+        kind = self.sdn["zones"].get(vnet.get("zone"), {}).get("type")
+        tag = int(vnet["tag"]) if vnet.get("tag") not in (None, "") else None
+        others = {oid: o for oid, o in self.sdn["vnets"].items() if oid != vid}
+        if kind == "simple" and tag is not None:
+            raise param_error(tag="vlan tag is not allowed on simple zone")
+        if kind in ("vlan", "qinq"):
+            if kind == "vlan" and tag is None:
+                raise param_error(tag="missing vlan tag")
+            if tag is not None and tag > 4096:
+                raise param_error(tag="vlan tag max value is 4096")
+            for oid, other in sorted(others.items()):
+                if (
+                    other.get("zone") == vnet.get("zone")
+                    and tag is not None
+                    and str(other.get("tag")) == str(tag)
+                ):
+                    raise param_error(tag=f"tag {tag} already exist in vnet {oid}")
+        if kind in ("vxlan", "evpn"):
+            if tag is None:
+                raise param_error(tag="missing vxlan tag")
+            if tag > 16777216:
+                raise param_error(tag="vxlan tag max value is 16777216")
+            if kind == "evpn" and vnet.get("vlanaware") in (1, "1", True):
+                raise param_error(**{"vlan-aware": "vlan-aware option can't be enabled with evpn"})
+            for oid, other in sorted(others.items()):
+                other_kind = self.sdn["zones"].get(other.get("zone"), {}).get("type")
+                if other_kind in ("vxlan", "evpn") and str(other.get("tag")) == str(tag):
+                    raise param_error(
+                        tag=f"vxlan tag {tag} already exist in vnet {oid} in zone {other.get('zone')} "
+                    )
+        if vnet.get("vlanaware") in (1, "1", True) and self._subnets_of(vid):
+            raise param_error(vlanaware="vlanaware vnet is not compatible with subnets")
+
+    @staticmethod
+    def _subnet_hook(vnet: dict, cidr: str, options: dict) -> None:
+        """``SubnetPlugin.pm`` ``on_update_hook``: no subnet on a VLAN-aware vnet; the gateway in the
+        subnet, unless an IPv4 /32 (point-to-point)."""
+        if vnet.get("vlanaware") in (1, "1", True):
+            raise param_error(vnet="you can't add a subnet on a vlanaware vnet")
+        network = ipaddress.ip_network(cidr, strict=False)
+        gateway = options.get("gateway")
+        point_to_point = network.version == 4 and network.prefixlen == 32
+        if gateway and ipaddress.ip_address(gateway) not in network and not point_to_point:
+            raise param_error(gateway=f"{gateway} is not in subnet {cidr}")
 
     def _has_pending(self) -> bool:
         return any(

@@ -58,7 +58,12 @@ def no_such_alias() -> PveError:
 class AliasPve:
     """Cluster aliases as pve-firewall 6.0.4 keeps them: keyed by ``lc(name)``, the spelling of the last
     write kept, ``/32`` and ``/128`` stripped on read (``parse_ip_or_cidr``), comments trimmed, a list
-    digest checked by PUT and DELETE, deleting a missing alias a success."""
+    digest checked by PUT and DELETE, deleting a missing alias a success. The places a delete scans
+    for references (salt_proxmox.firewall.usage) answer as an empty firewall does: no rules, IP sets
+    or security groups, no node, no guest."""
+
+    #: The scan's listings, each empty.
+    EMPTY = ("cluster/firewall/rules", "cluster/firewall/ipset", "cluster/firewall/groups", "nodes")
 
     def __init__(self, aliases: dict[str, dict] | None = None) -> None:
         self.aliases = {name.lower(): dict(entry, name=name) for name, entry in (aliases or {}).items()}
@@ -83,6 +88,8 @@ class AliasPve:
         return entry
 
     def __call__(self, method: str, path: str, params: dict, form: dict) -> Any:
+        if method == "GET" and (path in self.EMPTY or path == "cluster/resources"):
+            return []
         if path == ALIASES:
             if method == "GET":
                 digest = self.digest()

@@ -168,6 +168,52 @@ def test_token_id_full_is_preferred() -> None:
     assert credential.header() == f"PVEAPIToken=salt@pve!provision={PROVISION_SECRET}"
 
 
+def kv2_body(token_id: str, secret: str) -> dict:
+    """A KV version 2 read (OpenBao ``builtin/logical/kv`` ``pathData``): the pair one level down,
+    beside ``metadata``, with no lease."""
+    return {
+        "data": {
+            "data": {"token_id": token_id, "secret": secret},
+            "metadata": {"created_time": "2026-01-01T00:00:00Z", "destroyed": False, "version": 3},
+        },
+        "lease_id": "",
+        "lease_duration": 0,
+    }
+
+
+def test_a_kv_version_2_answer_is_read_one_level_down() -> None:
+    # credentials:path proxmox/data/creds names the data/ segment of a KV v2 mount: the pair is
+    # data.data, never "token_id is missing" when it is there, nested.
+    broker, _, _ = bao_broker({"proxmox/creds/read": kv2_body("salt@pve!read", READ_SECRET)})
+    credential = broker.read()
+    assert (credential.token_id, credential.lease_seconds) == ("salt@pve!read", 0)
+    assert credential.header() == f"PVEAPIToken=salt@pve!read={READ_SECRET}"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param({"data": {"token_id": "salt@pve!read"}, "metadata": {}}, id="metadata-without-version"),
+        pytest.param({"data": "x", "metadata": {"version": 1}}, id="inner-data-not-a-mapping"),
+        pytest.param(
+            {"data": {"token_id": "salt@pve!read"}, "metadata": {"version": 1}, "secret": "s"},
+            id="a-third-key",
+        ),
+    ],
+)
+def test_only_the_kv_version_2_shape_is_unwrapped(data: dict) -> None:
+    # A KV v1 secret that happens to hold keys called data and metadata is not KV v2.
+    broker, _, _ = bao_broker({"proxmox/creds/read": {"data": data, "lease_duration": 0}})
+    with pytest.raises(CredentialError, match="token_id is missing"):
+        broker.read()
+
+
+def test_nothing_at_a_kv_version_2_path_without_data_names_the_segment() -> None:
+    broker, _, _ = bao_broker({"proxmox/creds/read": None})
+    with pytest.raises(CredentialError, match=r"<mount>/data/<path>: name that data/ segment"):
+        broker.read()
+
+
 def test_lease_id_is_kept_but_never_shown() -> None:
     answer = {**body("salt@pve!read", READ_SECRET), "lease_id": "proxmox/creds/read/xyz"}
     broker, _, _ = bao_broker({"proxmox/creds/read": answer})

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.firewall import alias
+from salt_proxmox.firewall import alias, usage
 from salt_proxmox.firewall.lifecycle import present
 from salt_proxmox.ownership import MemoryStore, row_key
 from salt_proxmox.pve.errors import PveError
@@ -385,3 +385,16 @@ def test_canonical_cidr_is_stable_and_pve_storing_it_leaves_no_drift(pair, upper
     stored = AliasPve.stored({"cidr": sent}, "x")["cidr"]
     assert alias.canonical_cidr(stored) == sent
     assert not sent.endswith(("/32", "/128")) or (address.version == 6 and sent.endswith("/32"))
+
+
+def test_names_alias_follows_resolve_alias() -> None:
+    # Firewall.pm resolve_alias: lc(name); dc/ is the cluster's, guest/ the guest's own, and a bare
+    # name is the guest's own when it has one by that name.
+    assert usage.names_alias("Lab_Net", "lab_net")
+    assert usage.names_alias("dc/LAB_NET", "lab_net")
+    assert not usage.names_alias("guest/lab_net", "lab_net")
+    assert not usage.names_alias("lab_net", "lab_net", shadowed=True)
+    assert usage.names_alias("dc/lab_net", "lab_net", shadowed=True)
+    assert not usage.names_alias("+lab_net", "lab_net"), "an IP set reference is not an alias"
+    assert not usage.names_alias("10.0.0.1,lab_net", "lab_net"), "an alias never stands in a list"
+    assert not usage.names_alias(None, "lab_net")

@@ -197,6 +197,17 @@ def test_sdn_declarations():
         objects.subnet_declare("s", "lab", name="10.2.0.0/24", vnet="v1", gateway="10.3.0.1")
 
 
+def test_an_ipv4_slash_32_is_point_to_point_and_takes_a_gateway_outside_it() -> None:
+    # pve-network SubnetPlugin.pm on_update_hook: $pointopoint = ip_is_ipv4($gateway) && $mask == 32;
+    # the "not in subnet" check is skipped for it, and for nothing else (an IPv6 /128 is checked).
+    decl = objects.subnet_declare("s", "lab", name="192.0.2.10/32", vnet="v1", gateway="192.0.2.1")
+    assert decl.values["gateway"] == "192.0.2.1"
+    with pytest.raises(DeclarationError, match="not in"):
+        objects.subnet_declare("s", "lab", name="192.0.2.10/31", vnet="v1", gateway="192.0.2.1")
+    with pytest.raises(DeclarationError, match="not in"):
+        objects.subnet_declare("s", "lab", name="fd00::10/128", vnet="v1", gateway="fd00::1")
+
+
 @pytest.mark.parametrize(
     ("cidr", "kept"),
     [

@@ -39,6 +39,8 @@ MANAGE = 'path "sys/policy/salt-proxmox-*" {\n  capabilities = ["create", "read"
         ("salt-proxmox-creds", "salt-proxmox-creds"),
         ("Salt-Proxmox-Creds", "salt-proxmox-creds"),
         ("A.b_C", "a.b_c"),
+        # A hierarchical name: OpenBao's route is sys/policy/(?P<name>.+) and it lists by prefix.
+        ("Jenkins/Dev/master", "jenkins/dev/master"),
     ],
 )
 def test_names_are_keyed_in_lower_case(name: str, key: str) -> None:
@@ -55,6 +57,14 @@ def test_names_are_keyed_in_lower_case(name: str, key: str) -> None:
         ("-lead", "not a policy name"),
         ("", "not a policy name"),
         (None, "not a policy name"),
+        # OpenBao cleans the request path: each of these would be stored under another name
+        # (a//b as a/b, /x as x, a/../b as b; ../x is refused).
+        ("a//b", "would store another name"),
+        ("/lead", "would store another name"),
+        ("trail/", "would store another name"),
+        ("a/../b", "would store another name"),
+        ("a/./b", "would store another name"),
+        ("../x", "would store another name"),
     ],
 )
 def test_names_refused(name: object, problem: str) -> None:
