@@ -39,9 +39,11 @@ def __virtual__():
 
 
 def _run():
-    """This state run as Salt injects it (``__low__``, ``__lowstate__``), passed through whole
-    for the library's run-wide checks (one object, one declaration)."""
-    return {key: globals().get(key) for key in ("__low__", "__lowstate__")}
+    """This state run as Salt injects it (``__low__``, ``__lowstate__``, ``__instance_id__``),
+    passed through whole for the library's run-wide checks and reads: ``__instance_id__`` is what
+    tells one run from the next (``lowstate.Run.of``), so what a zone's plan learned serves the
+    vnet after it."""
+    return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
 
 
 def _state_id(name):

@@ -31,11 +31,14 @@ proxmox:
       unprivileged: true
       hostname: web
       rootfs: local-zfs:8
+      net0: name=eth0,bridge=vmbr0,ip=dhcp
 """
 
 
 def minion(tmp_path: Path, cluster, secret_suffix: str = "") -> Path:
-    """A masterless minion whose pillar declares CT 150 and whose static tokens end in ``secret_suffix``."""
+    """A masterless minion whose pillar declares CT 150 (with a NIC, whose MAC PVE draws: the row's
+    fingerprint tells it from a container made again at its vmid) and whose static tokens end in
+    ``secret_suffix``."""
     pillar = tmp_path / "pillar"
     pillar.mkdir()
     (pillar / "top.sls").write_text("base:\n  '*':\n    - proxmox\n")
