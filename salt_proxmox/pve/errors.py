@@ -6,7 +6,9 @@ line and, for API2 JSON, in the body's ``message``; 400s add ``errors: {field: r
 Nothing here ever holds a request header, so no credential can reach an error text.
 
 Every error's text ends with what an operator does about it (``remedy``): a state comment is
-read by someone who has to act on it, and "HTTP 500 got timeout" alone does not say how.
+read by someone who has to act on it, and "HTTP 500 got timeout" alone does not say how. A remedy
+that runs a command names the guest family's own (``pct``/``qm``, ``ct:``/``vm:`` for
+``ha-manager``), read from the request's path (``guest_tools``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ _MISSING_CONFIG = re.compile(
 #: ``API2/LXC.pm`` destroy_vm ("container is running", "used in HA resources", pve-guest-common
 #: ``ReplicationConfig::check_for_existing_jobs``: "There is a replication job") and
 #: ``AbstractConfig::check_protection`` ("protection mode enabled"), resize_vm ("unable to shrink disk size"),
-#: ``LXC.pm check_ct_modify_config_perm`` ("only allowed for root@pam"), ``LXC/Config.pm
+#: ``LXC.pm check_ct_modify_config_perm`` ("only allowed for root@pam"; qemu-server ``API2/Qemu.pm``
+#: ``$check_vm_modify_config_perm`` and its device checks: "only root can set '<key>' config for
+#: real devices"), ``LXC/Config.pm
 #: update_pct_config`` ("unable to delete required option"); pve-manager ``API2/Pool.pm``
 #: ("is not empty", "parent ... of pool"); pve-access-control ``API2/ACL.pm`` update_acl ("role
 #: ... does not exist", ``check_token_exist``: "no such token") and ``verify_privname`` ("invalid
@@ -51,7 +55,7 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(r"\bis locked \("),
-        "The guest is locked by a backup, migration or snapshot: wait for it to end, or run `pct unlock "
+        "The guest is locked by a backup, migration or snapshot: wait for it to end, or run `{cmd} unlock "
         "<vmid>` on the node if the lock is stale, then run the state again.",
     ),
     (
@@ -69,14 +73,14 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
         "it over.",
     ),
     (
-        re.compile(r"container is running|can't overwrite running container"),
-        "PVE does not destroy a running container: stop it (`pct shutdown <vmid>` on the node), then run "
+        re.compile(r"container is running|can't overwrite running container|is running - destroy failed"),
+        "PVE does not destroy a running {noun}: stop it (`{cmd} shutdown <vmid>` on the node), then run "
         "the state again.",
     ),
     (
         re.compile(r"used in HA resources and purge parameter not set"),
         "The guest is an HA resource, and PVE destroys one only with purge, which is never sent: remove it "
-        "from HA first (`ha-manager remove ct:<vmid>`), then run the state again.",
+        "from HA first (`ha-manager remove {ha}:<vmid>`), then run the state again.",
     ),
     (
         re.compile(r"There is a replication job '[^']*' for guest"),
@@ -86,7 +90,7 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"protection mode enabled"),
         "The guest has protection set, and PVE refuses to remove it or change its volumes: clear it first "
-        "in a run of its own (declare protection: 0, or `pct set <vmid> --protection 0`), then run the "
+        "in a run of its own (declare protection: 0, or `{cmd} set <vmid> --protection 0`), then run the "
         "state again.",
     ),
     (
@@ -94,9 +98,9 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
         "PVE cannot shrink a volume: declare at least its live size.",
     ),
     (
-        re.compile(r"only allowed for root@pam"),
-        "Only root@pam may make this change and an API token never is: run the `pct set` PVE names on the "
-        "node as root, then plan again.",
+        re.compile(r"only allowed for root@pam|only root(?:@pam)? can set"),
+        "Only root@pam may make this change and an API token never is: run the `{cmd} set` PVE names on "
+        "the node as root, then plan again.",
     ),
     (
         re.compile(r"is not empty \(contains"),
@@ -130,16 +134,37 @@ _WORDINGS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def remedy(status: int, message: str) -> str:
-    """What to do about an HTTP failure: by PVE's wording first, then by status class.
+#: The guest families' words a remedy fills in: the CLI, what ``ha-manager`` calls the resource,
+#: and the noun (pve-container ``pct``/``ct:``, qemu-server ``qm``/``vm:``).
+_TOOLS = {
+    "lxc": {"cmd": "pct", "ha": "ct", "noun": "container"},
+    "qemu": {"cmd": "qm", "ha": "vm", "noun": "VM"},
+}
+#: A request about no guest in particular: both spellings, so the remedy still fits.
+_EITHER = {"cmd": "pct|qm", "ha": "ct|vm", "noun": "guest"}
+_GUEST_PATH = re.compile(r"(?:^|/)nodes/[^/]+/(lxc|qemu)(?:/|$)")
+
+
+def guest_tools(path: str) -> dict[str, str]:
+    """The words of the guest family a request path is about (``nodes/<node>/qemu/…`` → ``qm``,
+    ``vm``, ``VM``; ``…/lxc/…`` → ``pct``, ``ct``, ``container``); both, for any other path."""
+    found = _GUEST_PATH.search(path.lstrip("/"))
+    return _TOOLS[found.group(1)] if found else _EITHER
+
+
+def remedy(status: int, message: str, path: str = "") -> str:
+    """What to do about an HTTP failure: by PVE's wording first, then by status class. A command a
+    remedy names is the family's own, from ``path`` (``guest_tools``).
 
     401 is pve-access-control's token check (``PVE::AccessControl::verify_token``), 403 a
     privilege check (``PVE::RPCEnvironment::check``), 595 pve-http-server's answer for a node it
-    cannot proxy to, 502-504 a proxy in front of pveproxy (or pveproxy itself) failing.
+    cannot proxy to, 502-504 a proxy in front of pveproxy (or pveproxy itself) failing. qemu-server
+    ``API2/Qemu.pm`` ``destroy_vm`` says "VM <vmid> is running - destroy failed" where
+    pve-container says "container is running".
     """
     for wording, text in _WORDINGS:
         if wording.search(message):
-            return text
+            return text.format(**guest_tools(path))
     if status == 401:
         return (
             "PVE did not accept the API token (revoked, expired or a wrong secret): issue a new token "
@@ -163,7 +188,10 @@ def remedy(status: int, message: str) -> str:
             "`systemctl status pveproxy` on the member, then run the state again."
         )
     if status == 501:
-        return "This PVE does not have the endpoint: check that the member runs PVE 9."
+        return (
+            "This PVE does not have the endpoint: check that the member runs a release this product "
+            "supports (PVE 8 or 9) and that the request is one that release serves."
+        )
     if status >= 500:
         return (
             "PVE failed on its side: read the node's journal (`journalctl -u pvedaemon -u pveproxy`), "
@@ -178,7 +206,7 @@ def _sentence(text: str) -> str:
 
 class PveError(SaltProxmoxError):
     """An HTTP answer that is not success. ``status``, ``message``, ``errors`` as PVE sent them;
-    the text adds ``remedy(status, message)``."""
+    the text adds ``remedy(status, message, path)``."""
 
     def __init__(self, method: str, path: str, status: int, message: str, errors: dict | None = None):
         self.method = method
@@ -188,7 +216,7 @@ class PveError(SaltProxmoxError):
         self.errors = dict(errors or {})
         detail = "".join(f"; {key}: {str(reason).strip()}" for key, reason in sorted(self.errors.items()))
         said = _sentence(f"{method} {path}: HTTP {status} {self.message}{detail}")
-        super().__init__(f"{said} {remedy(status, self.message)}")
+        super().__init__(f"{said} {remedy(status, self.message, path)}")
 
 
 class PveConfigMissing(PveError):
@@ -204,7 +232,7 @@ class PveMalformed(SaltProxmoxError):
         super().__init__(
             f"{method} {path}: malformed answer from PVE: {why}. Whatever answered does not answer as "
             "PVE's API does: check that the member URL is a PVE node's pveproxy (port 8006) and not a "
-            "proxy or portal page, and that it runs PVE 9."
+            "proxy or portal page, and that it runs PVE 8 or 9."
         )
 
 

@@ -373,9 +373,46 @@ def test_tag_style_is_read_from_cluster_options(data: dict, style: TagStyle) -> 
     ],
 )
 def test_a_refusal_pve_explains_gets_its_remedy_not_the_journal(message: str, remedy: str) -> None:
-    error = classify("PUT", "x", 500, message, None)
+    error = classify("PUT", "nodes/pve1/lxc/150/config", 500, message, None)
     assert message in str(error) and remedy in str(error)
     assert "journal" not in str(error)
+
+
+@pytest.mark.parametrize(
+    ("message", "remedy"),
+    [
+        # qemu-server API2/Qemu.pm destroy_vm: "VM $vmid is running - destroy failed"
+        (
+            "VM 210 is running - destroy failed",
+            "PVE does not destroy a running VM: stop it (`qm shutdown <vmid>`",
+        ),
+        # pve-guest-common AbstractConfig::check_lock: "VM is locked (backup)"
+        ("VM is locked (backup)", "`qm unlock <vmid>`"),
+        (
+            "unable to remove VM 210 - used in HA resources and purge parameter not set.",
+            "`ha-manager remove vm:<vmid>`",
+        ),
+        ("can't remove VM 210 - protection mode enabled", "`qm set <vmid> --protection 0`"),
+        # qemu-server API2/Qemu.pm's device checks (check_hostpci_perm and friends)
+        ("only root can set 'hostpci0' config for non-mapped devices", "run the `qm set` PVE names"),
+        ("only root can set 'usb0' config for real devices", "run the `qm set` PVE names"),
+    ],
+)
+def test_a_vms_remedy_names_qm_and_vm_never_pct(message: str, remedy: str) -> None:
+    error = str(classify("PUT", "nodes/pve1/qemu/210/config", 500, message, None))
+    assert remedy in error and "pct" not in error and "ct:" not in error
+
+
+def test_a_remedy_about_no_guest_in_particular_names_both_tools() -> None:
+    error = str(classify("GET", "cluster/tasks", 500, "CT is locked (backup)", None))
+    assert "`pct|qm unlock <vmid>`" in error
+
+
+@pytest.mark.parametrize("status", [501])
+def test_no_remedy_sends_a_pve_8_operator_to_pve_9(status: int) -> None:
+    # PVE 8 and 9 are both supported: a missing endpoint is not "upgrade to 9".
+    error = str(classify("GET", "cluster/sdn/rollback", status, "Not Implemented", None))
+    assert "PVE 8 or 9" in error and "runs PVE 9" not in error
 
 
 def test_a_500_pve_does_not_explain_still_points_at_the_journal() -> None:
