@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.errors import DeclarationError, Refused, boolean_problem, shown
 from salt_proxmox.guest.absence import index_rows, indexed_guest
 from salt_proxmox.guest.refusals import read_status, status_path
 from salt_proxmox.pve.constraints import vmid_number
@@ -106,8 +106,8 @@ def parse_power(declared: dict) -> Power:
         problems.append(f"status: {shown(status)} is not one of {', '.join(STATUSES)}")
     if timeout is not None and (problem := _seconds_problem("shutdown_timeout", timeout)):
         problems.append(problem)
-    if force is not None and not isinstance(force, bool):
-        problems.append(f"force_stop: expected true or false, got {shown(force)}")
+    if force is not None and (problem := boolean_problem("force_stop", force)):
+        problems.append(problem)
     for key, value in (("shutdown_timeout", timeout), ("force_stop", force)):
         if value is not None and status != "stopped":
             problems.append(
@@ -224,9 +224,9 @@ def power_call(
     call: str,
     vmid: object,
     node: object = None,
-    adopt: bool = False,
+    adopt: object = False,
     timeout: object = None,
-    force_stop: bool = False,
+    force_stop: object = False,
 ) -> dict:
     """An ad-hoc power call (``call`` in ``CALLS``) on guest ``vmid``: returns ``{vmid, node, type,
     status, changed, upid}`` (``upid`` None when the guest already was where ``call`` leaves it,
@@ -238,14 +238,20 @@ def power_call(
     ``stop`` is PVE's hard stop (``POST …/status/stop``), made only because it is asked for;
     ``shutdown`` sends ``timeout`` (seconds) and ``forceStop=1`` only with ``force_stop``.
 
-    Raises DeclarationError (vmid, node, timeout malformed), Refused, PveError, TaskFailed,
-    Uncertain.
+    ``adopt`` and ``force_stop`` are booleans (``errors.boolean_problem``): anything else is refused
+    before any request, as a quoted ``'false'`` would otherwise act as true.
+
+    Raises DeclarationError (vmid, node, timeout, adopt, force_stop malformed), Refused, PveError,
+    TaskFailed, Uncertain.
     """
     from salt_proxmox.guest.lifecycle import owned_guest
 
     needs, leaves, segment, done = CALLS[call]
-    if timeout is not None and (problem := _seconds_problem("timeout", timeout)):
-        raise DeclarationError(problem)
+    problems = [boolean_problem("adopt", adopt), boolean_problem("force_stop", force_stop)]
+    if timeout is not None:
+        problems.append(_seconds_problem("timeout", timeout))
+    if any(problems):
+        raise DeclarationError([problem for problem in problems if problem])
     family, where, number = locate(ctx, families, vmid, node)
     if not adopt:
         try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
     Rule,
@@ -375,8 +375,8 @@ def parse_declaration(
                 problems += [problem.replace("vmid", "clone", 1) for problem in exc.problems]
             continue
         if key == "full":
-            if not isinstance(raw, bool):
-                problems.append(f"full: expected true or false, got {shown(raw)}")
+            if problem := boolean_problem("full", raw):
+                problems.append(problem)
             else:
                 extra["full"] = raw
             continue

@@ -458,3 +458,19 @@ def test_an_adhoc_reboot_of_a_stopped_guest_is_refused() -> None:
 def test_an_adhoc_timeout_that_is_no_number_of_seconds_is_refused() -> None:
     with pytest.raises(DeclarationError, match="timeout: -5"):
         adhoc(StubPve(), MemoryStore(), "shutdown", timeout=-5)
+
+
+@pytest.mark.parametrize("value", ["false", "n", "no", "0", 0, 1, None])
+@pytest.mark.parametrize("argument", ["adopt", "force_stop"])
+def test_an_adhoc_switch_that_is_not_a_boolean_is_refused_before_any_request(
+    argument: str, value: object
+) -> None:
+    # bool('false') and bool('n') are True: taken as given, adopt='false' acted on a guest not ours
+    # and force_stop=n sent forceStop=1. errors.boolean_problem is the one rule.
+    stub = StubPve()
+    with pytest.raises(DeclarationError) as refused:
+        adhoc(stub, MemoryStore(), "shutdown", **{argument: value})
+    assert refused.value.problems == [
+        f"{argument}: expected true or false (a boolean, unquoted), got {value!r}"
+    ]
+    assert stub.sent == []
