@@ -30,7 +30,7 @@ from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
-from salt_proxmox.guest.power import Power, apply_power, parse_power, power_lines
+from salt_proxmox.guest.power import Power, PowerNotReached, apply_power, parse_power, power_lines
 from salt_proxmox.guest.refusals import destroy_refusals, read_status
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.lowstate import Chunk
@@ -659,7 +659,7 @@ def _power_failed(
     config stays written (and in ``changes``), the status is what it was."""
     what = family.what(decl.vmid, decl.node)
     lines = [str(exc)]
-    if decision.power == "shutdown" and not power.force_stop:
+    if decision.power == "shutdown" and not power.force_stop and not isinstance(exc, PowerNotReached):
         lines.append(
             f"{what} was not stopped hard: without force_stop: true a shutdown that meets its "
             f"{power.shutdown_timeout} s timeout leaves the {family.noun} running. Find why it does not shut "

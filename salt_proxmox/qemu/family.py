@@ -222,6 +222,7 @@ QEMU = Family(
     noun="VM",
     label="VM",
     command="qm",
+    ha_type="vm",
     destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
     parse=parse_declaration,
     judge=judge.judge,

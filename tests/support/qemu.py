@@ -60,6 +60,16 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   ``vm-<newid>-cloudinit``. fakepve copies the source's volume id, and destroying the clone would free
   the template's drive.
 
+- An HA-managed guest's start or shutdown only asks the HA manager: qemu-server ``vm_start``
+  (``PVE::HA::Config::vm_is_ha_managed``) runs ``ha-manager set vm:<vmid> --state started`` in an
+  ``hastart`` task, ``vm_shutdown`` ``ha-manager crm-command stop vm:<vmid> <timeout>`` in an
+  ``hastop`` task; each ends OK at once, and the CRM (pve-ha-manager ``PVE::HA::Manager``) acts in a
+  later round, or not at all (a node in maintenance, a service in ``error``); pve-container
+  ``API2/LXC/Status.pm`` ``vm_start``/``vm_shutdown`` do the same for ``ct:<vmid>``. fakepve
+  (time_scale 0) changes the guest's power inside the task. Here a vmid in ``ha_holds`` (a VM or a
+  container) keeps its power: its HA request is recorded (``ha_state``, shown as
+  ``status/current``'s ``ha.state``) and the task ends OK.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -186,6 +196,38 @@ class QemuPve(NetworkPve):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.resized: list[tuple[int, str, int]] = []
+        #: vmids whose HA requests the HA manager has not carried out (see the module docstring).
+        self.ha_holds: set[int] = set()
+
+    async def _ha_request(self, vm, user, state):
+        if vm.vmid not in self.ha_holds:
+            return await super()._ha_request(vm, user, state)
+
+        async def body():
+            vm.ha_state = state
+
+        verb = "start" if state == "started" else "stop"
+        return await self.task(
+            vm.node,
+            "ha" + verb,
+            vm.vmid,
+            user,
+            body,
+            lock=False,
+            log=[f"Requesting HA {verb} for VM {vm.vmid}"],
+        )
+
+    async def _ct_ha(self, ct, user, state, timeout=None):
+        if ct.vmid not in self.ha_holds:
+            return await super()._ct_ha(ct, user, state, timeout)
+
+        async def body():
+            ct.ha_state = state
+
+        verb = "start" if state == "started" else "stop"
+        return await self._ct_task(
+            ct, "ha" + verb, user, body, lock=False, log=[f"Requesting HA {verb} for CT {ct.vmid}"]
+        )
 
     async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
         if ttype != "qmclone" or vm is None:
