@@ -197,6 +197,46 @@ def test_a_cdrom_naming_a_missing_iso_is_refused_at_plan_for_a_create_and_for_a_
     assert config(fresh_cluster, 150)["ide2"].startswith(ISO)
 
 
+@pytest.mark.parametrize(
+    "volume",
+    ["local-lvm:vm-300-disk-0", "local-lvm:base-9000-disk-0"],
+    ids=["running-vm-300-disk", "template-9000-disk"],
+)
+def test_a_cdrom_naming_another_guest_s_disk_is_refused_at_plan_for_a_create_and_for_a_swap(
+    fresh_cluster, volume
+):
+    """A CD-ROM names media (an ISO image, none, cdrom). qemu-server $check_storage_access takes an
+    images volume on a CD-ROM and pve-storage check_volume_access lets through any volume the caller
+    may access, so ``ide2: <another guest's disk>,media=cdrom`` would attach that guest's data to this
+    VM (fakepve attaches it too): refused like the same volume on scsi1, at plan and apply."""
+    cdrom = f"{volume},media=cdrom"
+    store = MemoryStore()
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        outcome = present(
+            make_context(static_targets(fresh_cluster), store=store), "web", test, **vm(ide2=cdrom)
+        )
+        said = "\n".join(outcome.comment)
+        assert outcome.result is False, outcome.comment
+        assert (
+            f"ide2: {volume} is not an ISO image, a volume of vmid" in said and "a CD-ROM names media" in said
+        )
+        assert writes(requests_since(fresh_cluster, start)) == []
+    assert 150 not in fresh_cluster.pve.vms and store.saves == 0
+
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    own = config(fresh_cluster, 150)["scsi0"].split(",")[0]
+    for swapped in (volume, own):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store)
+            outcome = present(ctx, "web", test, **vm(ide2=f"{swapped},media=cdrom"))
+            assert outcome.result is False, outcome.comment
+            assert f"ide2: {swapped} is not an ISO image" in "\n".join(outcome.comment)
+            assert writes(requests_since(fresh_cluster, start)) == []
+    assert config(fresh_cluster, 150)["ide2"].startswith(ISO)
+
+
 def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fresh_cluster):
     store = MemoryStore()
 

@@ -278,6 +278,56 @@ def test_a_cdrom_is_swapped_and_ejected_like_any_value() -> None:
     assert judge(decl(ide2="none,media=cdrom"), live).put == {"ide2": "none,media=cdrom"}
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "local:iso/debian-13.iso,media=cdrom",
+        "cephfs:iso/rescue.IMG,media=cdrom",
+        "none,media=cdrom",
+        "cdrom,media=cdrom",  # the host's drive: Sys.Console on /, not root@pam ($check_storage_access)
+    ],
+)
+def test_a_cdrom_naming_media_is_written(value: str) -> None:
+    assert judge(decl(ide2=value), vm()).put == {"ide2": value}
+    assert create_refusals(decl(ide2=value)) == []
+
+
+@pytest.mark.parametrize(
+    ("volume", "whose"),
+    [
+        ("local-lvm:vm-170-disk-0", ", a volume of vmid 170 (its data would be shared with this VM)"),
+        ("local-lvm:vm-150-disk-0", ", a volume of this VM"),
+        ("local:170/vm-170-disk-1.qcow2", ", a volume of vmid 170 (its data would be shared with this VM)"),
+        ("local:import/disk.iso", ""),  # vtype import, not iso (pve-storage Plugin.pm parse_volname)
+        ("nas:backup/rootfs.raw", ""),
+    ],
+)
+def test_a_cdrom_naming_any_other_volume_is_refused_like_a_disk(volume: str, whose: str) -> None:
+    # qemu-server $check_storage_access takes an images volume on a CD-ROM, and pve-storage
+    # check_volume_access lets through any volume the caller may access (Datastore.Allocate on its
+    # storage): VM.Config.CDROM would attach another guest's disk to this VM as its media.
+    value = f"{volume},media=cdrom"
+    for change in (
+        judge(decl(ide2=value), vm()),  # a drive added to a live VM
+        judge(decl(ide2=value), vm(ide2="none,media=cdrom")),  # a CD-ROM swapped
+    ):
+        assert change.put == {} and change.drift == ["ide2"]
+        (refusal,) = change.refuse
+        assert refusal.startswith(f"ide2: {volume} is not an ISO image{whose}; a CD-ROM names media")
+        assert "Declare an ISO image, none or cdrom." in refusal
+    (at_create,) = create_refusals(decl(ide2=value))
+    assert at_create.startswith(f"ide2: {volume} is not an ISO image")
+
+
+def test_a_cdrom_on_a_host_path_is_root_only() -> None:
+    # pve-storage check_volume_access: "Only root can pass arbitrary filesystem paths."
+    change = judge(decl(ide2="/dev/sr0,media=cdrom"), vm(ide2="none,media=cdrom"))
+    (refusal,) = change.refuse
+    assert "root@pam" in refusal and "qm set 150 --ide2 '/dev/sr0,media=cdrom'" in refusal
+    (at_create,) = create_refusals(decl(ide2="/dev/sr0,media=cdrom"))
+    assert "root@pam" in at_create
+
+
 def test_a_cdrom_is_never_turned_into_a_disk() -> None:
     # vmconfig_update_disk: die "unable to change media type".
     change = judge(decl(ide2="local-lvm:8"), vm(ide2="none,media=cdrom"))
