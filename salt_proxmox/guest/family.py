@@ -81,13 +81,16 @@ class CreatePlan:
     """What a plan says about creating a guest: ``refusals`` (non-empty: no create); ``source``
     (``from local:vztmpl/…``, ``by cloning VM 9000``) and ``again`` (the same, for a guest of ours
     that is gone: ``from ostemplate with new, empty volumes``); ``suffix`` ends the create note;
-    ``notes`` are further plan lines."""
+    ``notes`` are further plan lines. ``changes``: what the create writes, as a return's ``changes``
+    (a VM clone: the keys its configure step writes or deletes on the clone as it will be); None
+    shows the create form's keys (``create_form``)."""
 
     refusals: list[str] = field(default_factory=list)
     source: str = ""
     again: str = ""
     suffix: str = ""
     notes: list[str] = field(default_factory=list)
+    changes: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)

@@ -579,6 +579,56 @@ def clone_form(decl: QemuDeclaration, source_node: str) -> dict[str, str]:
     return form
 
 
+#: Keys ``clone_vm`` does not copy onto a clone (qemu-server ``API2/Qemu.pm``: snapshot state, and
+#: ``template``, deleted); ``unusedN`` is left out too ("no need to copy unused images").
+_NOT_CLONED = frozenset(
+    {"snapshots", "parent", "snaptime", "vmstate", "snapstate", "runningcpu", "runningmachine"}
+    | {"running-nets-host-mtu", "template", "lock", "digest"}
+)
+
+
+def cloned_config(decl: QemuDeclaration, source: Mapping[str, object]) -> dict[str, object]:
+    """The config of the VM a clone of ``source`` (the template's config) as ``clone_form(decl)`` will
+    make, as qemu-server ``API2/Qemu.pm`` ``clone_vm`` writes it: every key copied but ``_NOT_CLONED``
+    and ``unusedN``; ``name`` the declared one (else ``Copy-of-VM-<name>``); each ``netN`` with a new
+    MAC ("always change MAC! address": left out here, as PVE draws it); a CD-ROM copied as it is; every
+    other drive (disks, the cloud-init drive, ``efidisk0``, ``tpmstate0``) on its own new volume, which
+    a full clone with ``storage`` puts on that storage (``clone_disk``: ``$storage || $src_storeid``;
+    its format is the target storage's, ``resolve_dst_disk_format``, so a ``format=`` is dropped) and a
+    linked clone keeps on the template's. The new volume ids are pve-storage's default names
+    (``vm-<vmid>-disk-N``, ``vm-<vmid>-cloudinit``); the judge compares a drive's storage and size, not
+    its name. Pure."""
+    full = bool(decl.full)  # clone_vm: full defaults to 0 for a template
+    out: dict[str, object] = {}
+    disks = 0
+    for key, value in source.items():
+        if key in _NOT_CLONED or schema.family_of(key) == "unused":
+            continue
+        text = live_text(value)
+        if text and schema.family_of(key) == "net":
+            out[key] = print_net({k: v for k, v in parse_net(text).items() if k != "macaddr"})
+            continue
+        if text and schema.is_drive(key):
+            drive = parse_drive(text)
+            if drive.kind != "cdrom" and drive.storage is not None:
+                storage = decl.storage if full and decl.storage else drive.storage
+                name = (
+                    f"vm-{decl.vmid}-cloudinit"
+                    if drive.kind == "cloudinit"
+                    else f"vm-{decl.vmid}-disk-{disks}"
+                )
+                disks += drive.kind != "cloudinit"
+                options = {
+                    k: v for k, v in drive.options.items() if k != "format" or storage == drive.storage
+                }
+                out[key] = ",".join([f"{storage}:{name}", *(f"{k}={v}" for k, v in options.items())])
+                continue
+        out[key] = value
+    name = decl.config.get("name")
+    out["name"] = name or f"Copy-of-VM-{live_text(source.get('name')) or decl.clone}"
+    return out
+
+
 def split_by_effect(
     change: Change, live: Mapping[str, object], running: bool, drift_in_effect: list[str] | None = None
 ) -> tuple[list[str], list[str]]:

@@ -693,3 +693,37 @@ def test_the_gib_of_a_new_efidisk_or_tpmstate_is_ignored_as_pve_ignores_it() -> 
     assert verdict(judge(declared, live)) == ({}, [], [], [])
     moved = judge(declared, {**live, "tpmstate0": "ceph:vm-150-disk-2,size=4M,version=v2.0"})
     assert moved.resize == [] and "qm disk move" in moved.refuse[0]
+
+
+def test_the_clone_a_plan_judges_is_the_template_with_its_disks_where_clone_vm_puts_them() -> None:
+    # qemu-server API2/Qemu.pm clone_vm: unusedN and template not copied, a new MAC per NIC, a
+    # CD-ROM copied; clone_disk: a full clone with storage copies every disk and the cloud-init
+    # drive to it (format: the target storage's), a linked clone keeps the template's storage.
+    from salt_proxmox.qemu.judge import cloned_config
+
+    template = vm(
+        template=1,
+        name="tpl",
+        scsi0="local-lvm:base-9000-disk-0,iothread=1,size=3G",
+        virtio1="local:9000/base-9000-disk-1.qcow2,format=qcow2,size=1G",
+        ide0="local-lvm:vm-9000-cloudinit,media=cdrom",
+        ide2="local:iso/debian.iso,media=cdrom",
+        unused0="local-lvm:vm-9000-disk-7",
+        net0=NIC,
+    )
+    full = parse_declaration(
+        "app", vmid=151, node="pve1", target="homelab", config={"clone": 9000, "full": True, "storage": "zfs"}
+    )
+    made = cloned_config(full, template)
+    assert "template" not in made and "unused0" not in made and made["name"] == "Copy-of-VM-tpl"
+    assert made["scsi0"].startswith("zfs:vm-151-disk-") and made["scsi0"].endswith("iothread=1,size=3G")
+    assert made["virtio1"].startswith("zfs:") and "format=" not in made["virtio1"]
+    assert made["ide0"] == "zfs:vm-151-cloudinit,media=cdrom"
+    assert made["ide2"] == "local:iso/debian.iso,media=cdrom"
+    assert parse_net(made["net0"]).get("macaddr") is None
+    linked = parse_declaration(
+        "app", vmid=151, node="pve1", target="homelab", config={"clone": 9000, "name": "app"}
+    )
+    made = cloned_config(linked, template)
+    assert made["scsi0"].startswith("local-lvm:") and made["name"] == "app"
+    assert "format=qcow2" in made["virtio1"]
