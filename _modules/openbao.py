@@ -17,7 +17,7 @@ try:
     from salt_proxmox import runtime
     from salt_proxmox.bao import lifecycle
     from salt_proxmox.bao import policy as rules
-    from salt_proxmox.errors import DeclarationError, SaltProxmoxError
+    from salt_proxmox.errors import DeclarationError, SaltProxmoxError, boolean
     from salt_proxmox.runtime import declared_keys, refused_return
 
     HAS_LIBS = True
@@ -66,6 +66,15 @@ def _raise(exc):
     from salt.exceptions import CommandExecutionError
 
     raise CommandExecutionError(str(exc)) from None
+
+
+def _switch(key, value):
+    """``value`` of the boolean argument ``key`` (``salt_proxmox.errors.boolean``: true or false,
+    never a string or a number), else CommandExecutionError naming it, before any request."""
+    try:
+        return boolean(key, value)
+    except SaltProxmoxError as exc:
+        _raise(exc)
 
 
 def policy_read(name):
@@ -139,7 +148,7 @@ def policy_present(
         extra,
         lifecycle.present,
         state_id or name,
-        bool(test),
+        _switch("test", test),
         name,
         fragments,
         adopt=adopt,
@@ -166,7 +175,7 @@ def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
         extra,
         lifecycle.absent,
         state_id or name,
-        bool(test),
+        _switch("test", test),
         name,
         removal=removal,
         **declared_keys(extra),

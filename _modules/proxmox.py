@@ -15,7 +15,7 @@ __virtualname__ = "proxmox"
 
 try:
     from salt_proxmox import runtime
-    from salt_proxmox.errors import SaltProxmoxError
+    from salt_proxmox.errors import SaltProxmoxError, boolean
     from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.pve.client import api_path
@@ -94,6 +94,12 @@ def _call(fun, *args, **kwargs):
         raise CommandExecutionError(str(exc)) from None
 
 
+def _switch(key, value):
+    """``value`` of the boolean argument ``key`` (``salt_proxmox.errors.boolean``: true or false,
+    never a string or a number), else CommandExecutionError naming it, before any request."""
+    return _call(boolean, key, value)
+
+
 def lxc_config(vmid, node=None, target=None):
     """
     The config of one container with its pending changes merged in (what it runs with after its
@@ -159,7 +165,7 @@ def lxc_present(name, test=False, target=None, **declared):
         target,
         lifecycle.present,
         name,
-        bool(test),
+        _switch("test", test),
         twins=twins,
         ahead=lifecycle.read_ahead,
         **declared_keys(declared),
@@ -196,7 +202,7 @@ def _guest_absent(name, target, fun, family, test, twins, **absent):
                 f"unknown key(s) {', '.join(sorted(unknown))}: absent takes vmid, node, removal"
             ),
         )
-    return _state(name, target, fun, *family, name, bool(test), twins=twins, **absent)
+    return _state(name, target, fun, *family, name, _switch("test", test), twins=twins, **absent)
 
 
 def _qemu_keys(chunk, default_target):
@@ -228,7 +234,7 @@ def qemu_present(name, test=False, target=None, **declared):
         guest_lifecycle.present,
         QEMU,
         name,
-        bool(test),
+        _switch("test", test),
         twins=twins,
         ahead=_qemu_ahead,
         **{**declared_keys(declared), "name": name},
@@ -381,7 +387,7 @@ def _power(call, vmid, node, target, adopt, timeout=None, force_stop=False):
     from salt_proxmox.guest import power
 
     ctx = _context(target)
-    return _call(power.power_call, ctx, GUESTS, call, vmid, node, bool(adopt), timeout, bool(force_stop))
+    return _call(power.power_call, ctx, GUESTS, call, vmid, node, adopt, timeout, force_stop)
 
 
 def guest_start(vmid, node=None, target=None, adopt=False):
@@ -516,7 +522,7 @@ def _object_present(family, name, test, target, state_id, declared):
         target,
         present,
         spec,
-        bool(test),
+        _switch("test", test),
         state_id or name,
         twins=twins,
         **declared_keys(declared),
@@ -534,7 +540,7 @@ def _object_absent(family, name, test, target, state_id, removal, names):
         target,
         apply.absent if family in apply.STAGING else simple.absent,
         spec,
-        bool(test),
+        _switch("test", test),
         state_id or name,
         removal,
         twins=twins,
@@ -586,7 +592,7 @@ def firewall_alias_present(
         name,
         target,
         alias_lifecycle.present,
-        bool(test),
+        _switch("test", test),
         state_id or name,
         twins=_object_twins("firewall_alias", extra),
         name=name,
@@ -830,7 +836,13 @@ def network_applied(name, node, test=False, target=None, state_id=None, **extra)
     from salt_proxmox.network import apply
 
     return _state(
-        name, target, apply.applied, bool(test), state_id or name, node=node, **declared_keys(extra)
+        name,
+        target,
+        apply.applied,
+        _switch("test", test),
+        state_id or name,
+        node=node,
+        **declared_keys(extra),
     )
 
 
@@ -913,4 +925,6 @@ def sdn_applied(name, test=False, target=None, state_id=None, **extra):
     """
     from salt_proxmox.sdn import apply
 
-    return _state(name, target, apply.applied, bool(test), state_id or name, **declared_keys(extra))
+    return _state(
+        name, target, apply.applied, _switch("test", test), state_id or name, **declared_keys(extra)
+    )

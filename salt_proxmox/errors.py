@@ -65,3 +65,28 @@ class Refused(SaltProxmoxError):
 
 class Uncertain(SaltProxmoxError):
     """A write was sent and its outcome cannot be known. Never retried automatically."""
+
+
+def boolean_problem(key: str, value: object) -> str | None:
+    """None when ``value`` is a boolean, else the sentence naming ``key``: the one rule for every
+    switch of this product (``adopt``, ``full``, ``force_stop``, ``reboot_for_pending``, ``test``),
+    in a state's declaration and in an execution function's arguments alike.
+
+    Accepted: ``True`` and ``False`` only, which is what YAML (Salt's pillar and SLS, and the
+    ``key=value`` arguments of ``salt-call``, read as YAML) makes of an unquoted true, false, yes,
+    no, on or off. Refused: every string (a quoted ``'false'``, or an ``n`` YAML leaves as text, is
+    truthy to Python, so taking it would act as true), numbers (``1``, ``0``), None. PVE's own
+    boolean config keys (``onboot``, ``unprivileged``, an ACL's ``propagate``) are no switches:
+    they take PVE's spellings (``wire.propstring.flag``)."""
+    if isinstance(value, bool):
+        return None
+    return f"{key}: expected true or false (a boolean, unquoted), got {shown(value)}"
+
+
+def boolean(key: str, value: object) -> bool:
+    """``value`` when it is a boolean (``boolean_problem``). Raises DeclarationError naming ``key``
+    and the accepted values otherwise."""
+    problem = boolean_problem(key, value)
+    if problem:
+        raise DeclarationError(problem)
+    return value  # type: ignore[return-value]

@@ -57,11 +57,6 @@ OWNED = "owned"
 REMOVALS = ("retain", "destroy")
 
 
-def adopt_problem(adopt: object) -> str | None:
-    """None when ``adopt`` (take over a live object with no row) is a bool, else the sentence."""
-    return None if isinstance(adopt, bool) else f"adopt: expected true or false, got {shown(adopt)}"
-
-
 def removal_problem(removal: object) -> str | None:
     """None when ``removal`` is one of ``REMOVALS``, else the sentence naming the key."""
     if removal in REMOVALS:

@@ -43,9 +43,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from salt_proxmox.errors import DeclarationError
+from salt_proxmox.errors import DeclarationError, boolean_problem
 from salt_proxmox.outcome import text_diff
-from salt_proxmox.ownership import adopt_problem, removal_problem
+from salt_proxmox.ownership import removal_problem
 
 FAMILY = "policy"
 #: One ``/``-separated segment OpenBao stores as sent (no empty, ``.`` or ``..`` segment).
@@ -297,7 +297,7 @@ def parse_declaration(
             old = check_name(rename_from, "rename_from")
         except DeclarationError as exc:
             problems += exc.problems
-    problems += filter(None, (adopt_problem(adopt), removal_problem(removal)))
+    problems += filter(None, (boolean_problem("adopt", adopt), removal_problem(removal)))
     if removal == "destroy" and old in UNDELETABLE:
         problems.append(
             f"rename_from: OpenBao does not let anyone delete the {old!r} policy; use removal: retain"

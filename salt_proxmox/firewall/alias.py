@@ -39,9 +39,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, Refused
+from salt_proxmox.errors import DeclarationError, Refused, boolean_problem
 from salt_proxmox.firewall import usage
-from salt_proxmox.ownership import adopt_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
@@ -184,7 +183,7 @@ def declare(
     problem = check_comment(comment) if isinstance(comment, str) else None
     if problem:
         problems.append(f"comment: {problem}")
-    problem = adopt_problem(adopt)
+    problem = boolean_problem("adopt", adopt)
     if problem:
         problems.append(problem)
     if problems or probe is None:

@@ -9,6 +9,8 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
 - words: ``kind`` (the API path segment and the ownership row family, ``lxc``/``qemu``), ``state``
   (the Salt state module), ``noun`` (``container``/``VM``), ``label`` (how PVE names one guest in its
   messages: ``CT 100``, ``VM 100``), ``command`` (the node's CLI named in remedies: ``pct``/``qm``),
+  ``ha_type`` (the type of its HA resource id, pve-ha-manager ``PVE::HA::Resources::PVECT``/``PVEVM``
+  ``type``: ``ct``/``vm``, as in ``ct:100``),
   ``destroy_running`` (PVE's refusal to destroy a running guest, formatted with ``vmid``);
 - the declaration: ``parse`` (the family's ``parse_declaration``, keyword arguments ``vmid``,
   ``node``, ``target``, ``adopt``, ``removal``, ``config``, ``reboot_for_pending``; raises
@@ -79,13 +81,16 @@ class CreatePlan:
     """What a plan says about creating a guest: ``refusals`` (non-empty: no create); ``source``
     (``from local:vztmpl/…``, ``by cloning VM 9000``) and ``again`` (the same, for a guest of ours
     that is gone: ``from ostemplate with new, empty volumes``); ``suffix`` ends the create note;
-    ``notes`` are further plan lines."""
+    ``notes`` are further plan lines. ``changes``: what the create writes, as a return's ``changes``
+    (a VM clone: the keys its configure step writes or deletes on the clone as it will be); None
+    shows the create form's keys (``create_form``)."""
 
     refusals: list[str] = field(default_factory=list)
     source: str = ""
     again: str = ""
     suffix: str = ""
     notes: list[str] = field(default_factory=list)
+    changes: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,7 @@ class Family:
     noun: str
     label: str
     command: str
+    ha_type: str
     destroy_running: str
     parse: Callable[..., Declaration]
     judge: Callable[[Declaration, Mapping[str, object], TagStyle, Declaration | None], Change]

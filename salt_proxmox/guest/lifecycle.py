@@ -30,7 +30,7 @@ from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
-from salt_proxmox.guest.power import Power, apply_power, parse_power, power_lines
+from salt_proxmox.guest.power import Power, PowerNotReached, apply_power, parse_power, power_lines
 from salt_proxmox.guest.refusals import destroy_refusals, read_status
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.lowstate import Chunk
@@ -160,7 +160,9 @@ def styled(ctx: PveContext, decl: Declaration) -> TagStyle:
     return tag_style(ctx) if decl.config.get("tags") else DEFAULT_TAG_STYLE
 
 
-def _changes(family: Family, change: Change, live: Mapping[str, object]) -> dict:
+def changes_of(family: Family, change: Change, live: Mapping[str, object]) -> dict:
+    """A return's ``changes`` of a write of ``change`` onto a guest whose config is ``live``:
+    ``{key: {old, new}}`` per put, clear and secret (shown as set / not set), ``disks`` per resize."""
     out: dict = {}
     for key, value in change.put.items():
         out[key] = family.key_change(key, live_text(live.get(key)), value)
@@ -228,6 +230,8 @@ class Decision:
     reboot_note: str = ""
     #: A refusal of some keys only: the plan still lists the other changes.
     others: bool = False
+    #: What a create writes, as a return's ``changes`` (``CreatePlan.changes``); None: its form.
+    create_changes: dict | None = None
     #: The declared power state's action (``start``, ``shutdown``; None: nothing to do) and the
     #: status word it was judged on (read only when ``status`` is declared).
     power: str | None = None
@@ -342,7 +346,15 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
         else:
             note = f"{what}: would be created {plan.source}"
         notes = [note + plan.suffix, *plan.notes]
-        return Decision("create", live=None, notes=notes, row_key=key, row=row, power=power.action(None))
+        return Decision(
+            "create",
+            live=None,
+            notes=notes,
+            row_key=key,
+            row=row,
+            power=power.action(None),
+            create_changes=None if plan.changes is None else dict(plan.changes),
+        )
     ours = _ours(family, decl, row)
     verdict = judge_guest(family, decl, config, ours, styled(ctx, decl))
     change = verdict.change
@@ -520,7 +532,7 @@ def _refused(outcome: Outcome, family: Family, decl: Declaration, decision: Deci
     lines = [*decision.notes, *decision.reasons]
     if others and decision.others and decision.live is not None:
         if test:
-            outcome.changes = _changes(family, change, decision.live)
+            outcome.changes = changes_of(family, change, decision.live)
         lines.append(
             f"{family.what(decl.vmid, decl.node)}: besides what is refused, it differs in "
             f"{', '.join(others)}; none of it is written until the refusal is settled."
@@ -583,14 +595,17 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
     waiting = decision.verdict.waiting if decision.verdict else []
     if decision.action == "create":
         outcome.changes = {"created": {"old": None, "new": what}}
-        form = family.create_form(decl)
-        outcome.changes.update(
-            {k: family.key_change(k, None, v) for k, v in form.items() if k not in ("vmid",)}
-        )
+        if decision.create_changes is not None:
+            outcome.changes.update(decision.create_changes)
+        else:
+            form = family.create_form(decl)
+            outcome.changes.update(
+                {k: family.key_change(k, None, v) for k, v in form.items() if k not in ("vmid",)}
+            )
         if decl.secrets:
             outcome.comment.append(f"{what}: {', '.join(sorted(decl.secrets))} {family.secrets_rule}")
     else:
-        outcome.changes = _changes(family, decision.change, decision.live or {})
+        outcome.changes = changes_of(family, decision.change, decision.live or {})
     if decision.fingerprint is not None:
         outcome.changes["fingerprint"] = {"old": decision.fingerprint, "new": "recorded"}
     elif decision.record and decision.action != "create":
@@ -710,7 +725,7 @@ def _power_failed(
     config stays written (and in ``changes``), the status is what it was."""
     what = family.what(decl.vmid, decl.node)
     lines = [str(exc)]
-    if decision.power == "shutdown" and not power.force_stop:
+    if decision.power == "shutdown" and not power.force_stop and not isinstance(exc, PowerNotReached):
         lines.append(
             f"{what} was not stopped hard: without force_stop: true a shutdown that meets its "
             f"{power.shutdown_timeout} s timeout leaves the {family.noun} running. Find why it does not shut "

@@ -28,11 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.errors import DeclarationError, Refused, boolean_problem, shown
 from salt_proxmox.guest.absence import index_rows, indexed_guest
-from salt_proxmox.guest.refusals import read_status, status_path
+from salt_proxmox.guest.refusals import ha_managed, read_current, read_status, status_path
 from salt_proxmox.pve.constraints import vmid_number
-from salt_proxmox.pve.errors import PveMalformed
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.context import PveContext
@@ -106,8 +105,8 @@ def parse_power(declared: dict) -> Power:
         problems.append(f"status: {shown(status)} is not one of {', '.join(STATUSES)}")
     if timeout is not None and (problem := _seconds_problem("shutdown_timeout", timeout)):
         problems.append(problem)
-    if force is not None and not isinstance(force, bool):
-        problems.append(f"force_stop: expected true or false, got {shown(force)}")
+    if force is not None and (problem := boolean_problem("force_stop", force)):
+        problems.append(problem)
     for key, value in (("shutdown_timeout", timeout), ("force_stop", force)):
         if value is not None and status != "stopped":
             problems.append(
@@ -126,15 +125,54 @@ def parse_power(declared: dict) -> Power:
     )
 
 
+class PowerNotReached(Refused):
+    """A power task ended OK, and the guest's status read back after it is not the one asked for."""
+
+
+def verify_power(ctx: PveContext, family: Family, node: str, vmid: int, action: str, wanted: str) -> str:
+    """The status read back (``GET …/status/current``) once the ``action`` task on guest ``vmid``
+    ended OK; it must be ``wanted``. A task's OK is no proof: for a guest HA manages, qemu-server
+    ``API2/Qemu.pm`` ``vm_start`` (``PVE::HA::Config::vm_is_ha_managed``) only runs ``ha-manager set
+    vm:<vmid> --state started`` in an ``hastart`` task, and ``vm_shutdown``/``vm_stop`` ``ha-manager
+    crm-command stop`` in an ``hastop`` task (pve-container ``API2/LXC/Status.pm`` alike): the task
+    ends OK while the HA manager decides, later or never, what the guest does.
+
+    Raises PowerNotReached naming the status PVE reports and, for an HA-managed guest, that HA
+    decides its power (``ha-manager status``); what ``read_current`` raises."""
+    current = read_current(ctx, family.kind, node, vmid)
+    now = str(current["status"])
+    if now == wanted:
+        return now
+    said = (
+        f"{family.what(vmid, node)}: the {action} task ended OK, but PVE reports the {family.noun} {now}, "
+        f"not {wanted}."
+    )
+    ha_state = ha_managed(current)
+    if ha_state is not None:
+        raise PowerNotReached(
+            f"{said} It is HA-managed (ha.managed: 1, requested state {ha_state or 'not given'}): the HA "
+            f"manager decides its power, and the {action} task only queued a request to it. See "
+            f"`ha-manager status` on a node for what HA does with {family.ha_type}:{vmid}; it is not "
+            f"reported {wanted} until PVE says so."
+        )
+    raise PowerNotReached(
+        f"{said} Read the task's log and `{family.command} status {vmid}` on node {node}, then run it again."
+    )
+
+
 def apply_power(ctx: PveContext, family: Family, node: str, vmid: int, action: str, power: Power) -> str:
     """Run ``action`` (``start`` or ``shutdown``) on guest ``vmid`` as one task awaited by the
-    provision credential that started it; returns its UPID. Raises TaskFailed (a shutdown that met
-    its timeout without ``force_stop`` included: the guest still runs), Uncertain, PveError."""
+    provision credential that started it, then read its status back (``verify_power``): it must be
+    ``power.status``. Returns the task's UPID. Raises TaskFailed (a shutdown that met its timeout
+    without ``force_stop`` included: the guest still runs), PowerNotReached, Uncertain, PveError."""
     path = f"{status_path(family.kind, node, vmid)}/{action}"
     what = f"{action} {family.label} {vmid}"
     if action == "start":
-        return ctx.task("POST", path, node, what, polls=ctx.create_polls)
-    return ctx.task("POST", path, node, what, power.shutdown_form(), polls=power.polls(ctx))
+        upid = ctx.task("POST", path, node, what, polls=ctx.create_polls)
+    else:
+        upid = ctx.task("POST", path, node, what, power.shutdown_form(), polls=power.polls(ctx))
+    verify_power(ctx, family, node, vmid, action, str(power.status))
+    return upid
 
 
 def power_lines(what: str, action: str, power: Power, done: bool) -> str:
@@ -224,9 +262,9 @@ def power_call(
     call: str,
     vmid: object,
     node: object = None,
-    adopt: bool = False,
+    adopt: object = False,
     timeout: object = None,
-    force_stop: bool = False,
+    force_stop: object = False,
 ) -> dict:
     """An ad-hoc power call (``call`` in ``CALLS``) on guest ``vmid``: returns ``{vmid, node, type,
     status, changed, upid}`` (``upid`` None when the guest already was where ``call`` leaves it,
@@ -238,14 +276,20 @@ def power_call(
     ``stop`` is PVE's hard stop (``POST …/status/stop``), made only because it is asked for;
     ``shutdown`` sends ``timeout`` (seconds) and ``forceStop=1`` only with ``force_stop``.
 
-    Raises DeclarationError (vmid, node, timeout malformed), Refused, PveError, TaskFailed,
-    Uncertain.
+    ``adopt`` and ``force_stop`` are booleans (``errors.boolean_problem``): anything else is refused
+    before any request, as a quoted ``'false'`` would otherwise act as true.
+
+    Raises DeclarationError (vmid, node, timeout, adopt, force_stop malformed), Refused, PveError,
+    TaskFailed, Uncertain.
     """
     from salt_proxmox.guest.lifecycle import owned_guest
 
     needs, leaves, segment, done = CALLS[call]
-    if timeout is not None and (problem := _seconds_problem("timeout", timeout)):
-        raise DeclarationError(problem)
+    problems = [boolean_problem("adopt", adopt), boolean_problem("force_stop", force_stop)]
+    if timeout is not None:
+        problems.append(_seconds_problem("timeout", timeout))
+    if any(problems):
+        raise DeclarationError([problem for problem in problems if problem])
     family, where, number = locate(ctx, families, vmid, node)
     if not adopt:
         try:
@@ -268,11 +312,5 @@ def power_call(
     what = f"{call} {family.label} {number}"
     path = f"{status_path(family.kind, where, number)}/{segment}"
     upid = ctx.task("POST", path, where, what, form or None, shutdown.polls(ctx))
-    after = read_status(ctx, family.kind, where, number)
-    if after != leaves:
-        raise PveMalformed(
-            "GET",
-            f"{status_path(family.kind, where, number)}/current",
-            f"the {call} task ended OK, but the guest is {after}, not {leaves}",
-        )
+    after = verify_power(ctx, family, where, number, call, leaves)
     return {**out, "status": after, "changed": True, "upid": upid}

@@ -36,17 +36,38 @@ def status_path(kind: str, node: str, vmid: int) -> str:
     return f"{api_path('nodes', node, kind, vmid)}/status"
 
 
-def read_status(ctx: PveContext, kind: str, node: str, vmid: int) -> str:
-    """The status word (``running``, ``stopped``) of guest ``vmid`` of type ``kind``: one
-    ``GET …/status/current`` with the ``read`` credential (VM.Audit, pve-container
-    ``src/PVE/API2/LXC/Status.pm`` ``vm_status``, qemu-server ``PVE/API2/Qemu.pm`` ``vm_status``).
-    Raises PveMalformed for an answer without a status word, and what the client raises."""
+def read_current(ctx: PveContext, kind: str, node: str, vmid: int) -> Mapping[str, object]:
+    """PVE's answer about guest ``vmid`` of type ``kind``: one ``GET …/status/current`` with the
+    ``read`` credential (VM.Audit, pve-container ``src/PVE/API2/LXC/Status.pm`` ``vm_status``,
+    qemu-server ``PVE/API2/Qemu.pm`` ``vm_status``), its ``status`` word checked. It carries ``ha``
+    too, pve-ha-manager ``PVE::HA::Config::get_service_status``: ``{managed: 0}``, or ``{managed: 1,
+    state: <requested state>, ...}`` for a guest HA manages (``ha_managed``). Raises PveMalformed
+    for an answer without a status word, and what the client raises."""
     path = f"{status_path(kind, node, vmid)}/current"
     status = ctx.client.request("GET", path, ctx.broker.read())
     word = status.get("status") if isinstance(status, Mapping) else None
     if not isinstance(word, str) or not word:
         raise PveMalformed("GET", path, "the answer has no status word")
-    return word
+    return status
+
+
+def read_status(ctx: PveContext, kind: str, node: str, vmid: int) -> str:
+    """The status word (``running``, ``stopped``) of guest ``vmid`` of type ``kind``
+    (``read_current``). Raises what ``read_current`` raises."""
+    return str(read_current(ctx, kind, node, vmid)["status"])
+
+
+def ha_managed(current: Mapping[str, object]) -> str | None:
+    """The HA state requested for a guest HA manages (``started``, ``stopped``, ``ignored``, …; ``''``
+    when not given), or None when ``current`` (``read_current``) says HA does not manage it."""
+    ha = current.get("ha")
+    if not isinstance(ha, Mapping):
+        return None
+    try:
+        managed = flag(ha.get("managed") or "0") == "1"
+    except ValueError:
+        return None
+    return str(ha.get("state") or "") if managed else None
 
 
 def destroy_refusals(

@@ -126,6 +126,7 @@ LXC = Family(
     noun="container",
     label="CT",
     command="pct",
+    ha_type="ct",
     destroy_running="unable to destroy CT {vmid} - container is running",
     parse=parse_declaration,
     judge=judge.judge,

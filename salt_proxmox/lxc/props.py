@@ -10,9 +10,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.lxc import schema
-from salt_proxmox.ownership import adopt_problem, removal_problem
+from salt_proxmox.ownership import removal_problem
 from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, options_problem, post_problem, vmid_number
 from salt_proxmox.simple.pool import check_poolid
 from salt_proxmox.wire.propstring import flag, pairs, text_problem, wire
@@ -159,9 +159,14 @@ def guest_problems(
         problems.append(f"node: {shown(node)} is not a PVE node name (pve-node)")
     if not isinstance(target, str) or not target:
         problems.append("target: name the cluster from proxmox:targets")
-    problems += filter(None, (adopt_problem(adopt), removal_problem(removal)))
-    if not isinstance(reboot_for_pending, bool):
-        problems.append(f"reboot_for_pending: expected true or false, got {shown(reboot_for_pending)}")
+    problems += filter(
+        None,
+        (
+            boolean_problem("adopt", adopt),
+            removal_problem(removal),
+            boolean_problem("reboot_for_pending", reboot_for_pending),
+        ),
+    )
     return number, problems
 
 

@@ -11,7 +11,11 @@ them, from qemu-server's own rules.
   form and nowhere else. Create by clone: ``POST /nodes/{node of the template}/qemu/{template}/clone``
   (``clone_vm``, a task), then the declaration written onto the clone in the same apply: one
   ``POST …/config`` task (``update_vm`` async: the form's drives are allocated by ``create_disks``)
-  judged against the clone as it was made, then a ``PUT …/resize`` task per disk that grows.
+  judged against the clone as it was made, then a ``PUT …/resize`` task per disk that grows. The
+  plan judges the clone as it will be (``judge.cloned_config``: the template's config with its disks
+  on the clone's storage), so it lists every key the configure step writes or deletes. A declared
+  ``cipassword`` is always written onto the clone (it carries the template's, which PVE shows only
+  as set); without one, the plan says the clone keeps the template's.
 - Refusals at plan: ``judge.create_refusals`` (root-only values, disks not allocated by the create),
   an ISO a written CD-ROM names that PVE says is not there (``iso_checks``),
   ``judge.clone_source_refusals`` (the template must exist and be one), and the judge's verdict of
@@ -95,9 +99,13 @@ def _source(ctx: PveContext, decl: QemuDeclaration) -> tuple[str | None, dict[st
 
 
 def _onto(decl: QemuDeclaration, made: Mapping[str, object]) -> judge.QemuChange:
-    """The judge's verdict of ``decl`` written onto a VM made by cloning (``made``: its config), with
-    nothing recorded yet (the clone's password, if any, is the template's)."""
-    return judge.judge(decl, {key: value for key, value in made.items() if key != "template"})
+    """The judge's verdict of ``decl`` written onto a VM made by cloning (``made``: its config, or the
+    plan's ``judge.cloned_config``), with nothing recorded yet. ``made``'s ``cipassword`` is left out:
+    it is the template's (``clone_vm`` copies it), shown only as set, so a declared one is always
+    written."""
+    return judge.judge(
+        decl, {key: value for key, value in made.items() if key not in ("template", "cipassword")}
+    )
 
 
 def iso_checks(
@@ -135,14 +143,25 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
         )
     node, config = _source(ctx, decl)
     refusals += judge.clone_source_refusals(decl, config)
+    changes = None
     if config is not None and not refusals:
-        onto = _onto(decl, config)
+        made = judge.cloned_config(decl, config)
+        onto = _onto(decl, made)
         refusals += onto.refuse
         if not refusals:
             refusals, unchecked = iso_checks(ctx, decl, onto.put)
             notes += unchecked
+            changes = shared.changes_of(QEMU, onto, made)
+            if onto.drift:
+                notes.append(f"{what}: then written onto the clone: {', '.join(onto.drift)}")
+        if "cipassword" not in decl.secrets and live_text(config.get("cipassword")):
+            notes.append(
+                f"{what}: the clone keeps template VM {decl.clone}'s cipassword (PVE copies it, shown only "
+                "as set); declare cipassword to write another"
+            )
     kind = "a full clone" if decl.full else "a linked clone" if decl.full is False else "a clone"
     return CreatePlan(
+        changes=changes,
         refusals=refusals,
         source=f"as {kind} of template VM {decl.clone}"
         + (f" on {node}" if node and node != decl.node else ""),
@@ -222,6 +241,7 @@ QEMU = Family(
     noun="VM",
     label="VM",
     command="qm",
+    ha_type="vm",
     destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
     parse=parse_declaration,
     judge=judge.judge,

@@ -16,8 +16,9 @@ qemu-server source:
   re-allocated (``create_disks`` allocates only for ``$NEW_DISK_RE``); another volume, or a
   volume named on a drive that has none, is refused (it would attach a volume, or move the old one
   to ``unusedN``: ``vmconfig_register_unused_drive``). A CD-ROM (``media=cdrom``: an ISO,
-  ``none``) is swapped like any value; PVE refuses a media change (``vmconfig_update_disk``:
-  "unable to change media type").
+  ``none``, the host's ``cdrom``) is swapped like any value; PVE refuses a media change
+  (``vmconfig_update_disk``: "unable to change media type"). A CD-ROM names media, never a disk:
+  any other volume is refused (``cdrom_refusal``), a host path is root@pam's.
 - ``boot``, ``smbios1``'s ``uuid``, ``vmgenid``, ``meta`` and any key PVE fills in that the
   declaration does not name are live-owned: never drift; ``smbios1`` writes carry the live uuid.
 - ``sshkeys`` compare as the keys they decode to; ``cipassword`` as set / not set
@@ -54,6 +55,7 @@ from salt_proxmox.qemu.props import (
     DRIVES,
     QemuDeclaration,
     cpu_options,
+    is_iso_volume,
     memory_mib,
     parse_drive,
     parse_net,
@@ -357,7 +359,10 @@ def _judge_drive(
             return
         if drive_changed(want, have) or declared.volume != live.volume:
             drift.add(key)
-            change.put[key] = want
+            if refusal := cdrom_refusal(decl, key, want):
+                change.refuse.append(refusal)
+            else:
+                change.put[key] = want
         return
     if key in schema.SPECIAL_DRIVES and declared.kind == "new" and "size" in live.options:
         # create_disks ignores the GiB of a new efidisk0/tpmstate0 (the EFI vars template's size, 4 MiB
@@ -373,25 +378,56 @@ def _media(kind: str) -> str:
     return {"cdrom": "CD-ROM", "cloudinit": "cloud-init drive"}.get(kind, "disk")
 
 
+def _whose(decl: QemuDeclaration, volume: str) -> str:
+    """``, a volume of vmid N (...)`` or ``, a volume of this VM`` by pve-storage's naming; ``''``
+    when the name does not say."""
+    owner = volume_owner(volume)
+    if owner is not None and owner != decl.vmid:
+        return f", a volume of vmid {owner} (its data would be shared with this VM)"
+    return ", a volume of this VM" if owner == decl.vmid else ""
+
+
+def cdrom_refusal(decl: QemuDeclaration, key: str, value: str) -> str | None:
+    """Why CD-ROM ``value`` (``media=cdrom``) cannot be written to ``key``, else None (and None for a
+    value that is no CD-ROM). A CD-ROM names media: an ISO image (``storage:iso/<file>``,
+    ``props.is_iso_volume``), ``none`` or ``cdrom`` (the host's drive: qemu-server ``API2/Qemu.pm``
+    ``$check_storage_access`` asks Sys.Console on ``/``, not root@pam). A host path is root@pam's
+    (pve-storage ``check_volume_access``: "Only root can pass arbitrary filesystem paths").
+
+    Any other volume is refused as a disk would be: ``$check_storage_access`` lets a CD-ROM name an
+    ``images`` volume as well as an ``iso`` one, and ``check_volume_access`` lets through any volume
+    the caller may access (a holder of Datastore.Allocate on its storage may name another guest's
+    disk), so VM.Config.CDROM would attach another guest's data to this VM as its media."""
+    drive = parse_drive(value)
+    if drive.kind != "cdrom" or drive.volume in ("none", "cdrom") or is_iso_volume(drive.volume):
+        return None
+    if drive.storage is None:
+        return root_only(decl, key, value, "A CD-ROM on a host path.")
+    return (
+        f"{key}: {drive.volume} is not an ISO image{_whose(decl, drive.volume)}; a CD-ROM names media "
+        "(storage:iso/<file>.iso, none or cdrom), never a disk. PVE would attach it as this VM's media "
+        "(qemu-server $check_storage_access takes an images volume on a CD-ROM, and pve-storage "
+        "check_volume_access lets through any volume the caller may access), giving the VM another "
+        "guest's data. Declare an ISO image, none or cdrom."
+    )
+
+
 def added_drive_refusal(decl: QemuDeclaration, key: str, value: str) -> str | None:
     """Why a drive this state adds (at create, or to a live VM where ``key`` is not configured)
-    cannot be declared as ``value``, else None: a new disk is ``storage:GiB``, a CD-ROM an ISO or
-    ``none``, a cloud-init drive ``storage:cloudinit``; an existing disk volume would be attached
-    (another guest's data, or a volume of this VM's ``unusedN``), a host path is root@pam's."""
+    cannot be declared as ``value``, else None: a new disk is ``storage:GiB``, a CD-ROM an ISO,
+    ``none`` or ``cdrom`` (``cdrom_refusal``), a cloud-init drive ``storage:cloudinit``; an existing
+    disk volume would be attached (another guest's data, or a volume of this VM's ``unusedN``), a
+    host path is root@pam's."""
     drive = parse_drive(value)
-    if drive.kind in ("new", "cdrom", "cloudinit"):
+    if drive.kind == "cdrom":
+        return cdrom_refusal(decl, key, value)
+    if drive.kind in ("new", "cloudinit"):
         return None
     if drive.kind == "device":
         return root_only(decl, key, value, "A drive on a host path.")
-    owner = volume_owner(drive.volume)
-    whose = ""
-    if owner is not None and owner != decl.vmid:
-        whose = f", a volume of vmid {owner} (its data would be shared with this VM)"
-    elif owner == decl.vmid:
-        whose = ", a volume of this VM"
     return (
-        f"{key}: {drive.volume} is an existing volume{whose}; a new drive allocates a new volume. Declare it "
-        f"as storage:GiB (e.g. {drive.storage}:32), not the existing volume."
+        f"{key}: {drive.volume} is an existing volume{_whose(decl, drive.volume)}; a new drive allocates a "
+        f"new volume. Declare it as storage:GiB (e.g. {drive.storage}:32), not the existing volume."
     )
 
 
@@ -469,7 +505,7 @@ def create_refusals(decl: QemuDeclaration) -> list[str]:
                 reasons.append(root_only_at_create(decl, key, value, why))
         elif schema.is_drive(key) and decl.clone is None:
             refusal = added_drive_refusal(decl, key, value)
-            if refusal and parse_drive(value).kind == "device":
+            if refusal and parse_drive(value).storage is None:
                 reasons.append(root_only_at_create(decl, key, value, "A drive on a host path."))
             elif refusal:
                 reasons.append(refusal)
@@ -541,6 +577,56 @@ def clone_form(decl: QemuDeclaration, source_node: str) -> dict[str, str]:
     if source_node != decl.node:
         form["target"] = decl.node
     return form
+
+
+#: Keys ``clone_vm`` does not copy onto a clone (qemu-server ``API2/Qemu.pm``: snapshot state, and
+#: ``template``, deleted); ``unusedN`` is left out too ("no need to copy unused images").
+_NOT_CLONED = frozenset(
+    {"snapshots", "parent", "snaptime", "vmstate", "snapstate", "runningcpu", "runningmachine"}
+    | {"running-nets-host-mtu", "template", "lock", "digest"}
+)
+
+
+def cloned_config(decl: QemuDeclaration, source: Mapping[str, object]) -> dict[str, object]:
+    """The config of the VM a clone of ``source`` (the template's config) as ``clone_form(decl)`` will
+    make, as qemu-server ``API2/Qemu.pm`` ``clone_vm`` writes it: every key copied but ``_NOT_CLONED``
+    and ``unusedN``; ``name`` the declared one (else ``Copy-of-VM-<name>``); each ``netN`` with a new
+    MAC ("always change MAC! address": left out here, as PVE draws it); a CD-ROM copied as it is; every
+    other drive (disks, the cloud-init drive, ``efidisk0``, ``tpmstate0``) on its own new volume, which
+    a full clone with ``storage`` puts on that storage (``clone_disk``: ``$storage || $src_storeid``;
+    its format is the target storage's, ``resolve_dst_disk_format``, so a ``format=`` is dropped) and a
+    linked clone keeps on the template's. The new volume ids are pve-storage's default names
+    (``vm-<vmid>-disk-N``, ``vm-<vmid>-cloudinit``); the judge compares a drive's storage and size, not
+    its name. Pure."""
+    full = bool(decl.full)  # clone_vm: full defaults to 0 for a template
+    out: dict[str, object] = {}
+    disks = 0
+    for key, value in source.items():
+        if key in _NOT_CLONED or schema.family_of(key) == "unused":
+            continue
+        text = live_text(value)
+        if text and schema.family_of(key) == "net":
+            out[key] = print_net({k: v for k, v in parse_net(text).items() if k != "macaddr"})
+            continue
+        if text and schema.is_drive(key):
+            drive = parse_drive(text)
+            if drive.kind != "cdrom" and drive.storage is not None:
+                storage = decl.storage if full and decl.storage else drive.storage
+                name = (
+                    f"vm-{decl.vmid}-cloudinit"
+                    if drive.kind == "cloudinit"
+                    else f"vm-{decl.vmid}-disk-{disks}"
+                )
+                disks += drive.kind != "cloudinit"
+                options = {
+                    k: v for k, v in drive.options.items() if k != "format" or storage == drive.storage
+                }
+                out[key] = ",".join([f"{storage}:{name}", *(f"{k}={v}" for k, v in options.items())])
+                continue
+        out[key] = value
+    name = decl.config.get("name")
+    out["name"] = name or f"Copy-of-VM-{live_text(source.get('name')) or decl.clone}"
+    return out
 
 
 def split_by_effect(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
     Rule,
@@ -159,6 +159,14 @@ DRIVES = VolumeFamily(
 )
 
 
+def is_iso_volume(volume: str) -> bool:
+    """Whether ``storage:volname`` names an ISO image: pve-storage ``Plugin.pm`` ``parse_volname``
+    gives content type ``iso`` to ``iso/<file>`` (``$ISO_EXT_RE_0``: ``.iso``, ``.img``) and to
+    nothing else; a storage's ISO images are listed with that volid (``local:iso/debian.iso``)."""
+    storage, colon, volname = volume.partition(":")
+    return bool(colon and storage and re.fullmatch(r"iso/[^/]+\.(?:iso|img)", volname, re.IGNORECASE))
+
+
 def drive_problem(key: str, value: str) -> str | None:
     """Why ``value`` is not a valid drive ``key``, else None (options of that bus, each valid; an
     ISO needs ``media=cdrom``, as qemu-server ``$check_drive_param`` demands)."""
@@ -179,7 +187,8 @@ def drive_problem(key: str, value: str) -> str | None:
         return "explicit 'media=cdrom' is required for iso images (qemu-server $check_drive_param)"
     if drive.kind == "cdrom" and key in schema.SPECIAL_DRIVES:
         return f"{key} cannot be a CD-ROM"
-    if drive.kind == "cdrom" and drive.volume not in ("none", "cdrom") and drive.storage is None:
+    named = drive.volume in ("none", "cdrom") or drive.volume.startswith("/")  # a host path: root@pam's
+    if drive.kind == "cdrom" and drive.storage is None and not named:
         return f"{drive.volume!r} is not none, cdrom or an ISO volume (storage:iso/file.iso)"
     return None
 
@@ -375,8 +384,8 @@ def parse_declaration(
                 problems += [problem.replace("vmid", "clone", 1) for problem in exc.problems]
             continue
         if key == "full":
-            if not isinstance(raw, bool):
-                problems.append(f"full: expected true or false, got {shown(raw)}")
+            if problem := boolean_problem("full", raw):
+                problems.append(problem)
             else:
                 extra["full"] = raw
             continue

@@ -54,8 +54,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError
-from salt_proxmox.ownership import adopt_problem
+from salt_proxmox.errors import DeclarationError, boolean_problem
 from salt_proxmox.pve.constraints import Endpoint
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import rows_of
@@ -128,7 +127,7 @@ class Declared:
     def declaring(self, values: Mapping[str, object], adopt: object) -> Declared:
         """This identity (an ``identify`` result) with its checked canonical ``values`` and
         ``adopt``: the full declaration. Raises DeclarationError when ``adopt`` is not a bool."""
-        problem = adopt_problem(adopt)
+        problem = boolean_problem("adopt", adopt)
         if problem:
             raise DeclarationError(problem)
         return replace(self, values=dict(values), adopt=bool(adopt))

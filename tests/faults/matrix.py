@@ -2442,6 +2442,15 @@ def start_fails(vmid: int) -> Callable[[Run], None]:
     return setup
 
 
+def ha_holds_120(run: Run) -> None:
+    """CT 120 is stopped and HA-managed (``ha-manager add ct:120 --state stopped``), and the HA
+    manager does not carry out a request for it (a node in maintenance): a start task only queues
+    one (pve-container ``vm_start``) and ends OK (the fake's ``ha_holds``)."""
+    stopped_120(run)
+    run.pve.ct(120).ha_state = "stopped"
+    run.pve.ha_holds.add(120)
+
+
 SHUTDOWN_120 = "POST /nodes/pve1/lxc/120/status/shutdown"
 START_120 = "POST /nodes/pve1/lxc/120/status/start"
 
@@ -2527,6 +2536,24 @@ POWER = [
         {**WEB, "status": "running"},
         writes=(*CREATE, "POST /nodes/pve1/lxc/150/status/start"),
         rows={f"{TARGET}/lxc/150": "owned"},
+    ),
+    Scenario(
+        "power-ha-start-only-queued",
+        "power",
+        "status: running on a stopped HA-managed container: its start task ends OK, HA leaves it stopped",
+        "the status is read back after the task: the state fails naming what PVE reports and that HA decides",
+        False,
+        (
+            "the start task ended OK, but PVE reports the container stopped, not running",
+            "It is HA-managed (ha.managed: 1, requested state started)",
+            "`ha-manager status`",
+        ),
+        ha_holds_120,
+        dns(status="running"),
+        name="dns",
+        writes=(START_120,),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
     ),
 ]
 SCENARIOS += POWER

@@ -38,3 +38,33 @@ def test_guest_list_status_and_power_calls_obey_ownership(fresh_cluster, bao_cre
     assert up["status"] == "running" and fresh_cluster.pve.ct(120).status == "running"
     owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
     assert "demo/lxc/120" not in (owned or {}), "adopt=True acts without taking the guest over"
+
+
+@pytest.mark.parametrize(
+    ("args", "argument", "given"),
+    [
+        # Salt's command line reads each value as YAML: '"false"' and n stay strings, which Python's
+        # bool() takes for True; 1 is the integer 1, not a boolean.
+        (("proxmox.guest_stop", "vmid=120", "adopt='false'"), "adopt", "'false'"),
+        (("proxmox.guest_stop", "vmid=120", "adopt=n"), "adopt", "'n'"),
+        (("proxmox.guest_shutdown", "vmid=120", "adopt=True", "force_stop=n"), "force_stop", "'n'"),
+        (("proxmox.guest_start", "vmid=120", "adopt=1"), "adopt", "1"),
+        (("proxmox.lxc_present", "web", "test='no'", "vmid=120", "node=pve1"), "test", "'no'"),
+    ],
+    ids=["adopt-quoted-false", "adopt-n", "force_stop-n", "adopt-1", "test-quoted-no"],
+)
+def test_a_boolean_argument_that_is_not_a_boolean_is_refused_before_any_request(
+    fresh_cluster, bao_creds, tmp_path, args, argument, given
+):
+    """Every boolean argument of an execution function is a real boolean (true/false; YAML's
+    yes/no/on/off read as one) or the call is refused naming the argument: a quoted 'false' or an
+    ``n`` is a string Python's bool() takes for True, which stopped a guest that is not ours or sent
+    forceStop=1."""
+    config_dir = tmp_path / "etc"
+    write_minion_config(config_dir, fresh_cluster.url, fresh_cluster.cafile, openbao=bao_creds)
+    start = len(fresh_cluster.pve.requests)
+    with pytest.raises(RuntimeError) as refused:
+        salt_call(config_dir, *args)
+    assert f"{argument}: expected true or false (a boolean, unquoted), got {given}" in str(refused.value)
+    assert fresh_cluster.pve.requests[start:] == [], "nothing is sent, not even a read"
+    assert fresh_cluster.pve.ct(120).status == "running"

@@ -147,3 +147,39 @@ def test_a_vm_gets_the_same_power_state_and_calls(fresh_cluster):
     assert down["status"] == "stopped" and down["type"] == "qemu"
     plan = lifecycle.present(ctx, QEMU, "web", True, **vm(status="running"))
     assert plan.comment[-1] == "VM 150 on pve1: would start"
+
+
+def test_an_ha_managed_vm_whose_start_task_ends_ok_while_it_stays_stopped_is_not_reported_started(
+    fresh_cluster,
+):
+    """qemu-server ``vm_start``: for an HA-managed VM the start task only runs ``ha-manager set
+    vm:<vmid> --state started`` and ends OK; the HA manager starts it later, or not at all. The
+    status is read back after the task, and a VM still stopped fails the state naming what PVE
+    reports and that HA decides (the fake's ``ha_holds``: the request is queued, never carried out)."""
+    from salt_proxmox.guest import lifecycle
+    from salt_proxmox.qemu.family import QEMU
+    from tests.integration.test_qemu import vm
+
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert lifecycle.present(ctx, QEMU, "web", False, **vm()).result is True
+    fresh_cluster.pve.vm(150).ha_state = "stopped"
+    fresh_cluster.pve.ha_holds.add(150)
+    plan = lifecycle.present(ctx, QEMU, "web", True, **vm(status="running"))
+    assert plan.comment[-1] == "VM 150 on pve1: would start"
+    start = len(fresh_cluster.pve.requests)
+    done = lifecycle.present(ctx, QEMU, "web", False, **vm(status="running"))
+    assert done.result is False, done.comment
+    text = " ".join(done.comment)
+    assert "VM 150 on pve1: the start task ended OK, but PVE reports the VM stopped, not running." in text
+    assert "It is HA-managed (ha.managed: 1, requested state started)" in text
+    assert "`ha-manager status` on a node for what HA does with vm:150" in text
+    assert "has been started" not in text and "status" not in done.changes
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/nodes/pve1/qemu/150/status/start")
+    ]
+    assert fresh_cluster.pve.vm(150).status == "stopped"
+    with pytest.raises(
+        power.PowerNotReached, match=r"PVE reports the VM stopped, not running\. It is HA-managed"
+    ):
+        power.power_call(ctx, GUESTS, "start", 150)

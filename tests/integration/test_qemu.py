@@ -197,6 +197,46 @@ def test_a_cdrom_naming_a_missing_iso_is_refused_at_plan_for_a_create_and_for_a_
     assert config(fresh_cluster, 150)["ide2"].startswith(ISO)
 
 
+@pytest.mark.parametrize(
+    "volume",
+    ["local-lvm:vm-300-disk-0", "local-lvm:base-9000-disk-0"],
+    ids=["running-vm-300-disk", "template-9000-disk"],
+)
+def test_a_cdrom_naming_another_guest_s_disk_is_refused_at_plan_for_a_create_and_for_a_swap(
+    fresh_cluster, volume
+):
+    """A CD-ROM names media (an ISO image, none, cdrom). qemu-server $check_storage_access takes an
+    images volume on a CD-ROM and pve-storage check_volume_access lets through any volume the caller
+    may access, so ``ide2: <another guest's disk>,media=cdrom`` would attach that guest's data to this
+    VM (fakepve attaches it too): refused like the same volume on scsi1, at plan and apply."""
+    cdrom = f"{volume},media=cdrom"
+    store = MemoryStore()
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        outcome = present(
+            make_context(static_targets(fresh_cluster), store=store), "web", test, **vm(ide2=cdrom)
+        )
+        said = "\n".join(outcome.comment)
+        assert outcome.result is False, outcome.comment
+        assert (
+            f"ide2: {volume} is not an ISO image, a volume of vmid" in said and "a CD-ROM names media" in said
+        )
+        assert writes(requests_since(fresh_cluster, start)) == []
+    assert 150 not in fresh_cluster.pve.vms and store.saves == 0
+
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    own = config(fresh_cluster, 150)["scsi0"].split(",")[0]
+    for swapped in (volume, own):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store)
+            outcome = present(ctx, "web", test, **vm(ide2=f"{swapped},media=cdrom"))
+            assert outcome.result is False, outcome.comment
+            assert f"ide2: {swapped} is not an ISO image" in "\n".join(outcome.comment)
+            assert writes(requests_since(fresh_cluster, start)) == []
+    assert config(fresh_cluster, 150)["ide2"].startswith(ISO)
+
+
 def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fresh_cluster):
     store = MemoryStore()
 
@@ -355,3 +395,100 @@ def test_pool_at_create_from_scratch_and_by_clone_then_moved(fresh_cluster):
     done, sent = run("web", False, **vm(pool="lab"))
     assert done.result is True and [(m, p) for m, p, _ in sent] == [("PUT", "/pools/lab")], done.comment
     assert 150 in pve.pools["lab"] and run("web", True, **vm(pool="lab"))[0].changes == {}
+
+
+def _clone_151(**over: Any) -> dict[str, Any]:
+    """VM 151 declared as a full clone of the cloud template 9000 (scsi0 3G on local-lvm, a
+    cloud-init drive on local-lvm, net0, serial0, ipconfig0)."""
+    return {"vmid": 151, "node": "pve1", "clone": CLOUD_TEMPLATE_VMID, "full": True, "name": "app", **over}
+
+
+def _configure_form(log) -> dict[str, str]:
+    ((_, _, body),) = [(m, p, b) for m, p, b in writes(log) if p == "/nodes/pve1/qemu/151/config"]
+    return {key: values[0] for key, values in parse_qs(body.decode()).items()}
+
+
+def test_a_clone_s_plan_and_return_list_every_key_its_configure_step_writes_or_deletes(fresh_cluster):
+    """The configure step after ``clone_vm`` writes the declaration onto the clone; a key the
+    declaration clears (``net0: ''``, ``serial0: ''``) is a ``delete`` of that step, and shows in the
+    plan and the return as one, beside the keys it puts."""
+    store = MemoryStore()
+    declared = _clone_151(net0="", serial0="", vga="std", cores=4)
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "app", True, **declared)
+    assert plan.result is None, plan.comment
+    # The clone's net0 gets a new MAC from clone_vm: the plan shows the template's NIC without one.
+    assert plan.changes["net0"] == {"old": "virtio,bridge=vmbr0", "new": ""}, plan.changes
+    assert plan.changes["serial0"] == {"old": "socket", "new": ""}
+    assert plan.changes["vga"] == {"old": "serial0", "new": "std"} and plan.changes["cores"]["new"] == "4"
+    assert "VM 151 on pve1: then written onto the clone: cores, net0, serial0, vga" in plan.comment
+    start = len(fresh_cluster.pve.requests)
+    done = present(make_context(static_targets(fresh_cluster), store=store), "app", False, **declared)
+    assert done.result is True, done.comment
+    form = _configure_form(requests_since(fresh_cluster, start))
+    written = {key for key in form if key not in ("digest", "delete")}
+    deleted = set(form.get("delete", "").split(","))
+    assert deleted == {"net0", "serial0"}
+    shown = {key for key in plan.changes if key not in ("created",)}
+    assert shown == written | deleted, (shown, form)
+    assert {key for key in done.changes if key != "created"} == shown
+    live = config(fresh_cluster, 151)
+    assert "net0" not in live and "serial0" not in live
+
+
+def test_a_full_clone_to_another_storage_is_judged_as_the_clone_it_will_be(fresh_cluster):
+    """qemu-server ``clone_vm``/``clone_disk``: a full clone with ``storage`` copies every disk (and
+    the cloud-init drive) to that storage. The declaration naming the target storage plans clean
+    for its disk and applies; one naming another storage is refused at plan, nothing cloned."""
+    store = MemoryStore()
+    right = _clone_151(storage="local-zfs", scsi0="local-zfs:3,discard=on,iothread=1")
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    plan = present(ctx, "app", True, **right)
+    assert plan.result is None, plan.comment
+    assert "scsi0" not in plan.changes and "disks" not in plan.changes, plan.changes
+    start = len(fresh_cluster.pve.requests)
+    done = present(make_context(static_targets(fresh_cluster), store=store), "app", False, **right)
+    assert done.result is True, done.comment
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/nodes/pve1/qemu/9000/clone")
+    ], "the clone as planned needs no configure step"
+    live = config(fresh_cluster, 151)
+    assert live["scsi0"].startswith("local-zfs:") and live["ide2"].startswith("local-zfs:vm-151-cloudinit")
+    again = present(make_context(static_targets(fresh_cluster), store=store), "app", True, **right)
+    assert again.result is True and again.changes == {}, again.comment
+
+    wrong = _clone_151(vmid=152, storage="local-zfs", scsi0="local-lvm:3,discard=on,iothread=1")
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        outcome = present(make_context(static_targets(fresh_cluster), store=store), "app2", test, **wrong)
+        assert outcome.result is False and "qm disk move" in "\n".join(outcome.comment), outcome.comment
+        assert writes(requests_since(fresh_cluster, start)) == []
+    assert 152 not in fresh_cluster.pve.vms
+
+
+def test_a_declared_cipassword_is_always_written_onto_a_clone_of_a_template_that_has_one(fresh_cluster):
+    """``clone_vm`` copies the template's ``cipassword``; PVE shows it only as set, so judged against
+    the clone it would count as written. The configure step always writes the declared one; without
+    one, the plan says the clone keeps the template's."""
+    template = fresh_cluster.pve.vm(CLOUD_TEMPLATE_VMID)
+    template.config["cipassword"] = "$5$template$c2VjcmV0LW9mLXRoZS10ZW1wbGF0ZQ"
+    store = MemoryStore()
+    declared = _clone_151(cipassword=PASSWORD, cipassword_serial=1)
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "app", True, **declared)
+    assert plan.result is None and plan.changes["cipassword"] == {
+        "old": "set",
+        "new": "set (written again)",
+    }, plan.changes
+    assert "VM 151 on pve1: then written onto the clone: cipassword" in plan.comment
+    start = len(fresh_cluster.pve.requests)
+    done = present(make_context(static_targets(fresh_cluster), store=store), "app", False, **declared)
+    assert done.result is True, done.comment
+    assert _configure_form(requests_since(fresh_cluster, start))["cipassword"] == PASSWORD
+    assert fresh_cluster.pve.vm(151).config["cipassword"] != template.config["cipassword"]
+    assert PASSWORD not in repr(done.changes) + "\n".join(done.comment)
+
+    keeps = present(
+        make_context(static_targets(fresh_cluster), store=store), "app2", True, **_clone_151(vmid=152)
+    )
+    assert any("the clone keeps template VM 9000's cipassword" in line for line in keeps.comment), (
+        keeps.comment
+    )

@@ -57,8 +57,20 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   follows the same rules.
 - A clone gets its own cloud-init drive: ``clone_vm`` copies a CD-ROM's value but full-clones a
   cloud-init drive (``drive_is_cdrom($drive, 1)`` excludes it), so the clone's ``ideN`` names
-  ``vm-<newid>-cloudinit``. fakepve copies the source's volume id, and destroying the clone would free
-  the template's drive.
+  ``vm-<newid>-cloudinit``, on the clone's ``storage`` when one is given (``clone_disk``:
+  ``$storage || $src_storeid``; with a ``.<format>`` suffix only on a storage with a path). fakepve
+  copies the source's volume id, and destroying the clone would free the template's drive; it does
+  move the disks to ``storage``.
+
+- An HA-managed guest's start or shutdown only asks the HA manager: qemu-server ``vm_start``
+  (``PVE::HA::Config::vm_is_ha_managed``) runs ``ha-manager set vm:<vmid> --state started`` in an
+  ``hastart`` task, ``vm_shutdown`` ``ha-manager crm-command stop vm:<vmid> <timeout>`` in an
+  ``hastop`` task; each ends OK at once, and the CRM (pve-ha-manager ``PVE::HA::Manager``) acts in a
+  later round, or not at all (a node in maintenance, a service in ``error``); pve-container
+  ``API2/LXC/Status.pm`` ``vm_start``/``vm_shutdown`` do the same for ``ct:<vmid>``. fakepve
+  (time_scale 0) changes the guest's power inside the task. Here a vmid in ``ha_holds`` (a VM or a
+  container) keeps its power: its HA request is recorded (``ha_state``, shown as
+  ``status/current``'s ``ha.state``) and the task ends OK.
 
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
@@ -186,6 +198,40 @@ class QemuPve(NetworkPve):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.resized: list[tuple[int, str, int]] = []
+        #: The ``storage`` of each clone under way, by its new vmid (``_own_cloudinit`` reads it).
+        self._clone_storage: dict[int, str] = {}
+        #: vmids whose HA requests the HA manager has not carried out (see the module docstring).
+        self.ha_holds: set[int] = set()
+
+    async def _ha_request(self, vm, user, state):
+        if vm.vmid not in self.ha_holds:
+            return await super()._ha_request(vm, user, state)
+
+        async def body():
+            vm.ha_state = state
+
+        verb = "start" if state == "started" else "stop"
+        return await self.task(
+            vm.node,
+            "ha" + verb,
+            vm.vmid,
+            user,
+            body,
+            lock=False,
+            log=[f"Requesting HA {verb} for VM {vm.vmid}"],
+        )
+
+    async def _ct_ha(self, ct, user, state, timeout=None):
+        if ct.vmid not in self.ha_holds:
+            return await super()._ct_ha(ct, user, state, timeout)
+
+        async def body():
+            ct.ha_state = state
+
+        verb = "start" if state == "started" else "stop"
+        return await self._ct_task(
+            ct, "ha" + verb, user, body, lock=False, log=[f"Requesting HA {verb} for CT {ct.vmid}"]
+        )
 
     async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
         if ttype != "qmclone" or vm is None:
@@ -198,6 +244,11 @@ class QemuPve(NetworkPve):
 
         return await super().task(node, ttype, tid, user, clone, vm=vm, lock=lock, log=log)
 
+    async def _qm_clone(self, v, user):
+        if v.get("storage"):
+            self._clone_storage[int(v["newid"])] = v["storage"]
+        return await super()._qm_clone(v, user)
+
     def _own_cloudinit(self, vm) -> None:
         """Give a clone its own ``vm-<vmid>-cloudinit`` volume in place of its source's (``clone_vm``
         full-clones a cloud-init drive)."""
@@ -209,12 +260,18 @@ class QemuPve(NetworkPve):
             found = CLOUDINIT.fullmatch(name or "")
             if sid is None or not found or int(found.group(2)) == vm.vmid:
                 continue
-            folder = f"{vm.vmid}/" if found.group(1) else ""
-            own = f"{folder}vm-{vm.vmid}-cloudinit{found.group(3) or ''}"
             record = dict(self._volumes(sid).get(name) or {"content": "images", "format": "raw"})
+            dest = self._clone_storage.get(vm.vmid, sid)
+            if dest == sid:
+                folder, suffix = (f"{vm.vmid}/" if found.group(1) else ""), found.group(3) or ""
+            else:
+                path = bool(self.storages[dest].get("path"))
+                folder, suffix = (f"{vm.vmid}/", f".{record.get('format') or 'qcow2'}") if path else ("", "")
+            own = f"{folder}vm-{vm.vmid}-cloudinit{suffix}"
             record.update(vmid=vm.vmid, size=int(record.get("size") or 4 * 1024**2))
-            self.storages[sid].setdefault("volumes", {})[own] = record
-            vm.config[key] = join_drive(f"{sid}:{own}", props)
+            self.storages[dest].setdefault("volumes", {})[own] = record
+            vm.config[key] = join_drive(f"{dest}:{own}", props)
+        self._clone_storage.pop(vm.vmid, None)
 
     def _routes_qemu_resize(self):
         return [("PUT", "/nodes/{node}/qemu/{vmid}/resize", self._qm_resize)]

@@ -56,7 +56,8 @@ def power_requests(log: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
 def expected_power(log_of: str) -> list[tuple[str, str]]:
     """What ``power_requests`` shows of pillar_examples' STARTED guests on the seeded cluster: for the
     ``apply`` one ``POST …/status/start`` each, then its task polled until it ended (fakepve ends it at
-    once: one poll); for a ``replan`` one ``GET …/status/current`` each and no power write."""
+    once: one poll), then its status read back (``guest.power.verify_power``: a task's OK is no proof);
+    for a ``replan`` one ``GET …/status/current`` each and no power write."""
     if log_of == "apply":
         return [
             step
@@ -64,6 +65,7 @@ def expected_power(log_of: str) -> list[tuple[str, str]]:
             for step in (
                 ("POST", f"/nodes/{node}/{kind}/{vmid}/status/start"),
                 ("GET", f"task {START_TASK[kind]}:{vmid}"),
+                ("GET", f"/nodes/{node}/{kind}/{vmid}/status/current"),
             )
         ]
     return [("GET", f"/nodes/{node}/{kind}/{vmid}/status/current") for kind, node, vmid in STARTED.values()]

@@ -308,7 +308,7 @@ def test_removal_is_retain_or_destroy(removal: object) -> None:
 
 @pytest.mark.parametrize("adopt", ["yes", "true", 1, None])
 def test_adopt_is_a_bool(adopt: object) -> None:
-    assert problems_of(adopt=adopt) == [f"adopt: expected true or false, got {adopt!r}"]
+    assert problems_of(adopt=adopt) == [f"adopt: expected true or false (a boolean, unquoted), got {adopt!r}"]
 
 
 def test_every_problem_is_listed() -> None:

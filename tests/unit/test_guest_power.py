@@ -188,7 +188,7 @@ def test_the_plan_of_a_create_declared_running_says_would_start() -> None:
 def test_apply_starts_a_stopped_guest_as_a_task_awaited_by_its_credential() -> None:
     stub, store = owned(
         StubPve()
-        .on("GET", STATUS, {"status": "stopped"})
+        .on("GET", STATUS, {"status": "stopped"}, {"status": "running"})
         .on("POST", START, upid("vzstart"))
         .on("GET", status_path("vzstart"), RUNNING, OK)
     )
@@ -200,6 +200,7 @@ def test_apply_starts_a_stopped_guest_as_a_task_awaited_by_its_credential() -> N
     assert post.path == START and post.form is None and post.credential.role == "provision"
     polls = stub.calls("GET", status_path("vzstart"))
     assert len(polls) == 2 and all(p.credential is post.credential for p in polls)
+    assert len(stub.calls("GET", STATUS)) == 2, "the status is read back after the task"
     secret_free(outcome)
 
 
@@ -217,7 +218,7 @@ def test_apply_shuts_a_running_guest_down_with_its_timeout_and_never_forces_unle
 ) -> None:
     stub, store = owned(
         StubPve()
-        .on("GET", STATUS, {"status": "running"})
+        .on("GET", STATUS, {"status": "running"}, {"status": "stopped"})
         .on("POST", SHUTDOWN, upid("vzshutdown"))
         .on("GET", status_path("vzshutdown"), OK)
     )
@@ -283,6 +284,7 @@ def test_a_create_declared_running_starts_with_its_own_task_after_the_create() -
         .on("GET", status_path("vzcreate"), OK)
         .on("POST", START, lambda call: store.rows[ROW]["phase"] == OWNED and upid("vzstart"))
         .on("GET", status_path("vzstart"), OK)
+        .on("GET", STATUS, {"status": "running"})
     )
     outcome = plan(stub, store, test=False, status="running")
     assert outcome.result is True, outcome.comment
@@ -290,7 +292,9 @@ def test_a_create_declared_running_starts_with_its_own_task_after_the_create() -
     assert create.path == CREATE and "start" not in create.form
     assert start.path == START  # its answer was a UPID only because the row was owned by then
     assert outcome.comment[-2:] == ["CT 150 on pve1 has been created", "CT 150 on pve1 has been started"]
-    assert stub.calls("GET", STATUS) == []  # a guest just created is stopped: nothing to read
+    # A guest just created is stopped: its status is read once, back after the start task.
+    (read,) = stub.calls("GET", STATUS)
+    assert stub.sent.index(read) > stub.sent.index(start)
 
 
 def test_a_start_after_a_create_that_fails_keeps_the_guest_recorded_as_ours() -> None:
@@ -319,7 +323,7 @@ def test_a_start_makes_pending_changes_live_so_the_guest_is_judged_again() -> No
     stub = (
         StubPve()
         .on("GET", READ, pending, [{"key": k, "value": v} for k, v in live_config().items()])
-        .on("GET", STATUS, {"status": "stopped"})
+        .on("GET", STATUS, {"status": "stopped"}, {"status": "running"})
         .on("POST", START, upid("vzstart"))
         .on("GET", status_path("vzstart"), OK)
     )
@@ -327,6 +331,84 @@ def test_a_start_makes_pending_changes_live_so_the_guest_is_judged_again() -> No
     assert outcome.result is True, outcome.comment
     assert len(stub.calls("GET", READ)) == 2  # the decision's read, then one after the start
     assert not any("pending until" in line for line in outcome.comment)
+
+
+HA_STARTED = {"status": "stopped", "ha": {"managed": 1, "state": "started", "group": ""}}
+
+
+@pytest.mark.parametrize(
+    ("after", "words"),
+    [
+        pytest.param(
+            HA_STARTED,
+            "It is HA-managed (ha.managed: 1, requested state started): the HA manager decides its power, "
+            "and the start task only queued a request to it. See `ha-manager status` on a node for what HA "
+            "does with ct:150",
+            id="ha-managed",
+        ),
+        pytest.param(
+            {"status": "stopped", "ha": {"managed": 0}},
+            "Read the task's log and `pct status 150` on node pve1",
+            id="not-ha",
+        ),
+    ],
+)
+def test_a_start_task_that_ends_ok_with_the_guest_still_stopped_fails_naming_what_pve_reports(
+    after: dict, words: str
+) -> None:
+    # qemu-server vm_start / pve-container vm_start: for an HA-managed guest the task only runs
+    # `ha-manager set <sid> --state started` (an hastart task) and ends OK; the guest starts when,
+    # and if, the HA manager starts it.
+    stub, store = owned(
+        StubPve()
+        .on("GET", STATUS, {"status": "stopped"}, after)
+        .on("POST", START, upid("hastart"))
+        .on("GET", status_path("hastart"), OK)
+    )
+    outcome = plan(stub, store, test=False, status="running")
+    assert outcome.result is False
+    text = " ".join(outcome.comment)
+    assert (
+        "CT 150 on pve1: the start task ended OK, but PVE reports the container stopped, not running." in text
+    )
+    assert words in text
+    assert "has been started" not in text and "status" not in outcome.changes
+    assert store.rows[ROW]["phase"] == OWNED
+
+
+def test_a_shutdown_task_that_ends_ok_with_the_guest_still_running_fails() -> None:
+    # qemu-server vm_shutdown: for an HA-managed guest `ha-manager crm-command stop <sid> <timeout>`.
+    stub, store = owned(
+        StubPve()
+        .on(
+            "GET",
+            STATUS,
+            {"status": "running"},
+            {"status": "running", "ha": {"managed": 1, "state": "started"}},
+        )
+        .on("POST", SHUTDOWN, upid("hastop"))
+        .on("GET", status_path("hastop"), OK)
+    )
+    outcome = plan(stub, store, test=False, status="stopped")
+    assert outcome.result is False
+    text = " ".join(outcome.comment)
+    assert "the shutdown task ended OK, but PVE reports the container running, not stopped" in text
+    assert "It is HA-managed (ha.managed: 1, requested state started)" in text
+    assert "has been shut down" not in text
+
+
+def test_an_adhoc_start_of_an_ha_managed_guest_that_stays_stopped_fails() -> None:
+    stub, store = owned(
+        StubPve()
+        .on("GET", INDEX, INDEXED)
+        .on("GET", STATUS, {"status": "stopped"}, HA_STARTED)
+        .on("POST", START, upid("hastart"))
+        .on("GET", status_path("hastart"), OK)
+    )
+    with pytest.raises(
+        power.PowerNotReached, match=r"PVE reports the container stopped, not running\. It is HA"
+    ):
+        adhoc(stub, store, "start")
 
 
 # ============================================================================================
@@ -458,3 +540,19 @@ def test_an_adhoc_reboot_of_a_stopped_guest_is_refused() -> None:
 def test_an_adhoc_timeout_that_is_no_number_of_seconds_is_refused() -> None:
     with pytest.raises(DeclarationError, match="timeout: -5"):
         adhoc(StubPve(), MemoryStore(), "shutdown", timeout=-5)
+
+
+@pytest.mark.parametrize("value", ["false", "n", "no", "0", 0, 1, None])
+@pytest.mark.parametrize("argument", ["adopt", "force_stop"])
+def test_an_adhoc_switch_that_is_not_a_boolean_is_refused_before_any_request(
+    argument: str, value: object
+) -> None:
+    # bool('false') and bool('n') are True: taken as given, adopt='false' acted on a guest not ours
+    # and force_stop=n sent forceStop=1. errors.boolean_problem is the one rule.
+    stub = StubPve()
+    with pytest.raises(DeclarationError) as refused:
+        adhoc(stub, MemoryStore(), "shutdown", **{argument: value})
+    assert refused.value.problems == [
+        f"{argument}: expected true or false (a boolean, unquoted), got {value!r}"
+    ]
+    assert stub.sent == []

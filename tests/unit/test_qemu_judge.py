@@ -278,6 +278,56 @@ def test_a_cdrom_is_swapped_and_ejected_like_any_value() -> None:
     assert judge(decl(ide2="none,media=cdrom"), live).put == {"ide2": "none,media=cdrom"}
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "local:iso/debian-13.iso,media=cdrom",
+        "cephfs:iso/rescue.IMG,media=cdrom",
+        "none,media=cdrom",
+        "cdrom,media=cdrom",  # the host's drive: Sys.Console on /, not root@pam ($check_storage_access)
+    ],
+)
+def test_a_cdrom_naming_media_is_written(value: str) -> None:
+    assert judge(decl(ide2=value), vm()).put == {"ide2": value}
+    assert create_refusals(decl(ide2=value)) == []
+
+
+@pytest.mark.parametrize(
+    ("volume", "whose"),
+    [
+        ("local-lvm:vm-170-disk-0", ", a volume of vmid 170 (its data would be shared with this VM)"),
+        ("local-lvm:vm-150-disk-0", ", a volume of this VM"),
+        ("local:170/vm-170-disk-1.qcow2", ", a volume of vmid 170 (its data would be shared with this VM)"),
+        ("local:import/disk.iso", ""),  # vtype import, not iso (pve-storage Plugin.pm parse_volname)
+        ("nas:backup/rootfs.raw", ""),
+    ],
+)
+def test_a_cdrom_naming_any_other_volume_is_refused_like_a_disk(volume: str, whose: str) -> None:
+    # qemu-server $check_storage_access takes an images volume on a CD-ROM, and pve-storage
+    # check_volume_access lets through any volume the caller may access (Datastore.Allocate on its
+    # storage): VM.Config.CDROM would attach another guest's disk to this VM as its media.
+    value = f"{volume},media=cdrom"
+    for change in (
+        judge(decl(ide2=value), vm()),  # a drive added to a live VM
+        judge(decl(ide2=value), vm(ide2="none,media=cdrom")),  # a CD-ROM swapped
+    ):
+        assert change.put == {} and change.drift == ["ide2"]
+        (refusal,) = change.refuse
+        assert refusal.startswith(f"ide2: {volume} is not an ISO image{whose}; a CD-ROM names media")
+        assert "Declare an ISO image, none or cdrom." in refusal
+    (at_create,) = create_refusals(decl(ide2=value))
+    assert at_create.startswith(f"ide2: {volume} is not an ISO image")
+
+
+def test_a_cdrom_on_a_host_path_is_root_only() -> None:
+    # pve-storage check_volume_access: "Only root can pass arbitrary filesystem paths."
+    change = judge(decl(ide2="/dev/sr0,media=cdrom"), vm(ide2="none,media=cdrom"))
+    (refusal,) = change.refuse
+    assert "root@pam" in refusal and "qm set 150 --ide2 '/dev/sr0,media=cdrom'" in refusal
+    (at_create,) = create_refusals(decl(ide2="/dev/sr0,media=cdrom"))
+    assert "root@pam" in at_create
+
+
 def test_a_cdrom_is_never_turned_into_a_disk() -> None:
     # vmconfig_update_disk: die "unable to change media type".
     change = judge(decl(ide2="local-lvm:8"), vm(ide2="none,media=cdrom"))
@@ -643,3 +693,37 @@ def test_the_gib_of_a_new_efidisk_or_tpmstate_is_ignored_as_pve_ignores_it() -> 
     assert verdict(judge(declared, live)) == ({}, [], [], [])
     moved = judge(declared, {**live, "tpmstate0": "ceph:vm-150-disk-2,size=4M,version=v2.0"})
     assert moved.resize == [] and "qm disk move" in moved.refuse[0]
+
+
+def test_the_clone_a_plan_judges_is_the_template_with_its_disks_where_clone_vm_puts_them() -> None:
+    # qemu-server API2/Qemu.pm clone_vm: unusedN and template not copied, a new MAC per NIC, a
+    # CD-ROM copied; clone_disk: a full clone with storage copies every disk and the cloud-init
+    # drive to it (format: the target storage's), a linked clone keeps the template's storage.
+    from salt_proxmox.qemu.judge import cloned_config
+
+    template = vm(
+        template=1,
+        name="tpl",
+        scsi0="local-lvm:base-9000-disk-0,iothread=1,size=3G",
+        virtio1="local:9000/base-9000-disk-1.qcow2,format=qcow2,size=1G",
+        ide0="local-lvm:vm-9000-cloudinit,media=cdrom",
+        ide2="local:iso/debian.iso,media=cdrom",
+        unused0="local-lvm:vm-9000-disk-7",
+        net0=NIC,
+    )
+    full = parse_declaration(
+        "app", vmid=151, node="pve1", target="homelab", config={"clone": 9000, "full": True, "storage": "zfs"}
+    )
+    made = cloned_config(full, template)
+    assert "template" not in made and "unused0" not in made and made["name"] == "Copy-of-VM-tpl"
+    assert made["scsi0"].startswith("zfs:vm-151-disk-") and made["scsi0"].endswith("iothread=1,size=3G")
+    assert made["virtio1"].startswith("zfs:") and "format=" not in made["virtio1"]
+    assert made["ide0"] == "zfs:vm-151-cloudinit,media=cdrom"
+    assert made["ide2"] == "local:iso/debian.iso,media=cdrom"
+    assert parse_net(made["net0"]).get("macaddr") is None
+    linked = parse_declaration(
+        "app", vmid=151, node="pve1", target="homelab", config={"clone": 9000, "name": "app"}
+    )
+    made = cloned_config(linked, template)
+    assert made["scsi0"].startswith("local-lvm:") and made["name"] == "app"
+    assert "format=qcow2" in made["virtio1"]
