@@ -24,7 +24,10 @@ What PVE does, and so how this family judges:
   what catches a change made meanwhile.
 - ``update_network`` sets ``method`` from the address given IN THAT PUT (no ``cidr`` → ``manual``)
   and merges every other key over the stored ones, so an update restates every declared key and
-  the live ``cidr``/``cidr6`` the declaration leaves unmanaged; cleared keys go in ``delete``.
+  the live ``cidr``/``cidr6`` the declaration leaves unmanaged; cleared keys go in ``delete``. It
+  takes no ``method``: an update of an interface configured ``inet dhcp``, ``inet6 auto``/``dhcp``
+  (or with an ``inet6`` stanza and no cidr6) would rewrite it and is refused at plan
+  (``salt_proxmox.network.rules.address_method``).
 - Spellings as the parser gives them back: ``bridge_ports`` and ``slaves`` sorted and de-duplicated
   (a set); ``bridge_vids`` as written (a list); ``autostart`` 1 or absent; ``bridge_vlan_aware`` 1
   or absent — and the writer prints ``bridge-vlan-aware yes`` for any DEFINED value, so a 0 sent
@@ -48,6 +51,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.network import rules
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
@@ -269,7 +273,16 @@ def parse(data: object, decl: Declared) -> dict | None:
         values = live_values(FIELDS, row)
     except ValueError as exc:
         raise ValueError(f"interface {decl.names['name']}: {exc}") from None
-    return {"type": kind, **values, "exists": int(bool(row.get("exists")))}
+    families = row.get("families")
+    return {
+        "type": kind,
+        **values,
+        "exists": int(bool(row.get("exists"))),
+        # Not compared: what update_network would rewrite (salt_proxmox.network.rules.address_method).
+        "method": row.get("method"),
+        "method6": row.get("method6"),
+        "families": list(families) if isinstance(families, list) else None,
+    }
 
 
 def is_absent(error: PveError, decl: Declared) -> bool:
@@ -320,6 +333,15 @@ def update_call(decl: Declared, live: Mapping[str, object]) -> Call | None:
     return Call("PUT", _path(decl), form=form)
 
 
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """PVE's refusals and rewrites of this write (``salt_proxmox.network.rules``), as sentences
+    naming why and the remedy; ``[]`` for a delete."""
+    if action == "update" and live is not None:
+        call = update_call(decl, live)
+        return rules.address_method(decl, live, dict(call.form or {})) if call is not None else []
+    return []
+
+
 def delete_call(decl: Declared, live: Mapping[str, object]) -> Call:
     """``DELETE /nodes/{node}/network/{iface}``. Raises Refused for a physical NIC, which PVE keeps
     listing after its stanza is gone."""
@@ -348,4 +370,5 @@ SPEC = ObjectSpec(
     delete=delete_call,
     confirm_absent=confirm_absent,
     identity_keys=("name", "node"),
+    refusals=refusals,
 )

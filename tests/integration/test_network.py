@@ -28,6 +28,7 @@ from tests.integration.lxc_support import (
     writes,
 )
 from tests.support.cluster import PROVISION_TOKEN_ID
+from tests.support.network import read_interfaces, write_interfaces
 
 VMBR1 = {
     "name": "vmbr1",
@@ -116,6 +117,60 @@ def test_physical_nic_is_never_destroyed(fresh_cluster):
     start = len(fresh_cluster.pve.requests)
     refused = absent(ctx, interface.SPEC, False, "eno2", "destroy", name="eno2", node="pve1")
     assert refused.result is False and "physical NIC" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+#: A bridge configured by DHCP and SLAAC, as an operator writes it in /etc/network/interfaces.
+DHCP_STANZAS = (
+    "auto vmbr1\niface vmbr1 inet dhcp\n\tbridge-ports eno2\n\tbridge-stp off\n\tbridge-fd 0\n#uplink\n\n"
+    "iface vmbr1 inet6 auto\n\n"
+)
+DHCP_VMBR1 = {"name": "vmbr1", "node": "pve1", "type": "bridge", "bridge_ports": "eno2", "autostart": True}
+
+
+def _dhcp_bridge(served) -> None:
+    """pve1 runs vmbr1 by DHCP and SLAAC (written as PVE's writer would keep it)."""
+    files = served.pve.node_network("pve1")
+    config = read_interfaces(files["running"] + "\n" + DHCP_STANZAS, served.pve.physical)
+    files["running"] = write_interfaces(config)
+    assert "iface vmbr1 inet dhcp" in files["running"] and "iface vmbr1 inet6 auto" in files["running"]
+
+
+def test_an_update_through_pve_stages_a_dhcp_bridge_as_inet_manual(fresh_cluster):
+    """What the refusal below prevents, as PVE does it (pve-manager update_network): a comment-only
+    PUT stages ``inet manual`` and drops the ``inet6 auto`` stanza, and the reload makes it live."""
+    _dhcp_bridge(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster))
+    form = {"type": "bridge", "bridge_ports": "eno2", "comments": "uplink, 10G"}
+    ctx.client.request("PUT", "nodes/pve1/network/vmbr1", ctx.broker.provision(), form=form)
+    staged = fresh_cluster.pve.networks["pve1"]["staged"]
+    assert "iface vmbr1 inet manual" in staged and "inet dhcp" not in staged and "inet6" not in staged
+
+
+def test_a_dhcp_bridge_is_never_rewritten_and_goes_plan_apply_plan_clean(fresh_cluster):
+    """An update would stage ``inet manual`` (update_network takes no method): refused at plan and
+    apply with nothing written; declared as it is, it is adopted, the node apply has nothing to
+    reload, and the next plan is clean — the bridge keeps DHCP and SLAAC."""
+    _dhcp_bridge(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster))
+    changed = {**DHCP_VMBR1, "comments": "uplink, 10G", "adopt": True}
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = present(ctx, interface.SPEC, test, "vmbr1", **changed)
+        assert refused.result is False, refused.comment
+        assert "`inet dhcp`, `inet6 auto`" in refused.comment[0] and "update_network" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert fresh_cluster.pve.networks["pve1"]["staged"] is None
+    as_it_is = {**DHCP_VMBR1, "comments": "uplink", "adopt": True}
+    plan = present(ctx, interface.SPEC, True, "vmbr1", **as_it_is)
+    assert plan.result is None and set(plan.changes) == {"ownership"}, plan.comment
+    assert present(ctx, interface.SPEC, False, "vmbr1", **as_it_is).result is True
+    applied = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert (applied.result, applied.changes) == (True, {}), applied.comment
+    clean = present(ctx, interface.SPEC, True, "vmbr1", **as_it_is)
+    assert (clean.result, clean.changes) == (True, {}), clean.comment
+    running = fresh_cluster.pve.networks["pve1"]["running"]
+    assert "iface vmbr1 inet dhcp" in running and "iface vmbr1 inet6 auto" in running
     assert writes(requests_since(fresh_cluster, start)) == []
 
 

@@ -93,7 +93,13 @@ _TYPE_PRIO = {"loopback": 100000, "eth": 200000, "bond": 400000, "bridge": 50000
 
 
 def read_interfaces(text: str, physical: set[str]) -> dict[str, dict]:
-    """``__read_etc_network_interfaces`` for the stanzas this fake writes: ``{iface: {...}}``."""
+    """``__read_etc_network_interfaces`` for the stanzas this fake writes: ``{iface: {...}}``.
+
+    Each ``iface <name> <family> <method>`` stanza appends its family to ``families`` and sets
+    ``method`` (``inet``) or ``method6`` (``inet6``) as written — ``static``, ``manual``, ``dhcp``,
+    ``auto``, ... —; a missing method reads as ``manual`` and missing families as ``[inet]``, as
+    pve-common ``Interfaces.pm`` does. (PVE also keeps a typeless ``iface <name>`` stanza as an
+    undef family; this fake writes none and drops it.)"""
     ifaces: dict[str, dict] = {}
     priority = 2
     lines = text.split("\n")
@@ -196,7 +202,9 @@ def read_interfaces(text: str, physical: set[str]) -> dict[str, dict]:
 
 
 def _stanza(name: str, d: dict, family: str, first: bool) -> str:
-    """``__interface_to_string``."""
+    """``__interface_to_string``: one ``iface <name> <family> <method>`` stanza, written only when
+    the family has a method (so a family of ``families`` is kept with its method, ``dhcp`` and
+    ``auto`` included); the type's keys only in the first stanza."""
     suffix = "" if family == "inet" else "6"
     if not d.get(f"method{suffix}"):
         return ""
@@ -297,6 +305,8 @@ def write_interfaces(ifaces: dict[str, dict]) -> str:
         if d.get("autostart"):
             raw += f"auto {name}\n"
         families = d.get("families") or ["inet"]
+        if families == ["inet6"]:  # "if 'inet6' is the only family": its comments go with it
+            d["comments6"] = d.pop("comments", None)
         raw += "".join(_stanza(name, d, family, index == 0) for index, family in enumerate(families))
     return raw
 
@@ -533,6 +543,11 @@ class NetworkPve(AccessPve):
         self.stage(node, ifaces)
 
     async def _network_update(self, v, user):
+        """``update_network``: the PUT's keys merged over the stored ones, with ``families``,
+        ``method`` and ``method6`` rebuilt from the address IN THAT PUT (``inet static`` with a
+        cidr, else ``inet manual``; ``inet6 static`` only with a cidr6) — the API takes no method,
+        so an interface configured ``inet dhcp`` or ``inet6 auto`` is staged ``inet manual`` and
+        loses its ``inet6`` stanza, as on PVE."""
         node, name = v["node"], v["iface"]
         ifaces = self.interfaces(node)
         if name not in ifaces:

@@ -12,7 +12,7 @@ import pytest
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.network import apply as network_apply
-from salt_proxmox.network import interface
+from salt_proxmox.network import interface, rules
 from salt_proxmox.sdn import objects
 from tests.support.network import pending_config, read_interfaces, write_interfaces
 
@@ -337,3 +337,81 @@ def test_a_reload_task_is_judged_as_pve_lists_it():
         and upid in failed[0]
         and "pvesh set /nodes/pve1/network" in failed[0]
     )
+
+
+# ------------------------------------------------------------------------ address method (DHCP/SLAAC)
+
+#: A bridge as pve-common Interfaces.pm __read_etc_network_interfaces lists it from
+#: ``iface vmbr1 inet dhcp`` + ``iface vmbr1 inet6 auto``: families in stanza order, each method
+#: as written (``method``/``method6``), no cidr (the address is the DHCP server's).
+DHCP_ROW = {
+    "iface": "vmbr1",
+    "type": "bridge",
+    "bridge_ports": "eno2",
+    "families": ["inet", "inet6"],
+    "method": "dhcp",
+    "method6": "auto",
+    "comments": "uplink\n",
+}
+
+
+def test_the_fake_reads_and_writes_dhcp_and_slaac_stanzas_as_pve_does():
+    """Interfaces.pm: each stanza's method is kept per family and written back as it was."""
+    text = "auto vmbr1\niface vmbr1 inet dhcp\n\tbridge-ports eno2\n\niface vmbr1 inet6 auto\n#uplink\n\n"
+    config = read_interfaces(text, {"eno1", "eno2"})
+    assert {k: config["vmbr1"][k] for k in ("families", "method", "method6")} == {
+        "families": ["inet", "inet6"],
+        "method": "dhcp",
+        "method6": "auto",
+    }
+    again = write_interfaces(config)
+    assert "iface vmbr1 inet dhcp" in again and "iface vmbr1 inet6 auto" in again
+
+
+def test_update_network_rewrites_the_method_from_the_put_alone():
+    """pve-manager PVE/API2/Network.pm update_network: families = inet (cidr) / inet6 (cidr6) or
+    [inet]; method = static with an address, else manual. The API takes no method."""
+    assert rules.pve_families({"comments": "x"}) == {"inet": "manual"}
+    assert rules.pve_families({"cidr": "10.0.0.2/24"}) == {"inet": "static"}
+    assert rules.pve_families({"cidr6": "fd00::2/64"}) == {"inet6": "static"}
+    assert rules.live_families({"families": ["inet", None], "method": "manual"}) == {"inet": "manual"}
+    assert rules.live_families({}) == {"inet": "manual"}, "Interfaces.pm defaults: [inet], manual"
+
+
+def test_an_update_of_a_dhcp_and_slaac_bridge_is_refused_naming_why():
+    decl = _declare(bridge_ports="eno2", comments="uplink, 10G")
+    live = interface.parse([DHCP_ROW], decl)
+    call = interface.update_call(decl, live)
+    (refusal,) = rules.address_method(decl, live, call.form)
+    assert "`inet dhcp`, `inet6 auto`" in refusal and "would stage `inet manual`" in refusal
+    assert "without the address it gets by dhcp (inet) and auto (inet6)" in refusal
+    assert "update_network" in refusal and "/etc/network/interfaces on node pve1" in refusal
+
+
+@pytest.mark.parametrize(
+    ("row", "over", "refused"),
+    [
+        # static restated: nothing changes
+        ({"families": ["inet"], "method": "static", "cidr": "10.1.0.5/24"}, {"mtu": 9000}, False),
+        ({"families": ["inet"], "method": "manual"}, {"mtu": 9000}, False),
+        # a static address declared over DHCP is the declaration's own change
+        ({"families": ["inet"], "method": "dhcp"}, {"cidr": "10.1.0.5/24"}, False),
+        # ...but the SLAAC stanza beside it would still be dropped
+        ({"families": ["inet", "inet6"], "method": "dhcp", "method6": "auto"}, {"cidr": "10.1.0.5/24"}, True),
+        # an inet6 static stanza is restated by its cidr6
+        (
+            {"families": ["inet", "inet6"], "method": "static", "method6": "static", "cidr": "10.1.0.5/24",
+             "cidr6": "fd00::5/64"},
+            {"mtu": 9000},
+            False,
+        ),
+        # an inet6 manual stanza of its own would be dropped (its options and comments with it)
+        ({"families": ["inet", "inet6"], "method": "manual", "method6": "manual"}, {"mtu": 9000}, True),
+        ({"families": ["inet6"], "method6": "dhcp"}, {"mtu": 9000}, True),
+    ],
+)  # fmt: skip
+def test_the_address_method_rule(row, over, refused):
+    decl = _declare(bridge_ports="eno2", **over)
+    live = interface.parse([{"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", **row}], decl)
+    call = interface.update_call(decl, live)
+    assert bool(rules.address_method(decl, live, call.form)) is refused
