@@ -372,6 +372,58 @@ def test_sdn_apply_refused_on_a_degraded_cluster_and_failed_task_reported(fresh_
     assert failed.result is False and "pvesh set" in failed.comment[0]
 
 
+def _reloads(served, node: str) -> list[dict]:
+    return [
+        task for task in served.pve.tasks.values() if task["type"] == "srvreload" and task["node"] == node
+    ]
+
+
+def test_an_sdn_commit_a_node_did_not_take_fails_naming_the_node_its_task_and_the_remedy(fresh_cluster):
+    """pve-network API2/Network/SDN.pm reload: reloadnetworkall starts each node's reload with
+    ``pvesh set /nodes/<node>/network`` and ends OK whatever that reload does; the apply awaits each
+    node's ``srvreload`` task the commit started before it says the configuration is applied."""
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    fresh_cluster.pve.reload_failures["pve2"] = "command 'ifreload -a' failed: exit code 1"
+    failed = sdn_apply.applied(ctx, False, "sdn")
+    (commit,) = [t for t in fresh_cluster.pve.tasks.values() if t["type"] == "reloadnetworkall"]
+    assert commit["exitstatus"] == "OK", "PVE's commit task ends OK (the fake models it so)"
+    (theirs,) = _reloads(fresh_cluster, "pve2")
+    assert theirs["user"] == "root@pam" and theirs["exitstatus"] != "OK"
+    assert failed.result is False, failed.comment
+    text = " ".join(failed.comment)
+    assert "not live on every node" in text and "node pve2 did not take it" in text
+    assert theirs["upid"] in text and "ifreload -a" in text and "`pvesh set /nodes/pve2/network`" in text
+    assert "node pve1" not in text, "pve1 took it"
+    assert "Later network and SDN applies" in text
+    assert fresh_cluster.pve.sdn_running["zones"], "committed: only the node's reload failed"
+
+
+def test_an_sdn_commit_whose_node_reload_never_started_fails_naming_the_node(fresh_cluster):
+    """A node whose ``pvesh set`` fails is a plain ``warn``: reloadnetworkall ends ``WARNINGS: 1``."""
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    fresh_cluster.pve.sdn_unstarted_reloads.add("pve2")
+    failed = sdn_apply.applied(ctx, False, "sdn")
+    (commit,) = [t for t in fresh_cluster.pve.tasks.values() if t["type"] == "reloadnetworkall"]
+    assert commit["exitstatus"] == "WARNINGS: 1" and _reloads(fresh_cluster, "pve2") == []
+    assert failed.result is False, failed.comment
+    assert "node pve2 started no reload of its network" in failed.comment[0]
+    assert commit["upid"] in failed.comment[0] and "`pvesh set /nodes/pve2/network`" in failed.comment[0]
+
+
+def test_an_sdn_commit_every_node_took_is_applied_after_each_reload_is_awaited(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    start = len(fresh_cluster.pve.requests)
+    done = sdn_apply.applied(ctx, False, "sdn")
+    assert done.result is True, done.comment
+    polled = {p for m, p, _ in requests_since(fresh_cluster, start) if p.endswith("/status")}
+    for node in ("pve1", "pve2"):
+        (theirs,) = _reloads(fresh_cluster, node)
+        assert f"/nodes/{node}/tasks/{theirs['upid']}/status" in polled, f"{node}'s reload awaited"
+
+
 def test_subnet_of_a_missing_vnet_plans_a_create(fresh_cluster):
     """A missing vnet proves its subnet absent; the create is planned when the same run creates the
     vnet first, and refused at plan when nothing does (pve-network SubnetPlugin on_update_hook:

@@ -39,7 +39,10 @@ Faults, for the reliability matrix: ``reload_failures[node] = message`` (the rel
 that error, after the rename, as ``ifreload`` failing would), ``unreadable_polls`` (nodes whose
 reload task status cannot be read: 595), ``offline_after_reload`` (reloaded node → the node that
 goes offline once the reload is done: itself, or another whose link it cut), ``sdn_reload_failure``
-(the SDN task's error) and fakepve's own ``lose_quorum()``.
+(the SDN task's error), ``sdn_unstarted_reloads`` (nodes whose ``pvesh set`` the SDN commit's
+worker cannot run: it warns, starts no reload there and ends ``WARNINGS: N``) and fakepve's own
+``lose_quorum()``. A ``reload_failures`` node fails its reload under the SDN commit too, while the
+commit's ``reloadnetworkall`` task ends OK, as pve-network's does.
 """
 
 from __future__ import annotations
@@ -414,6 +417,7 @@ class NetworkPve(AccessPve):
         self.unreadable_polls: set[str] = set()
         self.offline_after_reload: dict[str, str] = {}
         self.sdn_reload_failure: str | None = None
+        self.sdn_unstarted_reloads: set[str] = set()
 
     # ------------------------------------------------------------------------------ node networks
 
@@ -973,11 +977,23 @@ class NetworkPve(AccessPve):
         node = sorted(self.nodes)[0]
 
         async def worker():
+            """pve-network ``API2/Network/SDN.pm`` ``reload``'s worker: for each node of
+            ``get_nodelist``, ``$create_reload_network_worker`` runs ``pvesh set
+            /nodes/<node>/network`` (as root, the worker being ``priv``), which answers once that
+            node's ``srvreload`` task is forked; a node whose ``pvesh set`` fails is a plain
+            ``warn`` (the task ends ``WARNINGS: N``), and a node's reload that fails later is never
+            seen: the task ends OK."""
             if not self.quorate:
                 raise TaskError("cluster not ready - no quorum?")
             if self.sdn_reload_failure:
                 raise TaskError(self.sdn_reload_failure)
+            warnings = 0
             for each in sorted(self.nodes):
-                await self._network_reload({"node": each}, user)
+                if each in self.sdn_unstarted_reloads or not self.nodes[each].get("online", True):
+                    warnings += 1
+                    continue
+                await self._network_reload({"node": each}, "root@pam")
+            if warnings:  # fakepve ends a task with the TaskError's text as its exit status
+                raise TaskError(f"WARNINGS: {warnings}")
 
         return await self.task(node, "reloadnetworkall", "", user, worker)

@@ -13,6 +13,7 @@ import pytest
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.network import apply as network_apply
 from salt_proxmox.network import interface, rules
+from salt_proxmox.sdn import apply as sdn_apply
 from salt_proxmox.sdn import objects
 from tests.support.network import pending_config, read_interfaces, write_interfaces
 
@@ -415,3 +416,33 @@ def test_the_address_method_rule(row, over, refused):
     live = interface.parse([{"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", **row}], decl)
     call = interface.update_call(decl, live)
     assert bool(rules.address_method(decl, live, call.form)) is refused
+
+
+# ------------------------------------------------------------------- SDN commit: each node's reload
+
+
+def _upid(node: str, start: int, kind: str, user: str = "root@pam") -> str:
+    """A UPID as pve-common Tools.pm upid_encode spells it (start time in hex)."""
+    worker_id = "networking" if kind == "srvreload" else ""
+    return f"UPID:{node}:0000A1B2:0012C3D4:{start:08X}:{kind}:{worker_id}:{user}:"
+
+
+COMMIT = _upid("pve1", 0x6B0EE67E, "reloadnetworkall", "salt-provision@pve!apply")
+
+
+@pytest.mark.parametrize(
+    ("row", "before", "started"),
+    [
+        # pve-network API2/Network/SDN.pm reload: `pvesh set /nodes/<node>/network` forks the node's
+        # srvreload task (pve-manager Network.pm reload_network_config) after the commit's task began.
+        ({"upid": _upid("pve2", 0x6B0EE67F, "srvreload")}, None, True),
+        ({"upid": _upid("pve2", 0x6B0EE67E, "srvreload")}, _upid("pve2", 0x6B0EE600, "srvreload"), True),
+        # the newest is the one read before the commit: the commit started none (its warn)
+        ({"upid": _upid("pve2", 0x6B0EE600, "srvreload")}, _upid("pve2", 0x6B0EE600, "srvreload"), False),
+        # an older reload nobody read before (another run's), or none at all
+        ({"upid": _upid("pve2", 0x6B0EE600, "srvreload")}, None, False),
+        (None, None, False),
+    ],
+)
+def test_the_reload_an_sdn_commit_started_on_a_node(row, before, started):
+    assert (sdn_apply.started_by(COMMIT, row, before) is not None) is started
