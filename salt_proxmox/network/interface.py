@@ -40,6 +40,11 @@ What PVE does, and so how this family judges:
   ``active-backup`` or not among ``slaves``, a VLAN whose name and ``vlan-raw-device``/``vlan-id``
   disagree, keys of another type (``bridge_ports`` on a bond), and a ``comments`` of ``0`` (Perl
   false: not written).
+- What PVE refuses against the node's other interfaces (a second default gateway, a port in use,
+  a bridge port with an address, a missing bond slave or VLAN raw device) and what its writer
+  forces (a bond slave's autostart) are judged at plan by ``salt_proxmox.network.rules``
+  (``refusals``, ``side_effects``); a declared empty ``bridge_vids`` of a VLAN-aware bridge and an
+  empty ``bond_mode`` are compared as the writer writes them (``2-4094``, ``balance-rr``).
 - A physical NIC stays listed (``exists``) when its stanza is deleted, so ``removal: destroy`` of
   ``type: eth`` is refused.
 """
@@ -218,6 +223,11 @@ def declare(
         problems += _type_problems(str(name), str(type), values)
     if problems:
         raise DeclarationError(problems)
+    # What __interface_to_string writes for a key left empty is what reads back: compare with it.
+    if values.get("bridge_vids") == "" and values.get("bridge_vlan_aware") == 1:
+        values["bridge_vids"] = rules.BRIDGE_VIDS_DEFAULT
+    if type == "bond" and values.get("bond_mode") == "":
+        values["bond_mode"] = rules.BOND_MODE_DEFAULT
     return probe.declaring({"type": type, **values}, adopt)
 
 
@@ -336,10 +346,21 @@ def update_call(decl: Declared, live: Mapping[str, object]) -> Call | None:
 def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
     """PVE's refusals and rewrites of this write (``salt_proxmox.network.rules``), as sentences
     naming why and the remedy; ``[]`` for a delete."""
-    if action == "update" and live is not None:
-        call = update_call(decl, live)
-        return rules.address_method(decl, live, dict(call.form or {})) if call is not None else []
-    return []
+    if action not in ("create", "update"):
+        return []
+    call = update_call(decl, live) if action == "update" and live is not None else create_call(decl)
+    if call is None:
+        return []
+    form = dict(call.form or {})
+    out = rules.address_method(decl, live, form) if action == "update" and live is not None else []
+    return out + rules.node_refusals(decl, action, form, rules.node_interfaces(ctx, decl.names["node"]))
+
+
+def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
+    """What PVE's writer changes on other interfaces by itself (``rules.forced_on_others``)."""
+    if action not in ("create", "update"):
+        return []
+    return rules.forced_on_others(decl, rules.node_interfaces(ctx, decl.names["node"]))
 
 
 def delete_call(decl: Declared, live: Mapping[str, object]) -> Call:
@@ -371,4 +392,5 @@ SPEC = ObjectSpec(
     confirm_absent=confirm_absent,
     identity_keys=("name", "node"),
     refusals=refusals,
+    side_effects=side_effects,
 )

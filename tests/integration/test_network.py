@@ -16,6 +16,7 @@ import pytest
 from salt_proxmox.network import apply as network_apply
 from salt_proxmox.network import interface
 from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.pve.errors import PveError
 from salt_proxmox.sdn import apply as sdn_apply
 from salt_proxmox.sdn import objects
 from salt_proxmox.simple.lifecycle import absent, present
@@ -172,6 +173,91 @@ def test_a_dhcp_bridge_is_never_rewritten_and_goes_plan_apply_plan_clean(fresh_c
     running = fresh_cluster.pve.networks["pve1"]["running"]
     assert "iface vmbr1 inet dhcp" in running and "iface vmbr1 inet6 auto" in running
     assert writes(requests_since(fresh_cluster, start)) == []
+
+
+# --------------------------------------------- node rules: refused at plan with the words PVE answers
+
+
+def _pve_says(ctx, method: str, path: str, form: dict) -> str:
+    """What the fake (as PVE) answers a write the plan refuses, sent anyway by hand."""
+    with pytest.raises(PveError) as caught:
+        ctx.client.request(method, path, ctx.broker.provision(), form=form)
+    return str(caught.value)
+
+
+GATEWAY_BRIDGE = {"type": "bridge", "bridge_ports": "eno2", "cidr": "10.1.0.1/24", "gateway": "10.1.0.254"}
+
+
+@pytest.mark.parametrize(
+    ("declared", "words", "raw"),
+    [
+        (  # pve-manager PVE/API2/Network.pm $check_duplicate_gateway
+            {"name": "vmbr1", **GATEWAY_BRIDGE},
+            "Default gateway already exists on interface 'vmbr0'.",
+            ("POST", "nodes/pve1/network", {"iface": "vmbr1", **GATEWAY_BRIDGE}),
+        ),
+        (  # $check_duplicate_ports
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno1"},
+            "eno1 is already used on interface 'vmbr0'.",
+            ("POST", "nodes/pve1/network", {"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno1"}),
+        ),
+        (  # pve-common Interfaces.pm __write_etc_network_interfaces: a VLAN's raw device
+            {"name": "eno9.20", "type": "vlan"},
+            "vlan 'eno9.20' - unable to find parent 'eno9'",
+            ("POST", "nodes/pve1/network", {"iface": "eno9.20", "type": "vlan"}),
+        ),
+        (  # ... and an address on a bridge port
+            {"name": "eno1", "type": "eth", "cidr": "10.0.0.99/24", "adopt": True},
+            "iface eno1 - ip address can't be set on interface if bridged in vmbr0",
+            ("PUT", "nodes/pve1/network/eno1", {"type": "eth", "cidr": "10.0.0.99/24"}),
+        ),
+    ],
+)  # fmt: skip
+def test_node_writes_pve_refuses_are_refused_at_plan_with_its_words(fresh_cluster, declared, words, raw):
+    ctx = make_context(static_targets(fresh_cluster))
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = present(ctx, interface.SPEC, test, declared["name"], node="pve1", **declared)
+        assert refused.result is False and words in refused.comment[0], refused.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert words in _pve_says(ctx, *raw), "the fake answers the write with the same words"
+    assert fresh_cluster.pve.networks["pve1"]["staged"] is None
+
+
+def test_a_bond_slave_keeps_the_autostart_pve_forces_on_it(fresh_cluster):
+    """The writer turns autostart on for every bond slave: the bond's plan says it does, and a
+    declared false on the slave, which would drift for ever, is refused."""
+    ctx = make_context(static_targets(fresh_cluster))
+    bond = {"name": "bond1", "node": "pve1", "type": "bond", "slaves": "eno2", "bond_mode": "active-backup"}
+    plan = present(ctx, interface.SPEC, True, "bond1", **bond)
+    assert plan.result is None and "turns autostart on for its slave(s) eno2" in " ".join(plan.comment)
+    assert present(ctx, interface.SPEC, False, "bond1", **bond).result is True
+    eno2 = {"name": "eno2", "node": "pve1", "type": "eth", "autostart": False, "adopt": True}
+    start = len(fresh_cluster.pve.requests)
+    refused = present(ctx, interface.SPEC, True, "eno2", **eno2)
+    assert refused.result is False and "slave of bond1" in refused.comment[0], refused.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    # Declared as PVE writes it, the pair goes plan → apply → plan clean.
+    eno2["autostart"] = True
+    for test in (False, True):
+        for state_id, declared in (("bond1", bond), ("eno2", eno2)):
+            done = present(ctx, interface.SPEC, test, state_id, **declared)
+            assert done.result is True and (not test or done.changes == {}), done.comment
+
+
+def test_values_the_writer_forces_never_drift(fresh_cluster):
+    """A VLAN-aware bridge declared without VLANs gets ``bridge-vids 2-4094``, a bond without a
+    mode ``bond-mode balance-rr`` (Interfaces.pm __interface_to_string): declared empty, they are
+    compared as written, so the next plan is clean."""
+    ctx = make_context(static_targets(fresh_cluster))
+    bridge = {**VMBR1, "bridge_vids": ""}
+    bond = {"name": "bond1", "node": "pve1", "type": "bond", "slaves": "", "bond_mode": ""}
+    for state_id, declared in (("vmbr1", bridge), ("bond1", bond)):
+        assert present(ctx, interface.SPEC, False, state_id, **declared).result is True
+        clean = present(ctx, interface.SPEC, True, state_id, **declared)
+        assert (clean.result, clean.changes) == (True, {}), clean.comment
+    staged = fresh_cluster.pve.networks["pve1"]["staged"]
+    assert "bridge-vids 2-4094" in staged and "bond-mode balance-rr" in staged
 
 
 # ------------------------------------------------------------------------------------ node apply

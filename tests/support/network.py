@@ -262,7 +262,13 @@ def _stanza(name: str, d: dict, family: str, first: bool) -> str:
 
 def write_interfaces(ifaces: dict[str, dict]) -> str:
     """``__write_etc_network_interfaces`` (checks and text) for bridges, bonds, VLANs, NICs. Raises
-    PveError(500) with PVE's words where the writer dies."""
+    PveError(500) with PVE's words where the writer dies: a port on two interfaces; a bond's slave
+    missing or not an eth or bond (each slave's ``autostart`` forced on); a VLAN's parent (the
+    ``<device>`` of ``<device>.<id>``, else ``vlan-raw-device``) missing or not an eth, bond,
+    bridge or VLAN; a bridge port missing (a ``<device>.<id>`` port is made on the fly) or holding
+    a static address (``ip address can't be set on interface if bridged in``). Forced in the text
+    (``__interface_to_string``): ``bond-miimon 100`` and ``bond-mode balance-rr`` by default,
+    ``bridge-vids 2-4094`` for a VLAN-aware bridge without them."""
     ifaces = copy.deepcopy(ifaces)
     used: dict[str, str] = {}
     for name, d in ifaces.items():
@@ -279,6 +285,11 @@ def write_interfaces(ifaces: dict[str, dict]) -> str:
                 if slave not in ifaces:
                     raise die(f"bond '{name}' - unable to find slave '{slave}'")
                 ifaces[slave]["autostart"] = 1
+                kind = ifaces[slave].get("type")
+                if kind not in ("eth", "bond"):
+                    raise die(
+                        f"bond '{name}' - wrong interface type on slave '{slave}' ('{kind}' != 'eth or bond')"
+                    )
             if d.get("bond-primary") and d["bond-primary"] not in (d.get("slaves") or "").split():
                 raise die(f"bond '{name}' - bond-primary interface is not a slave")
         if d["type"] == "vlan":
@@ -291,10 +302,21 @@ def write_interfaces(ifaces: dict[str, dict]) -> str:
                 d.pop("vlan-id", None)
             if not parent or parent not in ifaces:
                 raise die(f"vlan '{name}' - unable to find parent '{parent}'")
+            kind = ifaces[parent].get("type")
+            if kind not in ("eth", "bridge", "bond", "vlan"):
+                raise die(
+                    f"vlan '{name}' - wrong interface type on parent '{parent}' "
+                    f"('{kind}' != 'eth|bond|bridge|vlan' )"
+                )
         if d["type"] == "bridge":
             for port in (d.get("bridge_ports") or "").split():
                 if port not in ifaces and not re.fullmatch(r"\S+\.\d+", port):
                     raise die(f"bridge '{name}' - unable to find bridge port '{port}'")
+                n = ifaces.get(port) or {}
+                if (n.get("method") == "static" and n.get("address") != "0.0.0.0") or (  # noqa: S104 - PVE's words
+                    n.get("method6") == "static" and n.get("address6") != "::"
+                ):
+                    raise die(f"iface {port} - ip address can't be set on interface if bridged in {name}")
     raw = HEADER
 
     def order(name: str) -> tuple[int, str]:

@@ -446,3 +446,118 @@ COMMIT = _upid("pve1", 0x6B0EE67E, "reloadnetworkall", "salt-provision@pve!apply
 )
 def test_the_reload_an_sdn_commit_started_on_a_node(row, before, started):
     assert (sdn_apply.started_by(COMMIT, row, before) is not None) is started
+
+
+# -------------------------------------------------- node rules: what PVE's API and writer refuse or force
+
+#: A node's interfaces as the listing gives them (pve-common Interfaces.pm
+#: __read_etc_network_interfaces): vmbr0 with the node's address and default gateway over eno1,
+#: bond0 over eno3, eno2 and eno4 spare NICs.
+NODE = {
+    "eno1": {"type": "eth", "method": "manual", "families": ["inet"]},
+    "eno2": {"type": "eth", "method": "manual", "families": ["inet"]},
+    "eno3": {"type": "eth", "method": "manual", "families": ["inet"], "autostart": 1},
+    "eno4": {"type": "eth", "method": "static", "cidr": "10.9.0.4/24", "address": "10.9.0.4"},
+    "bond0": {"type": "bond", "slaves": "eno3", "bond_mode": "balance-rr", "method": "manual"},
+    "vmbr0": {
+        "type": "bridge",
+        "bridge_ports": "eno1",
+        "method": "static",
+        "address": "10.0.0.11",
+        "cidr": "10.0.0.11/24",
+        "gateway": "10.0.0.1",
+    },
+}
+
+
+def _refusals(**declared):
+    decl = interface.declare("s", "lab", **{"node": "pve1", **declared})
+    return rules.node_refusals(decl, "create", interface.create_call(decl).form, NODE)
+
+
+@pytest.mark.parametrize(
+    ("declared", "words"),
+    [
+        # pve-manager PVE/API2/Network.pm create_network/update_network: $check_duplicate_gateway
+        (
+            {
+                "name": "vmbr1",
+                "type": "bridge",
+                "bridge_ports": "eno2",
+                "cidr": "10.1.0.1/24",
+                "gateway": "10.1.0.254",
+            },
+            "Default gateway already exists on interface 'vmbr0'.",
+        ),
+        # $check_duplicate_ports
+        (
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno1"},
+            "eno1 is already used on interface 'vmbr0'.",
+        ),
+        ({"name": "bond1", "type": "bond", "slaves": "eno3"}, "eno3 is already used on interface 'bond0'."),
+        # pve-common Network/Interfaces.pm __write_etc_network_interfaces, "check vlan"
+        ({"name": "eno9.20", "type": "vlan"}, "vlan 'eno9.20' - unable to find parent 'eno9'"),
+        (
+            {"name": "vlan30", "type": "vlan", "vlan-raw-device": "bond7"},
+            "vlan 'vlan30' - unable to find parent 'bond7'",
+        ),
+        # "check bridgeport option": a static address on a port, from the bridge's side and the port's
+        (
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno4"},
+            "iface eno4 - ip address can't be set on interface if bridged in vmbr1",
+        ),
+        (
+            {"name": "eno1", "type": "eth", "cidr": "10.0.0.99/24"},
+            "iface eno1 - ip address can't be set on interface if bridged in vmbr0",
+        ),
+        (
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno8"},
+            "bridge 'vmbr1' - unable to find bridge port",
+        ),
+        # "check bond"
+        ({"name": "bond1", "type": "bond", "slaves": "eno8"}, "bond 'bond1' - unable to find slave 'eno8'"),
+        (
+            {"name": "bond1", "type": "bond", "slaves": "vmbr0"},
+            "wrong interface type on slave 'vmbr0' ('bridge' != 'eth or bond')",
+        ),
+        # "check bond" forces autostart on every slave: a declared false would drift for ever
+        ({"name": "eno3", "type": "eth", "autostart": False}, "slave of bond0"),
+    ],
+)
+def test_node_rules_refuse_with_pves_words(declared, words):
+    found = _refusals(**declared)
+    assert any(words in line for line in found), found
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno2 eno1.10", "cidr": "10.1.0.1/24"},
+        {"name": "eno1.20", "type": "vlan"},
+        {"name": "vlan30", "type": "vlan", "vlan-raw-device": "bond0"},
+        {"name": "bond1", "type": "bond", "slaves": "eno2", "autostart": True},
+        {
+            "name": "vmbr0",
+            "type": "bridge",
+            "bridge_ports": "eno1",
+            "gateway": "10.0.0.1",
+            "cidr": "10.0.0.11/24",
+        },
+    ],
+)
+def test_node_rules_let_what_pve_takes_pass(declared):
+    assert _refusals(**declared) == []
+
+
+def test_values_the_writer_forces_are_declared_as_it_writes_them():
+    """Interfaces.pm __interface_to_string: ``bridge-vids 2-4094`` for a VLAN-aware bridge without
+    bridge_vids, ``bond-mode balance-rr`` without bond_mode; the fake writes the same."""
+    bridge = _declare(bridge_vlan_aware=True, bridge_vids="")
+    bond = interface.declare("s", "lab", name="bond1", node="pve1", type="bond", slaves="eno2", bond_mode="")
+    assert bridge.values["bridge_vids"] == "2-4094" and bond.values["bond_mode"] == "balance-rr"
+    config = read_interfaces(write_interfaces({}), {"eno2", "eno3"})
+    config["vmbr1"] = {"type": "bridge", "method": "manual", "bridge_ports": "eno3", "bridge_vlan_aware": 1}
+    config["bond1"] = {"type": "bond", "method": "manual", "slaves": "eno2"}
+    again = read_interfaces(write_interfaces(config), {"eno2", "eno3"})
+    assert again["vmbr1"]["bridge_vids"] == "2-4094" and again["bond1"]["bond_mode"] == "balance-rr"
+    assert again["eno2"]["autostart"] == 1, "a slave's autostart is forced on"
