@@ -37,7 +37,9 @@ The rules, one place for both apply states:
   ``reload_network_config`` forks; ``source=all`` so a running one is listed): one still running is
   refused (wait for it); one that ended in error fails a step with nothing to apply, and is said
   in the plan of a step that reloads again — so a reload whose run was killed is reported by the
-  next run, never a silent clean plan.
+  next run, never a silent clean plan;
+- a task that reloads others (the SDN commit's ``reloadnetworkall``) ends OK without waiting for
+  them: the step's ``verify`` then judges what it started before the apply is reported done.
 """
 
 from __future__ import annotations
@@ -224,7 +226,9 @@ class Reload:
     credential (``start``: returns the UPID; raises PveError when PVE refused, TaskUncertain for no
     UPID). ``node_of`` names the node whose task endpoint the UPID is polled on. ``check(pending,
     test, will_apply)`` returns ``(refusals, notes)``: what refuses the step (plan and apply alike)
-    and what its plan must say besides the diff; it raises what ``pending`` raises."""
+    and what its plan must say besides the diff; it raises what ``pending`` raises. ``verify(upid)``
+    runs once the task ended OK: None when what it started took effect, else the failure sentence
+    (the SDN commit's reload of each node, which its task does not wait for)."""
 
     subject: str
     scope: str
@@ -233,6 +237,7 @@ class Reload:
     start: Callable[[object], str]
     node_of: Callable[[str], str]
     check: Callable[[str, bool, bool], tuple[list[str], list[str]]] = lambda pending, test, will: ([], [])
+    verify: Callable[[str], str | None] = lambda upid: None
 
 
 def run(ctx, test: bool, step: Reload) -> Outcome:
@@ -311,6 +316,9 @@ def _apply(ctx, step: Reload) -> str | None:
             f"may have dropped the connection, or lost it. Read {log_command(node, upid)} from another "
             "node before running the state again; nothing is retried."
         )
+    failure = step.verify(upid)
+    if failure:
+        return failure
     try:
         after = cluster_health(ctx, ctx.broker.read())
         left = step.pending()

@@ -24,7 +24,10 @@ What PVE does, and so how this family judges:
   what catches a change made meanwhile.
 - ``update_network`` sets ``method`` from the address given IN THAT PUT (no ``cidr`` → ``manual``)
   and merges every other key over the stored ones, so an update restates every declared key and
-  the live ``cidr``/``cidr6`` the declaration leaves unmanaged; cleared keys go in ``delete``.
+  the live ``cidr``/``cidr6`` the declaration leaves unmanaged; cleared keys go in ``delete``. It
+  takes no ``method``: an update of an interface configured ``inet dhcp``, ``inet6 auto``/``dhcp``
+  (or with an ``inet6`` stanza and no cidr6) would rewrite it and is refused at plan
+  (``salt_proxmox.network.rules.address_method``).
 - Spellings as the parser gives them back: ``bridge_ports`` and ``slaves`` sorted and de-duplicated
   (a set); ``bridge_vids`` as written (a list); ``autostart`` 1 or absent; ``bridge_vlan_aware`` 1
   or absent — and the writer prints ``bridge-vlan-aware yes`` for any DEFINED value, so a 0 sent
@@ -37,6 +40,11 @@ What PVE does, and so how this family judges:
   ``active-backup`` or not among ``slaves``, a VLAN whose name and ``vlan-raw-device``/``vlan-id``
   disagree, keys of another type (``bridge_ports`` on a bond), and a ``comments`` of ``0`` (Perl
   false: not written).
+- What PVE refuses against the node's other interfaces (a second default gateway, a port in use,
+  a bridge port with an address, a missing bond slave or VLAN raw device) and what its writer
+  forces (a bond slave's autostart) are judged at plan by ``salt_proxmox.network.rules``
+  (``refusals``, ``side_effects``); a declared empty ``bridge_vids`` of a VLAN-aware bridge and an
+  empty ``bond_mode`` are compared as the writer writes them (``2-4094``, ``balance-rr``).
 - A physical NIC stays listed (``exists``) when its stanza is deleted, so ``removal: destroy`` of
   ``type: eth`` is refused.
 """
@@ -48,6 +56,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.network import rules
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
@@ -214,6 +223,11 @@ def declare(
         problems += _type_problems(str(name), str(type), values)
     if problems:
         raise DeclarationError(problems)
+    # What __interface_to_string writes for a key left empty is what reads back: compare with it.
+    if values.get("bridge_vids") == "" and values.get("bridge_vlan_aware") == 1:
+        values["bridge_vids"] = rules.BRIDGE_VIDS_DEFAULT
+    if type == "bond" and values.get("bond_mode") == "":
+        values["bond_mode"] = rules.BOND_MODE_DEFAULT
     return probe.declaring({"type": type, **values}, adopt)
 
 
@@ -269,7 +283,16 @@ def parse(data: object, decl: Declared) -> dict | None:
         values = live_values(FIELDS, row)
     except ValueError as exc:
         raise ValueError(f"interface {decl.names['name']}: {exc}") from None
-    return {"type": kind, **values, "exists": int(bool(row.get("exists")))}
+    families = row.get("families")
+    return {
+        "type": kind,
+        **values,
+        "exists": int(bool(row.get("exists"))),
+        # Not compared: what update_network would rewrite (salt_proxmox.network.rules.address_method).
+        "method": row.get("method"),
+        "method6": row.get("method6"),
+        "families": list(families) if isinstance(families, list) else None,
+    }
 
 
 def is_absent(error: PveError, decl: Declared) -> bool:
@@ -320,6 +343,26 @@ def update_call(decl: Declared, live: Mapping[str, object]) -> Call | None:
     return Call("PUT", _path(decl), form=form)
 
 
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """PVE's refusals and rewrites of this write (``salt_proxmox.network.rules``), as sentences
+    naming why and the remedy; ``[]`` for a delete."""
+    if action not in ("create", "update"):
+        return []
+    call = update_call(decl, live) if action == "update" and live is not None else create_call(decl)
+    if call is None:
+        return []
+    form = dict(call.form or {})
+    out = rules.address_method(decl, live, form) if action == "update" and live is not None else []
+    return out + rules.node_refusals(decl, action, form, rules.node_interfaces(ctx, decl.names["node"]))
+
+
+def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
+    """What PVE's writer changes on other interfaces by itself (``rules.forced_on_others``)."""
+    if action not in ("create", "update"):
+        return []
+    return rules.forced_on_others(decl, rules.node_interfaces(ctx, decl.names["node"]))
+
+
 def delete_call(decl: Declared, live: Mapping[str, object]) -> Call:
     """``DELETE /nodes/{node}/network/{iface}``. Raises Refused for a physical NIC, which PVE keeps
     listing after its stanza is gone."""
@@ -348,4 +391,6 @@ SPEC = ObjectSpec(
     delete=delete_call,
     confirm_absent=confirm_absent,
     identity_keys=("name", "node"),
+    refusals=refusals,
+    side_effects=side_effects,
 )

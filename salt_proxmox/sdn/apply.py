@@ -31,6 +31,12 @@ What the commit makes live besides the SDN objects, each judged at plan and appl
   (``salt_proxmox.network.apply.reload_problem``): a reload a stopped run left running, or one that
   failed, is reported.
 
+After the commit: ``reloadnetworkall`` ends OK even when a node's reload failed, or ``WARNINGS``
+when one could not start (a plain ``warn``): it does not wait for them. So each node's reload the
+commit started is found (its newest ``srvreload`` task, newer than the commit and than the one read
+before it) and awaited; a node without one, or whose reload failed, fails the apply, naming the
+node, the task and the reload that remedies it (``nodes_reloaded``).
+
 Zones, vnets and subnets are read; controllers, IPAMs, DNS and fabrics are not declared by this
 product, and a pending change of theirs is not listed.
 """
@@ -47,7 +53,7 @@ from salt_proxmox.pve import facts
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.pve.tasks import TaskUncertain, start_task, upid_node
+from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task, upid_fields, upid_node
 from salt_proxmox.sdn import lock
 
 
@@ -183,8 +189,11 @@ def step(ctx, state_id: str) -> Reload:
                 return [*refusals, f"refused: {down}. {why}"], []
             refusals += uncovered_nodes(ctx, test, list(nodes))
         notes = []
+        seen["nodes"], seen["before"] = list(nodes), {}
         for node in (node for node, online in nodes.items() if online):
-            problem = network_apply.reload_problem(node, network_apply.last_reload(ctx, node))
+            last = network_apply.last_reload(ctx, node)
+            seen["before"][node] = last["upid"] if last else None
+            problem = network_apply.reload_problem(node, last)
             if problem and (problem[1] or not will_apply):
                 refusals.append(problem[0])
             elif problem:
@@ -199,6 +208,54 @@ def step(ctx, state_id: str) -> Reload:
         start=lambda credential: commit(ctx, credential, state_id),
         node_of=lambda upid: upid_node(upid) or "",
         check=check,
+        verify=lambda upid: nodes_reloaded(ctx, upid, seen.get("nodes") or [], seen.get("before") or {}),
+    )
+
+
+def started_by(commit: str, row: Mapping | None, before: str | None) -> str | None:
+    """The UPID of the reload the commit ``commit`` started on a node whose newest ``srvreload``
+    task row is ``row`` (``last_reload``) and whose newest before the commit was ``before``: the
+    row's, when it is another task that started no earlier than the commit (UPIDs carry their
+    start time, pve-common ``Tools.pm`` ``upid_decode``); else None (the node started none)."""
+    theirs = row.get("upid") if row else None
+    fields, start = upid_fields(theirs or ""), upid_fields(commit)
+    if not theirs or theirs == before or fields is None or start is None:
+        return None
+    return theirs if int(fields["starttime"]) >= int(start["starttime"]) else None
+
+
+def nodes_reloaded(ctx, upid: str, nodes: list[str], before: Mapping[str, str | None]) -> str | None:
+    """None when every node of ``nodes`` took the commit ``upid``: its newest ``srvreload`` task
+    (``last_reload``) is not ``before[node]`` (its last one before the commit), started no earlier
+    than the commit's task, and ended OK (or with warnings), awaited with the read credential (the
+    task is root's: Sys.Audit reads it). Else the failure sentence naming each node that did not,
+    its task and the remedy. pve-network ``reloadnetworkall`` only starts each node's reload
+    (``pvesh set /nodes/<node>/network``, which answers once the worker is forked), ``warn``s when
+    one cannot start, and ends OK however they end."""
+    problems = []
+    for node in nodes:
+        remedy = f"reload that node (`pvesh set /nodes/{node}/network`)"
+        try:
+            theirs = started_by(upid, network_apply.last_reload(ctx, node), before.get(node))
+            if theirs is None:
+                log = log_command(upid_node(upid) or node, upid)
+                problems.append(
+                    f"node {node} started no reload of its network for it (reloadnetworkall only warns when "
+                    f"`pvesh set /nodes/{node}/network` fails: read {log}); once the node is reachable, "
+                    f"{remedy}"
+                )
+                continue
+            what = f"reload of the network of node {node} under the SDN commit"
+            ctx.await_task(ctx.broker.read(), node, theirs, what, ctx.task_polls)
+        except TaskFailed as exc:
+            problems.append(f"node {node} did not take it: {exc} Fix the cause, then {remedy}")
+        except SaltProxmoxError as exc:
+            problems.append(f"whether node {node} took it is unknown: {exc}")
+    if not problems:
+        return None
+    return (
+        f"the SDN configuration is committed (task {upid} ended without error), but it is not live on every "
+        f"node: {'; '.join(problems)}."
     )
 
 

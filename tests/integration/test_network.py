@@ -16,6 +16,7 @@ import pytest
 from salt_proxmox.network import apply as network_apply
 from salt_proxmox.network import interface
 from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.pve.errors import PveError
 from salt_proxmox.sdn import apply as sdn_apply
 from salt_proxmox.sdn import objects
 from salt_proxmox.simple.lifecycle import absent, present
@@ -28,6 +29,7 @@ from tests.integration.lxc_support import (
     writes,
 )
 from tests.support.cluster import PROVISION_TOKEN_ID
+from tests.support.network import read_interfaces, write_interfaces
 
 VMBR1 = {
     "name": "vmbr1",
@@ -117,6 +119,145 @@ def test_physical_nic_is_never_destroyed(fresh_cluster):
     refused = absent(ctx, interface.SPEC, False, "eno2", "destroy", name="eno2", node="pve1")
     assert refused.result is False and "physical NIC" in refused.comment[0]
     assert writes(requests_since(fresh_cluster, start)) == []
+
+
+#: A bridge configured by DHCP and SLAAC, as an operator writes it in /etc/network/interfaces.
+DHCP_STANZAS = (
+    "auto vmbr1\niface vmbr1 inet dhcp\n\tbridge-ports eno2\n\tbridge-stp off\n\tbridge-fd 0\n#uplink\n\n"
+    "iface vmbr1 inet6 auto\n\n"
+)
+DHCP_VMBR1 = {"name": "vmbr1", "node": "pve1", "type": "bridge", "bridge_ports": "eno2", "autostart": True}
+
+
+def _dhcp_bridge(served) -> None:
+    """pve1 runs vmbr1 by DHCP and SLAAC (written as PVE's writer would keep it)."""
+    files = served.pve.node_network("pve1")
+    config = read_interfaces(files["running"] + "\n" + DHCP_STANZAS, served.pve.physical)
+    files["running"] = write_interfaces(config)
+    assert "iface vmbr1 inet dhcp" in files["running"] and "iface vmbr1 inet6 auto" in files["running"]
+
+
+def test_an_update_through_pve_stages_a_dhcp_bridge_as_inet_manual(fresh_cluster):
+    """What the refusal below prevents, as PVE does it (pve-manager update_network): a comment-only
+    PUT stages ``inet manual`` and drops the ``inet6 auto`` stanza, and the reload makes it live."""
+    _dhcp_bridge(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster))
+    form = {"type": "bridge", "bridge_ports": "eno2", "comments": "uplink, 10G"}
+    ctx.client.request("PUT", "nodes/pve1/network/vmbr1", ctx.broker.provision(), form=form)
+    staged = fresh_cluster.pve.networks["pve1"]["staged"]
+    assert "iface vmbr1 inet manual" in staged and "inet dhcp" not in staged and "inet6" not in staged
+
+
+def test_a_dhcp_bridge_is_never_rewritten_and_goes_plan_apply_plan_clean(fresh_cluster):
+    """An update would stage ``inet manual`` (update_network takes no method): refused at plan and
+    apply with nothing written; declared as it is, it is adopted, the node apply has nothing to
+    reload, and the next plan is clean — the bridge keeps DHCP and SLAAC."""
+    _dhcp_bridge(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster))
+    changed = {**DHCP_VMBR1, "comments": "uplink, 10G", "adopt": True}
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = present(ctx, interface.SPEC, test, "vmbr1", **changed)
+        assert refused.result is False, refused.comment
+        assert "`inet dhcp`, `inet6 auto`" in refused.comment[0] and "update_network" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert fresh_cluster.pve.networks["pve1"]["staged"] is None
+    as_it_is = {**DHCP_VMBR1, "comments": "uplink", "adopt": True}
+    plan = present(ctx, interface.SPEC, True, "vmbr1", **as_it_is)
+    assert plan.result is None and set(plan.changes) == {"ownership"}, plan.comment
+    assert present(ctx, interface.SPEC, False, "vmbr1", **as_it_is).result is True
+    applied = network_apply.applied(ctx, False, "pve1-network", node="pve1")
+    assert (applied.result, applied.changes) == (True, {}), applied.comment
+    clean = present(ctx, interface.SPEC, True, "vmbr1", **as_it_is)
+    assert (clean.result, clean.changes) == (True, {}), clean.comment
+    running = fresh_cluster.pve.networks["pve1"]["running"]
+    assert "iface vmbr1 inet dhcp" in running and "iface vmbr1 inet6 auto" in running
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+# --------------------------------------------- node rules: refused at plan with the words PVE answers
+
+
+def _pve_says(ctx, method: str, path: str, form: dict) -> str:
+    """What the fake (as PVE) answers a write the plan refuses, sent anyway by hand."""
+    with pytest.raises(PveError) as caught:
+        ctx.client.request(method, path, ctx.broker.provision(), form=form)
+    return str(caught.value)
+
+
+GATEWAY_BRIDGE = {"type": "bridge", "bridge_ports": "eno2", "cidr": "10.1.0.1/24", "gateway": "10.1.0.254"}
+
+
+@pytest.mark.parametrize(
+    ("declared", "words", "raw"),
+    [
+        (  # pve-manager PVE/API2/Network.pm $check_duplicate_gateway
+            {"name": "vmbr1", **GATEWAY_BRIDGE},
+            "Default gateway already exists on interface 'vmbr0'.",
+            ("POST", "nodes/pve1/network", {"iface": "vmbr1", **GATEWAY_BRIDGE}),
+        ),
+        (  # $check_duplicate_ports
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno1"},
+            "eno1 is already used on interface 'vmbr0'.",
+            ("POST", "nodes/pve1/network", {"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno1"}),
+        ),
+        (  # pve-common Interfaces.pm __write_etc_network_interfaces: a VLAN's raw device
+            {"name": "eno9.20", "type": "vlan"},
+            "vlan 'eno9.20' - unable to find parent 'eno9'",
+            ("POST", "nodes/pve1/network", {"iface": "eno9.20", "type": "vlan"}),
+        ),
+        (  # ... and an address on a bridge port
+            {"name": "eno1", "type": "eth", "cidr": "10.0.0.99/24", "adopt": True},
+            "iface eno1 - ip address can't be set on interface if bridged in vmbr0",
+            ("PUT", "nodes/pve1/network/eno1", {"type": "eth", "cidr": "10.0.0.99/24"}),
+        ),
+    ],
+)  # fmt: skip
+def test_node_writes_pve_refuses_are_refused_at_plan_with_its_words(fresh_cluster, declared, words, raw):
+    ctx = make_context(static_targets(fresh_cluster))
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = present(ctx, interface.SPEC, test, declared["name"], node="pve1", **declared)
+        assert refused.result is False and words in refused.comment[0], refused.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert words in _pve_says(ctx, *raw), "the fake answers the write with the same words"
+    assert fresh_cluster.pve.networks["pve1"]["staged"] is None
+
+
+def test_a_bond_slave_keeps_the_autostart_pve_forces_on_it(fresh_cluster):
+    """The writer turns autostart on for every bond slave: the bond's plan says it does, and a
+    declared false on the slave, which would drift for ever, is refused."""
+    ctx = make_context(static_targets(fresh_cluster))
+    bond = {"name": "bond1", "node": "pve1", "type": "bond", "slaves": "eno2", "bond_mode": "active-backup"}
+    plan = present(ctx, interface.SPEC, True, "bond1", **bond)
+    assert plan.result is None and "turns autostart on for its slave(s) eno2" in " ".join(plan.comment)
+    assert present(ctx, interface.SPEC, False, "bond1", **bond).result is True
+    eno2 = {"name": "eno2", "node": "pve1", "type": "eth", "autostart": False, "adopt": True}
+    start = len(fresh_cluster.pve.requests)
+    refused = present(ctx, interface.SPEC, True, "eno2", **eno2)
+    assert refused.result is False and "slave of bond1" in refused.comment[0], refused.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    # Declared as PVE writes it, the pair goes plan → apply → plan clean.
+    eno2["autostart"] = True
+    for test in (False, True):
+        for state_id, declared in (("bond1", bond), ("eno2", eno2)):
+            done = present(ctx, interface.SPEC, test, state_id, **declared)
+            assert done.result is True and (not test or done.changes == {}), done.comment
+
+
+def test_values_the_writer_forces_never_drift(fresh_cluster):
+    """A VLAN-aware bridge declared without VLANs gets ``bridge-vids 2-4094``, a bond without a
+    mode ``bond-mode balance-rr`` (Interfaces.pm __interface_to_string): declared empty, they are
+    compared as written, so the next plan is clean."""
+    ctx = make_context(static_targets(fresh_cluster))
+    bridge = {**VMBR1, "bridge_vids": ""}
+    bond = {"name": "bond1", "node": "pve1", "type": "bond", "slaves": "", "bond_mode": ""}
+    for state_id, declared in (("vmbr1", bridge), ("bond1", bond)):
+        assert present(ctx, interface.SPEC, False, state_id, **declared).result is True
+        clean = present(ctx, interface.SPEC, True, state_id, **declared)
+        assert (clean.result, clean.changes) == (True, {}), clean.comment
+    staged = fresh_cluster.pve.networks["pve1"]["staged"]
+    assert "bridge-vids 2-4094" in staged and "bond-mode balance-rr" in staged
 
 
 # ------------------------------------------------------------------------------------ node apply
@@ -315,6 +456,58 @@ def test_sdn_apply_refused_on_a_degraded_cluster_and_failed_task_reported(fresh_
     fresh_cluster.pve.sdn_reload_failure = "pvesh set /nodes/pve2/network failed"
     failed = sdn_apply.applied(ctx, False, "sdn")
     assert failed.result is False and "pvesh set" in failed.comment[0]
+
+
+def _reloads(served, node: str) -> list[dict]:
+    return [
+        task for task in served.pve.tasks.values() if task["type"] == "srvreload" and task["node"] == node
+    ]
+
+
+def test_an_sdn_commit_a_node_did_not_take_fails_naming_the_node_its_task_and_the_remedy(fresh_cluster):
+    """pve-network API2/Network/SDN.pm reload: reloadnetworkall starts each node's reload with
+    ``pvesh set /nodes/<node>/network`` and ends OK whatever that reload does; the apply awaits each
+    node's ``srvreload`` task the commit started before it says the configuration is applied."""
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    fresh_cluster.pve.reload_failures["pve2"] = "command 'ifreload -a' failed: exit code 1"
+    failed = sdn_apply.applied(ctx, False, "sdn")
+    (commit,) = [t for t in fresh_cluster.pve.tasks.values() if t["type"] == "reloadnetworkall"]
+    assert commit["exitstatus"] == "OK", "PVE's commit task ends OK (the fake models it so)"
+    (theirs,) = _reloads(fresh_cluster, "pve2")
+    assert theirs["user"] == "root@pam" and theirs["exitstatus"] != "OK"
+    assert failed.result is False, failed.comment
+    text = " ".join(failed.comment)
+    assert "not live on every node" in text and "node pve2 did not take it" in text
+    assert theirs["upid"] in text and "ifreload -a" in text and "`pvesh set /nodes/pve2/network`" in text
+    assert "node pve1" not in text, "pve1 took it"
+    assert "Later network and SDN applies" in text
+    assert fresh_cluster.pve.sdn_running["zones"], "committed: only the node's reload failed"
+
+
+def test_an_sdn_commit_whose_node_reload_never_started_fails_naming_the_node(fresh_cluster):
+    """A node whose ``pvesh set`` fails is a plain ``warn``: reloadnetworkall ends ``WARNINGS: 1``."""
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    fresh_cluster.pve.sdn_unstarted_reloads.add("pve2")
+    failed = sdn_apply.applied(ctx, False, "sdn")
+    (commit,) = [t for t in fresh_cluster.pve.tasks.values() if t["type"] == "reloadnetworkall"]
+    assert commit["exitstatus"] == "WARNINGS: 1" and _reloads(fresh_cluster, "pve2") == []
+    assert failed.result is False, failed.comment
+    assert "node pve2 started no reload of its network" in failed.comment[0]
+    assert commit["upid"] in failed.comment[0] and "`pvesh set /nodes/pve2/network`" in failed.comment[0]
+
+
+def test_an_sdn_commit_every_node_took_is_applied_after_each_reload_is_awaited(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
+    start = len(fresh_cluster.pve.requests)
+    done = sdn_apply.applied(ctx, False, "sdn")
+    assert done.result is True, done.comment
+    polled = {p for m, p, _ in requests_since(fresh_cluster, start) if p.endswith("/status")}
+    for node in ("pve1", "pve2"):
+        (theirs,) = _reloads(fresh_cluster, node)
+        assert f"/nodes/{node}/tasks/{theirs['upid']}/status" in polled, f"{node}'s reload awaited"
 
 
 def test_subnet_of_a_missing_vnet_plans_a_create(fresh_cluster):

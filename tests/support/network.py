@@ -39,7 +39,10 @@ Faults, for the reliability matrix: ``reload_failures[node] = message`` (the rel
 that error, after the rename, as ``ifreload`` failing would), ``unreadable_polls`` (nodes whose
 reload task status cannot be read: 595), ``offline_after_reload`` (reloaded node → the node that
 goes offline once the reload is done: itself, or another whose link it cut), ``sdn_reload_failure``
-(the SDN task's error) and fakepve's own ``lose_quorum()``.
+(the SDN task's error), ``sdn_unstarted_reloads`` (nodes whose ``pvesh set`` the SDN commit's
+worker cannot run: it warns, starts no reload there and ends ``WARNINGS: N``) and fakepve's own
+``lose_quorum()``. A ``reload_failures`` node fails its reload under the SDN commit too, while the
+commit's ``reloadnetworkall`` task ends OK, as pve-network's does.
 """
 
 from __future__ import annotations
@@ -93,7 +96,13 @@ _TYPE_PRIO = {"loopback": 100000, "eth": 200000, "bond": 400000, "bridge": 50000
 
 
 def read_interfaces(text: str, physical: set[str]) -> dict[str, dict]:
-    """``__read_etc_network_interfaces`` for the stanzas this fake writes: ``{iface: {...}}``."""
+    """``__read_etc_network_interfaces`` for the stanzas this fake writes: ``{iface: {...}}``.
+
+    Each ``iface <name> <family> <method>`` stanza appends its family to ``families`` and sets
+    ``method`` (``inet``) or ``method6`` (``inet6``) as written — ``static``, ``manual``, ``dhcp``,
+    ``auto``, ... —; a missing method reads as ``manual`` and missing families as ``[inet]``, as
+    pve-common ``Interfaces.pm`` does. (PVE also keeps a typeless ``iface <name>`` stanza as an
+    undef family; this fake writes none and drops it.)"""
     ifaces: dict[str, dict] = {}
     priority = 2
     lines = text.split("\n")
@@ -196,7 +205,9 @@ def read_interfaces(text: str, physical: set[str]) -> dict[str, dict]:
 
 
 def _stanza(name: str, d: dict, family: str, first: bool) -> str:
-    """``__interface_to_string``."""
+    """``__interface_to_string``: one ``iface <name> <family> <method>`` stanza, written only when
+    the family has a method (so a family of ``families`` is kept with its method, ``dhcp`` and
+    ``auto`` included); the type's keys only in the first stanza."""
     suffix = "" if family == "inet" else "6"
     if not d.get(f"method{suffix}"):
         return ""
@@ -251,7 +262,13 @@ def _stanza(name: str, d: dict, family: str, first: bool) -> str:
 
 def write_interfaces(ifaces: dict[str, dict]) -> str:
     """``__write_etc_network_interfaces`` (checks and text) for bridges, bonds, VLANs, NICs. Raises
-    PveError(500) with PVE's words where the writer dies."""
+    PveError(500) with PVE's words where the writer dies: a port on two interfaces; a bond's slave
+    missing or not an eth or bond (each slave's ``autostart`` forced on); a VLAN's parent (the
+    ``<device>`` of ``<device>.<id>``, else ``vlan-raw-device``) missing or not an eth, bond,
+    bridge or VLAN; a bridge port missing (a ``<device>.<id>`` port is made on the fly) or holding
+    a static address (``ip address can't be set on interface if bridged in``). Forced in the text
+    (``__interface_to_string``): ``bond-miimon 100`` and ``bond-mode balance-rr`` by default,
+    ``bridge-vids 2-4094`` for a VLAN-aware bridge without them."""
     ifaces = copy.deepcopy(ifaces)
     used: dict[str, str] = {}
     for name, d in ifaces.items():
@@ -268,6 +285,11 @@ def write_interfaces(ifaces: dict[str, dict]) -> str:
                 if slave not in ifaces:
                     raise die(f"bond '{name}' - unable to find slave '{slave}'")
                 ifaces[slave]["autostart"] = 1
+                kind = ifaces[slave].get("type")
+                if kind not in ("eth", "bond"):
+                    raise die(
+                        f"bond '{name}' - wrong interface type on slave '{slave}' ('{kind}' != 'eth or bond')"
+                    )
             if d.get("bond-primary") and d["bond-primary"] not in (d.get("slaves") or "").split():
                 raise die(f"bond '{name}' - bond-primary interface is not a slave")
         if d["type"] == "vlan":
@@ -280,10 +302,21 @@ def write_interfaces(ifaces: dict[str, dict]) -> str:
                 d.pop("vlan-id", None)
             if not parent or parent not in ifaces:
                 raise die(f"vlan '{name}' - unable to find parent '{parent}'")
+            kind = ifaces[parent].get("type")
+            if kind not in ("eth", "bridge", "bond", "vlan"):
+                raise die(
+                    f"vlan '{name}' - wrong interface type on parent '{parent}' "
+                    f"('{kind}' != 'eth|bond|bridge|vlan' )"
+                )
         if d["type"] == "bridge":
             for port in (d.get("bridge_ports") or "").split():
                 if port not in ifaces and not re.fullmatch(r"\S+\.\d+", port):
                     raise die(f"bridge '{name}' - unable to find bridge port '{port}'")
+                n = ifaces.get(port) or {}
+                if (n.get("method") == "static" and n.get("address") != "0.0.0.0") or (  # noqa: S104 - PVE's words
+                    n.get("method6") == "static" and n.get("address6") != "::"
+                ):
+                    raise die(f"iface {port} - ip address can't be set on interface if bridged in {name}")
     raw = HEADER
 
     def order(name: str) -> tuple[int, str]:
@@ -297,6 +330,8 @@ def write_interfaces(ifaces: dict[str, dict]) -> str:
         if d.get("autostart"):
             raw += f"auto {name}\n"
         families = d.get("families") or ["inet"]
+        if families == ["inet6"]:  # "if 'inet6' is the only family": its comments go with it
+            d["comments6"] = d.pop("comments", None)
         raw += "".join(_stanza(name, d, family, index == 0) for index, family in enumerate(families))
     return raw
 
@@ -404,6 +439,7 @@ class NetworkPve(AccessPve):
         self.unreadable_polls: set[str] = set()
         self.offline_after_reload: dict[str, str] = {}
         self.sdn_reload_failure: str | None = None
+        self.sdn_unstarted_reloads: set[str] = set()
 
     # ------------------------------------------------------------------------------ node networks
 
@@ -533,6 +569,11 @@ class NetworkPve(AccessPve):
         self.stage(node, ifaces)
 
     async def _network_update(self, v, user):
+        """``update_network``: the PUT's keys merged over the stored ones, with ``families``,
+        ``method`` and ``method6`` rebuilt from the address IN THAT PUT (``inet static`` with a
+        cidr, else ``inet manual``; ``inet6 static`` only with a cidr6) — the API takes no method,
+        so an interface configured ``inet dhcp`` or ``inet6 auto`` is staged ``inet manual`` and
+        loses its ``inet6`` stanza, as on PVE."""
         node, name = v["node"], v["iface"]
         ifaces = self.interfaces(node)
         if name not in ifaces:
@@ -958,11 +999,23 @@ class NetworkPve(AccessPve):
         node = sorted(self.nodes)[0]
 
         async def worker():
+            """pve-network ``API2/Network/SDN.pm`` ``reload``'s worker: for each node of
+            ``get_nodelist``, ``$create_reload_network_worker`` runs ``pvesh set
+            /nodes/<node>/network`` (as root, the worker being ``priv``), which answers once that
+            node's ``srvreload`` task is forked; a node whose ``pvesh set`` fails is a plain
+            ``warn`` (the task ends ``WARNINGS: N``), and a node's reload that fails later is never
+            seen: the task ends OK."""
             if not self.quorate:
                 raise TaskError("cluster not ready - no quorum?")
             if self.sdn_reload_failure:
                 raise TaskError(self.sdn_reload_failure)
+            warnings = 0
             for each in sorted(self.nodes):
-                await self._network_reload({"node": each}, user)
+                if each in self.sdn_unstarted_reloads or not self.nodes[each].get("online", True):
+                    warnings += 1
+                    continue
+                await self._network_reload({"node": each}, "root@pam")
+            if warnings:  # fakepve ends a task with the TaskError's text as its exit status
+                raise TaskError(f"WARNINGS: {warnings}")
 
         return await self.task(node, "reloadnetworkall", "", user, worker)

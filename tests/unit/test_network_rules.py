@@ -12,7 +12,8 @@ import pytest
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.network import apply as network_apply
-from salt_proxmox.network import interface
+from salt_proxmox.network import interface, rules
+from salt_proxmox.sdn import apply as sdn_apply
 from salt_proxmox.sdn import objects
 from tests.support.network import pending_config, read_interfaces, write_interfaces
 
@@ -337,3 +338,226 @@ def test_a_reload_task_is_judged_as_pve_lists_it():
         and upid in failed[0]
         and "pvesh set /nodes/pve1/network" in failed[0]
     )
+
+
+# ------------------------------------------------------------------------ address method (DHCP/SLAAC)
+
+#: A bridge as pve-common Interfaces.pm __read_etc_network_interfaces lists it from
+#: ``iface vmbr1 inet dhcp`` + ``iface vmbr1 inet6 auto``: families in stanza order, each method
+#: as written (``method``/``method6``), no cidr (the address is the DHCP server's).
+DHCP_ROW = {
+    "iface": "vmbr1",
+    "type": "bridge",
+    "bridge_ports": "eno2",
+    "families": ["inet", "inet6"],
+    "method": "dhcp",
+    "method6": "auto",
+    "comments": "uplink\n",
+}
+
+
+def test_the_fake_reads_and_writes_dhcp_and_slaac_stanzas_as_pve_does():
+    """Interfaces.pm: each stanza's method is kept per family and written back as it was."""
+    text = "auto vmbr1\niface vmbr1 inet dhcp\n\tbridge-ports eno2\n\niface vmbr1 inet6 auto\n#uplink\n\n"
+    config = read_interfaces(text, {"eno1", "eno2"})
+    assert {k: config["vmbr1"][k] for k in ("families", "method", "method6")} == {
+        "families": ["inet", "inet6"],
+        "method": "dhcp",
+        "method6": "auto",
+    }
+    again = write_interfaces(config)
+    assert "iface vmbr1 inet dhcp" in again and "iface vmbr1 inet6 auto" in again
+
+
+def test_update_network_rewrites_the_method_from_the_put_alone():
+    """pve-manager PVE/API2/Network.pm update_network: families = inet (cidr) / inet6 (cidr6) or
+    [inet]; method = static with an address, else manual. The API takes no method."""
+    assert rules.pve_families({"comments": "x"}) == {"inet": "manual"}
+    assert rules.pve_families({"cidr": "10.0.0.2/24"}) == {"inet": "static"}
+    assert rules.pve_families({"cidr6": "fd00::2/64"}) == {"inet6": "static"}
+    assert rules.live_families({"families": ["inet", None], "method": "manual"}) == {"inet": "manual"}
+    assert rules.live_families({}) == {"inet": "manual"}, "Interfaces.pm defaults: [inet], manual"
+
+
+def test_an_update_of_a_dhcp_and_slaac_bridge_is_refused_naming_why():
+    decl = _declare(bridge_ports="eno2", comments="uplink, 10G")
+    live = interface.parse([DHCP_ROW], decl)
+    call = interface.update_call(decl, live)
+    (refusal,) = rules.address_method(decl, live, call.form)
+    assert "`inet dhcp`, `inet6 auto`" in refusal and "would stage `inet manual`" in refusal
+    assert "without the address it gets by dhcp (inet) and auto (inet6)" in refusal
+    assert "update_network" in refusal and "/etc/network/interfaces on node pve1" in refusal
+
+
+@pytest.mark.parametrize(
+    ("row", "over", "refused"),
+    [
+        # static restated: nothing changes
+        ({"families": ["inet"], "method": "static", "cidr": "10.1.0.5/24"}, {"mtu": 9000}, False),
+        ({"families": ["inet"], "method": "manual"}, {"mtu": 9000}, False),
+        # a static address declared over DHCP is the declaration's own change
+        ({"families": ["inet"], "method": "dhcp"}, {"cidr": "10.1.0.5/24"}, False),
+        # ...but the SLAAC stanza beside it would still be dropped
+        ({"families": ["inet", "inet6"], "method": "dhcp", "method6": "auto"}, {"cidr": "10.1.0.5/24"}, True),
+        # an inet6 static stanza is restated by its cidr6
+        (
+            {"families": ["inet", "inet6"], "method": "static", "method6": "static", "cidr": "10.1.0.5/24",
+             "cidr6": "fd00::5/64"},
+            {"mtu": 9000},
+            False,
+        ),
+        # an inet6 manual stanza of its own would be dropped (its options and comments with it)
+        ({"families": ["inet", "inet6"], "method": "manual", "method6": "manual"}, {"mtu": 9000}, True),
+        ({"families": ["inet6"], "method6": "dhcp"}, {"mtu": 9000}, True),
+    ],
+)  # fmt: skip
+def test_the_address_method_rule(row, over, refused):
+    decl = _declare(bridge_ports="eno2", **over)
+    live = interface.parse([{"iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2", **row}], decl)
+    call = interface.update_call(decl, live)
+    assert bool(rules.address_method(decl, live, call.form)) is refused
+
+
+# ------------------------------------------------------------------- SDN commit: each node's reload
+
+
+def _upid(node: str, start: int, kind: str, user: str = "root@pam") -> str:
+    """A UPID as pve-common Tools.pm upid_encode spells it (start time in hex)."""
+    worker_id = "networking" if kind == "srvreload" else ""
+    return f"UPID:{node}:0000A1B2:0012C3D4:{start:08X}:{kind}:{worker_id}:{user}:"
+
+
+COMMIT = _upid("pve1", 0x6B0EE67E, "reloadnetworkall", "salt-provision@pve!apply")
+
+
+@pytest.mark.parametrize(
+    ("row", "before", "started"),
+    [
+        # pve-network API2/Network/SDN.pm reload: `pvesh set /nodes/<node>/network` forks the node's
+        # srvreload task (pve-manager Network.pm reload_network_config) after the commit's task began.
+        ({"upid": _upid("pve2", 0x6B0EE67F, "srvreload")}, None, True),
+        ({"upid": _upid("pve2", 0x6B0EE67E, "srvreload")}, _upid("pve2", 0x6B0EE600, "srvreload"), True),
+        # the newest is the one read before the commit: the commit started none (its warn)
+        ({"upid": _upid("pve2", 0x6B0EE600, "srvreload")}, _upid("pve2", 0x6B0EE600, "srvreload"), False),
+        # an older reload nobody read before (another run's), or none at all
+        ({"upid": _upid("pve2", 0x6B0EE600, "srvreload")}, None, False),
+        (None, None, False),
+    ],
+)
+def test_the_reload_an_sdn_commit_started_on_a_node(row, before, started):
+    assert (sdn_apply.started_by(COMMIT, row, before) is not None) is started
+
+
+# -------------------------------------------------- node rules: what PVE's API and writer refuse or force
+
+#: A node's interfaces as the listing gives them (pve-common Interfaces.pm
+#: __read_etc_network_interfaces): vmbr0 with the node's address and default gateway over eno1,
+#: bond0 over eno3, eno2 and eno4 spare NICs.
+NODE = {
+    "eno1": {"type": "eth", "method": "manual", "families": ["inet"]},
+    "eno2": {"type": "eth", "method": "manual", "families": ["inet"]},
+    "eno3": {"type": "eth", "method": "manual", "families": ["inet"], "autostart": 1},
+    "eno4": {"type": "eth", "method": "static", "cidr": "10.9.0.4/24", "address": "10.9.0.4"},
+    "bond0": {"type": "bond", "slaves": "eno3", "bond_mode": "balance-rr", "method": "manual"},
+    "vmbr0": {
+        "type": "bridge",
+        "bridge_ports": "eno1",
+        "method": "static",
+        "address": "10.0.0.11",
+        "cidr": "10.0.0.11/24",
+        "gateway": "10.0.0.1",
+    },
+}
+
+
+def _refusals(**declared):
+    decl = interface.declare("s", "lab", **{"node": "pve1", **declared})
+    return rules.node_refusals(decl, "create", interface.create_call(decl).form, NODE)
+
+
+@pytest.mark.parametrize(
+    ("declared", "words"),
+    [
+        # pve-manager PVE/API2/Network.pm create_network/update_network: $check_duplicate_gateway
+        (
+            {
+                "name": "vmbr1",
+                "type": "bridge",
+                "bridge_ports": "eno2",
+                "cidr": "10.1.0.1/24",
+                "gateway": "10.1.0.254",
+            },
+            "Default gateway already exists on interface 'vmbr0'.",
+        ),
+        # $check_duplicate_ports
+        (
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno1"},
+            "eno1 is already used on interface 'vmbr0'.",
+        ),
+        ({"name": "bond1", "type": "bond", "slaves": "eno3"}, "eno3 is already used on interface 'bond0'."),
+        # pve-common Network/Interfaces.pm __write_etc_network_interfaces, "check vlan"
+        ({"name": "eno9.20", "type": "vlan"}, "vlan 'eno9.20' - unable to find parent 'eno9'"),
+        (
+            {"name": "vlan30", "type": "vlan", "vlan-raw-device": "bond7"},
+            "vlan 'vlan30' - unable to find parent 'bond7'",
+        ),
+        # "check bridgeport option": a static address on a port, from the bridge's side and the port's
+        (
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno4"},
+            "iface eno4 - ip address can't be set on interface if bridged in vmbr1",
+        ),
+        (
+            {"name": "eno1", "type": "eth", "cidr": "10.0.0.99/24"},
+            "iface eno1 - ip address can't be set on interface if bridged in vmbr0",
+        ),
+        (
+            {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno8"},
+            "bridge 'vmbr1' - unable to find bridge port",
+        ),
+        # "check bond"
+        ({"name": "bond1", "type": "bond", "slaves": "eno8"}, "bond 'bond1' - unable to find slave 'eno8'"),
+        (
+            {"name": "bond1", "type": "bond", "slaves": "vmbr0"},
+            "wrong interface type on slave 'vmbr0' ('bridge' != 'eth or bond')",
+        ),
+        # "check bond" forces autostart on every slave: a declared false would drift for ever
+        ({"name": "eno3", "type": "eth", "autostart": False}, "slave of bond0"),
+    ],
+)
+def test_node_rules_refuse_with_pves_words(declared, words):
+    found = _refusals(**declared)
+    assert any(words in line for line in found), found
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        {"name": "vmbr1", "type": "bridge", "bridge_ports": "eno2 eno1.10", "cidr": "10.1.0.1/24"},
+        {"name": "eno1.20", "type": "vlan"},
+        {"name": "vlan30", "type": "vlan", "vlan-raw-device": "bond0"},
+        {"name": "bond1", "type": "bond", "slaves": "eno2", "autostart": True},
+        {
+            "name": "vmbr0",
+            "type": "bridge",
+            "bridge_ports": "eno1",
+            "gateway": "10.0.0.1",
+            "cidr": "10.0.0.11/24",
+        },
+    ],
+)
+def test_node_rules_let_what_pve_takes_pass(declared):
+    assert _refusals(**declared) == []
+
+
+def test_values_the_writer_forces_are_declared_as_it_writes_them():
+    """Interfaces.pm __interface_to_string: ``bridge-vids 2-4094`` for a VLAN-aware bridge without
+    bridge_vids, ``bond-mode balance-rr`` without bond_mode; the fake writes the same."""
+    bridge = _declare(bridge_vlan_aware=True, bridge_vids="")
+    bond = interface.declare("s", "lab", name="bond1", node="pve1", type="bond", slaves="eno2", bond_mode="")
+    assert bridge.values["bridge_vids"] == "2-4094" and bond.values["bond_mode"] == "balance-rr"
+    config = read_interfaces(write_interfaces({}), {"eno2", "eno3"})
+    config["vmbr1"] = {"type": "bridge", "method": "manual", "bridge_ports": "eno3", "bridge_vlan_aware": 1}
+    config["bond1"] = {"type": "bond", "method": "manual", "slaves": "eno2"}
+    again = read_interfaces(write_interfaces(config), {"eno2", "eno3"})
+    assert again["vmbr1"]["bridge_vids"] == "2-4094" and again["bond1"]["bond_mode"] == "balance-rr"
+    assert again["eno2"]["autostart"] == 1, "a slave's autostart is forced on"
