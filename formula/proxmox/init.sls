@@ -53,6 +53,21 @@ A policy is not a requisite of the PVE states: it runs before them, but a failed
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
 when they cannot be minted, each PVE state fails saying so.
 
+An entry is data. Salt acts on some argument names before the state runs (unless, onlyif, names,
+retry, require, ...: SALT_KEYWORDS, read from the running Salt's salt/state.py, and SALT_ARGUMENTS), and
+calls a function a ``__slot__:`` value names. An entry holding one, an ``ensure`` other than present or
+absent, a ``removal`` other than retain or destroy, ``name:`` where the key is only a state id
+(ID_ONLY), or ``adopt: true`` on an absent entry with ``removal: destroy`` (absent destroys only what
+this minion owns) is one failing state naming the key in place of its state: nothing of it runs, and it
+is no requisite of another entry. A key under proxmox: or openbao: that is neither a section nor
+configuration read with config.get (CONFIG_KEYS) is a misspelt section, one failing state naming the
+known ones. An absent entry passes only its identity, target and removal; the rest of what it declared
+when present is kept and changes nothing.
+
+Secrets (SECRETS: a container's password, a VM's cipassword) are never state arguments: Salt keeps a
+highstate's arguments in highstate.cache.p in its cachedir. The entry's state gets ``secrets_pillar``,
+the pillar path of the entry as a list of keys, and reads the value from pillar itself.
+
 Pillar shapes. A section or an entry of another shape (a YAML list, a bare string), or a key that is
 not a string or holds a control character, becomes one failing state that names the pillar key and
 the shape it needs: never a traceback, never an entry passed on half-read, never a run that silently
@@ -81,7 +96,7 @@ SECTIONS = [
         "proxmox-firewall-alias-",
         "proxmox_firewall_alias",
         "firewall alias (cidr, comment, ...)",
-        ["ensure", "name"],
+        ["ensure", "name", "removal"],
         ["ensure", "name", "cidr", "comment", "adopt", "rename_from"],
     ),
     (

@@ -696,3 +696,13 @@ def test_a_secret_is_passed_as_its_pillar_path():
         "ssh-public-keys": "ssh-ed25519 K",
         "secrets_pillar": ["proxmox", "lxc", "a:b"],
     }, "a list of keys: a key holding a colon is still one key"
+
+
+def test_a_present_entry_keeps_its_checked_removal_for_when_it_turns_absent():
+    # removal says what ensure: absent will do: present states that remove nothing are not given it (an
+    # alias's present refused it as an unknown key), and the formula checks its value all the same.
+    pillar = {"proxmox": {"firewall_aliases": {"a": {"cidr": "10.0.0.1", "removal": "destroy"}}}}
+    assert args(render(pillar)["proxmox-firewall-alias-a"]) == (
+        "proxmox_firewall_alias.present",
+        {"name": "a", "cidr": "10.0.0.1"},
+    )
