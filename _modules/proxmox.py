@@ -18,8 +18,10 @@ try:
     from salt_proxmox.errors import SaltProxmoxError, boolean
     from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.lxc import lifecycle
+    from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.pve.client import api_path
     from salt_proxmox.pve.constraints import vmid_number
+    from salt_proxmox.qemu import schema as qemu_schema
     from salt_proxmox.qemu.family import QEMU
     from salt_proxmox.runtime import declared_keys, refused_return
 
@@ -148,10 +150,56 @@ def task_status(node, upid, target=None):
     return _call(ctx.client.request, "GET", path, ctx.broker.read())
 
 
-def lxc_present(name, test=False, target=None, **declared):
+def _pillar_secrets(name, secrets, declared, secrets_pillar):
+    """``(secrets read, refusal)``: the keys of ``secrets`` (a family's ``schema.SECRETS``) that the
+    pillar mapping at ``secrets_pillar`` holds (a colon-delimited path, or a list of keys, read with
+    Salt's ``traverse_dict_and_list``), and None; or ``({}, a refused state return)`` when a secret is
+    one of the state's own arguments (``declared["__low__"]``: Salt keeps a state's arguments in
+    ``highstate.cache.p`` in its cachedir and in the lowstate every state is handed), is given twice,
+    or the path holds no mapping. The values never appear in a message."""
+    from collections.abc import Mapping
+
+    import salt.utils.data
+
+    from salt_proxmox.errors import DeclarationError
+
+    problem = None
+    low = declared.get("__low__") or {}
+    passed = sorted(key for key in secrets if key in low)
+    path = secrets_pillar
+    if passed:
+        problem = (
+            f"{', '.join(passed)}: a secret is never a state argument (Salt keeps those in highstate.cache.p "
+            "in its cachedir): declare it in pillar and give the state secrets_pillar, the pillar path of "
+            "the mapping holding it, as the proxmox formula does"
+        )
+    elif path is None:
+        return {}, None
+    elif not (isinstance(path, str) and path) and not (
+        isinstance(path, list) and path and all(isinstance(part, str) for part in path)
+    ):
+        problem = "secrets_pillar: expected a pillar path (proxmox:lxc:web) or a list of its keys"
+    else:
+        entry = salt.utils.data.traverse_dict_and_list(__pillar__, path, default=None)
+        shown = path if isinstance(path, str) else ":".join(path)
+        twice = sorted(
+            key for key in secrets if key in declared and isinstance(entry, Mapping) and key in entry
+        )
+        if not isinstance(entry, Mapping):
+            problem = f"secrets_pillar: pillar {shown} holds no mapping"
+        elif twice:
+            problem = f"{', '.join(twice)}: given both as an argument and in pillar {shown}"
+        else:
+            return {key: entry[key] for key in sorted(secrets) if key in entry}, None
+    return {}, refused_return(name, DeclarationError(problem))
+
+
+def lxc_present(name, test=False, target=None, secrets_pillar=None, **declared):
     """
     Plan (``test=True``) or apply one container declaration; returns a state return dict.
-    This is what the ``proxmox_lxc.present`` state calls.
+    This is what the ``proxmox_lxc.present`` state calls. ``secrets_pillar``: the pillar path of
+    the mapping holding its ``password`` (``_pillar_secrets``): a state passing ``password`` itself
+    is refused.
 
     CLI Example:
 
@@ -159,6 +207,9 @@ def lxc_present(name, test=False, target=None, **declared):
 
         salt-call proxmox.lxc_present web test=True vmid=150 node=pve1 memory=1024
     """
+    secrets, refused = _pillar_secrets(name, lxc_schema.SECRETS, declared, secrets_pillar)
+    if refused is not None:
+        return refused
     twins = (declared, (lifecycle.STATE,), lifecycle.chunk_keys)
     return _state(
         name,
@@ -169,6 +220,7 @@ def lxc_present(name, test=False, target=None, **declared):
         twins=twins,
         ahead=lifecycle.read_ahead,
         **declared_keys(declared),
+        **secrets,
     )
 
 
@@ -213,11 +265,13 @@ def _qemu_ahead(ctx, declarations):
     return guest_lifecycle.read_ahead(ctx, QEMU, declarations)
 
 
-def qemu_present(name, test=False, target=None, **declared):
+def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared):
     """
     Plan (``test=True``) or apply one VM declaration; returns a state return dict. This is what the
     ``proxmox_qemu.present`` state calls. ``name`` is the state's name and the VM's PVE ``name`` (a
-    DNS name, as ``qm set --name`` takes it).
+    DNS name, as ``qm set --name`` takes it). ``secrets_pillar``: the pillar path of the mapping
+    holding its ``cipassword`` (``_pillar_secrets``): a state passing ``cipassword``
+    itself is refused.
 
     CLI Example:
 
@@ -227,6 +281,9 @@ def qemu_present(name, test=False, target=None, **declared):
             scsi0=local-lvm:32 net0=virtio,bridge=vmbr0
         salt-call proxmox.qemu_present app vmid=151 node=pve1 clone=9000 full=True cores=2
     """
+    secrets, refused = _pillar_secrets(name, qemu_schema.SECRETS, declared, secrets_pillar)
+    if refused is not None:
+        return refused
     twins = (declared, (QEMU.state,), _qemu_keys)
     return _state(
         name,
@@ -237,7 +294,7 @@ def qemu_present(name, test=False, target=None, **declared):
         _switch("test", test),
         twins=twins,
         ahead=_qemu_ahead,
-        **{**declared_keys(declared), "name": name},
+        **{**declared_keys(declared), **secrets, "name": name},
     )
 
 

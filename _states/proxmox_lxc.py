@@ -23,6 +23,12 @@ without it, by the same judge.
         - shutdown_timeout: 60       # seconds a shutdown waits (status: stopped only)
         - force_stop: false          # true lets PVE stop it hard after that timeout
         - removal: retain            # or destroy (used by absent)
+        - secrets_pillar: secrets:web  # reads password from pillar secrets:web (never an argument)
+
+``password`` is a secret and never a state argument (Salt keeps a state's arguments in
+``highstate.cache.p`` in its cachedir): ``secrets_pillar`` names the pillar mapping holding it (a
+colon-delimited path or a list of keys) and the state reads it from there; ``password:`` itself is
+refused, naming ``secrets_pillar``. The proxmox formula passes each entry's own pillar path.
 
 Config keys are spelled as PVE spells them (``pct set`` / the API). The logic lives in the
 ``salt_proxmox`` library behind the ``proxmox`` execution module.
@@ -45,7 +51,17 @@ def _run():
     return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
 
 
-def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot_for_pending=False, **config):
+def present(
+    name,
+    vmid,
+    node,
+    target=None,
+    adopt=False,
+    removal="retain",
+    reboot_for_pending=False,
+    secrets_pillar=None,
+    **config,
+):
     """
     Ensure container ``vmid`` on ``node`` is as declared: create it when the cluster proves the
     vmid free, update drifted keys in place, refuse what only root@pam or a new guest could do.
@@ -69,6 +85,7 @@ def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot
         adopt=adopt,
         removal=removal,
         reboot_for_pending=reboot_for_pending,
+        secrets_pillar=secrets_pillar,
         **config,
         **_run(),
     )

@@ -18,7 +18,7 @@ without it, by the same judge.
         - ide0: local-lvm:cloudinit
         - net0: virtio,bridge=vmbr0,tag=20             # PVE draws the MAC; it is kept
         - ciuser: ops
-        - cipassword: {{ pillar['web_password'] }}     # a secret: never shown or kept
+        - secrets_pillar: secrets:web  # reads cipassword from pillar secrets:web (never an argument)
         - cipassword_serial: 1       # bump it to write the declared password again
         - sshkeys: |
             ssh-ed25519 AAAA... ops@example
@@ -36,6 +36,11 @@ without it, by the same judge.
         - full: true                 # a full clone (a template gives a linked clone by default)
         - storage: local-lvm         # the full clone's target storage
         - cores: 4
+
+``cipassword`` is a secret and never a state argument (Salt keeps a state's arguments in
+``highstate.cache.p`` in its cachedir): ``secrets_pillar`` names the pillar mapping holding it (a
+colon-delimited path or a list of keys) and the state reads it from there; ``cipassword:`` itself is
+refused, naming ``secrets_pillar``. The proxmox formula passes each entry's own pillar path.
 
 Config keys are spelled as ``qm set`` and the API spell them. The logic lives in the
 ``salt_proxmox`` library behind the ``proxmox`` execution module.
@@ -58,7 +63,17 @@ def _run():
     return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
 
 
-def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot_for_pending=False, **config):
+def present(
+    name,
+    vmid,
+    node,
+    target=None,
+    adopt=False,
+    removal="retain",
+    reboot_for_pending=False,
+    secrets_pillar=None,
+    **config,
+):
     """
     Ensure VM ``vmid`` on ``node``, named ``name``, is as declared: create it (from scratch, or by cloning the
     template ``clone`` names) when the cluster proves the vmid free, update drifted keys in place,
@@ -79,6 +94,7 @@ def present(name, vmid, node, target=None, adopt=False, removal="retain", reboot
         adopt=adopt,
         removal=removal,
         reboot_for_pending=reboot_for_pending,
+        secrets_pillar=secrets_pillar,
         **config,
         **_run(),
     )

@@ -53,6 +53,21 @@ A policy is not a requisite of the PVE states: it runs before them, but a failed
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
 when they cannot be minted, each PVE state fails saying so.
 
+An entry is data. Salt acts on some argument names before the state runs (unless, onlyif, names,
+retry, require, ...: SALT_KEYWORDS, read from the running Salt's salt/state.py, and SALT_ARGUMENTS), and
+calls a function a ``__slot__:`` value names. An entry holding one, an ``ensure`` other than present or
+absent, a ``removal`` other than retain or destroy, ``name:`` where the key is only a state id
+(ID_ONLY), or ``adopt: true`` on an absent entry with ``removal: destroy`` (absent destroys only what
+this minion owns) is one failing state naming the key in place of its state: nothing of it runs, and it
+is no requisite of another entry. A key under proxmox: or openbao: that is neither a section nor
+configuration read with config.get (CONFIG_KEYS) is a misspelt section, one failing state naming the
+known ones. An absent entry passes only its identity, target and removal; the rest of what it declared
+when present is kept and changes nothing.
+
+Secrets (SECRETS: a container's password, a VM's cipassword) are never state arguments: Salt keeps a
+highstate's arguments in highstate.cache.p in its cachedir. The entry's state gets ``secrets_pillar``,
+the pillar path of the entry as a list of keys, and reads the value from pillar itself.
+
 Pillar shapes. A section or an entry of another shape (a YAML list, a bare string), or a key that is
 not a string or holds a control character, becomes one failing state that names the pillar key and
 the shape it needs: never a traceback, never an entry passed on half-read, never a run that silently
@@ -62,6 +77,8 @@ does nothing. An empty section (``lxc:`` with nothing under it) is no entry.
 import json
 import unicodedata
 from collections.abc import Mapping
+
+import salt.state
 
 # (pillar path, state id prefix, state module, what an entry declares, keys not passed to present,
 #  keys not passed to absent). In this order the states run.
@@ -79,7 +96,7 @@ SECTIONS = [
         "proxmox-firewall-alias-",
         "proxmox_firewall_alias",
         "firewall alias (cidr, comment, ...)",
-        ["ensure", "name"],
+        ["ensure", "name", "removal"],
         ["ensure", "name", "cidr", "comment", "adopt", "rename_from"],
     ),
     (
@@ -132,6 +149,54 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, networks, sdn"
 
+# What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
+# read with config.get (_modules/proxmox.py, salt_proxmox/runtime.py OWNERSHIP_FILE,
+# salt_proxmox/openbao/client.py parse_config). Anything else is a misspelt section, refused by name.
+CONFIG_KEYS = {
+    "proxmox": frozenset({"targets", "ownership_file"}),
+    "openbao": frozenset({"url", "verify", "auth", "timeout"}),
+}
+
+# The values that steer what a state does: a misspelt one must never read as the default.
+ENSURES = ("present", "absent")
+# salt_proxmox.ownership.REMOVALS, which the states check again (tests/unit/test_formula.py pins them).
+REMOVALS = ("retain", "destroy")
+
+# Salt's own state keywords, as the running Salt defines them (salt/state.py): Salt acts on these before
+# (or instead of) calling the state: unless/onlyif/creates/check_cmd run commands, retry repeats the
+# state, parallel/order/failhard change the run, require*/watch*/onchanges*/onfail*/prereq*/use*/
+# listen* add requisites to other states, fun/state/__id__/__env__ rewrite the call. getattr: each set
+# exists in Salt 3006, 3007 and 3008, and a Salt without one still has the others.
+SALT_KEYWORDS = frozenset().union(
+    *(
+        getattr(salt.state, kind, ())
+        for kind in (
+            "STATE_REQUISITE_KEYWORDS",
+            "STATE_REQUISITE_IN_KEYWORDS",
+            "STATE_RUNTIME_KEYWORDS",
+            "STATE_INTERNAL_KEYWORDS",
+        )
+    )
+)
+# Arguments Salt's state compiler and runner read that those sets leave out (salt/state.py):
+# names (compile_high_data: one state per name), provider (load_modules: another module serves the
+# state), aggregate and __agg__ (_mod_aggregate), env (call: a string is taken as the saltenv).
+# Every other __-prefixed key is Salt's too (__pub_*, __sls__, ...).
+SALT_ARGUMENTS = frozenset({"names", "provider", "aggregate", "__agg__", "env"})
+# salt/state.py format_slots: a string value starting with this is a function call Salt runs and
+# replaces with its answer before calling the state.
+SLOT = "__slot__:"
+
+# The sections whose key is only a state id: name: there is no name PVE knows (a container's is its
+# hostname, an ACL entry has none, a subnet is named by its cidr), so the formula never passes it.
+ID_ONLY = ("proxmox:lxc", "proxmox:acls", "proxmox:sdn:subnets")
+
+# Secrets: never a state argument (Salt keeps a highstate's arguments in highstate.cache.p in the
+# minion's cachedir, and in the lowstate every state is handed). The formula passes the entry's pillar
+# path as secrets_pillar and the state reads them from pillar (salt_proxmox/lxc/schema.py and
+# salt_proxmox/qemu/schema.py SECRETS; tests/unit/test_formula.py pins them).
+SECRETS = {"proxmox:lxc": ("password",), "proxmox:qemu": ("cipassword",)}
+
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
 NETWORK_ABSENT_KEYS = ["target", "removal"]
 # The keys of a node under proxmox:networks, and of proxmox:sdn.
@@ -179,6 +244,84 @@ def _key_problem(key):
             "of printable text"
         )
     return None
+
+
+def _shown(value):
+    """``value`` as the pillar wrote it, for a sentence: a string in quotes."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _salt_keyword(key):
+    """Whether Salt reads ``key`` among a state's arguments as its own (``SALT_KEYWORDS``,
+    ``SALT_ARGUMENTS``, any ``__``-prefixed key)."""
+    return isinstance(key, str) and (key in SALT_KEYWORDS or key in SALT_ARGUMENTS or key.startswith("__"))
+
+
+def _keyword_sentence(keys):
+    """The sentence refusing the Salt keywords ``keys`` (printable, sorted) in an entry."""
+    verb = "is a Salt keyword" if len(keys) == 1 else "are Salt keywords"
+    return (
+        f"{', '.join(keys)} {verb} an entry cannot carry: Salt acts on it before the state runs (runs a "
+        "command, repeats or skips the state, adds states or requisites), and an entry is data only. "
+        "Remove it: the formula adds the requisites an entry needs"
+    )
+
+
+def _slots(value, where):
+    """Where in ``value`` (``where`` and the keys or indexes below it) a string starts with ``SLOT``."""
+    if isinstance(value, str):
+        return [where] if value.startswith(SLOT) else []
+    if isinstance(value, Mapping):
+        return [found for key, item in value.items() for found in _slots(item, f"{where}:{_printable(key)}")]
+    if isinstance(value, (list, tuple)):
+        return [found for index, item in enumerate(value) for found in _slots(item, f"{where}:{index}")]
+    return []
+
+
+def _problems(path, declared):
+    """Why the entry ``declared`` of section ``path`` cannot become a state: one sentence per rule it
+    breaks, naming the keys; [] when it can.
+
+    - a key Salt reads as its own (``_salt_keyword``), or a value Salt would run (``SLOT``);
+    - ``name:`` in a section whose key is only a state id (``ID_ONLY``);
+    - ``ensure`` other than present or absent, ``removal`` other than retain or destroy: a misspelt
+      value never falls back to the default;
+    - on an absent entry, ``adopt`` that is not true or false, or ``adopt: true`` with ``removal:
+      destroy``: absent destroys only what this minion owns and takes nothing over."""
+    problems = []
+    keywords = sorted(_printable(key) for key in declared if _salt_keyword(key))
+    if keywords:
+        problems.append(_keyword_sentence(keywords))
+    slots = [found for key in sorted(declared, key=str) for found in _slots(declared[key], _printable(key))]
+    if slots:
+        problems.append(
+            f"the value of {', '.join(slots)} starts with {SLOT}, which Salt runs as a function call "
+            "before the state (salt/state.py format_slots): write the value itself"
+        )
+    if path in ID_ONLY and "name" in declared:
+        problems.append(
+            "name: the key of this entry is its state id and there is no other name to give it "
+            "(a container's name is its hostname, a subnet's its cidr)"
+        )
+    ensure = declared.get("ensure", "present")
+    if ensure not in ENSURES:
+        problems.append(f"ensure: expected present or absent, got {_shown(ensure)}")
+    removal = declared.get("removal", "retain")
+    if removal not in REMOVALS:
+        problems.append(f"removal: expected retain or destroy, got {_shown(removal)}")
+    adopt = declared.get("adopt", False)
+    if ensure == "absent" and not isinstance(adopt, bool):
+        problems.append(f"adopt: expected true or false, got {_shown(adopt)}")
+    elif ensure == "absent" and adopt and removal == "destroy":
+        problems.append(
+            "adopt: true with ensure: absent and removal: destroy: absent deletes only what this minion "
+            "created or adopted, never takes anything over. To delete one it does not own, declare it "
+            "present with adopt: true and apply first, then absent; or delete it by hand"
+        )
+    return problems
 
 
 def _failing(states, state_id, pillar_key, text):
@@ -250,6 +393,8 @@ def _entries(pillar, path, prefix, what, states):
                 f"pillar {shown} is {_shape(value)}, not a mapping: declare the {what} as keys under "
                 "it, as pillar_examples/proxmox.sls does.",
             )
+        elif problems := _problems(path, value):
+            _failing(states, prefix + key, shown, f"pillar {shown}: {'; '.join(problems)}.")
         else:
             entries.append((key, value))
     return entries
@@ -287,13 +432,40 @@ def _unknown_keys(states, state_id, path, raw, known):
     there were none."""
     unknown = sorted(_printable(key) for key in raw if key not in known)
     if unknown:
+        keywords = sorted(_printable(key) for key in raw if key not in known and _salt_keyword(key))
+        why = f" ({_keyword_sentence(keywords)})" if keywords else ""
         _failing(
             states,
             state_id,
             path,
-            f"pillar {path} has unknown key(s) {', '.join(unknown)}: it takes {', '.join(sorted(known))}.",
+            f"pillar {path} has unknown key(s) {', '.join(unknown)}: it takes {', '.join(sorted(known))}{why}.",
         )
     return not unknown
+
+
+def _sections(pillar, states):
+    """A failing state for each key under ``proxmox:`` or ``openbao:`` that is neither a section of
+    ``SECTIONS`` (or networks, sdn) nor configuration the modules read (``CONFIG_KEYS``): a misspelt
+    section (``lxcs:``, ``vms:``) would otherwise declare nothing without a word."""
+    sections = {}
+    for path, *_ in SECTIONS:
+        top, _, section = path.partition(":")
+        sections.setdefault(top, set()).add(section)
+    sections["proxmox"] |= {"networks", "sdn"}
+    for top, names in sorted(sections.items()):
+        raw = pillar.get(top)
+        if not isinstance(raw, Mapping):
+            continue
+        unknown = sorted(_printable(key) for key in raw if key not in names | CONFIG_KEYS[top])
+        if unknown:
+            _failing(
+                states,
+                f"{top}-pillar",
+                top,
+                f"pillar {top} has unknown section(s) {', '.join(unknown)}: the sections are "
+                f"{', '.join(sorted(names))}, and {', '.join(sorted(CONFIG_KEYS[top]))} are the "
+                "configuration read with config.get.",
+            )
 
 
 def _flag(states, state_id, path, value):
@@ -431,6 +603,7 @@ def estate(pillar):
         )
         pillar = {key: value for key, value in pillar.items() if key != "proxmox"}
 
+    _sections(pillar, states)
     sections = {}
     for path, prefix, module, what, _skip_present, _skip_absent in SECTIONS:
         sections[path] = _entries(pillar, path, prefix, what, states)
@@ -459,7 +632,10 @@ def estate(pillar):
                     args = _arguments(name, declared, skip_absent)
                 states[prefix + key] = {f"{module}.absent": args}
                 continue
-            args = _arguments(name, declared, skip_present)
+            secrets = [key for key in SECRETS.get(path, ()) if key in declared]
+            args = _arguments(name, declared, [*skip_present, *secrets])
+            if secrets:
+                args.append({"secrets_pillar": [*path.split(":"), key]})
             needs = []
             if path in GUESTS:
                 needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))

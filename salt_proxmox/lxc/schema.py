@@ -163,6 +163,10 @@ CREATE_ONLY = frozenset({"ostemplate", "start"})
 #: pve-container ``src/PVE/API2/LXC.pm`` ``create_vm``: ``password`` (minLength 5),
 #: ``ssh-public-keys`` (one OpenSSH key per line, ``PVE::Tools::validate_ssh_public_keys``).
 CREATE_SECRETS = frozenset({"password", "ssh-public-keys"})
+#: The create secrets that are secret (``ssh-public-keys`` are public keys): never a Salt state argument,
+#: which Salt keeps in ``highstate.cache.p`` and in every state's lowstate; a state reads them from the
+#: pillar mapping its ``secrets_pillar`` names (``_modules/proxmox.py``), as ``qemu.schema.SECRETS``.
+SECRETS = frozenset({"password"})
 #: Keys never stored in grains or returns (docs/design.md §6): notes a human wrote, and PVE's bookkeeping.
 NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
 

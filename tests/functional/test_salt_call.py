@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from salt_proxmox.ownership import ROWS_FILE
-from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config
+from tests.support.saltrun import files_holding, pillar_secrets, salt_call, state_rows, write_minion_config
 from tests.support.ways import STARTED, expected_power, power_requests
 
 pytestmark = pytest.mark.functional
@@ -96,9 +96,18 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
 
     grains = (config_dir / ROWS_FILE).read_text()  # the rows the salt_proxmox:owned grain shows
     assert "proxmox/creds" not in grains
-    for text in [*outputs, grains, (config_dir / "root" / "minion.log").read_text()]:
+    for text in outputs:
         for secret in secrets:
             assert secret not in text
+    # Every file under the minion's config and root directories (its cachedir with highstate.cache.p,
+    # sls.p and proc/, its pki, the debug log, the grains and rows files): the pillar's secrets and the
+    # PVE tokens are in none; the OpenBao token only in the minion config the operator wrote. Salt keeps
+    # a highstate's state arguments in highstate.cache.p, so a secret passed as one would be there.
+    held = files_holding(config_dir, secrets)
+    assert {path: [secrets[i] == bao_creds["token"] for i in found] for path, found in held.items()} == {
+        "minion": [True]
+    }, {path: len(found) for path, found in held.items()}
+    assert (config_dir / "root" / "cache" / "highstate.cache.p").is_file(), "the scan saw Salt's state cache"
     owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
     assert {key: row["phase"] for key, row in owned.items() if "/lxc/" in key} == {
         "demo/lxc/120": "owned",

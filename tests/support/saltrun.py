@@ -40,6 +40,22 @@ def pillar_secrets(pillar_dir: Path = PILLAR) -> list[str]:
     return found
 
 
+def files_holding(root: Path, secrets: list[str]) -> dict[str, list[int]]:
+    """Every file under ``root`` holding one of ``secrets``: ``{path relative to root: [index in
+    secrets of each it holds]}``. Compared as UTF-8 bytes, so a copy Salt pickled or packed with
+    msgpack (``highstate.cache.p``, ``sls.p``, ``proc/`` job files), logged or wrote to grains counts;
+    the secrets themselves are never shown. Sockets and other special files are skipped."""
+    found: dict[str, list[int]] = {}
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        data = path.read_bytes()
+        held = [index for index, secret in enumerate(secrets) if secret and secret.encode() in data]
+        if held:
+            found[str(path.relative_to(root))] = held
+    return found
+
+
 def write_minion_config(
     config_dir: Path,
     cluster_url: str,

@@ -10,17 +10,23 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import salt.state as salt_state
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SLS = REPO / "formula" / "proxmox" / "init.sls"
 
 
-def render(pillar: dict) -> dict:
+def formula():
     loader = importlib.machinery.SourceFileLoader("proxmox_formula", str(SLS))
     spec = importlib.util.spec_from_file_location("proxmox_formula", SLS, loader=loader)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def render(pillar: dict) -> dict:
+    module = formula()
     module.__pillar__ = pillar
     return module.run()
 
@@ -175,9 +181,17 @@ def test_a_vm_state_is_named_by_its_key_or_its_name_and_passes_its_keys_as_data(
         }
     }
     states = {sid: args(s) for sid, s in render(pillar).items()}
+    # The secret is passed as the pillar path of its entry, never as a value (Salt keeps a highstate's
+    # arguments in highstate.cache.p).
     assert states["proxmox-qemu-app"] == (
         "proxmox_qemu.present",
-        {"name": "app", "vmid": 201, "node": "pve1", "memory": 2048, "cipassword": {"secret": "x"}},
+        {
+            "name": "app",
+            "vmid": 201,
+            "node": "pve1",
+            "memory": 2048,
+            "secrets_pillar": ["proxmox", "qemu", "app"],
+        },
     )
     function, db = states["proxmox-qemu-db-vm"]
     assert function == "proxmox_qemu.present" and db["name"] == "db", "the state's name: the name: key"
@@ -415,3 +429,280 @@ def test_network_and_sdn_pillar_of_another_shape_is_one_failing_state(pillar, wo
     problems = failing(states)
     assert len(problems) == 1 and words in next(iter(problems.values())), states
     assert not any("evil" in sid and sid not in problems for sid in states)
+
+
+# Salt's own keywords, as the Salt running the formula defines them (salt/state.py), and the arguments
+# its compiler and runner read besides (names, provider, aggregate, env, any __-prefixed key).
+SALT = sorted(
+    set().union(
+        salt_state.STATE_REQUISITE_KEYWORDS,
+        salt_state.STATE_REQUISITE_IN_KEYWORDS,
+        salt_state.STATE_RUNTIME_KEYWORDS,
+        salt_state.STATE_INTERNAL_KEYWORDS,
+    )
+    | {"names", "provider", "aggregate", "env", "__agg__", "__anything__"}
+)
+
+
+@pytest.mark.parametrize("keyword", SALT)
+def test_each_salt_keyword_in_an_entry_is_one_failing_state_naming_it(keyword):
+    # unless/onlyif would run a command even under test=True, names would declare a second VM, retry
+    # re-send a create, require_in add a requisite to another state (salt/state.py).
+    states = render(
+        {"proxmox": {"qemu": {"app": {"vmid": 201, keyword: "touch /tmp/x"}, "ok": {"vmid": 202}}}}
+    )
+    assert failing(states) == {
+        "proxmox-qemu-app": f"pillar proxmox:qemu:app: {keyword} is a Salt keyword an entry cannot carry: "
+        "Salt acts on it before the state runs (runs a command, repeats or skips the state, adds states or "
+        "requisites), and an entry is data only. Remove it: the formula adds the requisites an entry "
+        "needs. Nothing was written."
+    }
+    assert args(states["proxmox-qemu-ok"]) == ("proxmox_qemu.present", {"name": "ok", "vmid": 202})
+
+
+def test_the_keywords_come_from_salt_itself():
+    module = formula()
+    assert {"unless", "onlyif", "creates", "check_cmd", "retry", "parallel", "require", "watch_in"} <= (
+        module.SALT_KEYWORDS
+    )
+    assert module.SALT_KEYWORDS == salt_state.STATE_INTERNAL_KEYWORDS | salt_state.STATE_REQUISITE_KEYWORDS
+
+
+KEYWORD_ENTRIES = [
+    ({"proxmox": {"lxc": {"e": {"vmid": 150, "unless": "true"}}}}, "proxmox-lxc-e"),
+    (
+        {"proxmox": {"firewall_aliases": {"e": {"cidr": "10.0.0.1", "onlyif": "false"}}}},
+        "proxmox-firewall-alias-e",
+    ),
+    ({"proxmox": {"pools": {"e": {"retry": {"attempts": 3}}}}}, "proxmox-pool-e"),
+    ({"proxmox": {"roles": {"e": {"privs": ["VM.Audit"], "order": 1}}}}, "proxmox-role-e"),
+    ({"proxmox": {"acls": {"e": {"path": "/", "role": "R", "group": "g", "require": []}}}}, "proxmox-acl-e"),
+    (
+        {"proxmox": {"networks": {"pve1": {"interfaces": {"e": {"type": "bridge", "creates": "/x"}}}}}},
+        "proxmox-network-pve1-e",
+    ),
+    ({"proxmox": {"sdn": {"zones": {"e": {"type": "simple", "parallel": True}}}}}, "proxmox-sdn-zone-e"),
+    (
+        {"proxmox": {"sdn": {"vnets": {"e": {"zone": "z", "watch_in": [{"test": "x"}]}}}}},
+        "proxmox-sdn-vnet-e",
+    ),
+    (
+        {"proxmox": {"sdn": {"subnets": {"e": {"cidr": "10.0.0.0/24", "vnet": "v", "failhard": True}}}}},
+        "proxmox-sdn-subnet-e",
+    ),
+    ({"openbao": {"policies": {"e": {"fragments": ["x"], "names": ["a", "b"]}}}}, "openbao-policy-e"),
+    ({"proxmox": {"lxc": {"e": {"ensure": "absent", "vmid": 150, "check_cmd": "true"}}}}, "proxmox-lxc-e"),
+    ({"proxmox": {"pools": {"e": {"ensure": "absent", "fire_event": True}}}}, "proxmox-pool-e"),
+]
+
+
+@pytest.mark.parametrize(("pillar", "sid"), KEYWORD_ENTRIES)
+def test_every_section_refuses_salt_keywords_present_or_absent(pillar, sid):
+    states = render(pillar)
+    assert list(states) == [sid] and list(failing(states)) == [sid], states
+    assert "is a Salt keyword an entry cannot carry" in failing(states)[sid]
+
+
+def test_a_salt_keyword_in_a_node_or_sdn_mapping_is_named_as_one():
+    # A node's mapping is the entry holding its interfaces: refused whole, none of them is staged.
+    pillar = {
+        "networks": {"pve1": {"unless": "true", "apply": True, "interfaces": {"vmbr1": {"type": "bridge"}}}},
+        "sdn": {"onlyif": "false"},
+    }
+    states = render({"proxmox": pillar})
+    problems = failing(states)
+    assert set(states) == set(problems) == {"proxmox-network-pve1", "proxmox-sdn-pillar"}, states
+    assert "pillar proxmox:networks:pve1: unless is a Salt keyword" in problems["proxmox-network-pve1"]
+    assert problems["proxmox-sdn-pillar"].startswith(
+        "pillar proxmox:sdn has unknown key(s) onlyif: it takes apply, subnets, target, vnets, zones "
+        "(onlyif is a Salt keyword an entry cannot carry"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["__slot__:salt:cmd.run(touch /tmp/x)", ["a", "__slot__:salt:test.echo(x)"], {"k": "__slot__:salt:x()"}],
+)
+def test_a_value_salt_would_run_as_a_slot_is_refused(value):
+    # salt/state.py format_slots calls the function a __slot__: string names and passes its answer on.
+    states = render({"proxmox": {"lxc": {"web": {"vmid": 150, "description": value}}}})
+    ((sid, comment),) = failing(states).items()
+    assert sid == "proxmox-lxc-web" and "description" in comment and "starts with __slot__:" in comment
+
+
+@pytest.mark.parametrize(
+    ("pillar", "sid"),
+    [
+        ({"lxc": {"web": {"vmid": 150, "name": "other"}}}, "proxmox-lxc-web"),
+        ({"acls": {"a": {"path": "/", "role": "R", "group": "g", "name": "b"}}}, "proxmox-acl-a"),
+        (
+            {"sdn": {"subnets": {"s": {"cidr": "10.0.0.0/24", "vnet": "v", "name": "n"}}}},
+            "proxmox-sdn-subnet-s",
+        ),
+    ],
+)
+def test_name_where_the_key_is_only_a_state_id_is_refused(pillar, sid):
+    # Passed on, name would rename a container's state; an ACL entry and a subnet dropped it silently.
+    problems = failing(render({"proxmox": pillar}))
+    assert list(problems) == [sid] and "name: the key of this entry is its state id" in problems[sid]
+
+
+@pytest.mark.parametrize(
+    ("pillar", "sid", "words"),
+    [
+        (
+            {"lxc": {"web": {"vmid": 150, "ensure": "Absent"}}},
+            "proxmox-lxc-web",
+            'ensure: expected present or absent, got "Absent"',
+        ),
+        ({"qemu": {"app": {"vmid": 210, "ensure": "absnet"}}}, "proxmox-qemu-app", 'got "absnet"'),
+        (
+            {"pools": {"lab": {"ensure": True}}},
+            "proxmox-pool-lab",
+            "ensure: expected present or absent, got true",
+        ),
+        (
+            {"pools": {"lab": {"removal": "destory"}}},
+            "proxmox-pool-lab",
+            'removal: expected retain or destroy, got "destory"',
+        ),
+        (
+            {"lxc": {"old": {"ensure": "absent", "vmid": 1, "removal": "Destroy"}}},
+            "proxmox-lxc-old",
+            'got "Destroy"',
+        ),
+        (
+            {"networks": {"pve1": {"interfaces": {"v": {"ensure": "gone"}}}}},
+            "proxmox-network-pve1-v",
+            'got "gone"',
+        ),
+        (
+            {"sdn": {"zones": {"z": {"type": "simple", "removal": "delete"}}}},
+            "proxmox-sdn-zone-z",
+            'got "delete"',
+        ),
+        (
+            {"lxc": {"old": {"ensure": "absent", "vmid": 1, "adopt": "yes"}}},
+            "proxmox-lxc-old",
+            'adopt: expected true or false, got "yes"',
+        ),
+        (
+            {"qemu": {"old": {"ensure": "absent", "vmid": 1, "adopt": True, "removal": "destroy"}}},
+            "proxmox-qemu-old",
+            "adopt: true with ensure: absent and removal: destroy: absent deletes only what this minion "
+            "created or adopted",
+        ),
+        (
+            {"pools": {"p": {"ensure": "absent", "adopt": True, "removal": "destroy"}}},
+            "proxmox-pool-p",
+            "adopt: true with ensure: absent and removal: destroy",
+        ),
+    ],
+)
+def test_a_value_that_steers_a_state_is_checked(pillar, sid, words):
+    # Before, anything but "absent" read as present (Absent created the guest), a misspelt removal on a
+    # present entry was dropped, and adopt on an absent entry was dropped without a word.
+    states = render({"proxmox": pillar})
+    problems = failing(states)
+    assert list(states) == [sid] and list(problems) == [sid], states
+    assert words in problems[sid] and problems[sid].endswith("Nothing was written.")
+
+
+def test_adopt_on_an_absent_entry_that_retains_is_its_kept_declaration():
+    # removal: retain touches nothing, so adopt changes nothing: the entry keeps its old declaration.
+    states = render({"proxmox": {"lxc": {"old": {"ensure": "absent", "vmid": 1, "adopt": True}}}})
+    assert {sid: args(s) for sid, s in states.items()} == {
+        "proxmox-lxc-old": ("proxmox_lxc.absent", {"name": "old", "vmid": 1})
+    }
+
+
+@pytest.mark.parametrize(
+    ("pillar", "sid", "words"),
+    [
+        (
+            {"proxmox": {"lxcs": {"web": {"vmid": 150}}}},
+            "proxmox-pillar",
+            "pillar proxmox has unknown section(s) lxcs",
+        ),
+        (
+            {"proxmox": {"vms": {}, "firewall_alias": {}}},
+            "proxmox-pillar",
+            "unknown section(s) firewall_alias, vms",
+        ),
+        (
+            {"openbao": {"policy": {"p": {}}}},
+            "openbao-pillar",
+            "pillar openbao has unknown section(s) policy",
+        ),
+    ],
+)
+def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, sid, words):
+    problems = failing(render(pillar))
+    assert list(problems) == [sid] and words in problems[sid]
+    if sid == "proxmox-pillar":
+        assert (
+            "the sections are acls, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, and "
+            "ownership_file, targets are the configuration read with config.get." in problems[sid]
+        )
+
+
+def test_the_configuration_read_with_config_get_is_no_section():
+    pillar = {
+        "proxmox": {"targets": {"lab": {}}, "ownership_file": "/x.json", "lxc": {"web": {"vmid": 150}}},
+        "openbao": {"url": "https://b", "verify": True, "auth": {}, "timeout": 5, "policies": {}},
+    }
+    assert not failing(render(pillar))
+
+
+def test_a_refused_entry_is_no_requisite_and_the_others_render():
+    pillar = {
+        "proxmox": {
+            "pools": {"prod": {"comment": "c", "unless": "true"}},
+            "lxc": {"web": {"vmid": 150, "pool": "prod"}, "db": {"vmid": 151, "ensure": "Absent"}},
+        }
+    }
+    states = render(pillar)
+    assert set(failing(states)) == {"proxmox-pool-prod", "proxmox-lxc-db"}
+    assert args(states["proxmox-lxc-web"]) == (
+        "proxmox_lxc.present",
+        {"name": "web", "vmid": 150, "pool": "prod"},
+    )
+
+
+def test_the_formula_checks_what_the_library_checks():
+    # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
+    # loader), so these pin its copies to the library's.
+    from salt_proxmox.lxc import schema as lxc_schema
+    from salt_proxmox.ownership import REMOVALS
+    from salt_proxmox.qemu import schema as qemu_schema
+
+    module = formula()
+    assert module.REMOVALS == REMOVALS
+    assert {
+        "proxmox:lxc": tuple(sorted(lxc_schema.SECRETS)),
+        "proxmox:qemu": tuple(sorted(qemu_schema.SECRETS)),
+    } == module.SECRETS
+
+
+def test_a_secret_is_passed_as_its_pillar_path():
+    pillar = {
+        "proxmox": {"lxc": {"a:b": {"vmid": 150, "password": "s3cret", "ssh-public-keys": "ssh-ed25519 K"}}}
+    }
+    function, passed = args(render(pillar)["proxmox-lxc-a:b"])
+    assert function == "proxmox_lxc.present"
+    assert passed == {
+        "name": "a:b",
+        "vmid": 150,
+        "ssh-public-keys": "ssh-ed25519 K",
+        "secrets_pillar": ["proxmox", "lxc", "a:b"],
+    }, "a list of keys: a key holding a colon is still one key"
+
+
+def test_a_present_entry_keeps_its_checked_removal_for_when_it_turns_absent():
+    # removal says what ensure: absent will do: present states that remove nothing are not given it (an
+    # alias's present refused it as an unknown key), and the formula checks its value all the same.
+    pillar = {"proxmox": {"firewall_aliases": {"a": {"cidr": "10.0.0.1", "removal": "destroy"}}}}
+    assert args(render(pillar)["proxmox-firewall-alias-a"]) == (
+        "proxmox_firewall_alias.present",
+        {"name": "a", "cidr": "10.0.0.1"},
+    )
