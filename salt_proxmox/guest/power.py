@@ -32,6 +32,7 @@ from salt_proxmox.errors import DeclarationError, Refused, boolean_problem, show
 from salt_proxmox.guest.absence import index_rows, indexed_guest
 from salt_proxmox.guest.refusals import ha_managed, read_current, read_status, status_path
 from salt_proxmox.pve.constraints import vmid_number
+from salt_proxmox.wire.propstring import pve_boolean
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.context import PveContext
@@ -94,7 +95,8 @@ def parse_power(declared: dict) -> Power:
 
     Raises DeclarationError naming each key and its rule: ``status`` one of running/stopped;
     ``shutdown_timeout`` an integer of seconds, at least 0 (pve-container ``vm_shutdown``
-    ``timeout`` minimum 0); ``force_stop`` true or false; both only with ``status: stopped`` (they
+    ``timeout`` minimum 0); ``force_stop`` a boolean as PVE spells ``forceStop``
+    (``wire.propstring.pve_boolean``); both only with ``status: stopped`` (they
     shape a shutdown and nothing else); ``start`` (a create key) not together with ``status``.
     """
     status = declared.pop("status", None)
@@ -105,8 +107,10 @@ def parse_power(declared: dict) -> Power:
         problems.append(f"status: {shown(status)} is not one of {', '.join(STATUSES)}")
     if timeout is not None and (problem := _seconds_problem("shutdown_timeout", timeout)):
         problems.append(problem)
-    if force is not None and (problem := boolean_problem("force_stop", force)):
-        problems.append(problem)
+    if force is not None:
+        force, problem = pve_boolean("force_stop", force)
+        if problem:
+            problems.append(problem)
     for key, value in (("shutdown_timeout", timeout), ("force_stop", force)):
         if value is not None and status != "stopped":
             problems.append(
@@ -276,8 +280,9 @@ def power_call(
     ``stop`` is PVE's hard stop (``POST …/status/stop``), made only because it is asked for;
     ``shutdown`` sends ``timeout`` (seconds) and ``forceStop=1`` only with ``force_stop``.
 
-    ``adopt`` and ``force_stop`` are booleans (``errors.boolean_problem``): anything else is refused
-    before any request, as a quoted ``'false'`` would otherwise act as true.
+    ``adopt`` is a boolean (``errors.boolean_problem``) and ``force_stop`` a boolean as PVE spells
+    its ``forceStop`` (``wire.propstring.pve_boolean``): anything else is refused before any
+    request, as a quoted ``'false'`` or an ``n`` would otherwise act as true.
 
     Raises DeclarationError (vmid, node, timeout, adopt, force_stop malformed), Refused, PveError,
     TaskFailed, Uncertain.
@@ -285,7 +290,8 @@ def power_call(
     from salt_proxmox.guest.lifecycle import owned_guest
 
     needs, leaves, segment, done = CALLS[call]
-    problems = [boolean_problem("adopt", adopt), boolean_problem("force_stop", force_stop)]
+    force_stop, force_problem = pve_boolean("force_stop", force_stop)
+    problems = [boolean_problem("adopt", adopt), force_problem]
     if timeout is not None:
         problems.append(_seconds_problem("timeout", timeout))
     if any(problems):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
-from salt_proxmox.errors import DeclarationError, boolean_problem, shown
+from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
     Rule,
@@ -25,7 +25,7 @@ from salt_proxmox.pve.constraints import (
     vmid_number,
 )
 from salt_proxmox.qemu import schema
-from salt_proxmox.wire.propstring import canonical_option, pairs
+from salt_proxmox.wire.propstring import canonical_option, pairs, pve_boolean
 from salt_proxmox.wire.volumes import STORAGE_ID, Volume, VolumeFamily
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -384,10 +384,12 @@ def parse_declaration(
                 problems += [problem.replace("vmid", "clone", 1) for problem in exc.problems]
             continue
         if key == "full":
-            if problem := boolean_problem("full", raw):
+            # clone_vm's full is a PVE boolean: PVE's spellings, nothing else.
+            full, problem = pve_boolean("full", raw)
+            if problem:
                 problems.append(problem)
             else:
-                extra["full"] = raw
+                extra["full"] = full
             continue
         if key == "storage":
             if not isinstance(raw, str) or not STORAGE_ID.match(raw):

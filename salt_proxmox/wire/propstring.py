@@ -105,6 +105,26 @@ def flag(value: object) -> str:
     raise ValueError(f"{value!r} is not a boolean (1/0, true/false, yes/no, on/off)")
 
 
+def pve_boolean(key: str, value: object) -> tuple[bool | None, str | None]:
+    """A state option or call argument that is one of PVE's boolean parameters under another name
+    (``full`` of a clone, ``force_stop`` → ``forceStop``), read as PVE reads it: pve-common
+    ``JSONSchema.pm`` ``parse_boolean`` takes ``1``/``0``, ``true``/``false``, ``yes``/``no``,
+    ``on``/``off`` in any case (``flag``), and YAML's booleans are those too.
+
+    Returns ``(value, None)``, or ``(None, sentence naming key)`` for anything else (``n``, ``2``,
+    None): such a value is refused before any request, never taken as truthy. The product's own
+    switches (``adopt``, ``test``, ``reboot_for_pending``) mirror nothing of PVE's and take a real
+    boolean only (``errors.boolean_problem``)."""
+    try:
+        return flag(value) == "1", None
+    except ValueError:
+        return None, (
+            f"{key}: expected a boolean as PVE spells it (true/false, 1/0, yes/no, on/off), got {value!r}"[
+                :200
+            ]
+        )
+
+
 def text_problem(value: object) -> str | None:
     """None unless ``value`` is a boolean or a float where PVE takes text, else why and how to
     quote it. Salt reads pillar and SLS as YAML 1.1, where an unquoted ``on``, ``off``, ``yes``,

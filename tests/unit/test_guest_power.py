@@ -76,7 +76,9 @@ def owned(stub: StubPve) -> tuple[StubPve, MemoryStore]:
             id="bool",
         ),
         pytest.param(
-            {"status": "stopped", "force_stop": "yes"}, "force_stop: expected true or false", id="force"
+            {"status": "stopped", "force_stop": "n"},
+            "force_stop: expected a boolean as PVE spells it",
+            id="force",
         ),
         pytest.param(
             {"force_stop": True}, "force_stop: it shapes the shutdown of status: stopped", id="no-status"
@@ -211,6 +213,11 @@ def test_apply_starts_a_stopped_guest_as_a_task_awaited_by_its_credential() -> N
         pytest.param({"shutdown_timeout": 5}, {"timeout": "5"}, id="declared"),
         pytest.param({"force_stop": True}, {"timeout": "60", "forceStop": "1"}, id="force"),
         pytest.param({"force_stop": False}, {"timeout": "60"}, id="force-false"),
+        # force_stop mirrors PVE's forceStop: pve-common parse_boolean's spellings, nothing else.
+        pytest.param({"force_stop": "yes"}, {"timeout": "60", "forceStop": "1"}, id="force-yes"),
+        pytest.param({"force_stop": 1}, {"timeout": "60", "forceStop": "1"}, id="force-1"),
+        pytest.param({"force_stop": "false"}, {"timeout": "60"}, id="force-quoted-false"),
+        pytest.param({"force_stop": "0"}, {"timeout": "60"}, id="force-0"),
     ],
 )
 def test_apply_shuts_a_running_guest_down_with_its_timeout_and_never_forces_unless_declared(
@@ -543,16 +550,24 @@ def test_an_adhoc_timeout_that_is_no_number_of_seconds_is_refused() -> None:
 
 
 @pytest.mark.parametrize("value", ["false", "n", "no", "0", 0, 1, None])
-@pytest.mark.parametrize("argument", ["adopt", "force_stop"])
-def test_an_adhoc_switch_that_is_not_a_boolean_is_refused_before_any_request(
-    argument: str, value: object
-) -> None:
-    # bool('false') and bool('n') are True: taken as given, adopt='false' acted on a guest not ours
-    # and force_stop=n sent forceStop=1. errors.boolean_problem is the one rule.
+def test_an_adhoc_adopt_that_is_not_a_boolean_is_refused_before_any_request(value: object) -> None:
+    # bool('false') and bool('n') are True: taken as given, adopt='false' acted on a guest not ours.
+    # adopt is the product's own switch: errors.boolean_problem, a real boolean only.
     stub = StubPve()
     with pytest.raises(DeclarationError) as refused:
-        adhoc(stub, MemoryStore(), "shutdown", **{argument: value})
-    assert refused.value.problems == [
-        f"{argument}: expected true or false (a boolean, unquoted), got {value!r}"
-    ]
+        adhoc(stub, MemoryStore(), "shutdown", adopt=value)
+    assert refused.value.problems == [f"adopt: expected true or false (a boolean, unquoted), got {value!r}"]
+    assert stub.sent == []
+
+
+@pytest.mark.parametrize("value", ["n", "2", "maybe", None])
+def test_an_adhoc_force_stop_pve_would_not_read_as_a_boolean_is_refused_before_any_request(
+    value: object,
+) -> None:
+    # force_stop=n sent forceStop=1 (bool('n') is True). force_stop mirrors PVE's forceStop, so it
+    # takes what pve-common JSONSchema.pm parse_boolean takes, and nothing else.
+    stub = StubPve()
+    with pytest.raises(DeclarationError) as refused:
+        adhoc(stub, MemoryStore(), "shutdown", force_stop=value)
+    assert refused.value.problems[0].startswith("force_stop: expected a boolean as PVE spells it")
     assert stub.sent == []

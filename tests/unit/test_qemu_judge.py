@@ -599,6 +599,21 @@ def test_create_form_and_refusals() -> None:
     assert "a volume of this VM" in attach[0]
 
 
+@pytest.mark.parametrize(
+    ("value", "full"), [(True, True), ("1", True), (1, True), ("yes", True), ("off", False), ("false", False)]
+)
+def test_full_takes_pves_boolean_spellings(value: object, full: bool) -> None:
+    # qemu-server API2/Qemu.pm clone_vm's full is a PVE boolean (pve-common parse_boolean).
+    storage = {"storage": "local-lvm"} if full else {}  # a linked clone takes no storage
+    assert decl(clone=9000, full=value, **storage).full is full
+
+
+@pytest.mark.parametrize("value", ["n", "2", None])
+def test_full_refuses_what_pve_would_not_read_as_a_boolean(value: object) -> None:
+    with pytest.raises(DeclarationError, match="full: expected a boolean as PVE spells it"):
+        decl(clone=9000, full=value)
+
+
 def test_clone_form() -> None:
     declared = decl(clone=9000, full=True, storage="local-lvm", name="web", pool="web")
     assert clone_form(declared, "pve1") == {
