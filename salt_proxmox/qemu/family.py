@@ -195,8 +195,10 @@ def update_checks(
     ctx: PveContext, decl: QemuDeclaration, change: judge.QemuChange
 ) -> tuple[list[str], list[str]]:
     """The ISOs the CD-ROM values ``change`` writes name (``iso_checks``); nothing is read when it
-    writes none (a no-drift plan reads nothing more). The release is not read."""
-    return iso_checks(ctx, decl, change.put)
+    writes none (a no-drift plan reads nothing more). The release is not read. The judge's notes
+    (``QemuChange.notes``: what PVE does with the write beyond storing it) follow the ISO notes."""
+    refusals, notes = iso_checks(ctx, decl, change.put)
+    return refusals, [*notes, *getattr(change, "notes", [])]
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:

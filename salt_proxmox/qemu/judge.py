@@ -76,10 +76,12 @@ from salt_proxmox.wire.volumes import judge_volume, volume_owner
 @dataclass(frozen=True)
 class QemuChange(Change):
     """``Change`` plus ``secrets`` (keys whose declared secret value the write sends, from
-    ``QemuDeclaration.secrets``) and ``uses`` (``Mapping.Use`` privileges the write needs)."""
+    ``QemuDeclaration.secrets``), ``uses`` (``Mapping.Use`` privileges the write needs) and
+    ``notes`` (plan lines on what PVE does with a write beyond storing it)."""
 
     secrets: list[str] = field(default_factory=list)
     uses: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def writes(self) -> bool:
@@ -337,6 +339,14 @@ def _judge_drive(
             change.put[key] = want
         return
     live = parse_drive(have)
+    if key in schema.SPECIAL_DRIVES:
+        want, refusals, notes = special_drive_rules(decl, key, want, have)
+        if refusals:
+            drift.add(key)
+            change.refuse.extend(refusals)
+            return
+        change.notes.extend(notes)
+        declared = parse_drive(want)
     if {declared.kind, live.kind} & {"cdrom", "cloudinit"}:
         if declared.kind != live.kind and not {declared.kind, live.kind} <= {"cdrom", "cloudinit"}:
             drift.add(key)
@@ -367,6 +377,106 @@ def _judge_drive(
     verdict = judge_volume(key, want, have, DRIVES)
     if change.take_volume(key, verdict, root_only(decl, key, want, "A drive on a host path.")):
         drift.add(key)
+
+
+def _drive_map(value: str) -> dict[str, str]:
+    """A drive's options (not volume or size) in canonical spelling, defaults dropped."""
+    drive = parse_drive(value)
+    return option_map(",".join(f"{k}={v}" for k, v in drive.options.items() if k != "size"), "drive")
+
+
+#: ``Drive.pm`` ``%efitype_fmt`` ``ms-cert``: ``2023`` and ``2023w`` are deprecated markers; enrolling
+#: writes ``2023k`` (``OVMF.pm`` ``ensure_ms_2023_cert_enrolled``).
+MS_CERT_DEPRECATED = ("2023", "2023w")
+
+
+def special_drive_rules(
+    decl: QemuDeclaration, key: str, want: str, have: str
+) -> tuple[str, list[str], list[str]]:
+    """``(value to judge, refusals, notes)`` for a declared ``efidisk0``/``tpmstate0`` against the
+    live one (qemu-server 9.0.27+ and 8.4.6+ on ``ms-cert``; the rest since PVE 7).
+
+    - ``ms-cert`` is PVE's marker unless declared: ``OVMF.pm`` ``create_efidisk`` adds ``ms-cert=2023k``
+      when it copies a vars template with ``pre-enrolled-keys`` that holds the Microsoft UEFI CA 2023,
+      so an undeclared one is carried into the value judged and written. A declared ``2023k`` over
+      another marker is a key enrollment (``drive_change`` runs ``ensure_ms_2023_cert_enrolled``,
+      ``virt-fw-vars``, when the pending change is applied: at once on a stopped VM, at the next start
+      of a running one): a note. Without ``pre-enrolled-keys`` PVE enrolls nothing and drops the
+      marker (``should_enroll_ms_2023_cert``); ``2023``/``2023w`` become ``2023k``; a marker away
+      from ``2023k`` changes only the text ("the marker is not the source of truth"): refused.
+    - ``efitype`` and ``pre-enrolled-keys`` of an existing EFI disk: ``create_disks`` copies the
+      OVMF vars template only for a new disk (``create_efidisk``), so a change rewrites only the
+      config text while the vars keep their size and keys: refused, naming a new EFI disk.
+    - ``tpmstate0`` ``version``: ``API2/Qemu.pm`` ``prohibit_tpm_version_change`` dies
+      ``cannot change TPM state version after creation``: refused, naming a new TPM state.
+    """
+    a, b = _drive_map(want), _drive_map(have)
+    volume = parse_drive(have).volume
+    storage = volume.partition(":")[0]
+    vmid, refusals, notes = decl.vmid, [], []
+    if key == "tpmstate0":
+        had, wanted = b.get("version", "v1.2"), a.get("version", "v1.2")
+        if wanted != had:
+            refusals.append(
+                f"tpmstate0: version {had} -> {wanted}: PVE refuses it (qemu-server API2/Qemu.pm "
+                "prohibit_tpm_version_change: `cannot change TPM state version after creation`). A new "
+                "TPM state loses what the guest sealed in it (BitLocker keys): with VM "
+                f"{vmid} shut down, `qm set {vmid} --delete tpmstate0` (the old volume becomes "
+                f"unusedN), then `qm set {vmid} --tpmstate0 {storage}:1,version={wanted}`."
+            )
+        return want, refusals, notes
+    value = ",".join([f"{storage}:1", *(f"{k}={v}" for k, v in sorted(a.items()) if k != "ms-cert")])
+    new_disk = (
+        f"with VM {vmid} shut down, `qm set {vmid} --delete efidisk0` (the old volume becomes "
+        f"unusedN), then `qm set {vmid} --efidisk0 {value}` (the EFI variables, boot entries "
+        "included, start from the template again)"
+    )
+    for option, default in (("efitype", "2m"), ("pre-enrolled-keys", "0")):
+        if a.get(option, default) != b.get(option, default):
+            refusals.append(
+                f"efidisk0: {option} {b.get(option, default)} -> {a.get(option, default)}: on an "
+                "existing EFI disk PVE rewrites only the config text; the EFI vars on "
+                f"{volume} keep the size and keys of the template they were copied from "
+                "(qemu-server API2/Qemu.pm create_disks runs OVMF.pm create_efidisk for a new disk "
+                f"only). For a new EFI disk: {new_disk}."
+            )
+    if refusals:
+        return want, refusals, notes
+    if "ms-cert" not in parse_drive(want).options:
+        marker = parse_drive(have).options.get("ms-cert")
+        return (f"{want},ms-cert={marker}" if marker else want), [], []
+    wanted, had = a.get("ms-cert", "2011"), b.get("ms-cert", "2011")
+    if wanted == had:
+        return want, [], []
+    if wanted in MS_CERT_DEPRECATED:
+        refusals.append(
+            f"efidisk0: ms-cert={wanted} is a deprecated marker; PVE enrolls the 2023 "
+            "certificates and writes ms-cert=2023k (qemu-server OVMF.pm "
+            "ensure_ms_2023_cert_enrolled), so it would differ again. Declare ms-cert=2023k, or "
+            "leave ms-cert out (it is PVE's marker)."
+        )
+    elif wanted.startswith("2023") and a.get("pre-enrolled-keys") != "1":
+        refusals.append(
+            f"efidisk0: ms-cert={wanted} without pre-enrolled-keys=1: PVE enrolls nothing and "
+            "drops the marker (qemu-server OVMF.pm should_enroll_ms_2023_cert), so it would "
+            "differ again. Leave ms-cert out."
+        )
+    elif not wanted.startswith("2023"):
+        refusals.append(
+            f"efidisk0: ms-cert {had} -> {wanted}: PVE rewrites only the marker; the certificates "
+            f"enrolled in {volume} stay (qemu-server OVMF.pm drive_change: the marker is not the "
+            "source of truth). Leave ms-cert out of the declaration (it is PVE's marker), or make "
+            f"a new EFI disk: {new_disk}."
+        )
+    else:
+        notes.append(
+            f"VM {vmid} on {decl.node}: efidisk0: ms-cert {had} -> 2023k enrolls the Microsoft "
+            "UEFI CA 2023, Windows UEFI CA 2023 and Microsoft Corporation KEK 2K CA 2023 "
+            f"certificates into the EFI vars of {volume} (qemu-server OVMF.pm drive_change -> "
+            "ensure_ms_2023_cert_enrolled, virt-fw-vars) when the change is applied: at once on a "
+            "stopped VM, at its next start on a running one"
+        )
+    return want, refusals, notes
 
 
 def _media(kind: str) -> str:

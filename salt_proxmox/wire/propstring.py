@@ -35,7 +35,19 @@ FAMILY_DEFAULTS: dict[str, dict[str, str]] = {
     # qemu-server ``PVE/QemuServer/Drive.pm`` ``%drivedesc_base`` and friends: ``media`` defaults to
     # disk, ``replicate`` on, ``shared`` and ``scsiblock`` off; ``backup`` has no schema default but
     # vzdump includes every drive without ``backup=0`` (``PVE/VZDump/QemuServer.pm``), so absent is 1.
-    "drive": {"backup": "1", "media": "disk", "replicate": "1", "scsiblock": "0", "shared": "0"},
+    # ``$efidisk_fmt``/``%efitype_fmt``: ``efitype`` 2m, ``pre-enrolled-keys`` off, ``ms-cert`` 2011;
+    # ``$tpmstate_fmt``: ``version`` v1.2.
+    "drive": {
+        "backup": "1",
+        "media": "disk",
+        "replicate": "1",
+        "scsiblock": "0",
+        "shared": "0",
+        "efitype": "2m",
+        "pre-enrolled-keys": "0",
+        "ms-cert": "2011",
+        "version": "v1.2",
+    },
     # qemu-server ``PVE/QemuServer/Network.pm`` ``$net_fmt``.
     "qemu-net": {"firewall": "0", "link_down": "0"},
 }
@@ -72,6 +84,7 @@ FLAG_KEYS = frozenset(
         "link_down",
         "mknod",
         "nesting",
+        "pre-enrolled-keys",
         "quota",
         "replicate",
         "ro",

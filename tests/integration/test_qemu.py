@@ -355,3 +355,52 @@ def test_pool_at_create_from_scratch_and_by_clone_then_moved(fresh_cluster):
     done, sent = run("web", False, **vm(pool="lab"))
     assert done.result is True and [(m, p) for m, p, _ in sent] == [("PUT", "/pools/lab")], done.comment
     assert 150 in pve.pools["lab"] and run("web", True, **vm(pool="lab"))[0].changes == {}
+
+
+def test_a_secure_boot_vm_goes_plan_apply_plan_clean_and_its_efi_disk_rules_hold(fresh_cluster):
+    """efidisk0 with pre-enrolled-keys: qemu-server 9.0.27+/8.4.6+ OVMF.pm create_efidisk marks it
+    ms-cert=2023k, PVE's marker, not drift. A pre-enrolled-keys or efitype change on the existing disk
+    (PVE would rewrite only the text) and a tpmstate0 version change (prohibit_tpm_version_change) are
+    refused at plan and at apply with nothing written; a declared ms-cert=2023k on a disk without it is
+    written and planned as the key enrollment PVE runs (OVMF.pm drive_change)."""
+    store = MemoryStore()
+    secure = vm(
+        152,
+        bios="ovmf",
+        machine="q35",
+        ostype="win11",
+        efidisk0="local-lvm:1,efitype=4m,pre-enrolled-keys=1",
+        tpmstate0="local-lvm:1,version=v2.0",
+    )
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **secure)
+    assert plan.result is None, plan.comment
+    done = present(make_context(static_targets(fresh_cluster), store=store), "sb", False, **secure)
+    assert done.result is True, done.comment
+    live = config(fresh_cluster, 152)
+    assert "ms-cert=2023k" in live["efidisk0"] and "pre-enrolled-keys=1" in live["efidisk0"]
+    again = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **secure)
+    assert again.result is True and again.changes == {}, again.comment
+
+    for over, needle in (
+        ({"efidisk0": "local-lvm:1,efitype=2m,pre-enrolled-keys=1"}, "efitype 4m -> 2m"),
+        ({"efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=0"}, "pre-enrolled-keys 1 -> 0"),
+        ({"tpmstate0": "local-lvm:1,version=v1.2"}, "cannot change TPM state version after creation"),
+    ):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store)
+            outcome = present(ctx, "sb", test, **{**secure, **over})
+            assert outcome.result is False and needle in "\n".join(outcome.comment), outcome.comment
+            assert writes(requests_since(fresh_cluster, start)) == []
+
+    # A disk made before the marker (or from a template without the 2023 CA): declaring ms-cert=2023k
+    # enrolls the keys; PVE writes the marker and the next plan is clean.
+    vmcfg = fresh_cluster.pve.vm(152).config
+    vmcfg["efidisk0"] = vmcfg["efidisk0"].replace(",ms-cert=2023k", "")
+    enrolled = {**secure, "efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=1,ms-cert=2023k"}
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **enrolled)
+    assert plan.result is None and any("enrolls the Microsoft UEFI CA 2023" in line for line in plan.comment)
+    assert present(make_context(static_targets(fresh_cluster), store=store), "sb", False, **enrolled).result
+    assert "ms-cert=2023k" in config(fresh_cluster, 152)["efidisk0"]
+    clean = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **enrolled)
+    assert clean.result is True and clean.changes == {}, clean.comment

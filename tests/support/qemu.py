@@ -60,6 +60,16 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   ``vm-<newid>-cloudinit``. fakepve copies the source's volume id, and destroying the clone would free
   the template's drive.
 
+- An EFI disk is made as qemu-server 9.0.27+ / 8.4.6+ makes it: ``OVMF.pm`` ``create_efidisk`` copies
+  a vars template that holds the Microsoft UEFI CA 2023 when ``pre-enrolled-keys`` is on, and marks
+  the new ``efidisk0`` ``ms-cert=2023k``; boolean drive options are printed ``1``/``0``
+  (``parse_property_string`` reads them with ``parse_boolean``, ``print_drive`` prints the number).
+  A write of ``efidisk0`` on its volume whose ``ms-cert`` turns to ``2023*`` enrolls the keys
+  (``OVMF.pm`` ``drive_change``: ``2023k`` with ``pre-enrolled-keys``, else the marker is dropped:
+  ``should_enroll_ms_2023_cert``), and a ``tpmstate0`` write on its volume with another ``version``
+  fails ``cannot change TPM state version after creation`` (``API2/Qemu.pm``
+  ``prohibit_tpm_version_change``). fakepve makes the EFI disk without a marker and takes both.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -73,7 +83,7 @@ import uuid
 
 from fakepve.lxc import SIZE_UNITS, format_size
 from fakepve.model import PveError, TaskError
-from fakepve.qemu import NET_MODELS, is_cdrom, join_drive, split_drive, volume_ref, with_mac
+from fakepve.qemu import NET_MODELS, NEW_DISK, is_cdrom, join_drive, split_drive, volume_ref, with_mac
 from fakepve.routing import die, ok, param_error, split_list
 from fakepve.schema import load as load_schema
 from fakepve.schema import validate
@@ -101,6 +111,24 @@ FAST_PLUG = frozenset(
 )  # fmt: skip
 #: The options of a NIC whose change ``vmconfig_update_net`` cannot make without unplugging it.
 NET_REPLUG = ("model", "macaddr", "queues", "mtu")
+#: Boolean options of a drive (``Drive.pm``), printed 1/0 by ``print_drive``.
+BOOLEAN_DRIVE_OPTIONS = frozenset(
+    {"backup", "replicate", "snapshot", "iothread", "ro", "ssd", "shared", "scsiblock", "detect_zeroes",
+     "pre-enrolled-keys"}
+)  # fmt: skip
+
+
+def parse_boolean(value: object) -> str:
+    """pve-common ``JSONSchema.pm`` ``parse_boolean`` as ``print_drive`` writes it: ``1`` for
+    1/on/yes/true, ``0`` for 0/off/no/false (any case); anything else as it is."""
+    text = str(value)
+    if re.fullmatch(r"1|on|yes|true", text, re.IGNORECASE):
+        return "1"
+    if re.fullmatch(r"0|off|no|false", text, re.IGNORECASE):
+        return "0"
+    return text
+
+
 #: A cloud-init drive's volume name (``drive_is_cloudinit``): ``[<vmid>/]vm-<vmid>-cloudinit[.fmt]``.
 CLOUDINIT = re.compile(r"(\d+/)?vm-(\d+)-cloudinit(\.\w+)?")
 
@@ -279,7 +307,15 @@ class QemuPve(NetworkPve):
 
     def _qm_new_drive(self, vmid, key, value, default):
         volume, props = split_drive(value)
+        for option in BOOLEAN_DRIVE_OPTIONS & set(props):
+            props[option] = parse_boolean(props[option])
+        value = join_drive(volume, props)
         sid, name = volume_ref(volume)
+        if key == "efidisk0" and NEW_DISK.match(volume) and props.get("pre-enrolled-keys") == "1":
+            made, volids = super()._qm_new_drive(vmid, key, value, default)
+            volume, props = split_drive(made)
+            props["ms-cert"] = "2023k"  # OVMF.pm create_efidisk: is_ms_2023_cert_enrolled($ovmf_vars)
+            return join_drive(volume, props), volids
         if name != "cloudinit":
             return super()._qm_new_drive(vmid, key, value, default)
         sid = sid or default
@@ -301,8 +337,28 @@ class QemuPve(NetworkPve):
         props.update(media="cdrom")
         return join_drive(f"{sid}:{volname}", props), [f"{sid}:{volname}"]
 
+    @staticmethod
+    def _special_drive_change(vm, updates: dict) -> None:
+        """``prohibit_tpm_version_change`` and ``OVMF.pm`` ``drive_change`` on a write of
+        ``tpmstate0``/``efidisk0`` that keeps its volume."""
+        for key in ("tpmstate0", "efidisk0"):
+            if key not in updates or key not in vm.config:
+                continue
+            (old, was), (new, will) = split_drive(vm.config[key]), split_drive(updates[key])
+            if old != new:
+                continue
+            if key == "tpmstate0" and was.get("version", "v1.2") != will.get("version", "v1.2"):
+                raise die("cannot change TPM state version after creation")
+            marker = will.get("ms-cert")
+            if key == "efidisk0" and marker != was.get("ms-cert") and str(marker or "").startswith("2023"):
+                will.pop("ms-cert")
+                if parse_boolean(will.get("pre-enrolled-keys", "0")) == "1":
+                    will["ms-cert"] = "2023k"  # ensure_ms_2023_cert_enrolled
+                updates[key] = join_drive(new, will)
+
     async def _apply_config(self, vm, user, p):
         updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})
+        self._special_drive_change(vm, updates)
         password = updates.pop("cipassword", None)
         before = dict(vm.config)
         made: list[str] = []

@@ -178,13 +178,94 @@ def test_an_efi_disk_or_tpm_state_keeps_the_size_pve_fixed(key: str, declared: s
     assert verdict(change) == ({}, [], [], []) and change.drift == []
 
 
-def test_an_efi_disk_option_change_keeps_the_live_volume_and_size() -> None:
+SECURE_BOOT = "local-lvm:1,efitype=4m,pre-enrolled-keys=1"
+#: What qemu-server 9.0.27+ / 8.4.6+ makes of SECURE_BOOT: OVMF.pm create_efidisk adds ms-cert=2023k
+#: when the vars template it copies holds the Microsoft UEFI CA 2023 (is_ms_2023_cert_enrolled).
+SECURE_BOOT_LIVE = "local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=528K"
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        SECURE_BOOT,
+        "local-lvm:1,efitype=4m,pre-enrolled-keys=true",
+        "local-lvm:1,efitype=4m,pre-enrolled-keys=On",
+    ],
+)
+def test_the_ms_cert_marker_pve_adds_at_create_is_not_drift(declared: str) -> None:
+    # OVMF.pm create_efidisk: `$efidisk->{'ms-cert'} = '2023k'` when it enrolls keys; pve-common
+    # JSONSchema.pm parse_property_string reads a boolean option with parse_boolean (1/on/yes/true).
+    change = judge(decl(efidisk0=declared), vm(efidisk0=SECURE_BOOT_LIVE))
+    assert verdict(change) == ({}, [], [], []) and change.drift == []
+
+
+def test_a_declared_ms_cert_2023k_is_planned_as_the_key_enrollment_it_is() -> None:
+    # OVMF.pm drive_change: a marker newly changed to 2023* runs ensure_ms_2023_cert_enrolled
+    # (virt-fw-vars --distro-keys ms-uefi --distro-keys windows --add-kek ...) when the pending change
+    # is applied (vmconfig_apply_pending); the write keeps the live volume and size.
     change = judge(
-        decl(efidisk0="local-lvm:1,efitype=4m,pre-enrolled-keys=1"),
-        vm(efidisk0="local-lvm:vm-150-disk-1,efitype=4m,size=528K"),
+        decl(efidisk0=f"{SECURE_BOOT},ms-cert=2023k"),
+        vm(efidisk0="local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K"),
     )
-    assert change.resize == [] and change.refuse == []
-    assert change.put == {"efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K"}
+    assert change.refuse == [] and change.resize == []
+    assert change.put == {
+        "efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=528K"
+    }
+    assert (
+        "enrolls the Microsoft UEFI CA 2023" in change.notes[0]
+        and "ensure_ms_2023_cert_enrolled" in change.notes[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("declared", "live", "needle"),
+    [
+        # OVMF.pm ensure_ms_2023_cert_enrolled writes 2023k whatever 2023* marker asked for it.
+        (f"{SECURE_BOOT},ms-cert=2023w", "local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K",
+         "deprecated marker"),
+        # should_enroll_ms_2023_cert: nothing without pre-enrolled-keys, and drive_change drops the marker.
+        ("local-lvm:1,efitype=4m,ms-cert=2023k", "local-lvm:vm-150-disk-1,efitype=4m,size=528K",
+         "should_enroll_ms_2023_cert"),
+        # drive_change: "changing away from ms-cert=2023 is allowed too, the marker is not the source
+        # of truth".
+        (f"{SECURE_BOOT},ms-cert=2011", SECURE_BOOT_LIVE, "the marker is not the source of truth"),
+    ],
+)  # fmt: skip
+def test_an_ms_cert_pve_would_not_keep_is_refused(declared: str, live: str, needle: str) -> None:
+    change = judge(decl(efidisk0=declared), vm(efidisk0=live))
+    assert change.put == {} and needle in change.refuse[0], change.refuse
+
+
+@pytest.mark.parametrize(
+    ("declared", "live", "option"),
+    [
+        (SECURE_BOOT, "local-lvm:vm-150-disk-1,efitype=4m,size=528K", "pre-enrolled-keys 0 -> 1"),
+        ("local-lvm:1,efitype=4m", "local-lvm:vm-150-disk-1,size=128K", "efitype 2m -> 4m"),
+    ],
+)
+def test_efitype_or_pre_enrolled_keys_on_an_existing_efi_disk_is_refused_with_a_new_disk(
+    declared: str, live: str, option: str
+) -> None:
+    # API2/Qemu.pm update_vm_api -> create_disks allocates (OVMF.pm create_efidisk copies the vars
+    # template) only for storage:N: on the existing volume only the config text would change.
+    change = judge(decl(efidisk0=declared), vm(efidisk0=live))
+    assert change.put == {} and option in change.refuse[0], change.refuse
+    assert (
+        "qm set 150 --delete efidisk0" in change.refuse[0]
+        and "qm set 150 --efidisk0 local-lvm:1,efitype=4m" in change.refuse[0]
+    )
+
+
+def test_a_tpm_state_version_change_is_refused_with_pve_s_words() -> None:
+    # API2/Qemu.pm prohibit_tpm_version_change (absent is v1.2, $tpmstate_fmt).
+    change = judge(
+        decl(tpmstate0="local-lvm:1,version=v2.0"), vm(tpmstate0="local-lvm:vm-150-disk-2,size=4M")
+    )
+    assert change.put == {}
+    assert "cannot change TPM state version after creation" in change.refuse[0]
+    assert "qm set 150 --tpmstate0 local-lvm:1,version=v2.0" in change.refuse[0]
+    same = judge(decl(tpmstate0="local-lvm:1,version=v1.2"), vm(tpmstate0="local-lvm:vm-150-disk-2,size=4M"))
+    assert verdict(same) == ({}, [], [], [])
 
 
 def test_an_option_change_is_written_on_the_live_volume_never_as_a_new_disk() -> None:
