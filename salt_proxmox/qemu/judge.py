@@ -230,6 +230,9 @@ def judge(
         lambda key, want, have: _judge_key(decl, key, want, have, change, drift, style),
     )
     change.refuse.extend(live_refusals(decl, live))
+    if "boot" in change.put:
+        have = {key for key, value in live.items() if live_text(value)} | set(change.put)
+        change.refuse.extend(boot_refusals(decl, change.put["boot"], have - set(change.clear)))
     if "cipassword" in decl.secrets:
         live_set = bool(live_text(live.get("cipassword")))
         recorded = ours.cipassword_serial if ours is not None else decl.cipassword_serial
@@ -505,6 +508,23 @@ def added_drive_refusal(decl: QemuDeclaration, key: str, value: str) -> str | No
     )
 
 
+def boot_refusals(decl: QemuDeclaration, boot: str, devices: set[str], at_create: bool = False) -> list[str]:
+    """Why the ``order`` of ``boot`` names a device the VM will not have once the write is done
+    (``devices``: the config keys it will hold), else ``[]``. qemu-server ``PVE/API2/Qemu.pm``
+    ``update_vm_api``: "invalid bootorder: device '<dev>' does not exist" unless the device is in the
+    config, its pending section or the same write, and not deleted by it. ``create_vm`` stores such
+    an order unchecked, and the VM then has nothing to boot from there: refused at create too."""
+    missing = [device for device in schema.boot_devices(boot) if device not in devices]
+    if not missing:
+        return []
+    what = "the declaration creates" if at_create else "VM has or this write adds"
+    return [
+        f"boot: invalid bootorder: device '{missing[0]}' does not exist (qemu-server API2/Qemu.pm "
+        f"update_vm_api); the boot order may name only devices the {what}. Declare {missing[0]}, or "
+        "drop it from boot."
+    ]
+
+
 def identity_refusals(decl: QemuDeclaration, recorded: Mapping[str, object] | None) -> list[str]:
     """What makes this declaration a different VM than the one its state recorded: a new vmid, or
     another ``clone`` template (consumed at create: another one is a new VM). A changed node is
@@ -570,6 +590,9 @@ def create_refusals(decl: QemuDeclaration) -> list[str]:
     drives; its declared drives are judged against the clone's.
     """
     reasons = []
+    if decl.clone is None and decl.config.get("boot"):
+        declared = {key for key, value in decl.config.items() if value}
+        reasons += boot_refusals(decl, decl.config["boot"], declared, at_create=True)
     for key, value in decl.config.items():
         if value == "":
             continue

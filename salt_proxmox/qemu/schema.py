@@ -160,14 +160,39 @@ CICUSTOM_OPTIONS = {
     name: Rule(check=_pattern(r"[^\s,:]+:\S+", "a volume id"))
     for name in ("meta", "network", "user", "vendor")
 }
+
+
+def boot_devices(value: str) -> list[str]:
+    """The devices of a ``boot`` value's ``order`` (``scsi0;ide2;net0``), in order; ``[]`` for the
+    legacy ``[acdn]`` form (pve-common ``PVE::Tools::split_list`` on ``order``)."""
+    if "=" not in value:
+        return []
+    order = dict(pairs(value)).get("order", "")
+    return split_list(order)
+
+
+def check_boot_order(order: str) -> str | None:
+    """None for a valid ``order`` of ``boot``, else why: each device passes qemu-server
+    ``PVE/QemuServer.pm`` ``verify_bootdev``: a drive (``is_valid_drivename``) but not ``efidisk0``
+    or ``tpmstate0``, or ``netN``/``usbN``/``hostpciN`` within ``$confdesc``'s range; else PVE's
+    ``invalid boot device '<dev>'``."""
+    devices = split_list(order)
+    if not devices:
+        return "an empty boot order (declare order=scsi0;net0, or leave boot out)"
+    for device in devices:
+        if device in SPECIAL_DRIVES:
+            return (
+                f"invalid boot device '{device}' (qemu-server verify_bootdev: the EFI disk and the TPM state "
+                "are not boot devices; OVMF boots from the disks listed)"
+            )
+        if not (is_drive(device) or family_of(device) in ("net", "usb", "hostpci")):
+            return f"invalid boot device '{device}' (qemu-server verify_bootdev)"
+    return None
+
+
 #: ``pve-qm-boot``: ``order=dev;dev...`` (PVE 6.3 and newer); the legacy ``[acdn]{1,4}`` still parses.
 BOOT_OPTIONS = {
-    "order": Rule(
-        check=_pattern(
-            r"(?:ide|sata|scsi|virtio|efidisk|tpmstate|net|usb|hostpci)\d+(?:;(?:ide|sata|scsi|virtio|net|usb|hostpci)\d+)*",
-            "a ;-list of devices (e.g. scsi0;ide2;net0)",
-        )
-    ),
+    "order": Rule(check=lambda value: check_boot_order(value)),
     "legacy": Rule(check=_pattern(r"[acdn]{1,4}", "a legacy boot string [acdn]{1,4}")),
 }
 #: ``pve-qm-ipconfig`` (``PVE/QemuServer/Network.pm`` ``$ipconfig_fmt``): ``ip``/``ip6`` are

@@ -155,6 +155,12 @@ def test_the_mac_survives_ten_applies_that_change_tags_memory_and_disk_size(fres
         ({"args": "-device foo"}, "qm set 150 --args '-device foo'"),
         ({"hostpci0": "0000:01:00.0"}, "qm set 150 --hostpci0"),
         ({"scsi1": "local-lvm:vm-9000-disk-0"}, "a volume of vmid 9000"),
+        # update_vm_api: "invalid bootorder: device 'scsi5' does not exist".
+        ({"boot": "order=scsi5;scsi0"}, "invalid bootorder: device 'scsi5' does not exist"),
+        # Drive.pm parse_drive stores bps as mbps; verify_bootdev refuses efidisk0; no CD-ROM on virtio.
+        ({"scsi0": "local-lvm:8,discard=on,iothread=1,bps=1048576"}, "stored by PVE as mbps="),
+        ({"boot": "order=efidisk0;scsi0"}, "invalid boot device 'efidisk0'"),
+        ({"virtio1": "none,media=cdrom"}, "a CD-ROM cannot be on virtio1"),
     ],
 )
 def test_refusals_write_nothing(fresh_cluster, over, needle):

@@ -12,6 +12,7 @@ spelled as PVE prints them, numbers as JSON numbers where PVE answers numbers.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 import pytest
@@ -397,6 +398,59 @@ def test_smbios1_keeps_the_uuid_pve_generated() -> None:
 def test_boot_is_compared_as_its_order() -> None:
     assert judge(decl(boot="order=scsi0;ide2;net0"), vm()).drift == []
     assert judge(decl(boot="order=net0;scsi0"), vm()).put == {"boot": "order=net0;scsi0"}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        # Drive.pm parse_drive: `foreach my $opt (qw(bps bps_rd bps_wr))` deletes bps* and stores m<opt>.
+        ("scsi0", "local-lvm:32,bps=10485760", "stored by PVE as mbps="),
+        ("scsi0", "local-lvm:32,bps_wr=1048576", "declare mbps_wr=<MB/s>"),
+        # parse_drive: `return if $res->{mbps_rd} && $res->{mbps}` (and the iops pairs).
+        ("scsi0", "local-lvm:32,mbps=100,mbps_rd=50", "mbps= excludes mbps_rd="),
+        ("scsi0", "local-lvm:32,iops=100,iops_wr=50", "iops= excludes iops_wr="),
+        # parse_drive: [mbps_max => 'mbps'] ... [iops_max_length => 'iops_max'].
+        ("scsi0", "local-lvm:32,mbps_rd_max=200", "mbps_rd_max= requires mbps_rd="),
+        ("scsi0", "local-lvm:32,iops=100,iops_max_length=10", "iops_max_length= requires iops_max="),
+        # parse_drive: a CD-ROM `return if $res->{snapshot} || $res->{format}` and not on virtio.
+        ("virtio1", "local:iso/debian-13.iso,media=cdrom", "a CD-ROM cannot be on virtio1"),
+        ("ide2", "local:iso/debian-13.iso,media=cdrom,format=raw", "a CD-ROM takes no format="),
+        ("ide2", "none,media=cdrom,snapshot=on", "a CD-ROM takes no snapshot="),
+        # QemuServer.pm verify_bootdev: efidisk/tpmstate are no boot devices.
+        ("boot", "order=efidisk0;scsi0", "invalid boot device 'efidisk0'"),
+        ("boot", "order=scsi0;tpmstate0", "invalid boot device 'tpmstate0'"),
+        ("boot", "order=scsi0;floppy0", "invalid boot device 'floppy0'"),
+    ],
+)
+def test_drive_and_boot_values_pve_cannot_parse_are_refused_at_parse(
+    key: str, value: str, needle: str
+) -> None:
+    with pytest.raises(DeclarationError, match=re.escape(needle)):
+        decl(**{key: value})
+
+
+def test_throttle_values_pve_parses_pass() -> None:
+    # parse_drive tests Perl truth: a zero total beside a read limit, iops_max alone (qemu-server checks
+    # `miops_max`, an option that does not exist), a CD-ROM with snapshot=0.
+    decl(
+        scsi0="local-lvm:32,mbps=0,mbps_rd=50,mbps_rd_max=60,iops_max=500", ide2="none,media=cdrom,snapshot=0"
+    )
+
+
+def test_a_boot_order_naming_a_device_the_vm_will_not_have_is_refused() -> None:
+    # API2/Qemu.pm update_vm_api: "invalid bootorder: device '$dev' does not exist'" unless it is in the
+    # config, pending, or the same write, and not deleted.
+    live = vm(scsi0=DISK, net0=NIC)
+    refused = judge(decl(boot="order=scsi1;scsi0"), live)
+    assert "invalid bootorder: device 'scsi1' does not exist" in refused.refuse[0]
+    added = judge(decl(boot="order=scsi1;scsi0", scsi1="local-lvm:8"), live)
+    assert added.refuse == [] and added.put["boot"] == "order=scsi1;scsi0"
+    # At create (create_vm stores it unchecked; the VM would have nothing there): refused too.
+    created = decl(boot="order=scsi0;net0", scsi0="local-lvm:8")
+    assert "device 'net0' does not exist" in create_refusals(created)[0]
+    assert (
+        create_refusals(decl(boot="order=scsi0;net0", scsi0="local-lvm:8", net0="virtio,bridge=vmbr0")) == []
+    )
 
 
 # ============================================================================================
