@@ -161,6 +161,10 @@ def test_the_mac_survives_ten_applies_that_change_tags_memory_and_disk_size(fres
         ({"scsi0": "local-lvm:8,discard=on,iothread=1,bps=1048576"}, "stored by PVE as mbps="),
         ({"boot": "order=efidisk0;scsi0"}, "invalid boot device 'efidisk0'"),
         ({"virtio1": "none,media=cdrom"}, "a CD-ROM cannot be on virtio1"),
+        # update_vm_api: balloon above memory; Memory.pm: memory hot-plug needs NUMA and aligned DIMMs.
+        ({"balloon": 4096}, "balloon value too large (must be smaller than assigned memory)"),
+        ({"hotplug": "network,disk,memory"}, "NUMA needs to be enabled for memory hotplug"),
+        ({"hotplug": "network,disk,memory", "numa": 1, "memory": 1800}, "must be aligned to 512"),
     ],
 )
 def test_refusals_write_nothing(fresh_cluster, over, needle):

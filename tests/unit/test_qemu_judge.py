@@ -453,6 +453,47 @@ def test_a_boot_order_naming_a_device_the_vm_will_not_have_is_refused() -> None:
     )
 
 
+def test_a_balloon_larger_than_memory_is_refused_with_pve_s_words() -> None:
+    # API2/Qemu.pm update_vm_api, when memory or balloon is written: `die "balloon value too large (must be
+    # smaller than assigned memory)\n" if $balloon && $balloon > $maxmem` (equal passes, 0 is off).
+    live = vm(memory="current=2048", balloon=1024)
+    refused = judge(decl(balloon=4096), live)
+    assert "balloon value too large (must be smaller than assigned memory)" in refused.refuse[0]
+    shrunk = judge(decl(memory=512), live)
+    assert "balloon value too large" in shrunk.refuse[0] and "(512 MiB)" in shrunk.refuse[0]
+    assert (
+        judge(decl(balloon=2048), live).refuse == [] and judge(decl(memory=512, balloon=0), live).refuse == []
+    )
+    assert "balloon value too large" in create_refusals(decl(memory=1024, balloon=2048))[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        # Memory.pm config: `die "NUMA needs to be enabled for memory hotplug\n" if !$conf->{numa}`.
+        ({"hotplug": "network,disk,memory", "memory": 2048}, "NUMA needs to be enabled for memory hotplug"),
+        # Memory.pm config: `die "minimum memory must be ${static_memory}MB\n"` ($STATICMEM = 1024).
+        ({"hotplug": "memory", "numa": 1, "memory": 768}, "minimum memory must be 1024MB"),
+        # Memory.pm foreach_dimm: 512 MiB DIMMs from 1024: 1800 lands between 1536 and 2048.
+        ({"hotplug": "memory", "numa": 1, "memory": 1800}, "must be aligned to 512 for hotplugging"),
+    ],
+)
+def test_memory_pve_cannot_hot_plug_is_refused_at_plan_and_at_create(config: dict, needle: str) -> None:
+    live = vm(memory="current=4096", numa=0)
+    refused = judge(decl(**config), live)
+    assert needle in "\n".join(refused.refuse), refused.refuse
+    assert needle in "\n".join(create_refusals(decl(**config)))
+
+
+def test_memory_pve_can_hot_plug_passes() -> None:
+    # foreach_dimm: 1024 + n*512 up to 32 DIMMs (17408), then 1024 MiB DIMMs.
+    for memory in (1024, 1536, 4096, 17408, 18432):
+        assert create_refusals(decl(hotplug="network,disk,memory", numa=1, memory=memory)) == []
+    assert "declare 17408 or 18432 MiB" in create_refusals(decl(hotplug="memory", numa=1, memory=18000))[0]
+    # Without memory in hotplug none of this applies.
+    assert create_refusals(decl(memory=700)) == []
+
+
 # ============================================================================================
 # memory and cpu: property-string forms equal the plain ones
 # ============================================================================================
