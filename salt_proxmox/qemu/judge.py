@@ -100,7 +100,10 @@ def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> st
     if compare == "hotplug":
         return ",".join(sorted(schema.hotplug_set(value)))
     if compare == "agent":
-        options = {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="enabled")}
+        options = {
+            schema.AGENT_ALIASES.get(key, key): canonical_option(key, raw)
+            for key, raw in pairs(value, default_key="enabled")
+        }
         return sorted_form({k: v for k, v in options.items() if schema.AGENT_DEFAULTS.get(k) != v})
     if compare in ("vga", "cicustom"):
         return sorted_form(dict(pairs(value, default_key="type" if compare == "vga" else None)))
@@ -569,7 +572,7 @@ def memory_refusals(after: Mapping[str, str | None], written: bool = True) -> li
         )
     if "memory" not in features:
         return reasons
-    if canonical_option("numa", after.get("numa") or "0") not in ("1",):
+    if compared_as("flag", after.get("numa") or "0") != "1":
         reasons.append(
             "hotplug: memory hot-plug needs numa: 1 (qemu-server Memory.pm config: `NUMA needs to be enabled "
             "for memory hotplug`, so the VM would not start); declare numa: 1, or drop memory from hotplug."

@@ -542,8 +542,13 @@ def memory_mib(value: str) -> int:
 
 def cpu_options(value: str) -> dict[str, str]:
     """A ``cpu`` value as a map: ``host`` and ``cputype=host`` are one value (``CPUConfig.pm``
-    ``$cpu_fmt``, ``cputype`` the default key); flags canonical, ``hidden=0`` dropped."""
+    ``$cpu_fmt``, ``cputype`` the default key); booleans canonical, ``hidden=0`` dropped; ``flags``
+    in name order (``+aes;-pcid`` is ``-pcid;+aes``: each flag sets its own CPUID bit, so only a flag
+    named twice makes the order matter, and then it is kept)."""
     out = {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="cputype")}
+    flags = [flag for flag in out.get("flags", "").split(";") if flag]
+    if flags and len({flag[1:] for flag in flags}) == len(flags):
+        out["flags"] = ";".join(sorted(flags, key=lambda flag: flag[1:]))
     if out.get("hidden") == "0":
         del out["hidden"]
     return out

@@ -116,10 +116,15 @@ AGENT_OPTIONS = {
     "enabled": _FLAG,
     "fstrim_cloned_disks": _FLAG,
     "freeze-fs-on-backup": _FLAG,
+    "guest-fsfreeze": _FLAG,
     "freeze-fs": _FLAG,
     "type": Rule("enum", choices=("virtio", "isa")),
 }
-AGENT_DEFAULTS = {"enabled": "0", "fstrim_cloned_disks": "0", "type": "virtio"}
+#: ``$agent_fmt``'s defaults: ``freeze-fs`` (PVE 8: ``freeze-fs-on-backup``) is on unless set off.
+AGENT_DEFAULTS = {"enabled": "0", "fstrim_cloned_disks": "0", "freeze-fs": "1", "type": "virtio"}
+#: ``$agent_fmt`` (qemu-server 9): ``freeze-fs-on-backup`` and ``guest-fsfreeze`` are aliases of
+#: ``freeze-fs``; PVE 8 knows ``freeze-fs-on-backup`` alone, with the same meaning and default.
+AGENT_ALIASES = {"freeze-fs-on-backup": "freeze-fs", "guest-fsfreeze": "freeze-fs"}
 #: ``PVE/QemuServer.pm`` ``$vga_fmt``.
 VGA_OPTIONS = {
     "type": Rule(

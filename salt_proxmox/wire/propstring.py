@@ -67,9 +67,21 @@ PRINT_LEAD: dict[str, tuple[str, ...]] = {
     "qemu-net": ("model",),
 }
 
-#: Keys whose value is a boolean, in any family.
+#: Keys whose value is a boolean, in any family (qemu-server: ``Drive.pm`` ``pre-enrolled-keys``,
+#: ``Network.pm`` ``host-tunnel``, ``Agent.pm`` ``$agent_fmt``'s ``enabled``, ``fstrim_cloned_disks``,
+#: ``freeze-fs`` and its aliases, ``CPUConfig.pm`` ``hidden``, ``$smbios1_fmt`` ``base64``).
+#: pve-common ``JSONSchema.pm`` ``parse_property_string`` reads each with ``parse_boolean``:
+#: 1/on/yes/true and 0/off/no/false, any case.
 FLAG_KEYS = frozenset(
     {
+        "base64",
+        "enabled",
+        "freeze-fs",
+        "freeze-fs-on-backup",
+        "fstrim_cloned_disks",
+        "guest-fsfreeze",
+        "hidden",
+        "host-tunnel",
         "acl",
         "backup",
         "deny-write",

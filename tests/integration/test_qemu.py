@@ -414,3 +414,23 @@ def test_a_secure_boot_vm_goes_plan_apply_plan_clean_and_its_efi_disk_rules_hold
     assert "ms-cert=2023k" in config(fresh_cluster, 152)["efidisk0"]
     clean = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **enrolled)
     assert clean.result is True and clean.changes == {}, clean.comment
+
+
+def test_pve_s_other_spellings_of_a_value_plan_no_write(fresh_cluster):
+    """CPU flags in another order (CPUConfig.pm $cpu_fmt) and the boolean forms pve-common's
+    parse_boolean reads (1/on/yes/true) in agent, a NIC and a drive are the value PVE holds: a later
+    declaration spelled the other way plans nothing and writes nothing."""
+    store = MemoryStore()
+    first = vm(cpu="host,flags=+aes;-pcid", agent="1,fstrim_cloned_disks=1")
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **first).result
+    respelled = vm(
+        cpu="cputype=host,flags=-pcid;+aes",
+        agent="enabled=yes,fstrim_cloned_disks=on,freeze-fs=true",
+        net0="virtio,bridge=vmbr0,tag=20,firewall=off",
+        scsi0="local-lvm:8,discard=on,iothread=yes,backup=true",
+    )
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        outcome = present(make_context(static_targets(fresh_cluster), store=store), "web", test, **respelled)
+        assert outcome.result is True and outcome.changes == {}, outcome.comment
+        assert writes(requests_since(fresh_cluster, start)) == []

@@ -528,6 +528,40 @@ def test_cpu_spellings(declared: str, live: str, same: bool) -> None:
     assert (judge(decl(cpu=declared), vm(cpu=live)).drift == []) is same
 
 
+@pytest.mark.parametrize(
+    ("key", "declared", "live"),
+    [
+        # CPUConfig.pm $cpu_fmt flags: a ;-list of +FLAG/-FLAG, each its own CPUID bit.
+        ("cpu", "host,flags=+aes;-pcid", "host,flags=-pcid;+aes"),
+        ("cpu", "cputype=host,hidden=off,flags=+aes", "host,flags=+aes"),
+        # Agent.pm $agent_fmt: booleans read with parse_boolean; freeze-fs defaults on;
+        # freeze-fs-on-backup and guest-fsfreeze are aliases of freeze-fs (PVE 8 spells freeze-fs-on-backup).
+        ("agent", "enabled=yes,fstrim_cloned_disks=on,freeze-fs=true", "1,fstrim_cloned_disks=1"),
+        ("agent", "1,freeze-fs-on-backup=0", "enabled=1,freeze-fs=0"),
+        ("agent", "enabled=TRUE,guest-fsfreeze=off", "1,freeze-fs-on-backup=0"),
+        # Network.pm $net_fmt host-tunnel: boolean.
+        ("net0", "virtio,bridge=vmbr0,host-tunnel=on", f"virtio={MAC},bridge=vmbr0,host-tunnel=1"),
+        # $smbios1_fmt base64: boolean.
+        (
+            "smbios1",
+            "base64=yes,serial=QUJD",
+            "uuid=6a3c9b1e-2f4d-4e8a-9c7b-1d2e3f4a5b6c,base64=1,serial=QUJD",
+        ),
+    ],
+)
+def test_pve_s_boolean_spellings_and_flag_order_are_one_value(key: str, declared: str, live: str) -> None:
+    # pve-common JSONSchema.pm parse_property_string: `$v = parse_boolean($v) // $v` for a boolean option.
+    change = judge(decl(**{key: declared}), vm(**{key: live}))
+    assert change.drift == [] and change.put == {}, change.put
+
+
+def test_flag_order_and_boolean_values_still_differ_when_they_do() -> None:
+    assert judge(decl(cpu="host,flags=+aes;-pcid"), vm(cpu="host,flags=+aes")).put == {
+        "cpu": "host,flags=+aes;-pcid"
+    }
+    assert judge(decl(agent="1,freeze-fs=0"), vm(agent="1")).put == {"agent": "1,freeze-fs=0"}
+
+
 def test_numbers_from_a_form_put_read_back_as_strings_compare_as_numbers() -> None:
     assert judge(decl(cores=2, sockets=1, onboot=True), vm(cores="2", onboot="1")).drift == []
 
