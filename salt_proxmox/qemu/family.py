@@ -30,6 +30,7 @@ from salt_proxmox.guest import lifecycle as shared
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
 from salt_proxmox.guest.pending import GuestConfig
+from salt_proxmox.guest.refusals import provision_privilege_check
 from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
@@ -126,6 +127,9 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     refusals = judge.create_refusals(decl)
     what = f"VM {decl.vmid} on {decl.node}"
     notes = [f"{what}: the create needs {use}" for use in judge.mapping_uses(decl)]
+    if decl.config.get("startup") and not refusals:
+        refusals, said = startup_check(ctx, decl)
+        notes += said
     if decl.clone is None:
         if not refusals:
             refusals, unchecked = iso_checks(ctx, decl, decl.config)
@@ -198,7 +202,24 @@ def update_checks(
     writes none (a no-drift plan reads nothing more). The release is not read. The judge's notes
     (``QemuChange.notes``: what PVE does with the write beyond storing it) follow the ISO notes."""
     refusals, notes = iso_checks(ctx, decl, change.put)
+    if "startup" in change.put or "startup" in change.clear:
+        more, said = startup_check(ctx, decl)
+        refusals, notes = [*refusals, *more], [*notes, *said]
     return refusals, [*notes, *getattr(change, "notes", [])]
+
+
+def startup_check(ctx: PveContext, decl: QemuDeclaration) -> tuple[list[str], list[str]]:
+    """``(refusals, notes)`` for a write of ``startup``: the provision token needs Sys.Modify on ``/``
+    (``judge.startup_refusal``), read as ``guest.refusals.provision_privilege_check`` reads it.
+    Raises PveMalformed, PveUnreachable, PveError other than 403."""
+    return provision_privilege_check(
+        ctx,
+        "Sys.Modify",
+        "/",
+        f"needed to set startup on VM {decl.vmid}",
+        lambda who: judge.startup_refusal(decl, who),
+        "is checked by PVE when the write is sent",
+    )
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:

@@ -611,6 +611,19 @@ def boot_refusals(decl: QemuDeclaration, boot: str, devices: set[str], at_create
     ]
 
 
+def startup_refusal(decl: QemuDeclaration, who: str) -> str:
+    """A refusal of a ``startup`` write by a caller (``who``) without Sys.Modify on ``/``: qemu-server
+    ``PVE/API2/Qemu.pm`` ``$check_vm_modify_config_perm`` checks it for ``startup`` set or deleted,
+    at create and update ("special case for startup since it changes host behaviour")."""
+    value = decl.config.get("startup") or ""
+    run = f"qm set {decl.vmid} --startup '{value}'" if value else f"qm set {decl.vmid} --delete startup"
+    return (
+        f"startup: PVE lets only a caller with Sys.Modify on / set or clear a VM's startup (qemu-server "
+        f"API2/Qemu.pm $check_vm_modify_config_perm: it changes host behaviour), and {who} does not hold it. "
+        f"Grant the provision token Sys.Modify on /, or run `{run}` on {decl.node} as root@pam."
+    )
+
+
 def identity_refusals(decl: QemuDeclaration, recorded: Mapping[str, object] | None) -> list[str]:
     """What makes this declaration a different VM than the one its state recorded: a new vmid, or
     another ``clone`` template (consumed at create: another one is a new VM). A changed node is

@@ -24,7 +24,7 @@ from tests.integration.lxc_support import (
     static_targets,
     writes,
 )
-from tests.support.cluster import CLOUD_TEMPLATE_CONFIG, CLOUD_TEMPLATE_VMID, ISO
+from tests.support.cluster import CLOUD_TEMPLATE_CONFIG, CLOUD_TEMPLATE_VMID, ISO, PROVISION_TOKEN_ID
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq7Jx0s9Nn8sWQ2p5mE1cQH0b4aJXk0n4mZ8b1c2d3e ops@example"
 PASSWORD = "correct-horse-battery-staple"
@@ -434,3 +434,28 @@ def test_pve_s_other_spellings_of_a_value_plan_no_write(fresh_cluster):
         outcome = present(make_context(static_targets(fresh_cluster), store=store), "web", test, **respelled)
         assert outcome.result is True and outcome.changes == {}, outcome.comment
         assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_startup_without_sys_modify_on_root_is_refused_at_plan(fresh_cluster):
+    """API2/Qemu.pm $check_vm_modify_config_perm: `startup` (set or deleted, at create and update) needs
+    Sys.Modify on / ("it changes host behaviour"). The read token reads the static provision token's
+    privileges (GET /access/permissions?userid=); QemuPve checks it as PVE does."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    fresh_cluster.pve.acl[PROVISION_TOKEN_ID] = [
+        (path, privs - {"Sys.Modify"}) for path, privs in fresh_cluster.pve.acl[PROVISION_TOKEN_ID]
+    ]
+    for vmid, state in ((150, "web"), (151, "other")):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store, cache={})
+            outcome = present(ctx, state, test, **vm(vmid, startup="order=2,up=30"))
+            said = "\n".join(outcome.comment)
+            assert outcome.result is False and "Sys.Modify on /" in said, outcome.comment
+            assert f"the provision token {PROVISION_TOKEN_ID} does not hold it" in said
+            assert writes(requests_since(fresh_cluster, start)) == []
+    assert 151 not in fresh_cluster.pve.vms and "startup" not in config(fresh_cluster, 150)
+    # Without a startup change nothing is read or refused.
+    assert (
+        present(make_context(static_targets(fresh_cluster), store=store), "web", True, **vm()).result is True
+    )

@@ -70,6 +70,10 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   fails ``cannot change TPM state version after creation`` (``API2/Qemu.pm``
   ``prohibit_tpm_version_change``). fakepve makes the EFI disk without a marker and takes both.
 
+- ``startup`` set or deleted (config write or create) needs Sys.Modify on ``/`` from anyone but
+  root@pam (``API2/Qemu.pm`` ``$check_vm_modify_config_perm``: "special case for startup since it
+  changes host behaviour"). fakepve asks only for VM.Config.Options.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -356,7 +360,17 @@ class QemuPve(NetworkPve):
                     will["ms-cert"] = "2023k"  # ensure_ms_2023_cert_enrolled
                 updates[key] = join_drive(new, will)
 
+    def _startup_perm(self, user, keys) -> None:
+        """``$check_vm_modify_config_perm``: ``startup`` needs Sys.Modify on ``/``."""
+        if user != "root@pam" and "startup" in keys:
+            self.require(user, "/", "Sys.Modify")
+
+    async def _qm_create(self, v, user):
+        self._startup_perm(user, v)
+        return await super()._qm_create(v, user)
+
     async def _apply_config(self, vm, user, p):
+        self._startup_perm(user, [*p, *split_list(p.get("delete"))])
         updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})
         self._special_drive_change(vm, updates)
         password = updates.pop("cipassword", None)

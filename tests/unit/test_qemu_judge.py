@@ -30,6 +30,7 @@ from salt_proxmox.qemu.judge import (
     key_change,
     live_refusals,
     split_by_effect,
+    startup_refusal,
 )
 from salt_proxmox.qemu.props import (
     QemuDeclaration,
@@ -706,6 +707,14 @@ def test_unchanged_root_only_values_are_not_refused() -> None:
 # ============================================================================================
 # Identity
 # ============================================================================================
+
+
+def test_a_startup_refusal_names_sys_modify_and_the_qm_set_to_run() -> None:
+    # API2/Qemu.pm $check_vm_modify_config_perm: `if ($opt eq 'startup') { check_full("/", ['Sys.Modify']) }`.
+    said = startup_refusal(decl(startup="order=2,up=30"), "the provision token x@pve!y")
+    assert "Sys.Modify on /" in said and "the provision token x@pve!y does not hold it" in said
+    assert "`qm set 150 --startup 'order=2,up=30'` on pve1 as root@pam" in said
+    assert "qm set 150 --delete startup" in startup_refusal(decl(startup=""), "it")
 
 
 def test_identity_refusals() -> None:
