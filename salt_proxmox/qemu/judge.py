@@ -112,7 +112,43 @@ def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> st
         return ";".join(part for part in options.get("order", options.get("legacy", "")).split(";") if part)
     if compare == "sshkeys":
         return sshkeys_text(value)
+    if compare == "machine":
+        return sorted_form(machine_options(value))
     return compared_as(compare, value, style)
+
+
+def machine_options(value: str) -> dict[str, str]:
+    """A ``machine`` value as a map (``$machine_fmt``, ``type`` the default key), booleans canonical."""
+    return {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="type")}
+
+
+def machine_pin_notes(decl: QemuDeclaration, change: QemuChange, machine: str | None) -> list[str]:
+    """A plan line when the write turns ``ostype`` Windows and ``machine`` is neither declared nor
+    pinned: ``update_vm_api`` then pins it to the latest machine version (``Machine.pm``
+    ``check_and_pin_machine_string``), a value PVE owns, not drift."""
+    ostype = change.put.get("ostype")
+    if not ostype or "machine" in decl.config or not schema.windows_version(ostype):
+        return []
+    kind = machine_options(machine).get("type", "pc") if machine else "pc"
+    if kind not in schema.PINNED:
+        return []
+    return [
+        f"VM {decl.vmid} on {decl.node}: ostype {ostype} is Windows, so PVE pins machine {kind} to its "
+        "latest version (qemu-server Machine.pm check_and_pin_machine_string); machine is then PVE's, "
+        "not drift"
+    ]
+
+
+def machine_same(want: str, have: str, windows: bool) -> bool:
+    """Whether the declared ``machine`` is the live one. For a Windows guest an unversioned ``pc``,
+    ``q35`` or ``virt`` is the version PVE pinned it to (``Machine.pm``
+    ``check_and_pin_machine_string`` at ``create_vm``, and at ``update_vm_api`` when ``ostype``
+    turns Windows: "always pin Windows' machine version on create"), never drift."""
+    a, b = machine_options(want), machine_options(have)
+    pinned = schema.PINNED.get(a.get("type", ""))
+    if windows and pinned is not None and pinned.fullmatch(b.get("type", "")):
+        a["type"] = b["type"]
+    return a == b
 
 
 def root_only(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
@@ -230,9 +266,12 @@ def judge(
         live,
         change,
         drift,
-        lambda key, want, have: _judge_key(decl, key, want, have, change, drift, style),
+        lambda key, want, have: _judge_key(
+            decl, key, want, have, change, drift, style, live_text(live.get("ostype"))
+        ),
     )
     change.refuse.extend(live_refusals(decl, live))
+    change.notes.extend(machine_pin_notes(decl, change, live_text(live.get("machine"))))
     if MEMORY_KEYS & {*change.put, *change.clear}:
         after = {
             key: change.put[key]
@@ -264,6 +303,7 @@ def _judge_key(
     change: QemuChange,
     drift: set[str],
     style: TagStyle,
+    live_ostype: str | None = None,
 ) -> None:
     family = schema.family_of(key)
     if schema.is_drive(key):
@@ -300,6 +340,10 @@ def _judge_key(
             lambda w, _h: w,
         )
         return
+    if key == "machine" and want and have is not None:
+        ostype = decl.config.get("ostype") or live_ostype
+        if machine_same(want, have, bool(schema.windows_version(ostype))):
+            return
     if key == "smbios1":
         if want == "" or have is None or not _smbios_same(want, have):
             if want == "" and have is None:

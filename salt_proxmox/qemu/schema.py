@@ -111,6 +111,66 @@ CPU_OPTIONS = {
     "guest-phys-bits": Rule("integer", minimum=32, maximum=64),
     "level": Rule("integer", minimum=0, maximum=4294967295),
 }
+#: ``PVE/QemuServer/Machine.pm`` ``$machine_fmt`` ``type`` pattern (anchored, as pve-common anchors
+#: every pattern), the same in qemu-server 8 and 9; ``maxLength`` 40.
+MACHINE_TYPE = re.compile(
+    r"(pc|pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?"
+    r"|virt(?:-\d+(\.\d+)+)?(\+pve\d+)?)",
+    re.ASCII,
+)
+#: ``$machine_fmt`` (``type`` the default key; ``aw-bits`` is qemu-server 9's).
+MACHINE_OPTIONS = {
+    "type": Rule(
+        max_length=40,
+        check=lambda value: (
+            None
+            if MACHINE_TYPE.fullmatch(value)
+            else f"{value!r} is not a machine type PVE knows (pc, q35, virt, pc-i440fx-X.Y, pc-q35-X.Y+pveN)"
+        ),
+    ),
+    "viommu": Rule("enum", choices=("intel", "virtio")),
+    "aw-bits": Rule("number", minimum=32, maximum=64),
+    "enable-s3": _FLAG,
+    "enable-s4": _FLAG,
+}
+
+
+def check_machine(value: str) -> str | None:
+    """None for a ``machine`` value PVE takes, else why: ``$machine_fmt``, then ``Machine.pm``
+    ``assert_valid_machine_property`` (``create_vm``/``update_vm_api`` die with its words)."""
+    problem = options_problem(value, MACHINE_OPTIONS, "type")
+    if problem:
+        return problem
+    options = dict(pairs(value, default_key="type"))
+    if options.get("viommu") == "intel":
+        if "q35" not in options.get("type", ""):
+            return "to use Intel vIOMMU please set the machine type to q35 (qemu-server Machine.pm)"
+        if options.get("aw-bits") and float(options["aw-bits"]) not in (39, 48):
+            return "Intel vIOMMU supports only 39 or 48 bits as address width (qemu-server Machine.pm)"
+    if options.get("aw-bits") and not options.get("viommu"):
+        return "cannot set aw-bits if no vIOMMU is configured (qemu-server Machine.pm)"
+    return None
+
+
+def windows_version(ostype: str | None) -> int:
+    """qemu-server ``PVE/QemuServer/Helpers.pm`` ``windows_version``: 5 for ``wxp``/``w2k``/``w2k3``,
+    6 for ``w2k8``/``wvista``, N for ``winN``, else 0 (not Windows)."""
+    if ostype in ("wxp", "w2k3", "w2k"):
+        return 5
+    if ostype in ("w2k8", "wvista"):
+        return 6
+    found = re.fullmatch(r"win(\d+)", ostype or "", re.ASCII)
+    return int(found.group(1)) if found else 0
+
+
+#: ``Machine.pm`` ``windows_get_pinned_machine_version``: what an unversioned type is pinned to.
+PINNED = {
+    "pc": re.compile(r"pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?", re.ASCII),
+    "q35": re.compile(r"pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?", re.ASCII),
+    "virt": re.compile(r"virt-\d+(\.\d+)+(\+pve\d+)?", re.ASCII),
+}
+
+
 #: ``PVE/QemuServer/Agent.pm`` ``$agent_fmt``.
 AGENT_OPTIONS = {
     "enabled": _FLAG,
@@ -250,9 +310,7 @@ SCALARS: dict[str, Key] = {
     "cpu": Key("cpu", Rule(check=_options(CPU_OPTIONS, "cputype"))),
     "cpulimit": Key("number", Rule("number", minimum=0, maximum=128), default="0"),
     "numa": Key("flag", Rule("boolean"), default="0"),
-    "machine": Key(
-        "text", Rule(check=_pattern(r"[-+_.a-zA-Z0-9,=]+", "a machine type (pc, q35, pc-q35-9.0, ...)"))
-    ),
+    "machine": Key("machine", Rule(check=check_machine)),
     "bios": Key("text", Rule("enum", choices=("seabios", "ovmf")), default="seabios"),
     "ostype": Key("text", Rule("enum", choices=_OSTYPES), default="other"),
     "scsihw": Key("text", Rule("enum", choices=_SCSIHW), default="lsi"),

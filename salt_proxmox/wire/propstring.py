@@ -69,12 +69,15 @@ PRINT_LEAD: dict[str, tuple[str, ...]] = {
 
 #: Keys whose value is a boolean, in any family (qemu-server: ``Drive.pm`` ``pre-enrolled-keys``,
 #: ``Network.pm`` ``host-tunnel``, ``Agent.pm`` ``$agent_fmt``'s ``enabled``, ``fstrim_cloned_disks``,
-#: ``freeze-fs`` and its aliases, ``CPUConfig.pm`` ``hidden``, ``$smbios1_fmt`` ``base64``).
+#: ``freeze-fs`` and its aliases, ``CPUConfig.pm`` ``hidden``, ``$smbios1_fmt`` ``base64``,
+#: ``Machine.pm`` ``enable-s3``/``enable-s4``).
 #: pve-common ``JSONSchema.pm`` ``parse_property_string`` reads each with ``parse_boolean``:
 #: 1/on/yes/true and 0/off/no/false, any case.
 FLAG_KEYS = frozenset(
     {
         "base64",
+        "enable-s3",
+        "enable-s4",
         "enabled",
         "freeze-fs",
         "freeze-fs-on-backup",

@@ -459,3 +459,25 @@ def test_startup_without_sys_modify_on_root_is_refused_at_plan(fresh_cluster):
     assert (
         present(make_context(static_targets(fresh_cluster), store=store), "web", True, **vm()).result is True
     )
+
+
+def test_a_windows_vm_s_pinned_machine_is_never_drift(fresh_cluster):
+    """Machine.pm check_and_pin_machine_string: create_vm pins a Windows guest's pc/q35 to the latest machine
+    version (QemuPve models it). Declared q35, or no machine at all, the second plan is clean and writes
+    nothing; before, the product wrote `machine: q35` back on every run."""
+    store = MemoryStore()
+    for vmid, machine in ((153, "q35"), (154, None)):
+        declared = vm(vmid, ostype="win11", machine=machine)
+        done = present(
+            make_context(static_targets(fresh_cluster), store=store), f"win{vmid}", False, **declared
+        )
+        assert done.result is True, done.comment
+        kind = "pc-q35-" if machine else "pc-i440fx-"
+        assert config(fresh_cluster, vmid)["machine"].startswith(kind)
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            again = present(
+                make_context(static_targets(fresh_cluster), store=store), f"win{vmid}", test, **declared
+            )
+            assert again.result is True and again.changes == {}, again.comment
+            assert writes(requests_since(fresh_cluster, start)) == []

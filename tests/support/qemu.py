@@ -74,6 +74,10 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   root@pam (``API2/Qemu.pm`` ``$check_vm_modify_config_perm``: "special case for startup since it
   changes host behaviour"). fakepve asks only for VM.Config.Options.
 
+- A Windows guest's ``machine`` is pinned at create (``Machine.pm`` ``check_and_pin_machine_string``:
+  absent, ``pc``, ``q35`` or ``virt`` becomes ``pc-i440fx-X.Y+pveN``, ``pc-q35-…``, ``virt-…``;
+  ``pin_windows_machine``). fakepve stores ``machine`` as sent.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -87,7 +91,16 @@ import uuid
 
 from fakepve.lxc import SIZE_UNITS, format_size
 from fakepve.model import PveError, TaskError
-from fakepve.qemu import NET_MODELS, NEW_DISK, is_cdrom, join_drive, split_drive, volume_ref, with_mac
+from fakepve.qemu import (
+    NET_MODELS,
+    NEW_DISK,
+    QEMU_VERSION,
+    is_cdrom,
+    join_drive,
+    split_drive,
+    volume_ref,
+    with_mac,
+)
 from fakepve.routing import die, ok, param_error, split_list
 from fakepve.schema import load as load_schema
 from fakepve.schema import validate
@@ -210,6 +223,24 @@ def hotplugs(key: str, old: object, new: object, features: frozenset[str]) -> bo
     return False
 
 
+def pin_windows_machine(config: dict) -> None:
+    """qemu-server ``Machine.pm`` ``check_and_pin_machine_string`` at ``create_vm``: a Windows guest
+    (``Helpers.pm`` ``windows_version``) whose ``machine`` is absent, ``pc``, ``q35`` or ``virt`` gets
+    that type pinned to the latest installed machine version (``windows_get_pinned_machine_version``;
+    here the fake's QEMU version with ``+pve1``)."""
+    ostype = str(config.get("ostype") or "")
+    if not re.fullmatch(r"wxp|w2k3?|w2k8|wvista|win\d+", ostype):
+        return
+    value = str(config.get("machine") or "")
+    kind, _, rest = value.partition(",")
+    kind = kind or "pc"
+    if kind not in ("pc", "q35", "virt"):
+        return
+    version = ".".join(QEMU_VERSION.split(".")[:2]) + "+pve1"
+    pinned = {"pc": f"pc-i440fx-{version}", "q35": f"pc-q35-{version}", "virt": f"virt-{version}"}[kind]
+    config["machine"] = ",".join(part for part in (pinned, rest) if part)
+
+
 class QemuPve(NetworkPve):
     """NetworkPve whose VMs resize, read and write their config as qemu-server does (see the
     module docstring). ``resized`` lists ``(vmid, disk, size in bytes)`` of every resize that grew a
@@ -220,6 +251,14 @@ class QemuPve(NetworkPve):
         self.resized: list[tuple[int, str, int]] = []
 
     async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
+        if ttype == "qmcreate" and vm is not None:
+
+            async def create():
+                note = await body()
+                pin_windows_machine(vm.config)
+                return note
+
+            return await super().task(node, ttype, tid, user, create, vm=vm, lock=lock, log=log)
         if ttype != "qmclone" or vm is None:
             return await super().task(node, ttype, tid, user, body, vm=vm, lock=lock, log=log)
 

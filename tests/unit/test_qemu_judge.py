@@ -563,6 +563,58 @@ def test_flag_order_and_boolean_values_still_differ_when_they_do() -> None:
     assert judge(decl(agent="1,freeze-fs=0"), vm(agent="1")).put == {"agent": "1,freeze-fs=0"}
 
 
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        # Machine.pm $machine_fmt type pattern (anchored) and maxLength 40.
+        ("i440fx", "not a machine type PVE knows"),
+        ("pc-q35-latest", "not a machine type PVE knows"),
+        ("q35,viommu=amd", "viommu"),
+        # Machine.pm assert_valid_machine_property, in its words.
+        ("pc,viommu=intel", "to use Intel vIOMMU please set the machine type to q35"),
+        ("q35,viommu=intel,aw-bits=40", "Intel vIOMMU supports only 39 or 48 bits as address width"),
+        ("q35,aw-bits=48", "cannot set aw-bits if no vIOMMU is configured"),
+    ],
+)
+def test_a_machine_pve_rejects_is_refused_at_parse(value: str, needle: str) -> None:
+    with pytest.raises(DeclarationError, match=re.escape(needle)):
+        decl(machine=value)
+
+
+def test_machine_values_pve_takes_pass() -> None:
+    for value in (
+        "pc",
+        "q35",
+        "pc-i440fx-9.2+pve1",
+        "pc-q35-10.0+pve1.pxe",
+        "virt-9.0",
+        "q35,viommu=intel,aw-bits=48",
+    ):
+        decl(machine=value)
+
+
+def test_the_machine_version_pve_pins_for_windows_is_not_drift() -> None:
+    # Machine.pm check_and_pin_machine_string (create_vm, and update_vm_api on an ostype change): a Windows
+    # guest's unversioned pc/q35/virt is pinned to windows_get_pinned_machine_version's latest version.
+    live = vm(ostype="win11", machine="pc-q35-10.0+pve1")
+    assert judge(decl(ostype="win11", machine="q35"), live).drift == []
+    assert (
+        judge(
+            decl(ostype="win11", machine="q35,enable-s3=off"),
+            vm(ostype="win11", machine="pc-q35-10.0+pve1,enable-s3=0"),
+        ).drift
+        == []
+    )
+    # Another base type, or a guest that is not Windows, is a real change.
+    assert judge(decl(ostype="win11", machine="pc"), live).put == {"machine": "pc"}
+    assert judge(decl(ostype="l26", machine="q35"), vm(ostype="l26", machine="pc-q35-10.0+pve1")).put == {
+        "machine": "q35"
+    }
+    # An ostype turned Windows without a declared machine: PVE pins it, the plan says so.
+    turned = judge(decl(ostype="win11"), vm(ostype="l26"))
+    assert turned.put == {"ostype": "win11"} and "check_and_pin_machine_string" in turned.notes[0]
+
+
 def test_numbers_from_a_form_put_read_back_as_strings_compare_as_numbers() -> None:
     assert judge(decl(cores=2, sockets=1, onboot=True), vm(cores="2", onboot="1")).drift == []
 
