@@ -223,8 +223,8 @@ def startup_check(ctx: PveContext, decl: QemuDeclaration) -> tuple[list[str], li
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:
-    """``schema.applies_live`` on the VM's config in effect, with its ``hotplug`` and the options
-    of ``key`` the write changes (``netN``, drives, ``agent``)."""
+    """``schema.applies_live`` on the VM's config in effect, with its ``hotplug``, ``ostype`` and
+    ``machine`` and the options of ``key`` the write changes (``netN``, drives, ``agent``)."""
     old = live_text(config.current.get(key))
     changed: frozenset[str] = frozenset()
     if old is not None and new is not None:
@@ -235,7 +235,17 @@ def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = N
         elif key == "agent":
             a, b = dict(pairs(new, "enabled")), dict(pairs(old, "enabled"))
             changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
-    return schema.applies_live(key, clear, old, new, live_text(config.current.get("hotplug")), changed)
+    current = config.current
+    return schema.applies_live(
+        key,
+        clear,
+        old,
+        new,
+        live_text(current.get("hotplug")),
+        changed,
+        ostype=live_text(current.get("ostype")),
+        machine=live_text(current.get("machine")),
+    )
 
 
 #: The VM family.

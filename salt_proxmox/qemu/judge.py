@@ -849,7 +849,20 @@ def split_by_effect(
                 b = dict(pairs(old, "enabled"))
                 changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
         in_effect = drift_in_effect is None or key in drift_in_effect
-        live_now = not running or not in_effect or schema.applies_live(key, clear, old, new, hotplug, changed)
+        live_now = (
+            not running
+            or not in_effect
+            or schema.applies_live(
+                key,
+                clear,
+                old,
+                new,
+                hotplug,
+                changed,
+                ostype=live_text(live.get("ostype")),
+                machine=live_text(live.get("machine")),
+            )
+        )
         (now if live_now else later).append(key)
     now.extend(disk for disk, _ in change.resize if disk not in now)
     return now, later

@@ -441,8 +441,9 @@ def property_format(key: str) -> tuple[str, str | None] | None:
     return defaults.get(compare)
 
 
-#: ``$fast_plug_option``: written straight into the config of a running VM, cloud-init keys
-#: included (PVE regenerates the cloud-init drive; the guest reads it at its next boot).
+#: ``$fast_plug_option``: written straight into the config of a running VM, every
+#: ``$confdesc_cloudinit`` key included (``ipconfigN`` too, by family in ``applies_live``; PVE
+#: regenerates the cloud-init drive; the guest reads it at its next boot).
 FAST_PLUG = frozenset(
     {
         "description", "hookscript", "lock", "migrate_downtime", "migrate_speed", "name", "onboot",
@@ -461,6 +462,19 @@ DRIVE_COLD_OPTIONS = frozenset(
 )
 
 
+def usb_hotplug_supported(features: frozenset[str], ostype: str | None, machine: str | None) -> bool:
+    """qemu-server ``PVE/QemuServer.pm`` ``vmconfig_hotplug_pending``'s ``$is_usb_hotplug_supported``:
+    the ``usb`` hotplug feature, a machine version of at least 7.1 (a pinned ``pc-i440fx-6.2`` is not;
+    an unversioned type runs the node's QEMU, 8.0 or newer on PVE 8 and 9), and ``ostype`` ``l26`` or
+    a Windows newer than 7 (``windows_version`` > 7); an unset ``ostype`` is neither."""
+    if "usb" not in features:
+        return False
+    found = re.search(r"-(\d+)\.(\d+)", (machine or "").partition(",")[0])
+    if found and (int(found.group(1)), int(found.group(2))) < (7, 1):
+        return False
+    return ostype == "l26" or windows_version(ostype) > 7
+
+
 def applies_live(
     key: str,
     clear: bool,
@@ -468,6 +482,8 @@ def applies_live(
     new: str | None,
     hotplug: str | None,
     changed: frozenset[str] = frozenset(),
+    ostype: str | None = None,
+    machine: str | None = None,
 ) -> bool:
     """Whether writing ``key`` to a RUNNING VM takes effect at once (True) or waits in the pending
     section for its next start (False). A stopped VM takes every change at once.
@@ -482,9 +498,11 @@ def applies_live(
     ``network`` feature); drives through ``vmconfig_update_disk`` (a CD-ROM medium change always;
     a disk's option change unless it touches ``DRIVE_COLD_OPTIONS``; a new ``scsiN``/``virtioN``
     with the ``disk`` feature; never ``efidisk0``/``tpmstate0``, nor a new ``ideN``/``sataN``);
-    ``memory`` with the ``memory`` feature, ``vcpus`` with ``cpu``, ``usbN``/``tablet`` with
-    ``usb``; ``balloon`` unless it turns ballooning on or off; ``cpulimit``/``cpuunits`` through
-    the cgroup; ``agent`` when only ``fstrim_cloned_disks`` changes (``vmconfig_update_agent``).
+    ``memory`` with the ``memory`` feature, ``vcpus`` with ``cpu``, ``tablet`` with ``usb``, ``usbN``
+    where ``usb_hotplug_supported`` says so for the VM's ``ostype`` and ``machine`` in effect;
+    ``ipconfigN`` at once (``$fast_plug_option`` takes every ``$confdesc_cloudinit`` key);
+    ``balloon`` unless it turns ballooning on or off; ``cpulimit``/``cpuunits`` through the cgroup;
+    ``agent`` when only ``fstrim_cloned_disks`` changes (``vmconfig_update_agent``).
     Anything else ("skip non-hot-pluggable options": ``cores``, ``sockets``, ``cpu``, ``bios``,
     ``machine``, ``vga``, ``serialN``, ``hostpciN``, ...) waits.
     """
@@ -493,7 +511,7 @@ def applies_live(
     except ValueError:
         features = frozenset()
     family = family_of(key)
-    if key in FAST_PLUG:
+    if key in FAST_PLUG or family == "ipconfig":
         return True
     if key == "hotplug":
         values = f"{old or ''},{new or ''}" if not clear else (old or "")
@@ -504,8 +522,10 @@ def applies_live(
         return "memory" in features
     if key == "vcpus":
         return "cpu" in features
-    if key == "tablet" or family == "usb":
+    if key == "tablet":
         return "usb" in features
+    if family == "usb":
+        return usb_hotplug_supported(features, ostype, machine)
     if key == "balloon":
         if clear:
             return old is None or old.strip() != "0"

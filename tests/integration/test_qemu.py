@@ -481,3 +481,34 @@ def test_a_windows_vm_s_pinned_machine_is_never_drift(fresh_cluster):
             )
             assert again.result is True and again.changes == {}, again.comment
             assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_a_running_vm_takes_ipconfig_at_once_and_usb_as_its_ostype_allows(fresh_cluster):
+    """$fast_plug_option holds every $confdesc_cloudinit key, ipconfigN too: written live on a running VM.
+    A usbN is hot-plugged only where $is_usb_hotplug_supported says so (usb feature, machine >= 7.1,
+    ostype l26 or Windows after 7): on ostype other it waits for the next start, on l26 it is live."""
+    store = MemoryStore()
+    assert present(
+        make_context(static_targets(fresh_cluster), store=store), "web", False, **vm(ostype="other")
+    ).result
+    fresh_cluster.pve.vm(150).status = "running"
+    changed = vm(ostype="other", ipconfig0="ip=10.0.0.50/24,gw=10.0.0.1", usb0="spice")
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **changed)
+    assert "ipconfig0 would take effect at once; usb0 would stay pending" in "\n".join(plan.comment), (
+        plan.comment
+    )
+    done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **changed)
+    assert done.result is True, done.comment
+    assert fresh_cluster.pve.vm(150).pending == {"usb0": "spice"}
+    assert config(fresh_cluster, 150)["ipconfig0"].startswith("ip=10.0.0.50/24")
+
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "l26", False, **vm(151)).result
+    fresh_cluster.pve.vm(151).status = "running"
+    plan = present(
+        make_context(static_targets(fresh_cluster), store=store), "l26", True, **vm(151, usb0="spice")
+    )
+    assert plan.comment == ["VM 151 on pve1: would write usb0"], plan.comment  # nothing would wait
+    decl151 = vm(151, usb0="spice")
+    done = present(make_context(static_targets(fresh_cluster), store=store), "l26", False, **decl151)
+    assert done.result is True and not fresh_cluster.pve.vm(151).pending, done.comment

@@ -53,7 +53,8 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   (without it only a change of ``bridge``, ``tag``, ``trunks``, ``firewall``, ``rate`` or
   ``link_down`` of an existing NIC: ``vmconfig_update_net``), a ``scsiN``/``virtioN`` disk under
   ``disk`` (never ``ideN``, ``sataN``, ``efidisk0``, ``tpmstate0``), a CD-ROM or cloud-init drive
-  always, ``usbN`` under ``usb``, ``vcpus`` under ``cpu``, ``memory`` under ``memory``. A delete
+  always, ``usbN`` under ``usb`` for an ``ostype`` ``l26`` or Windows after 7 on a machine version 7.1 or
+  newer (``$is_usb_hotplug_supported``), ``vcpus`` under ``cpu``, ``memory`` under ``memory``. A delete
   follows the same rules.
 - A clone gets its own cloud-init drive: ``clone_vm`` copies a CD-ROM's value but full-clones a
   cloud-init drive (``drive_is_cdrom($drive, 1)`` excludes it), so the clone's ``ideN`` names
@@ -193,9 +194,22 @@ def _net_options(value: object) -> dict[str, str]:
     return options
 
 
-def hotplugs(key: str, old: object, new: object, features: frozenset[str]) -> bool:
+def usb_hotplug(features: frozenset[str], conf: dict) -> bool:
+    """``vmconfig_hotplug_pending``'s ``$is_usb_hotplug_supported``: the ``usb`` feature, a machine
+    version of at least 7.1 (an unversioned type runs the fake's QEMU 10), and ``ostype`` ``l26`` or a
+    Windows newer than 7 (``windows_version`` > 7)."""
+    found = re.search(r"-(\d+)\.(\d+)", str(conf.get("machine") or "").partition(",")[0])
+    if "usb" not in features or (found and (int(found.group(1)), int(found.group(2))) < (7, 1)):
+        return False
+    ostype = str(conf.get("ostype") or "")
+    windows = re.fullmatch(r"win(\d+)", ostype)
+    return ostype == "l26" or bool(windows and int(windows.group(1)) > 7)
+
+
+def hotplugs(key: str, old: object, new: object, features: frozenset[str], conf: dict | None = None) -> bool:
     """Whether a running VM takes ``key`` (``old`` → ``new``; ``new`` None: a delete) at once, as
-    qemu-server ``vmconfig_hotplug_pending`` decides; False leaves it pending."""
+    qemu-server ``vmconfig_hotplug_pending`` decides (``conf``: the config in effect, for ``usbN``);
+    False leaves it pending."""
     if key in FAST_PLUG or re.fullmatch(r"ipconfig\d+", key) or key in ("agent", "cpuunits", "cpulimit"):
         return True
     if key == "balloon":
@@ -205,7 +219,7 @@ def hotplugs(key: str, old: object, new: object, features: frozenset[str]) -> bo
     if key in ("vcpus", "memory"):
         return {"vcpus": "cpu", "memory": "memory"}[key] in features
     if re.fullmatch(r"usb\d+", key):
-        return "usb" in features
+        return usb_hotplug(features, conf or {})
     if re.fullmatch(r"net\d+", key):
         if "network" in features:
             return True
@@ -429,7 +443,7 @@ class QemuPve(NetworkPve):
             for key in [
                 key for key in vm.pending if key in updates or key in split_list(updates.get("delete"))
             ]:
-                if hotplugs(key, before.get(key), vm.pending[key], features):
+                if hotplugs(key, before.get(key), vm.pending[key], features, before):
                     value = vm.pending.pop(key)
                     if value is None:
                         vm.config.pop(key, None)

@@ -878,6 +878,34 @@ def test_applies_live(key: str, old: str | None, new: str, hotplug: str | None, 
     assert schema.applies_live(key, False, old, new, hotplug, changed) is live
 
 
+def test_ipconfig_applies_at_once_as_every_cloud_init_key() -> None:
+    # QemuServer.pm: `for my $opt (keys %$confdesc_cloudinit) { $fast_plug_option->{$opt} = 1 }`, and
+    # $confdesc_cloudinit holds ipconfigN.
+    assert schema.applies_live("ipconfig0", False, "ip=dhcp", "ip=10.0.0.5/24,gw=10.0.0.1", "0") is True
+    assert schema.applies_live("ipconfig1", True, "ip=dhcp", None, "0") is True
+
+
+@pytest.mark.parametrize(
+    ("hotplug", "ostype", "machine", "live"),
+    [
+        (None, "l26", None, True),  # usb feature (default), Linux, the node's QEMU
+        (None, "win11", "pc-q35-10.0+pve1", True),  # windows_version 11 > 7
+        (None, "win7", None, False),  # windows_version 7 is not > 7
+        (None, "other", None, False),  # neither l26 nor Windows
+        (None, None, None, False),  # `defined($ostype)`: an unset ostype is neither
+        (None, "l26", "pc-i440fx-6.2", False),  # min_version($version, 7, 1)
+        ("network,disk", "l26", None, False),  # no usb feature
+    ],
+)
+def test_usb_hot_plug_follows_ostype_and_machine(hotplug, ostype, machine, live: bool) -> None:
+    # QemuServer.pm vmconfig_hotplug_pending $is_usb_hotplug_supported: `$hotplug_features->{usb} &&
+    # min_version($version, 7, 1) && defined($ostype) && ($ostype eq 'l26' || windows_version($ostype) > 7)`.
+    got = schema.applies_live("usb0", False, None, "spice", hotplug, ostype=ostype, machine=machine)
+    assert got is live
+    # tablet needs the feature alone.
+    assert schema.applies_live("tablet", False, "1", "0", hotplug) is (hotplug is None)
+
+
 def test_split_by_effect_on_a_running_vm() -> None:
     live = vm(cores=1, name="a", net0=NIC)
     change = judge(decl(cores=2, name="b", net0="virtio,bridge=vmbr0,firewall=1,tag=20"), live)
