@@ -76,17 +76,20 @@ from salt_proxmox.wire.volumes import judge_volume, volume_owner
 @dataclass(frozen=True)
 class QemuChange(Change):
     """``Change`` plus ``secrets`` (keys whose declared secret value the write sends, from
-    ``QemuDeclaration.secrets``), ``uses`` (``Mapping.Use`` privileges the write needs) and
-    ``notes`` (plan lines on what PVE does with a write beyond storing it)."""
+    ``QemuDeclaration.secrets``), ``uses`` (``Mapping.Use`` privileges the write needs), ``notes``
+    (plan lines on what PVE does with a write beyond storing it) and ``after`` (keys written by a
+    second digest-guarded config write once the first is done: a declared ``boot`` beside a CD-ROM
+    PVE appends to it, see ``boot_order_effects``)."""
 
     secrets: list[str] = field(default_factory=list)
     uses: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    after: dict[str, str] = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
         """True when applying this change sends anything to PVE."""
-        return bool(self.put or self.clear or self.resize or self.secrets)
+        return bool(self.put or self.clear or self.resize or self.secrets or self.after)
 
 
 def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
@@ -282,9 +285,11 @@ def judge(
             for key in (*MEMORY_KEYS, "hugepages")
         }
         change.refuse.extend(memory_refusals(after, "memory" in change.put or "balloon" in change.put))
-    if "boot" in change.put:
+    declared_boot = decl.config.get("boot")
+    if declared_boot and ("boot" in change.put or change.put or change.clear):
         have = {key for key, value in live.items() if live_text(value)} | set(change.put)
-        change.refuse.extend(boot_refusals(decl, change.put["boot"], have - set(change.clear)))
+        change.refuse.extend(boot_refusals(decl, declared_boot, have - set(change.clear)))
+    change.notes.extend(boot_order_effects(decl, change, drift, live_text(live.get("boot"))))
     if "cipassword" in decl.secrets:
         live_set = bool(live_text(live.get("cipassword")))
         recorded = ours.cipassword_serial if ours is not None else decl.cipassword_serial
@@ -636,6 +641,73 @@ def memory_refusals(after: Mapping[str, str | None], written: bool = True) -> li
             f"for hotplugging (qemu-server Memory.pm foreach_dimm); declare {below} or {reached} MiB."
         )
     return reasons
+
+
+def boot_order_effects(
+    decl: QemuDeclaration, change: QemuChange, drift: set[str], boot: str | None
+) -> list[str]:
+    """What PVE does to ``boot`` by itself when ``change`` is written onto a VM whose ``boot`` is
+    ``boot``, made part of the plan; returns its plan lines and adjusts ``change`` (and ``drift``).
+
+    qemu-server ``PVE/API2/Qemu.pm`` ``update_vm_api``, when ``boot`` has an ``order``: a deleted
+    device is removed from it (before any written key, so a written ``boot`` wins), and a drive written
+    as a CD-ROM (``drive_is_cdrom($drive, 1)``: ``media=cdrom``, not cloud-init) that the order does not
+    name is appended to it ("append new CD drives to bootorder to mark them bootable"). Written keys
+    are handled in Perl hash order, so a ``boot`` in the same write may come first and be overwritten
+    by the append: the resulting order is not fixed. Hence, with a declared ``boot``: when the append
+    alone gives the declared order, ``boot`` is not sent; otherwise it goes in a second write
+    (``after``). Without a declared ``boot`` the order is PVE's: the plan says what it becomes.
+    """
+    order = schema.boot_devices(boot or "")
+    if not order:
+        return []
+    removed = [key for key in change.clear if key in order]
+    appended = [
+        key
+        for key, value in change.put.items()
+        if schema.is_drive(key) and key not in order and _plain_cdrom(value)
+    ]
+    if not (removed or appended):
+        return []
+    result = [device for device in order if device not in removed] + appended
+    becomes = f"order={';'.join(result)}"
+    what = f"VM {decl.vmid} on {decl.node}"
+    did = "; ".join(
+        part
+        for part in (
+            f"removes {', '.join(removed)} from boot" if removed else "",
+            f"appends the new CD-ROM {', '.join(appended)} to boot" if appended else "",
+        )
+        if part
+    )
+    declared = decl.config.get("boot")
+    if not declared:
+        return [
+            f"{what}: PVE {did} by itself (qemu-server API2/Qemu.pm update_vm_api): boot becomes {becomes}"
+        ]
+    if not appended:
+        return []
+    if len(appended) == 1 and schema.boot_devices(declared) == result:
+        change.put.pop("boot", None)
+        return [
+            f"{what}: PVE {did} by itself (qemu-server API2/Qemu.pm update_vm_api), which is the declared "
+            f"boot order ({becomes}); boot is not sent"
+        ]
+    change.put.pop("boot", None)
+    change.after["boot"] = declared
+    drift.add("boot")
+    return [
+        f"{what}: PVE {did} in the same write, in an order it does not fix (qemu-server API2/Qemu.pm "
+        f"update_vm_api); the declared boot ({declared}) is sent in a second write after it"
+    ]
+
+
+def _plain_cdrom(value: str) -> bool:
+    """``drive_is_cdrom($drive, 1)``: a CD-ROM value that is not a cloud-init drive."""
+    try:
+        return parse_drive(value).kind == "cdrom"
+    except ValueError:
+        return False
 
 
 def boot_refusals(decl: QemuDeclaration, boot: str, devices: set[str], at_create: bool = False) -> list[str]:

@@ -79,6 +79,11 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   absent, ``pc``, ``q35`` or ``virt`` becomes ``pc-i440fx-X.Y+pveN``, ``pc-q35-…``, ``virt-…``;
   ``pin_windows_machine``). fakepve stores ``machine`` as sent.
 
+- ``boot`` as ``update_vm_api`` changes it by itself when it has an ``order``: a deleted device is
+  dropped from it, a new CD-ROM appended; of the orders PVE's hash iteration may take, the fake takes
+  the one where the append overwrites a ``boot`` written beside it (``_boot_order``). fakepve leaves
+  ``boot`` alone.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -422,8 +427,34 @@ class QemuPve(NetworkPve):
         self._startup_perm(user, v)
         return await super()._qm_create(v, user)
 
+    @staticmethod
+    def _boot_order(vm, updates: dict) -> None:
+        """``update_vm_api``'s own ``boot`` changes, when ``boot`` has an ``order``: a deleted device
+        is dropped from it (a written ``boot`` then wins), a drive written as a CD-ROM (not cloud-init)
+        that it does not name is appended. PVE handles written keys in hash order; the fake takes the
+        order in which the append comes last and overwrites a ``boot`` written beside it."""
+        found = re.match(r"order=([^,]*)", str(vm.config.get("boot") or ""))
+        order = split_list(found.group(1)) if found else []
+        if not order:
+            return
+        removed = [key for key in split_list(updates.get("delete")) if key in order]
+        appended = [
+            key
+            for key in sorted(updates)
+            if DRIVE.fullmatch(key)
+            and key not in order
+            and split_drive(updates[key])[1].get("media") == "cdrom"
+            and not CLOUDINIT.search(split_drive(updates[key])[0] or "")
+            and not str(updates[key]).split(",")[0].endswith(":cloudinit")
+        ]
+        if appended or (removed and "boot" not in updates):
+            kept = [key for key in order if key not in removed]
+            updates["boot"] = "order=" + ";".join(kept + appended)
+
     async def _apply_config(self, vm, user, p):
         self._startup_perm(user, [*p, *split_list(p.get("delete"))])
+        p = dict(p)
+        self._boot_order(vm, p)
         updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})
         self._special_drive_change(vm, updates)
         password = updates.pop("cipassword", None)

@@ -438,6 +438,28 @@ def test_throttle_values_pve_parses_pass() -> None:
     )
 
 
+def test_pve_s_own_boot_order_changes_are_planned() -> None:
+    # API2/Qemu.pm update_vm_api: `push @bootorder, $opt` for a new CD-ROM (drive_is_cdrom($drive, 1): not
+    # cloud-init) the order does not name; `@bootorder = grep { $_ ne $opt } @bootorder` for a deleted device;
+    # written keys are handled in hash order, so a boot beside the append may be overwritten.
+    live = vm(scsi0=DISK, net0=NIC, net1=NIC.replace("tag=10", "tag=11"))
+    with_net1 = {**live, "boot": "order=scsi0;ide2;net0;net1"}
+    undeclared = judge(decl(ide3="none,media=cdrom", net1=""), with_net1)
+    assert "removes net1 from boot; appends the new CD-ROM ide3 to boot" in undeclared.notes[0]
+    assert "boot becomes order=scsi0;ide2;net0;ide3" in undeclared.notes[0] and undeclared.after == {}
+    # The append gives the declared order: boot is not sent.
+    appended = judge(decl(ide3="none,media=cdrom", boot="order=scsi0;ide2;net0;ide3"), live)
+    assert "boot" not in appended.put and appended.after == {} and "boot is not sent" in appended.notes[0]
+    # Another order: boot goes in a second write, after the CD-ROM.
+    other = judge(decl(ide3="none,media=cdrom", boot="order=ide3;scsi0;ide2;net0"), live)
+    assert other.put == {"ide3": "none,media=cdrom"} and other.after == {"boot": "order=ide3;scsi0;ide2;net0"}
+    assert "boot" in other.drift and "second write" in other.notes[0]
+    # A cloud-init drive is not appended; a boot naming a device the write deletes is refused.
+    assert judge(decl(ide1="local-lvm:cloudinit"), live).notes == []
+    gone = judge(decl(net1="", boot="order=scsi0;net0;net1"), {**live, "boot": "order=scsi0;net0;net1"})
+    assert "device 'net1' does not exist" in gone.refuse[0]
+
+
 def test_a_boot_order_naming_a_device_the_vm_will_not_have_is_refused() -> None:
     # API2/Qemu.pm update_vm_api: "invalid bootorder: device '$dev' does not exist'" unless it is in the
     # config, pending, or the same write, and not deleted.
