@@ -34,7 +34,7 @@ from salt_proxmox.guest.refusals import provision_privilege_check
 from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
-from salt_proxmox.pve.facts import volume_presence
+from salt_proxmox.pve.facts import release, volume_presence
 from salt_proxmox.qemu import judge, schema
 from salt_proxmox.qemu.props import QemuDeclaration, parse_declaration, parse_drive, parse_net
 from salt_proxmox.wire.propstring import pairs
@@ -127,6 +127,8 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     refusals = judge.create_refusals(decl)
     what = f"VM {decl.vmid} on {decl.node}"
     notes = [f"{what}: the create needs {use}" for use in judge.mapping_uses(decl)]
+    if judge.needs_release(decl.config):
+        refusals += judge.release_refusals(decl.config, release(ctx))
     if decl.config.get("startup") and not refusals:
         refusals, said = startup_check(ctx, decl)
         notes += said
@@ -199,9 +201,12 @@ def update_checks(
     ctx: PveContext, decl: QemuDeclaration, change: judge.QemuChange
 ) -> tuple[list[str], list[str]]:
     """The ISOs the CD-ROM values ``change`` writes name (``iso_checks``); nothing is read when it
-    writes none (a no-drift plan reads nothing more). The release is not read. The judge's notes
+    writes none (a no-drift plan reads nothing more). The release is read only for an option some
+    releases lack (``judge.release_refusals``). The judge's notes
     (``QemuChange.notes``: what PVE does with the write beyond storing it) follow the ISO notes."""
     refusals, notes = iso_checks(ctx, decl, change.put)
+    if judge.needs_release(change.put):
+        refusals = [*refusals, *judge.release_refusals(change.put, release(ctx))]
     if "startup" in change.put or "startup" in change.clear:
         more, said = startup_check(ctx, decl)
         refusals, notes = [*refusals, *more], [*notes, *said]

@@ -48,7 +48,7 @@ from salt_proxmox.lxc.judge import (
     root_only_refusal,
 )
 from salt_proxmox.outcome import text_diff
-from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
+from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, Release, TagStyle
 from salt_proxmox.qemu import schema
 from salt_proxmox.qemu.props import (
     DRIVES,
@@ -725,6 +725,30 @@ def boot_refusals(decl: QemuDeclaration, boot: str, devices: set[str], at_create
         f"update_vm_api); the boot order may name only devices the {what}. Declare {missing[0]}, or "
         "drop it from boot."
     ]
+
+
+def release_refusals(values: Mapping[str, str], release: Release) -> list[str]:
+    """Options of the ``agent``/``machine`` values in ``values`` (key -> value to write) that
+    ``release`` does not know (``facts.NEW_IN_9``: the agent's ``freeze-fs``/``guest-fsfreeze``,
+    the machine's ``aw-bits``), one sentence each; qemu-server 8's ``parse_property_string``
+    refuses them (``invalid key in comma-separated list property``)."""
+    reasons = []
+    for key, default in (("agent", "enabled"), ("machine", "type")):
+        if not values.get(key):
+            continue
+        names = [name for name, _ in pairs(values[key], default)]
+        for option in release.unknown_options(key, names):
+            other = " (PVE 8 names it freeze-fs-on-backup)" if key == "agent" else ""
+            reasons.append(
+                f"{key}: {option}= is an option of PVE 9{other}; this cluster runs PVE {release.release}, "
+                f"whose qemu-server refuses it (`invalid key in comma-separated list property: {option}`)."
+            )
+    return reasons
+
+
+def needs_release(values: Mapping[str, str]) -> bool:
+    """True when ``values`` name an option only some releases know (``release_refusals``)."""
+    return bool(release_refusals(values, Release("8.0")))
 
 
 def startup_refusal(decl: QemuDeclaration, who: str) -> str:

@@ -543,3 +543,27 @@ def test_a_new_cdrom_and_a_declared_boot_end_in_the_declared_order(fresh_cluster
         clean = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **declared)
         assert clean.result is True and clean.changes == {}, clean.comment
     assert config(fresh_cluster, 150)["boot"] == f"order=sata2;{order};ide3;sata1"
+
+
+def test_an_agent_option_of_pve_9_is_refused_at_plan_on_pve_8(fresh_cluster):
+    """qemu-server 8 (stable-bookworm) $agent_fmt knows freeze-fs-on-backup, not freeze-fs: on a PVE 8
+    cluster (GET /version) the plan refuses it, at create and update, with nothing written."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    fresh_cluster.pve.version, fresh_cluster.pve.release_version = ("8.4.14", "8.4")
+    for vmid, state in ((150, "web"), (151, "other")):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store, cache={})
+            outcome = present(ctx, state, test, **vm(vmid, agent="1,freeze-fs=0"))
+            assert outcome.result is False and "freeze-fs= is an option of PVE 9" in "\n".join(
+                outcome.comment
+            )
+            assert writes(requests_since(fresh_cluster, start)) == []
+    said = present(
+        make_context(static_targets(fresh_cluster), store=store),
+        "web",
+        True,
+        **vm(agent="1,freeze-fs-on-backup=0"),
+    )
+    assert said.result is None, said.comment

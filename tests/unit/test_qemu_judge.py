@@ -637,6 +637,20 @@ def test_the_machine_version_pve_pins_for_windows_is_not_drift() -> None:
     assert turned.put == {"ostype": "win11"} and "check_and_pin_machine_string" in turned.notes[0]
 
 
+def test_options_of_pve_9_are_refused_on_pve_8() -> None:
+    # qemu-server 9 Agent.pm $agent_fmt adds freeze-fs (alias guest-fsfreeze); stable-bookworm knows
+    # freeze-fs-on-backup only. Machine.pm $machine_fmt's aw-bits is qemu-server 9's too.
+    from salt_proxmox.pve.facts import Release
+    from salt_proxmox.qemu.judge import needs_release, release_refusals
+
+    values = {"agent": "1,freeze-fs=0", "machine": "q35,viommu=virtio,aw-bits=48"}
+    said = release_refusals(values, Release("8.4"))
+    assert "agent: freeze-fs= is an option of PVE 9 (PVE 8 names it freeze-fs-on-backup)" in said[0]
+    assert "machine: aw-bits= is an option of PVE 9" in said[1]
+    assert release_refusals(values, Release("9.0")) == [] and needs_release(values)
+    assert not needs_release({"agent": "1,freeze-fs-on-backup=0", "machine": "q35"})
+
+
 def test_numbers_from_a_form_put_read_back_as_strings_compare_as_numbers() -> None:
     assert judge(decl(cores=2, sockets=1, onboot=True), vm(cores="2", onboot="1")).drift == []
 
