@@ -206,12 +206,9 @@ THROTTLE_EXCLUSIVE = (("mbps", "mbps_rd"), ("mbps", "mbps_wr"), ("iops", "iops_r
 
 
 def _set(options: Mapping[str, str], key: str) -> bool:
-    """Perl truth of an option as ``parse_drive`` tests it: present, not empty, not ``0``."""
-    value = options.get(key, "")
-    try:
-        return float(value) != 0
-    except ValueError:
-        return value not in ("", "0")
+    """Perl truth of an option as ``parse_drive`` tests it: present and neither ``''`` nor ``'0'``
+    (a string ``0.0`` is true in Perl)."""
+    return options.get(key, "") not in ("", "0")
 
 
 def unparsable_drive(key: str, options: Mapping[str, str]) -> str | None:

@@ -567,3 +567,18 @@ def test_an_agent_option_of_pve_9_is_refused_at_plan_on_pve_8(fresh_cluster):
         **vm(agent="1,freeze-fs-on-backup=0"),
     )
     assert said.result is None, said.comment
+
+
+def test_a_boot_order_naming_a_device_the_clone_will_not_have_is_refused_before_the_clone(fresh_cluster):
+    """update_vm_api refuses the clone's configure step ("invalid bootorder: device 'scsi5' does not
+    exist"); the plan judges the declaration against the template's config, so no clone is made."""
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        ctx = make_context(static_targets(fresh_cluster))
+        outcome = present(
+            ctx, "app", test, vmid=152, node="pve1", clone=CLOUD_TEMPLATE_VMID, boot="order=scsi5;scsi0"
+        )
+        said = "\n".join(outcome.comment)
+        assert outcome.result is False and "invalid bootorder: device 'scsi5' does not exist" in said, said
+        assert writes(requests_since(fresh_cluster, start)) == []
+    assert 152 not in fresh_cluster.pve.vms
