@@ -164,7 +164,7 @@ def changes_of(family: Family, change: Change, live: Mapping[str, object]) -> di
     """A return's ``changes`` of a write of ``change`` onto a guest whose config is ``live``:
     ``{key: {old, new}}`` per put, clear and secret (shown as set / not set), ``disks`` per resize."""
     out: dict = {}
-    for key, value in change.put.items():
+    for key, value in [*change.put.items(), *getattr(change, "after", {}).items()]:
         out[key] = family.key_change(key, live_text(live.get(key)), value)
     for key in change.clear:
         out[key] = family.key_change(key, live_text(live.get(key)), "")
@@ -1001,8 +1001,9 @@ def config_form(
 def _update(
     ctx: PveContext, family: Family, decl: Declaration, decision: Decision, written: list[str]
 ) -> None:
-    """One digest-guarded config PUT, then a resize task per grown disk; each step that went
-    through is added to ``written`` (the keys the PUT wrote; ``<disk> grown to <size>``)."""
+    """One digest-guarded config PUT (and a second one for a VM change's ``after`` keys, guarded by
+    the digest the first left), then a resize task per grown disk; each step that went through is
+    added to ``written`` (the keys the PUTs wrote; ``<disk> grown to <size>``)."""
     change = decision.change
     path = guest_path(family, decl.node, decl.vmid)
     # Secret keys the judge asks to write (a VM's ``cipassword``): their values come from the
@@ -1013,6 +1014,15 @@ def _update(
         credential = ctx.broker.provision()
         ctx.client.request("PUT", f"{path}/config", credential, form=form)
         written.extend([*change.put, *change.clear, *secrets])
+        after = getattr(change, "after", {})
+        if after:
+            # A second write the plan named (a VM's boot beside a CD-ROM PVE appends to it), guarded
+            # by the digest the first one left.
+            done = ctx.client.request("GET", f"{path}/config", ctx.broker.read(), params={"current": "1"})
+            form = {**after, "digest": str((done or {}).get("digest", ""))}
+            check_form(family.update, form, presence=False)
+            ctx.client.request("PUT", f"{path}/config", credential, form=form)
+            written.extend(after)
     for disk, size in change.resize:
         form = {"disk": disk, "size": size}
         check_form(family.resize, form, presence=True)

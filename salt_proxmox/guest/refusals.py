@@ -1,6 +1,11 @@
 """PVE's refusals of a guest destroy, predicted at plan from what the ``read`` credential can see,
 and the one read of a guest's power state; shared by guest families.
 
+The provision token's privileges (``provision_privilege_check``): a write PVE lets only a caller
+with a privilege beyond the guest's own (a privileged container on PVE 9, a VM's ``startup``: both
+``Sys.Modify`` on ``/``) is judged at plan by reading the provision token's effective privileges
+with the read credential, when its id is known without minting.
+
 Destroy (pve-container ``src/PVE/API2/LXC.pm`` ``destroy_vm``, qemu-server ``PVE/API2/Qemu.pm``
 ``destroy_vm``): a guest with ``protection: 1`` ("can't remove CT N - protection mode enabled",
 pve-guest-common ``AbstractConfig::check_protection``) or a running one (no ``force``/``skiplock``
@@ -10,11 +15,12 @@ destroy is judged or a change's effect depends on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.permissions import held_privileges
 from salt_proxmox.wire.propstring import flag
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,3 +97,32 @@ def destroy_refusals(
             f"(`{command} shutdown {vmid}` on the node), then run again."
         ]
     return []
+
+
+def provision_privilege_check(
+    ctx: PveContext, privilege: str, path: str, why: str, refusal: Callable[[str], str], later: str
+) -> tuple[list[str], list[str]]:
+    """At plan: ``(refusals, notes)`` for a write that needs ``privilege`` on ``path`` (``why``: what
+    needs it, for the notes). When the provision token's id is known without minting (``source:
+    static``), its effective privileges are read with the read credential (``GET
+    /access/permissions?userid=<token>&path=<path>``, which PVE answers for a caller with Sys.Audit
+    on ``/access``: ``pve.permissions.held_privileges``); lacking ``privilege`` is ``refusal(<who>)``.
+    When the id is not known (``source: openbao`` mints a token per lease) or the read is refused
+    (403), a note says so, ending with ``later`` (who checks it then). Raises PveMalformed,
+    PveUnreachable, and PveError other than 403."""
+    provision = (ctx.target.credentials or {}).get("provision")
+    token = provision.get("token_id") if isinstance(provision, Mapping) else None
+    note = f"the provision token's {privilege} on {path} ({why}) {later}"
+    if not isinstance(token, str) or ctx.target.credentials.get("source") != "static":
+        return [], [f"{note}: its id is known only once it is minted"]
+    try:
+        held = held_privileges(ctx, ctx.broker.read(), path, userid=token)
+    except PveError as error:
+        if error.status == 403:
+            return [], [
+                f"{note}: the read token may not read another token's privileges (Sys.Audit on /access)"
+            ]
+        raise
+    if privilege in held:
+        return [], []
+    return [refusal(f"the provision token {token}")], []

@@ -186,11 +186,14 @@ def split_by_effect(
     change = verdict.change
     now: list[str] = []
     later: list[str] = []
-    for key in [*change.put, *change.clear]:
+    # A second write's keys (a VM's ``after``) take effect by the same rules.
+    after: Mapping[str, str] = getattr(change, "after", {})
+    for key in [*change.put, *change.clear, *after]:
+        value = change.put.get(key, after.get(key))
         live = (
             not running
             or key not in verdict.drift_in_effect
-            or family.applies_live(key, key in change.clear, config, change.put.get(key))
+            or family.applies_live(key, key in change.clear, config, value)
         )
         (now if live else later).append(key)
     now.extend(disk for disk, _ in change.resize if disk not in now)

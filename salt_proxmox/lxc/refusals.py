@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest.refusals import protected
-from salt_proxmox.pve.errors import PveError
+from salt_proxmox.guest.refusals import protected, provision_privilege_check
 from salt_proxmox.pve.permissions import held_privileges
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,28 +53,17 @@ def _sys_modify_refusal(who: str) -> str:
 
 
 def privileged_create_check(ctx: PveContext) -> tuple[list[str], list[str]]:
-    """At plan, for a privileged create on PVE 9: (refusals, notes). The provision token's
-    privileges on ``/`` are read with the read credential when its id is known without minting;
-    otherwise a note says the apply checks them. Raises PveMalformed, PveUnreachable."""
-    provision = (ctx.target.credentials or {}).get("provision")
-    token = provision.get("token_id") if isinstance(provision, Mapping) else None
-    later = (
-        "the provision token's Sys.Modify on / (needed for a privileged create on PVE 9) is checked by the "
-        "apply before the create is sent"
+    """At plan, for a privileged create on PVE 9: (refusals, notes), by
+    ``guest.refusals.provision_privilege_check``; when the token is not known the apply checks its
+    own privileges (``check_own_sys_modify``). Raises PveMalformed, PveUnreachable."""
+    return provision_privilege_check(
+        ctx,
+        "Sys.Modify",
+        "/",
+        "needed for a privileged create on PVE 9",
+        _sys_modify_refusal,
+        "is checked by the apply before the create is sent",
     )
-    if not isinstance(token, str) or ctx.target.credentials.get("source") != "static":
-        return [], [f"{later}: its id is known only once it is minted"]
-    try:
-        held = held_privileges(ctx, ctx.broker.read(), "/", userid=token)
-    except PveError as error:
-        if error.status == 403:
-            return [], [
-                f"{later}: the read token may not read another token's privileges (Sys.Audit on /access)"
-            ]
-        raise
-    if "Sys.Modify" in held:
-        return [], []
-    return [_sys_modify_refusal(f"the provision token {token}")], []
 
 
 def check_own_sys_modify(ctx: PveContext, credential: Credential) -> None:

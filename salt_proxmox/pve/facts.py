@@ -75,8 +75,16 @@ ANY_PRIVILEGE = frozenset().union(*PRIVILEGES.values())
 #: The names every supported release knows (a role naming only these needs no ``/version`` read).
 PRIVILEGES_OF_EVERY_RELEASE = frozenset.intersection(*PRIVILEGES.values())
 
-#: Property-string options PVE 9 added, by family (pve-container ``src/PVE/LXC/Config.pm``).
-NEW_IN_9 = {"net": frozenset({"host-managed"}), "volume": frozenset({"idmap"})}
+#: Property-string options PVE 9 added, by family (pve-container ``src/PVE/LXC/Config.pm``;
+#: qemu-server 9 ``PVE/QemuServer/Agent.pm`` ``$agent_fmt``'s ``freeze-fs`` and its alias
+#: ``guest-fsfreeze``, PVE 8 knowing ``freeze-fs-on-backup`` only, and ``Machine.pm``
+#: ``$machine_fmt``'s ``aw-bits``).
+NEW_IN_9 = {
+    "net": frozenset({"host-managed"}),
+    "volume": frozenset({"idmap"}),
+    "agent": frozenset({"freeze-fs", "guest-fsfreeze"}),
+    "machine": frozenset({"aw-bits"}),
+}
 
 _RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)")
 
@@ -120,7 +128,8 @@ class Release:
         return self.major >= 9
 
     def unknown_options(self, family: str, options: object) -> list[str]:
-        """The options of ``family`` (``net``, ``volume``) this release does not know."""
+        """The options of ``family`` (``net``, ``volume``, ``agent``, ``machine``) this release does
+        not know."""
         if self.major >= 9:
             return []
         return sorted(set(options) & NEW_IN_9.get(family, frozenset()))  # type: ignore[arg-type]

@@ -34,10 +34,11 @@ from salt_proxmox.guest import lifecycle as shared
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
 from salt_proxmox.guest.pending import GuestConfig
+from salt_proxmox.guest.refusals import provision_privilege_check
 from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
-from salt_proxmox.pve.facts import volume_presence
+from salt_proxmox.pve.facts import release, volume_presence
 from salt_proxmox.qemu import judge, schema
 from salt_proxmox.qemu.props import QemuDeclaration, parse_declaration, parse_drive, parse_net
 from salt_proxmox.wire.propstring import pairs
@@ -134,6 +135,11 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     refusals = judge.create_refusals(decl)
     what = f"VM {decl.vmid} on {decl.node}"
     notes = [f"{what}: the create needs {use}" for use in judge.mapping_uses(decl)]
+    if judge.needs_release(decl.config):
+        refusals += judge.release_refusals(decl.config, release(ctx))
+    if decl.config.get("startup") and not refusals:
+        refusals, said = startup_check(ctx, decl)
+        notes += said
     if decl.clone is None:
         if not refusals:
             refusals, unchecked = iso_checks(ctx, decl, decl.config)
@@ -214,13 +220,35 @@ def update_checks(
     ctx: PveContext, decl: QemuDeclaration, change: judge.QemuChange
 ) -> tuple[list[str], list[str]]:
     """The ISOs the CD-ROM values ``change`` writes name (``iso_checks``); nothing is read when it
-    writes none (a no-drift plan reads nothing more). The release is not read."""
-    return iso_checks(ctx, decl, change.put)
+    writes none (a no-drift plan reads nothing more). The release is read only for an option some
+    releases lack (``judge.release_refusals``). The judge's notes
+    (``QemuChange.notes``: what PVE does with the write beyond storing it) follow the ISO notes."""
+    refusals, notes = iso_checks(ctx, decl, change.put)
+    if judge.needs_release(change.put):
+        refusals = [*refusals, *judge.release_refusals(change.put, release(ctx))]
+    if "startup" in change.put or "startup" in change.clear:
+        more, said = startup_check(ctx, decl)
+        refusals, notes = [*refusals, *more], [*notes, *said]
+    return refusals, [*notes, *getattr(change, "notes", [])]
+
+
+def startup_check(ctx: PveContext, decl: QemuDeclaration) -> tuple[list[str], list[str]]:
+    """``(refusals, notes)`` for a write of ``startup``: the provision token needs Sys.Modify on ``/``
+    (``judge.startup_refusal``), read as ``guest.refusals.provision_privilege_check`` reads it.
+    Raises PveMalformed, PveUnreachable, PveError other than 403."""
+    return provision_privilege_check(
+        ctx,
+        "Sys.Modify",
+        "/",
+        f"needed to set startup on VM {decl.vmid}",
+        lambda who: judge.startup_refusal(decl, who),
+        "is checked by PVE when the write is sent",
+    )
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:
-    """``schema.applies_live`` on the VM's config in effect, with its ``hotplug`` and the options
-    of ``key`` the write changes (``netN``, drives, ``agent``)."""
+    """``schema.applies_live`` on the VM's config in effect, with its ``hotplug``, ``ostype`` and
+    ``machine`` and the options of ``key`` the write changes (``netN``, drives, ``agent``)."""
     old = live_text(config.current.get(key))
     changed: frozenset[str] = frozenset()
     if old is not None and new is not None:
@@ -231,7 +259,17 @@ def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = N
         elif key == "agent":
             a, b = dict(pairs(new, "enabled")), dict(pairs(old, "enabled"))
             changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
-    return schema.applies_live(key, clear, old, new, live_text(config.current.get("hotplug")), changed)
+    current = config.current
+    return schema.applies_live(
+        key,
+        clear,
+        old,
+        new,
+        live_text(current.get("hotplug")),
+        changed,
+        ostype=live_text(current.get("ostype")),
+        machine=live_text(current.get("machine")),
+    )
 
 
 #: The VM family.

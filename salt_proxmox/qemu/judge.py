@@ -49,7 +49,7 @@ from salt_proxmox.lxc.judge import (
     root_only_refusal,
 )
 from salt_proxmox.outcome import text_diff
-from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
+from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, Release, TagStyle
 from salt_proxmox.qemu import schema
 from salt_proxmox.qemu.props import (
     DRIVES,
@@ -78,15 +78,20 @@ from salt_proxmox.wire.volumes import judge_volume, volume_owner
 @dataclass(frozen=True)
 class QemuChange(Change):
     """``Change`` plus ``secrets`` (keys whose declared secret value the write sends, from
-    ``QemuDeclaration.secrets``) and ``uses`` (``Mapping.Use`` privileges the write needs)."""
+    ``QemuDeclaration.secrets``), ``uses`` (``Mapping.Use`` privileges the write needs), ``notes``
+    (plan lines on what PVE does with a write beyond storing it) and ``after`` (keys written by a
+    second digest-guarded config write once the first is done: a declared ``boot`` beside a CD-ROM
+    PVE appends to it, see ``boot_order_effects``)."""
 
     secrets: list[str] = field(default_factory=list)
     uses: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    after: dict[str, str] = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
         """True when applying this change sends anything to PVE."""
-        return bool(self.put or self.clear or self.resize or self.secrets)
+        return bool(self.put or self.clear or self.resize or self.secrets or self.after)
 
 
 def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
@@ -100,7 +105,10 @@ def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> st
     if compare == "hotplug":
         return ",".join(sorted(schema.hotplug_set(value)))
     if compare == "agent":
-        options = {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="enabled")}
+        options = {
+            schema.AGENT_ALIASES.get(key, key): canonical_option(key, raw)
+            for key, raw in pairs(value, default_key="enabled")
+        }
         return sorted_form({k: v for k, v in options.items() if schema.AGENT_DEFAULTS.get(k) != v})
     if compare in ("vga", "cicustom"):
         return sorted_form(dict(pairs(value, default_key="type" if compare == "vga" else None)))
@@ -109,7 +117,43 @@ def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> st
         return ";".join(part for part in options.get("order", options.get("legacy", "")).split(";") if part)
     if compare == "sshkeys":
         return sshkeys_text(value)
+    if compare == "machine":
+        return sorted_form(machine_options(value))
     return compared_as(compare, value, style)
+
+
+def machine_options(value: str) -> dict[str, str]:
+    """A ``machine`` value as a map (``$machine_fmt``, ``type`` the default key), booleans canonical."""
+    return {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="type")}
+
+
+def machine_pin_notes(decl: QemuDeclaration, change: QemuChange, machine: str | None) -> list[str]:
+    """A plan line when the write turns ``ostype`` Windows and ``machine`` is neither declared nor
+    pinned: ``update_vm_api`` then pins it to the latest machine version (``Machine.pm``
+    ``check_and_pin_machine_string``), a value PVE owns, not drift."""
+    ostype = change.put.get("ostype")
+    if not ostype or "machine" in decl.config or not schema.windows_version(ostype):
+        return []
+    kind = machine_options(machine).get("type", "pc") if machine else "pc"
+    if kind not in schema.PINNED:
+        return []
+    return [
+        f"VM {decl.vmid} on {decl.node}: ostype {ostype} is Windows, so PVE pins machine {kind} to its "
+        "latest version (qemu-server Machine.pm check_and_pin_machine_string); machine is then PVE's, "
+        "not drift"
+    ]
+
+
+def machine_same(want: str, have: str, windows: bool) -> bool:
+    """Whether the declared ``machine`` is the live one. For a Windows guest an unversioned ``pc``,
+    ``q35`` or ``virt`` is the version PVE pinned it to (``Machine.pm``
+    ``check_and_pin_machine_string`` at ``create_vm``, and at ``update_vm_api`` when ``ostype``
+    turns Windows: "always pin Windows' machine version on create"), never drift."""
+    a, b = machine_options(want), machine_options(have)
+    pinned = schema.PINNED.get(a.get("type", ""))
+    if windows and pinned is not None and pinned.fullmatch(b.get("type", "")):
+        a["type"] = b["type"]
+    return a == b
 
 
 def root_only(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
@@ -227,9 +271,27 @@ def judge(
         live,
         change,
         drift,
-        lambda key, want, have: _judge_key(decl, key, want, have, change, drift, style),
+        lambda key, want, have: _judge_key(
+            decl, key, want, have, change, drift, style, live_text(live.get("ostype"))
+        ),
     )
     change.refuse.extend(live_refusals(decl, live))
+    change.notes.extend(machine_pin_notes(decl, change, live_text(live.get("machine"))))
+    if MEMORY_KEYS & {*change.put, *change.clear}:
+        after = {
+            key: change.put[key]
+            if key in change.put
+            else None
+            if key in change.clear
+            else live_text(live.get(key))
+            for key in (*MEMORY_KEYS, "hugepages")
+        }
+        change.refuse.extend(memory_refusals(after, "memory" in change.put or "balloon" in change.put))
+    declared_boot = decl.config.get("boot")
+    if declared_boot and ("boot" in change.put or change.put or change.clear):
+        have = {key for key, value in live.items() if live_text(value)} | set(change.put)
+        change.refuse.extend(boot_refusals(decl, declared_boot, have - set(change.clear)))
+    change.notes.extend(boot_order_effects(decl, change, drift, live_text(live.get("boot"))))
     if "cipassword" in decl.secrets:
         live_set = bool(live_text(live.get("cipassword")))
         recorded = ours.cipassword_serial if ours is not None else decl.cipassword_serial
@@ -248,6 +310,7 @@ def _judge_key(
     change: QemuChange,
     drift: set[str],
     style: TagStyle,
+    live_ostype: str | None = None,
 ) -> None:
     family = schema.family_of(key)
     if schema.is_drive(key):
@@ -284,6 +347,10 @@ def _judge_key(
             lambda w, _h: w,
         )
         return
+    if key == "machine" and want and have is not None:
+        ostype = decl.config.get("ostype") or live_ostype
+        if machine_same(want, have, bool(schema.windows_version(ostype))):
+            return
     if key == "smbios1":
         if want == "" or have is None or not _smbios_same(want, have):
             if want == "" and have is None:
@@ -339,6 +406,14 @@ def _judge_drive(
             change.put[key] = want
         return
     live = parse_drive(have)
+    if key in schema.SPECIAL_DRIVES:
+        want, refusals, notes = special_drive_rules(decl, key, want, have)
+        if refusals:
+            drift.add(key)
+            change.refuse.extend(refusals)
+            return
+        change.notes.extend(notes)
+        declared = parse_drive(want)
     if {declared.kind, live.kind} & {"cdrom", "cloudinit"}:
         if declared.kind != live.kind and not {declared.kind, live.kind} <= {"cdrom", "cloudinit"}:
             drift.add(key)
@@ -372,6 +447,106 @@ def _judge_drive(
     verdict = judge_volume(key, want, have, DRIVES)
     if change.take_volume(key, verdict, root_only(decl, key, want, "A drive on a host path.")):
         drift.add(key)
+
+
+def _drive_map(value: str) -> dict[str, str]:
+    """A drive's options (not volume or size) in canonical spelling, defaults dropped."""
+    drive = parse_drive(value)
+    return option_map(",".join(f"{k}={v}" for k, v in drive.options.items() if k != "size"), "drive")
+
+
+#: ``Drive.pm`` ``%efitype_fmt`` ``ms-cert``: ``2023`` and ``2023w`` are deprecated markers; enrolling
+#: writes ``2023k`` (``OVMF.pm`` ``ensure_ms_2023_cert_enrolled``).
+MS_CERT_DEPRECATED = ("2023", "2023w")
+
+
+def special_drive_rules(
+    decl: QemuDeclaration, key: str, want: str, have: str
+) -> tuple[str, list[str], list[str]]:
+    """``(value to judge, refusals, notes)`` for a declared ``efidisk0``/``tpmstate0`` against the
+    live one (qemu-server 9.0.27+ and 8.4.6+ on ``ms-cert``; the rest since PVE 7).
+
+    - ``ms-cert`` is PVE's marker unless declared: ``OVMF.pm`` ``create_efidisk`` adds ``ms-cert=2023k``
+      when it copies a vars template with ``pre-enrolled-keys`` that holds the Microsoft UEFI CA 2023,
+      so an undeclared one is carried into the value judged and written. A declared ``2023k`` over
+      another marker is a key enrollment (``drive_change`` runs ``ensure_ms_2023_cert_enrolled``,
+      ``virt-fw-vars``, when the pending change is applied: at once on a stopped VM, at the next start
+      of a running one): a note. Without ``pre-enrolled-keys`` PVE enrolls nothing and drops the
+      marker (``should_enroll_ms_2023_cert``); ``2023``/``2023w`` become ``2023k``; a marker away
+      from ``2023k`` changes only the text ("the marker is not the source of truth"): refused.
+    - ``efitype`` and ``pre-enrolled-keys`` of an existing EFI disk: ``create_disks`` copies the
+      OVMF vars template only for a new disk (``create_efidisk``), so a change rewrites only the
+      config text while the vars keep their size and keys: refused, naming a new EFI disk.
+    - ``tpmstate0`` ``version``: ``API2/Qemu.pm`` ``prohibit_tpm_version_change`` dies
+      ``cannot change TPM state version after creation``: refused, naming a new TPM state.
+    """
+    a, b = _drive_map(want), _drive_map(have)
+    volume = parse_drive(have).volume
+    storage = volume.partition(":")[0]
+    vmid, refusals, notes = decl.vmid, [], []
+    if key == "tpmstate0":
+        had, wanted = b.get("version", "v1.2"), a.get("version", "v1.2")
+        if wanted != had:
+            refusals.append(
+                f"tpmstate0: version {had} -> {wanted}: PVE refuses it (qemu-server API2/Qemu.pm "
+                "prohibit_tpm_version_change: `cannot change TPM state version after creation`). A new "
+                "TPM state loses what the guest sealed in it (BitLocker keys): with VM "
+                f"{vmid} shut down, `qm set {vmid} --delete tpmstate0` (the old volume becomes "
+                f"unusedN), then `qm set {vmid} --tpmstate0 {storage}:1,version={wanted}`."
+            )
+        return want, refusals, notes
+    value = ",".join([f"{storage}:1", *(f"{k}={v}" for k, v in sorted(a.items()) if k != "ms-cert")])
+    new_disk = (
+        f"with VM {vmid} shut down, `qm set {vmid} --delete efidisk0` (the old volume becomes "
+        f"unusedN), then `qm set {vmid} --efidisk0 {value}` (the EFI variables, boot entries "
+        "included, start from the template again)"
+    )
+    for option, default in (("efitype", "2m"), ("pre-enrolled-keys", "0")):
+        if a.get(option, default) != b.get(option, default):
+            refusals.append(
+                f"efidisk0: {option} {b.get(option, default)} -> {a.get(option, default)}: on an "
+                "existing EFI disk PVE rewrites only the config text; the EFI vars on "
+                f"{volume} keep the size and keys of the template they were copied from "
+                "(qemu-server API2/Qemu.pm create_disks runs OVMF.pm create_efidisk for a new disk "
+                f"only). For a new EFI disk: {new_disk}."
+            )
+    if refusals:
+        return want, refusals, notes
+    if "ms-cert" not in parse_drive(want).options:
+        marker = parse_drive(have).options.get("ms-cert")
+        return (f"{want},ms-cert={marker}" if marker else want), [], []
+    wanted, had = a.get("ms-cert", "2011"), b.get("ms-cert", "2011")
+    if wanted == had:
+        return want, [], []
+    if wanted in MS_CERT_DEPRECATED:
+        refusals.append(
+            f"efidisk0: ms-cert={wanted} is a deprecated marker; PVE enrolls the 2023 "
+            "certificates and writes ms-cert=2023k (qemu-server OVMF.pm "
+            "ensure_ms_2023_cert_enrolled), so it would differ again. Declare ms-cert=2023k, or "
+            "leave ms-cert out (it is PVE's marker)."
+        )
+    elif wanted.startswith("2023") and a.get("pre-enrolled-keys") != "1":
+        refusals.append(
+            f"efidisk0: ms-cert={wanted} without pre-enrolled-keys=1: PVE enrolls nothing and "
+            "drops the marker (qemu-server OVMF.pm should_enroll_ms_2023_cert), so it would "
+            "differ again. Leave ms-cert out."
+        )
+    elif not wanted.startswith("2023"):
+        refusals.append(
+            f"efidisk0: ms-cert {had} -> {wanted}: PVE rewrites only the marker; the certificates "
+            f"enrolled in {volume} stay (qemu-server OVMF.pm drive_change: the marker is not the "
+            "source of truth). Leave ms-cert out of the declaration (it is PVE's marker), or make "
+            f"a new EFI disk: {new_disk}."
+        )
+    else:
+        notes.append(
+            f"VM {vmid} on {decl.node}: efidisk0: ms-cert {had} -> 2023k enrolls the Microsoft "
+            "UEFI CA 2023, Windows UEFI CA 2023 and Microsoft Corporation KEK 2K CA 2023 "
+            f"certificates into the EFI vars of {volume} (qemu-server OVMF.pm drive_change -> "
+            "ensure_ms_2023_cert_enrolled, virt-fw-vars) when the change is applied: at once on a "
+            "stopped VM, at its next start on a running one"
+        )
+    return want, refusals, notes
 
 
 def _media(kind: str) -> str:
@@ -428,6 +603,200 @@ def added_drive_refusal(decl: QemuDeclaration, key: str, value: str) -> str | No
     return (
         f"{key}: {drive.volume} is an existing volume{_whose(decl, drive.volume)}; a new drive allocates a "
         f"new volume. Declare it as storage:GiB (e.g. {drive.storage}:32), not the existing volume."
+    )
+
+
+#: The keys whose values ``memory_refusals`` judges together.
+MEMORY_KEYS = frozenset({"memory", "balloon", "hotplug", "numa", "sockets"})
+#: ``PVE/QemuServer/Memory.pm`` ``$STATICMEM``: the MiB a VM with memory hot-plug boots with; the
+#: rest is DIMMs.
+STATIC_MEMORY = 1024
+
+
+def dimm_steps(memory: int, static: int, dimm: int) -> tuple[int, int, int]:
+    """``(below, reached, size)`` of ``Memory.pm`` ``foreach_dimm`` for ``memory`` MiB: DIMMs of
+    ``dimm`` MiB (512, or 1024 with 1 GiB hugepages) are added 32 at a time, their size doubling after
+    each 32, from ``static`` until the total reaches ``memory``; ``reached`` is that total, ``below``
+    the one before it and ``size`` the last DIMM's. PVE refuses ``memory`` unless ``reached`` equals it."""
+    total = below = static
+    if total >= memory:
+        return below, total, dimm
+    for _ in range(8):
+        for _ in range(32):
+            below, total = total, total + dimm
+            if total >= memory:
+                return below, total, dimm
+        dimm *= 2
+    return below, total, dimm
+
+
+def memory_refusals(after: Mapping[str, str | None], written: bool = True) -> list[str]:
+    """Why a VM with the config values ``after`` (``memory``, ``balloon``, ``hotplug``, ``numa``,
+    ``sockets``, ``hugepages`` as they will be once written; None: absent) cannot take them, in PVE's
+    words; ``written``: ``memory`` or ``balloon`` is in the write.
+
+    - ``PVE/API2/Qemu.pm`` ``update_vm_api`` (when ``memory`` or ``balloon`` is written): "balloon
+      value too large (must be smaller than assigned memory)" when ``balloon`` exceeds ``memory``.
+    - ``PVE/QemuServer/Memory.pm`` ``config`` (the VM's start) and ``qemu_memory_hotplug`` (a live
+      change), with ``memory`` in ``hotplug``: "NUMA needs to be enabled for memory hotplug";
+      "minimum memory must be 1024MB" (``$STATICMEM``, times ``sockets`` with ``hugepages: 1024``);
+      "memory size (N) must be aligned to D for hotplugging" (``foreach_dimm``'s DIMM sizes).
+    """
+    reasons = []
+    try:
+        memory = memory_mib(after.get("memory") or "512")
+        balloon = int(float(after.get("balloon") or 0))
+        sockets = int(float(after.get("sockets") or 1))
+        features = schema.hotplug_set(after.get("hotplug"))
+    except ValueError:
+        return []
+    if written and balloon and balloon > memory:
+        reasons.append(
+            f"balloon: {balloon} MiB: balloon value too large (must be smaller than assigned memory) "
+            f"(qemu-server API2/Qemu.pm update_vm_api); declare balloon at most memory ({memory} MiB)."
+        )
+    if "memory" not in features:
+        return reasons
+    if compared_as("flag", after.get("numa") or "0") != "1":
+        reasons.append(
+            "hotplug: memory hot-plug needs numa: 1 (qemu-server Memory.pm config: `NUMA needs to be enabled "
+            "for memory hotplug`, so the VM would not start); declare numa: 1, or drop memory from hotplug."
+        )
+    huge = after.get("hugepages") == "1024"
+    static = STATIC_MEMORY * sockets if huge else STATIC_MEMORY
+    if memory < static:
+        reasons.append(
+            f"memory: {memory} MiB with memory hot-plug: minimum memory must be {static}MB (qemu-server "
+            "Memory.pm config/qemu_memory_hotplug); declare at least that, or drop memory from hotplug."
+        )
+        return reasons
+    below, reached, size = dimm_steps(memory, static, 1024 if huge else 512)
+    if reached != memory:
+        reasons.append(
+            f"memory: {memory} MiB with memory hot-plug: memory size ({memory}) must be aligned to {size} "
+            f"for hotplugging (qemu-server Memory.pm foreach_dimm); declare {below} or {reached} MiB."
+        )
+    return reasons
+
+
+def boot_order_effects(
+    decl: QemuDeclaration, change: QemuChange, drift: set[str], boot: str | None
+) -> list[str]:
+    """What PVE does to ``boot`` by itself when ``change`` is written onto a VM whose ``boot`` is
+    ``boot``, made part of the plan; returns its plan lines and adjusts ``change`` (and ``drift``).
+
+    qemu-server ``PVE/API2/Qemu.pm`` ``update_vm_api``, when ``boot`` has an ``order``: a deleted
+    device is removed from it (before any written key, so a written ``boot`` wins), and a drive written
+    as a CD-ROM (``drive_is_cdrom($drive, 1)``: ``media=cdrom``, not cloud-init) that the order does not
+    name is appended to it ("append new CD drives to bootorder to mark them bootable"). Written keys
+    are handled in Perl hash order, so a ``boot`` in the same write may come first and be overwritten
+    by the append: the resulting order is not fixed. Hence, with a declared ``boot``: when the append
+    alone gives the declared order, ``boot`` is not sent; otherwise it goes in a second write
+    (``after``). Without a declared ``boot`` the order is PVE's: the plan says what it becomes.
+    """
+    order = schema.boot_devices(boot or "")
+    if not order:
+        return []
+    removed = [key for key in change.clear if key in order]
+    appended = [
+        key
+        for key, value in change.put.items()
+        if schema.is_drive(key) and key not in order and _plain_cdrom(value)
+    ]
+    if not (removed or appended):
+        return []
+    result = [device for device in order if device not in removed] + appended
+    becomes = f"order={';'.join(result)}"
+    what = f"VM {decl.vmid} on {decl.node}"
+    did = "; ".join(
+        part
+        for part in (
+            f"removes {', '.join(removed)} from boot" if removed else "",
+            f"appends the new CD-ROM {', '.join(appended)} to boot" if appended else "",
+        )
+        if part
+    )
+    declared = decl.config.get("boot")
+    if not declared:
+        return [
+            f"{what}: PVE {did} by itself (qemu-server API2/Qemu.pm update_vm_api): boot becomes {becomes}"
+        ]
+    if not appended:
+        return []
+    if len(appended) == 1 and schema.boot_devices(declared) == result:
+        change.put.pop("boot", None)
+        return [
+            f"{what}: PVE {did} by itself (qemu-server API2/Qemu.pm update_vm_api), which is the declared "
+            f"boot order ({becomes}); boot is not sent"
+        ]
+    change.put.pop("boot", None)
+    change.after["boot"] = declared
+    drift.add("boot")
+    return [
+        f"{what}: PVE {did} in the same write, in an order it does not fix (qemu-server API2/Qemu.pm "
+        f"update_vm_api); the declared boot ({declared}) is sent in a second write after it"
+    ]
+
+
+def _plain_cdrom(value: str) -> bool:
+    """``drive_is_cdrom($drive, 1)``: a CD-ROM value that is not a cloud-init drive."""
+    try:
+        return parse_drive(value).kind == "cdrom"
+    except ValueError:
+        return False
+
+
+def boot_refusals(decl: QemuDeclaration, boot: str, devices: set[str], at_create: bool = False) -> list[str]:
+    """Why the ``order`` of ``boot`` names a device the VM will not have once the write is done
+    (``devices``: the config keys it will hold), else ``[]``. qemu-server ``PVE/API2/Qemu.pm``
+    ``update_vm_api``: "invalid bootorder: device '<dev>' does not exist" unless the device is in the
+    config, its pending section or the same write, and not deleted by it. ``create_vm`` stores such
+    an order unchecked, and the VM then has nothing to boot from there: refused at create too."""
+    missing = [device for device in schema.boot_devices(boot) if device not in devices]
+    if not missing:
+        return []
+    what = "the declaration creates" if at_create else "VM has or this write adds"
+    return [
+        f"boot: invalid bootorder: device '{missing[0]}' does not exist (qemu-server API2/Qemu.pm "
+        f"update_vm_api); the boot order may name only devices the {what}. Declare {missing[0]}, or "
+        "drop it from boot."
+    ]
+
+
+def release_refusals(values: Mapping[str, str], release: Release) -> list[str]:
+    """Options of the ``agent``/``machine`` values in ``values`` (key -> value to write) that
+    ``release`` does not know (``facts.NEW_IN_9``: the agent's ``freeze-fs``/``guest-fsfreeze``,
+    the machine's ``aw-bits``), one sentence each; qemu-server 8's ``parse_property_string``
+    refuses them (``invalid key in comma-separated list property``)."""
+    reasons = []
+    for key, default in (("agent", "enabled"), ("machine", "type")):
+        if not values.get(key):
+            continue
+        names = [name for name, _ in pairs(values[key], default)]
+        for option in release.unknown_options(key, names):
+            other = " (PVE 8 names it freeze-fs-on-backup)" if key == "agent" else ""
+            reasons.append(
+                f"{key}: {option}= is an option of PVE 9{other}; this cluster runs PVE {release.release}, "
+                f"whose qemu-server refuses it (`invalid key in comma-separated list property: {option}`)."
+            )
+    return reasons
+
+
+def needs_release(values: Mapping[str, str]) -> bool:
+    """True when ``values`` name an option only some releases know (``release_refusals``)."""
+    return bool(release_refusals(values, Release("8.0")))
+
+
+def startup_refusal(decl: QemuDeclaration, who: str) -> str:
+    """A refusal of a ``startup`` write by a caller (``who``) without Sys.Modify on ``/``: qemu-server
+    ``PVE/API2/Qemu.pm`` ``$check_vm_modify_config_perm`` checks it for ``startup`` set or deleted,
+    at create and update ("special case for startup since it changes host behaviour")."""
+    value = decl.config.get("startup") or ""
+    run = f"qm set {decl.vmid} --startup '{value}'" if value else f"qm set {decl.vmid} --delete startup"
+    return (
+        f"startup: PVE lets only a caller with Sys.Modify on / set or clear a VM's startup (qemu-server "
+        f"API2/Qemu.pm $check_vm_modify_config_perm: it changes host behaviour), and {who} does not hold it. "
+        f"Grant the provision token Sys.Modify on /, or run `{run}` on {decl.node} as root@pam."
     )
 
 
@@ -496,6 +865,11 @@ def create_refusals(decl: QemuDeclaration) -> list[str]:
     drives; its declared drives are judged against the clone's.
     """
     reasons = []
+    if decl.clone is None:
+        reasons += memory_refusals({key: decl.config.get(key) or None for key in (*MEMORY_KEYS, "hugepages")})
+    if decl.clone is None and decl.config.get("boot"):
+        declared = {key for key, value in decl.config.items() if value}
+        reasons += boot_refusals(decl, decl.config["boot"], declared, at_create=True)
     for key, value in decl.config.items():
         if value == "":
             continue
@@ -657,7 +1031,20 @@ def split_by_effect(
                 b = dict(pairs(old, "enabled"))
                 changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
         in_effect = drift_in_effect is None or key in drift_in_effect
-        live_now = not running or not in_effect or schema.applies_live(key, clear, old, new, hotplug, changed)
+        live_now = (
+            not running
+            or not in_effect
+            or schema.applies_live(
+                key,
+                clear,
+                old,
+                new,
+                hotplug,
+                changed,
+                ostype=live_text(live.get("ostype")),
+                machine=live_text(live.get("machine")),
+            )
+        )
         (now if live_now else later).append(key)
     now.extend(disk for disk, _ in change.resize if disk not in now)
     return now, later

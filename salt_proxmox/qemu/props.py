@@ -185,11 +185,75 @@ def drive_problem(key: str, value: str) -> str | None:
     volname = drive.volume.partition(":")[2]
     if drive.kind == "volume" and (volname.startswith("iso/") or volname.endswith(".iso")):
         return "explicit 'media=cdrom' is required for iso images (qemu-server $check_drive_param)"
+    reason = unparsable_drive(key, drive.options)
+    if reason:
+        return reason
     if drive.kind == "cdrom" and key in schema.SPECIAL_DRIVES:
         return f"{key} cannot be a CD-ROM"
     named = drive.volume in ("none", "cdrom") or drive.volume.startswith("/")  # a host path: root@pam's
     if drive.kind == "cdrom" and drive.storage is None and not named:
         return f"{drive.volume!r} is not none, cdrom or an ISO volume (storage:iso/file.iso)"
+    return None
+
+
+#: ``Drive.pm`` ``parse_drive``: an option set only beside another (``mbps_max`` needs ``mbps``, a
+#: burst length its ``*_max``). qemu-server lists ``miops*_max`` there, options that do not exist,
+#: so ``iops_max`` without ``iops`` passes.
+THROTTLE_REQUIRES = {
+    "mbps_max": "mbps",
+    "mbps_rd_max": "mbps_rd",
+    "mbps_wr_max": "mbps_wr",
+    "bps_max_length": "mbps_max",
+    "bps_rd_max_length": "mbps_rd_max",
+    "bps_wr_max_length": "mbps_wr_max",
+    "iops_max_length": "iops_max",
+    "iops_rd_max_length": "iops_rd_max",
+    "iops_wr_max_length": "iops_wr_max",
+}
+#: ``parse_drive``: a total limit excludes the read and write ones.
+THROTTLE_EXCLUSIVE = (("mbps", "mbps_rd"), ("mbps", "mbps_wr"), ("iops", "iops_rd"), ("iops", "iops_wr"))
+
+
+def _set(options: Mapping[str, str], key: str) -> bool:
+    """Perl truth of an option as ``parse_drive`` tests it: present and neither ``''`` nor ``'0'``
+    (a string ``0.0`` is true in Perl)."""
+    return options.get(key, "") not in ("", "0")
+
+
+def unparsable_drive(key: str, options: Mapping[str, str]) -> str | None:
+    """Why qemu-server's ``parse_drive`` (``PVE/QemuServer/Drive.pm``) returns nothing for drive
+    ``key`` with ``options``, or rewrites them so they never read back as declared; else None.
+    ``update_vm_api``/``create_vm`` then refuse the write (``$check_drive_param``: "unable to parse
+    drive options").
+
+    - ``bps``/``bps_rd``/``bps_wr``: deleted and stored as ``mbps*`` (as written, ``mbps=0.000``:
+      the code converts ``defined(...)``, not the value), so the declaration would differ forever;
+    - ``mbps`` with ``mbps_rd``/``mbps_wr``, ``iops`` with ``iops_rd``/``iops_wr``;
+    - a ``*_max`` without its base, a burst ``*_length`` without its ``*_max`` (``THROTTLE_REQUIRES``);
+    - a CD-ROM (``media=cdrom``) with ``snapshot`` or ``format``, or on ``virtioN``.
+    """
+    why = "qemu-server Drive.pm parse_drive; PVE answers `unable to parse drive options`"
+    for option in ("bps", "bps_rd", "bps_wr"):
+        if option in options:
+            return (
+                f"{option}= is stored by PVE as m{option}= in MB/s, not as declared (qemu-server Drive.pm "
+                f"parse_drive deletes {option} and writes m{option}), so it would differ on every run; "
+                f"declare m{option}=<MB/s> instead"
+            )
+    for total, part in THROTTLE_EXCLUSIVE:
+        if _set(options, total) and _set(options, part):
+            return f"{total}= excludes {part}= ({why}); declare the total or the read/write limits"
+    for option, base in THROTTLE_REQUIRES.items():
+        if _set(options, option) and not _set(options, base):
+            return f"{option}= requires {base}= ({why})"
+    if options.get("media") == "cdrom":
+        if schema.family_of(key) == "virtio":
+            return (
+                f"a CD-ROM cannot be on {key}: VirtIO block has no CD-ROM ({why}); use ideN, sataN or scsiN"
+            )
+        if options.get("format") or canonical_option("snapshot", options.get("snapshot", "0")) != "0":
+            option = "format" if options.get("format") else "snapshot"
+            return f"a CD-ROM takes no {option}= ({why})"
     return None
 
 
@@ -486,8 +550,13 @@ def memory_mib(value: str) -> int:
 
 def cpu_options(value: str) -> dict[str, str]:
     """A ``cpu`` value as a map: ``host`` and ``cputype=host`` are one value (``CPUConfig.pm``
-    ``$cpu_fmt``, ``cputype`` the default key); flags canonical, ``hidden=0`` dropped."""
+    ``$cpu_fmt``, ``cputype`` the default key); booleans canonical, ``hidden=0`` dropped; ``flags``
+    in name order (``+aes;-pcid`` is ``-pcid;+aes``: each flag sets its own CPUID bit, so only a flag
+    named twice makes the order matter, and then it is kept)."""
     out = {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="cputype")}
+    flags = [flag for flag in out.get("flags", "").split(";") if flag]
+    if flags and len({flag[1:] for flag in flags}) == len(flags):
+        out["flags"] = ";".join(sorted(flags, key=lambda flag: flag[1:]))
     if out.get("hidden") == "0":
         del out["hidden"]
     return out

@@ -111,15 +111,80 @@ CPU_OPTIONS = {
     "guest-phys-bits": Rule("integer", minimum=32, maximum=64),
     "level": Rule("integer", minimum=0, maximum=4294967295),
 }
+#: ``PVE/QemuServer/Machine.pm`` ``$machine_fmt`` ``type`` pattern (anchored, as pve-common anchors
+#: every pattern), the same in qemu-server 8 and 9; ``maxLength`` 40.
+MACHINE_TYPE = re.compile(
+    r"(pc|pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?"
+    r"|virt(?:-\d+(\.\d+)+)?(\+pve\d+)?)",
+    re.ASCII,
+)
+#: ``$machine_fmt`` (``type`` the default key; ``aw-bits`` is qemu-server 9's).
+MACHINE_OPTIONS = {
+    "type": Rule(
+        max_length=40,
+        check=lambda value: (
+            None
+            if MACHINE_TYPE.fullmatch(value)
+            else f"{value!r} is not a machine type PVE knows (pc, q35, virt, pc-i440fx-X.Y, pc-q35-X.Y+pveN)"
+        ),
+    ),
+    "viommu": Rule("enum", choices=("intel", "virtio")),
+    "aw-bits": Rule("number", minimum=32, maximum=64),
+    "enable-s3": _FLAG,
+    "enable-s4": _FLAG,
+}
+
+
+def check_machine(value: str) -> str | None:
+    """None for a ``machine`` value PVE takes, else why: ``$machine_fmt``, then ``Machine.pm``
+    ``assert_valid_machine_property`` (``create_vm``/``update_vm_api`` die with its words)."""
+    problem = options_problem(value, MACHINE_OPTIONS, "type")
+    if problem:
+        return problem
+    options = dict(pairs(value, default_key="type"))
+    if options.get("viommu") == "intel":
+        if "q35" not in options.get("type", ""):
+            return "to use Intel vIOMMU please set the machine type to q35 (qemu-server Machine.pm)"
+        if options.get("aw-bits") and float(options["aw-bits"]) not in (39, 48):
+            return "Intel vIOMMU supports only 39 or 48 bits as address width (qemu-server Machine.pm)"
+    if options.get("aw-bits") and not options.get("viommu"):
+        return "cannot set aw-bits if no vIOMMU is configured (qemu-server Machine.pm)"
+    return None
+
+
+def windows_version(ostype: str | None) -> int:
+    """qemu-server ``PVE/QemuServer/Helpers.pm`` ``windows_version``: 5 for ``wxp``/``w2k``/``w2k3``,
+    6 for ``w2k8``/``wvista``, N for ``winN``, else 0 (not Windows)."""
+    if ostype in ("wxp", "w2k3", "w2k"):
+        return 5
+    if ostype in ("w2k8", "wvista"):
+        return 6
+    found = re.fullmatch(r"win(\d+)", ostype or "", re.ASCII)
+    return int(found.group(1)) if found else 0
+
+
+#: ``Machine.pm`` ``windows_get_pinned_machine_version``: what an unversioned type is pinned to.
+PINNED = {
+    "pc": re.compile(r"pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?", re.ASCII),
+    "q35": re.compile(r"pc-q35-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?", re.ASCII),
+    "virt": re.compile(r"virt-\d+(\.\d+)+(\+pve\d+)?", re.ASCII),
+}
+
+
 #: ``PVE/QemuServer/Agent.pm`` ``$agent_fmt``.
 AGENT_OPTIONS = {
     "enabled": _FLAG,
     "fstrim_cloned_disks": _FLAG,
     "freeze-fs-on-backup": _FLAG,
+    "guest-fsfreeze": _FLAG,
     "freeze-fs": _FLAG,
     "type": Rule("enum", choices=("virtio", "isa")),
 }
-AGENT_DEFAULTS = {"enabled": "0", "fstrim_cloned_disks": "0", "type": "virtio"}
+#: ``$agent_fmt``'s defaults: ``freeze-fs`` (PVE 8: ``freeze-fs-on-backup``) is on unless set off.
+AGENT_DEFAULTS = {"enabled": "0", "fstrim_cloned_disks": "0", "freeze-fs": "1", "type": "virtio"}
+#: ``$agent_fmt`` (qemu-server 9): ``freeze-fs-on-backup`` and ``guest-fsfreeze`` are aliases of
+#: ``freeze-fs``; PVE 8 knows ``freeze-fs-on-backup`` alone, with the same meaning and default.
+AGENT_ALIASES = {"freeze-fs-on-backup": "freeze-fs", "guest-fsfreeze": "freeze-fs"}
 #: ``PVE/QemuServer.pm`` ``$vga_fmt``.
 VGA_OPTIONS = {
     "type": Rule(
@@ -160,14 +225,39 @@ CICUSTOM_OPTIONS = {
     name: Rule(check=_pattern(r"[^\s,:]+:\S+", "a volume id"))
     for name in ("meta", "network", "user", "vendor")
 }
+
+
+def boot_devices(value: str) -> list[str]:
+    """The devices of a ``boot`` value's ``order`` (``scsi0;ide2;net0``), in order; ``[]`` for the
+    legacy ``[acdn]`` form (pve-common ``PVE::Tools::split_list`` on ``order``)."""
+    if "=" not in value:
+        return []
+    order = dict(pairs(value)).get("order", "")
+    return split_list(order)
+
+
+def check_boot_order(order: str) -> str | None:
+    """None for a valid ``order`` of ``boot``, else why: each device passes qemu-server
+    ``PVE/QemuServer.pm`` ``verify_bootdev``: a drive (``is_valid_drivename``) but not ``efidisk0``
+    or ``tpmstate0``, or ``netN``/``usbN``/``hostpciN`` within ``$confdesc``'s range; else PVE's
+    ``invalid boot device '<dev>'``."""
+    devices = split_list(order)
+    if not devices:
+        return "an empty boot order (declare order=scsi0;net0, or leave boot out)"
+    for device in devices:
+        if device in SPECIAL_DRIVES:
+            return (
+                f"invalid boot device '{device}' (qemu-server verify_bootdev: the EFI disk and the TPM state "
+                "are not boot devices; OVMF boots from the disks listed)"
+            )
+        if not (is_drive(device) or family_of(device) in ("net", "usb", "hostpci")):
+            return f"invalid boot device '{device}' (qemu-server verify_bootdev)"
+    return None
+
+
 #: ``pve-qm-boot``: ``order=dev;dev...`` (PVE 6.3 and newer); the legacy ``[acdn]{1,4}`` still parses.
 BOOT_OPTIONS = {
-    "order": Rule(
-        check=_pattern(
-            r"(?:ide|sata|scsi|virtio|efidisk|tpmstate|net|usb|hostpci)\d+(?:;(?:ide|sata|scsi|virtio|net|usb|hostpci)\d+)*",
-            "a ;-list of devices (e.g. scsi0;ide2;net0)",
-        )
-    ),
+    "order": Rule(check=lambda value: check_boot_order(value)),
     "legacy": Rule(check=_pattern(r"[acdn]{1,4}", "a legacy boot string [acdn]{1,4}")),
 }
 #: ``pve-qm-ipconfig`` (``PVE/QemuServer/Network.pm`` ``$ipconfig_fmt``): ``ip``/``ip6`` are
@@ -220,9 +310,7 @@ SCALARS: dict[str, Key] = {
     "cpu": Key("cpu", Rule(check=_options(CPU_OPTIONS, "cputype"))),
     "cpulimit": Key("number", Rule("number", minimum=0, maximum=128), default="0"),
     "numa": Key("flag", Rule("boolean"), default="0"),
-    "machine": Key(
-        "text", Rule(check=_pattern(r"[-+_.a-zA-Z0-9,=]+", "a machine type (pc, q35, pc-q35-9.0, ...)"))
-    ),
+    "machine": Key("machine", Rule(check=check_machine)),
     "bios": Key("text", Rule("enum", choices=("seabios", "ovmf")), default="seabios"),
     "ostype": Key("text", Rule("enum", choices=_OSTYPES), default="other"),
     "scsihw": Key("text", Rule("enum", choices=_SCSIHW), default="lsi"),
@@ -353,8 +441,9 @@ def property_format(key: str) -> tuple[str, str | None] | None:
     return defaults.get(compare)
 
 
-#: ``$fast_plug_option``: written straight into the config of a running VM, cloud-init keys
-#: included (PVE regenerates the cloud-init drive; the guest reads it at its next boot).
+#: ``$fast_plug_option``: written straight into the config of a running VM, every
+#: ``$confdesc_cloudinit`` key included (``ipconfigN`` too, by family in ``applies_live``; PVE
+#: regenerates the cloud-init drive; the guest reads it at its next boot).
 FAST_PLUG = frozenset(
     {
         "description", "hookscript", "lock", "migrate_downtime", "migrate_speed", "name", "onboot",
@@ -373,6 +462,19 @@ DRIVE_COLD_OPTIONS = frozenset(
 )
 
 
+def usb_hotplug_supported(features: frozenset[str], ostype: str | None, machine: str | None) -> bool:
+    """qemu-server ``PVE/QemuServer.pm`` ``vmconfig_hotplug_pending``'s ``$is_usb_hotplug_supported``:
+    the ``usb`` hotplug feature, a machine version of at least 7.1 (a pinned ``pc-i440fx-6.2`` is not;
+    an unversioned type runs the node's QEMU, 8.0 or newer on PVE 8 and 9), and ``ostype`` ``l26`` or
+    a Windows newer than 7 (``windows_version`` > 7); an unset ``ostype`` is neither."""
+    if "usb" not in features:
+        return False
+    found = re.search(r"-(\d+)\.(\d+)", (machine or "").partition(",")[0])
+    if found and (int(found.group(1)), int(found.group(2))) < (7, 1):
+        return False
+    return ostype == "l26" or windows_version(ostype) > 7
+
+
 def applies_live(
     key: str,
     clear: bool,
@@ -380,6 +482,8 @@ def applies_live(
     new: str | None,
     hotplug: str | None,
     changed: frozenset[str] = frozenset(),
+    ostype: str | None = None,
+    machine: str | None = None,
 ) -> bool:
     """Whether writing ``key`` to a RUNNING VM takes effect at once (True) or waits in the pending
     section for its next start (False). A stopped VM takes every change at once.
@@ -394,9 +498,11 @@ def applies_live(
     ``network`` feature); drives through ``vmconfig_update_disk`` (a CD-ROM medium change always;
     a disk's option change unless it touches ``DRIVE_COLD_OPTIONS``; a new ``scsiN``/``virtioN``
     with the ``disk`` feature; never ``efidisk0``/``tpmstate0``, nor a new ``ideN``/``sataN``);
-    ``memory`` with the ``memory`` feature, ``vcpus`` with ``cpu``, ``usbN``/``tablet`` with
-    ``usb``; ``balloon`` unless it turns ballooning on or off; ``cpulimit``/``cpuunits`` through
-    the cgroup; ``agent`` when only ``fstrim_cloned_disks`` changes (``vmconfig_update_agent``).
+    ``memory`` with the ``memory`` feature, ``vcpus`` with ``cpu``, ``tablet`` with ``usb``, ``usbN``
+    where ``usb_hotplug_supported`` says so for the VM's ``ostype`` and ``machine`` in effect;
+    ``ipconfigN`` at once (``$fast_plug_option`` takes every ``$confdesc_cloudinit`` key);
+    ``balloon`` unless it turns ballooning on or off; ``cpulimit``/``cpuunits`` through the cgroup;
+    ``agent`` when only ``fstrim_cloned_disks`` changes (``vmconfig_update_agent``).
     Anything else ("skip non-hot-pluggable options": ``cores``, ``sockets``, ``cpu``, ``bios``,
     ``machine``, ``vga``, ``serialN``, ``hostpciN``, ...) waits.
     """
@@ -405,7 +511,7 @@ def applies_live(
     except ValueError:
         features = frozenset()
     family = family_of(key)
-    if key in FAST_PLUG:
+    if key in FAST_PLUG or family == "ipconfig":
         return True
     if key == "hotplug":
         values = f"{old or ''},{new or ''}" if not clear else (old or "")
@@ -416,8 +522,10 @@ def applies_live(
         return "memory" in features
     if key == "vcpus":
         return "cpu" in features
-    if key == "tablet" or family == "usb":
+    if key == "tablet":
         return "usb" in features
+    if family == "usb":
+        return usb_hotplug_supported(features, ostype, machine)
     if key == "balloon":
         if clear:
             return old is None or old.strip() != "0"

@@ -35,7 +35,19 @@ FAMILY_DEFAULTS: dict[str, dict[str, str]] = {
     # qemu-server ``PVE/QemuServer/Drive.pm`` ``%drivedesc_base`` and friends: ``media`` defaults to
     # disk, ``replicate`` on, ``shared`` and ``scsiblock`` off; ``backup`` has no schema default but
     # vzdump includes every drive without ``backup=0`` (``PVE/VZDump/QemuServer.pm``), so absent is 1.
-    "drive": {"backup": "1", "media": "disk", "replicate": "1", "scsiblock": "0", "shared": "0"},
+    # ``$efidisk_fmt``/``%efitype_fmt``: ``efitype`` 2m, ``pre-enrolled-keys`` off, ``ms-cert`` 2011;
+    # ``$tpmstate_fmt``: ``version`` v1.2.
+    "drive": {
+        "backup": "1",
+        "media": "disk",
+        "replicate": "1",
+        "scsiblock": "0",
+        "shared": "0",
+        "efitype": "2m",
+        "pre-enrolled-keys": "0",
+        "ms-cert": "2011",
+        "version": "v1.2",
+    },
     # qemu-server ``PVE/QemuServer/Network.pm`` ``$net_fmt``.
     "qemu-net": {"firewall": "0", "link_down": "0"},
 }
@@ -55,9 +67,24 @@ PRINT_LEAD: dict[str, tuple[str, ...]] = {
     "qemu-net": ("model",),
 }
 
-#: Keys whose value is a boolean, in any family.
+#: Keys whose value is a boolean, in any family (qemu-server: ``Drive.pm`` ``pre-enrolled-keys``,
+#: ``Network.pm`` ``host-tunnel``, ``Agent.pm`` ``$agent_fmt``'s ``enabled``, ``fstrim_cloned_disks``,
+#: ``freeze-fs`` and its aliases, ``CPUConfig.pm`` ``hidden``, ``$smbios1_fmt`` ``base64``,
+#: ``Machine.pm`` ``enable-s3``/``enable-s4``).
+#: pve-common ``JSONSchema.pm`` ``parse_property_string`` reads each with ``parse_boolean``:
+#: 1/on/yes/true and 0/off/no/false, any case.
 FLAG_KEYS = frozenset(
     {
+        "base64",
+        "enable-s3",
+        "enable-s4",
+        "enabled",
+        "freeze-fs",
+        "freeze-fs-on-backup",
+        "fstrim_cloned_disks",
+        "guest-fsfreeze",
+        "hidden",
+        "host-tunnel",
         "acl",
         "backup",
         "deny-write",
@@ -72,6 +99,7 @@ FLAG_KEYS = frozenset(
         "link_down",
         "mknod",
         "nesting",
+        "pre-enrolled-keys",
         "quota",
         "replicate",
         "ro",

@@ -24,7 +24,7 @@ from tests.integration.lxc_support import (
     static_targets,
     writes,
 )
-from tests.support.cluster import CLOUD_TEMPLATE_CONFIG, CLOUD_TEMPLATE_VMID, ISO
+from tests.support.cluster import CLOUD_TEMPLATE_CONFIG, CLOUD_TEMPLATE_VMID, ISO, PROVISION_TOKEN_ID
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq7Jx0s9Nn8sWQ2p5mE1cQH0b4aJXk0n4mZ8b1c2d3e ops@example"
 PASSWORD = "correct-horse-battery-staple"
@@ -155,6 +155,16 @@ def test_the_mac_survives_ten_applies_that_change_tags_memory_and_disk_size(fres
         ({"args": "-device foo"}, "qm set 150 --args '-device foo'"),
         ({"hostpci0": "0000:01:00.0"}, "qm set 150 --hostpci0"),
         ({"scsi1": "local-lvm:vm-9000-disk-0"}, "a volume of vmid 9000"),
+        # update_vm_api: "invalid bootorder: device 'scsi5' does not exist".
+        ({"boot": "order=scsi5;scsi0"}, "invalid bootorder: device 'scsi5' does not exist"),
+        # Drive.pm parse_drive stores bps as mbps; verify_bootdev refuses efidisk0; no CD-ROM on virtio.
+        ({"scsi0": "local-lvm:8,discard=on,iothread=1,bps=1048576"}, "stored by PVE as mbps="),
+        ({"boot": "order=efidisk0;scsi0"}, "invalid boot device 'efidisk0'"),
+        ({"virtio1": "none,media=cdrom"}, "a CD-ROM cannot be on virtio1"),
+        # update_vm_api: balloon above memory; Memory.pm: memory hot-plug needs NUMA and aligned DIMMs.
+        ({"balloon": 4096}, "balloon value too large (must be smaller than assigned memory)"),
+        ({"hotplug": "network,disk,memory"}, "NUMA needs to be enabled for memory hotplug"),
+        ({"hotplug": "network,disk,memory", "numa": 1, "memory": 1800}, "must be aligned to 512"),
     ],
 )
 def test_refusals_write_nothing(fresh_cluster, over, needle):
@@ -492,3 +502,220 @@ def test_a_declared_cipassword_is_always_written_onto_a_clone_of_a_template_that
     assert any("the clone keeps template VM 9000's cipassword" in line for line in keeps.comment), (
         keeps.comment
     )
+
+
+def test_a_secure_boot_vm_goes_plan_apply_plan_clean_and_its_efi_disk_rules_hold(fresh_cluster):
+    """efidisk0 with pre-enrolled-keys: qemu-server 9.0.27+/8.4.6+ OVMF.pm create_efidisk marks it
+    ms-cert=2023k, PVE's marker, not drift. A pre-enrolled-keys or efitype change on the existing disk
+    (PVE would rewrite only the text) and a tpmstate0 version change (prohibit_tpm_version_change) are
+    refused at plan and at apply with nothing written; a declared ms-cert=2023k on a disk without it is
+    written and planned as the key enrollment PVE runs (OVMF.pm drive_change)."""
+    store = MemoryStore()
+    secure = vm(
+        152,
+        bios="ovmf",
+        machine="q35",
+        ostype="win11",
+        efidisk0="local-lvm:1,efitype=4m,pre-enrolled-keys=1",
+        tpmstate0="local-lvm:1,version=v2.0",
+    )
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **secure)
+    assert plan.result is None, plan.comment
+    done = present(make_context(static_targets(fresh_cluster), store=store), "sb", False, **secure)
+    assert done.result is True, done.comment
+    live = config(fresh_cluster, 152)
+    assert "ms-cert=2023k" in live["efidisk0"] and "pre-enrolled-keys=1" in live["efidisk0"]
+    again = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **secure)
+    assert again.result is True and again.changes == {}, again.comment
+
+    for over, needle in (
+        ({"efidisk0": "local-lvm:1,efitype=2m,pre-enrolled-keys=1"}, "efitype 4m -> 2m"),
+        ({"efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=0"}, "pre-enrolled-keys 1 -> 0"),
+        ({"tpmstate0": "local-lvm:1,version=v1.2"}, "cannot change TPM state version after creation"),
+    ):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store)
+            outcome = present(ctx, "sb", test, **{**secure, **over})
+            assert outcome.result is False and needle in "\n".join(outcome.comment), outcome.comment
+            assert writes(requests_since(fresh_cluster, start)) == []
+
+    # A disk made before the marker (or from a template without the 2023 CA): declaring ms-cert=2023k
+    # enrolls the keys; PVE writes the marker and the next plan is clean.
+    vmcfg = fresh_cluster.pve.vm(152).config
+    vmcfg["efidisk0"] = vmcfg["efidisk0"].replace(",ms-cert=2023k", "")
+    enrolled = {**secure, "efidisk0": "local-lvm:1,efitype=4m,pre-enrolled-keys=1,ms-cert=2023k"}
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **enrolled)
+    assert plan.result is None and any("enrolls the Microsoft UEFI CA 2023" in line for line in plan.comment)
+    assert present(make_context(static_targets(fresh_cluster), store=store), "sb", False, **enrolled).result
+    assert "ms-cert=2023k" in config(fresh_cluster, 152)["efidisk0"]
+    clean = present(make_context(static_targets(fresh_cluster), store=store), "sb", True, **enrolled)
+    assert clean.result is True and clean.changes == {}, clean.comment
+
+
+def test_pve_s_other_spellings_of_a_value_plan_no_write(fresh_cluster):
+    """CPU flags in another order (CPUConfig.pm $cpu_fmt) and the boolean forms pve-common's
+    parse_boolean reads (1/on/yes/true) in agent, a NIC and a drive are the value PVE holds: a later
+    declaration spelled the other way plans nothing and writes nothing."""
+    store = MemoryStore()
+    first = vm(cpu="host,flags=+aes;-pcid", agent="1,fstrim_cloned_disks=1")
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **first).result
+    respelled = vm(
+        cpu="cputype=host,flags=-pcid;+aes",
+        agent="enabled=yes,fstrim_cloned_disks=on,freeze-fs=true",
+        net0="virtio,bridge=vmbr0,tag=20,firewall=off",
+        scsi0="local-lvm:8,discard=on,iothread=yes,backup=true",
+    )
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        outcome = present(make_context(static_targets(fresh_cluster), store=store), "web", test, **respelled)
+        assert outcome.result is True and outcome.changes == {}, outcome.comment
+        assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_startup_without_sys_modify_on_root_is_refused_at_plan(fresh_cluster):
+    """API2/Qemu.pm $check_vm_modify_config_perm: `startup` (set or deleted, at create and update) needs
+    Sys.Modify on / ("it changes host behaviour"). The read token reads the static provision token's
+    privileges (GET /access/permissions?userid=); QemuPve checks it as PVE does."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    fresh_cluster.pve.acl[PROVISION_TOKEN_ID] = [
+        (path, privs - {"Sys.Modify"}) for path, privs in fresh_cluster.pve.acl[PROVISION_TOKEN_ID]
+    ]
+    for vmid, state in ((150, "web"), (151, "other")):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store, cache={})
+            outcome = present(ctx, state, test, **vm(vmid, startup="order=2,up=30"))
+            said = "\n".join(outcome.comment)
+            assert outcome.result is False and "Sys.Modify on /" in said, outcome.comment
+            assert f"the provision token {PROVISION_TOKEN_ID} does not hold it" in said
+            assert writes(requests_since(fresh_cluster, start)) == []
+    assert 151 not in fresh_cluster.pve.vms and "startup" not in config(fresh_cluster, 150)
+    # Without a startup change nothing is read or refused.
+    assert (
+        present(make_context(static_targets(fresh_cluster), store=store), "web", True, **vm()).result is True
+    )
+
+
+def test_a_windows_vm_s_pinned_machine_is_never_drift(fresh_cluster):
+    """Machine.pm check_and_pin_machine_string: create_vm pins a Windows guest's pc/q35 to the latest machine
+    version (QemuPve models it). Declared q35, or no machine at all, the second plan is clean and writes
+    nothing; before, the product wrote `machine: q35` back on every run."""
+    store = MemoryStore()
+    for vmid, machine in ((153, "q35"), (154, None)):
+        declared = vm(vmid, ostype="win11", machine=machine)
+        done = present(
+            make_context(static_targets(fresh_cluster), store=store), f"win{vmid}", False, **declared
+        )
+        assert done.result is True, done.comment
+        kind = "pc-q35-" if machine else "pc-i440fx-"
+        assert config(fresh_cluster, vmid)["machine"].startswith(kind)
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            again = present(
+                make_context(static_targets(fresh_cluster), store=store), f"win{vmid}", test, **declared
+            )
+            assert again.result is True and again.changes == {}, again.comment
+            assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_a_running_vm_takes_ipconfig_at_once_and_usb_as_its_ostype_allows(fresh_cluster):
+    """$fast_plug_option holds every $confdesc_cloudinit key, ipconfigN too: written live on a running VM.
+    A usbN is hot-plugged only where $is_usb_hotplug_supported says so (usb feature, machine >= 7.1,
+    ostype l26 or Windows after 7): on ostype other it waits for the next start, on l26 it is live."""
+    store = MemoryStore()
+    assert present(
+        make_context(static_targets(fresh_cluster), store=store), "web", False, **vm(ostype="other")
+    ).result
+    fresh_cluster.pve.vm(150).status = "running"
+    changed = vm(ostype="other", ipconfig0="ip=10.0.0.50/24,gw=10.0.0.1", usb0="spice")
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **changed)
+    assert "ipconfig0 would take effect at once; usb0 would stay pending" in "\n".join(plan.comment), (
+        plan.comment
+    )
+    done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **changed)
+    assert done.result is True, done.comment
+    assert fresh_cluster.pve.vm(150).pending == {"usb0": "spice"}
+    assert config(fresh_cluster, 150)["ipconfig0"].startswith("ip=10.0.0.50/24")
+
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "l26", False, **vm(151)).result
+    fresh_cluster.pve.vm(151).status = "running"
+    plan = present(
+        make_context(static_targets(fresh_cluster), store=store), "l26", True, **vm(151, usb0="spice")
+    )
+    assert plan.comment == ["VM 151 on pve1: would write usb0"], plan.comment  # nothing would wait
+    decl151 = vm(151, usb0="spice")
+    done = present(make_context(static_targets(fresh_cluster), store=store), "l26", False, **decl151)
+    assert done.result is True and not fresh_cluster.pve.vm(151).pending, done.comment
+
+
+def test_a_new_cdrom_and_a_declared_boot_end_in_the_declared_order(fresh_cluster):
+    """update_vm_api appends a new CD-ROM to boot by itself, in a hash order that may overwrite a boot
+    written beside it (QemuPve takes that order). Declared boot ending with the new CD-ROM: PVE's append
+    gives it, boot is not sent; another declared order: boot goes in a second write; no boot declared:
+    the plan says what PVE makes of it. Each case is clean on the next plan."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    order = config(fresh_cluster, 150)["boot"].removeprefix("order=")
+    cases = [
+        ("ide3", None, "appends the new CD-ROM ide3 to boot by itself"),
+        ("sata1", f"order={order};ide3;sata1", "which is the declared boot order"),
+        ("sata2", f"order=sata2;{order};ide3;sata1", "sent in a second write after it"),
+    ]
+    declared = vm()
+    for key, boot, needle in cases:
+        declared = {**declared, key: "none,media=cdrom", "boot": boot}
+        declared = {k: v for k, v in declared.items() if v is not None}
+        plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **declared)
+        assert plan.result is None and any(needle in line for line in plan.comment), plan.comment
+        start = len(fresh_cluster.pve.requests)
+        done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **declared)
+        assert done.result is True, done.comment
+        puts = [p for m, p, _ in writes(requests_since(fresh_cluster, start)) if m == "PUT"]
+        assert len(puts) == (2 if "second write" in needle else 1), puts
+        if boot:
+            assert config(fresh_cluster, 150)["boot"] == boot
+        clean = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **declared)
+        assert clean.result is True and clean.changes == {}, clean.comment
+    assert config(fresh_cluster, 150)["boot"] == f"order=sata2;{order};ide3;sata1"
+
+
+def test_an_agent_option_of_pve_9_is_refused_at_plan_on_pve_8(fresh_cluster):
+    """qemu-server 8 (stable-bookworm) $agent_fmt knows freeze-fs-on-backup, not freeze-fs: on a PVE 8
+    cluster (GET /version) the plan refuses it, at create and update, with nothing written."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    fresh_cluster.pve.version, fresh_cluster.pve.release_version = ("8.4.14", "8.4")
+    for vmid, state in ((150, "web"), (151, "other")):
+        for test in (True, False):
+            start = len(fresh_cluster.pve.requests)
+            ctx = make_context(static_targets(fresh_cluster), store=store, cache={})
+            outcome = present(ctx, state, test, **vm(vmid, agent="1,freeze-fs=0"))
+            assert outcome.result is False and "freeze-fs= is an option of PVE 9" in "\n".join(
+                outcome.comment
+            )
+            assert writes(requests_since(fresh_cluster, start)) == []
+    said = present(
+        make_context(static_targets(fresh_cluster), store=store),
+        "web",
+        True,
+        **vm(agent="1,freeze-fs-on-backup=0"),
+    )
+    assert said.result is None, said.comment
+
+
+def test_a_boot_order_naming_a_device_the_clone_will_not_have_is_refused_before_the_clone(fresh_cluster):
+    """update_vm_api refuses the clone's configure step ("invalid bootorder: device 'scsi5' does not
+    exist"); the plan judges the declaration against the template's config, so no clone is made."""
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        ctx = make_context(static_targets(fresh_cluster))
+        outcome = present(
+            ctx, "app", test, vmid=152, node="pve1", clone=CLOUD_TEMPLATE_VMID, boot="order=scsi5;scsi0"
+        )
+        said = "\n".join(outcome.comment)
+        assert outcome.result is False and "invalid bootorder: device 'scsi5' does not exist" in said, said
+        assert writes(requests_since(fresh_cluster, start)) == []
+    assert 152 not in fresh_cluster.pve.vms

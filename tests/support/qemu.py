@@ -53,7 +53,8 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   (without it only a change of ``bridge``, ``tag``, ``trunks``, ``firewall``, ``rate`` or
   ``link_down`` of an existing NIC: ``vmconfig_update_net``), a ``scsiN``/``virtioN`` disk under
   ``disk`` (never ``ideN``, ``sataN``, ``efidisk0``, ``tpmstate0``), a CD-ROM or cloud-init drive
-  always, ``usbN`` under ``usb``, ``vcpus`` under ``cpu``, ``memory`` under ``memory``. A delete
+  always, ``usbN`` under ``usb`` for an ``ostype`` ``l26`` or Windows after 7 on a machine version 7.1 or
+  newer (``$is_usb_hotplug_supported``), ``vcpus`` under ``cpu``, ``memory`` under ``memory``. A delete
   follows the same rules.
 - A clone gets its own cloud-init drive: ``clone_vm`` copies a CD-ROM's value but full-clones a
   cloud-init drive (``drive_is_cdrom($drive, 1)`` excludes it), so the clone's ``ideN`` names
@@ -72,6 +73,29 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   container) keeps its power: its HA request is recorded (``ha_state``, shown as
   ``status/current``'s ``ha.state``) and the task ends OK.
 
+- An EFI disk is made as qemu-server 9.0.27+ / 8.4.6+ makes it: ``OVMF.pm`` ``create_efidisk`` copies
+  a vars template that holds the Microsoft UEFI CA 2023 when ``pre-enrolled-keys`` is on, and marks
+  the new ``efidisk0`` ``ms-cert=2023k``; boolean drive options are printed ``1``/``0``
+  (``parse_property_string`` reads them with ``parse_boolean``, ``print_drive`` prints the number).
+  A write of ``efidisk0`` on its volume whose ``ms-cert`` turns to ``2023*`` enrolls the keys
+  (``OVMF.pm`` ``drive_change``: ``2023k`` with ``pre-enrolled-keys``, else the marker is dropped:
+  ``should_enroll_ms_2023_cert``), and a ``tpmstate0`` write on its volume with another ``version``
+  fails ``cannot change TPM state version after creation`` (``API2/Qemu.pm``
+  ``prohibit_tpm_version_change``). fakepve makes the EFI disk without a marker and takes both.
+
+- ``startup`` set or deleted (config write or create) needs Sys.Modify on ``/`` from anyone but
+  root@pam (``API2/Qemu.pm`` ``$check_vm_modify_config_perm``: "special case for startup since it
+  changes host behaviour"). fakepve asks only for VM.Config.Options.
+
+- A Windows guest's ``machine`` is pinned at create (``Machine.pm`` ``check_and_pin_machine_string``:
+  absent, ``pc``, ``q35`` or ``virt`` becomes ``pc-i440fx-X.Y+pveN``, ``pc-q35-…``, ``virt-…``;
+  ``pin_windows_machine``). fakepve stores ``machine`` as sent.
+
+- ``boot`` as ``update_vm_api`` changes it by itself when it has an ``order``: a deleted device is
+  dropped from it, a new CD-ROM appended; of the orders PVE's hash iteration may take, the fake takes
+  the one where the append overwrites a ``boot`` written beside it (``_boot_order``). fakepve leaves
+  ``boot`` alone.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -85,7 +109,16 @@ import uuid
 
 from fakepve.lxc import SIZE_UNITS, format_size
 from fakepve.model import PveError, TaskError
-from fakepve.qemu import NET_MODELS, is_cdrom, join_drive, split_drive, volume_ref, with_mac
+from fakepve.qemu import (
+    NET_MODELS,
+    NEW_DISK,
+    QEMU_VERSION,
+    is_cdrom,
+    join_drive,
+    split_drive,
+    volume_ref,
+    with_mac,
+)
 from fakepve.routing import die, ok, param_error, split_list
 from fakepve.schema import load as load_schema
 from fakepve.schema import validate
@@ -113,6 +146,24 @@ FAST_PLUG = frozenset(
 )  # fmt: skip
 #: The options of a NIC whose change ``vmconfig_update_net`` cannot make without unplugging it.
 NET_REPLUG = ("model", "macaddr", "queues", "mtu")
+#: Boolean options of a drive (``Drive.pm``), printed 1/0 by ``print_drive``.
+BOOLEAN_DRIVE_OPTIONS = frozenset(
+    {"backup", "replicate", "snapshot", "iothread", "ro", "ssd", "shared", "scsiblock", "detect_zeroes",
+     "pre-enrolled-keys"}
+)  # fmt: skip
+
+
+def parse_boolean(value: object) -> str:
+    """pve-common ``JSONSchema.pm`` ``parse_boolean`` as ``print_drive`` writes it: ``1`` for
+    1/on/yes/true, ``0`` for 0/off/no/false (any case); anything else as it is."""
+    text = str(value)
+    if re.fullmatch(r"1|on|yes|true", text, re.IGNORECASE):
+        return "1"
+    if re.fullmatch(r"0|off|no|false", text, re.IGNORECASE):
+        return "0"
+    return text
+
+
 #: A cloud-init drive's volume name (``drive_is_cloudinit``): ``[<vmid>/]vm-<vmid>-cloudinit[.fmt]``.
 CLOUDINIT = re.compile(r"(\d+/)?vm-(\d+)-cloudinit(\.\w+)?")
 
@@ -160,9 +211,22 @@ def _net_options(value: object) -> dict[str, str]:
     return options
 
 
-def hotplugs(key: str, old: object, new: object, features: frozenset[str]) -> bool:
+def usb_hotplug(features: frozenset[str], conf: dict) -> bool:
+    """``vmconfig_hotplug_pending``'s ``$is_usb_hotplug_supported``: the ``usb`` feature, a machine
+    version of at least 7.1 (an unversioned type runs the fake's QEMU 10), and ``ostype`` ``l26`` or a
+    Windows newer than 7 (``windows_version`` > 7)."""
+    found = re.search(r"-(\d+)\.(\d+)", str(conf.get("machine") or "").partition(",")[0])
+    if "usb" not in features or (found and (int(found.group(1)), int(found.group(2))) < (7, 1)):
+        return False
+    ostype = str(conf.get("ostype") or "")
+    windows = re.fullmatch(r"win(\d+)", ostype)
+    return ostype == "l26" or bool(windows and int(windows.group(1)) > 7)
+
+
+def hotplugs(key: str, old: object, new: object, features: frozenset[str], conf: dict | None = None) -> bool:
     """Whether a running VM takes ``key`` (``old`` → ``new``; ``new`` None: a delete) at once, as
-    qemu-server ``vmconfig_hotplug_pending`` decides; False leaves it pending."""
+    qemu-server ``vmconfig_hotplug_pending`` decides (``conf``: the config in effect, for ``usbN``);
+    False leaves it pending."""
     if key in FAST_PLUG or re.fullmatch(r"ipconfig\d+", key) or key in ("agent", "cpuunits", "cpulimit"):
         return True
     if key == "balloon":
@@ -172,7 +236,7 @@ def hotplugs(key: str, old: object, new: object, features: frozenset[str]) -> bo
     if key in ("vcpus", "memory"):
         return {"vcpus": "cpu", "memory": "memory"}[key] in features
     if re.fullmatch(r"usb\d+", key):
-        return "usb" in features
+        return usb_hotplug(features, conf or {})
     if re.fullmatch(r"net\d+", key):
         if "network" in features:
             return True
@@ -188,6 +252,24 @@ def hotplugs(key: str, old: object, new: object, features: frozenset[str]) -> bo
             return True
         return "disk" in features and not re.match(r"(?:ide|sata)\d", key)
     return False
+
+
+def pin_windows_machine(config: dict) -> None:
+    """qemu-server ``Machine.pm`` ``check_and_pin_machine_string`` at ``create_vm``: a Windows guest
+    (``Helpers.pm`` ``windows_version``) whose ``machine`` is absent, ``pc``, ``q35`` or ``virt`` gets
+    that type pinned to the latest installed machine version (``windows_get_pinned_machine_version``;
+    here the fake's QEMU version with ``+pve1``)."""
+    ostype = str(config.get("ostype") or "")
+    if not re.fullmatch(r"wxp|w2k3?|w2k8|wvista|win\d+", ostype):
+        return
+    value = str(config.get("machine") or "")
+    kind, _, rest = value.partition(",")
+    kind = kind or "pc"
+    if kind not in ("pc", "q35", "virt"):
+        return
+    version = ".".join(QEMU_VERSION.split(".")[:2]) + "+pve1"
+    pinned = {"pc": f"pc-i440fx-{version}", "q35": f"pc-q35-{version}", "virt": f"virt-{version}"}[kind]
+    config["machine"] = ",".join(part for part in (pinned, rest) if part)
 
 
 class QemuPve(NetworkPve):
@@ -234,6 +316,14 @@ class QemuPve(NetworkPve):
         )
 
     async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
+        if ttype == "qmcreate" and vm is not None:
+
+            async def create():
+                note = await body()
+                pin_windows_machine(vm.config)
+                return note
+
+            return await super().task(node, ttype, tid, user, create, vm=vm, lock=lock, log=log)
         if ttype != "qmclone" or vm is None:
             return await super().task(node, ttype, tid, user, body, vm=vm, lock=lock, log=log)
 
@@ -336,7 +426,15 @@ class QemuPve(NetworkPve):
 
     def _qm_new_drive(self, vmid, key, value, default):
         volume, props = split_drive(value)
+        for option in BOOLEAN_DRIVE_OPTIONS & set(props):
+            props[option] = parse_boolean(props[option])
+        value = join_drive(volume, props)
         sid, name = volume_ref(volume)
+        if key == "efidisk0" and NEW_DISK.match(volume) and props.get("pre-enrolled-keys") == "1":
+            made, volids = super()._qm_new_drive(vmid, key, value, default)
+            volume, props = split_drive(made)
+            props["ms-cert"] = "2023k"  # OVMF.pm create_efidisk: is_ms_2023_cert_enrolled($ovmf_vars)
+            return join_drive(volume, props), volids
         if name != "cloudinit":
             return super()._qm_new_drive(vmid, key, value, default)
         sid = sid or default
@@ -358,8 +456,64 @@ class QemuPve(NetworkPve):
         props.update(media="cdrom")
         return join_drive(f"{sid}:{volname}", props), [f"{sid}:{volname}"]
 
+    @staticmethod
+    def _special_drive_change(vm, updates: dict) -> None:
+        """``prohibit_tpm_version_change`` and ``OVMF.pm`` ``drive_change`` on a write of
+        ``tpmstate0``/``efidisk0`` that keeps its volume."""
+        for key in ("tpmstate0", "efidisk0"):
+            if key not in updates or key not in vm.config:
+                continue
+            (old, was), (new, will) = split_drive(vm.config[key]), split_drive(updates[key])
+            if old != new:
+                continue
+            if key == "tpmstate0" and was.get("version", "v1.2") != will.get("version", "v1.2"):
+                raise die("cannot change TPM state version after creation")
+            marker = will.get("ms-cert")
+            if key == "efidisk0" and marker != was.get("ms-cert") and str(marker or "").startswith("2023"):
+                will.pop("ms-cert")
+                if parse_boolean(will.get("pre-enrolled-keys", "0")) == "1":
+                    will["ms-cert"] = "2023k"  # ensure_ms_2023_cert_enrolled
+                updates[key] = join_drive(new, will)
+
+    def _startup_perm(self, user, keys) -> None:
+        """``$check_vm_modify_config_perm``: ``startup`` needs Sys.Modify on ``/``."""
+        if user != "root@pam" and "startup" in keys:
+            self.require(user, "/", "Sys.Modify")
+
+    async def _qm_create(self, v, user):
+        self._startup_perm(user, v)
+        return await super()._qm_create(v, user)
+
+    @staticmethod
+    def _boot_order(vm, updates: dict) -> None:
+        """``update_vm_api``'s own ``boot`` changes, when ``boot`` has an ``order``: a deleted device
+        is dropped from it (a written ``boot`` then wins), a drive written as a CD-ROM (not cloud-init)
+        that it does not name is appended. PVE handles written keys in hash order; the fake takes the
+        order in which the append comes last and overwrites a ``boot`` written beside it."""
+        found = re.match(r"order=([^,]*)", str(vm.config.get("boot") or ""))
+        order = split_list(found.group(1)) if found else []
+        if not order:
+            return
+        removed = [key for key in split_list(updates.get("delete")) if key in order]
+        appended = [
+            key
+            for key in sorted(updates)
+            if DRIVE.fullmatch(key)
+            and key not in order
+            and split_drive(updates[key])[1].get("media") == "cdrom"
+            and not CLOUDINIT.search(split_drive(updates[key])[0] or "")
+            and not str(updates[key]).split(",")[0].endswith(":cloudinit")
+        ]
+        if appended or (removed and "boot" not in updates):
+            kept = [key for key in order if key not in removed]
+            updates["boot"] = "order=" + ";".join(kept + appended)
+
     async def _apply_config(self, vm, user, p):
+        self._startup_perm(user, [*p, *split_list(p.get("delete"))])
+        p = dict(p)
+        self._boot_order(vm, p)
         updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})
+        self._special_drive_change(vm, updates)
         password = updates.pop("cipassword", None)
         before = dict(vm.config)
         made: list[str] = []
@@ -377,7 +531,7 @@ class QemuPve(NetworkPve):
             for key in [
                 key for key in vm.pending if key in updates or key in split_list(updates.get("delete"))
             ]:
-                if hotplugs(key, before.get(key), vm.pending[key], features):
+                if hotplugs(key, before.get(key), vm.pending[key], features, before):
                     value = vm.pending.pop(key)
                     if value is None:
                         vm.config.pop(key, None)

@@ -12,6 +12,7 @@ spelled as PVE prints them, numbers as JSON numbers where PVE answers numbers.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 import pytest
@@ -29,6 +30,7 @@ from salt_proxmox.qemu.judge import (
     key_change,
     live_refusals,
     split_by_effect,
+    startup_refusal,
 )
 from salt_proxmox.qemu.props import (
     QemuDeclaration,
@@ -178,13 +180,94 @@ def test_an_efi_disk_or_tpm_state_keeps_the_size_pve_fixed(key: str, declared: s
     assert verdict(change) == ({}, [], [], []) and change.drift == []
 
 
-def test_an_efi_disk_option_change_keeps_the_live_volume_and_size() -> None:
+SECURE_BOOT = "local-lvm:1,efitype=4m,pre-enrolled-keys=1"
+#: What qemu-server 9.0.27+ / 8.4.6+ makes of SECURE_BOOT: OVMF.pm create_efidisk adds ms-cert=2023k
+#: when the vars template it copies holds the Microsoft UEFI CA 2023 (is_ms_2023_cert_enrolled).
+SECURE_BOOT_LIVE = "local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=528K"
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        SECURE_BOOT,
+        "local-lvm:1,efitype=4m,pre-enrolled-keys=true",
+        "local-lvm:1,efitype=4m,pre-enrolled-keys=On",
+    ],
+)
+def test_the_ms_cert_marker_pve_adds_at_create_is_not_drift(declared: str) -> None:
+    # OVMF.pm create_efidisk: `$efidisk->{'ms-cert'} = '2023k'` when it enrolls keys; pve-common
+    # JSONSchema.pm parse_property_string reads a boolean option with parse_boolean (1/on/yes/true).
+    change = judge(decl(efidisk0=declared), vm(efidisk0=SECURE_BOOT_LIVE))
+    assert verdict(change) == ({}, [], [], []) and change.drift == []
+
+
+def test_a_declared_ms_cert_2023k_is_planned_as_the_key_enrollment_it_is() -> None:
+    # OVMF.pm drive_change: a marker newly changed to 2023* runs ensure_ms_2023_cert_enrolled
+    # (virt-fw-vars --distro-keys ms-uefi --distro-keys windows --add-kek ...) when the pending change
+    # is applied (vmconfig_apply_pending); the write keeps the live volume and size.
     change = judge(
-        decl(efidisk0="local-lvm:1,efitype=4m,pre-enrolled-keys=1"),
-        vm(efidisk0="local-lvm:vm-150-disk-1,efitype=4m,size=528K"),
+        decl(efidisk0=f"{SECURE_BOOT},ms-cert=2023k"),
+        vm(efidisk0="local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K"),
     )
-    assert change.resize == [] and change.refuse == []
-    assert change.put == {"efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K"}
+    assert change.refuse == [] and change.resize == []
+    assert change.put == {
+        "efidisk0": "local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=528K"
+    }
+    assert (
+        "enrolls the Microsoft UEFI CA 2023" in change.notes[0]
+        and "ensure_ms_2023_cert_enrolled" in change.notes[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("declared", "live", "needle"),
+    [
+        # OVMF.pm ensure_ms_2023_cert_enrolled writes 2023k whatever 2023* marker asked for it.
+        (f"{SECURE_BOOT},ms-cert=2023w", "local-lvm:vm-150-disk-1,efitype=4m,pre-enrolled-keys=1,size=528K",
+         "deprecated marker"),
+        # should_enroll_ms_2023_cert: nothing without pre-enrolled-keys, and drive_change drops the marker.
+        ("local-lvm:1,efitype=4m,ms-cert=2023k", "local-lvm:vm-150-disk-1,efitype=4m,size=528K",
+         "should_enroll_ms_2023_cert"),
+        # drive_change: "changing away from ms-cert=2023 is allowed too, the marker is not the source
+        # of truth".
+        (f"{SECURE_BOOT},ms-cert=2011", SECURE_BOOT_LIVE, "the marker is not the source of truth"),
+    ],
+)  # fmt: skip
+def test_an_ms_cert_pve_would_not_keep_is_refused(declared: str, live: str, needle: str) -> None:
+    change = judge(decl(efidisk0=declared), vm(efidisk0=live))
+    assert change.put == {} and needle in change.refuse[0], change.refuse
+
+
+@pytest.mark.parametrize(
+    ("declared", "live", "option"),
+    [
+        (SECURE_BOOT, "local-lvm:vm-150-disk-1,efitype=4m,size=528K", "pre-enrolled-keys 0 -> 1"),
+        ("local-lvm:1,efitype=4m", "local-lvm:vm-150-disk-1,size=128K", "efitype 2m -> 4m"),
+    ],
+)
+def test_efitype_or_pre_enrolled_keys_on_an_existing_efi_disk_is_refused_with_a_new_disk(
+    declared: str, live: str, option: str
+) -> None:
+    # API2/Qemu.pm update_vm_api -> create_disks allocates (OVMF.pm create_efidisk copies the vars
+    # template) only for storage:N: on the existing volume only the config text would change.
+    change = judge(decl(efidisk0=declared), vm(efidisk0=live))
+    assert change.put == {} and option in change.refuse[0], change.refuse
+    assert (
+        "qm set 150 --delete efidisk0" in change.refuse[0]
+        and "qm set 150 --efidisk0 local-lvm:1,efitype=4m" in change.refuse[0]
+    )
+
+
+def test_a_tpm_state_version_change_is_refused_with_pve_s_words() -> None:
+    # API2/Qemu.pm prohibit_tpm_version_change (absent is v1.2, $tpmstate_fmt).
+    change = judge(
+        decl(tpmstate0="local-lvm:1,version=v2.0"), vm(tpmstate0="local-lvm:vm-150-disk-2,size=4M")
+    )
+    assert change.put == {}
+    assert "cannot change TPM state version after creation" in change.refuse[0]
+    assert "qm set 150 --tpmstate0 local-lvm:1,version=v2.0" in change.refuse[0]
+    same = judge(decl(tpmstate0="local-lvm:1,version=v1.2"), vm(tpmstate0="local-lvm:vm-150-disk-2,size=4M"))
+    assert verdict(same) == ({}, [], [], [])
 
 
 def test_an_option_change_is_written_on_the_live_volume_never_as_a_new_disk() -> None:
@@ -368,6 +451,122 @@ def test_boot_is_compared_as_its_order() -> None:
     assert judge(decl(boot="order=net0;scsi0"), vm()).put == {"boot": "order=net0;scsi0"}
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        # Drive.pm parse_drive: `foreach my $opt (qw(bps bps_rd bps_wr))` deletes bps* and stores m<opt>.
+        ("scsi0", "local-lvm:32,bps=10485760", "stored by PVE as mbps="),
+        ("scsi0", "local-lvm:32,bps_wr=1048576", "declare mbps_wr=<MB/s>"),
+        # parse_drive: `return if $res->{mbps_rd} && $res->{mbps}` (and the iops pairs).
+        ("scsi0", "local-lvm:32,mbps=100,mbps_rd=50", "mbps= excludes mbps_rd="),
+        ("scsi0", "local-lvm:32,iops=100,iops_wr=50", "iops= excludes iops_wr="),
+        # parse_drive: [mbps_max => 'mbps'] ... [iops_max_length => 'iops_max'].
+        ("scsi0", "local-lvm:32,mbps_rd_max=200", "mbps_rd_max= requires mbps_rd="),
+        ("scsi0", "local-lvm:32,iops=100,iops_max_length=10", "iops_max_length= requires iops_max="),
+        # parse_drive: a CD-ROM `return if $res->{snapshot} || $res->{format}` and not on virtio.
+        ("virtio1", "local:iso/debian-13.iso,media=cdrom", "a CD-ROM cannot be on virtio1"),
+        ("ide2", "local:iso/debian-13.iso,media=cdrom,format=raw", "a CD-ROM takes no format="),
+        ("ide2", "none,media=cdrom,snapshot=on", "a CD-ROM takes no snapshot="),
+        # QemuServer.pm verify_bootdev: efidisk/tpmstate are no boot devices.
+        ("boot", "order=efidisk0;scsi0", "invalid boot device 'efidisk0'"),
+        ("boot", "order=scsi0;tpmstate0", "invalid boot device 'tpmstate0'"),
+        ("boot", "order=scsi0;floppy0", "invalid boot device 'floppy0'"),
+    ],
+)
+def test_drive_and_boot_values_pve_cannot_parse_are_refused_at_parse(
+    key: str, value: str, needle: str
+) -> None:
+    with pytest.raises(DeclarationError, match=re.escape(needle)):
+        decl(**{key: value})
+
+
+def test_throttle_values_pve_parses_pass() -> None:
+    # parse_drive tests Perl truth: a zero total beside a read limit, iops_max alone (qemu-server checks
+    # `miops_max`, an option that does not exist), a CD-ROM with snapshot=0.
+    decl(
+        scsi0="local-lvm:32,mbps=0,mbps_rd=50,mbps_rd_max=60,iops_max=500", ide2="none,media=cdrom,snapshot=0"
+    )
+
+
+def test_pve_s_own_boot_order_changes_are_planned() -> None:
+    # API2/Qemu.pm update_vm_api: `push @bootorder, $opt` for a new CD-ROM (drive_is_cdrom($drive, 1): not
+    # cloud-init) the order does not name; `@bootorder = grep { $_ ne $opt } @bootorder` for a deleted device;
+    # written keys are handled in hash order, so a boot beside the append may be overwritten.
+    live = vm(scsi0=DISK, net0=NIC, net1=NIC.replace("tag=10", "tag=11"))
+    with_net1 = {**live, "boot": "order=scsi0;ide2;net0;net1"}
+    undeclared = judge(decl(ide3="none,media=cdrom", net1=""), with_net1)
+    assert "removes net1 from boot; appends the new CD-ROM ide3 to boot" in undeclared.notes[0]
+    assert "boot becomes order=scsi0;ide2;net0;ide3" in undeclared.notes[0] and undeclared.after == {}
+    # The append gives the declared order: boot is not sent.
+    appended = judge(decl(ide3="none,media=cdrom", boot="order=scsi0;ide2;net0;ide3"), live)
+    assert "boot" not in appended.put and appended.after == {} and "boot is not sent" in appended.notes[0]
+    # Another order: boot goes in a second write, after the CD-ROM.
+    other = judge(decl(ide3="none,media=cdrom", boot="order=ide3;scsi0;ide2;net0"), live)
+    assert other.put == {"ide3": "none,media=cdrom"} and other.after == {"boot": "order=ide3;scsi0;ide2;net0"}
+    assert "boot" in other.drift and "second write" in other.notes[0]
+    # A cloud-init drive is not appended; a boot naming a device the write deletes is refused.
+    assert judge(decl(ide1="local-lvm:cloudinit"), live).notes == []
+    gone = judge(decl(net1="", boot="order=scsi0;net0;net1"), {**live, "boot": "order=scsi0;net0;net1"})
+    assert "device 'net1' does not exist" in gone.refuse[0]
+
+
+def test_a_boot_order_naming_a_device_the_vm_will_not_have_is_refused() -> None:
+    # API2/Qemu.pm update_vm_api: "invalid bootorder: device '$dev' does not exist'" unless it is in the
+    # config, pending, or the same write, and not deleted.
+    live = vm(scsi0=DISK, net0=NIC)
+    refused = judge(decl(boot="order=scsi1;scsi0"), live)
+    assert "invalid bootorder: device 'scsi1' does not exist" in refused.refuse[0]
+    added = judge(decl(boot="order=scsi1;scsi0", scsi1="local-lvm:8"), live)
+    assert added.refuse == [] and added.put["boot"] == "order=scsi1;scsi0"
+    # At create (create_vm stores it unchecked; the VM would have nothing there): refused too.
+    created = decl(boot="order=scsi0;net0", scsi0="local-lvm:8")
+    assert "device 'net0' does not exist" in create_refusals(created)[0]
+    assert (
+        create_refusals(decl(boot="order=scsi0;net0", scsi0="local-lvm:8", net0="virtio,bridge=vmbr0")) == []
+    )
+
+
+def test_a_balloon_larger_than_memory_is_refused_with_pve_s_words() -> None:
+    # API2/Qemu.pm update_vm_api, when memory or balloon is written: `die "balloon value too large (must be
+    # smaller than assigned memory)\n" if $balloon && $balloon > $maxmem` (equal passes, 0 is off).
+    live = vm(memory="current=2048", balloon=1024)
+    refused = judge(decl(balloon=4096), live)
+    assert "balloon value too large (must be smaller than assigned memory)" in refused.refuse[0]
+    shrunk = judge(decl(memory=512), live)
+    assert "balloon value too large" in shrunk.refuse[0] and "(512 MiB)" in shrunk.refuse[0]
+    assert (
+        judge(decl(balloon=2048), live).refuse == [] and judge(decl(memory=512, balloon=0), live).refuse == []
+    )
+    assert "balloon value too large" in create_refusals(decl(memory=1024, balloon=2048))[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        # Memory.pm config: `die "NUMA needs to be enabled for memory hotplug\n" if !$conf->{numa}`.
+        ({"hotplug": "network,disk,memory", "memory": 2048}, "NUMA needs to be enabled for memory hotplug"),
+        # Memory.pm config: `die "minimum memory must be ${static_memory}MB\n"` ($STATICMEM = 1024).
+        ({"hotplug": "memory", "numa": 1, "memory": 768}, "minimum memory must be 1024MB"),
+        # Memory.pm foreach_dimm: 512 MiB DIMMs from 1024: 1800 lands between 1536 and 2048.
+        ({"hotplug": "memory", "numa": 1, "memory": 1800}, "must be aligned to 512 for hotplugging"),
+    ],
+)
+def test_memory_pve_cannot_hot_plug_is_refused_at_plan_and_at_create(config: dict, needle: str) -> None:
+    live = vm(memory="current=4096", numa=0)
+    refused = judge(decl(**config), live)
+    assert needle in "\n".join(refused.refuse), refused.refuse
+    assert needle in "\n".join(create_refusals(decl(**config)))
+
+
+def test_memory_pve_can_hot_plug_passes() -> None:
+    # foreach_dimm: 1024 + n*512 up to 32 DIMMs (17408), then 1024 MiB DIMMs.
+    for memory in (1024, 1536, 4096, 17408, 18432):
+        assert create_refusals(decl(hotplug="network,disk,memory", numa=1, memory=memory)) == []
+    assert "declare 17408 or 18432 MiB" in create_refusals(decl(hotplug="memory", numa=1, memory=18000))[0]
+    # Without memory in hotplug none of this applies.
+    assert create_refusals(decl(memory=700)) == []
+
+
 # ============================================================================================
 # memory and cpu: property-string forms equal the plain ones
 # ============================================================================================
@@ -400,6 +599,106 @@ def test_memory_change_is_written() -> None:
 def test_cpu_spellings(declared: str, live: str, same: bool) -> None:
     # CPUConfig.pm $cpu_fmt: cputype is the default key; hidden defaults to 0.
     assert (judge(decl(cpu=declared), vm(cpu=live)).drift == []) is same
+
+
+@pytest.mark.parametrize(
+    ("key", "declared", "live"),
+    [
+        # CPUConfig.pm $cpu_fmt flags: a ;-list of +FLAG/-FLAG, each its own CPUID bit.
+        ("cpu", "host,flags=+aes;-pcid", "host,flags=-pcid;+aes"),
+        ("cpu", "cputype=host,hidden=off,flags=+aes", "host,flags=+aes"),
+        # Agent.pm $agent_fmt: booleans read with parse_boolean; freeze-fs defaults on;
+        # freeze-fs-on-backup and guest-fsfreeze are aliases of freeze-fs (PVE 8 spells freeze-fs-on-backup).
+        ("agent", "enabled=yes,fstrim_cloned_disks=on,freeze-fs=true", "1,fstrim_cloned_disks=1"),
+        ("agent", "1,freeze-fs-on-backup=0", "enabled=1,freeze-fs=0"),
+        ("agent", "enabled=TRUE,guest-fsfreeze=off", "1,freeze-fs-on-backup=0"),
+        # Network.pm $net_fmt host-tunnel: boolean.
+        ("net0", "virtio,bridge=vmbr0,host-tunnel=on", f"virtio={MAC},bridge=vmbr0,host-tunnel=1"),
+        # $smbios1_fmt base64: boolean.
+        (
+            "smbios1",
+            "base64=yes,serial=QUJD",
+            "uuid=6a3c9b1e-2f4d-4e8a-9c7b-1d2e3f4a5b6c,base64=1,serial=QUJD",
+        ),
+    ],
+)
+def test_pve_s_boolean_spellings_and_flag_order_are_one_value(key: str, declared: str, live: str) -> None:
+    # pve-common JSONSchema.pm parse_property_string: `$v = parse_boolean($v) // $v` for a boolean option.
+    change = judge(decl(**{key: declared}), vm(**{key: live}))
+    assert change.drift == [] and change.put == {}, change.put
+
+
+def test_flag_order_and_boolean_values_still_differ_when_they_do() -> None:
+    assert judge(decl(cpu="host,flags=+aes;-pcid"), vm(cpu="host,flags=+aes")).put == {
+        "cpu": "host,flags=+aes;-pcid"
+    }
+    assert judge(decl(agent="1,freeze-fs=0"), vm(agent="1")).put == {"agent": "1,freeze-fs=0"}
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        # Machine.pm $machine_fmt type pattern (anchored) and maxLength 40.
+        ("i440fx", "not a machine type PVE knows"),
+        ("pc-q35-latest", "not a machine type PVE knows"),
+        ("q35,viommu=amd", "viommu"),
+        # Machine.pm assert_valid_machine_property, in its words.
+        ("pc,viommu=intel", "to use Intel vIOMMU please set the machine type to q35"),
+        ("q35,viommu=intel,aw-bits=40", "Intel vIOMMU supports only 39 or 48 bits as address width"),
+        ("q35,aw-bits=48", "cannot set aw-bits if no vIOMMU is configured"),
+    ],
+)
+def test_a_machine_pve_rejects_is_refused_at_parse(value: str, needle: str) -> None:
+    with pytest.raises(DeclarationError, match=re.escape(needle)):
+        decl(machine=value)
+
+
+def test_machine_values_pve_takes_pass() -> None:
+    for value in (
+        "pc",
+        "q35",
+        "pc-i440fx-9.2+pve1",
+        "pc-q35-10.0+pve1.pxe",
+        "virt-9.0",
+        "q35,viommu=intel,aw-bits=48",
+    ):
+        decl(machine=value)
+
+
+def test_the_machine_version_pve_pins_for_windows_is_not_drift() -> None:
+    # Machine.pm check_and_pin_machine_string (create_vm, and update_vm_api on an ostype change): a Windows
+    # guest's unversioned pc/q35/virt is pinned to windows_get_pinned_machine_version's latest version.
+    live = vm(ostype="win11", machine="pc-q35-10.0+pve1")
+    assert judge(decl(ostype="win11", machine="q35"), live).drift == []
+    assert (
+        judge(
+            decl(ostype="win11", machine="q35,enable-s3=off"),
+            vm(ostype="win11", machine="pc-q35-10.0+pve1,enable-s3=0"),
+        ).drift
+        == []
+    )
+    # Another base type, or a guest that is not Windows, is a real change.
+    assert judge(decl(ostype="win11", machine="pc"), live).put == {"machine": "pc"}
+    assert judge(decl(ostype="l26", machine="q35"), vm(ostype="l26", machine="pc-q35-10.0+pve1")).put == {
+        "machine": "q35"
+    }
+    # An ostype turned Windows without a declared machine: PVE pins it, the plan says so.
+    turned = judge(decl(ostype="win11"), vm(ostype="l26"))
+    assert turned.put == {"ostype": "win11"} and "check_and_pin_machine_string" in turned.notes[0]
+
+
+def test_options_of_pve_9_are_refused_on_pve_8() -> None:
+    # qemu-server 9 Agent.pm $agent_fmt adds freeze-fs (alias guest-fsfreeze); stable-bookworm knows
+    # freeze-fs-on-backup only. Machine.pm $machine_fmt's aw-bits is qemu-server 9's too.
+    from salt_proxmox.pve.facts import Release
+    from salt_proxmox.qemu.judge import needs_release, release_refusals
+
+    values = {"agent": "1,freeze-fs=0", "machine": "q35,viommu=virtio,aw-bits=48"}
+    said = release_refusals(values, Release("8.4"))
+    assert "agent: freeze-fs= is an option of PVE 9 (PVE 8 names it freeze-fs-on-backup)" in said[0]
+    assert "machine: aw-bits= is an option of PVE 9" in said[1]
+    assert release_refusals(values, Release("9.0")) == [] and needs_release(values)
+    assert not needs_release({"agent": "1,freeze-fs-on-backup=0", "machine": "q35"})
 
 
 def test_numbers_from_a_form_put_read_back_as_strings_compare_as_numbers() -> None:
@@ -548,6 +847,14 @@ def test_unchanged_root_only_values_are_not_refused() -> None:
 # ============================================================================================
 
 
+def test_a_startup_refusal_names_sys_modify_and_the_qm_set_to_run() -> None:
+    # API2/Qemu.pm $check_vm_modify_config_perm: `if ($opt eq 'startup') { check_full("/", ['Sys.Modify']) }`.
+    said = startup_refusal(decl(startup="order=2,up=30"), "the provision token x@pve!y")
+    assert "Sys.Modify on /" in said and "the provision token x@pve!y does not hold it" in said
+    assert "`qm set 150 --startup 'order=2,up=30'` on pve1 as root@pam" in said
+    assert "qm set 150 --delete startup" in startup_refusal(decl(startup=""), "it")
+
+
 def test_identity_refusals() -> None:
     declared = parse_declaration("web", vmid=151, node="pve1", target="homelab", config={"clone": 9000})
     reasons = identity_refusals(declared, {"vmid": 150, "clone": 9001, "node": "pve1"})
@@ -670,6 +977,34 @@ def test_applies_live(key: str, old: str | None, new: str, hotplug: str | None, 
     elif old is not None and schema.is_drive(key):
         changed = drift_changed(new, old)
     assert schema.applies_live(key, False, old, new, hotplug, changed) is live
+
+
+def test_ipconfig_applies_at_once_as_every_cloud_init_key() -> None:
+    # QemuServer.pm: `for my $opt (keys %$confdesc_cloudinit) { $fast_plug_option->{$opt} = 1 }`, and
+    # $confdesc_cloudinit holds ipconfigN.
+    assert schema.applies_live("ipconfig0", False, "ip=dhcp", "ip=10.0.0.5/24,gw=10.0.0.1", "0") is True
+    assert schema.applies_live("ipconfig1", True, "ip=dhcp", None, "0") is True
+
+
+@pytest.mark.parametrize(
+    ("hotplug", "ostype", "machine", "live"),
+    [
+        (None, "l26", None, True),  # usb feature (default), Linux, the node's QEMU
+        (None, "win11", "pc-q35-10.0+pve1", True),  # windows_version 11 > 7
+        (None, "win7", None, False),  # windows_version 7 is not > 7
+        (None, "other", None, False),  # neither l26 nor Windows
+        (None, None, None, False),  # `defined($ostype)`: an unset ostype is neither
+        (None, "l26", "pc-i440fx-6.2", False),  # min_version($version, 7, 1)
+        ("network,disk", "l26", None, False),  # no usb feature
+    ],
+)
+def test_usb_hot_plug_follows_ostype_and_machine(hotplug, ostype, machine, live: bool) -> None:
+    # QemuServer.pm vmconfig_hotplug_pending $is_usb_hotplug_supported: `$hotplug_features->{usb} &&
+    # min_version($version, 7, 1) && defined($ostype) && ($ostype eq 'l26' || windows_version($ostype) > 7)`.
+    got = schema.applies_live("usb0", False, None, "spice", hotplug, ostype=ostype, machine=machine)
+    assert got is live
+    # tablet needs the feature alone.
+    assert schema.applies_live("tablet", False, "1", "0", hotplug) is (hotplug is None)
 
 
 def test_split_by_effect_on_a_running_vm() -> None:

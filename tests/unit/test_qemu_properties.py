@@ -188,13 +188,26 @@ def pve_write(vmid: int, key: str, value: str, live: dict[str, object], counter:
 
 
 def apply(vmid: int, live: dict[str, object], change: QemuChange) -> dict[str, object]:
-    """The live config after the config PUT and then each resize, as qemu-server leaves it."""
+    """The live config after the config PUT (with ``update_vm_api``'s own ``boot`` changes: a deleted
+    device dropped, a new CD-ROM appended, in the hash order where the append comes last), the second
+    write of ``change.after``, and then each resize, as qemu-server leaves it."""
     after = dict(live)
     counter = [1]
+    order = schema.boot_devices(str(live.get("boot") or ""))
     for key, value in change.put.items():
         after[key] = pve_write(vmid, key, value, live, counter)
     for key in change.clear:
         after.pop(key, None)
+    if order:
+        kept = [device for device in order if device not in change.clear]
+        appended = [
+            key
+            for key, value in change.put.items()
+            if schema.is_drive(key) and key not in order and parse_drive(value).kind == "cdrom"
+        ]
+        if appended or (kept != order and "boot" not in change.put):
+            after["boot"] = "order=" + ";".join(kept + appended)
+    after.update(change.after)
     for key in change.secrets:
         after[key] = schema.PASSWORD_MASK  # vm_config masks a set cipassword
     for disk, size in change.resize:
@@ -213,7 +226,7 @@ def test_applying_the_judges_answer_leaves_no_drift(case: tuple[dict, dict, bool
     decl = parse_declaration("web", vmid=150, node="pve1", target="homelab", config=declared)
     ours = decl if recorded else None
     first = judge(decl, live, ours=ours)
-    touched = {*first.put, *first.clear, *(disk for disk, _ in first.resize), *first.secrets}
+    touched = {*first.put, *first.clear, *(disk for disk, _ in first.resize), *first.secrets, *first.after}
     assert touched <= set(first.drift)
     event("refused" if first.refuse else ("writes" if first.writes else "clean"))
     assume(not first.refuse)
