@@ -65,6 +65,12 @@ def test_a_boolean_argument_that_is_not_a_boolean_is_refused_before_any_request(
     start = len(fresh_cluster.pve.requests)
     with pytest.raises(RuntimeError) as refused:
         salt_call(config_dir, *args)
-    assert f"{argument}: expected true or false (a boolean, unquoted), got {given}" in str(refused.value)
+    # force_stop is PVE's forceStop: it takes PVE's boolean spellings (parse_boolean), and n is none.
+    rule = (
+        "a boolean as PVE spells it (true/false, 1/0, yes/no, on/off)"
+        if argument == "force_stop"
+        else ("true or false (a boolean, unquoted)")
+    )
+    assert f"{argument}: expected {rule}, got {given}" in str(refused.value)
     assert fresh_cluster.pve.requests[start:] == [], "nothing is sent, not even a read"
     assert fresh_cluster.pve.ct(120).status == "running"
