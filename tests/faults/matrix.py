@@ -2100,13 +2100,14 @@ SCENARIOS: list[Scenario] = [
         "vm-create-then-clean",
         "vms",
         "none: a VM created from scratch with a disk, an ISO, a cloud-init drive and a secret password",
-        "one create task; the password is sent and never shown, logged or kept; the row is owned",
+        "one create task, then the password in a config write of its own (create_vm would keep it in "
+        "clear; update_vm_api hashes it); it is never shown, logged or kept; the row is owned",
         True,
         ("VM 150 on pve1 has been created",),
         password_is_secret,
         {**VM_150, "cipassword": VM_PASSWORD, "cipassword_serial": 1},
         state="qemu_present",
-        writes=("POST /nodes/pve1/qemu",),
+        writes=("POST /nodes/pve1/qemu", "POST /nodes/pve1/qemu/150/config"),
         rows={f"{TARGET}/qemu/150": "owned"},
     ),
     Scenario(

@@ -233,6 +233,22 @@ def test_cipassword_is_masked_and_stored_hashed_not_pending(fresh_cluster):
     assert pending["digest"]["value"] == api.ok("GET", path)["digest"], "config_with_pending_array lists it"
 
 
+def test_create_stores_cipassword_as_sent_and_a_config_write_hashes_it(fresh_cluster):
+    """qemu-server ``API2/Qemu.pm``: ``create_vm`` writes its form (``$conf = $param``) with
+    ``write_config``, ``cipassword`` in clear; only ``update_vm_api`` runs ``PVE::Tools::encrypt_pw``
+    on it (unless it already is a crypt hash, or the ostype is Windows)."""
+    api = Api(fresh_cluster)
+    upid = api.ok("POST", "/nodes/pve1/qemu", vmid=315, name="pw-test", cipassword="plain-at-create")
+    assert api.task("pve1", upid) == "OK"
+    assert _vm(fresh_cluster, 315).config["cipassword"] == "plain-at-create", "create_vm keeps it as sent"
+    api.ok("PUT", "/nodes/pve1/qemu/315/config", cipassword="plain-on-update")
+    stored = _vm(fresh_cluster, 315).config["cipassword"]
+    assert stored.startswith("$5$") and "plain-on-update" not in stored, "update_vm_api hashes it"
+    api.ok("PUT", "/nodes/pve1/qemu/315/config", ostype="win11")
+    api.ok("PUT", "/nodes/pve1/qemu/315/config", cipassword="windows-keeps-it")
+    assert _vm(fresh_cluster, 315).config["cipassword"] == "windows-keeps-it", "windows_version: as sent"
+
+
 # ----------------------------------------------------------------------------------- config write
 
 

@@ -256,12 +256,17 @@ def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fre
     start = len(fresh_cluster.pve.requests)
     created = run(False, cipassword=PASSWORD, cipassword_serial=1)
     assert created.result is True, created.comment
-    assert config(fresh_cluster, 150).get("cipassword"), "sent with the create"
+    # qemu-server create_vm writes its form into /etc/pve as sent; only update_vm_api hashes
+    # cipassword (PVE::Tools::encrypt_pw): the create form never carries it, the config write after it does.
+    (create, (method, path, form)) = writes(requests_since(fresh_cluster, start))
+    assert create[:2] == ("POST", "/nodes/pve1/qemu") and "cipassword" not in str(create[2])
+    assert (method, path) == ("POST", "/nodes/pve1/qemu/150/config") and "cipassword" in str(form)
+    stored = config(fresh_cluster, 150)["cipassword"]
+    assert stored.startswith("$5$") and PASSWORD not in stored, "never in clear in /etc/pve"
     # The comment states the VM's rule, not the container's "create only; never compared".
     said = "\n".join(created.comment)
-    assert (
-        "cipassword sent with the create, and again only when the VM shows none or cipassword_serial" in said
-    )
+    assert "cipassword sent in the first config write after the create (PVE hashes it there" in said
+    assert "again only when the VM shows none or cipassword_serial" in said
     assert "create only" not in said
     returns = [created.salt_return("web")]
     # Another password with the same serial: PVE shows only **********, nothing is compared or written.
@@ -272,7 +277,7 @@ def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fre
     assert plan.changes["cipassword"] == {"old": "set", "new": "set (written again)"}
     bumped = run(False, cipassword="another-password", cipassword_serial=2)
     assert bumped.result is True, bumped.comment
-    ((method, path, form),) = [w for w in writes(requests_since(fresh_cluster, start)) if "/config" in w[1]]
+    (_, (method, path, form)) = [w for w in writes(requests_since(fresh_cluster, start)) if "/config" in w[1]]
     assert (method, path) == ("PUT", "/nodes/pve1/qemu/150/config") and "cipassword" in str(form)
     returns += [same.salt_return("web"), plan.salt_return("web"), bumped.salt_return("web")]
     shown = repr([returns, store.rows])
@@ -493,7 +498,9 @@ def test_a_declared_cipassword_is_always_written_onto_a_clone_of_a_template_that
     done = present(make_context(static_targets(fresh_cluster), store=store), "app", False, **declared)
     assert done.result is True, done.comment
     assert _configure_form(requests_since(fresh_cluster, start))["cipassword"] == PASSWORD
-    assert fresh_cluster.pve.vm(151).config["cipassword"] != template.config["cipassword"]
+    # The configure step is update_vm_api: the clone's cipassword is stored hashed, never in clear.
+    stored = fresh_cluster.pve.vm(151).config["cipassword"]
+    assert stored != template.config["cipassword"] and stored.startswith("$5$") and PASSWORD not in stored
     assert PASSWORD not in repr(done.changes) + "\n".join(done.comment)
 
     keeps = present(

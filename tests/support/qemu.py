@@ -24,7 +24,9 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   (the pending value as ``********** ``, with a space, as PVE does). fakepve returns the password.
   ``update_vm_api`` stores a new ``cipassword`` straight in the config, never as a pending change,
   hashed as ``PVE::Tools::encrypt_pw`` would (``$5$<salt>$…``) unless it is already a crypt hash or
-  the guest runs Windows (``ostype`` ``w*``).
+  the guest runs Windows (``ostype`` ``w*``). ``create_vm`` writes its form as sent (``$conf =
+  $param``, then ``write_config``): a ``cipassword`` given to the create stays in clear, as fakepve
+  keeps it too.
 - ``GET …/pending`` lists the ``digest`` row too: ``vm_pending`` passes ``load_config``'s hash,
   digest included, to pve-guest-common ``config_with_pending_array``. fakepve leaves it out.
 - A config write (``PUT`` and ``POST …/config``) stores what PVE stores: integer, number and boolean

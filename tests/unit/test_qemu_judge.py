@@ -1077,3 +1077,35 @@ def test_the_clone_a_plan_judges_is_the_template_with_its_disks_where_clone_vm_p
     made = cloned_config(linked, template)
     assert made["scsi0"].startswith("local-lvm:") and made["name"] == "app"
     assert "format=qcow2" in made["virtio1"]
+
+
+def test_a_create_from_scratch_sends_cipassword_only_in_the_config_write_after_it() -> None:
+    """qemu-server ``API2/Qemu.pm`` ``create_vm`` writes its form as sent (``$conf = $param``,
+    ``write_config``): a ``cipassword`` there would stay in clear in ``/etc/pve``. Only
+    ``update_vm_api`` hashes it (``PVE::Tools::encrypt_pw``), so the create leaves it out and a
+    ``POST …/config`` with the digest the create left carries it."""
+    from types import SimpleNamespace
+
+    from salt_proxmox.qemu.family import create
+
+    reads: list[tuple[str, str, object]] = []
+
+    def request(method, path, credential, params=None):
+        reads.append((method, path, params))
+        return {"digest": "d1gest", "cipassword": "**********"}
+
+    ctx = SimpleNamespace(client=SimpleNamespace(request=request))
+    declared = parse_declaration(
+        "web", vmid=VMID, node="pve1", target="homelab", config={"name": "web", "cipassword": "s3cret-pw"}
+    )
+    steps = create(ctx, declared, lambda: "provision")  # type: ignore[arg-type]
+    first = next(steps)
+    assert (first.method, first.path) == ("POST", "nodes/pve1/qemu") and "cipassword" not in first.form
+    assert reads == [], "nothing read before the create ran"
+    second = next(steps)
+    assert (second.method, second.path) == ("POST", f"nodes/pve1/qemu/{VMID}/config")
+    assert dict(second.form) == {"cipassword": "s3cret-pw", "digest": "d1gest"}
+    assert "s3cret-pw" not in second.what
+    assert next(steps, None) is None
+    plain = create(ctx, decl(name="web"), lambda: "provision")  # type: ignore[arg-type]
+    assert [step.path for step in plain] == ["nodes/pve1/qemu"], "no password, one create"
