@@ -30,8 +30,15 @@ from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
-from salt_proxmox.guest.power import Power, PowerNotReached, apply_power, parse_power, power_lines
-from salt_proxmox.guest.refusals import destroy_refusals, read_status
+from salt_proxmox.guest.power import (
+    Power,
+    PowerNotReached,
+    apply_power,
+    ha_route,
+    parse_power,
+    power_lines,
+)
+from salt_proxmox.guest.refusals import destroy_refusals, ha_managed, read_current, read_status
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.lowstate import Chunk
 from salt_proxmox.outcome import Outcome, forget_ownership
@@ -236,6 +243,8 @@ class Decision:
     #: status word it was judged on (read only when ``status`` is declared).
     power: str | None = None
     status: str | None = None
+    #: For a guest HA manages: what the HA manager does with ``power`` (``guest.power.ha_route``).
+    ha: str | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -441,12 +450,27 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
         "update" if change.drift else "noop", **found, notes=notes, record=record, fingerprint=fingerprint
     )
     if power.status is not None:
-        decision.status = read_status(ctx, family.kind, decl.node, decl.vmid)
+        current = read_current(ctx, family.kind, decl.node, decl.vmid)
+        decision.status = str(current["status"])
         decision.running = decision.status == "running"
         try:
             decision.power = power.action(decision.status)
         except Refused as exc:
             return Decision("refuse", **found, reasons=[f"{what}: {exc}"], notes=notes)
+        ha_state = ha_managed(current)
+        if decision.power and ha_state is not None:
+            try:
+                decision.ha = ha_route(
+                    family,
+                    decl.vmid,
+                    decl.node,
+                    decision.power,
+                    power.shutdown_timeout,
+                    power.force_stop,
+                    ha_state,
+                )
+            except Refused as exc:
+                return Decision("refuse", **found, reasons=exc.reasons, notes=notes, others=True)
     _effects(ctx, family, decl, decision)
     return decision
 
@@ -633,7 +657,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             )
         if decision.power:
             outcome.changes["status"] = {"old": decision.status, "new": power.status}
-            outcome.comment.append(power_lines(what, decision.power, power, done=False))
+            outcome.comment.append(power_lines(what, decision.power, power, done=False, ha=decision.ha))
         if decision.action == "noop" and not decision.record and not waiting and not decision.power:
             outcome.comment.append(f"{what} is as declared")
         outcome.result = None if (outcome.changes or decision.record) else True
@@ -703,7 +727,7 @@ def _power_after(
     assert decision.power is not None
     apply_power(ctx, family, decl.node, decl.vmid, decision.power, power)
     outcome.changes["status"] = {"old": decision.status, "new": power.status}
-    outcome.comment.append(power_lines(what, decision.power, power, done=True))
+    outcome.comment.append(power_lines(what, decision.power, power, done=True, ha=decision.ha))
     decision.running = decision.power == "start"
     if decision.power == "start" and settled.waiting:
         final = read_live(ctx, family, decl.node, decl.vmid)

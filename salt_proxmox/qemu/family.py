@@ -294,6 +294,7 @@ QEMU = Family(
     command="qm",
     ha_type="vm",
     destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
+    ha_forces_stop=True,  # pve-ha-manager Resources/PVEVM.pm shutdown: forceStop => 1
     parse=parse_declaration,
     judge=judge.judge,
     shown=judge.shown,

@@ -2477,6 +2477,20 @@ def ha_holds_120(run: Run) -> None:
     run.pve.ha_holds.add(120)
 
 
+def ha_started_120(run: Run) -> None:
+    """CT 120 runs and is HA-managed (``ha-manager add ct:120``, its HA state ``started``): a
+    shutdown goes to the HA manager as ``crm-command stop ct:120 <timeout>``."""
+    run.pve.ct(120).ha_state = "started"
+
+
+def ha_rounds_120(run: Run) -> None:
+    """CT 120 is stopped and HA-managed; the HA manager carries out a queued request two
+    ``status/current`` reads later (the fake's ``ha_rounds``)."""
+    stopped_120(run)
+    run.pve.ct(120).ha_state = "stopped"
+    run.pve.ha_rounds[120] = 2
+
+
 SHUTDOWN_120 = "POST /nodes/pve1/lxc/120/status/shutdown"
 START_120 = "POST /nodes/pve1/lxc/120/status/start"
 
@@ -2571,10 +2585,39 @@ POWER = [
         False,
         (
             "the start task ended OK, but PVE reports the container stopped, not running",
-            "It is HA-managed (ha.managed: 1, requested state started)",
+            "It is HA-managed (ha.managed: 1, ha.state started)",
             "`ha-manager status`",
         ),
         ha_holds_120,
+        dns(status="running"),
+        name="dns",
+        writes=(START_120,),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-ha-hard-stop-refused",
+        "power",
+        "status: stopped with shutdown_timeout: 0 on a running HA-managed container, force_stop not declared",
+        "the HA manager would stop it hard at once (crm-command stop ct:120 0): refused with the remedy, "
+        "nothing sent",
+        False,
+        ("`ha-manager crm-command stop ct:120 0`), which stops it hard at once", "Declare force_stop: true"),
+        ha_started_120,
+        dns(status="stopped", shutdown_timeout=0),
+        name="dns",
+        never=("/status/",),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-ha-start-carried-out-later",
+        "power",
+        "status: running on a stopped HA-managed container: the start task ends OK, HA starts it later",
+        "the start goes to the HA manager; its status is read again until it runs, then reported started",
+        True,
+        ("has been started by the HA manager (`ha-manager set ct:120 --state started`",),
+        ha_rounds_120,
         dns(status="running"),
         name="dns",
         writes=(START_120,),

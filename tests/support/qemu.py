@@ -73,7 +73,12 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   ``API2/LXC/Status.pm`` ``vm_start``/``vm_shutdown`` do the same for ``ct:<vmid>``. fakepve
   (time_scale 0) changes the guest's power inside the task. Here a vmid in ``ha_holds`` (a VM or a
   container) keeps its power: its HA request is recorded (``ha_state``, shown as
-  ``status/current``'s ``ha.state``) and the task ends OK.
+  ``status/current``'s ``ha.state``) and the task ends OK. A vmid in ``ha_rounds`` (vmid -> N)
+  has its request queued by the task and carried out by the N-th ``status/current`` read after
+  it, as the CRM and the LRM carry it out some rounds later: a start applies the pending changes
+  and runs the guest, a stop stops it (the agents' shutdown, ``Resources/PVEVM.pm``/``PVECT.pm``
+  ``shutdown``, is not modelled further: the guest stops within the timeout), and ``ha.state``
+  becomes ``started``/``stopped``.
 
 - An EFI disk is made as qemu-server 9.0.27+ / 8.4.6+ makes it: ``OVMF.pm`` ``create_efidisk`` copies
   a vars template that holds the Microsoft UEFI CA 2023 when ``pre-enrolled-keys`` is on, and marks
@@ -286,8 +291,48 @@ class QemuPve(NetworkPve):
         self._clone_storage: dict[int, str] = {}
         #: vmids whose HA requests the HA manager has not carried out (see the module docstring).
         self.ha_holds: set[int] = set()
+        #: vmid -> how many ``status/current`` reads pass before the HA manager carries out a request
+        #: queued for it (see the module docstring); ``_ha_queue`` holds the request meanwhile.
+        self.ha_rounds: dict[int, int] = {}
+        self._ha_queue: dict[int, list] = {}
+
+    def _ha_round(self, vmid: int) -> None:
+        """One CRM round seen by a ``status/current`` read of ``vmid``: a queued request whose
+        rounds are over is carried out (the guest started, with its pending changes, or stopped)."""
+        queued = self._ha_queue.get(vmid)
+        if queued is None:
+            return
+        queued[2] -= 1
+        if queued[2] > 0:
+            return
+        guest, state, _ = self._ha_queue.pop(vmid)
+        if state == "started":
+            if guest in self.vms:
+                guest.apply_pending()
+                guest.qmpstatus = "running"
+            else:
+                self._apply(guest)
+                guest.pid = 4242
+            guest.status = "running"
+        else:
+            guest.status = "stopped"
+            if guest in self.vms:
+                guest.qmpstatus = "stopped"
+            else:
+                guest.pid = None
+        guest.ha_state = state
+
+    async def _status_current(self, request):
+        self._ha_round(int(request.match_info["vmid"]))
+        return await super()._status_current(request)
+
+    async def _lxc_status_current(self, user, v):
+        self._ha_round(int(v["vmid"]))
+        return await super()._lxc_status_current(user, v)
 
     async def _ha_request(self, vm, user, state):
+        if vm.vmid in self.ha_rounds:
+            return await self._ha_queued(vm, user, state, "VM")
         if vm.vmid not in self.ha_holds:
             return await super()._ha_request(vm, user, state)
 
@@ -305,7 +350,19 @@ class QemuPve(NetworkPve):
             log=[f"Requesting HA {verb} for VM {vm.vmid}"],
         )
 
+    async def _ha_queued(self, guest, user, state, label):
+        """An ``hastart``/``hastop`` task that only queues the request (``ha_rounds``)."""
+
+        async def body():
+            self._ha_queue[guest.vmid] = [guest, state, self.ha_rounds[guest.vmid]]
+
+        verb = "start" if state == "started" else "stop"
+        log = [f"Requesting HA {verb} for {label} {guest.vmid}"]
+        return await self.task(guest.node, "ha" + verb, guest.vmid, user, body, lock=False, log=log)
+
     async def _ct_ha(self, ct, user, state, timeout=None):
+        if ct.vmid in self.ha_rounds:
+            return await self._ha_queued(ct, user, state, "CT")
         if ct.vmid not in self.ha_holds:
             return await super()._ct_ha(ct, user, state, timeout)
 

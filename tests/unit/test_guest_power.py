@@ -348,9 +348,9 @@ HA_STARTED = {"status": "stopped", "ha": {"managed": 1, "state": "started", "gro
     [
         pytest.param(
             HA_STARTED,
-            "It is HA-managed (ha.managed: 1, requested state started): the HA manager decides its power, "
-            "and the start task only queued a request to it. See `ha-manager status` on a node for what HA "
-            "does with ct:150",
+            "It is HA-managed (ha.managed: 1, ha.state started): the HA manager decides its power, "
+            "and the start task only queued a request to it; its status was read 181 times over 180 s. "
+            "See `ha-manager status` on a node for what HA does with ct:150",
             id="ha-managed",
         ),
         pytest.param(
@@ -400,7 +400,7 @@ def test_a_shutdown_task_that_ends_ok_with_the_guest_still_running_fails() -> No
     assert outcome.result is False
     text = " ".join(outcome.comment)
     assert "the shutdown task ended OK, but PVE reports the container running, not stopped" in text
-    assert "It is HA-managed (ha.managed: 1, requested state started)" in text
+    assert "It is HA-managed (ha.managed: 1, ha.state started)" in text
     assert "has been shut down" not in text
 
 
@@ -571,3 +571,69 @@ def test_an_adhoc_force_stop_pve_would_not_read_as_a_boolean_is_refused_before_a
         adhoc(stub, MemoryStore(), "shutdown", force_stop=value)
     assert refused.value.problems[0].startswith("force_stop: expected a boolean as PVE spells it")
     assert stub.sent == []
+
+
+# ============================================================================================
+# HA-managed guests: what the HA manager does with a start or a shutdown
+# ============================================================================================
+
+
+def test_ha_route_plans_what_the_ha_manager_does() -> None:
+    """qemu-server ``API2/Qemu.pm`` ``vm_start``: ``ha-manager set vm:<vmid> --state started``;
+    ``vm_shutdown``: ``ha-manager crm-command stop vm:<vmid> <timeout // 60>`` (forceStop ignored);
+    pve-ha-manager ``Resources/PVEVM.pm`` ``shutdown`` then runs ``vm_shutdown`` with
+    ``forceStop => 1`` (a hard stop at the timeout) and ``vm_stop`` for a timeout of 0;
+    ``Resources/PVECT.pm`` ``shutdown`` sends no forceStop (a container still up fails the stop:
+    ``Manager.pm`` ``next_state_request_stop`` puts the service in ``error``)."""
+    qemu, lxc = GUESTS["qemu"], GUESTS["lxc"]
+    assert power.ha_route(qemu, 150, "pve1", "start", 60, False, "stopped") == (
+        "`ha-manager set vm:150 --state started`: the HA manager starts it in a later round"
+    )
+    assert power.ha_route(qemu, 150, "pve1", "shutdown", 90, True, "started") == (
+        "`ha-manager crm-command stop vm:150 90`: the HA manager shuts it down within 90 s, then stops it "
+        "hard"
+    )
+    with pytest.raises(Refused, match=r"forceStop=1\); status: stopped never stops a VM hard unless asked"):
+        power.ha_route(qemu, 150, "pve1", "shutdown", 90, False, "started")
+    assert power.ha_route(lxc, 120, "pve1", "shutdown", 60, True, "started") == (
+        "`ha-manager crm-command stop ct:120 60`: the HA manager shuts it down within 60 s, never forced "
+        "(force_stop is ignored); a container still up then leaves the service in error state"
+    )
+    assert "never forced" in power.ha_route(lxc, 120, "pve1", "shutdown", 60, False, "started")
+    # Manager.pm: "request immediate service hard-stop" for a timeout of 0, whatever the guest.
+    with pytest.raises(
+        Refused, match=r"which stops it hard at once \(pve-ha-manager Manager.pm: a timeout of 0\)"
+    ):
+        power.ha_route(lxc, 120, "pve1", "shutdown", 0, False, "started")
+    assert "stops it hard at once" in power.ha_route(lxc, 120, "pve1", "shutdown", 0, True, "started")
+
+
+@pytest.mark.parametrize(
+    ("action", "state", "remedy"),
+    [
+        # Manager.pm next_state_error acts only once the resource is disabled.
+        ("start", "error", "`ha-manager set vm:150 --state disabled`, fix what put it in error"),
+        # next_state_started reads a queued crm-command stop; a service being fenced or moved does not.
+        ("shutdown", "fence", "or set its state yourself (`ha-manager set vm:150 --state stopped`)"),
+        ("start", "migrate", "or set its state yourself (`ha-manager set vm:150 --state started`)"),
+    ],
+)
+def test_ha_route_refuses_what_the_ha_manager_will_not_carry_out_now(
+    action: str, state: str, remedy: str
+) -> None:
+    with pytest.raises(Refused) as refused:
+        power.ha_route(GUESTS["qemu"], 150, "pve1", action, 60, True, state)
+    text = str(refused.value)
+    assert f"VM 150 on pve1 is HA-managed (ha.state {state}): PVE hands a {action} to the HA manager" in text
+    assert remedy in text
+
+
+def test_a_state_shutdown_of_an_ha_managed_vm_without_force_stop_is_refused_at_plan() -> None:
+    """The state's plan reads ``ha`` from the ``status/current`` it reads for ``status`` and refuses
+    what the HA manager would stop hard; nothing is sent."""
+    ha = {"status": "running", "ha": {"managed": 1, "state": "started"}}
+    stub, store = owned(StubPve().on("GET", STATUS, ha))
+    outcome = plan(stub, store, test=True, status="stopped", shutdown_timeout=0)
+    assert outcome.result is False
+    assert "which stops it hard at once" in " ".join(outcome.comment)
+    assert stub.calls("POST") == []
