@@ -36,9 +36,10 @@ from salt_proxmox.guest.power import (
     apply_power,
     ha_route,
     parse_power,
+    paused_route,
     power_lines,
 )
-from salt_proxmox.guest.refusals import destroy_refusals, ha_managed, read_current, read_status
+from salt_proxmox.guest.refusals import destroy_refusals, ha_managed, paused_state, read_current, read_status
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.lowstate import Chunk
 from salt_proxmox.outcome import Outcome, forget_ownership
@@ -245,6 +246,10 @@ class Decision:
     status: str | None = None
     #: For a guest HA manages: what the HA manager does with ``power`` (``guest.power.ha_route``).
     ha: str | None = None
+    #: For a paused VM: what PVE does with its forced shutdown (``guest.power.paused_route``).
+    paused: str | None = None
+    #: The declared power with the shutdown timeout PVE would use for this guest (``Power.for_guest``).
+    shutdown: Power | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -453,24 +458,22 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
         current = read_current(ctx, family.kind, decl.node, decl.vmid)
         decision.status = str(current["status"])
         decision.running = decision.status == "running"
+        power = decision.shutdown = power.for_guest(family, config.current)
         try:
             decision.power = power.action(decision.status)
         except Refused as exc:
             return Decision("refuse", **found, reasons=[f"{what}: {exc}"], notes=notes)
         ha_state = ha_managed(current)
-        if decision.power and ha_state is not None:
-            try:
-                decision.ha = ha_route(
-                    family,
-                    decl.vmid,
-                    decl.node,
-                    decision.power,
-                    power.shutdown_timeout,
-                    power.force_stop,
-                    ha_state,
-                )
-            except Refused as exc:
-                return Decision("refuse", **found, reasons=exc.reasons, notes=notes, others=True)
+        qmp = paused_state(current) if family.pauses else None
+        try:
+            # vm_shutdown judges a paused VM before it hands one to HA.
+            if qmp is not None:
+                decision.paused = paused_route(family, decl.vmid, decl.node, decision.power, power, qmp)
+            elif decision.power and ha_state is not None:
+                timeout, force = power.shutdown_timeout, power.force_stop
+                decision.ha = ha_route(family, decl.vmid, decl.node, decision.power, timeout, force, ha_state)
+        except Refused as exc:
+            return Decision("refuse", **found, reasons=exc.reasons, notes=notes, others=True)
     _effects(ctx, family, decl, decision)
     return decision
 
@@ -615,6 +618,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decision.action == "refuse":
         return _refused(outcome, family, decl, decision, test)
+    power = decision.shutdown or power
     what = family.what(decl.vmid, decl.node)
     waiting = decision.verdict.waiting if decision.verdict else []
     if decision.action == "create":
@@ -657,7 +661,9 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             )
         if decision.power:
             outcome.changes["status"] = {"old": decision.status, "new": power.status}
-            outcome.comment.append(power_lines(what, decision.power, power, done=False, ha=decision.ha))
+            outcome.comment.append(
+                power_lines(what, decision.power, power, done=False, ha=decision.ha, paused=decision.paused)
+            )
         if decision.action == "noop" and not decision.record and not waiting and not decision.power:
             outcome.comment.append(f"{what} is as declared")
         outcome.result = None if (outcome.changes or decision.record) else True
@@ -727,7 +733,9 @@ def _power_after(
     assert decision.power is not None
     apply_power(ctx, family, decl.node, decl.vmid, decision.power, power)
     outcome.changes["status"] = {"old": decision.status, "new": power.status}
-    outcome.comment.append(power_lines(what, decision.power, power, done=True, ha=decision.ha))
+    outcome.comment.append(
+        power_lines(what, decision.power, power, done=True, ha=decision.ha, paused=decision.paused)
+    )
     decision.running = decision.power == "start"
     if decision.power == "start" and settled.waiting:
         final = read_live(ctx, family, decl.node, decl.vmid)

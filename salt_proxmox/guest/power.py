@@ -26,14 +26,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, boolean_problem, shown
 from salt_proxmox.guest.absence import index_rows, indexed_guest
-from salt_proxmox.guest.refusals import ha_managed, read_current, read_status, status_path
+from salt_proxmox.guest.refusals import ha_managed, paused_state, read_current, read_status, status_path
+from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import vmid_number
-from salt_proxmox.wire.propstring import pve_boolean
+from salt_proxmox.wire.propstring import pairs, pve_boolean
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.context import PveContext
@@ -55,6 +56,26 @@ class Power:
     status: str | None = None
     shutdown_timeout: int = SHUTDOWN_TIMEOUT
     force_stop: bool = False
+    #: Whether ``shutdown_timeout`` was declared; else where the one used comes from (``for_guest``).
+    timeout_declared: bool = True
+    timeout_from: str = ""
+
+    def for_guest(self, family: Family, config: Mapping[str, object]) -> Power:
+        """This power with the shutdown timeout PVE would use for the guest whose config in effect
+        is ``config`` when none is declared: a VM's ``startup: down=`` (qemu-server ``QemuServer.pm``
+        ``_do_vm_stop``: ``$timeout = $opts->{down}`` when no timeout is given, then 60), a
+        container's 60 (pve-container ``API2/LXC/Status.pm`` ``vm_shutdown``: ``timeout // 60``;
+        ``startup: down=`` is only ``pve-manager``'s stopall order for them). The timeout is always
+        sent, so the plan names the one PVE will use."""
+        if self.timeout_declared or not family.startup_down:
+            return self
+        try:
+            down = dict(pairs(str(config.get("startup") or ""), "order")).get("down")
+        except ValueError:
+            down = None
+        if down is None or not str(down).isdigit() or int(down) == 0:
+            return self
+        return replace(self, shutdown_timeout=int(down), timeout_from=f"its startup: down={int(down)}")
 
     def action(self, now: str | None) -> str | None:
         """``start``, ``shutdown`` or None (nothing to do) for a guest whose status is ``now``
@@ -127,6 +148,7 @@ def parse_power(declared: dict) -> Power:
         status=status,
         shutdown_timeout=SHUTDOWN_TIMEOUT if timeout is None else timeout,
         force_stop=force is True,
+        timeout_declared=timeout is not None,
     )
 
 
@@ -198,6 +220,33 @@ def ha_route(
     return f"`ha-manager crm-command stop {sid} {0 if action == 'stop' else timeout}`: the HA manager {does}"
 
 
+def paused_route(family: Family, vmid: int, node: str, action: str | None, power: Power, qmp: str) -> str:
+    """What PVE does with the declared power of a VM that runs paused (``qmp``: its ``qmpstatus``,
+    ``guest.refusals.paused_state``), which is neither running nor stopped. qemu-server
+    ``API2/Qemu.pm`` ``vm_shutdown`` (before any HA hand-over): without ``forceStop`` it dies ``VM is
+    paused - cannot shutdown`` (a shutdown request would reach the guest when it is resumed, and
+    power it off then); with it it warns ``VM is paused - stop instead of shutdown`` and stops it
+    hard. ``vm_start`` refuses a VM whose QEMU runs (``VM <vmid> already running``). Returns the
+    plan's words for the hard stop ``force_stop`` allows; raises Refused otherwise, naming the
+    remedy ``qm resume``."""
+    what, command = family.what(vmid, node), f"`{family.command} resume {vmid}`"
+    if action != "shutdown":
+        raise Refused(
+            f"{what} is paused (qmpstatus {qmp}), neither running nor stopped, and PVE does not start it "
+            f"(`VM {vmid} already running`). Resume it ({command} on node {node}), then run again."
+        )
+    if not power.force_stop:
+        raise Refused(
+            f"{what} is paused (qmpstatus {qmp}), and PVE refuses to shut it down (`VM is paused - cannot "
+            f"shutdown`, qemu-server vm_shutdown). Resume it first ({command} on node {node}), or declare "
+            "force_stop: true to let PVE stop it hard instead."
+        )
+    return (
+        f"it is paused (qmpstatus {qmp}): PVE stops it hard instead of shutting it down (`VM is paused - "
+        "stop instead of shutdown`)"
+    )
+
+
 def verify_power(
     ctx: PveContext, family: Family, node: str, vmid: int, action: str, wanted: str, polls: int = 0
 ) -> str:
@@ -253,9 +302,16 @@ def apply_power(ctx: PveContext, family: Family, node: str, vmid: int, action: s
     return upid
 
 
-def power_lines(what: str, action: str, power: Power, done: bool, ha: str | None = None) -> str:
+def power_lines(
+    what: str, action: str, power: Power, done: bool, ha: str | None = None, paused: str | None = None
+) -> str:
     """What a plan (``done`` False) or an apply says of a power action; ``ha``: what the HA manager
-    does with it (``ha_route``) for a guest it manages."""
+    does with it (``ha_route``) for a guest it manages; ``paused``: what PVE does with a paused VM
+    (``paused_route``)."""
+    if paused is not None:
+        return (
+            f"{what} has been stopped hard: {paused}" if done else f"{what}: would be stopped hard: {paused}"
+        )
     if ha is not None:
         verb = "started" if action == "start" else "shut down"
         if done:
@@ -263,10 +319,11 @@ def power_lines(what: str, action: str, power: Power, done: bool, ha: str | None
         return f"{what}: would be {verb} by the HA manager, which decides ({ha})"
     if action == "start":
         return f"{what} has been started" if done else f"{what}: would start"
+    seconds = f"{power.shutdown_timeout} s" + (f" ({power.timeout_from})" if power.timeout_from else "")
     how = (
-        f"within {power.shutdown_timeout} s, then stopped hard (force_stop)"
+        f"within {seconds}, then stopped hard (force_stop)"
         if power.force_stop
-        else f"within {power.shutdown_timeout} s, never forced"
+        else f"within {seconds}, never forced"
     )
     return f"{what} has been shut down ({how})" if done else f"{what}: would shut down ({how})"
 
@@ -393,6 +450,22 @@ def power_call(
             )
         return out
     shutdown = Power("stopped", SHUTDOWN_TIMEOUT if timeout is None else int(timeout), force_stop)
+    if call == "shutdown" and timeout is None and family.startup_down:
+        # The VM's startup: down= is the timeout PVE would use; it is sent, so the return names it.
+        config = ctx.client.request(
+            "GET", f"{api_path('nodes', where, family.kind, number)}/config", ctx.broker.read(),
+            params={"current": "1"},
+        )  # fmt: skip
+        shutdown = replace(shutdown, timeout_declared=False).for_guest(family, config or {})
+    qmp = paused_state(current) if family.pauses else None
+    if qmp is not None and call == "reboot":
+        raise Refused(
+            f"{family.what(number, where)} is paused (qmpstatus {qmp}), and PVE refuses to reboot it (`VM is "
+            f"paused - cannot shutdown`, qemu-server vm_reboot). Resume it first (`{family.command} resume "
+            f"{number}`); nothing was sent."
+        )
+    if qmp is not None and call == "shutdown":
+        paused_route(family, number, where, call, shutdown, qmp)
     ha_state = ha_managed(current)
     if ha_state is not None and call in HA_ACTS:
         # vm_reboot has no HA branch; the others only queue a request the HA manager carries out.
@@ -400,11 +473,11 @@ def power_call(
             family, number, where, call, shutdown.shutdown_timeout, force_stop or call == "stop", ha_state
         )
     form = shutdown.shutdown_form() if call == "shutdown" else {}
+    polls = ctx.create_polls if call == "start" else shutdown.polls(ctx)
     if call == "reboot" and timeout is not None:
-        form["timeout"] = str(timeout)  # pve-container vm_reboot: the timeout of its shutdown
+        form["timeout"] = str(timeout)  # vm_reboot: the timeout of its shutdown
     what = f"{call} {family.label} {number}"
     path = f"{status_path(family.kind, where, number)}/{segment}"
-    polls = ctx.create_polls if call == "start" else shutdown.polls(ctx)
     upid = ctx.task("POST", path, where, what, form or None, polls)
     after = verify_power(ctx, family, where, number, call, leaves, polls)
     return {**out, "status": after, "changed": True, "upid": upid}

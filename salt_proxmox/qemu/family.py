@@ -295,6 +295,8 @@ QEMU = Family(
     ha_type="vm",
     destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
     ha_forces_stop=True,  # pve-ha-manager Resources/PVEVM.pm shutdown: forceStop => 1
+    startup_down=True,  # qemu-server _do_vm_stop: $timeout = $opts->{down}
+    pauses=True,  # qemu-server vm_shutdown: "VM is paused - cannot shutdown"
     parse=parse_declaration,
     judge=judge.judge,
     shown=judge.shown,

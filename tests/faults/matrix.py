@@ -482,6 +482,12 @@ REBOOT_120 = "POST /nodes/pve1/lxc/120/status/reboot"
 #: CT 120 declared with a key PVE keeps pending while it runs (vmconfig_hotplug_pending skips it).
 WAITS = dns(nameserver="10.0.0.1")
 
+
+def paused_300(run: Run) -> None:
+    """VM 300 runs paused (``qm suspend 300``: qmpstatus paused, status running)."""
+    run.pve.vm(300).status, run.pve.vm(300).qmpstatus = "running", "paused"
+
+
 # ------------------------------------------------------------------------------------------ the table
 
 SCENARIOS: list[Scenario] = [
@@ -2170,6 +2176,19 @@ SCENARIOS: list[Scenario] = [
         {**VM_300, "adopt": True, "scsi0": "local-lvm:4,iothread=1"},
         name="router",
         state="qemu_present",
+    ),
+    Scenario(
+        "vm-paused-shutdown-refused",
+        "vms",
+        "status: stopped on a VM whose QEMU is paused (qmpstatus: paused), force_stop not declared",
+        "PVE refuses to shut a paused VM down: refused at plan with its words and qm resume; nothing sent",
+        False,
+        ("`VM is paused - cannot shutdown`", "`qm resume 300`", NOTHING),
+        paused_300,
+        {**VM_300, "adopt": True, "status": "stopped"},
+        name="router",
+        state="qemu_present",
+        never=("/status/shutdown", "/status/stop"),
     ),
     Scenario(
         "vm-root-only-args",

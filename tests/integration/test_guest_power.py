@@ -250,3 +250,57 @@ def test_an_ha_managed_vm_goes_plan_apply_plan_clean_as_the_ha_manager_acts(fres
     ]
     assert fresh_cluster.pve.vm(150).status == "stopped" and fresh_cluster.pve.vm(150).ha_state == "stopped"
     assert run(True, status="stopped", force_stop=True).changes == {}
+
+
+def test_a_vm_s_shutdown_waits_its_startup_down_and_a_paused_vm_is_planned_as_pve_acts(fresh_cluster):
+    """qemu-server ``QemuServer.pm`` ``_do_vm_stop``: a shutdown without a timeout waits the VM's
+    ``startup: down=``, then 60 s; the state sends that timeout and its plan names it. qemu-server
+    ``API2/Qemu.pm`` ``vm_shutdown``: a paused VM (``qmpstatus: paused``) is refused (``VM is paused -
+    cannot shutdown``) unless ``forceStop`` is given, and then stopped hard; it is neither running nor
+    stopped, so ``status: running`` is refused too, each with ``qm resume`` and nothing sent."""
+    from salt_proxmox.guest import lifecycle
+    from salt_proxmox.qemu.family import QEMU
+    from tests.integration.test_qemu import vm
+
+    store = MemoryStore()
+
+    def run(test, **over):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        return lifecycle.present(ctx, QEMU, "web", test, **vm(**over))
+
+    assert run(False, status="running").result is True
+    served = fresh_cluster.pve.vm(150)
+    served.config["startup"] = "order=2,down=180"  # set by hand; the state does not declare startup
+    plan = run(True, status="stopped")
+    assert (
+        plan.comment[-1]
+        == "VM 150 on pve1: would shut down (within 180 s (its startup: down=180), never forced)"
+    )
+    start = len(fresh_cluster.pve.requests)
+    done = run(False, status="stopped")
+    assert done.result is True, done.comment
+    ((method, path, body),) = writes(requests_since(fresh_cluster, start))
+    assert path == "/nodes/pve1/qemu/150/status/shutdown" and _form(body) == {"timeout": "180"}
+
+    served.status, served.qmpstatus = "running", "paused"
+    for test in (True, False):
+        for status in ("stopped", "running"):
+            start = len(fresh_cluster.pve.requests)
+            refused = run(test, status=status)
+            assert refused.result is False, refused.comment
+            text = " ".join(refused.comment)
+            assert "VM 150 on pve1 is paused (qmpstatus paused)" in text and "`qm resume 150`" in text
+            if status == "stopped":
+                assert "PVE refuses to shut it down (`VM is paused - cannot shutdown`" in text
+            assert writes(requests_since(fresh_cluster, start)) == []
+    plan = run(True, status="stopped", force_stop=True)
+    assert plan.comment[-1].startswith(
+        "VM 150 on pve1: would be stopped hard: it is paused (qmpstatus paused)"
+    )
+    start = len(fresh_cluster.pve.requests)
+    done = run(False, status="stopped", force_stop=True)
+    assert done.result is True, done.comment
+    ((method, path, body),) = writes(requests_since(fresh_cluster, start))
+    assert (method, path) == ("POST", "/nodes/pve1/qemu/150/status/shutdown")
+    assert _form(body) == {"timeout": "180", "forceStop": "1"} and served.status == "stopped"
+    assert run(True, status="stopped", force_stop=True).changes == {}

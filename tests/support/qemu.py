@@ -103,6 +103,13 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   the one where the append overwrites a ``boot`` written beside it (``_boot_order``). fakepve leaves
   ``boot`` alone.
 
+- A paused VM (``qmpstatus`` ``paused``, ``prelaunch`` or ``suspended``: ``vm_is_paused($vmid, 1)``)
+  is not shut down: ``vm_shutdown`` dies ``VM is paused - cannot shutdown`` (500, before the task
+  and before any HA hand-over) unless ``forceStop`` is given, and then stops it hard in its task
+  (warning ``VM is paused - stop instead of shutdown``); ``vm_reboot`` dies the same. A shutdown
+  without ``timeout`` waits the VM's ``startup: down=`` (``_do_vm_stop``), then 60 s. fakepve shuts a
+  paused VM down and always waits its own default.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -141,6 +148,8 @@ MASK = "**********"
 CRYPTED = re.compile(r"^\$(?:[156]|2[ay])(\$.+){2}")
 #: ``resize_vm``'s size: an optional ``+``, a number, an optional unit.
 SIZE = re.compile(r"^(\+)?(\d+(?:\.\d+)?)([KMGT])?$")
+#: ``vm_is_paused($vmid, 1)``: the QMP states of a paused VM.
+PAUSED = ("paused", "prelaunch", "suspended")
 #: A drive key (qemu-server ``Drive.pm`` ``valid_drive_names``).
 DRIVE = re.compile(r"(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0")
 #: qemu-server ``$fast_plug_option`` (with the ``$confdesc_cloudinit`` keys): applied at once on a running VM.
@@ -349,6 +358,34 @@ class QemuPve(NetworkPve):
             lock=False,
             log=[f"Requesting HA {verb} for VM {vm.vmid}"],
         )
+
+    async def _do_shutdown(self, vm, user, p):
+        """``vm_shutdown``: a paused VM (``vm_is_paused($vmid, 1)``) is refused before any HA hand-over,
+        or stopped hard with ``forceStop``."""
+        if vm.status == "running" and vm.qmpstatus in PAUSED:
+            if str(p.get("forceStop", "0")) not in ("1", "true"):
+                raise die("VM is paused - cannot shutdown")
+            self._check_lock(vm)
+
+            async def body():
+                vm.status = vm.qmpstatus = "stopped"
+                return "VM is paused - stop instead of shutdown"
+
+            return await self.task(vm.node, "qmshutdown", vm.vmid, user, body, vm=vm)
+        return await super()._do_shutdown(vm, user, p)
+
+    async def _do_reboot(self, vm, user, p):
+        if vm.status == "running" and vm.qmpstatus in PAUSED:
+            raise die("VM is paused - cannot shutdown")  # vm_reboot
+        return await super()._do_reboot(vm, user, p)
+
+    async def _powerdown(self, vm, p):
+        """``_do_vm_stop``: without a ``timeout`` a shutdown waits the VM's ``startup: down=``, then 60."""
+        if p.get("timeout") is None:
+            found = re.search(r"(?:^|,)down=(\d+)", str(vm.config.get("startup") or ""))
+            if found and int(found.group(1)):
+                p = {**p, "timeout": found.group(1)}
+        return await super()._powerdown(vm, p)
 
     async def _ha_queued(self, guest, user, state, label):
         """An ``hastart``/``hastop`` task that only queues the request (``ha_rounds``)."""

@@ -637,3 +637,41 @@ def test_a_state_shutdown_of_an_ha_managed_vm_without_force_stop_is_refused_at_p
     assert outcome.result is False
     assert "which stops it hard at once" in " ".join(outcome.comment)
     assert stub.calls("POST") == []
+
+
+def test_a_vm_s_shutdown_timeout_defaults_to_its_startup_down_a_container_s_to_60() -> None:
+    """qemu-server ``QemuServer.pm`` ``_do_vm_stop``: ``$timeout = $opts->{down} if $opts->{down}``
+    when the shutdown names no timeout, then 60; pve-container ``API2/LXC/Status.pm``
+    ``vm_shutdown``: ``timeout // 60``, whatever ``startup`` says."""
+    undeclared = power.parse_power({"status": "stopped"})
+    qemu, lxc = GUESTS["qemu"], GUESTS["lxc"]
+    vm = undeclared.for_guest(qemu, {"startup": "order=2,up=30,down=180"})
+    assert (vm.shutdown_timeout, vm.timeout_from) == (180, "its startup: down=180")
+    assert vm.shutdown_form() == {"timeout": "180"}
+    assert undeclared.for_guest(qemu, {"startup": "down=0"}).shutdown_timeout == 60, "0 is Perl-false"
+    assert undeclared.for_guest(qemu, {}).shutdown_timeout == 60
+    assert undeclared.for_guest(lxc, {"startup": "down=180"}).shutdown_timeout == 60
+    declared = power.parse_power({"status": "stopped", "shutdown_timeout": 30})
+    assert declared.for_guest(qemu, {"startup": "down=180"}).shutdown_timeout == 30
+
+
+def test_a_paused_vm_is_neither_running_nor_stopped() -> None:
+    """qemu-server ``API2/Qemu.pm`` ``vm_shutdown``: ``vm_is_paused($vmid, 1)`` (qmpstatus paused,
+    prelaunch, suspended) dies ``VM is paused - cannot shutdown`` without ``forceStop`` and stops it
+    hard with it; ``vm_start`` refuses a VM whose QEMU runs (``VM <vmid> already running``)."""
+    from salt_proxmox.guest.refusals import paused_state
+
+    assert paused_state({"status": "running", "qmpstatus": "paused"}) == "paused"
+    assert paused_state({"status": "running", "qmpstatus": "running"}) is None
+    assert paused_state({"status": "stopped", "qmpstatus": "stopped"}) is None
+    qemu, stop = GUESTS["qemu"], power.parse_power({"status": "stopped"})
+    with pytest.raises(Refused, match=r"`VM is paused - cannot shutdown`.*`qm resume 150`.*force_stop: true"):
+        power.paused_route(qemu, 150, "pve1", "shutdown", stop, "paused")
+    with pytest.raises(
+        Refused, match=r"neither running nor stopped.*`VM 150 already running`.*`qm resume 150`"
+    ):
+        power.paused_route(qemu, 150, "pve1", None, power.parse_power({"status": "running"}), "prelaunch")
+    forced = power.parse_power({"status": "stopped", "force_stop": True})
+    assert "PVE stops it hard instead of shutting it down" in power.paused_route(
+        qemu, 150, "pve1", "shutdown", forced, "suspended"
+    )
