@@ -248,18 +248,29 @@ def paused_route(family: Family, vmid: int, node: str, action: str | None, power
 
 
 def verify_power(
-    ctx: PveContext, family: Family, node: str, vmid: int, action: str, wanted: str, polls: int = 0
+    ctx: PveContext,
+    family: Family,
+    node: str,
+    vmid: int,
+    action: str,
+    wanted: str,
+    polls: int = 0,
+    settles: bool = False,
 ) -> str:
     """The status read back (``GET …/status/current``) once the ``action`` task on guest ``vmid``
     ended OK; it must be ``wanted``. A task's OK is no proof: for a guest HA manages the task only
-    queued a request (``ha_route``) and the HA manager carries it out in its later rounds, so its
-    status is read again, ``ctx.poll_interval`` apart, up to ``polls`` more times.
+    queued a request (``ha_route``) and the HA manager carries it out in its later rounds, and
+    (``settles``) a VM's reboot task ends once QEMU has exited, ``qmeventd`` starting it again after
+    it (qemu-server ``QemuServer.pm`` ``vm_reboot``: "qmeventd starts it again on a stop event"); so
+    its status is then read again, ``ctx.poll_interval`` apart, up to ``polls`` more times.
 
     Raises PowerNotReached naming the status PVE reports and, for an HA-managed guest, that HA
     decides its power (``ha-manager status``); what ``read_current`` raises."""
     current = read_current(ctx, family.kind, node, vmid)
     waited = 0
-    while str(current["status"]) != wanted and ha_managed(current) is not None and waited < polls:
+    while (
+        str(current["status"]) != wanted and (settles or ha_managed(current) is not None) and waited < polls
+    ):
         (ctx.sleep or time.sleep)(ctx.poll_interval)
         waited += 1
         current = read_current(ctx, family.kind, node, vmid)

@@ -364,6 +364,41 @@ def test_a_running_vm_takes_nics_and_tags_at_once_and_keeps_cores_pending(fresh_
     assert config(fresh_cluster, 150)["cores"] == 4 and not fresh_cluster.pve.vm(150).pending
 
 
+def test_a_vm_reboot_for_pending_waits_for_qmeventd_to_start_it_again(fresh_cluster):
+    """qemu-server ``QemuServer.pm`` ``vm_reboot``: the ``qmreboot`` task ends once QEMU has exited,
+    and ``qmeventd`` starts the VM again afterwards (the fake's ``qmeventd_rounds``): the apply waits,
+    bounded, for ``running`` and only then reads what it runs with. A paused VM is not rebooted
+    (``vm_reboot``: ``VM is paused - cannot shutdown``): said at plan and at apply, nothing sent."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    served = fresh_cluster.pve.vm(150)
+    served.status = served.qmpstatus = "running"
+
+    def run(test: bool, **over: Any):
+        return present(
+            make_context(static_targets(fresh_cluster), store=store), "web", test, **vm(cores=4, **over)
+        )
+
+    assert run(False).result is True and served.pending == {"cores": 4}
+    served.qmpstatus = "paused"
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        held = run(test, reboot_for_pending=True)
+        text = "\n".join(held.comment)
+        assert "VM 150 on pve1 is not rebooted: it is paused (qmpstatus paused)" in text, held.comment
+        assert "`qm resume 150`" in text and writes(requests_since(fresh_cluster, start)) == []
+    served.qmpstatus = "running"
+    fresh_cluster.pve.qmeventd_rounds[150] = 3
+    start = len(fresh_cluster.pve.requests)
+    rebooted = run(False, reboot_for_pending=True)
+    assert rebooted.result is True, rebooted.comment
+    assert [p for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        "/nodes/pve1/qemu/150/status/reboot"
+    ]
+    assert served.status == "running" and config(fresh_cluster, 150)["cores"] == 4 and not served.pending
+    assert run(True, reboot_for_pending=True).changes == {}
+
+
 def test_a_mapped_device_goes_through_and_the_plan_names_mapping_use(fresh_cluster):
     # check_hostpci_perm / check_usb_perm: mapping= needs Mapping.Use on /mapping/<pci|usb>/<id>, not root.
     store = MemoryStore()

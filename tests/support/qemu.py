@@ -110,6 +110,12 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   without ``timeout`` waits the VM's ``startup: down=`` (``_do_vm_stop``), then 60 s. fakepve shuts a
   paused VM down and always waits its own default.
 
+- A VM's reboot is asynchronous: ``vm_reboot`` (``QemuServer.pm``) writes a reboot request and shuts
+  QEMU down, and its ``qmreboot`` task ends once QEMU has exited; ``qmeventd`` then sees the stop
+  event and starts the VM again (``qm cleanup`` → ``qm start``), which applies its pending changes.
+  For a vmid in ``qmeventd_rounds`` (vmid -> N) the task ends with the VM stopped and the N-th
+  ``status/current`` read after it finds it started. fakepve restarts it inside the task.
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -304,6 +310,10 @@ class QemuPve(NetworkPve):
         #: queued for it (see the module docstring); ``_ha_queue`` holds the request meanwhile.
         self.ha_rounds: dict[int, int] = {}
         self._ha_queue: dict[int, list] = {}
+        #: vmid -> how many ``status/current`` reads pass before ``qmeventd`` starts a VM again after
+        #: its reboot task (see the module docstring); ``_restarts`` counts them down.
+        self.qmeventd_rounds: dict[int, int] = {}
+        self._restarts: dict[int, int] = {}
 
     def _ha_round(self, vmid: int) -> None:
         """One CRM round seen by a ``status/current`` read of ``vmid``: a queued request whose
@@ -332,7 +342,15 @@ class QemuPve(NetworkPve):
         guest.ha_state = state
 
     async def _status_current(self, request):
-        self._ha_round(int(request.match_info["vmid"]))
+        vmid = int(request.match_info["vmid"])
+        self._ha_round(vmid)
+        if vmid in self._restarts:
+            self._restarts[vmid] -= 1
+            if self._restarts[vmid] <= 0:
+                del self._restarts[vmid]
+                vm = self.vm(vmid)
+                vm.apply_pending()  # qmeventd's qm start: the pending changes take effect
+                vm.status = vm.qmpstatus = "running"
         return await super()._status_current(request)
 
     async def _lxc_status_current(self, user, v):
@@ -377,7 +395,16 @@ class QemuPve(NetworkPve):
     async def _do_reboot(self, vm, user, p):
         if vm.status == "running" and vm.qmpstatus in PAUSED:
             raise die("VM is paused - cannot shutdown")  # vm_reboot
-        return await super()._do_reboot(vm, user, p)
+        if vm.vmid not in self.qmeventd_rounds:
+            return await super()._do_reboot(vm, user, p)
+        self._need_running(vm)
+        self._check_lock(vm)
+
+        async def body():
+            await self._powerdown(vm, p)
+            self._restarts[vm.vmid] = self.qmeventd_rounds[vm.vmid]
+
+        return await self.task(vm.node, "qmreboot", vm.vmid, user, body, vm=vm)
 
     async def _powerdown(self, vm, p):
         """``_do_vm_stop``: without a ``timeout`` a shutdown waits the VM's ``startup: down=``, then 60."""

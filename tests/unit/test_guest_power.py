@@ -675,3 +675,22 @@ def test_a_paused_vm_is_neither_running_nor_stopped() -> None:
     assert "PVE stops it hard instead of shutting it down" in power.paused_route(
         qemu, 150, "pve1", "shutdown", forced, "suspended"
     )
+
+
+def test_a_reboot_is_judged_once_the_guest_runs_again() -> None:
+    """qemu-server ``QemuServer.pm`` ``vm_reboot``: the task ends when QEMU has exited ("qmeventd
+    starts it again on a stop event"), so after it the status is read again, bounded, until it runs."""
+    stub = StubPve().on("GET", STATUS, {"status": "stopped"}, {"status": "stopped"}, {"status": "running"})
+    ctx = context(stub, MemoryStore())
+    assert (
+        power.verify_power(ctx, GUESTS["lxc"], "pve1", 150, "reboot", "running", 5, settles=True) == "running"
+    )
+    assert len(stub.calls("GET", STATUS)) == 3
+    stub = StubPve().on("GET", STATUS, {"status": "stopped"})
+    with pytest.raises(
+        power.PowerNotReached, match="the reboot task ended OK, but PVE reports the container stopped"
+    ):
+        power.verify_power(
+            context(stub, MemoryStore()), GUESTS["lxc"], "pve1", 150, "reboot", "running", 2, True
+        )
+    assert len(stub.calls("GET", STATUS)) == 3, "the first read and two more, then no more"
