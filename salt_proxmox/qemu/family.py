@@ -41,7 +41,7 @@ from salt_proxmox.guest.refusals import provision_privilege_check
 from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
-from salt_proxmox.pve.facts import release, volume_presence
+from salt_proxmox.pve.facts import release, storages, volume_presence
 from salt_proxmox.qemu import judge, schema
 from salt_proxmox.qemu.props import QemuDeclaration, parse_declaration, parse_drive, parse_net
 from salt_proxmox.wire.propstring import pairs
@@ -152,6 +152,9 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
         )
     node, config = _source(ctx, decl)
     refusals += judge.clone_source_refusals(decl, config)
+    if config is not None and node is not None and not refusals:
+        more, said = judge.clone_storage_refusals(decl, node, config, storages(ctx))
+        refusals, notes = [*refusals, *more], [*notes, *said]
     changes = None
     if config is not None and not refusals:
         made = judge.cloned_config(decl, config)
@@ -168,7 +171,7 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
                 f"{what}: the clone keeps template VM {decl.clone}'s cipassword (PVE copies it, shown only "
                 "as set); declare cipassword to write another"
             )
-    kind = "a full clone" if decl.full else "a linked clone" if decl.full is False else "a clone"
+    kind = "a linked clone" if judge.linked_clone(decl) else "a full clone"
     return CreatePlan(
         changes=changes,
         refusals=refusals,
@@ -207,6 +210,8 @@ def create(
         return
     node, config = _source(ctx, decl)
     refusals = judge.clone_source_refusals(decl, config)
+    if config is not None and node is not None and not refusals:
+        refusals = judge.clone_storage_refusals(decl, node, config, storages(ctx))[0]
     if refusals or node is None:
         raise Refused(" ".join(refusals))
     yield CreateStep(

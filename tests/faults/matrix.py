@@ -488,6 +488,11 @@ def paused_300(run: Run) -> None:
     run.pve.vm(300).status, run.pve.vm(300).qmpstatus = "running", "paused"
 
 
+def thick_lvm(run: Run) -> None:
+    """local-lvm is thick LVM (pve-storage ``LVMPlugin``: no ``clone`` feature)."""
+    run.pve.storages["local-lvm"]["type"] = "lvm"
+
+
 # ------------------------------------------------------------------------------------------ the table
 
 SCENARIOS: list[Scenario] = [
@@ -2164,6 +2169,34 @@ SCENARIOS: list[Scenario] = [
         None,
         {**VM_151, "clone": 300},
         state="qemu_present",
+    ),
+    Scenario(
+        "vm-clone-local-storage-other-node",
+        "vms",
+        "a clone declared on pve2 of template 9000 on pve1, whose volumes are on local-lvm (not shared)",
+        "refused at plan and apply with PVE's words (VM uses local storage) and the node to declare; nothing "
+        "is cloned",
+        False,
+        ("can't clone VM to node 'pve2' (VM uses local storage)", "Declare node: pve1", NOTHING),
+        None,
+        {**VM_151, "node": "pve2"},
+        state="qemu_present",
+        never=("/clone",),
+    ),
+    Scenario(
+        "vm-linked-clone-on-thick-lvm",
+        "vms",
+        "a linked clone of template 9000 whose disk is on thick LVM (no clone feature)",
+        "refused at plan with PVE's words and full: true as the remedy; nothing is cloned",
+        False,
+        (
+            "Linked clone feature is not supported for 'local-lvm:base-9000-disk-0' (scsi0)",
+            "Declare full: true",
+        ),
+        thick_lvm,
+        {key: value for key, value in VM_151.items() if key not in ("full", "storage")},
+        state="qemu_present",
+        never=("/clone",),
     ),
     Scenario(
         "vm-shrink-refused",

@@ -249,6 +249,23 @@ def test_create_stores_cipassword_as_sent_and_a_config_write_hashes_it(fresh_clu
     assert _vm(fresh_cluster, 315).config["cipassword"] == "windows-keeps-it", "windows_version: as sent"
 
 
+def test_clone_refuses_local_storage_to_another_node_and_a_linked_clone_storage_cannot_make(fresh_cluster):
+    """qemu-server ``clone_vm``: ``$check_storage_access_clone`` then ``can't clone VM to node '<node>'
+    (VM uses local storage)``; per disk, ``volume_has_feature(..., 'clone', ...)`` (pve-storage
+    ``LVMPlugin`` has none): ``Linked clone feature is not supported for '<volid>' (<key>)``."""
+    api = Api(fresh_cluster)
+    path = f"/nodes/{CLOUD_TEMPLATE_NODE}/qemu/{CLOUD_TEMPLATE_VMID}/clone"
+    status, body = api.call("POST", path, newid=161, target="pve2")
+    assert status == 500 and "can't clone VM to node 'pve2' (VM uses local storage)" in str(body)
+    fresh_cluster.pve.storages["local-lvm"]["type"] = "lvm"
+    status, body = api.call("POST", path, newid=161)
+    assert (
+        status == 500
+        and "Linked clone feature is not supported for 'local-lvm:base-9000-disk-0' (scsi0)" in (str(body))
+    )
+    assert fresh_cluster.pve.vm(161) is None
+
+
 # ----------------------------------------------------------------------------------- config write
 
 

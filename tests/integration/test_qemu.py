@@ -546,6 +546,48 @@ def test_a_declared_cipassword_is_always_written_onto_a_clone_of_a_template_that
     )
 
 
+def test_clones_pve_refuses_for_their_storage_are_refused_at_plan_and_the_plan_says_linked_or_full(
+    fresh_cluster,
+):
+    """qemu-server ``API2/Qemu.pm`` ``clone_vm``: a template's clone is linked unless ``full``
+    (``$param->{full} // !is_template``), and the plan says which; a clone to another node of a
+    template with a volume on local storage (``$check_storage_access_clone``: ``can't clone VM to node
+    … (VM uses local storage)``) and a linked clone of a disk on storage that cannot clone (pve-storage
+    ``LVMPlugin`` ``volume_has_feature``: ``Linked clone feature is not supported``) are refused at
+    plan and at apply, nothing cloned."""
+    store = MemoryStore()
+
+    def run(test: bool, **declared: Any):
+        return present(make_context(static_targets(fresh_cluster), store=store), "app", test, **declared)
+
+    linked = {"vmid": 151, "node": "pve1", "clone": CLOUD_TEMPLATE_VMID, "name": "app"}
+    assert "would be created as a linked clone of template VM 9000" in run(True, **linked).comment[0]
+    elsewhere = {**linked, "node": "pve2"}
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        refused = run(test, **elsewhere)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert "names volumes on storage that is not shared: ide2 (local-lvm:vm-9000-cloudinit)" in text
+        assert "(`can't clone VM to node 'pve2' (VM uses local storage)`). Declare node: pve1" in text
+        assert writes(requests_since(fresh_cluster, start)) == []
+    fresh_cluster.pve.storages["local-lvm"]["type"] = "lvm"  # thick LVM: no linked clones
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        refused = run(test, **linked)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert (
+            "template VM 9000's scsi0 is on storage local-lvm (lvm), which cannot make a linked clone" in text
+        )
+        assert "`Linked clone feature is not supported for 'local-lvm:base-9000-disk-0' (scsi0)`" in text
+        assert "Declare full: true" in text and writes(requests_since(fresh_cluster, start)) == []
+    full = {**linked, "full": True}
+    plan = run(True, **full)
+    assert plan.result is None and "as a full clone of template VM 9000" in plan.comment[0], plan.comment
+    assert run(False, **full).result is True
+
+
 def test_a_secure_boot_vm_goes_plan_apply_plan_clean_and_its_efi_disk_rules_hold(fresh_cluster):
     """efidisk0 with pre-enrolled-keys: qemu-server 9.0.27+/8.4.6+ OVMF.pm create_efidisk marks it
     ms-cert=2023k, PVE's marker, not drift. A pre-enrolled-keys or efitype change on the existing disk

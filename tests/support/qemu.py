@@ -116,6 +116,13 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   For a vmid in ``qmeventd_rounds`` (vmid -> N) the task ends with the VM stopped and the N-th
   ``status/current`` read after it finds it started. fakepve restarts it inside the task.
 
+- A clone (``clone_vm``) to another node of a VM with a volume (a CD-ROM's ISO included) on storage
+  that is not shared fails ``can't clone VM to node '<node>' (VM uses local storage)``
+  (``$check_storage_access_clone``), and a linked clone of a disk on storage whose plugin cannot
+  clone (pve-storage ``volume_has_feature``: ``lvm``, ``iscsi``, ``iscsidirect``) fails ``Linked
+  clone feature is not supported for '<volid>' (<key>)``, both before the task. fakepve checks
+  neither (only a volume name without ``base-``).
+
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
 """
@@ -154,6 +161,8 @@ MASK = "**********"
 CRYPTED = re.compile(r"^\$(?:[156]|2[ay])(\$.+){2}")
 #: ``resize_vm``'s size: an optional ``+``, a number, an optional unit.
 SIZE = re.compile(r"^(\+)?(\d+(?:\.\d+)?)([KMGT])?$")
+#: pve-storage ``Plugin.pm`` ``@SHARED_STORAGE``: always shared.
+SHARED_TYPES = ("iscsi", "nfs", "cifs", "rbd", "cephfs", "iscsidirect", "zfs", "drbd", "pbs")
 #: ``vm_is_paused($vmid, 1)``: the QMP states of a paused VM.
 PAUSED = ("paused", "prelaunch", "suspended")
 #: A drive key (qemu-server ``Drive.pm`` ``valid_drive_names``).
@@ -458,6 +467,29 @@ class QemuPve(NetworkPve):
         return await super().task(node, ttype, tid, user, clone, vm=vm, lock=lock, log=log)
 
     async def _qm_clone(self, v, user):
+        """``clone_vm``'s storage rules fakepve leaves out: a clone to another node (``target``) of a
+        VM with a volume on storage that is not shared (``$check_storage_access_clone``, CD-ROM ISOs
+        included), and a linked clone of a disk whose storage cannot clone (pve-storage
+        ``volume_has_feature``: lvm, iscsi, iscsidirect)."""
+        source = self.find(v["node"], int(v["vmid"]))
+        target = v.get("target") if v.get("target") not in (v["node"], "localhost") else None
+        full = v.get("full")
+        linked = (str(full) in ("0", "false")) if full is not None else bool(source.template)
+        shared = True
+        for key, value in sorted(source.config.items()):
+            if not DRIVE.fullmatch(key):
+                continue
+            volume, props = split_drive(value)
+            sid, _name = volume_ref(volume)
+            if sid is None or sid not in self.storages or volume in ("none", "cdrom"):
+                continue
+            store = self.storages[sid]
+            shared = shared and (store.get("type") in SHARED_TYPES or str(store.get("shared") or "0") == "1")
+            cloned = not is_cdrom(volume, props) and not CLOUDINIT.search(volume) and key != "tpmstate0"
+            if linked and cloned and store.get("type") in ("lvm", "iscsi", "iscsidirect"):
+                raise die(f"Linked clone feature is not supported for '{volume}' ({key})")
+        if target and not shared:
+            raise die(f"can't clone VM to node '{target}' (VM uses local storage)")
         if v.get("storage"):
             self._clone_storage[int(v["newid"])] = v["storage"]
         return await super()._qm_clone(v, user)
