@@ -11,7 +11,13 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
   messages: ``CT 100``, ``VM 100``), ``command`` (the node's CLI named in remedies: ``pct``/``qm``),
   ``ha_type`` (the type of its HA resource id, pve-ha-manager ``PVE::HA::Resources::PVECT``/``PVEVM``
   ``type``: ``ct``/``vm``, as in ``ct:100``),
-  ``destroy_running`` (PVE's refusal to destroy a running guest, formatted with ``vmid``);
+  ``destroy_running`` (PVE's refusal to destroy a running guest, formatted with ``vmid``),
+  ``ha_forces_stop`` (the HA manager's stop with a timeout ends in a hard stop: pve-ha-manager
+  ``Resources/PVEVM.pm`` ``shutdown`` sends ``forceStop=1``, ``Resources/PVECT.pm`` does not),
+  ``startup_down`` (a shutdown without a timeout waits the guest's ``startup: down=``: qemu-server
+  ``_do_vm_stop``; pve-container's ``vm_shutdown`` waits 60 s), ``pauses`` (a running guest may be
+  paused, ``status/current``'s ``qmpstatus``, and PVE then refuses to shut it down: qemu-server
+  ``vm_shutdown``);
 - the declaration: ``parse`` (the family's ``parse_declaration``, keyword arguments ``vmid``,
   ``node``, ``target``, ``adopt``, ``removal``, ``config``, ``reboot_for_pending``; raises
   DeclarationError), giving a ``Declaration``;
@@ -131,6 +137,9 @@ class Family:
     create: Callable[[PveContext, Declaration, Callable[[], Credential]], Iterator[CreateStep]]
     create_form: Callable[[Declaration], dict[str, str]]
     secrets_rule: str = "sent with the create only; never shown, kept or compared"
+    ha_forces_stop: bool = False
+    startup_down: bool = False
+    pauses: bool = False
 
     def what(self, vmid: int, node: str) -> str:
         """``CT 100 on pve1``: how messages name one guest."""

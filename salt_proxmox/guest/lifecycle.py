@@ -30,8 +30,17 @@ from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
-from salt_proxmox.guest.power import Power, PowerNotReached, apply_power, parse_power, power_lines
-from salt_proxmox.guest.refusals import destroy_refusals, read_status
+from salt_proxmox.guest.power import (
+    Power,
+    PowerNotReached,
+    apply_power,
+    ha_route,
+    parse_power,
+    paused_route,
+    power_lines,
+    verify_power,
+)
+from salt_proxmox.guest.refusals import destroy_refusals, ha_managed, paused_state, read_current
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.lowstate import Chunk
 from salt_proxmox.outcome import Outcome, forget_ownership
@@ -191,14 +200,6 @@ def _waiting_changes(family: Family, keys: list[str], config: GuestConfig) -> di
     }
 
 
-def read_running(ctx: PveContext, family: Family, node: str, vmid: int) -> bool:
-    """Whether guest ``vmid`` runs: ``GET …/status/current`` with the ``read`` credential
-    (``guest.refusals.read_status``). Read only when a change's effect
-    depends on it. Raises PveMalformed for an answer without a ``status`` word, and what the client
-    raises."""
-    return read_status(ctx, family.kind, node, vmid) == "running"
-
-
 @dataclass
 class Decision:
     """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``.
@@ -236,6 +237,14 @@ class Decision:
     #: status word it was judged on (read only when ``status`` is declared).
     power: str | None = None
     status: str | None = None
+    #: For a guest HA manages: what the HA manager does with ``power`` (``guest.power.ha_route``).
+    ha: str | None = None
+    #: For a paused VM: what PVE does with its forced shutdown (``guest.power.paused_route``).
+    paused: str | None = None
+    #: A paused VM's qmpstatus, when its status was read (``guest.refusals.paused_state``).
+    qmp: str | None = None
+    #: The declared power with the shutdown timeout PVE would use for this guest (``Power.for_guest``).
+    shutdown: Power | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -249,11 +258,22 @@ def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -
         return None
 
 
-def _reboot_problem(family: Family, decl: Declaration, verdict: Verdict, running: bool | None) -> str:
+def _reboot_problem(
+    family: Family, decl: Declaration, verdict: Verdict, running: bool | None, paused: str | None = None
+) -> str:
     """Why ``reboot_for_pending`` may not reboot now ('' when it may). A reboot makes EVERY
     pending change live, so one this state does not declare forbids it; a stopped guest
-    takes its pending changes when it starts, and is never started here."""
+    takes its pending changes when it starts, and is never started here; a paused VM (``paused``:
+    its qmpstatus) is not rebooted by PVE (qemu-server ``vm_reboot``: ``VM is paused - cannot
+    shutdown``)."""
     what = family.what(decl.vmid, decl.node)
+    if paused is not None:
+        return (
+            f"{what} is not rebooted: it is paused (qmpstatus {paused}), and PVE refuses to reboot it "
+            f"(`VM is "
+            f"paused - cannot shutdown`, qemu-server vm_reboot). Resume it (`{family.command} resume "
+            f"{decl.vmid}`), then run again."
+        )
     if verdict.undeclared:
         return (
             f"{what} is not rebooted: changes this state does not declare are pending too, and a reboot "
@@ -272,11 +292,13 @@ def _effects(ctx: PveContext, family: Family, decl: Declaration, decision: Decis
     assert verdict is not None and config is not None
     later_if_running = split_by_effect(family, verdict, config, running=True)[1]
     if decision.running is None and (later_if_running or (verdict.waiting and decl.reboot_for_pending)):
-        decision.running = read_running(ctx, family, decl.node, decl.vmid)
+        current = read_current(ctx, family.kind, decl.node, decl.vmid)
+        decision.running = current["status"] == "running"
+        decision.qmp = paused_state(current) if family.pauses else None
     decision.now, decision.later = split_by_effect(family, verdict, config, running=bool(decision.running))
     # A start makes every pending change live; after a shutdown they wait for the next start.
     if decl.reboot_for_pending and not decision.power and (decision.later or verdict.waiting):
-        decision.reboot_note = _reboot_problem(family, decl, verdict, decision.running)
+        decision.reboot_note = _reboot_problem(family, decl, verdict, decision.running, decision.qmp)
         decision.reboot = not decision.reboot_note
 
 
@@ -441,12 +463,25 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
         "update" if change.drift else "noop", **found, notes=notes, record=record, fingerprint=fingerprint
     )
     if power.status is not None:
-        decision.status = read_status(ctx, family.kind, decl.node, decl.vmid)
+        current = read_current(ctx, family.kind, decl.node, decl.vmid)
+        decision.status = str(current["status"])
         decision.running = decision.status == "running"
+        power = decision.shutdown = power.for_guest(family, config.current)
         try:
             decision.power = power.action(decision.status)
         except Refused as exc:
             return Decision("refuse", **found, reasons=[f"{what}: {exc}"], notes=notes)
+        ha_state = ha_managed(current)
+        qmp = decision.qmp = paused_state(current) if family.pauses else None
+        try:
+            # vm_shutdown judges a paused VM before it hands one to HA.
+            if qmp is not None:
+                decision.paused = paused_route(family, decl.vmid, decl.node, decision.power, power, qmp)
+            elif decision.power and ha_state is not None:
+                timeout, force = power.shutdown_timeout, power.force_stop
+                decision.ha = ha_route(family, decl.vmid, decl.node, decision.power, timeout, force, ha_state)
+        except Refused as exc:
+            return Decision("refuse", **found, reasons=exc.reasons, notes=notes, others=True)
     _effects(ctx, family, decl, decision)
     return decision
 
@@ -591,6 +626,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decision.action == "refuse":
         return _refused(outcome, family, decl, decision, test)
+    power = decision.shutdown or power
     what = family.what(decl.vmid, decl.node)
     waiting = decision.verdict.waiting if decision.verdict else []
     if decision.action == "create":
@@ -633,7 +669,9 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             )
         if decision.power:
             outcome.changes["status"] = {"old": decision.status, "new": power.status}
-            outcome.comment.append(power_lines(what, decision.power, power, done=False))
+            outcome.comment.append(
+                power_lines(what, decision.power, power, done=False, ha=decision.ha, paused=decision.paused)
+            )
         if decision.action == "noop" and not decision.record and not waiting and not decision.power:
             outcome.comment.append(f"{what} is as declared")
         outcome.result = None if (outcome.changes or decision.record) else True
@@ -703,7 +741,9 @@ def _power_after(
     assert decision.power is not None
     apply_power(ctx, family, decl.node, decl.vmid, decision.power, power)
     outcome.changes["status"] = {"old": decision.status, "new": power.status}
-    outcome.comment.append(power_lines(what, decision.power, power, done=True))
+    outcome.comment.append(
+        power_lines(what, decision.power, power, done=True, ha=decision.ha, paused=decision.paused)
+    )
     decision.running = decision.power == "start"
     if decision.power == "start" and settled.waiting:
         final = read_live(ctx, family, decl.node, decl.vmid)
@@ -748,10 +788,9 @@ def _pending_after(
     problem = decision.reboot_note
     try:
         if not problem:
-            running = decision.running
-            if running is None:
-                running = read_running(ctx, family, decl.node, decl.vmid)
-            problem = _reboot_problem(family, decl, settled, running)
+            current = read_current(ctx, family.kind, decl.node, decl.vmid)
+            qmp = paused_state(current) if family.pauses else None
+            problem = _reboot_problem(family, decl, settled, current["status"] == "running", qmp)
         if problem:
             outcome.comment.extend([p for p in [problem] if p not in outcome.comment])
             outcome.comment.append(_waiting_line(family, decl, settled.waiting))
@@ -762,6 +801,9 @@ def _pending_after(
             f"reboot {family.label} {decl.vmid} so {', '.join(settled.waiting)} take effect",
             polls=ctx.create_polls,
         )  # fmt: skip
+        # qemu-server vm_reboot's task ends once QEMU has exited; qmeventd starts the VM again after it
+        # (pve-container's vm_reboot starts the container inside its task). Judge what it runs with.
+        verify_power(ctx, family, decl.node, decl.vmid, "reboot", "running", ctx.create_polls, settles=True)
         outcome.changes["rebooted"] = {"old": f"pending: {', '.join(settled.waiting)}", "new": "in effect"}
         final = read_live(ctx, family, decl.node, decl.vmid)
     except SaltProxmoxError as exc:

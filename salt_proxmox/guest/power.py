@@ -24,15 +24,17 @@ create is one PVE cleaned up: ``guest.lifecycle._create``), and a VM clone (qemu
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, boolean_problem, shown
 from salt_proxmox.guest.absence import index_rows, indexed_guest
-from salt_proxmox.guest.refusals import ha_managed, read_current, read_status, status_path
+from salt_proxmox.guest.refusals import ha_managed, paused_state, read_current, read_status, status_path
+from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import vmid_number
-from salt_proxmox.wire.propstring import pve_boolean
+from salt_proxmox.wire.propstring import pairs, pve_boolean
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.context import PveContext
@@ -54,6 +56,26 @@ class Power:
     status: str | None = None
     shutdown_timeout: int = SHUTDOWN_TIMEOUT
     force_stop: bool = False
+    #: Whether ``shutdown_timeout`` was declared; else where the one used comes from (``for_guest``).
+    timeout_declared: bool = True
+    timeout_from: str = ""
+
+    def for_guest(self, family: Family, config: Mapping[str, object]) -> Power:
+        """This power with the shutdown timeout PVE would use for the guest whose config in effect
+        is ``config`` when none is declared: a VM's ``startup: down=`` (qemu-server ``QemuServer.pm``
+        ``_do_vm_stop``: ``$timeout = $opts->{down}`` when no timeout is given, then 60), a
+        container's 60 (pve-container ``API2/LXC/Status.pm`` ``vm_shutdown``: ``timeout // 60``;
+        ``startup: down=`` is only ``pve-manager``'s stopall order for them). The timeout is always
+        sent, so the plan names the one PVE will use."""
+        if self.timeout_declared or not family.startup_down:
+            return self
+        try:
+            down = dict(pairs(str(config.get("startup") or ""), "order")).get("down")
+        except ValueError:
+            down = None
+        if down is None or not str(down).isdigit() or int(down) == 0:
+            return self
+        return replace(self, shutdown_timeout=int(down), timeout_from=f"its startup: down={int(down)}")
 
     def action(self, now: str | None) -> str | None:
         """``start``, ``shutdown`` or None (nothing to do) for a guest whose status is ``now``
@@ -126,6 +148,7 @@ def parse_power(declared: dict) -> Power:
         status=status,
         shutdown_timeout=SHUTDOWN_TIMEOUT if timeout is None else timeout,
         force_stop=force is True,
+        timeout_declared=timeout is not None,
     )
 
 
@@ -133,17 +156,124 @@ class PowerNotReached(Refused):
     """A power task ended OK, and the guest's status read back after it is not the one asked for."""
 
 
-def verify_power(ctx: PveContext, family: Family, node: str, vmid: int, action: str, wanted: str) -> str:
+#: The HA manager's service states (``status/current`` ``ha.state``: pve-ha-manager ``Config.pm``
+#: ``get_service_status`` reads the CRM's ``manager_status``) in which it carries out a request
+#: now. A start (``ha-manager set <sid> --state started``): a service ``stopped``, ``request_stop``
+#: or ``started`` is (re)started by the CRM's next rounds (``Manager.pm`` ``next_state_stopped``,
+#: ``next_state_request_stop``, ``next_state_started``). A stop (``ha-manager crm-command stop <sid>
+#: <timeout>``): the queued command is read only by ``next_state_started``.
+HA_ACTS = {"start": ("stopped", "request_stop", "started"), "shutdown": ("started",), "stop": ("started",)}
+
+
+def ha_route(
+    family: Family, vmid: int, node: str, action: str, timeout: int, force_stop: bool, state: str
+) -> str:
+    """What the HA manager does with ``action`` (``start``, ``shutdown``, ``stop``) on guest ``vmid``
+    it manages (``state``: its ``ha.state``), as the plan and the apply say it. ``timeout``: the
+    shutdown's seconds. PVE hands the call to HA (qemu-server ``API2/Qemu.pm``
+    ``vm_start``/``vm_shutdown``/``vm_stop``, pve-container ``API2/LXC/Status.pm`` alike, when
+    ``PVE::HA::Config::vm_is_ha_managed``): a start runs ``ha-manager set <sid> --state started``; a
+    shutdown ``ha-manager crm-command stop <sid> <timeout>`` (``forceStop`` ignored), a stop the same
+    with ``0``; the task ends once the request is queued. The CRM then sets the resource's
+    requested state to ``stopped`` and its agent shuts the guest down (``Resources/PVEVM.pm``
+    ``shutdown``: ``vm_shutdown`` with ``forceStop=1``, a hard stop at the timeout;
+    ``Resources/PVECT.pm``: without it, a container still up at the timeout puts the service in
+    ``error``); a timeout of 0 is an immediate hard stop (``vm_stop``; ``Manager.pm``: "request
+    immediate service hard-stop").
+
+    Raises Refused when HA will not carry it out now (``HA_ACTS``), and when it would stop the guest
+    hard while ``force_stop`` is not declared (never a silent hard stop); each with the remedy."""
+    what, sid = family.what(vmid, node), f"{family.ha_type}:{vmid}"
+    manages = (
+        f"{what} is HA-managed (ha.state {state or 'not given'}): PVE hands a {action} to the HA manager"
+    )
+    wanted = "started" if action == "start" else "stopped"
+    if state not in HA_ACTS[action]:
+        remedy = (
+            f"`ha-manager set {sid} --state disabled`, fix what put it in error, then run again"
+            if state == "error"
+            else f"wait until `ha-manager status` shows {sid} settled, or set its state yourself "
+            f"(`ha-manager set {sid} --state {wanted}`), then run again"
+        )
+        raise Refused(
+            f"{manages}, which carries out a {action} only for a service it holds "
+            f"{' or '.join(HA_ACTS[action])} (pve-ha-manager Manager.pm). Remedy: {remedy}."
+        )
+    if action == "start":
+        return f"`ha-manager set {sid} --state started`: the HA manager starts it in a later round"
+    hard = action == "stop" or timeout == 0
+    if hard or family.ha_forces_stop:
+        does = "stops it hard at once" if hard else f"shuts it down within {timeout} s, then stops it hard"
+        source = "Manager.pm: a timeout of 0" if hard else "Resources/PVEVM.pm shutdown: forceStop=1"
+        if not force_stop and action == "shutdown":
+            raise Refused(
+                f"{manages} (`ha-manager crm-command stop {sid} {timeout}`), which {does} "
+                f"(pve-ha-manager {source}); "
+                f"status: stopped never stops a {family.noun} hard unless asked. Declare force_stop: true to "
+                f"accept it, or take it out of HA first (`ha-manager remove {sid}`)."
+            )
+    else:
+        does = (
+            f"shuts it down within {timeout} s, never forced (force_stop is ignored); a {family.noun} still "
+            "up then leaves the service in error state"
+        )
+    return f"`ha-manager crm-command stop {sid} {0 if action == 'stop' else timeout}`: the HA manager {does}"
+
+
+def paused_route(family: Family, vmid: int, node: str, action: str | None, power: Power, qmp: str) -> str:
+    """What PVE does with the declared power of a VM that runs paused (``qmp``: its ``qmpstatus``,
+    ``guest.refusals.paused_state``), which is neither running nor stopped. qemu-server
+    ``API2/Qemu.pm`` ``vm_shutdown`` (before any HA hand-over): without ``forceStop`` it dies ``VM is
+    paused - cannot shutdown`` (a shutdown request would reach the guest when it is resumed, and
+    power it off then); with it it warns ``VM is paused - stop instead of shutdown`` and stops it
+    hard. ``vm_start`` refuses a VM whose QEMU runs (``VM <vmid> already running``). Returns the
+    plan's words for the hard stop ``force_stop`` allows; raises Refused otherwise, naming the
+    remedy ``qm resume``."""
+    what, command = family.what(vmid, node), f"`{family.command} resume {vmid}`"
+    if action != "shutdown":
+        raise Refused(
+            f"{what} is paused (qmpstatus {qmp}), neither running nor stopped, and PVE does not start it "
+            f"(`VM {vmid} already running`). Resume it ({command} on node {node}), then run again."
+        )
+    if not power.force_stop:
+        raise Refused(
+            f"{what} is paused (qmpstatus {qmp}), and PVE refuses to shut it down (`VM is paused - cannot "
+            f"shutdown`, qemu-server vm_shutdown). Resume it first ({command} on node {node}), or declare "
+            "force_stop: true to let PVE stop it hard instead."
+        )
+    return (
+        f"it is paused (qmpstatus {qmp}): PVE stops it hard instead of shutting it down (`VM is paused - "
+        "stop instead of shutdown`)"
+    )
+
+
+def verify_power(
+    ctx: PveContext,
+    family: Family,
+    node: str,
+    vmid: int,
+    action: str,
+    wanted: str,
+    polls: int = 0,
+    settles: bool = False,
+) -> str:
     """The status read back (``GET …/status/current``) once the ``action`` task on guest ``vmid``
-    ended OK; it must be ``wanted``. A task's OK is no proof: for a guest HA manages, qemu-server
-    ``API2/Qemu.pm`` ``vm_start`` (``PVE::HA::Config::vm_is_ha_managed``) only runs ``ha-manager set
-    vm:<vmid> --state started`` in an ``hastart`` task, and ``vm_shutdown``/``vm_stop`` ``ha-manager
-    crm-command stop`` in an ``hastop`` task (pve-container ``API2/LXC/Status.pm`` alike): the task
-    ends OK while the HA manager decides, later or never, what the guest does.
+    ended OK; it must be ``wanted``. A task's OK is no proof: for a guest HA manages the task only
+    queued a request (``ha_route``) and the HA manager carries it out in its later rounds, and
+    (``settles``) a VM's reboot task ends once QEMU has exited, ``qmeventd`` starting it again after
+    it (qemu-server ``QemuServer.pm`` ``vm_reboot``: "qmeventd starts it again on a stop event"); so
+    its status is then read again, ``ctx.poll_interval`` apart, up to ``polls`` more times.
 
     Raises PowerNotReached naming the status PVE reports and, for an HA-managed guest, that HA
     decides its power (``ha-manager status``); what ``read_current`` raises."""
     current = read_current(ctx, family.kind, node, vmid)
+    waited = 0
+    while (
+        str(current["status"]) != wanted and (settles or ha_managed(current) is not None) and waited < polls
+    ):
+        (ctx.sleep or time.sleep)(ctx.poll_interval)
+        waited += 1
+        current = read_current(ctx, family.kind, node, vmid)
     now = str(current["status"])
     if now == wanted:
         return now
@@ -154,8 +284,9 @@ def verify_power(ctx: PveContext, family: Family, node: str, vmid: int, action: 
     ha_state = ha_managed(current)
     if ha_state is not None:
         raise PowerNotReached(
-            f"{said} It is HA-managed (ha.managed: 1, requested state {ha_state or 'not given'}): the HA "
-            f"manager decides its power, and the {action} task only queued a request to it. See "
+            f"{said} It is HA-managed (ha.managed: 1, ha.state {ha_state or 'not given'}): the HA "
+            f"manager decides its power, and the {action} task only queued a request to it; its status "
+            f"was read {waited + 1} times over {waited * ctx.poll_interval:g} s. See "
             f"`ha-manager status` on a node for what HA does with {family.ha_type}:{vmid}; it is not "
             f"reported {wanted} until PVE says so."
         )
@@ -166,27 +297,44 @@ def verify_power(ctx: PveContext, family: Family, node: str, vmid: int, action: 
 
 def apply_power(ctx: PveContext, family: Family, node: str, vmid: int, action: str, power: Power) -> str:
     """Run ``action`` (``start`` or ``shutdown``) on guest ``vmid`` as one task awaited by the
-    provision credential that started it, then read its status back (``verify_power``): it must be
-    ``power.status``. Returns the task's UPID. Raises TaskFailed (a shutdown that met its timeout
-    without ``force_stop`` included: the guest still runs), PowerNotReached, Uncertain, PveError."""
+    provision credential that started it, then read its status back (``verify_power``, waiting as
+    long as the task's own bound for an HA-managed guest): it must be ``power.status``. Returns the
+    task's UPID. Raises TaskFailed (a shutdown that met its timeout without ``force_stop``
+    included: the guest still runs), PowerNotReached, Uncertain, PveError."""
     path = f"{status_path(family.kind, node, vmid)}/{action}"
     what = f"{action} {family.label} {vmid}"
     if action == "start":
-        upid = ctx.task("POST", path, node, what, polls=ctx.create_polls)
+        polls = ctx.create_polls
+        upid = ctx.task("POST", path, node, what, polls=polls)
     else:
-        upid = ctx.task("POST", path, node, what, power.shutdown_form(), polls=power.polls(ctx))
-    verify_power(ctx, family, node, vmid, action, str(power.status))
+        polls = power.polls(ctx)
+        upid = ctx.task("POST", path, node, what, power.shutdown_form(), polls=polls)
+    verify_power(ctx, family, node, vmid, action, str(power.status), polls)
     return upid
 
 
-def power_lines(what: str, action: str, power: Power, done: bool) -> str:
-    """What a plan (``done`` False) or an apply says of a power action."""
+def power_lines(
+    what: str, action: str, power: Power, done: bool, ha: str | None = None, paused: str | None = None
+) -> str:
+    """What a plan (``done`` False) or an apply says of a power action; ``ha``: what the HA manager
+    does with it (``ha_route``) for a guest it manages; ``paused``: what PVE does with a paused VM
+    (``paused_route``)."""
+    if paused is not None:
+        return (
+            f"{what} has been stopped hard: {paused}" if done else f"{what}: would be stopped hard: {paused}"
+        )
+    if ha is not None:
+        verb = "started" if action == "start" else "shut down"
+        if done:
+            return f"{what} has been {verb} by the HA manager ({ha})"
+        return f"{what}: would be {verb} by the HA manager, which decides ({ha})"
     if action == "start":
         return f"{what} has been started" if done else f"{what}: would start"
+    seconds = f"{power.shutdown_timeout} s" + (f" ({power.timeout_from})" if power.timeout_from else "")
     how = (
-        f"within {power.shutdown_timeout} s, then stopped hard (force_stop)"
+        f"within {seconds}, then stopped hard (force_stop)"
         if power.force_stop
-        else f"within {power.shutdown_timeout} s, never forced"
+        else f"within {seconds}, never forced"
     )
     return f"{what} has been shut down ({how})" if done else f"{what}: would shut down ({how})"
 
@@ -302,7 +450,8 @@ def power_call(
             owned_guest(ctx, family, where, number, (call, done))
         except Refused as exc:
             raise Refused([*exc.reasons, "Or pass adopt=True to act on it without taking it over."]) from None
-    now = read_status(ctx, family.kind, where, number)
+    current = read_current(ctx, family.kind, where, number)
+    now = str(current["status"])
     out = {"vmid": number, "node": where, "type": family.kind, "status": now, "changed": False, "upid": None}
     if now != needs:
         if call == "reboot" or now != leaves:
@@ -312,11 +461,34 @@ def power_call(
             )
         return out
     shutdown = Power("stopped", SHUTDOWN_TIMEOUT if timeout is None else int(timeout), force_stop)
+    if call == "shutdown" and timeout is None and family.startup_down:
+        # The VM's startup: down= is the timeout PVE would use; it is sent, so the return names it.
+        config = ctx.client.request(
+            "GET", f"{api_path('nodes', where, family.kind, number)}/config", ctx.broker.read(),
+            params={"current": "1"},
+        )  # fmt: skip
+        shutdown = replace(shutdown, timeout_declared=False).for_guest(family, config or {})
+    qmp = paused_state(current) if family.pauses else None
+    if qmp is not None and call == "reboot":
+        raise Refused(
+            f"{family.what(number, where)} is paused (qmpstatus {qmp}), and PVE refuses to reboot it (`VM is "
+            f"paused - cannot shutdown`, qemu-server vm_reboot). Resume it first (`{family.command} resume "
+            f"{number}`); nothing was sent."
+        )
+    if qmp is not None and call == "shutdown":
+        paused_route(family, number, where, call, shutdown, qmp)
+    ha_state = ha_managed(current)
+    if ha_state is not None and call in HA_ACTS:
+        # vm_reboot has no HA branch; the others only queue a request the HA manager carries out.
+        ha_route(
+            family, number, where, call, shutdown.shutdown_timeout, force_stop or call == "stop", ha_state
+        )
     form = shutdown.shutdown_form() if call == "shutdown" else {}
+    polls = ctx.create_polls if call == "start" else shutdown.polls(ctx)
     if call == "reboot" and timeout is not None:
-        form["timeout"] = str(timeout)  # pve-container vm_reboot: the timeout of its shutdown
+        form["timeout"] = str(timeout)  # vm_reboot: the timeout of its shutdown
     what = f"{call} {family.label} {number}"
     path = f"{status_path(family.kind, where, number)}/{segment}"
-    upid = ctx.task("POST", path, where, what, form or None, shutdown.polls(ctx))
-    after = verify_power(ctx, family, where, number, call, leaves)
+    upid = ctx.task("POST", path, where, what, form or None, polls)
+    after = verify_power(ctx, family, where, number, call, leaves, polls)
     return {**out, "status": after, "changed": True, "upid": upid}

@@ -76,6 +76,18 @@ def ha_managed(current: Mapping[str, object]) -> str | None:
     return str(ha.get("state") or "") if managed else None
 
 
+#: qemu-server ``QemuServer.pm`` ``vm_is_paused($vmid, 1)`` (as ``vm_shutdown`` and ``vm_reboot``
+#: call it): the QMP states (``status/current``'s ``qmpstatus``) in which a running VM is paused.
+PAUSED = ("paused", "prelaunch", "suspended")
+
+
+def paused_state(current: Mapping[str, object]) -> str | None:
+    """The ``qmpstatus`` of a VM that is paused (``PAUSED``), or None: running as such, stopped,
+    or a container (which has none)."""
+    qmp = current.get("qmpstatus")
+    return str(qmp) if current.get("status") == "running" and qmp in PAUSED else None
+
+
 def destroy_refusals(
     ctx: PveContext, family: Family, node: str, vmid: int, live: Mapping[str, object]
 ) -> list[str]:

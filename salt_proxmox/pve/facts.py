@@ -217,6 +217,32 @@ def _read_once(ctx: PveContext, path: str, parse: Callable[[object], object]) ->
     return found
 
 
+#: pve-storage ``Plugin.pm`` ``@SHARED_STORAGE``: types ``parse_config`` marks ``shared`` whatever the
+#: config says.
+SHARED_TYPES = frozenset({"iscsi", "nfs", "cifs", "rbd", "cephfs", "iscsidirect", "zfs", "drbd", "pbs"})
+
+
+def parse_storages(data: object) -> dict[str, dict[str, object]]:
+    """``GET /storage`` as ``{storage id: {type, shared (bool), content}}``; ``shared`` as
+    ``parse_config`` makes it (``SHARED_TYPES``). Raises ValueError for rows without ``storage`` or
+    ``type``."""
+    out: dict[str, dict[str, object]] = {}
+    for row in data or []:  # type: ignore[union-attr]
+        if not isinstance(row, Mapping) or not row.get("storage") or not row.get("type"):
+            raise ValueError("a storage row without storage or type")
+        kind = str(row["type"])
+        shared = kind in SHARED_TYPES or str(row.get("shared") or "0") not in ("0", "")
+        out[str(row["storage"])] = {"type": kind, "shared": shared, "content": str(row.get("content") or "")}
+    return out
+
+
+def storages(ctx: PveContext) -> dict[str, dict[str, object]]:
+    """The cluster's storage config (``GET /storage``, pve-manager ``PVE/API2/Storage/Config.pm``
+    ``index``: the storages the ``read`` credential may audit), read once per run
+    (``parse_storages``). Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
+    return _read_once(ctx, "storage", parse_storages)  # type: ignore[return-value]
+
+
 def release(ctx: PveContext) -> Release:
     """The cluster's release (``GET /version``), read with the ``read`` credential once per run.
 

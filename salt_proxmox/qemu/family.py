@@ -7,8 +7,11 @@ them, from qemu-server's own rules.
   qemu-server generates once per VM: ``vmgenid``, ``smbios1``'s ``uuid``, ``meta``'s ``ctime``
   (``create_vm``; a clone gets its own, ``clone_vm``).
 - Hotplug: ``schema.applies_live`` with the VM's ``hotplug`` in effect (``vmconfig_hotplug_pending``).
-- Create from scratch: one ``POST /nodes/{node}/qemu`` task (``create_vm``), ``cipassword`` in that
-  form and nowhere else. Create by clone: ``POST /nodes/{node of the template}/qemu/{template}/clone``
+- Create from scratch: one ``POST /nodes/{node}/qemu`` task (``create_vm``) without ``cipassword``,
+  then, when one is declared, one ``POST …/config`` task with it alone: ``create_vm`` writes its form
+  into ``/etc/pve`` as sent, and only ``update_vm_api`` hashes ``cipassword``
+  (``PVE::Tools::encrypt_pw``, a ``$5$`` crypt, unless the ostype is Windows: cloudbase-init needs
+  it in clear). Create by clone: ``POST /nodes/{node of the template}/qemu/{template}/clone``
   (``clone_vm``, a task), then the declaration written onto the clone in the same apply: one
   ``POST …/config`` task (``update_vm`` async: the form's drives are allocated by ``create_disks``)
   judged against the clone as it was made, then a ``PUT …/resize`` task per disk that grows. The
@@ -38,7 +41,7 @@ from salt_proxmox.guest.refusals import provision_privilege_check
 from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
-from salt_proxmox.pve.facts import release, volume_presence
+from salt_proxmox.pve.facts import release, storages, volume_presence
 from salt_proxmox.qemu import judge, schema
 from salt_proxmox.qemu.props import QemuDeclaration, parse_declaration, parse_drive, parse_net
 from salt_proxmox.wire.propstring import pairs
@@ -149,6 +152,9 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
         )
     node, config = _source(ctx, decl)
     refusals += judge.clone_source_refusals(decl, config)
+    if config is not None and node is not None and not refusals:
+        more, said = judge.clone_storage_refusals(decl, node, config, storages(ctx))
+        refusals, notes = [*refusals, *more], [*notes, *said]
     changes = None
     if config is not None and not refusals:
         made = judge.cloned_config(decl, config)
@@ -165,7 +171,7 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
                 f"{what}: the clone keeps template VM {decl.clone}'s cipassword (PVE copies it, shown only "
                 "as set); declare cipassword to write another"
             )
-    kind = "a full clone" if decl.full else "a linked clone" if decl.full is False else "a clone"
+    kind = "a linked clone" if judge.linked_clone(decl) else "a full clone"
     return CreatePlan(
         changes=changes,
         refusals=refusals,
@@ -179,20 +185,33 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
 def create(
     ctx: PveContext, decl: QemuDeclaration, credential: Callable[[], Credential]
 ) -> Iterator[CreateStep]:
-    """The requests of a VM create, each a task: ``POST /nodes/{node}/qemu`` (``create_vm``); or
-    ``POST …/qemu/{template}/clone`` (``clone_vm``), then the declaration written onto the clone
-    (``POST …/config`` with its digest) and a ``PUT …/resize`` per disk that grows. Raises Refused
+    """The requests of a VM create, each a task: ``POST /nodes/{node}/qemu`` (``create_vm``), then
+    a declared ``cipassword`` in a ``POST …/config`` of its own (``update_vm_api`` hashes it;
+    ``create_vm`` would store it in clear); or ``POST …/qemu/{template}/clone`` (``clone_vm``),
+    then the declaration, ``cipassword`` included, written onto the clone (``POST …/config`` with
+    its digest) and a ``PUT …/resize`` per disk that grows. Raises Refused
     (nothing sent) when the template is gone or not a template; after the clone, Refused when the
     clone as made cannot take the declaration (its row stays ``creating``)."""
+    path = api_path("nodes", decl.node, "qemu", decl.vmid)
     if decl.clone is None:
-        form = {**judge.create_form(decl), **decl.secrets}
-        check_form(schema.CREATE, form, presence=True, secrets=decl.secrets)
+        form = judge.create_form(decl)
+        check_form(schema.CREATE, form, presence=True)
         yield CreateStep(
             "POST", api_path("nodes", decl.node, "qemu"), f"create VM {decl.vmid} on {decl.node}", form
         )
+        if decl.secrets:
+            # create_vm stores its form as sent; only update_vm_api hashes cipassword (encrypt_pw).
+            made = ctx.client.request("GET", f"{path}/config", credential(), params={"current": "1"})
+            form = {**decl.secrets, "digest": str((made or {}).get("digest", ""))}
+            check_form(schema.UPDATE, form, presence=False, secrets=decl.secrets)
+            yield CreateStep(
+                "POST", f"{path}/config", f"write {', '.join(sorted(decl.secrets))} to VM {decl.vmid}", form
+            )
         return
     node, config = _source(ctx, decl)
     refusals = judge.clone_source_refusals(decl, config)
+    if config is not None and node is not None and not refusals:
+        refusals = judge.clone_storage_refusals(decl, node, config, storages(ctx))[0]
     if refusals or node is None:
         raise Refused(" ".join(refusals))
     yield CreateStep(
@@ -201,7 +220,6 @@ def create(
         f"clone VM {decl.clone} to VM {decl.vmid} on {decl.node}",
         judge.clone_form(decl, node),
     )
-    path = api_path("nodes", decl.node, "qemu", decl.vmid)
     made = dict(ctx.client.request("GET", f"{path}/config", credential()) or {})
     change = _onto(decl, made)
     if change.refuse:
@@ -281,6 +299,9 @@ QEMU = Family(
     command="qm",
     ha_type="vm",
     destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
+    ha_forces_stop=True,  # pve-ha-manager Resources/PVEVM.pm shutdown: forceStop => 1
+    startup_down=True,  # qemu-server _do_vm_stop: $timeout = $opts->{down}
+    pauses=True,  # qemu-server vm_shutdown: "VM is paused - cannot shutdown"
     parse=parse_declaration,
     judge=judge.judge,
     shown=judge.shown,
@@ -298,7 +319,8 @@ QEMU = Family(
     create_form=judge.create_form,
     # qemu/judge.py: PVE shows a set cipassword masked, so it is compared as set / not set.
     secrets_rule=(
-        "sent with the create, and again only when the VM shows none or cipassword_serial changes; "
-        "never shown or kept, compared only as set / not set"
+        "sent in the first config write after the create (PVE hashes it there, never in create_vm), and "
+        "again only when the VM shows none or cipassword_serial changes; never shown or kept, compared "
+        "only as set / not set"
     ),
 )

@@ -844,6 +844,94 @@ def clone_source_refusals(decl: QemuDeclaration, source: Mapping[str, object] | 
     return []
 
 
+#: pve-storage ``volume_has_feature(..., 'clone', ...)`` of a template's (base) volume, by storage
+#: type: ``LvmThinPlugin``, ``ZFSPoolPlugin``, ``ZFSPlugin``, ``RBDPlugin`` (``clone => { base => 1 }``),
+#: ``BTRFSPlugin`` and the file-based ``Plugin.pm`` types (``base => { qcow2, raw, vmdk }``: the
+#: clone is a qcow2 backed by the base) can; ``LVMPlugin`` (thick: its ``clone`` table is commented
+#: out), ``ISCSIPlugin`` and ``ISCSIDirectPlugin`` (``copy`` only) cannot.
+LINKED_CLONE = {
+    **dict.fromkeys(("lvmthin", "zfspool", "zfs", "rbd", "btrfs"), True),
+    **dict.fromkeys(("dir", "nfs", "cifs", "glusterfs", "cephfs"), True),
+    **dict.fromkeys(("lvm", "iscsi", "iscsidirect"), False),
+}
+
+
+def linked_clone(decl: QemuDeclaration) -> bool:
+    """Whether the clone of a template is linked: qemu-server ``clone_vm``: ``$param->{full} //
+    !is_template($conf)`` (this state clones templates only)."""
+    return decl.full is not True
+
+
+def clone_storage_refusals(
+    decl: QemuDeclaration, source_node: str, source: Mapping[str, object], stores: Mapping[str, Mapping]
+) -> tuple[list[str], list[str]]:
+    """``(refusals, notes)``: what qemu-server ``API2/Qemu.pm`` ``clone_vm`` refuses of a clone of the
+    template ``source`` (its config, on ``source_node``) given the cluster's storages (``stores``:
+    ``pve.facts.storages``). A storage the read credential cannot see is noted as not checked.
+
+    - a linked clone needs every disk's storage to clone its base volume (``LINKED_CLONE``; a
+      cloud-init drive and ``tpmstate0`` are always copied): ``Linked clone feature is not supported
+      for '<volid>' (<key>)``;
+    - a clone to another node (``target``) needs every volume the template names, its ISO CD-ROMs
+      included, on shared storage (``$check_storage_access_clone``): ``can't clone VM to node
+      '<node>' (VM uses local storage)``;
+    - a full clone's ``storage`` on another node must be shared: ``can't clone to non-shared storage
+      '<storage>'``."""
+    refusals: list[str] = []
+    unseen: set[str] = set()
+    local: list[str] = []
+    linked = linked_clone(decl)
+    for key in sorted(source):
+        if not schema.is_drive(key):
+            continue
+        try:
+            drive = parse_drive(str(source[key]))
+        except ValueError:
+            continue
+        if drive.storage is None or drive.volume in ("none", "cdrom"):
+            continue
+        store = stores.get(drive.storage)
+        if store is None:
+            unseen.add(drive.storage)
+            continue
+        if not store.get("shared"):
+            local.append(f"{key} ({drive.volume})")
+        if linked and drive.kind not in ("cdrom", "cloudinit") and key != "tpmstate0":
+            if LINKED_CLONE.get(str(store.get("type"))) is False:
+                refusals.append(
+                    f"clone: template VM {decl.clone}'s {key} is on storage {drive.storage} "
+                    f"({store.get('type')}), which cannot make a linked clone (pve-storage "
+                    f"volume_has_feature 'clone'; PVE: `Linked clone feature is not supported for "
+                    f"'{drive.volume}' ({key})`). "
+                    "Declare full: true (and storage: for the copy), or keep the template on a storage that "
+                    "clones (lvmthin, zfspool, rbd, a qcow2/raw directory)."
+                )
+            elif str(store.get("type")) not in LINKED_CLONE:
+                unseen.add(drive.storage)
+    if decl.node != source_node:
+        if local:
+            refusals.append(
+                f"clone: template VM {decl.clone} is on node {source_node} and names volumes on storage that "
+                f"is not shared: {', '.join(local)}. PVE refuses to clone it to node {decl.node} (`can't "
+                f"clone VM to node '{decl.node}' (VM uses local storage)`). Declare node: {source_node} "
+                "(and migrate the VM after), or keep the template's volumes on shared storage."
+            )
+        if decl.storage and decl.storage in stores and not stores[decl.storage].get("shared"):
+            refusals.append(
+                f"storage: {decl.storage} is not shared, and a clone to another node needs a shared target "
+                f"storage (`can't clone to non-shared storage '{decl.storage}'`). Name a shared storage, or "
+                f"declare node: {source_node}."
+            )
+        elif decl.storage and decl.storage not in stores:
+            unseen.add(decl.storage)
+    notes = [
+        f"VM {decl.vmid} on {decl.node}: whether storage {sid} can take this clone was not checked (the read "
+        "token does not see its type); PVE checks it when the clone is sent"
+        for sid in sorted(unseen)
+    ]
+    return refusals, notes
+
+
 def mapping_uses(decl: QemuDeclaration) -> list[str]:
     """The ``Mapping.Use`` privileges the declared mapped devices need (``device_rule``), one per
     device, for the plan to name: ``Mapping.Use on /mapping/pci/gpu1``."""

@@ -340,9 +340,10 @@ SCALARS: dict[str, Key] = {
 }
 
 #: Secrets: sent, never shown, never stored, compared only as set / not set. ``cipassword``
-#: (``$confdesc_cloudinit``): PVE stores a crypted hash (``PVE/API2/Qemu.pm`` ``update_vm`` /
-#: ``create_vm`` run ``PVE::Tools::encrypt_pw`` unless the ostype is Windows) and answers
-#: ``GET …/config`` with ``**********`` in its place (``vm_config``).
+#: (``$confdesc_cloudinit``): ``PVE/API2/Qemu.pm`` ``update_vm_api`` stores a crypt hash
+#: (``PVE::Tools::encrypt_pw``, unless the value already is one or the ostype is Windows), while
+#: ``create_vm`` writes its form as sent, in clear: so it is never part of a create form
+#: (``family.create``). ``vm_config`` answers ``**********`` in its place.
 SECRETS = frozenset({"cipassword"})
 #: PVE's mask for a set ``cipassword`` in ``GET …/config`` (qemu-server ``PVE/API2/Qemu.pm`` ``vm_config``).
 PASSWORD_MASK = "**********"  # noqa: S105 - PVE's mask, not a password

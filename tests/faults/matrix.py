@@ -482,6 +482,17 @@ REBOOT_120 = "POST /nodes/pve1/lxc/120/status/reboot"
 #: CT 120 declared with a key PVE keeps pending while it runs (vmconfig_hotplug_pending skips it).
 WAITS = dns(nameserver="10.0.0.1")
 
+
+def paused_300(run: Run) -> None:
+    """VM 300 runs paused (``qm suspend 300``: qmpstatus paused, status running)."""
+    run.pve.vm(300).status, run.pve.vm(300).qmpstatus = "running", "paused"
+
+
+def thick_lvm(run: Run) -> None:
+    """local-lvm is thick LVM (pve-storage ``LVMPlugin``: no ``clone`` feature)."""
+    run.pve.storages["local-lvm"]["type"] = "lvm"
+
+
 # ------------------------------------------------------------------------------------------ the table
 
 SCENARIOS: list[Scenario] = [
@@ -2100,13 +2111,14 @@ SCENARIOS: list[Scenario] = [
         "vm-create-then-clean",
         "vms",
         "none: a VM created from scratch with a disk, an ISO, a cloud-init drive and a secret password",
-        "one create task; the password is sent and never shown, logged or kept; the row is owned",
+        "one create task, then the password in a config write of its own (create_vm would keep it in "
+        "clear; update_vm_api hashes it); it is never shown, logged or kept; the row is owned",
         True,
         ("VM 150 on pve1 has been created",),
         password_is_secret,
         {**VM_150, "cipassword": VM_PASSWORD, "cipassword_serial": 1},
         state="qemu_present",
-        writes=("POST /nodes/pve1/qemu",),
+        writes=("POST /nodes/pve1/qemu", "POST /nodes/pve1/qemu/150/config"),
         rows={f"{TARGET}/qemu/150": "owned"},
     ),
     Scenario(
@@ -2159,6 +2171,34 @@ SCENARIOS: list[Scenario] = [
         state="qemu_present",
     ),
     Scenario(
+        "vm-clone-local-storage-other-node",
+        "vms",
+        "a clone declared on pve2 of template 9000 on pve1, whose volumes are on local-lvm (not shared)",
+        "refused at plan and apply with PVE's words (VM uses local storage) and the node to declare; nothing "
+        "is cloned",
+        False,
+        ("can't clone VM to node 'pve2' (VM uses local storage)", "Declare node: pve1", NOTHING),
+        None,
+        {**VM_151, "node": "pve2"},
+        state="qemu_present",
+        never=("/clone",),
+    ),
+    Scenario(
+        "vm-linked-clone-on-thick-lvm",
+        "vms",
+        "a linked clone of template 9000 whose disk is on thick LVM (no clone feature)",
+        "refused at plan with PVE's words and full: true as the remedy; nothing is cloned",
+        False,
+        (
+            "Linked clone feature is not supported for 'local-lvm:base-9000-disk-0' (scsi0)",
+            "Declare full: true",
+        ),
+        thick_lvm,
+        {key: value for key, value in VM_151.items() if key not in ("full", "storage")},
+        state="qemu_present",
+        never=("/clone",),
+    ),
+    Scenario(
         "vm-shrink-refused",
         "vms",
         "a VM adopted with a disk declared smaller than it is",
@@ -2169,6 +2209,19 @@ SCENARIOS: list[Scenario] = [
         {**VM_300, "adopt": True, "scsi0": "local-lvm:4,iothread=1"},
         name="router",
         state="qemu_present",
+    ),
+    Scenario(
+        "vm-paused-shutdown-refused",
+        "vms",
+        "status: stopped on a VM whose QEMU is paused (qmpstatus: paused), force_stop not declared",
+        "PVE refuses to shut a paused VM down: refused at plan with its words and qm resume; nothing sent",
+        False,
+        ("`VM is paused - cannot shutdown`", "`qm resume 300`", NOTHING),
+        paused_300,
+        {**VM_300, "adopt": True, "status": "stopped"},
+        name="router",
+        state="qemu_present",
+        never=("/status/shutdown", "/status/stop"),
     ),
     Scenario(
         "vm-root-only-args",
@@ -2476,6 +2529,20 @@ def ha_holds_120(run: Run) -> None:
     run.pve.ha_holds.add(120)
 
 
+def ha_started_120(run: Run) -> None:
+    """CT 120 runs and is HA-managed (``ha-manager add ct:120``, its HA state ``started``): a
+    shutdown goes to the HA manager as ``crm-command stop ct:120 <timeout>``."""
+    run.pve.ct(120).ha_state = "started"
+
+
+def ha_rounds_120(run: Run) -> None:
+    """CT 120 is stopped and HA-managed; the HA manager carries out a queued request two
+    ``status/current`` reads later (the fake's ``ha_rounds``)."""
+    stopped_120(run)
+    run.pve.ct(120).ha_state = "stopped"
+    run.pve.ha_rounds[120] = 2
+
+
 SHUTDOWN_120 = "POST /nodes/pve1/lxc/120/status/shutdown"
 START_120 = "POST /nodes/pve1/lxc/120/status/start"
 
@@ -2570,10 +2637,39 @@ POWER = [
         False,
         (
             "the start task ended OK, but PVE reports the container stopped, not running",
-            "It is HA-managed (ha.managed: 1, requested state started)",
+            "It is HA-managed (ha.managed: 1, ha.state started)",
             "`ha-manager status`",
         ),
         ha_holds_120,
+        dns(status="running"),
+        name="dns",
+        writes=(START_120,),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-ha-hard-stop-refused",
+        "power",
+        "status: stopped with shutdown_timeout: 0 on a running HA-managed container, force_stop not declared",
+        "the HA manager would stop it hard at once (crm-command stop ct:120 0): refused with the remedy, "
+        "nothing sent",
+        False,
+        ("`ha-manager crm-command stop ct:120 0`), which stops it hard at once", "Declare force_stop: true"),
+        ha_started_120,
+        dns(status="stopped", shutdown_timeout=0),
+        name="dns",
+        never=("/status/",),
+        seed_rows=OWNED_120,
+        rows={f"{TARGET}/lxc/120": "owned"},
+    ),
+    Scenario(
+        "power-ha-start-carried-out-later",
+        "power",
+        "status: running on a stopped HA-managed container: the start task ends OK, HA starts it later",
+        "the start goes to the HA manager; its status is read again until it runs, then reported started",
+        True,
+        ("has been started by the HA manager (`ha-manager set ct:120 --state started`",),
+        ha_rounds_120,
         dns(status="running"),
         name="dns",
         writes=(START_120,),

@@ -67,7 +67,8 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert app["ide2"].startswith("local:iso/debian-13.2.0-amd64-netinst.iso,media=cdrom")
     assert app["ide0"] == "local-lvm:vm-210-cloudinit,media=cdrom"
     assert re.match(r"virtio=(?:[0-9A-F]{2}:){5}[0-9A-F]{2},bridge=vmbr0$", app["net0"])
-    assert app.get("cipassword")
+    # create_vm keeps its form as sent; the config write after it (update_vm_api) stored it hashed.
+    assert app["cipassword"].startswith("$5$") and not any(s in app["cipassword"] for s in secrets)
     # The clone of template 9000: its own disk, grown from 3 to 10 GiB by the resize task, its own
     # cloud-init drive and MAC, the declared config written onto it in the same apply.
     ci = fresh_cluster.pve.vm(211).config
@@ -81,7 +82,8 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     web = next(row for row in plan if row["id"] == "proxmox-lxc-web")
     assert web["changes"]["pool"] == {"old": None, "new": "prod"}, web["changes"]
     # Each create secret went with its guest's create and with no other request (fakepve logs it as
-    # ***): web's password with POST …/lxc, app's cloud-init password with POST …/qemu.
+    # ***): web's password with POST …/lxc, app's cloud-init password with the config write after
+    # POST …/qemu (create_vm would keep it in clear in /etc/pve; update_vm_api hashes it).
 
     def carried(key):
         return [
@@ -91,7 +93,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         ]
 
     assert carried("password") == [("POST", "/api2/json/nodes/pve1/lxc")], carried("password")
-    assert carried("cipassword") == [("POST", "/api2/json/nodes/pve1/qemu")], carried("cipassword")
+    assert carried("cipassword") == [("POST", "/api2/json/nodes/pve1/qemu/210/config")], carried("cipassword")
     assert all("password" not in str(row["changes"]) for row in every)
 
     grains = (config_dir / ROWS_FILE).read_text()  # the rows the salt_proxmox:owned grain shows

@@ -233,6 +233,39 @@ def test_cipassword_is_masked_and_stored_hashed_not_pending(fresh_cluster):
     assert pending["digest"]["value"] == api.ok("GET", path)["digest"], "config_with_pending_array lists it"
 
 
+def test_create_stores_cipassword_as_sent_and_a_config_write_hashes_it(fresh_cluster):
+    """qemu-server ``API2/Qemu.pm``: ``create_vm`` writes its form (``$conf = $param``) with
+    ``write_config``, ``cipassword`` in clear; only ``update_vm_api`` runs ``PVE::Tools::encrypt_pw``
+    on it (unless it already is a crypt hash, or the ostype is Windows)."""
+    api = Api(fresh_cluster)
+    upid = api.ok("POST", "/nodes/pve1/qemu", vmid=315, name="pw-test", cipassword="plain-at-create")
+    assert api.task("pve1", upid) == "OK"
+    assert _vm(fresh_cluster, 315).config["cipassword"] == "plain-at-create", "create_vm keeps it as sent"
+    api.ok("PUT", "/nodes/pve1/qemu/315/config", cipassword="plain-on-update")
+    stored = _vm(fresh_cluster, 315).config["cipassword"]
+    assert stored.startswith("$5$") and "plain-on-update" not in stored, "update_vm_api hashes it"
+    api.ok("PUT", "/nodes/pve1/qemu/315/config", ostype="win11")
+    api.ok("PUT", "/nodes/pve1/qemu/315/config", cipassword="windows-keeps-it")
+    assert _vm(fresh_cluster, 315).config["cipassword"] == "windows-keeps-it", "windows_version: as sent"
+
+
+def test_clone_refuses_local_storage_to_another_node_and_a_linked_clone_storage_cannot_make(fresh_cluster):
+    """qemu-server ``clone_vm``: ``$check_storage_access_clone`` then ``can't clone VM to node '<node>'
+    (VM uses local storage)``; per disk, ``volume_has_feature(..., 'clone', ...)`` (pve-storage
+    ``LVMPlugin`` has none): ``Linked clone feature is not supported for '<volid>' (<key>)``."""
+    api = Api(fresh_cluster)
+    path = f"/nodes/{CLOUD_TEMPLATE_NODE}/qemu/{CLOUD_TEMPLATE_VMID}/clone"
+    status, body = api.call("POST", path, newid=161, target="pve2")
+    assert status == 500 and "can't clone VM to node 'pve2' (VM uses local storage)" in str(body)
+    fresh_cluster.pve.storages["local-lvm"]["type"] = "lvm"
+    status, body = api.call("POST", path, newid=161)
+    assert (
+        status == 500
+        and "Linked clone feature is not supported for 'local-lvm:base-9000-disk-0' (scsi0)" in (str(body))
+    )
+    assert fresh_cluster.pve.vm(161) is None
+
+
 # ----------------------------------------------------------------------------------- config write
 
 

@@ -166,13 +166,16 @@ def test_an_ha_managed_vm_whose_start_task_ends_ok_while_it_stays_stopped_is_not
     fresh_cluster.pve.vm(150).ha_state = "stopped"
     fresh_cluster.pve.ha_holds.add(150)
     plan = lifecycle.present(ctx, QEMU, "web", True, **vm(status="running"))
-    assert plan.comment[-1] == "VM 150 on pve1: would start"
+    assert plan.comment[-1] == (
+        "VM 150 on pve1: would be started by the HA manager, which decides (`ha-manager set vm:150 --state "
+        "started`: the HA manager starts it in a later round)"
+    )
     start = len(fresh_cluster.pve.requests)
     done = lifecycle.present(ctx, QEMU, "web", False, **vm(status="running"))
     assert done.result is False, done.comment
     text = " ".join(done.comment)
     assert "VM 150 on pve1: the start task ended OK, but PVE reports the VM stopped, not running." in text
-    assert "It is HA-managed (ha.managed: 1, requested state started)" in text
+    assert "It is HA-managed (ha.managed: 1, ha.state started)" in text
     assert "`ha-manager status` on a node for what HA does with vm:150" in text
     assert "has been started" not in text and "status" not in done.changes
     assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
@@ -183,3 +186,121 @@ def test_an_ha_managed_vm_whose_start_task_ends_ok_while_it_stays_stopped_is_not
         power.PowerNotReached, match=r"PVE reports the VM stopped, not running\. It is HA-managed"
     ):
         power.power_call(ctx, GUESTS, "start", 150)
+
+
+def test_an_ha_managed_vm_goes_plan_apply_plan_clean_as_the_ha_manager_acts(fresh_cluster):
+    """qemu-server ``API2/Qemu.pm`` ``vm_start``/``vm_shutdown`` hand an HA-managed VM to the HA
+    manager (``ha-manager set vm:<vmid> --state started``, ``ha-manager crm-command stop vm:<vmid>
+    <timeout>``) and end once the request is queued; the CRM carries it out rounds later (the fake's
+    ``ha_rounds``), so the apply waits, bounded, for the status to turn. pve-ha-manager
+    ``Resources/PVEVM.pm`` ``shutdown`` sends ``forceStop=1``: without force_stop the shutdown is
+    refused at plan and at apply, nothing sent; with it, the plan says HA stops it hard at the timeout."""
+    from salt_proxmox.guest import lifecycle
+    from salt_proxmox.qemu.family import QEMU
+    from tests.integration.test_qemu import vm
+
+    store = MemoryStore()
+
+    def run(test, **over):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        return lifecycle.present(ctx, QEMU, "web", test, **vm(**over))
+
+    assert run(False).result is True
+    fresh_cluster.pve.vm(150).ha_state = "stopped"  # ha-manager add vm:150 --state stopped
+    fresh_cluster.pve.ha_rounds[150] = 3
+    plan = run(True, status="running")
+    assert plan.result is None and plan.changes == {"status": {"old": "stopped", "new": "running"}}
+    assert "would be started by the HA manager, which decides (`ha-manager set vm:150" in plan.comment[-1]
+    start = len(fresh_cluster.pve.requests)
+    done = run(False, status="running")
+    assert done.result is True, done.comment
+    assert "VM 150 on pve1 has been started by the HA manager" in done.comment[-1]
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/nodes/pve1/qemu/150/status/start")
+    ]
+    assert fresh_cluster.pve.vm(150).status == "running"
+    again = run(True, status="running")
+    assert again.result is True and again.changes == {}, again.comment
+
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        refused = run(test, status="stopped")
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert (
+            "`ha-manager crm-command stop vm:150 60`), which shuts it down within 60 s, then stops it hard"
+            in (text)
+        )
+        assert (
+            "Declare force_stop: true to accept it, or take it out of HA first (`ha-manager remove vm:150`)"
+            in (text)
+        )
+        assert writes(requests_since(fresh_cluster, start)) == []
+    plan = run(True, status="stopped", force_stop=True)
+    assert plan.result is None and "shut down (within" not in plan.comment[-1]
+    assert plan.comment[-1] == (
+        "VM 150 on pve1: would be shut down by the HA manager, which decides (`ha-manager crm-command stop "
+        "vm:150 60`: the HA manager shuts it down within 60 s, then stops it hard)"
+    )
+    start = len(fresh_cluster.pve.requests)
+    done = run(False, status="stopped", force_stop=True)
+    assert done.result is True, done.comment
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/nodes/pve1/qemu/150/status/shutdown")
+    ]
+    assert fresh_cluster.pve.vm(150).status == "stopped" and fresh_cluster.pve.vm(150).ha_state == "stopped"
+    assert run(True, status="stopped", force_stop=True).changes == {}
+
+
+def test_a_vm_s_shutdown_waits_its_startup_down_and_a_paused_vm_is_planned_as_pve_acts(fresh_cluster):
+    """qemu-server ``QemuServer.pm`` ``_do_vm_stop``: a shutdown without a timeout waits the VM's
+    ``startup: down=``, then 60 s; the state sends that timeout and its plan names it. qemu-server
+    ``API2/Qemu.pm`` ``vm_shutdown``: a paused VM (``qmpstatus: paused``) is refused (``VM is paused -
+    cannot shutdown``) unless ``forceStop`` is given, and then stopped hard; it is neither running nor
+    stopped, so ``status: running`` is refused too, each with ``qm resume`` and nothing sent."""
+    from salt_proxmox.guest import lifecycle
+    from salt_proxmox.qemu.family import QEMU
+    from tests.integration.test_qemu import vm
+
+    store = MemoryStore()
+
+    def run(test, **over):
+        ctx = make_context(static_targets(fresh_cluster), store=store)
+        return lifecycle.present(ctx, QEMU, "web", test, **vm(**over))
+
+    assert run(False, status="running").result is True
+    served = fresh_cluster.pve.vm(150)
+    served.config["startup"] = "order=2,down=180"  # set by hand; the state does not declare startup
+    plan = run(True, status="stopped")
+    assert (
+        plan.comment[-1]
+        == "VM 150 on pve1: would shut down (within 180 s (its startup: down=180), never forced)"
+    )
+    start = len(fresh_cluster.pve.requests)
+    done = run(False, status="stopped")
+    assert done.result is True, done.comment
+    ((method, path, body),) = writes(requests_since(fresh_cluster, start))
+    assert path == "/nodes/pve1/qemu/150/status/shutdown" and _form(body) == {"timeout": "180"}
+
+    served.status, served.qmpstatus = "running", "paused"
+    for test in (True, False):
+        for status in ("stopped", "running"):
+            start = len(fresh_cluster.pve.requests)
+            refused = run(test, status=status)
+            assert refused.result is False, refused.comment
+            text = " ".join(refused.comment)
+            assert "VM 150 on pve1 is paused (qmpstatus paused)" in text and "`qm resume 150`" in text
+            if status == "stopped":
+                assert "PVE refuses to shut it down (`VM is paused - cannot shutdown`" in text
+            assert writes(requests_since(fresh_cluster, start)) == []
+    plan = run(True, status="stopped", force_stop=True)
+    assert plan.comment[-1].startswith(
+        "VM 150 on pve1: would be stopped hard: it is paused (qmpstatus paused)"
+    )
+    start = len(fresh_cluster.pve.requests)
+    done = run(False, status="stopped", force_stop=True)
+    assert done.result is True, done.comment
+    ((method, path, body),) = writes(requests_since(fresh_cluster, start))
+    assert (method, path) == ("POST", "/nodes/pve1/qemu/150/status/shutdown")
+    assert _form(body) == {"timeout": "180", "forceStop": "1"} and served.status == "stopped"
+    assert run(True, status="stopped", force_stop=True).changes == {}

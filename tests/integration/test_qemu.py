@@ -256,12 +256,17 @@ def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fre
     start = len(fresh_cluster.pve.requests)
     created = run(False, cipassword=PASSWORD, cipassword_serial=1)
     assert created.result is True, created.comment
-    assert config(fresh_cluster, 150).get("cipassword"), "sent with the create"
+    # qemu-server create_vm writes its form into /etc/pve as sent; only update_vm_api hashes
+    # cipassword (PVE::Tools::encrypt_pw): the create form never carries it, the config write after it does.
+    (create, (method, path, form)) = writes(requests_since(fresh_cluster, start))
+    assert create[:2] == ("POST", "/nodes/pve1/qemu") and "cipassword" not in str(create[2])
+    assert (method, path) == ("POST", "/nodes/pve1/qemu/150/config") and "cipassword" in str(form)
+    stored = config(fresh_cluster, 150)["cipassword"]
+    assert stored.startswith("$5$") and PASSWORD not in stored, "never in clear in /etc/pve"
     # The comment states the VM's rule, not the container's "create only; never compared".
     said = "\n".join(created.comment)
-    assert (
-        "cipassword sent with the create, and again only when the VM shows none or cipassword_serial" in said
-    )
+    assert "cipassword sent in the first config write after the create (PVE hashes it there" in said
+    assert "again only when the VM shows none or cipassword_serial" in said
     assert "create only" not in said
     returns = [created.salt_return("web")]
     # Another password with the same serial: PVE shows only **********, nothing is compared or written.
@@ -272,7 +277,7 @@ def test_cipassword_is_a_secret_written_when_unset_and_again_on_a_new_serial(fre
     assert plan.changes["cipassword"] == {"old": "set", "new": "set (written again)"}
     bumped = run(False, cipassword="another-password", cipassword_serial=2)
     assert bumped.result is True, bumped.comment
-    ((method, path, form),) = [w for w in writes(requests_since(fresh_cluster, start)) if "/config" in w[1]]
+    (_, (method, path, form)) = [w for w in writes(requests_since(fresh_cluster, start)) if "/config" in w[1]]
     assert (method, path) == ("PUT", "/nodes/pve1/qemu/150/config") and "cipassword" in str(form)
     returns += [same.salt_return("web"), plan.salt_return("web"), bumped.salt_return("web")]
     shown = repr([returns, store.rows])
@@ -357,6 +362,41 @@ def test_a_running_vm_takes_nics_and_tags_at_once_and_keeps_cores_pending(fresh_
         "/nodes/pve1/qemu/150/status/reboot"
     ]
     assert config(fresh_cluster, 150)["cores"] == 4 and not fresh_cluster.pve.vm(150).pending
+
+
+def test_a_vm_reboot_for_pending_waits_for_qmeventd_to_start_it_again(fresh_cluster):
+    """qemu-server ``QemuServer.pm`` ``vm_reboot``: the ``qmreboot`` task ends once QEMU has exited,
+    and ``qmeventd`` starts the VM again afterwards (the fake's ``qmeventd_rounds``): the apply waits,
+    bounded, for ``running`` and only then reads what it runs with. A paused VM is not rebooted
+    (``vm_reboot``: ``VM is paused - cannot shutdown``): said at plan and at apply, nothing sent."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(fresh_cluster), store=store), "web", False, **vm()).result
+    served = fresh_cluster.pve.vm(150)
+    served.status = served.qmpstatus = "running"
+
+    def run(test: bool, **over: Any):
+        return present(
+            make_context(static_targets(fresh_cluster), store=store), "web", test, **vm(cores=4, **over)
+        )
+
+    assert run(False).result is True and served.pending == {"cores": 4}
+    served.qmpstatus = "paused"
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        held = run(test, reboot_for_pending=True)
+        text = "\n".join(held.comment)
+        assert "VM 150 on pve1 is not rebooted: it is paused (qmpstatus paused)" in text, held.comment
+        assert "`qm resume 150`" in text and writes(requests_since(fresh_cluster, start)) == []
+    served.qmpstatus = "running"
+    fresh_cluster.pve.qmeventd_rounds[150] = 3
+    start = len(fresh_cluster.pve.requests)
+    rebooted = run(False, reboot_for_pending=True)
+    assert rebooted.result is True, rebooted.comment
+    assert [p for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        "/nodes/pve1/qemu/150/status/reboot"
+    ]
+    assert served.status == "running" and config(fresh_cluster, 150)["cores"] == 4 and not served.pending
+    assert run(True, reboot_for_pending=True).changes == {}
 
 
 def test_a_mapped_device_goes_through_and_the_plan_names_mapping_use(fresh_cluster):
@@ -493,7 +533,9 @@ def test_a_declared_cipassword_is_always_written_onto_a_clone_of_a_template_that
     done = present(make_context(static_targets(fresh_cluster), store=store), "app", False, **declared)
     assert done.result is True, done.comment
     assert _configure_form(requests_since(fresh_cluster, start))["cipassword"] == PASSWORD
-    assert fresh_cluster.pve.vm(151).config["cipassword"] != template.config["cipassword"]
+    # The configure step is update_vm_api: the clone's cipassword is stored hashed, never in clear.
+    stored = fresh_cluster.pve.vm(151).config["cipassword"]
+    assert stored != template.config["cipassword"] and stored.startswith("$5$") and PASSWORD not in stored
     assert PASSWORD not in repr(done.changes) + "\n".join(done.comment)
 
     keeps = present(
@@ -502,6 +544,48 @@ def test_a_declared_cipassword_is_always_written_onto_a_clone_of_a_template_that
     assert any("the clone keeps template VM 9000's cipassword" in line for line in keeps.comment), (
         keeps.comment
     )
+
+
+def test_clones_pve_refuses_for_their_storage_are_refused_at_plan_and_the_plan_says_linked_or_full(
+    fresh_cluster,
+):
+    """qemu-server ``API2/Qemu.pm`` ``clone_vm``: a template's clone is linked unless ``full``
+    (``$param->{full} // !is_template``), and the plan says which; a clone to another node of a
+    template with a volume on local storage (``$check_storage_access_clone``: ``can't clone VM to node
+    … (VM uses local storage)``) and a linked clone of a disk on storage that cannot clone (pve-storage
+    ``LVMPlugin`` ``volume_has_feature``: ``Linked clone feature is not supported``) are refused at
+    plan and at apply, nothing cloned."""
+    store = MemoryStore()
+
+    def run(test: bool, **declared: Any):
+        return present(make_context(static_targets(fresh_cluster), store=store), "app", test, **declared)
+
+    linked = {"vmid": 151, "node": "pve1", "clone": CLOUD_TEMPLATE_VMID, "name": "app"}
+    assert "would be created as a linked clone of template VM 9000" in run(True, **linked).comment[0]
+    elsewhere = {**linked, "node": "pve2"}
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        refused = run(test, **elsewhere)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert "names volumes on storage that is not shared: ide2 (local-lvm:vm-9000-cloudinit)" in text
+        assert "(`can't clone VM to node 'pve2' (VM uses local storage)`). Declare node: pve1" in text
+        assert writes(requests_since(fresh_cluster, start)) == []
+    fresh_cluster.pve.storages["local-lvm"]["type"] = "lvm"  # thick LVM: no linked clones
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        refused = run(test, **linked)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert (
+            "template VM 9000's scsi0 is on storage local-lvm (lvm), which cannot make a linked clone" in text
+        )
+        assert "`Linked clone feature is not supported for 'local-lvm:base-9000-disk-0' (scsi0)`" in text
+        assert "Declare full: true" in text and writes(requests_since(fresh_cluster, start)) == []
+    full = {**linked, "full": True}
+    plan = run(True, **full)
+    assert plan.result is None and "as a full clone of template VM 9000" in plan.comment[0], plan.comment
+    assert run(False, **full).result is True
 
 
 def test_a_secure_boot_vm_goes_plan_apply_plan_clean_and_its_efi_disk_rules_hold(fresh_cluster):

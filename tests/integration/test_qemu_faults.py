@@ -161,6 +161,9 @@ def test_a_clone_onto_another_node_is_awaited_on_the_node_that_runs_it(fresh_clu
     """qemu-server ``clone_vm`` runs its worker on the template's node (its UPID names pve1) even
     when ``target`` puts the clone on pve2; pve-manager ``read_task_status`` answers only on the
     node that ran the task. The create must be awaited there, then configured on pve2."""
+    # clone_vm clones to another node only a VM whose volumes are all on shared storage
+    # ($check_storage_access_clone: "VM uses local storage"): the template's storage is shared here.
+    fresh_cluster.pve.storages["local-lvm"]["shared"] = 1
     store = MemoryStore()
     declared = {
         "vmid": 160,

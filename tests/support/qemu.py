@@ -24,7 +24,9 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   (the pending value as ``********** ``, with a space, as PVE does). fakepve returns the password.
   ``update_vm_api`` stores a new ``cipassword`` straight in the config, never as a pending change,
   hashed as ``PVE::Tools::encrypt_pw`` would (``$5$<salt>$…``) unless it is already a crypt hash or
-  the guest runs Windows (``ostype`` ``w*``).
+  the guest runs Windows (``ostype`` ``w*``). ``create_vm`` writes its form as sent (``$conf =
+  $param``, then ``write_config``): a ``cipassword`` given to the create stays in clear, as fakepve
+  keeps it too.
 - ``GET …/pending`` lists the ``digest`` row too: ``vm_pending`` passes ``load_config``'s hash,
   digest included, to pve-guest-common ``config_with_pending_array``. fakepve leaves it out.
 - A config write (``PUT`` and ``POST …/config``) stores what PVE stores: integer, number and boolean
@@ -71,7 +73,12 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   ``API2/LXC/Status.pm`` ``vm_start``/``vm_shutdown`` do the same for ``ct:<vmid>``. fakepve
   (time_scale 0) changes the guest's power inside the task. Here a vmid in ``ha_holds`` (a VM or a
   container) keeps its power: its HA request is recorded (``ha_state``, shown as
-  ``status/current``'s ``ha.state``) and the task ends OK.
+  ``status/current``'s ``ha.state``) and the task ends OK. A vmid in ``ha_rounds`` (vmid -> N)
+  has its request queued by the task and carried out by the N-th ``status/current`` read after
+  it, as the CRM and the LRM carry it out some rounds later: a start applies the pending changes
+  and runs the guest, a stop stops it (the agents' shutdown, ``Resources/PVEVM.pm``/``PVECT.pm``
+  ``shutdown``, is not modelled further: the guest stops within the timeout), and ``ha.state``
+  becomes ``started``/``stopped``.
 
 - An EFI disk is made as qemu-server 9.0.27+ / 8.4.6+ makes it: ``OVMF.pm`` ``create_efidisk`` copies
   a vars template that holds the Microsoft UEFI CA 2023 when ``pre-enrolled-keys`` is on, and marks
@@ -95,6 +102,26 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   dropped from it, a new CD-ROM appended; of the orders PVE's hash iteration may take, the fake takes
   the one where the append overwrites a ``boot`` written beside it (``_boot_order``). fakepve leaves
   ``boot`` alone.
+
+- A paused VM (``qmpstatus`` ``paused``, ``prelaunch`` or ``suspended``: ``vm_is_paused($vmid, 1)``)
+  is not shut down: ``vm_shutdown`` dies ``VM is paused - cannot shutdown`` (500, before the task
+  and before any HA hand-over) unless ``forceStop`` is given, and then stops it hard in its task
+  (warning ``VM is paused - stop instead of shutdown``); ``vm_reboot`` dies the same. A shutdown
+  without ``timeout`` waits the VM's ``startup: down=`` (``_do_vm_stop``), then 60 s. fakepve shuts a
+  paused VM down and always waits its own default.
+
+- A VM's reboot is asynchronous: ``vm_reboot`` (``QemuServer.pm``) writes a reboot request and shuts
+  QEMU down, and its ``qmreboot`` task ends once QEMU has exited; ``qmeventd`` then sees the stop
+  event and starts the VM again (``qm cleanup`` → ``qm start``), which applies its pending changes.
+  For a vmid in ``qmeventd_rounds`` (vmid -> N) the task ends with the VM stopped and the N-th
+  ``status/current`` read after it finds it started. fakepve restarts it inside the task.
+
+- A clone (``clone_vm``) to another node of a VM with a volume (a CD-ROM's ISO included) on storage
+  that is not shared fails ``can't clone VM to node '<node>' (VM uses local storage)``
+  (``$check_storage_access_clone``), and a linked clone of a disk on storage whose plugin cannot
+  clone (pve-storage ``volume_has_feature``: ``lvm``, ``iscsi``, ``iscsidirect``) fails ``Linked
+  clone feature is not supported for '<volid>' (<key>)``, both before the task. fakepve checks
+  neither (only a volume name without ``base-``).
 
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
@@ -134,6 +161,10 @@ MASK = "**********"
 CRYPTED = re.compile(r"^\$(?:[156]|2[ay])(\$.+){2}")
 #: ``resize_vm``'s size: an optional ``+``, a number, an optional unit.
 SIZE = re.compile(r"^(\+)?(\d+(?:\.\d+)?)([KMGT])?$")
+#: pve-storage ``Plugin.pm`` ``@SHARED_STORAGE``: always shared.
+SHARED_TYPES = ("iscsi", "nfs", "cifs", "rbd", "cephfs", "iscsidirect", "zfs", "drbd", "pbs")
+#: ``vm_is_paused($vmid, 1)``: the QMP states of a paused VM.
+PAUSED = ("paused", "prelaunch", "suspended")
 #: A drive key (qemu-server ``Drive.pm`` ``valid_drive_names``).
 DRIVE = re.compile(r"(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0")
 #: qemu-server ``$fast_plug_option`` (with the ``$confdesc_cloudinit`` keys): applied at once on a running VM.
@@ -284,8 +315,60 @@ class QemuPve(NetworkPve):
         self._clone_storage: dict[int, str] = {}
         #: vmids whose HA requests the HA manager has not carried out (see the module docstring).
         self.ha_holds: set[int] = set()
+        #: vmid -> how many ``status/current`` reads pass before the HA manager carries out a request
+        #: queued for it (see the module docstring); ``_ha_queue`` holds the request meanwhile.
+        self.ha_rounds: dict[int, int] = {}
+        self._ha_queue: dict[int, list] = {}
+        #: vmid -> how many ``status/current`` reads pass before ``qmeventd`` starts a VM again after
+        #: its reboot task (see the module docstring); ``_restarts`` counts them down.
+        self.qmeventd_rounds: dict[int, int] = {}
+        self._restarts: dict[int, int] = {}
+
+    def _ha_round(self, vmid: int) -> None:
+        """One CRM round seen by a ``status/current`` read of ``vmid``: a queued request whose
+        rounds are over is carried out (the guest started, with its pending changes, or stopped)."""
+        queued = self._ha_queue.get(vmid)
+        if queued is None:
+            return
+        queued[2] -= 1
+        if queued[2] > 0:
+            return
+        guest, state, _ = self._ha_queue.pop(vmid)
+        if state == "started":
+            if guest in self.vms:
+                guest.apply_pending()
+                guest.qmpstatus = "running"
+            else:
+                self._apply(guest)
+                guest.pid = 4242
+            guest.status = "running"
+        else:
+            guest.status = "stopped"
+            if guest in self.vms:
+                guest.qmpstatus = "stopped"
+            else:
+                guest.pid = None
+        guest.ha_state = state
+
+    async def _status_current(self, request):
+        vmid = int(request.match_info["vmid"])
+        self._ha_round(vmid)
+        if vmid in self._restarts:
+            self._restarts[vmid] -= 1
+            if self._restarts[vmid] <= 0:
+                del self._restarts[vmid]
+                vm = self.vm(vmid)
+                vm.apply_pending()  # qmeventd's qm start: the pending changes take effect
+                vm.status = vm.qmpstatus = "running"
+        return await super()._status_current(request)
+
+    async def _lxc_status_current(self, user, v):
+        self._ha_round(int(v["vmid"]))
+        return await super()._lxc_status_current(user, v)
 
     async def _ha_request(self, vm, user, state):
+        if vm.vmid in self.ha_rounds:
+            return await self._ha_queued(vm, user, state, "VM")
         if vm.vmid not in self.ha_holds:
             return await super()._ha_request(vm, user, state)
 
@@ -303,7 +386,56 @@ class QemuPve(NetworkPve):
             log=[f"Requesting HA {verb} for VM {vm.vmid}"],
         )
 
+    async def _do_shutdown(self, vm, user, p):
+        """``vm_shutdown``: a paused VM (``vm_is_paused($vmid, 1)``) is refused before any HA hand-over,
+        or stopped hard with ``forceStop``."""
+        if vm.status == "running" and vm.qmpstatus in PAUSED:
+            if str(p.get("forceStop", "0")) not in ("1", "true"):
+                raise die("VM is paused - cannot shutdown")
+            self._check_lock(vm)
+
+            async def body():
+                vm.status = vm.qmpstatus = "stopped"
+                return "VM is paused - stop instead of shutdown"
+
+            return await self.task(vm.node, "qmshutdown", vm.vmid, user, body, vm=vm)
+        return await super()._do_shutdown(vm, user, p)
+
+    async def _do_reboot(self, vm, user, p):
+        if vm.status == "running" and vm.qmpstatus in PAUSED:
+            raise die("VM is paused - cannot shutdown")  # vm_reboot
+        if vm.vmid not in self.qmeventd_rounds:
+            return await super()._do_reboot(vm, user, p)
+        self._need_running(vm)
+        self._check_lock(vm)
+
+        async def body():
+            await self._powerdown(vm, p)
+            self._restarts[vm.vmid] = self.qmeventd_rounds[vm.vmid]
+
+        return await self.task(vm.node, "qmreboot", vm.vmid, user, body, vm=vm)
+
+    async def _powerdown(self, vm, p):
+        """``_do_vm_stop``: without a ``timeout`` a shutdown waits the VM's ``startup: down=``, then 60."""
+        if p.get("timeout") is None:
+            found = re.search(r"(?:^|,)down=(\d+)", str(vm.config.get("startup") or ""))
+            if found and int(found.group(1)):
+                p = {**p, "timeout": found.group(1)}
+        return await super()._powerdown(vm, p)
+
+    async def _ha_queued(self, guest, user, state, label):
+        """An ``hastart``/``hastop`` task that only queues the request (``ha_rounds``)."""
+
+        async def body():
+            self._ha_queue[guest.vmid] = [guest, state, self.ha_rounds[guest.vmid]]
+
+        verb = "start" if state == "started" else "stop"
+        log = [f"Requesting HA {verb} for {label} {guest.vmid}"]
+        return await self.task(guest.node, "ha" + verb, guest.vmid, user, body, lock=False, log=log)
+
     async def _ct_ha(self, ct, user, state, timeout=None):
+        if ct.vmid in self.ha_rounds:
+            return await self._ha_queued(ct, user, state, "CT")
         if ct.vmid not in self.ha_holds:
             return await super()._ct_ha(ct, user, state, timeout)
 
@@ -335,6 +467,29 @@ class QemuPve(NetworkPve):
         return await super().task(node, ttype, tid, user, clone, vm=vm, lock=lock, log=log)
 
     async def _qm_clone(self, v, user):
+        """``clone_vm``'s storage rules fakepve leaves out: a clone to another node (``target``) of a
+        VM with a volume on storage that is not shared (``$check_storage_access_clone``, CD-ROM ISOs
+        included), and a linked clone of a disk whose storage cannot clone (pve-storage
+        ``volume_has_feature``: lvm, iscsi, iscsidirect)."""
+        source = self.find(v["node"], int(v["vmid"]))
+        target = v.get("target") if v.get("target") not in (v["node"], "localhost") else None
+        full = v.get("full")
+        linked = (str(full) in ("0", "false")) if full is not None else bool(source.template)
+        shared = True
+        for key, value in sorted(source.config.items()):
+            if not DRIVE.fullmatch(key):
+                continue
+            volume, props = split_drive(value)
+            sid, _name = volume_ref(volume)
+            if sid is None or sid not in self.storages or volume in ("none", "cdrom"):
+                continue
+            store = self.storages[sid]
+            shared = shared and (store.get("type") in SHARED_TYPES or str(store.get("shared") or "0") == "1")
+            cloned = not is_cdrom(volume, props) and not CLOUDINIT.search(volume) and key != "tpmstate0"
+            if linked and cloned and store.get("type") in ("lvm", "iscsi", "iscsidirect"):
+                raise die(f"Linked clone feature is not supported for '{volume}' ({key})")
+        if target and not shared:
+            raise die(f"can't clone VM to node '{target}' (VM uses local storage)")
         if v.get("storage"):
             self._clone_storage[int(v["newid"])] = v["storage"]
         return await super()._qm_clone(v, user)

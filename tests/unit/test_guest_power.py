@@ -348,9 +348,9 @@ HA_STARTED = {"status": "stopped", "ha": {"managed": 1, "state": "started", "gro
     [
         pytest.param(
             HA_STARTED,
-            "It is HA-managed (ha.managed: 1, requested state started): the HA manager decides its power, "
-            "and the start task only queued a request to it. See `ha-manager status` on a node for what HA "
-            "does with ct:150",
+            "It is HA-managed (ha.managed: 1, ha.state started): the HA manager decides its power, "
+            "and the start task only queued a request to it; its status was read 181 times over 180 s. "
+            "See `ha-manager status` on a node for what HA does with ct:150",
             id="ha-managed",
         ),
         pytest.param(
@@ -400,7 +400,7 @@ def test_a_shutdown_task_that_ends_ok_with_the_guest_still_running_fails() -> No
     assert outcome.result is False
     text = " ".join(outcome.comment)
     assert "the shutdown task ended OK, but PVE reports the container running, not stopped" in text
-    assert "It is HA-managed (ha.managed: 1, requested state started)" in text
+    assert "It is HA-managed (ha.managed: 1, ha.state started)" in text
     assert "has been shut down" not in text
 
 
@@ -571,3 +571,126 @@ def test_an_adhoc_force_stop_pve_would_not_read_as_a_boolean_is_refused_before_a
         adhoc(stub, MemoryStore(), "shutdown", force_stop=value)
     assert refused.value.problems[0].startswith("force_stop: expected a boolean as PVE spells it")
     assert stub.sent == []
+
+
+# ============================================================================================
+# HA-managed guests: what the HA manager does with a start or a shutdown
+# ============================================================================================
+
+
+def test_ha_route_plans_what_the_ha_manager_does() -> None:
+    """qemu-server ``API2/Qemu.pm`` ``vm_start``: ``ha-manager set vm:<vmid> --state started``;
+    ``vm_shutdown``: ``ha-manager crm-command stop vm:<vmid> <timeout // 60>`` (forceStop ignored);
+    pve-ha-manager ``Resources/PVEVM.pm`` ``shutdown`` then runs ``vm_shutdown`` with
+    ``forceStop => 1`` (a hard stop at the timeout) and ``vm_stop`` for a timeout of 0;
+    ``Resources/PVECT.pm`` ``shutdown`` sends no forceStop (a container still up fails the stop:
+    ``Manager.pm`` ``next_state_request_stop`` puts the service in ``error``)."""
+    qemu, lxc = GUESTS["qemu"], GUESTS["lxc"]
+    assert power.ha_route(qemu, 150, "pve1", "start", 60, False, "stopped") == (
+        "`ha-manager set vm:150 --state started`: the HA manager starts it in a later round"
+    )
+    assert power.ha_route(qemu, 150, "pve1", "shutdown", 90, True, "started") == (
+        "`ha-manager crm-command stop vm:150 90`: the HA manager shuts it down within 90 s, then stops it "
+        "hard"
+    )
+    with pytest.raises(Refused, match=r"forceStop=1\); status: stopped never stops a VM hard unless asked"):
+        power.ha_route(qemu, 150, "pve1", "shutdown", 90, False, "started")
+    assert power.ha_route(lxc, 120, "pve1", "shutdown", 60, True, "started") == (
+        "`ha-manager crm-command stop ct:120 60`: the HA manager shuts it down within 60 s, never forced "
+        "(force_stop is ignored); a container still up then leaves the service in error state"
+    )
+    assert "never forced" in power.ha_route(lxc, 120, "pve1", "shutdown", 60, False, "started")
+    # Manager.pm: "request immediate service hard-stop" for a timeout of 0, whatever the guest.
+    with pytest.raises(
+        Refused, match=r"which stops it hard at once \(pve-ha-manager Manager.pm: a timeout of 0\)"
+    ):
+        power.ha_route(lxc, 120, "pve1", "shutdown", 0, False, "started")
+    assert "stops it hard at once" in power.ha_route(lxc, 120, "pve1", "shutdown", 0, True, "started")
+
+
+@pytest.mark.parametrize(
+    ("action", "state", "remedy"),
+    [
+        # Manager.pm next_state_error acts only once the resource is disabled.
+        ("start", "error", "`ha-manager set vm:150 --state disabled`, fix what put it in error"),
+        # next_state_started reads a queued crm-command stop; a service being fenced or moved does not.
+        ("shutdown", "fence", "or set its state yourself (`ha-manager set vm:150 --state stopped`)"),
+        ("start", "migrate", "or set its state yourself (`ha-manager set vm:150 --state started`)"),
+    ],
+)
+def test_ha_route_refuses_what_the_ha_manager_will_not_carry_out_now(
+    action: str, state: str, remedy: str
+) -> None:
+    with pytest.raises(Refused) as refused:
+        power.ha_route(GUESTS["qemu"], 150, "pve1", action, 60, True, state)
+    text = str(refused.value)
+    assert f"VM 150 on pve1 is HA-managed (ha.state {state}): PVE hands a {action} to the HA manager" in text
+    assert remedy in text
+
+
+def test_a_state_shutdown_of_an_ha_managed_vm_without_force_stop_is_refused_at_plan() -> None:
+    """The state's plan reads ``ha`` from the ``status/current`` it reads for ``status`` and refuses
+    what the HA manager would stop hard; nothing is sent."""
+    ha = {"status": "running", "ha": {"managed": 1, "state": "started"}}
+    stub, store = owned(StubPve().on("GET", STATUS, ha))
+    outcome = plan(stub, store, test=True, status="stopped", shutdown_timeout=0)
+    assert outcome.result is False
+    assert "which stops it hard at once" in " ".join(outcome.comment)
+    assert stub.calls("POST") == []
+
+
+def test_a_vm_s_shutdown_timeout_defaults_to_its_startup_down_a_container_s_to_60() -> None:
+    """qemu-server ``QemuServer.pm`` ``_do_vm_stop``: ``$timeout = $opts->{down} if $opts->{down}``
+    when the shutdown names no timeout, then 60; pve-container ``API2/LXC/Status.pm``
+    ``vm_shutdown``: ``timeout // 60``, whatever ``startup`` says."""
+    undeclared = power.parse_power({"status": "stopped"})
+    qemu, lxc = GUESTS["qemu"], GUESTS["lxc"]
+    vm = undeclared.for_guest(qemu, {"startup": "order=2,up=30,down=180"})
+    assert (vm.shutdown_timeout, vm.timeout_from) == (180, "its startup: down=180")
+    assert vm.shutdown_form() == {"timeout": "180"}
+    assert undeclared.for_guest(qemu, {"startup": "down=0"}).shutdown_timeout == 60, "0 is Perl-false"
+    assert undeclared.for_guest(qemu, {}).shutdown_timeout == 60
+    assert undeclared.for_guest(lxc, {"startup": "down=180"}).shutdown_timeout == 60
+    declared = power.parse_power({"status": "stopped", "shutdown_timeout": 30})
+    assert declared.for_guest(qemu, {"startup": "down=180"}).shutdown_timeout == 30
+
+
+def test_a_paused_vm_is_neither_running_nor_stopped() -> None:
+    """qemu-server ``API2/Qemu.pm`` ``vm_shutdown``: ``vm_is_paused($vmid, 1)`` (qmpstatus paused,
+    prelaunch, suspended) dies ``VM is paused - cannot shutdown`` without ``forceStop`` and stops it
+    hard with it; ``vm_start`` refuses a VM whose QEMU runs (``VM <vmid> already running``)."""
+    from salt_proxmox.guest.refusals import paused_state
+
+    assert paused_state({"status": "running", "qmpstatus": "paused"}) == "paused"
+    assert paused_state({"status": "running", "qmpstatus": "running"}) is None
+    assert paused_state({"status": "stopped", "qmpstatus": "stopped"}) is None
+    qemu, stop = GUESTS["qemu"], power.parse_power({"status": "stopped"})
+    with pytest.raises(Refused, match=r"`VM is paused - cannot shutdown`.*`qm resume 150`.*force_stop: true"):
+        power.paused_route(qemu, 150, "pve1", "shutdown", stop, "paused")
+    with pytest.raises(
+        Refused, match=r"neither running nor stopped.*`VM 150 already running`.*`qm resume 150`"
+    ):
+        power.paused_route(qemu, 150, "pve1", None, power.parse_power({"status": "running"}), "prelaunch")
+    forced = power.parse_power({"status": "stopped", "force_stop": True})
+    assert "PVE stops it hard instead of shutting it down" in power.paused_route(
+        qemu, 150, "pve1", "shutdown", forced, "suspended"
+    )
+
+
+def test_a_reboot_is_judged_once_the_guest_runs_again() -> None:
+    """qemu-server ``QemuServer.pm`` ``vm_reboot``: the task ends when QEMU has exited ("qmeventd
+    starts it again on a stop event"), so after it the status is read again, bounded, until it runs."""
+    stub = StubPve().on("GET", STATUS, {"status": "stopped"}, {"status": "stopped"}, {"status": "running"})
+    ctx = context(stub, MemoryStore())
+    assert (
+        power.verify_power(ctx, GUESTS["lxc"], "pve1", 150, "reboot", "running", 5, settles=True) == "running"
+    )
+    assert len(stub.calls("GET", STATUS)) == 3
+    stub = StubPve().on("GET", STATUS, {"status": "stopped"})
+    with pytest.raises(
+        power.PowerNotReached, match="the reboot task ended OK, but PVE reports the container stopped"
+    ):
+        power.verify_power(
+            context(stub, MemoryStore()), GUESTS["lxc"], "pve1", 150, "reboot", "running", 2, True
+        )
+    assert len(stub.calls("GET", STATUS)) == 3, "the first read and two more, then no more"

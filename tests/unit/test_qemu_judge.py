@@ -1077,3 +1077,74 @@ def test_the_clone_a_plan_judges_is_the_template_with_its_disks_where_clone_vm_p
     made = cloned_config(linked, template)
     assert made["scsi0"].startswith("local-lvm:") and made["name"] == "app"
     assert "format=qcow2" in made["virtio1"]
+
+
+def test_a_create_from_scratch_sends_cipassword_only_in_the_config_write_after_it() -> None:
+    """qemu-server ``API2/Qemu.pm`` ``create_vm`` writes its form as sent (``$conf = $param``,
+    ``write_config``): a ``cipassword`` there would stay in clear in ``/etc/pve``. Only
+    ``update_vm_api`` hashes it (``PVE::Tools::encrypt_pw``), so the create leaves it out and a
+    ``POST …/config`` with the digest the create left carries it."""
+    from types import SimpleNamespace
+
+    from salt_proxmox.qemu.family import create
+
+    reads: list[tuple[str, str, object]] = []
+
+    def request(method, path, credential, params=None):
+        reads.append((method, path, params))
+        return {"digest": "d1gest", "cipassword": "**********"}
+
+    ctx = SimpleNamespace(client=SimpleNamespace(request=request))
+    declared = parse_declaration(
+        "web", vmid=VMID, node="pve1", target="homelab", config={"name": "web", "cipassword": "s3cret-pw"}
+    )
+    steps = create(ctx, declared, lambda: "provision")  # type: ignore[arg-type]
+    first = next(steps)
+    assert (first.method, first.path) == ("POST", "nodes/pve1/qemu") and "cipassword" not in first.form
+    assert reads == [], "nothing read before the create ran"
+    second = next(steps)
+    assert (second.method, second.path) == ("POST", f"nodes/pve1/qemu/{VMID}/config")
+    assert dict(second.form) == {"cipassword": "s3cret-pw", "digest": "d1gest"}
+    assert "s3cret-pw" not in second.what
+    assert next(steps, None) is None
+    plain = create(ctx, decl(name="web"), lambda: "provision")  # type: ignore[arg-type]
+    assert [step.path for step in plain] == ["nodes/pve1/qemu"], "no password, one create"
+
+
+def test_clone_storage_refusals_follow_clone_vm_and_volume_has_feature() -> None:
+    """qemu-server ``API2/Qemu.pm`` ``clone_vm``; pve-storage ``volume_has_feature`` 'clone' of a base
+    volume: lvmthin/zfspool/rbd and file storages can, thick ``lvm`` and ``iscsi`` cannot; a
+    cloud-init drive is always copied. ``Plugin.pm`` ``@SHARED_STORAGE`` types are shared."""
+    from salt_proxmox.pve.facts import parse_storages
+    from salt_proxmox.qemu.judge import clone_storage_refusals, linked_clone
+
+    stores = parse_storages(
+        [
+            {"storage": "thin", "type": "lvmthin"},
+            {"storage": "thick", "type": "lvm", "shared": 1},
+            {"storage": "ceph", "type": "rbd"},
+            {"storage": "nas", "type": "nfs"},
+        ]
+    )
+    assert stores["ceph"]["shared"] and stores["nas"]["shared"] and stores["thick"]["shared"]
+    assert not stores["thin"]["shared"]
+
+    def refusals(config, **over):
+        declared = parse_declaration(
+            "app", vmid=151, node=over.pop("node", "pve1"), target="homelab", config={"clone": 9000, **over}
+        )
+        return clone_storage_refusals(declared, "pve1", config, stores)
+
+    thick = {"scsi0": "thick:base-9000-disk-0,size=3G", "ide2": "thin:vm-9000-cloudinit,media=cdrom"}
+    (reason,), _ = refusals(thick)
+    assert "`Linked clone feature is not supported for 'thick:base-9000-disk-0' (scsi0)`" in reason
+    assert refusals(thick, full=True) == ([], []), "a full clone copies"
+    shared = {"scsi0": "ceph:base-9000-disk-0,size=3G", "ide2": "nas:iso/d.iso,media=cdrom"}
+    assert refusals(shared, node="pve2") == ([], [])
+    (reason,), _ = refusals({**shared, "ide0": "thin:vm-9000-cloudinit,media=cdrom"}, node="pve2")
+    assert "(`can't clone VM to node 'pve2' (VM uses local storage)`)" in reason
+    (reason,), _ = refusals(shared, node="pve2", full=True, storage="thin")
+    assert "`can't clone to non-shared storage 'thin'`" in reason
+    _, (note,) = refusals({"scsi0": "hidden:base-9000-disk-0"})
+    assert "whether storage hidden can take this clone was not checked" in note
+    assert linked_clone(parse_declaration("a", vmid=151, node="pve1", target="t", config={"clone": 9000}))
