@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
-from salt_proxmox.guest import identity
+from salt_proxmox.guest import identity, nics
 from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
@@ -358,6 +358,9 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
         plan = family.plan_create(ctx, decl)
         if plan.refusals:
             return Decision("refuse", reasons=plan.refusals, row_key=key, row=row)
+        wired = nics.create_plan(ctx, family, decl, start=power.action(None) == "start")
+        if wired.refusals:
+            return Decision("refuse", reasons=wired.refusals, notes=wired.notes, row_key=key, row=row)
         if row and row.get("phase") != CREATING:
             note = (
                 f"{what}: the cluster lists no guest with this vmid although it was ours; would CREATE "
@@ -367,7 +370,7 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
             note = f"{what}: an earlier create did not finish and the guest is absent; would create it"
         else:
             note = f"{what}: would be created {plan.source}"
-        notes = [note + plan.suffix, *plan.notes]
+        notes = [note + plan.suffix, *plan.notes, *wired.notes]
         return Decision(
             "create",
             live=None,
@@ -482,7 +485,18 @@ def _decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) ->
                 decision.ha = ha_route(family, decl.vmid, decl.node, decision.power, timeout, force, ha_state)
         except Refused as exc:
             return Decision("refuse", **found, reasons=exc.reasons, notes=notes, others=True)
+    if decision.running is None and nics.writes_nic(change):
+        current = read_current(ctx, family.kind, decl.node, decl.vmid)
+        decision.running = current["status"] == "running"
+        decision.qmp = paused_state(current) if family.pauses else None
     _effects(ctx, family, decl, decision)
+    wired = nics.update_plan(
+        ctx, family, decl, change.put, change.clear, live, bool(decision.running), decision.now,
+        whole=decision.power == "start" or decision.reboot,
+    )  # fmt: skip
+    if wired.refusals:
+        return Decision("refuse", **found, reasons=wired.refusals, notes=[*notes, *wired.notes], others=True)
+    decision.notes.extend(wired.notes)
     return decision
 
 

@@ -111,6 +111,16 @@ def destroy_refusals(
     return []
 
 
+def static_provision_token(ctx: PveContext) -> str | None:
+    """The provision token's id when it is known without minting (``source: static``), else None
+    (``source: openbao`` mints a token per lease)."""
+    provision = (ctx.target.credentials or {}).get("provision")
+    token = provision.get("token_id") if isinstance(provision, Mapping) else None
+    if not isinstance(token, str) or ctx.target.credentials.get("source") != "static":
+        return None
+    return token
+
+
 def provision_privilege_check(
     ctx: PveContext, privilege: str, path: str, why: str, refusal: Callable[[str], str], later: str
 ) -> tuple[list[str], list[str]]:
@@ -122,10 +132,9 @@ def provision_privilege_check(
     When the id is not known (``source: openbao`` mints a token per lease) or the read is refused
     (403), a note says so, ending with ``later`` (who checks it then). Raises PveMalformed,
     PveUnreachable, and PveError other than 403."""
-    provision = (ctx.target.credentials or {}).get("provision")
-    token = provision.get("token_id") if isinstance(provision, Mapping) else None
+    token = static_provision_token(ctx)
     note = f"the provision token's {privilege} on {path} ({why}) {later}"
-    if not isinstance(token, str) or ctx.target.credentials.get("source") != "static":
+    if token is None:
         return [], [f"{note}: its id is known only once it is minted"]
     try:
         held = held_privileges(ctx, ctx.broker.read(), path, userid=token)

@@ -298,6 +298,8 @@ def _apply(ctx, step: Reload) -> str | None:
     if before:
         return f"refused: {before}. A reload on a degraded cluster can cut it further; nothing was written."
     polls = ctx.task_polls
+    # What the run's listings say (a bridge staged, a vnet pending) changes with the reload.
+    ctx.reads.drop_listings()
     try:
         credential = ctx.broker.provision(need_seconds=polls * ctx.poll_interval)
         upid = step.start(credential)
@@ -360,6 +362,14 @@ def staged_deletions(diff: str) -> list[str]:
     gone = set(re.findall(r"^-\s*iface\s+(\S+)", diff, re.MULTILINE))
     kept = set(re.findall(r"^\+\s*iface\s+(\S+)", diff, re.MULTILINE))
     return sorted(gone - kept)
+
+
+def staged_additions(diff: str) -> list[str]:
+    """The interfaces a staged diff adds: an ``iface`` stanza the staged file has and the running
+    one has not (made live only by the node's network apply)."""
+    gone = set(re.findall(r"^-\s*iface\s+(\S+)", diff, re.MULTILINE))
+    kept = set(re.findall(r"^\+\s*iface\s+(\S+)", diff, re.MULTILINE))
+    return sorted(kept - gone)
 
 
 def revert_command(node: str) -> str:

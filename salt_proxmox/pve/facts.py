@@ -29,6 +29,13 @@ What differs by major release (``Release``), each from the two branches of the s
 - container options PVE 9 added (pve-container ``src/PVE/LXC/Config.pm``): ``host-managed`` of
   ``netN`` and ``idmap`` of ``rootfs``/``mpN``; PVE 8's ``parse_property_string`` refuses them
   ("invalid key in comma-separated list property").
+
+Options a package added within a major release (``NEW_IN_PACKAGE``) cannot be told from ``GET
+/version``: its ``version`` is pve-manager's, which does not pin the other packages (pve-manager
+9.2.0 came out before qemu-server 9.1.18, and its ``debian/control`` asks for qemu-server >= 9.1.13
+only). PVE 8 lacks them all; on PVE 9 the guest's node says which version it runs
+(``package_version``: ``GET /nodes/{node}/apt/versions``, pve-manager ``PVE/API2/APT.pm``
+``versions``, Sys.Audit on ``/nodes/{node}``; the installed version is ``OldVersion``).
 """
 
 from __future__ import annotations
@@ -86,7 +93,16 @@ NEW_IN_9 = {
     "machine": frozenset({"aw-bits"}),
 }
 
+#: Options a package added within PVE 9, by family: ``{family: {option: (package, first version)}}``.
+#: qemu-server 9.1.18 (``debian/changelog``, "fix #7627"; ``src/PVE/QemuServer/Network.pm``
+#: ``$net_fmt``) added the VM NIC option ``host-tunnel``; an older one refuses it ("invalid key in
+#: comma-separated list property").
+NEW_IN_PACKAGE: dict[str, dict[str, tuple[str, tuple[int, ...]]]] = {
+    "net": {"host-tunnel": ("qemu-server", (9, 1, 18))},
+}
+
 _RELEASE = re.compile(r"^([0-9]+)\.([0-9]+)")
+_VERSION = re.compile(r"^(?:[0-9]+:)?([0-9]+(?:\.[0-9]+)*)")
 
 
 @dataclass(frozen=True)
@@ -307,3 +323,48 @@ def volume_presence(ctx: PveContext, node: str, volid: str) -> Presence:
             raise
     ctx.reads.memo[key] = found
     return found
+
+
+def version_tuple(version: str) -> tuple[int, ...] | None:
+    """The numbers of a Debian package version's upstream part (``9.1.18`` → ``(9, 1, 18)``; an
+    epoch and a ``-``/``~``/``+`` suffix are left out), or None when it does not start with one."""
+    match = _VERSION.match(version.strip())
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What ``package_version`` learned: ``version`` (``'9.1.18'``; '' when not known) and, when
+    not known, ``said`` (why: PVE's 403, or the package not listed)."""
+
+    version: str = ""
+    said: str = ""
+
+
+def package_version(ctx: PveContext, node: str, package: str) -> Installed:
+    """The version of ``package`` installed on ``node``: ``GET /nodes/{node}/apt/versions``
+    (pve-manager ``PVE/API2/APT.pm`` ``versions``: a row per important package, ``Package`` and the
+    installed ``OldVersion``; Sys.Audit on ``/nodes/{node}``), read with the ``read`` credential once
+    per node and run (``ctx.reads.memo``). A 403 is kept as not known, with PVE's words.
+
+    Raises PveError other than 403, PveMalformed (not a list of objects), PveUnreachable,
+    CredentialError."""
+    key = f"salt_proxmox.packages/{ctx.target.name}/{node}"
+    rows = ctx.reads.memo.get(key)
+    if rows is None:
+        path = f"{api_path('nodes', node)}/apt/versions"
+        try:
+            data = ctx.client.request("GET", path, ctx.broker.read())
+        except PveError as exc:
+            if exc.status != 403:
+                raise
+            data = exc.message
+        if isinstance(data, list):
+            if not all(isinstance(row, Mapping) for row in data):
+                raise PveMalformed("GET", path, "expected a list of packages")
+            data = {str(row.get("Package")): str(row.get("OldVersion") or "") for row in data}
+        ctx.reads.memo[key] = rows = data
+    if isinstance(rows, str):
+        return Installed(said=rows)
+    version = rows.get(package)  # type: ignore[union-attr]
+    return Installed(version) if version else Installed(said=f"{package} is not listed as installed")

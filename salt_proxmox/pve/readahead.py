@@ -97,12 +97,27 @@ class ReadAhead:
         return answer.value
 
     def shared(
-        self, client: PveClient, path: str, credential: Credential, params: Mapping[str, str] | None = None
+        self,
+        client: PveClient,
+        path: str,
+        credential: Credential,
+        params: Mapping[str, str] | None = None,
+        envelope: bool = False,
     ) -> object:
         """``GET path`` for a listing several states read: the run's earlier successful answer
-        with ``credential``, else a fresh request whose success is kept. Raises what
-        ``PveClient.request`` raises (and keeps nothing then)."""
+        with ``credential``, else a fresh request whose success is kept. With ``envelope`` the
+        whole answer object (``PveClient.request``'s ``envelope``: the node network listing's
+        ``changes`` beside its ``data``); a kept envelope serves a later read of its ``data`` too,
+        so the listing is sent once. Raises what ``PveClient.request`` raises (and keeps nothing
+        then)."""
         key = _listing_key(path, params)
+        whole = self.listings.get(f"{key}#envelope")
+        if whole is not None and whole.credential == credential and isinstance(whole.value, Mapping):
+            return whole.value if envelope else whole.value.get("data")
+        if envelope:
+            value = client.request("GET", path, credential, params=params, envelope=True)
+            self.listings[f"{key}#envelope"] = _Answer(credential, value=value)
+            return value
         answer = self.listings.get(key)
         if answer is not None and answer.credential == credential:
             return answer.value

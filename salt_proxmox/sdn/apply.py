@@ -279,6 +279,11 @@ def commit(ctx, credential, state_id: str = "sdn") -> str:
     return upid
 
 
+#: Set when this run's SDN apply step planned or applied (not refused): a guest plugged into a vnet
+#: it commits depends on it (``guest.nics``).
+SDN_COVERED = "salt_proxmox.sdn_applied/{target}"
+
+
 def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
     """Plan or apply the pending SDN configuration (``proxmox_sdn.applied``). Never raises for a
     known failure."""
@@ -286,4 +291,7 @@ def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
         return Outcome().refuse(
             DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: applied takes none")
         )
-    return lock.settled_first(ctx, test, lambda: run(ctx, test, step(ctx, state_id)))
+    outcome = lock.settled_first(ctx, test, lambda: run(ctx, test, step(ctx, state_id)))
+    if outcome.result is not False:
+        ctx.reads.memo[SDN_COVERED.format(target=ctx.target.name)] = True
+    return outcome

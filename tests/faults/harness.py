@@ -189,13 +189,13 @@ def install_hooks(ctx: PveContext, run: Run) -> None:
         return
     original = ctx.client.request
 
-    def request(method, path, credential, params=None, form=None):
+    def request(method, path, credential, params=None, form=None, **more):
         for hook in run.hooks:
             sent = "/" + unquote(path).lstrip("/")
             if hook.method == method and sent.endswith(hook.suffix) and not (hook.once and hook.fired):
                 hook.fired += 1
                 hook.action(run)
-        return original(method, path, credential, params=params, form=form)
+        return original(method, path, credential, params=params, form=form, **more)
 
     ctx.client.request = request
 

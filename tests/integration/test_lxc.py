@@ -63,10 +63,10 @@ def test_create_writes_creating_row_before_the_post(fresh_cluster):
     seen_rows = []
     original = ctx.client.request
 
-    def spy(method, path, credential, params=None, form=None):
+    def spy(method, path, credential, params=None, form=None, **more):
         if method == "POST":
             seen_rows.append(dict(store.rows))
-        return original(method, path, credential, params=params, form=form)
+        return original(method, path, credential, params=params, form=form, **more)
 
     ctx.client.request = spy
     assert present(ctx, "web", False, **declaration()).result is True

@@ -125,6 +125,19 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
 
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
+
+- A NIC is plugged when its guest starts (``qmstart``, a container's ``vzstart``): its ``bridge``
+  must be live on the node, a bridge of the node's RUNNING ``/etc/network/interfaces`` (not one only
+  staged in ``interfaces.new``) or a vnet of the RUNNING SDN configuration (pve-network ``Zones.pm``
+  ``tap_plug``/``veth_create`` read ``get_vnet(<vnet>, 1)``), else the start task fails ``bridge
+  '<br>' does not exist`` (pve-common ``Network.pm`` ``read_bridge_mtu``); a ``tag`` or ``trunks`` on
+  a vnet that is not VLAN-aware fails it ``vm vlans are not allowed on vnet <vnet>`` (pve-network
+  ``Zones/Plugin.pm`` ``tap_plug``). fakepve starts any guest.
+- A VM config write or create checks each NIC it names (the old value too for a changed or
+  deleted one) as qemu-server ``check_bridge_access`` does (pve-guest-common ``check_vnet_access``):
+  SDN.Use on ``/sdn/zones/<zone>/<bridge>`` (``localnetwork`` unless the bridge is a vnet of the
+  pending SDN configuration), or on ``…/<bridge>/<tag>`` with a tag; 403 ``Permission check failed
+  (<path>, SDN.Use)`` otherwise. fakepve checks nothing.
 """
 
 from __future__ import annotations
@@ -447,7 +460,73 @@ class QemuPve(NetworkPve):
             ct, "ha" + verb, user, body, lock=False, log=[f"Requesting HA {verb} for CT {ct.vmid}"]
         )
 
+    # ------------------------------------------------------------------------------------ NICs
+
+    def live_bridge(self, node: str, bridge: str) -> dict | None:
+        """What a plug on ``node`` finds for ``bridge``: ``{"vnet": bool, "vlanaware": bool}``, or None
+        when it does not exist (see the module docstring)."""
+        vnet = self.sdn_running["vnets"].get(bridge)
+        if vnet is not None:
+            return {"vnet": True, "vlanaware": str(vnet.get("vlanaware", "0")) in ("1", "true")}
+        from tests.support.network import read_interfaces
+
+        running = read_interfaces(self.node_network(node)["running"], self.physical)
+        if running.get(bridge, {}).get("type") in ("bridge", "OVSBridge"):
+            return {"vnet": False, "vlanaware": bool(running[bridge].get("bridge_vlan_aware"))}
+        return None
+
+    def plug_nics(self, node: str, config: dict) -> None:
+        """A start's plugs of every ``netN`` of ``config``; raises the task's error as PVE's would."""
+        for key in sorted(k for k in config if re.fullmatch(r"net\d+", k)):
+            options = _net_options(config[key])
+            bridge = options.get("bridge")
+            if not bridge:
+                continue
+            found = self.live_bridge(node, bridge)
+            if found is None:
+                raise TaskError(f"bridge '{bridge}' does not exist")
+            if found["vnet"] and not found["vlanaware"] and (options.get("tag") or options.get("trunks")):
+                raise TaskError(f"vm vlans are not allowed on vnet {bridge}")
+
+    def check_bridge_access(self, user: str, values) -> None:
+        """qemu-server ``check_bridge_access`` over ``values`` (NIC values)."""
+        if user.split("!")[0] == "root@pam" and "!" not in user:
+            return
+        for value in values:
+            options = _net_options(value)
+            bridge = options.get("bridge")
+            if not bridge:
+                continue
+            zone = (self.sdn["vnets"].get(bridge) or {}).get("zone") or "localnetwork"
+            tags = [options["tag"]] if options.get("tag") else []
+            tags += [t for t in re.split(r"[;,\s]+", options.get("trunks") or "") if t]
+            for path in [f"/sdn/zones/{zone}/{bridge}/{tag}" for tag in tags] or [
+                f"/sdn/zones/{zone}/{bridge}"
+            ]:
+                if not self._sdn_use(user, path):
+                    raise PveError(403, f"Permission check failed ({path}, SDN.Use)")
+
+    def _sdn_use(self, user: str, path: str) -> bool:
+        """SDN.Use on ``path`` or, propagated, on a parent (fakepve's grants always propagate)."""
+        parts = path.split("/")
+        return any(
+            self.allowed(user, "/".join(parts[:n]) or "/", "SDN.Use") for n in range(len(parts), 0, -1)
+        )
+
+    async def _start_steps(self, ct, user, skiplock=False):
+        self.plug_nics(ct.node, ct.config)
+        return await super()._start_steps(ct, user, skiplock)
+
     async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
+        if ttype == "qmstart" and vm is not None:
+
+            async def start():
+                self.plug_nics(
+                    vm.node, {**vm.config, **{k: v for k, v in vm.pending.items() if v is not None}}
+                )
+                return await body()
+
+            return await super().task(node, ttype, tid, user, start, vm=vm, lock=lock, log=log)
         if ttype == "qmcreate" and vm is not None:
 
             async def create():
@@ -637,6 +716,7 @@ class QemuPve(NetworkPve):
 
     async def _qm_create(self, v, user):
         self._startup_perm(user, v)
+        self.check_bridge_access(user, [v[k] for k in v if re.fullmatch(r"net\d+", k)])
         return await super()._qm_create(v, user)
 
     @staticmethod
@@ -665,6 +745,11 @@ class QemuPve(NetworkPve):
 
     async def _apply_config(self, vm, user, p):
         self._startup_perm(user, [*p, *split_list(p.get("delete"))])
+        nics = [k for k in [*p, *split_list(p.get("delete"))] if re.fullmatch(r"net\d+", k)]
+        old = {**vm.config, **{k: v for k, v in vm.pending.items() if v is not None}}
+        self.check_bridge_access(
+            user, [old[k] for k in nics if old.get(k)] + [p[k] for k in nics if p.get(k)]
+        )
         p = dict(p)
         self._boot_order(vm, p)
         updates = self._stored(vm, {k: v for k, v in p.items() if k not in ("node", "vmid")})

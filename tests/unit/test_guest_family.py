@@ -74,7 +74,11 @@ def test_the_plan_reads_and_speaks_as_the_family_does() -> None:
     stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, [])
     _, outcome = run(stub, MemoryStore(), test=True)
     assert outcome.result is None
-    assert [s.path for s in stub.sent] == [READ, INDEX, "cluster/nextid"]
+    # The create writes net0: its bridge's vnet zone, the provision token's SDN.Use on it and the
+    # node's listing are read once each (guest.nics).
+    assert [s.path for s in stub.sent] == [
+        READ, INDEX, "cluster/nextid", "cluster/sdn/vnets", "access/permissions", "nodes/pve1/network"
+    ]  # fmt: skip
     assert outcome.comment == ["VM 150 on pve1: would be created by cloning VM 9000"]
     assert outcome.changes["created"] == {"old": None, "new": "VM 150 on pve1"}
 

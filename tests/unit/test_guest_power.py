@@ -127,7 +127,8 @@ def test_plan_of_a_stopped_guest_declared_running_says_would_start_after_one_sta
     assert outcome.result is None
     assert outcome.changes == {"status": {"old": "stopped", "new": "running"}}
     assert outcome.comment == ["CT 150 on pve1: would start"]
-    assert [s.path for s in stub.sent] == [READ, STATUS]
+    # The start plugs net0: the SDN vnets and the node's listing say its bridge is live (guest.nics).
+    assert [s.path for s in stub.sent] == [READ, STATUS, "cluster/sdn/vnets", "nodes/pve1/network"]
     assert stub.calls("GET", STATUS)[0].credential.role == "read"
 
 

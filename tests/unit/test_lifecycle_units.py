@@ -140,9 +140,16 @@ class StubPve:
     def __init__(self) -> None:
         # GET /version answers a PVE 9 release unless a test says otherwise (pve.facts); GET
         # cluster/nextid?vmid=N answers N, as PVE does when no guest holds N (Cluster.pm nextid).
+        # A NIC's checks (guest.nics) meet a cluster without SDN vnets, a node whose vmbr0 is live
+        # (pve-manager Network.pm index, nothing staged) and a provision token holding SDN.Use
+        # wherever asked (pve-access-control AccessControl.pm permissions) unless a test says
+        # otherwise.
         self.routes: dict[tuple[str, str], list] = {
             ("GET", "version"): [{"release": "9.0", "version": "9.0.10"}],
             ("GET", NEXTID): [lambda call: call.params["vmid"]],
+            ("GET", "cluster/sdn/vnets"): [[]],
+            ("GET", "nodes/pve1/network"): [{"data": [{"iface": "vmbr0", "type": "bridge"}]}],
+            ("GET", "access/permissions"): [lambda call: {call.params["path"]: {"SDN.Use": 1}}],
         }
         self.sent: list[Sent] = []
 
@@ -150,7 +157,7 @@ class StubPve:
         self.routes[(method, path)] = list(answers)
         return self
 
-    def request(self, method, path, credential, params=None, form=None):
+    def request(self, method, path, credential, params=None, form=None, envelope=False):
         call = Sent(method, path, credential, dict(params) if params else None, dict(form) if form else None)
         self.sent.append(call)
         answers = self.routes.get((method, path))
@@ -166,6 +173,8 @@ class StubPve:
             answer = answer(call)
         if isinstance(answer, BaseException):
             raise answer
+        if path.endswith("/network") and isinstance(answer, dict) and not envelope:
+            answer = answer["data"]  # the node listing's route holds PVE's whole answer
         return copy.deepcopy(answer)
 
     def calls(self, method: str | None = None, path: str | None = None) -> list[Sent]:

@@ -1,0 +1,150 @@
+"""A guest's NICs against the fake (``tests.support.qemu.QemuPve``: a start plugs every NIC into a
+live bridge or vnet, a VM write checks SDN.Use as qemu-server ``check_bridge_access`` does), judged
+at plan by ``salt_proxmox.guest.nics``: refused when PVE's plug or check would fail, nothing written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from salt_proxmox.guest import lifecycle
+from salt_proxmox.lxc.family import LXC
+from salt_proxmox.network import apply as network_apply
+from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.qemu.family import QEMU
+from tests.integration.lxc_support import declaration, make_context, requests_since, static_targets, writes
+from tests.integration.test_qemu import vm
+from tests.support.cluster import PROVISION_TOKEN_ID
+
+
+def qemu(ctx, test: bool, **declared: Any):
+    return lifecycle.present(ctx, QEMU, "web", test, **declared)
+
+
+def test_the_fake_fails_a_start_on_a_missing_bridge_as_pve_does(fresh_cluster):
+    """pve-common Network.pm read_bridge_mtu: `bridge 'vmbr9' does not exist` ends the start task."""
+    ctx = make_context(static_targets(fresh_cluster))
+    assert qemu(ctx, False, **vm(net0="virtio,bridge=vmbr9")).result is True
+    with pytest.raises(Exception, match="bridge 'vmbr9' does not exist"):
+        ctx.task("POST", "nodes/pve1/qemu/150/status/start", "pve1", "start VM 150")
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_a_vm_declared_running_on_a_missing_bridge_is_refused_and_nothing_is_written(fresh_cluster, test):
+    start = len(fresh_cluster.pve.requests)
+    ctx = make_context(static_targets(fresh_cluster))
+    outcome = qemu(ctx, test, **vm(net0="virtio,bridge=vmbr9", status="running"))
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False and "bridge 'vmbr9' does not exist on node pve1" in said, said
+    assert writes(requests_since(fresh_cluster, start)) == [] and 150 not in fresh_cluster.pve.vms
+
+
+def test_a_vm_left_stopped_on_a_missing_bridge_is_created_with_a_note(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster))
+    outcome = qemu(ctx, True, **vm(net0="virtio,bridge=vmbr9"))
+    assert outcome.result is None, outcome.comment
+    assert any("the VM will not start until the bridge exists" in line for line in outcome.comment)
+
+
+def test_a_staged_bridge_is_refused_until_this_runs_node_apply_makes_it_live(fresh_cluster):
+    """interfaces.new holds vmbr1 (NetworkPve.stage): listed, not live. With the node's apply step
+    earlier in the run the guest depends on it; applied, the start plugs it."""
+    pve = fresh_cluster.pve
+    ifaces = pve.interfaces("pve1")
+    ifaces["vmbr1"] = {"type": "bridge", "method": "manual", "families": ["inet"], "autostart": 1}
+    ifaces["vmbr1"]["bridge_ports"] = "eno2"
+    pve.stage("pve1", ifaces)
+    declared = vm(net0="virtio,bridge=vmbr1", status="running")
+    refused = qemu(make_context(static_targets(fresh_cluster)), True, **declared)
+    assert refused.result is False and "bridge 'vmbr1' is only staged on node pve1" in "\n".join(
+        refused.comment
+    )
+
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert network_apply.applied(ctx, True, "apply", node="pve1").result is None
+    planned = qemu(ctx, True, **declared)
+    assert planned.result is None, planned.comment
+    assert any("depends on this run's network apply of node pve1" in line for line in planned.comment)
+
+    ctx = make_context(static_targets(fresh_cluster), store=store, cache={})
+    assert network_apply.applied(ctx, False, "apply", node="pve1").result is True
+    done = qemu(ctx, False, **declared)
+    assert done.result is True, done.comment
+    assert pve.vm(150).status == "running"
+
+
+def _sdn(pve, vlanaware: bool, running: bool) -> None:
+    zone = {"type": "simple", "ipam": "pve"}
+    vnet = {"type": "vnet", "zone": "lab", **({"vlanaware": 1} if vlanaware else {})}
+    pve.sdn["zones"]["lab"], pve.sdn["vnets"]["labnet"] = dict(zone), dict(vnet)
+    if running:
+        pve.sdn_running["zones"]["lab"], pve.sdn_running["vnets"]["labnet"] = dict(zone), dict(vnet)
+
+
+def test_a_vnet_not_applied_is_refused_for_a_vm_declared_running(fresh_cluster):
+    _sdn(fresh_cluster.pve, vlanaware=True, running=False)
+    outcome = qemu(
+        make_context(static_targets(fresh_cluster)), True, **vm(net0="virtio,bridge=labnet", status="running")
+    )
+    assert outcome.result is False and "vnet 'labnet' is in the pending SDN configuration only" in "\n".join(
+        outcome.comment
+    )
+
+
+def test_a_tag_on_a_vnet_that_is_not_vlan_aware_is_refused_as_the_start_would_fail(fresh_cluster):
+    """pve-network Zones/Plugin.pm tap_plug: `vm vlans are not allowed on vnet labnet`."""
+    _sdn(fresh_cluster.pve, vlanaware=False, running=True)
+    declared = vm(net0="virtio,bridge=labnet,tag=20", status="running")
+    outcome = qemu(make_context(static_targets(fresh_cluster)), True, **declared)
+    assert outcome.result is False and "vm vlans are not allowed on vnet labnet" in "\n".join(outcome.comment)
+    # The fake's start fails the same way once the VM is made without the plan's check.
+    ctx = make_context(static_targets(fresh_cluster))
+    assert qemu(ctx, False, **vm(net0="virtio,bridge=labnet,tag=20")).result is True
+    with pytest.raises(Exception, match="vm vlans are not allowed on vnet labnet"):
+        ctx.task("POST", "nodes/pve1/qemu/150/status/start", "pve1", "start VM 150")
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_a_provision_token_without_sdn_use_is_refused_at_plan(fresh_cluster, test):
+    """qemu-server check_bridge_access → check_vnet_access: SDN.Use on the tagged path."""
+    pve = fresh_cluster.pve
+    pve.acl[PROVISION_TOKEN_ID] = [(path, privs - {"SDN.Use"}) for path, privs in pve.acl[PROVISION_TOKEN_ID]]
+    start = len(pve.requests)
+    outcome = qemu(make_context(static_targets(fresh_cluster)), test, **vm())
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False, said
+    assert "Permission check failed (/sdn/zones/localnetwork/vmbr0/20, SDN.Use)" in said
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_the_fake_refuses_the_write_without_sdn_use_as_pve_does(fresh_cluster):
+    pve = fresh_cluster.pve
+    pve.acl[PROVISION_TOKEN_ID] = [(path, privs - {"SDN.Use"}) for path, privs in pve.acl[PROVISION_TOKEN_ID]]
+    ctx = make_context(static_targets(fresh_cluster))
+    form = {"vmid": "150", "net0": "virtio,bridge=vmbr0,tag=20"}
+    with pytest.raises(
+        Exception, match=r"Permission check failed \(/sdn/zones/localnetwork/vmbr0/20, SDN.Use\)"
+    ):
+        ctx.task("POST", "nodes/pve1/qemu", "pve1", "create VM 150", form)
+
+
+def test_a_container_declared_running_on_a_missing_bridge_is_refused(fresh_cluster):
+    """One rule for both families: pve-container's start plugs the veth into the bridge."""
+    ctx = make_context(static_targets(fresh_cluster))
+    declared = declaration(status="running", net0="name=eth0,bridge=vmbr9,ip=dhcp")
+    outcome = lifecycle.present(ctx, LXC, "web", True, **declared)
+    assert outcome.result is False and "bridge 'vmbr9' does not exist on node pve1" in "\n".join(
+        outcome.comment
+    )
+
+
+def test_a_clean_plan_of_a_guest_whose_nics_and_power_are_left_alone_reads_no_network(fresh_cluster):
+    store = MemoryStore()
+    assert qemu(make_context(static_targets(fresh_cluster), store=store), False, **vm()).result is True
+    start = len(fresh_cluster.pve.requests)
+    again = qemu(make_context(static_targets(fresh_cluster), store=store), True, **vm())
+    assert again.result is True and again.changes == {}, again.comment
+    paths = [path for _, path, _ in requests_since(fresh_cluster, start)]
+    assert not [p for p in paths if p.endswith("/network") or "sdn" in p or "permissions" in p], paths
