@@ -170,3 +170,20 @@ def test_every_state_enters_its_run_the_applies_too(tmp_path, monkeypatch, state
         reads = proxmox.__context__["salt_proxmox.reads/lab"]
         reads.memo["salt_proxmox.apply_failed/lab"] = f"the apply of {run} failed"
     assert seen == [("first run", {}), ("second run", {})], "each apply served its own run, from scratch"
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_the_formula_refusal_fails_in_a_plan_as_in_an_apply(test):
+    """The formula's failing state (``REFUSED``): Salt 3006's ``test.configurable_test_state`` has no
+    ``allow_test_mode_failure`` (the run fails: "'allow_test_mode_failure' is an invalid keyword
+    argument") and answers result True under test=True; this one fails on every Salt, needing nothing."""
+    module = load("_states", "proxmox_pillar", {}, test)
+    ret = module.refused(
+        "pillar proxmox:lxcs", "pillar proxmox has unknown section(s) lxcs. Nothing was written."
+    )
+    assert ret == {
+        "name": "pillar proxmox:lxcs",
+        "result": False,
+        "changes": {},
+        "comment": "pillar proxmox has unknown section(s) lxcs. Nothing was written.",
+    }
