@@ -61,29 +61,32 @@ def _context(target=None, funcs=None):
     )
 
 
-def _state(name, target, fun, /, *args, twins=None, ahead=None, **kwargs):
+def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwargs):
     """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply returning an
     Outcome), or a refusal when the target's context cannot be built or, with ``twins``
-    (``(call kwargs, state modules, keys_of(chunk, default_target))``), when another state of the
-    run declares the same object. ``ahead``: the family's ``read_ahead``, handed the run's
-    declarations of the first state module in ``twins`` before the first of them runs. Within a
-    run, configuration is read once (``runtime.salt_for_run``)."""
-    funcs = runtime.salt_for_run(__salt__, twins[0] if twins is not None else None, __context__)
+    (``(state modules, keys_of(chunk, default_target))``), when another state of the run declares
+    the same object. ``run``: the call's keyword arguments, holding the state run the skin passed
+    through (``__lowstate__``, ``__low__``, ``__instance_id__``; none outside a state run): every state
+    enters its run here (``runtime.enter_run``), so what one run learned never serves another.
+    ``ahead``: the family's ``read_ahead``, handed the run's declarations of the first state module in
+    ``twins`` before the first of them runs. Within a run, configuration is read once
+    (``runtime.salt_for_run``)."""
+    funcs = runtime.salt_for_run(__salt__, run, __context__)
     try:
         ctx = _context(target, funcs)
     except Exception as exc:
         return refused_return(name, exc)
+    runtime.enter_run(ctx, run or {}, __context__)
     if twins is not None:
-        call_kwargs, states, keys_of = twins
+        states, keys_of = twins
         default = runtime.default_target(funcs["config.get"]("proxmox:targets", {}))
-        runtime.enter_run(ctx, call_kwargs, __context__)
         refused = runtime.twins_return(
-            name, call_kwargs, states, lambda chunk: keys_of(chunk, default), __context__
+            name, run or {}, states, lambda chunk: keys_of(chunk, default), __context__
         )
         if refused is not None:
             return refused
         if ahead is not None:
-            runtime.read_ahead(ctx, call_kwargs, states[0], default, ahead, __context__)
+            runtime.read_ahead(ctx, run or {}, states[0], default, ahead, __context__)
     return runtime.outcome_return(name, fun, ctx, *args, **kwargs)
 
 
@@ -100,6 +103,34 @@ def _switch(key, value):
     """``value`` of the boolean argument ``key`` (``salt_proxmox.errors.boolean``: true or false,
     never a string or a number), else CommandExecutionError naming it, before any request."""
     return _call(boolean, key, value)
+
+
+def run_state(dunders, fun, arguments):
+    """
+    What every state function of this project calls, and nothing else: state function ``fun`` of the
+    state module whose namespace is ``dunders`` (its ``globals()``, holding Salt's ``__low__``,
+    ``__lowstate__``, ``__instance_id__``, ``__opts__``, ``__env__``), with ``arguments`` (its
+    ``locals()``), run through the family's execution-module function (``salt_proxmox.skin``,
+    ``salt_proxmox.registry``). Returns that state return; a declared key the skin sets itself is
+    refused by name. Not for the command line: call the family's own function
+    (``proxmox.pool_present``, ``openbao.policy_present``, ...).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.pool_present prod test=True   # what proxmox_pool.present runs
+    """
+    from salt_proxmox import skin
+
+    name = arguments.get("name")
+    try:
+        function, kwargs = skin.state_call(dunders, fun, arguments)
+    except (SaltProxmoxError, LookupError) as exc:
+        return refused_return(name, exc)
+    if function not in __salt__:
+        return refused_return(name, LookupError(f"{function} is not available on this minion"))
+    return __salt__[function](**kwargs)
 
 
 def lxc_config(vmid, node=None, target=None):
@@ -210,14 +241,14 @@ def lxc_present(name, test=False, target=None, secrets_pillar=None, **declared):
     secrets, refused = _pillar_secrets(name, lxc_schema.SECRETS, declared, secrets_pillar)
     if refused is not None:
         return refused
-    twins = (declared, (lifecycle.STATE,), lifecycle.chunk_keys)
     return _state(
         name,
         target,
         lifecycle.present,
         name,
         _switch("test", test),
-        twins=twins,
+        run=declared,
+        twins=((lifecycle.STATE,), lifecycle.chunk_keys),
         ahead=lifecycle.read_ahead,
         **declared_keys(declared),
         **secrets,
@@ -235,18 +266,18 @@ def lxc_absent(name, vmid, node, test=False, target=None, removal="retain", **ru
 
         salt-call proxmox.lxc_absent web vmid=150 node=pve1 test=True
     """
-    twins = (run, (lifecycle.STATE,), lifecycle.chunk_keys)
+    twins = ((lifecycle.STATE,), lifecycle.chunk_keys)
     return _guest_absent(
-        name, target, lifecycle.absent, (), test, twins, vmid=vmid, node=node, removal=removal
+        name, target, lifecycle.absent, (), test, run, twins, vmid=vmid, node=node, removal=removal
     )
 
 
-def _guest_absent(name, target, fun, family, test, twins, **absent):
-    """``fun(ctx, *family, name, test, **absent)`` as a state return, refused when the run's arguments
-    (``twins[0]``) hold a key ``absent`` does not take."""
+def _guest_absent(name, target, fun, family, test, run, twins, **absent):
+    """``fun(ctx, *family, name, test, **absent)`` as a state return, refused when the call's other
+    arguments (``run``) hold a key ``absent`` does not take."""
     from salt_proxmox.errors import DeclarationError
 
-    unknown = declared_keys(twins[0])
+    unknown = declared_keys(run)
     if unknown:
         return refused_return(
             name,
@@ -254,7 +285,7 @@ def _guest_absent(name, target, fun, family, test, twins, **absent):
                 f"unknown key(s) {', '.join(sorted(unknown))}: absent takes vmid, node, removal"
             ),
         )
-    return _state(name, target, fun, *family, name, _switch("test", test), twins=twins, **absent)
+    return _state(name, target, fun, *family, name, _switch("test", test), run=run, twins=twins, **absent)
 
 
 def _qemu_keys(chunk, default_target):
@@ -284,7 +315,6 @@ def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared)
     secrets, refused = _pillar_secrets(name, qemu_schema.SECRETS, declared, secrets_pillar)
     if refused is not None:
         return refused
-    twins = (declared, (QEMU.state,), _qemu_keys)
     return _state(
         name,
         target,
@@ -292,7 +322,8 @@ def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared)
         QEMU,
         name,
         _switch("test", test),
-        twins=twins,
+        run=declared,
+        twins=((QEMU.state,), _qemu_keys),
         ahead=_qemu_ahead,
         **{**declared_keys(declared), **secrets, "name": name},
     )
@@ -309,9 +340,9 @@ def qemu_absent(name, vmid, node, test=False, target=None, removal="retain", **r
 
         salt-call proxmox.qemu_absent web vmid=150 node=pve1 test=True
     """
-    twins = (run, (QEMU.state,), _qemu_keys)
+    twins = ((QEMU.state,), _qemu_keys)
     return _guest_absent(
-        name, target, guest_lifecycle.absent, (QEMU,), test, twins, vmid=vmid, node=node, removal=removal
+        name, target, guest_lifecycle.absent, (QEMU,), test, run, twins, vmid=vmid, node=node, removal=removal
     )
 
 
@@ -440,11 +471,11 @@ def guest_status(vmid, node=None, target=None):
 
 
 def _power(call, vmid, node, target, adopt, timeout=None, force_stop=False):
-    from salt_proxmox.families import GUESTS
     from salt_proxmox.guest import power
+    from salt_proxmox.registry import guests
 
     ctx = _context(target)
-    return _call(power.power_call, ctx, GUESTS, call, vmid, node, adopt, timeout, force_stop)
+    return _call(power.power_call, ctx, guests(), call, vmid, node, adopt, timeout, force_stop)
 
 
 def guest_start(vmid, node=None, target=None, adopt=False):
@@ -518,53 +549,31 @@ def guest_reboot(vmid, node=None, target=None, adopt=False, timeout=None):
 
 
 def _families():
-    from salt_proxmox.firewall import alias
-    from salt_proxmox.network import interface
-    from salt_proxmox.sdn import objects
-    from salt_proxmox.simple import acl, pool, role
+    """``{kind: ObjectSpec}`` of every kind of object the simple lifecycle runs
+    (``salt_proxmox.registry``)."""
+    from salt_proxmox.registry import FAMILIES
 
-    return {
-        "firewall_alias": alias.SPEC,
-        "pool": pool.SPEC,
-        "role": role.SPEC,
-        "acl": acl.SPEC,
-        "network_interface": interface.SPEC,
-        "sdn_zone": objects.ZONE,
-        "sdn_vnet": objects.VNET,
-        "sdn_subnet": objects.SUBNET,
-    }
+    return {kind.name: kind.load() for family in FAMILIES for kind in family.kinds if kind.spec}
 
 
-def _object_twins(family, call_kwargs):
-    """What ``_state`` needs to refuse a second declaration of one object of ``family`` in a run.
+def _object_twins(family):
+    """What ``_state`` needs to refuse a second declaration of one object of kind ``family`` in a run:
+    ``(state modules, keys_of(chunk, default_target))``.
 
     The run keys every chunk of a state module once, with one function: so a module holding several
-    families (``proxmox_sdn``: zones, vnets, subnets) keys each chunk by the family of its function."""
+    kinds (``proxmox_sdn``: zones, vnets, subnets) keys each chunk by the kind its function declares
+    (``registry.Family.kind_of``); an apply declares none."""
+    from salt_proxmox.registry import family_declaring
     from salt_proxmox.simple import lifecycle as simple
 
     families = _families()
-    state = next(
-        (module for (module, _fun), fam in _FUN_FAMILY.items() if fam == family), f"proxmox_{family}"
-    )
+    declaring = family_declaring(family)
 
     def keys_of(chunk, default):
-        of = _FUN_FAMILY.get((chunk.state, chunk.fun), family if state == f"proxmox_{family}" else None)
-        return simple.chunk_keys(families[of], chunk, default) if of else frozenset()
+        kind = declaring.kind_of(chunk.fun) if chunk.state == declaring.state else None
+        return simple.chunk_keys(families[kind.name], chunk, default) if kind else frozenset()
 
-    return call_kwargs, (state,), keys_of
-
-
-#: The family each function of a state module holding several declares.
-_FUN_FAMILY = {
-    ("proxmox_network", "interface"): "network_interface",
-    ("proxmox_network", "interface_absent"): "network_interface",
-    ("proxmox_sdn", "zone"): "sdn_zone",
-    ("proxmox_sdn", "zone_absent"): "sdn_zone",
-    ("proxmox_sdn", "vnet"): "sdn_vnet",
-    ("proxmox_sdn", "vnet_absent"): "sdn_vnet",
-    ("proxmox_sdn", "subnet"): "sdn_subnet",
-    ("proxmox_sdn", "subnet_absent"): "sdn_subnet",
-}
+    return (declaring.state,), keys_of
 
 
 def _object_present(family, name, test, target, state_id, declared):
@@ -572,7 +581,6 @@ def _object_present(family, name, test, target, state_id, declared):
     from salt_proxmox.simple import lifecycle as simple
 
     spec = _families()[family]
-    twins = _object_twins(family, declared)
     present = apply.present if family in apply.STAGING else simple.present
     return _state(
         name,
@@ -581,7 +589,8 @@ def _object_present(family, name, test, target, state_id, declared):
         spec,
         _switch("test", test),
         state_id or name,
-        twins=twins,
+        run=declared,
+        twins=_object_twins(family),
         **declared_keys(declared),
     )
 
@@ -591,7 +600,6 @@ def _object_absent(family, name, test, target, state_id, removal, names):
     from salt_proxmox.simple import lifecycle as simple
 
     spec = _families()[family]
-    twins = _object_twins(family, names)
     return _state(
         name,
         target,
@@ -600,7 +608,8 @@ def _object_absent(family, name, test, target, state_id, removal, names):
         _switch("test", test),
         state_id or name,
         removal,
-        twins=twins,
+        run=names,
+        twins=_object_twins(family),
         **declared_keys(names),
     )
 
@@ -651,7 +660,8 @@ def firewall_alias_present(
         alias_lifecycle.present,
         _switch("test", test),
         state_id or name,
-        twins=_object_twins("firewall_alias", extra),
+        run=extra,
+        twins=_object_twins("firewall_alias"),
         name=name,
         cidr=cidr,
         comment=comment,
@@ -879,6 +889,14 @@ def network_interface_absent(name, node, test=False, target=None, removal="retai
     )
 
 
+def _applied(fun, name, test, target, state_id, extra, **where):
+    """An apply step (``fun``: the network's or SDN's ``applied``) as a state return; ``extra``: the
+    call's other keyword arguments, holding the run it belongs to and any key it does not take."""
+    return _state(
+        name, target, fun, _switch("test", test), state_id or name, run=extra, **where, **declared_keys(extra)
+    )
+
+
 def network_applied(name, node, test=False, target=None, state_id=None, **extra):
     """
     Plan (the staged diff, secrets masked) or apply (health check, one reload task, health check,
@@ -892,15 +910,7 @@ def network_applied(name, node, test=False, target=None, state_id=None, **extra)
     """
     from salt_proxmox.network import apply
 
-    return _state(
-        name,
-        target,
-        apply.applied,
-        _switch("test", test),
-        state_id or name,
-        node=node,
-        **declared_keys(extra),
-    )
+    return _applied(apply.applied, name, test, target, state_id, extra, node=node)
 
 
 def sdn_zone_present(name, type, test=False, target=None, adopt=False, state_id=None, **config):
@@ -982,6 +992,4 @@ def sdn_applied(name, test=False, target=None, state_id=None, **extra):
     """
     from salt_proxmox.sdn import apply
 
-    return _state(
-        name, target, apply.applied, _switch("test", test), state_id or name, **declared_keys(extra)
-    )
+    return _applied(apply.applied, name, test, target, state_id, extra)

@@ -68,9 +68,9 @@ def colours(use: bool = True, theme: str | None = None) -> dict[str, str]:
 
 def family(module: str) -> str:
     """The family a state module manages: ``proxmox_lxc`` → ``lxc``, ``openbao_policy`` → ``policy``;
-    the formula's failing pillar states (``test``) → ``pillar``."""
-    if module == "test":
-        return "pillar"
+    the formula's failing pillar states (``proxmox_pillar``) → ``pillar``. It is the ``name`` of the
+    module's entry in ``salt_proxmox/registry.py`` (this module does not import the library, which is
+    not on the path where output is printed; ``tests/unit/test_registry.py`` pins the two)."""
     return module.removeprefix("proxmox_").removeprefix("openbao_")
 
 

@@ -31,39 +31,17 @@ colon-delimited path or a list of keys) and the state reads it from there; ``pas
 refused, naming ``secrets_pillar``. The proxmox formula passes each entry's own pillar path.
 
 Config keys are spelled as PVE spells them (``pct set`` / the API). The logic lives in the
-``salt_proxmox`` library behind the ``proxmox`` execution module.
-
-:depends: salt_proxmox
-"""
+``salt_proxmox`` library behind the ``proxmox`` execution module."""
 
 __virtualname__ = "proxmox_lxc"
 
 
 def __virtual__():
-    if "proxmox.lxc_present" not in __salt__:
-        return False, "proxmox_lxc: the proxmox execution module is not available"
-    return __virtualname__
+    return __virtualname__ if "proxmox.run_state" in __salt__ else (False, "no proxmox execution module")
 
 
-def _run():
-    """This state run as Salt injects it (``__low__``, ``__lowstate__``, ``__instance_id__``),
-    passed through whole for the library's run-wide checks and reads."""
-    return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
-
-
-def present(
-    name,
-    vmid,
-    node,
-    target=None,
-    adopt=False,
-    removal="retain",
-    reboot_for_pending=False,
-    secrets_pillar=None,
-    **config,
-):
-    """
-    Ensure container ``vmid`` on ``node`` is as declared: create it when the cluster proves the
+def present(name, vmid, node, **kwargs):
+    """Ensure container ``vmid`` on ``node`` is as declared: create it when the cluster proves the
     vmid free, update drifted keys in place, refuse what only root@pam or a new guest could do.
     Under ``test=True`` nothing is written (not PVE, not OpenBao, not grains).
 
@@ -75,28 +53,16 @@ def present(
     ``status: running|stopped`` declares its power state: planned (``would start``, ``would shut
     down``) and applied after the config through ``POST …/status/start|shutdown`` tasks. A shutdown
     waits ``shutdown_timeout`` seconds (default 60) and is never forced unless ``force_stop: true``.
+
+    Its other arguments are those the module's example shows (``target``, ``adopt``, ``removal``,
+    ``reboot_for_pending``, ``secrets_pillar``) and PVE's config keys, passed on whole.
     """
-    return __salt__["proxmox.lxc_present"](
-        name,
-        test=__opts__["test"],
-        target=target,
-        vmid=vmid,
-        node=node,
-        adopt=adopt,
-        removal=removal,
-        reboot_for_pending=reboot_for_pending,
-        secrets_pillar=secrets_pillar,
-        **config,
-        **_run(),
-    )
+    return __salt__["proxmox.run_state"](globals(), "present", locals())
 
 
 def absent(name, vmid, node, target=None, removal="retain"):
-    """
-    Stop managing container ``vmid``. ``removal: retain`` (default) forgets ownership and
+    """Stop managing container ``vmid``. ``removal: retain`` (default) forgets ownership and
     touches nothing; ``removal: destroy`` deletes it only if it still matches its last
     declaration, without force or purge.
     """
-    return __salt__["proxmox.lxc_absent"](
-        name, vmid=vmid, node=node, test=__opts__["test"], target=target, removal=removal, **_run()
-    )
+    return __salt__["proxmox.run_state"](globals(), "absent", locals())

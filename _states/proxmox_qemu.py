@@ -43,40 +43,18 @@ colon-delimited path or a list of keys) and the state reads it from there; ``cip
 refused, naming ``secrets_pillar``. The proxmox formula passes each entry's own pillar path.
 
 Config keys are spelled as ``qm set`` and the API spell them. The logic lives in the
-``salt_proxmox`` library behind the ``proxmox`` execution module.
-
-:depends: salt_proxmox
-"""
+``salt_proxmox`` library behind the ``proxmox`` execution module."""
 
 __virtualname__ = "proxmox_qemu"
 
 
 def __virtual__():
-    if "proxmox.qemu_present" not in __salt__:
-        return False, "proxmox_qemu: the proxmox execution module is not available"
-    return __virtualname__
+    return __virtualname__ if "proxmox.run_state" in __salt__ else (False, "no proxmox execution module")
 
 
-def _run():
-    """This state run as Salt injects it (``__low__``, ``__lowstate__``, ``__instance_id__``),
-    passed through whole for the library's run-wide checks and reads."""
-    return {key: globals().get(key) for key in ("__low__", "__lowstate__", "__instance_id__")}
-
-
-def present(
-    name,
-    vmid,
-    node,
-    target=None,
-    adopt=False,
-    removal="retain",
-    reboot_for_pending=False,
-    secrets_pillar=None,
-    **config,
-):
-    """
-    Ensure VM ``vmid`` on ``node``, named ``name``, is as declared: create it (from scratch, or by cloning the
-    template ``clone`` names) when the cluster proves the vmid free, update drifted keys in place,
+def present(name, vmid, node, **kwargs):
+    """Ensure VM ``vmid`` on ``node``, named ``name``, is as declared: create it (from scratch, or by
+    cloning the template ``clone`` names) when the cluster proves the vmid free, update drifted keys in place,
     grow disks, refuse what only root@pam or a new VM could do. Under ``test=True`` nothing is
     written (not PVE, not OpenBao, not grains).
 
@@ -84,28 +62,16 @@ def present(
     ``hotplug`` option decides: by default NICs and new SCSI/VirtIO disks at once, ``cores`` and
     ``memory`` at the next start): the comment says which. ``reboot_for_pending: true`` lets the
     apply reboot the VM so the changes it wrote take effect; without it nothing is ever rebooted.
+
+    ``target``, ``adopt``, ``removal``, ``reboot_for_pending``, ``secrets_pillar`` and ``qm``'s config
+    keys (the module's example) are passed on whole, for the library to check each by name.
     """
-    return __salt__["proxmox.qemu_present"](
-        name,
-        test=__opts__["test"],
-        target=target,
-        vmid=vmid,
-        node=node,
-        adopt=adopt,
-        removal=removal,
-        reboot_for_pending=reboot_for_pending,
-        secrets_pillar=secrets_pillar,
-        **config,
-        **_run(),
-    )
+    return __salt__["proxmox.run_state"](globals(), "present", locals())
 
 
 def absent(name, vmid, node, target=None, removal="retain"):
-    """
-    Stop managing VM ``vmid``. ``removal: retain`` (default) forgets ownership and touches nothing;
+    """Stop managing VM ``vmid``. ``removal: retain`` (default) forgets ownership and touches nothing;
     ``removal: destroy`` deletes it only if it still matches its last declaration, without force or
     purge.
     """
-    return __salt__["proxmox.qemu_absent"](
-        name, vmid=vmid, node=node, test=__opts__["test"], target=target, removal=removal, **_run()
-    )
+    return __salt__["proxmox.run_state"](globals(), "absent", locals())

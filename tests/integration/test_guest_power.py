@@ -11,10 +11,10 @@ from urllib.parse import parse_qs
 import pytest
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.families import GUESTS
 from salt_proxmox.guest import power
 from salt_proxmox.lxc.lifecycle import present
 from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.registry import guests
 from tests.integration.lxc_support import (
     declaration,
     dns1,
@@ -25,6 +25,8 @@ from tests.integration.lxc_support import (
 )
 
 PATH = "/nodes/pve1/lxc/120"
+
+GUESTS = guests()
 
 
 def _adopted(served):

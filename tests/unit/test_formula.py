@@ -5,24 +5,15 @@ Loaded here as Salt's renderer loads it (``salt/utils/templates.py`` ``py``), wi
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 from pathlib import Path
 
 import pytest
 import salt.state as salt_state
 import yaml
 
+from tests.support.formula import formula
+
 REPO = Path(__file__).resolve().parents[2]
-SLS = REPO / "formula" / "proxmox" / "init.sls"
-
-
-def formula():
-    loader = importlib.machinery.SourceFileLoader("proxmox_formula", str(SLS))
-    spec = importlib.util.spec_from_file_location("proxmox_formula", SLS, loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def render(pillar: dict) -> dict:
@@ -45,7 +36,7 @@ def failing(states: dict) -> dict[str, str]:
     return {
         sid: args(state)[1]["comment"]
         for sid, state in states.items()
-        if args(state)[0] == "test.configurable_test_state"
+        if args(state)[0] == "proxmox_pillar.refused"
     }
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from salt_proxmox.errors import DeclarationError, Refused
-from salt_proxmox.families import GUESTS
 from salt_proxmox.guest import power
 from salt_proxmox.ownership import OWNED, MemoryStore
+from salt_proxmox.registry import guests
 from tests.unit.test_lifecycle_units import (
     CONFIG,
     CREATE,
@@ -42,6 +42,8 @@ STOP = "nodes/pve1/lxc/150/status/stop"
 REBOOT = "nodes/pve1/lxc/150/status/reboot"
 INDEXED = [{"vmid": 150, "node": "pve1", "type": "lxc", "name": "web", "status": "running"}]
 TIMED_OUT = {"status": "stopped", "exitstatus": "container did not stop"}
+
+GUESTS = guests()
 
 
 def owned(stub: StubPve) -> tuple[StubPve, MemoryStore]:

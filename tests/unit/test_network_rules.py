@@ -277,7 +277,7 @@ def test_one_object_one_declaration_within_a_module_of_several_families():
     from tests.unit.test_object_states import Recorder, load
 
     module = load("_modules", "proxmox", {}, True)
-    _, states, key_of = module._object_twins("sdn_vnet", {})
+    states, key_of = module._object_twins("sdn_vnet")
     zone = Chunk("z", "lab", "proxmox_sdn", "zone", {"type": "simple"})
     vnet = Chunk("v", "lab", "proxmox_sdn", "vnet", {"zone": "lab"})
     applied = Chunk("s", "sdn", "proxmox_sdn", "applied", {})
@@ -285,14 +285,14 @@ def test_one_object_one_declaration_within_a_module_of_several_families():
     # One function keys every chunk of the module (the run keys them once), each by its own family.
     assert key_of(zone, "demo") == {"demo/sdn_zone/lab"} and key_of(vnet, "demo") == {"demo/sdn_vnet/lab"}
     assert key_of(applied, "demo") == frozenset()
-    assert module._object_twins("sdn_zone", {})[2](vnet, "demo") == {"demo/sdn_vnet/lab"}
-    _, states, key_of = module._object_twins("network_interface", {})
+    assert module._object_twins("sdn_zone")[1](vnet, "demo") == {"demo/sdn_vnet/lab"}
+    states, key_of = module._object_twins("network_interface")
     one = Chunk("a", "vmbr1", "proxmox_network", "interface", {"node": "pve1"})
     other = Chunk("b", "vmbr1", "proxmox_network", "interface_absent", {"node": "pve1"})
     elsewhere = Chunk("c", "vmbr1", "proxmox_network", "interface", {"node": "pve2"})
     assert states == ("proxmox_network",)
     assert key_of(one, "demo") == key_of(other, "demo") != key_of(elsewhere, "demo")
-    _, states, key_of = module._object_twins("pool", {})
+    states, key_of = module._object_twins("pool")
     assert states == ("proxmox_pool",) and key_of(Chunk("p", "prod", "proxmox_pool", "present", {}), "demo")
 
     low = {"__id__": "v", "state": "proxmox_sdn", "fun": "vnet", "name": "lab"}

@@ -28,18 +28,21 @@ def load(kind: str, name: str, salt: dict, test: bool, low: dict | None = None) 
 
 
 class Recorder(dict):
-    """``__salt__`` whose functions record (name, args, kwargs) and answer a state return."""
+    """``__salt__`` whose functions record (name, args, kwargs) and answer a state return; its
+    ``proxmox.run_state`` is the real skin (``_modules/proxmox.py``), which every state calls."""
 
     def __init__(self, *names: str) -> None:
         super().__init__()
         self.calls: list[tuple[str, tuple, dict]] = []
         for fun in names:
             self[fun] = self._fun(fun)
+        self["proxmox.run_state"] = load("_modules", "proxmox", self, False).run_state
 
     def _fun(self, fun: str):
         def call(*args, **kwargs):
             self.calls.append((fun, args, kwargs))
-            return {"name": args[0] if args else "", "result": True, "changes": {}, "comment": ""}
+            name = args[0] if args else kwargs.get("name", "")
+            return {"name": name, "result": True, "changes": {}, "comment": ""}
 
         return call
 
@@ -122,3 +125,65 @@ def test_states_pass_the_whole_run_through(state, fun, args, kwargs, which):
     ((called, _, passed),) = salt.calls
     assert called == fun
     assert passed["__low__"] is this and passed["__lowstate__"] is lowstate
+
+
+@pytest.mark.parametrize(
+    ("state", "fun", "args", "library"),
+    [
+        ("proxmox_network", "applied", ("network of pve1", "pve1"), "salt_proxmox.network.apply"),
+        ("proxmox_sdn", "applied", ("sdn",), "salt_proxmox.sdn.apply"),
+    ],
+)
+def test_every_state_enters_its_run_the_applies_too(tmp_path, monkeypatch, state, fun, args, library):
+    """A minion may keep ``__context__`` from one run to the next: what a run learned (a failed node
+    apply stops the later ones, planned stagings) is kept with the run's key and dropped when another
+    run begins (``ReadAhead.begin``). An apply that never began its run read the last run's memo."""
+    import importlib
+
+    from salt_proxmox.outcome import Outcome
+
+    seen: list[tuple[object, dict]] = []
+
+    def applied(ctx, test, state_id, **_):
+        seen.append((ctx.reads.run, dict(ctx.reads.memo)))
+        return Outcome()
+
+    monkeypatch.setattr(importlib.import_module(library), "applied", applied)
+    token = {"token_id": "salt@pve!plan", "secret": "unused"}
+    credentials = {"source": "static", "read": token, "provision": token}
+    targets = {"lab": {"members": ["https://127.0.0.1:9"], "credentials": credentials}}
+    config = {"proxmox:targets": targets, "proxmox:ownership_file": str(tmp_path / "rows.json")}
+    salt = Recorder()
+    salt["config.get"] = lambda key, default=None: config.get(key, default)
+    proxmox = load("_modules", "proxmox", salt, False)
+    proxmox.__grains__ = {}
+    salt["proxmox.network_applied"] = proxmox.network_applied
+    salt["proxmox.sdn_applied"] = proxmox.sdn_applied
+    salt["proxmox.run_state"] = proxmox.run_state
+    for run in ("first run", "second run"):
+        low = {"__id__": "apply", "state": state, "fun": fun, "name": args[0]}
+        module = load("_states", state, salt, False, low=low)
+        module.__lowstate__ = [low]
+        module.__instance_id__ = run
+        ret = getattr(module, fun)(*args)
+        assert ret["result"] is True, ret
+        reads = proxmox.__context__["salt_proxmox.reads/lab"]
+        reads.memo["salt_proxmox.apply_failed/lab"] = f"the apply of {run} failed"
+    assert seen == [("first run", {}), ("second run", {})], "each apply served its own run, from scratch"
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_the_formula_refusal_fails_in_a_plan_as_in_an_apply(test):
+    """The formula's failing state (``REFUSED``): Salt 3006's ``test.configurable_test_state`` has no
+    ``allow_test_mode_failure`` (the run fails: "'allow_test_mode_failure' is an invalid keyword
+    argument") and answers result True under test=True; this one fails on every Salt, needing nothing."""
+    module = load("_states", "proxmox_pillar", {}, test)
+    ret = module.refused(
+        "pillar proxmox:lxcs", "pillar proxmox has unknown section(s) lxcs. Nothing was written."
+    )
+    assert ret == {
+        "name": "pillar proxmox:lxcs",
+        "result": False,
+        "changes": {},
+        "comment": "pillar proxmox has unknown section(s) lxcs. Nothing was written.",
+    }

@@ -1,0 +1,130 @@
+"""One registry of families (``salt_proxmox/registry.py``): the state modules, the execution modules'
+state calls, the formula's sections, the outputter's family names and the docs' table are the registry's,
+or pinned to it here. A ``_states`` file, a formula section or an outputter family the registry does not
+have fails a test, and so does a registered family missing from any of them."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from salt_proxmox import registry
+from salt_proxmox.registry import FAMILIES, PILLAR_STATE
+from tests.support.formula import formula
+
+REPO = Path(__file__).resolve().parents[2]
+SKIN = '__salt__["proxmox.run_state"](globals(), "{fun}", locals())'
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+def _public_functions(path: Path) -> dict[str, ast.FunctionDef]:
+    return {
+        node.name: node
+        for node in _tree(path).body
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+    }
+
+
+def _outputter():
+    spec = importlib.util.spec_from_file_location("proxmox_plan", REPO / "_output" / "proxmox_plan.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_state_module_is_registered_and_every_registered_one_exists():
+    on_disk = {path.stem for path in (REPO / "_states").glob("*.py") if path.stem != "__init__"}
+    assert on_disk == set(registry.STATE_MODULES)
+    assert len(registry.STATE_MODULES) == len(set(registry.STATE_MODULES))
+    assert len({family.name for family in FAMILIES}) == len(FAMILIES)
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+def test_a_family_state_module_has_the_registered_functions_each_one_skin_call(family):
+    """Each state function is its signature, its docstring and the one call of the skin."""
+    functions = _public_functions(REPO / "_states" / f"{family.state}.py")
+    assert set(functions) == set(family.calls)
+    for name, node in functions.items():
+        body = node.body
+        assert isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant), f"{name}: docstring"
+        assert len(body) == 2 and isinstance(body[1], ast.Return), f"{name}: one return after the docstring"
+        assert ast.unparse(body[1].value) == SKIN.format(fun=name).replace('"', "'")
+        kwarg = node.args.kwarg
+        assert kwarg is None or kwarg.arg == "kwargs", "the skin reads the extra keys under kwargs"
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+def test_each_registered_call_is_a_function_of_its_execution_module(family):
+    for call in family.calls.values():
+        module, _, function = call.function.partition(".")
+        assert module == family.module
+        assert function in _public_functions(REPO / "_modules" / f"{module}.py"), call.function
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+def test_each_kind_is_declared_by_its_own_functions_and_names_its_rows(family):
+    for kind in family.kinds:
+        assert {kind.present, kind.absent} <= set(family.calls)
+        assert family.kind_of(kind.present) is kind and family.kind_of(kind.absent) is kind
+        assert registry.family_declaring(kind.name) is family
+        if kind.spec is not None:
+            assert kind.load().family == kind.name, "the ObjectSpec's ownership rows are the kind's"
+    assert family.kind_of("applied") is None
+
+
+def test_the_guest_families_are_the_registered_ones():
+    guests = registry.guests()
+    assert set(guests) == {family.name for family in FAMILIES if family.guest}
+    for kind, guest in guests.items():
+        family = registry.family_of(guest.state)
+        assert (family.name, family.kinds[0].name) == (kind, kind)
+
+
+def test_the_formula_runs_the_registered_families_in_their_order():
+    module = formula()
+    sections = [(path, prefix, state) for path, prefix, state, *_ in module.SECTIONS]
+    guests = [section for section in sections if section[0] in module.GUESTS]
+    others = [section for section in sections if section[0] not in module.GUESTS]
+    assert [*others, *module.NESTED, *guests] == [(f.section, f.prefix, f.state) for f in FAMILIES]
+    assert f"{PILLAR_STATE}.refused" == module.REFUSED
+    assert set(module.SECRETS) <= {family.section for family in FAMILIES if family.guest}
+
+
+def test_the_outputter_names_each_family_as_the_registry_does():
+    plan = _outputter()
+    assert {family.state: plan.family(family.state) for family in FAMILIES} == {
+        family.state: family.name for family in FAMILIES
+    }
+    assert plan.family(PILLAR_STATE) == "pillar"
+
+
+def test_the_design_document_shows_the_registry():
+    """docs/design.md §2 holds ``python -m salt_proxmox.registry`` verbatim."""
+    assert registry.markdown() in (REPO / "docs" / "design.md").read_text()
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+def test_every_family_brings_the_declarations_a_conformance_run_needs(family):
+    examples = family.examples
+    present = {kind.present for kind in family.kinds}
+    for declaration in (examples.create, examples.update, examples.clear):
+        assert isinstance(declaration.get("name"), str) and declaration["name"]
+    assert examples.create != examples.update and examples.create != examples.clear
+    assert examples.delete["name"] == examples.create["name"]
+    assert {"salt keyword", "unknown key"} <= set(examples.bad)
+    for fun, declaration, key in examples.bad.values():
+        assert fun in family.calls and (fun in present or fun.endswith("absent"))
+        assert key in declaration, "a bad input names the key it is refused for"
+
+
+def test_a_lookup_of_what_is_not_registered_names_what_is():
+    with pytest.raises(LookupError, match=r"proxmox_storage: no such state module .*proxmox_lxc"):
+        registry.family_of("proxmox_storage")
+    with pytest.raises(LookupError, match="storage: no such kind"):
+        registry.kind_named("storage")
