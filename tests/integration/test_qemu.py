@@ -729,7 +729,12 @@ def test_a_running_vm_takes_ipconfig_at_once_and_usb_as_its_ostype_allows(fresh_
     plan = present(
         make_context(static_targets(fresh_cluster), store=store), "l26", True, **vm(151, usb0="spice")
     )
-    assert plan.comment == ["VM 151 on pve1: would write usb0"], plan.comment  # nothing would wait
+    # Nothing would wait; the hot-plug goes as the POST …/config task (update_vm_async).
+    assert plan.comment == [
+        "VM 151 on pve1: would write usb0",
+        "VM 151 on pve1: the write goes as a task (POST /nodes/pve1/qemu/151/config): it hot-plugs usb0 into "
+        "the running VM (vmconfig_hotplug_pending)",
+    ], plan.comment
     decl151 = vm(151, usb0="spice")
     done = present(make_context(static_targets(fresh_cluster), store=store), "l26", False, **decl151)
     assert done.result is True and not fresh_cluster.pve.vm(151).pending, done.comment

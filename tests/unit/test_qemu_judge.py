@@ -18,7 +18,9 @@ from urllib.parse import unquote
 import pytest
 
 from salt_proxmox.errors import DeclarationError
+from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.qemu import schema
+from salt_proxmox.qemu.family import config_task
 from salt_proxmox.qemu.judge import (
     QemuChange,
     clone_form,
@@ -1148,3 +1150,45 @@ def test_clone_storage_refusals_follow_clone_vm_and_volume_has_feature() -> None
     _, (note,) = refusals({"scsi0": "hidden:base-9000-disk-0"})
     assert "whether storage hidden can take this clone was not checked" in note
     assert linked_clone(parse_declaration("a", vmid=151, node="pve1", target="t", config={"clone": 9000}))
+
+
+# ------------------------------------------------------------------------- which write is a task
+
+RUNNING_VM = GuestConfig.settled(
+    {"digest": "0" * 40, "ostype": "l26", "scsi0": DISK, "net0": NIC, "cores": 2, "tags": "web"}
+)
+
+
+@pytest.mark.parametrize(
+    ("put", "clear", "running", "why"),
+    [
+        # create_disks allocates storage:GiB and storage:cloudinit, running or not.
+        ({"scsi1": "local-lvm:4"}, [], False, "it allocates scsi1 (create_disks)"),
+        ({"ide0": "local-lvm:cloudinit"}, [], None, "it allocates ide0 (create_disks)"),
+        ({"efidisk0": "local-lvm:1,efitype=4m"}, [], False, "it allocates efidisk0 (create_disks)"),
+        # vmconfig_hotplug_pending plugs a NIC (the default hotplug is network,disk,usb), a NIC's bridge
+        # (vmconfig_update_net), cpulimit (the cgroup), a NIC's removal.
+        ({"net1": "virtio,bridge=vmbr0"}, [], True, "it hot-plugs net1 into the running VM"),
+        ({"net0": f"virtio={MAC},bridge=vmbr1,firewall=1,tag=10"}, [], True, "it hot-plugs net0"),
+        ({"cpulimit": "2"}, [], True, "it hot-plugs cpulimit"),
+        ({}, ["net0"], True, "it hot-plugs net0"),
+        # $fast_plug_option keys and ipconfigN are written into the config only; cores, and memory
+        # without the memory feature, wait ("skip non-hot-pluggable options"): simple changes.
+        ({"tags": "web;db", "ipconfig0": "ip=dhcp", "description": "x"}, [], True, None),
+        ({"cores": "4"}, [], True, None),
+        ({"memory": "4096"}, [], True, None),
+        # A stopped VM takes a write by vmconfig_apply_pending: nothing plugs.
+        ({"net1": "virtio,bridge=vmbr0"}, [], False, None),
+        # An existing volume is not allocated (create_disks allocates for $NEW_DISK_RE only).
+        ({"scsi0": "local-lvm:vm-150-disk-0,discard=on,iothread=1,size=32G,ssd=1"}, [], False, None),
+        ({"ide2": "local:iso/debian.iso,media=cdrom"}, [], False, None),
+    ],
+)
+def test_a_vm_config_write_is_a_task_when_it_allocates_or_hot_plugs(put, clear, running, why) -> None:
+    # API2/Qemu.pm update_vm (PUT, synchronous): "You should consider using the POST method instead
+    # for any actions involving hotplug or storage allocation"; update_vm_async (POST) forks a task.
+    said = config_task(put, clear, RUNNING_VM, running)
+    if why is None:
+        assert said is None, said
+    else:
+        assert said is not None and said.startswith(why), said
