@@ -955,7 +955,6 @@ def _config_write_failed(
     lines = [str(exc), *([f"Already written: {', '.join(written)}."] if written else [])]
     unseen = " Its task's end was not seen, so it may still be writing." if isinstance(exc, Uncertain) else ""
     after: GuestConfig | None = None
-    landed: list[str] = []
     try:
         after = read_live(ctx, family, decl.node, decl.vmid)
     except SaltProxmoxError as unread:
@@ -964,6 +963,11 @@ def _config_write_failed(
             f"not be read back ({unread}).{unseen} The next run reads it again and writes only what still "
             "differs."
         )
+    else:
+        if after is None:
+            lines.append(
+                f"{what}: read back after the failed write, the cluster lists no guest at this vmid."
+            )
     if decision.action == "create":
         lines.extend(_read_back_lines(ctx, family, decl, after, sending, unseen)[0])
         lines.append(
@@ -973,7 +977,7 @@ def _config_write_failed(
         outcome.changes = {"created": outcome.changes["created"]}
         return outcome.fail(*lines)
     if after is None:
-        # Unread: the write may have been made in part, so every change stays in the return.
+        # Unread (or gone): the write may have been made in part, so every change stays in the return.
         return outcome.fail(*lines)
     said, landed, pending = _read_back_lines(ctx, family, decl, after, sending, unseen)
     lines.extend(said)
