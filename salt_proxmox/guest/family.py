@@ -35,6 +35,16 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
 - identity: ``keys`` (``guest.fingerprint.GuestKeys``: NICs, volumes, generated values);
 - writes: ``update`` and ``resize`` (``pve.constraints.Endpoint``s the PUT forms are checked
   against), ``size_of(value)`` (the ``size`` of a volume value, for a return's ``disks``);
+  ``config_task(put, clear, config, running)`` (None: every config write is the synchronous
+  ``PUT …/config``): why a write of ``put`` (key -> value) and ``clear`` to a guest with ``config``
+  (``running``: its power state, None when not read) goes as the asynchronous ``POST …/config``
+  task, or None for the ``PUT`` (qemu-server documents the ``PUT`` for simple changes and the
+  ``POST`` for hot-plug and storage allocation; pve-container has the ``PUT`` only);
+  ``pending_first`` (a failed config write may have written: qemu-server ``update_vm_api`` writes
+  each value into the pending section before it hot-plugs or applies it, and raises their errors
+  after; pve-container ``update_vm`` raises its errors before it writes the config), so the
+  lifecycle reads the config back after such a failure and says what is in effect, pending and not
+  written;
 - create: ``plan_create(ctx, decl) -> CreatePlan`` (refusals and what the plan says), and
   ``create(ctx, decl, credential)``: a generator of ``CreateStep``s, each a request that starts a
   task (``POST …/lxc``; a VM clone is ``POST …/qemu/{template}/clone`` then a config write). The
@@ -48,7 +58,7 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -110,6 +120,10 @@ class CreateStep:
     form: Mapping[str, str] = field(default_factory=dict)
 
 
+#: ``Family.config_task``: ``(put, clear, config, running) -> why the write is a task, or None``.
+ConfigTask = Callable[[Mapping[str, str], Sequence[str], GuestConfig, bool | None], str | None]
+
+
 @dataclass(frozen=True)
 class Family:
     """One guest family; see the module docstring for each field."""
@@ -140,6 +154,10 @@ class Family:
     ha_forces_stop: bool = False
     startup_down: bool = False
     pauses: bool = False
+    config_task: Callable[[Mapping[str, str], Sequence[str], GuestConfig, bool | None], str | None] | None = (
+        None
+    )
+    pending_first: bool = False
 
     def what(self, vmid: int, node: str) -> str:
         """``CT 100 on pve1``: how messages name one guest."""

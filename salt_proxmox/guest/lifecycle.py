@@ -14,9 +14,13 @@ absent; listed on the declared node as a guest of the family is PVE's own error;
 is refused naming its type and node (vmids are cluster-wide).
 
 Plan and apply call the same ``_decide``; apply decides again on a fresh read, then writes:
-create as the family's tasks (``Family.create``), update as one digest-guarded config PUT followed
+create as the family's tasks (``Family.create``), update as one digest-guarded config write followed
 by one resize task per grown disk, each with a freshly minted ``provision`` credential polled by its
-owner; then reads back and judges again.
+owner; then reads back and judges again. The config write is the ``PUT …/config``, or the family's
+``POST …/config`` task where ``Family.config_task`` says why (a VM write that allocates a volume or
+hot-plugs into the running VM). A failed config write of a family whose writes land in the pending
+section first (``Family.pending_first``: qemu-server ``update_vm_api``) is read back and reported
+key by key: in effect, pending, not written (``_config_write_failed``).
 """
 
 from __future__ import annotations
@@ -245,6 +249,10 @@ class Decision:
     qmp: str | None = None
     #: The declared power with the shutdown timeout PVE would use for this guest (``Power.for_guest``).
     shutdown: Power | None = None
+    #: Why the config write (``after``: the second one) goes as a ``POST …/config`` task
+    #: (``Family.config_task``); None: the ``PUT``.
+    task: str | None = None
+    after_task: str | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -291,10 +299,22 @@ def _effects(ctx: PveContext, family: Family, decl: Declaration, decision: Decis
     verdict, config = decision.verdict, decision.config
     assert verdict is not None and config is not None
     later_if_running = split_by_effect(family, verdict, config, running=True)[1]
-    if decision.running is None and (later_if_running or (verdict.waiting and decl.reboot_for_pending)):
+    change = verdict.change
+    writes = [(change.put, change.clear), (getattr(change, "after", {}), [])]
+
+    def tasks(running: bool | None) -> list[str | None]:
+        rule = family.config_task
+        return [
+            rule(put, clear, config, running) if rule and (put or clear) else None for put, clear in writes
+        ]
+
+    if decision.running is None and (
+        later_if_running or (verdict.waiting and decl.reboot_for_pending) or tasks(True) != tasks(False)
+    ):
         current = read_current(ctx, family.kind, decl.node, decl.vmid)
         decision.running = current["status"] == "running"
         decision.qmp = paused_state(current) if family.pauses else None
+    decision.task, decision.after_task = tasks(decision.running)
     decision.now, decision.later = split_by_effect(family, verdict, config, running=bool(decision.running))
     # A start makes every pending change live; after a shutdown they wait for the next start.
     if decl.reboot_for_pending and not decision.power and (decision.later or verdict.waiting):
@@ -611,6 +631,16 @@ def _effect_lines(family: Family, decl: Declaration, decision: Decision) -> list
     ]
 
 
+def _task_lines(family: Family, decl: Declaration, decision: Decision) -> list[str]:
+    """What the plan says of a config write that goes as a ``POST …/config`` task, and why."""
+    path = f"POST /{guest_path(family, decl.node, decl.vmid)}/config"
+    return [
+        f"{family.what(decl.vmid, decl.node)}: the {which}write goes as a task ({path}): {why}"
+        for which, why in (("", decision.task), ("second ", decision.after_task))
+        if why
+    ]
+
+
 def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declared: dict) -> Outcome:
     outcome = Outcome()
     try:
@@ -667,6 +697,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
     if test:
         if decision.action == "update":
             outcome.comment.append(f"{what}: would write {', '.join(decision.change.drift)}")
+            outcome.comment.extend(_task_lines(family, decl, decision))
             outcome.comment.extend(_effect_lines(family, decl, decision))
             # A family's privileges a write needs beyond the VM's own (a VM's mapped devices).
             outcome.comment.extend(
@@ -691,14 +722,18 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
         outcome.result = None if (outcome.changes or decision.record) else True
         return outcome
     written: list[str] = []
+    # The keys of a config write under way: set while it is sent, emptied once it went through.
+    sending: list[str] = []
     try:
         if decision.action == "create":
-            _create(ctx, family, decl, written, decision.row)
+            _create(ctx, family, decl, written, decision.row, sending)
         elif decision.action == "update":
-            _update(ctx, family, decl, decision, written)
+            _update(ctx, family, decl, decision, written, sending)
         # Read back only what was written; a no-drift apply costs the one read it decided on.
         after = decision.config if decision.action == "noop" else read_live(ctx, family, decl.node, decl.vmid)
     except SaltProxmoxError as exc:
+        if sending and family.pending_first:
+            return _config_write_failed(ctx, family, decl, decision, outcome, exc, written, sending)
         return _write_failed(outcome, exc, written, decision.action)
     if after is None:
         return outcome.fail(
@@ -885,13 +920,132 @@ def _write_failed(outcome: Outcome, exc: SaltProxmoxError, written: list[str], a
         else:
             lines.append("The next run reads the guest again and writes only what still differs.")
         return outcome.fail(*lines)
-    grown = {name.split(" grown to ", 1)[0] for name in written if " grown to " in name}
-    kept = {key: change for key, change in outcome.changes.items() if key in written}
-    disks = {disk: size for disk, size in outcome.changes.get("disks", {}).items() if disk in grown}
-    outcome.changes = {**kept, **({"disks": disks} if disks else {})}
+    outcome.changes = _kept_changes(outcome, written)
     if not written and not isinstance(exc, TaskFailed):
         lines.append("Nothing was written.")
     return outcome.fail(*lines)
+
+
+#: Why a failed VM config write may have written (``Family.pending_first``).
+PENDING_FIRST = (
+    "qemu-server update_vm_api writes each value into the pending section before it hot-plugs or applies "
+    "it, then raises what failed"
+)
+
+
+def _kept_changes(outcome: Outcome, written: Iterable[str]) -> dict:
+    """The part of a return's ``changes`` that ``written`` names: config keys, and the disks of
+    ``<disk> grown to <size>`` steps."""
+    written = list(written)
+    grown = {name.split(" grown to ", 1)[0] for name in written if " grown to " in name}
+    kept = {key: change for key, change in outcome.changes.items() if key in written}
+    disks = {disk: size for disk, size in outcome.changes.get("disks", {}).items() if disk in grown}
+    return {**kept, **({"disks": disks} if disks else {})}
+
+
+def _config_write_failed(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    decision: Decision,
+    outcome: Outcome,
+    exc: SaltProxmoxError,
+    written: list[str],
+    sending: list[str],
+) -> Outcome:
+    """The outcome of a config write of ``sending`` (its keys) that failed, PVE's error or a failed
+    or unseen task, for a family whose writes land in the pending section first
+    (``Family.pending_first``: ``PENDING_FIRST``): never "nothing was written".
+
+    The config is read back (``read_live``: one ``GET …/pending``) and judged against the declaration
+    (``guest.verdict.judge_guest``): each key of the write is in effect, pending until the next start
+    (the next plan judges it as PVE's pending rules say), or not written. An update keeps in
+    ``changes`` what is in effect or pending besides the earlier steps' (``written``), and when any
+    of it landed the ownership row records the read-back's fingerprint, as after a write that went
+    through (a pending NIC or disk is this state's). A create keeps its ``creating`` row and only
+    ``created`` (``_write_failed``). When the read back fails too, the return says the write may
+    have been made in part and keeps every change; the next run reads the guest again."""
+    what = family.what(decl.vmid, decl.node)
+    lines = [str(exc), *([f"Already written: {', '.join(written)}."] if written else [])]
+    unseen = " Its task's end was not seen, so it may still be writing." if isinstance(exc, Uncertain) else ""
+    after: GuestConfig | None = None
+    try:
+        after = read_live(ctx, family, decl.node, decl.vmid)
+    except SaltProxmoxError as unread:
+        lines.append(
+            f"{what}: {PENDING_FIRST}, so part of {', '.join(sending)} may be written, and the config could "
+            f"not be read back ({unread}).{unseen} The next run reads it again and writes only what still "
+            "differs."
+        )
+    else:
+        if after is None:
+            lines.append(
+                f"{what}: read back after the failed write, the cluster lists no guest at this vmid."
+            )
+    if decision.action == "create":
+        lines.extend(_read_back_lines(ctx, family, decl, after, sending, unseen)[0])
+        lines.append(
+            f"The guest exists; its ownership row stays {CREATING}: the next run records it as ours if it "
+            "matches the declaration, else refuses it until the declaration says adopt: true."
+        )
+        outcome.changes = {"created": outcome.changes["created"]}
+        return outcome.fail(*lines)
+    if after is None:
+        # Unread (or gone): the write may have been made in part, so every change stays in the return.
+        return outcome.fail(*lines)
+    said, landed, pending = _read_back_lines(ctx, family, decl, after, sending, unseen)
+    lines.extend(said)
+    outcome.changes = _kept_changes(outcome, [*written, *landed])
+    if pending:
+        outcome.changes["pending"] = _waiting_changes(family, pending, after)
+    if written or landed:
+        try:
+            ctx.ownership.mark_owned(
+                decision.row_key,
+                decl.state_id,
+                decl.stored(),
+                identity.live_fingerprint(family, after.merged()),
+            )
+        except SaltProxmoxError as unsaved:
+            lines += [f"{what}: {unsaved}", _unrecorded(decision)]
+    return outcome.fail(*lines)
+
+
+def _read_back_lines(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    after: GuestConfig | None,
+    sending: list[str],
+    unseen: str = "",
+) -> tuple[list[str], list[str], list[str]]:
+    """``(lines, landed, pending)`` for the config ``after`` read back after a failed write of
+    ``sending``: each key is in effect, pending until the next start, or not written, judged as a
+    plan judges (``judge_guest`` with ``decl`` as the declaration applied before); ``landed`` the
+    keys in effect or pending, ``pending`` those waiting. Nothing when ``after`` was not read."""
+    what = family.what(decl.vmid, decl.node)
+    if after is None:
+        return [], [], []
+    verdict = judge_guest(family, decl, after, decl, styled(ctx, decl))
+    in_effect = [key for key in sending if key not in verdict.drift_in_effect]
+    pending = [key for key in sending if key in verdict.waiting]
+    missing = [key for key in sending if key not in in_effect and key not in pending]
+    parts = [
+        f"{label}: {', '.join(keys)}"
+        for label, keys in (
+            ("in effect", in_effect),
+            (f"pending until the {family.noun} restarts", pending),
+            ("not written", missing),
+        )
+        if keys
+    ]
+    if not in_effect and not pending:
+        parts.insert(0, "none of it is in effect or pending")
+    lines = [f"{what}: read back after the failed write ({PENDING_FIRST}): {'; '.join(parts)}.{unseen}"]
+    if pending:
+        lines.append(_waiting_line(family, decl, pending))
+    lines.append("The next run judges what is pending as written and writes only what still differs.")
+    return lines, [*in_effect, *pending], pending
 
 
 def adhoc_declaration(
@@ -985,6 +1139,7 @@ def _create(
     decl: Declaration,
     written: list[str] | None = None,
     earlier: Mapping[str, object] | None = None,
+    sending: list[str] | None = None,
 ) -> None:
     """Run the family's create steps (``Family.create``), each a task awaited with the one
     provision credential minted for the create (bounded by ``ctx.create_polls`` polls each).
@@ -1000,7 +1155,8 @@ def _create(
     no row claims a guest that is not there, and a row another process wrote meanwhile is kept. Once
     the guest exists, a later step that fails keeps the ``creating`` row, as an uncertain end does:
     the next run finishes it when it can tie it to this create. Each step that went through is
-    added to ``written`` (its ``what``)."""
+    added to ``written`` (its ``what``); ``sending`` holds the keys of a config write step
+    (``…/config``) while it is under way."""
     key = row_key(decl.target, family.kind, decl.vmid)
     minted: list[Credential] = []
 
@@ -1014,6 +1170,8 @@ def _create(
     ctx.ownership.mark_creating(key, decl.state_id, decl.stored(), token=credential().token_id)
     first = True
     while step is not None:
+        if sending is not None and step.path.endswith("/config"):
+            sending[:] = form_keys(step.form)
         try:
             upid = start_task(ctx.client, credential(), step.method, step.path, step.what, step.form)
         except (PveError, PveUnreachable):
@@ -1031,6 +1189,8 @@ def _create(
                 ctx.ownership.restore(key, earlier)
             raise
         first = False
+        if sending:
+            sending.clear()
         if written is not None:
             written.append(step.what)
         step = next(steps, None)
@@ -1054,12 +1214,48 @@ def config_form(
     return form
 
 
-def _update(
-    ctx: PveContext, family: Family, decl: Declaration, decision: Decision, written: list[str]
+def _send_config(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    form: Mapping[str, str],
+    task: str | None,
+    sending: list[str],
 ) -> None:
-    """One digest-guarded config PUT (and a second one for a VM change's ``after`` keys, guarded by
-    the digest the first left), then a resize task per grown disk; each step that went through is
-    added to ``written`` (the keys the PUTs wrote; ``<disk> grown to <size>``)."""
+    """Send one digest-guarded config write: ``PUT …/config`` with a fresh provision credential, or,
+    when ``task`` says why (``Family.config_task``), ``POST …/config`` as a task awaited with the
+    credential that started it (``PveContext.task``). ``sending`` holds the form's keys while it is
+    under way and is emptied once it went through. Raises what the client and ``ctx.task`` raise."""
+    path = f"{guest_path(family, decl.node, decl.vmid)}/config"
+    sending[:] = form_keys(form)
+    if task:
+        what = f"write {', '.join(sending)} to {family.label} {decl.vmid}"
+        ctx.task("POST", path, decl.node, what, form)
+    else:
+        ctx.client.request("PUT", path, ctx.broker.provision(), form=form)
+    sending.clear()
+
+
+def form_keys(form: Mapping[str, str]) -> list[str]:
+    """The config keys a config write's form writes or deletes (``delete`` split; ``digest`` and
+    ``revert`` are not keys of the config)."""
+    keys = [key for key in form if key not in ("digest", "delete", "revert")]
+    return [*keys, *(key for key in str(form.get("delete") or "").split(",") if key)]
+
+
+def _update(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    decision: Decision,
+    written: list[str],
+    sending: list[str],
+) -> None:
+    """One digest-guarded config write (and a second one for a VM change's ``after`` keys, guarded
+    by the digest the first left), each a ``PUT`` or, where ``decision.task``/``after_task`` says
+    why, a ``POST …/config`` task (``_send_config``); then a resize task per grown disk. Each step
+    that went through is added to ``written`` (the keys the writes wrote; ``<disk> grown to
+    <size>``); ``sending`` holds the keys of a config write under way."""
     change = decision.change
     path = guest_path(family, decl.node, decl.vmid)
     # Secret keys the judge asks to write (a VM's ``cipassword``): their values come from the
@@ -1067,8 +1263,7 @@ def _update(
     secrets = {key: decl.secrets[key] for key in getattr(change, "secrets", ())}
     form = config_form(family, change, secrets, str(decision.live["digest"]))
     if form is not None:
-        credential = ctx.broker.provision()
-        ctx.client.request("PUT", f"{path}/config", credential, form=form)
+        _send_config(ctx, family, decl, form, decision.task, sending)
         written.extend([*change.put, *change.clear, *secrets])
         after = getattr(change, "after", {})
         if after:
@@ -1077,7 +1272,7 @@ def _update(
             done = ctx.client.request("GET", f"{path}/config", ctx.broker.read(), params={"current": "1"})
             form = {**after, "digest": str((done or {}).get("digest", ""))}
             check_form(family.update, form, presence=False)
-            ctx.client.request("PUT", f"{path}/config", credential, form=form)
+            _send_config(ctx, family, decl, form, decision.after_task, sending)
             written.extend(after)
     for disk, size in change.resize:
         form = {"disk": disk, "size": size}

@@ -19,6 +19,12 @@ them, from qemu-server's own rules.
   on the clone's storage), so it lists every key the configure step writes or deletes. A declared
   ``cipassword`` is always written onto the clone (it carries the template's, which PVE shows only
   as set); without one, the plan says the clone keeps the template's.
+- Config writes of an existing VM (``config_task``): the synchronous ``PUT …/config`` for simple
+  changes, the ``POST …/config`` task (``update_vm_async``) for a write that allocates a volume or
+  hot-plugs into the running VM, as qemu-server's API documents them. ``pending_first``:
+  ``update_vm_api`` writes each value into ``[PENDING]`` before ``vmconfig_hotplug_pending`` (or
+  ``vmconfig_apply_pending``) and raises their errors after, so a failed write is read back and
+  reported key by key (``guest.lifecycle``).
 - Refusals at plan: ``judge.create_refusals`` (root-only values, disks not allocated by the create),
   an ISO a written CD-ROM names that PVE says is not there (``iso_checks``),
   ``judge.clone_source_refusals`` (the template must exist and be one), and the judge's verdict of
@@ -29,7 +35,7 @@ them, from qemu-server's own rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
@@ -290,6 +296,51 @@ def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = N
     )
 
 
+def _allocates(value: str) -> bool:
+    """Whether a drive value makes ``create_disks`` allocate a volume: ``storage:GiB`` (a disk, an EFI
+    disk, a TPM state) or ``storage:cloudinit``."""
+    try:
+        drive = parse_drive(value)
+    except ValueError:
+        return False
+    return drive.kind == "new" or (
+        drive.kind == "cloudinit" and drive.volume.partition(":")[2] == "cloudinit"
+    )
+
+
+def config_task(
+    put: Mapping[str, str], clear: Sequence[str], config: GuestConfig, running: bool | None
+) -> str | None:
+    """Why a VM config write of ``put`` (key -> value) and ``clear`` goes as ``POST …/config``
+    (``update_vm_async``: a ``qmconfig`` task), or None for ``PUT …/config`` (``update_vm``).
+
+    Both run ``update_vm_api`` (qemu-server ``API2/Qemu.pm``); PVE documents the ``PUT`` as the
+    synchronous API ("You should consider using the POST method instead for any actions involving
+    hotplug or storage allocation"), and the ``POST`` task is awaited with the credential that
+    started it. A write allocates when a drive value names a new volume (``storage:GiB``,
+    ``storage:cloudinit``: ``create_disks``), whatever the VM's state. It hot-plugs when the VM
+    runs (``running`` True; None, not read, is taken as running: the lifecycle reads the status
+    whenever the answer depends on it) and a key it writes or deletes is one
+    ``vmconfig_hotplug_pending`` applies through QEMU or the cgroup (``applies_live``, less the
+    ``schema.FAST_PLUG`` keys and ``ipconfigN``, which it only writes into the config). Anything
+    else is a simple change: the ``PUT``."""
+    allocates = [key for key, value in put.items() if schema.is_drive(key) and _allocates(value)]
+    if allocates:
+        return f"it allocates {', '.join(allocates)} (create_disks)"
+    if running is False:
+        return None
+    plugged = [
+        key
+        for key in [*put, *clear]
+        if key not in schema.FAST_PLUG
+        and schema.family_of(key) != "ipconfig"
+        and applies_live(key, key in clear, config, put.get(key))
+    ]
+    if plugged:
+        return f"it hot-plugs {', '.join(plugged)} into the running VM (vmconfig_hotplug_pending)"
+    return None
+
+
 #: The VM family.
 QEMU = Family(
     kind="qemu",
@@ -302,6 +353,8 @@ QEMU = Family(
     ha_forces_stop=True,  # pve-ha-manager Resources/PVEVM.pm shutdown: forceStop => 1
     startup_down=True,  # qemu-server _do_vm_stop: $timeout = $opts->{down}
     pauses=True,  # qemu-server vm_shutdown: "VM is paused - cannot shutdown"
+    config_task=config_task,
+    pending_first=True,  # update_vm_api: [PENDING] written, then hot-plugged, then raise_param_exc
     parse=parse_declaration,
     judge=judge.judge,
     shown=judge.shown,

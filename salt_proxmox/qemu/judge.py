@@ -18,7 +18,9 @@ qemu-server source:
   to ``unusedN``: ``vmconfig_register_unused_drive``). A CD-ROM (``media=cdrom``: an ISO,
   ``none``, the host's ``cdrom``) is swapped like any value; PVE refuses a media change
   (``vmconfig_update_disk``: "unable to change media type"). A CD-ROM names media, never a disk:
-  any other volume is refused (``cdrom_refusal``), a host path is root@pam's.
+  any other volume is refused (``cdrom_refusal``), a host path is root@pam's. A disk option the
+  declaration does not name keeps its live value, carried into every write of the disk
+  (``carry_drive_options``): only declared options are managed, as only declared keys are.
 - ``boot``, ``smbios1``'s ``uuid``, ``vmgenid``, ``meta`` and any key PVE fills in that the
   declaration does not name are live-owned: never drift; ``smbios1`` writes carry the live uuid.
 - ``sshkeys`` compare as the keys they decode to; ``cipassword`` as set / not set
@@ -61,6 +63,7 @@ from salt_proxmox.qemu.props import (
     parse_net,
     print_net,
     sshkeys_text,
+    unparsable_drive,
 )
 from salt_proxmox.wire.propstring import (
     canonical_option,
@@ -406,6 +409,13 @@ def _judge_drive(
             change.put[key] = want
         return
     live = parse_drive(have)
+    if not {declared.kind, live.kind} & {"cdrom", "cloudinit"}:
+        want, carried = carry_drive_options(want, have)
+        if carried and (why := unparsable_drive(key, parse_drive(want).options)):
+            drift.add(key)
+            change.refuse.append(carried_option_refusal(key, carried, why))
+            return
+        declared = parse_drive(want)
     if key in schema.SPECIAL_DRIVES:
         want, refusals, notes = special_drive_rules(decl, key, want, have)
         if refusals:
@@ -447,6 +457,41 @@ def _judge_drive(
     verdict = judge_volume(key, want, have, DRIVES)
     if change.take_volume(key, verdict, root_only(decl, key, want, "A drive on a host path.")):
         drift.add(key)
+
+
+def carry_drive_options(declared: str, live: str) -> tuple[str, dict[str, str]]:
+    """``(value to judge and write, carried options)``: ``declared`` plus every option of the live
+    disk it does not name, ``size`` aside (PVE's measure, judged by ``judge_volume``).
+
+    A drive option the declaration leaves out (``cache``, ``discard``, ``iothread``, ``ssd``, ``aio``,
+    ``backup``, ``replicate``, ``ro``, ``serial``, ``wwn``, the ``iops*``/``mbps*`` limits, an EFI
+    disk's ``efitype``/``pre-enrolled-keys``/``ms-cert``, a TPM state's ``version``, …) is not managed,
+    as a top-level key left out is not: it keeps its live value, carried into the write like the MAC of
+    a ``netN`` (``wire.propstring.carry``). ``update_vm_api`` stores a drive value whole (``parse_drive``
+    then ``print_drive``), so a write without it would drop it: a clone's configure step would lose the
+    template's ``cache=``. A declared option is compared and written. To remove one, declare PVE's
+    default for it (``discard=ignore``, ``iothread=0``, ``ssd=0``, ``ro=0``, ``backup=1``,
+    ``replicate=1``, ``detect_zeroes=1``, a limit ``0``: ``Drive.pm``/``Blockdev.pm`` test them for
+    truth); ``cache``, ``aio``, ``serial`` and ``wwn`` have no value that means unset (``Drive.pm``'s
+    ``cache`` enum is ``none writethrough writeback unsafe directsync``; unset, ``QemuServer.pm``
+    ``print_drive_commandline`` runs the disk with ``cache=none`` except on btrfs without ``nocow``),
+    so removing one is ``qm set <vmid> --<disk> <value without it>`` by hand."""
+    want, have = parse_drive(declared), parse_drive(live)
+    carried = {key: value for key, value in have.options.items() if key not in want.options and key != "size"}
+    if not carried:
+        return declared, {}
+    return ",".join([declared, *(f"{key}={value}" for key, value in carried.items())]), carried
+
+
+def carried_option_refusal(key: str, carried: Mapping[str, str], why: str) -> str:
+    """The refusal of a drive write that the live options it carries (``carry_drive_options``) make
+    one PVE cannot parse (``unparsable_drive``: a total limit declared beside a live read/write one)."""
+    kept = ", ".join(f"{option}={value}" for option, value in carried.items())
+    return (
+        f"{key}: the live {kept} is kept, since the declaration does not name it, and with the declared "
+        f"options PVE refuses the drive: {why}. Declare the live option too, with the value you want (0 "
+        "turns a limit off)."
+    )
 
 
 def _drive_map(value: str) -> dict[str, str]:

@@ -488,6 +488,11 @@ def paused_300(run: Run) -> None:
     run.pve.vm(300).status, run.pve.vm(300).qmpstatus = "running", "paused"
 
 
+def hotplug_fails_300(run: Run) -> None:
+    """VM 300 runs; the hot-plug of a new net2 fails in QEMU (``vmconfig_hotplug_pending``)."""
+    run.pve.hotplug_errors[300] = {"net2": "VM 300 qmp command 'netdev_add' failed - got timeout"}
+
+
 def thick_lvm(run: Run) -> None:
     """local-lvm is thick LVM (pve-storage ``LVMPlugin``: no ``clone`` feature)."""
     run.pve.storages["local-lvm"]["type"] = "lvm"
@@ -2158,6 +2163,21 @@ SCENARIOS: list[Scenario] = [
         state="qemu_present",
         writes=CLONE_151,
         rows={f"{TARGET}/qemu/151": "creating"},
+    ),
+    Scenario(
+        "vm-hotplug-fails",
+        "vms",
+        "a NIC added to the running VM 300 fails its hot-plug after update_vm_api wrote it pending",
+        "the hot-plug is a POST …/config task; its failure is read back: what is in effect, net2 pending "
+        "with the reboot that makes it live, never nothing was written; the row follows the read-back",
+        False,
+        ("hotplug problem - VM 300 qmp command", "pending until the VM restarts: net2", "`qm reboot 300`"),
+        hotplug_fails_300,
+        {**VM_300, "adopt": True, "net2": "virtio,bridge=vmbr0"},
+        name="router",
+        state="qemu_present",
+        writes=("POST /nodes/pve2/qemu/300/config",),
+        rows={f"{TARGET}/qemu/300": "owned"},
     ),
     Scenario(
         "vm-clone-source-not-template",

@@ -364,3 +364,27 @@ def test_seeded_iso_mounts_as_a_cdrom(fresh_cluster, drive):
     assert api.ok("GET", "/nodes/pve1/qemu/312/config")[drive] == f"{ISO},media=cdrom,size=754M"
     status, body = api.call("POST", "/nodes/pve1/qemu", vmid=313, **{drive: ISO})
     assert status == 400 and body["errors"] == {drive: "explicit 'media=cdrom' is required for iso images"}
+
+
+def test_a_failed_hot_plug_is_written_pending_first_then_raised_by_put_and_by_the_post_task(fresh_cluster):
+    """qemu-server ``API2/Qemu.pm`` ``update_vm_api`` writes each value into ``[PENDING]``
+    (``write_config`` per key), then on a running VM ``vmconfig_hotplug_pending`` applies what it can
+    (``$fast_plug_option`` keys first) and records each failure (``hotplug problem - <error>``), leaving
+    that value pending; ``update_vm_api`` raises them after (``raise_param_exc``). The ``PUT`` answers
+    400 with the key's error; the ``POST`` task (``update_vm_async``) ends with the exception as
+    ``fork_worker`` prints it (pve-common ``Exception.pm`` ``stringify``)."""
+    api = Api(fresh_cluster)
+    served = _vm(fresh_cluster)
+    assert served.status == "running"
+    fresh_cluster.pve.hotplug_errors[ROUTER_VMID] = {"net2": "unable to hotplug net2"}
+    path = f"/nodes/{ROUTER_NODE}/qemu/{ROUTER_VMID}/config"
+    status, body = api.call("PUT", path, net2="virtio,bridge=vmbr0", description="hot-plug probe")
+    assert status == 400 and body["errors"] == {"net2": "hotplug problem - unable to hotplug net2"}, body
+    assert served.pending["net2"].startswith("virtio=") and "net2" not in served.config
+    assert served.config["description"] == "hot-plug probe", "the fast-plug key went through"
+    fresh_cluster.pve.hotplug_errors[ROUTER_VMID]["net3"] = "unable to hotplug net3"
+    upid = api.ok("POST", path, net3="virtio,bridge=vmbr0")
+    assert ":qmconfig:" in upid
+    exit_status = api.task(ROUTER_NODE, upid)
+    assert exit_status == "400 Parameter verification failed. net3: hotplug problem - unable to hotplug net3"
+    assert served.pending["net3"].startswith("virtio=") and "net3" not in served.config

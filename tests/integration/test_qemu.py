@@ -729,7 +729,12 @@ def test_a_running_vm_takes_ipconfig_at_once_and_usb_as_its_ostype_allows(fresh_
     plan = present(
         make_context(static_targets(fresh_cluster), store=store), "l26", True, **vm(151, usb0="spice")
     )
-    assert plan.comment == ["VM 151 on pve1: would write usb0"], plan.comment  # nothing would wait
+    # Nothing would wait; the hot-plug goes as the POST …/config task (update_vm_async).
+    assert plan.comment == [
+        "VM 151 on pve1: would write usb0",
+        "VM 151 on pve1: the write goes as a task (POST /nodes/pve1/qemu/151/config): it hot-plugs usb0 into "
+        "the running VM (vmconfig_hotplug_pending)",
+    ], plan.comment
     decl151 = vm(151, usb0="spice")
     done = present(make_context(static_targets(fresh_cluster), store=store), "l26", False, **decl151)
     assert done.result is True and not fresh_cluster.pve.vm(151).pending, done.comment
@@ -803,3 +808,61 @@ def test_a_boot_order_naming_a_device_the_clone_will_not_have_is_refused_before_
         assert outcome.result is False and "invalid bootorder: device 'scsi5' does not exist" in said, said
         assert writes(requests_since(fresh_cluster, start)) == []
     assert 152 not in fresh_cluster.pve.vms
+
+
+def test_a_clone_keeps_the_disk_options_of_its_template_the_declaration_leaves_out(fresh_cluster):
+    """A disk option the declaration does not name is not managed, as a top-level key left out is
+    not: a template whose disk has its own ``cache=writeback`` is cloned (``clone_vm`` copies the
+    drive's options), the configure step writes the declared ``ssd=1`` onto the clone's volume with
+    the template's ``cache=`` carried, the grow is a resize, and the next plan is clean with it kept."""
+    template = 9001
+    volumes = fresh_cluster.pve.storages["local-lvm"]["volumes"]
+    volumes[f"base-{template}-disk-0"] = {
+        "content": "images",
+        "format": "raw",
+        "size": 3 * 1024**3,
+        "vmid": template,
+    }
+    fresh_cluster.pve.add_vm(
+        template,
+        "tuned-tpl",
+        node="pve1",
+        template=True,
+        config={
+            "name": "tuned-tpl",
+            "template": 1,
+            "memory": 2048,
+            "ostype": "l26",
+            "scsihw": "virtio-scsi-single",
+            "scsi0": f"local-lvm:base-{template}-disk-0,cache=writeback,discard=on,iothread=1,size=3G",
+        },
+    )
+    store = MemoryStore()
+    declared = {
+        "vmid": 152,
+        "node": "pve1",
+        "clone": template,
+        "full": True,
+        "name": "tuned",
+        "scsi0": "local-lvm:10,discard=on,iothread=1,ssd=1",
+    }
+    plan = present(make_context(static_targets(fresh_cluster), store=store), "tuned", True, **declared)
+    assert plan.result is None, plan.comment
+    # Only the declared option changes; the template's cache= is neither shown nor dropped.
+    assert plan.changes["scsi0"] == {"old": "", "new": "ssd=1"}, plan.changes
+    start = len(fresh_cluster.pve.requests)
+    done = present(make_context(static_targets(fresh_cluster), store=store), "tuned", False, **declared)
+    assert done.result is True, done.comment
+    log = requests_since(fresh_cluster, start)
+    assert [(m, p) for m, p, _ in writes(log)] == [
+        ("POST", f"/nodes/pve1/qemu/{template}/clone"),
+        ("POST", "/nodes/pve1/qemu/152/config"),
+        ("PUT", "/nodes/pve1/qemu/152/resize"),
+    ]
+    ((_, _, body),) = [(m, p, b) for m, p, b in writes(log) if p == "/nodes/pve1/qemu/152/config"]
+    sent = parse_qs(body.decode())["scsi0"][0]
+    assert "cache=writeback" in sent and "ssd=1" in sent, sent
+    live = config(fresh_cluster, 152)["scsi0"]
+    assert "cache=writeback" in live and "ssd=1" in live and "size=10G" in live, live
+    again = present(make_context(static_targets(fresh_cluster), store=store), "tuned", True, **declared)
+    assert again.result is True and again.changes == {}, again.comment

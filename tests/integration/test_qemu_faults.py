@@ -15,7 +15,8 @@ from salt_proxmox.guest import lifecycle
 from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, row_key
 from salt_proxmox.qemu.family import QEMU
 from tests.integration.lxc_support import TARGET, make_context, requests_since, static_targets, writes
-from tests.support.cluster import CLOUD_TEMPLATE_VMID
+from tests.integration.test_qemu import vm
+from tests.support.cluster import CLOUD_TEMPLATE_VMID, PROVISION_TOKEN_ID
 
 
 def present(ctx, state_id: str, test: bool, **declared: Any):
@@ -183,3 +184,104 @@ def test_a_clone_onto_another_node_is_awaited_on_the_node_that_runs_it(fresh_clu
     assert str(fresh_cluster.pve.vm(160).config["cores"]) == "3"
     again = present(make_context(static_targets(fresh_cluster), store=store), "far", True, **declared)
     assert again.result is True and again.changes == {}, again.comment
+
+
+def _owned_vm_150(served) -> MemoryStore:
+    """VM 150 created from scratch by its state (``test_qemu.vm``), owned; returns the rows."""
+    store = MemoryStore()
+    assert present(make_context(static_targets(served), store=store), "web", False, **vm()).result
+    return store
+
+
+def test_a_running_vm_whose_hot_plug_fails_reports_what_is_pending_and_the_next_plan_sees_it(fresh_cluster):
+    """qemu-server ``update_vm_api`` writes every value into ``[PENDING]`` before
+    ``vmconfig_hotplug_pending`` runs, and raises the hot-plug errors after (``raise_param_exc``), so a
+    failed write has written. A hot-plug goes as the ``POST …/config`` task (``update_vm_async``); when
+    it fails the apply reads the config back and says what is in effect (``tags``: ``$fast_plug_option``),
+    what is pending (``net1``: its hot-plug failed) and never "Nothing was written"; the row follows the
+    read-back (net1's MAC), and the next plan judges net1 as pending, not as a write to make again."""
+    store = _owned_vm_150(fresh_cluster)
+    served = fresh_cluster.pve.vm(150)
+    served.status = "running"
+    fresh_cluster.pve.hotplug_errors[150] = {"net1": "VM 150 qmp command 'netdev_add' failed - got timeout"}
+    changed = vm(tags="web;canary", net1="virtio,bridge=vmbr0")
+
+    def run(test: bool):
+        return present(make_context(static_targets(fresh_cluster), store=store), "web", test, **changed)
+
+    plan = run(True)
+    said = "\n".join(plan.comment)
+    assert "VM 150 on pve1: would write net1, tags" in said, plan.comment
+    assert (
+        "the write goes as a task (POST /nodes/pve1/qemu/150/config): it hot-plugs net1 into the running VM"
+        in said
+    ), plan.comment
+    start = len(fresh_cluster.pve.requests)
+    done = run(False)
+    text = "\n".join(done.comment)
+    log = requests_since(fresh_cluster, start)
+    assert [(m, p) for m, p, _ in writes(log)] == [("POST", "/nodes/pve1/qemu/150/config")]
+    assert any(m == "GET" and ":qmconfig:150:" in p and p.endswith("/status") for m, p, _ in log), log
+    assert done.result is False, text
+    assert "net1: hotplug problem - VM 150 qmp command 'netdev_add' failed" in text, text
+    assert "in effect: tags; pending until the VM restarts: net1." in text, text
+    assert "`qm reboot 150`" in text and "Nothing was written" not in text, text
+    assert set(done.changes) == {"tags", "net1", "pending"}, done.changes
+    assert "net1" in served.pending and "canary" in served.config["tags"]
+
+    again = run(True)
+    assert again.result is None, again.comment
+    assert set(again.changes) == {"pending"} and set(again.changes["pending"]) == {"net1"}, again.changes
+    assert "net1 is written but pending until the VM restarts" in "\n".join(again.comment)
+
+
+def test_a_disk_added_by_post_config_is_awaited_as_a_task_and_only_the_planned_write_is_sent(fresh_cluster):
+    """A new disk is allocated by ``create_disks`` inside ``update_vm_api``: the write goes as the
+    ``POST …/config`` task, awaited with the credential that started it (its status read), and the
+    request log holds exactly the write the plan listed; the next plan is clean."""
+    store = _owned_vm_150(fresh_cluster)
+    changed = vm(scsi1="local-lvm:4,iothread=1")
+
+    def run(test: bool):
+        return present(make_context(static_targets(fresh_cluster), store=store), "web", test, **changed)
+
+    plan = run(True)
+    assert plan.comment == [
+        "VM 150 on pve1: would write scsi1",
+        "VM 150 on pve1: the write goes as a task (POST /nodes/pve1/qemu/150/config): it allocates scsi1 "
+        "(create_disks)",
+    ], plan.comment
+    start = len(fresh_cluster.pve.requests)
+    done = run(False)
+    assert done.result is True, done.comment
+    log = requests_since(fresh_cluster, start)
+    ((method, path, form),) = writes(log)
+    assert (method, path) == ("POST", "/nodes/pve1/qemu/150/config") and "scsi1" in str(form)
+    polls = [p for m, p, _ in log if m == "GET" and ":qmconfig:150:" in p and p.endswith("/status")]
+    assert polls, log
+    task = fresh_cluster.pve.tasks[polls[-1].split("/")[4]]
+    assert task["exitstatus"] == "OK" and task["user"] == PROVISION_TOKEN_ID, task
+    assert "size=4G" in fresh_cluster.pve.vm(150).config["scsi1"]
+    again = run(True)
+    assert again.result is True and again.changes == {}, again.comment
+
+
+def test_a_failed_sync_config_write_is_read_back_never_nothing_was_written(fresh_cluster):
+    """A simple change to a stopped VM goes as the synchronous ``PUT …/config``; when it fails the
+    apply reads the config back (``update_vm_api`` may have written part of it) and says what it
+    found: here none of it, so ``cores`` is named as not written, and the next plan writes it."""
+    store = _owned_vm_150(fresh_cluster)
+    fresh_cluster.pve.fail("PUT", "/qemu/150/config", 500, "got timeout", times=1)
+    changed = vm(cores=4)
+    start = len(fresh_cluster.pve.requests)
+    done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **changed)
+    text = "\n".join(done.comment)
+    log = requests_since(fresh_cluster, start)
+    assert [(m, p) for m, p, _ in writes(log)] == [("PUT", "/nodes/pve1/qemu/150/config")]
+    assert done.result is False and "got timeout" in text, text
+    assert "read back after the failed write" in text and "none of it is in effect or pending" in text
+    assert "not written: cores." in text and "Nothing was written" not in text, text
+    assert done.changes == {}, done.changes
+    assert log[-1][0] == "GET" and log[-1][1].endswith("/qemu/150/pending"), log[-1]
+    again = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **changed)
+    assert again.result is None and set(again.changes) == {"cores"}, again.changes

@@ -58,6 +58,17 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   always, ``usbN`` under ``usb`` for an ``ostype`` ``l26`` or Windows after 7 on a machine version 7.1 or
   newer (``$is_usb_hotplug_supported``), ``vcpus`` under ``cpu``, ``memory`` under ``memory``. A delete
   follows the same rules.
+- A hot-plug can fail as on PVE: for a vmid in ``hotplug_errors`` (vmid -> {key: error}) a running VM's
+  write of ``key`` that ``vmconfig_hotplug_pending`` would apply stays in ``[PENDING]`` (its
+  ``$add_error``: ``hotplug problem - <error>``) while the rest is applied, and the write then fails as
+  ``update_vm_api`` fails it, after every value was written pending (``write_config`` per key) and
+  what it allocated kept: ``raise_param_exc($errors)``, a 400 ``Parameter verification failed.`` with
+  the key's error for the ``PUT``. The ``POST …/config`` (``update_vm_async``) is a ``qmconfig``
+  task whose error is the exception as pve-common ``RESTEnvironment.pm`` ``fork_worker`` prints it
+  (``Exception.pm`` ``stringify``: ``400 Parameter verification failed. net1: hotplug problem - …``).
+  fakepve hot-plugs without failing, and its task error keeps the message alone. Both still check
+  the ``digest`` inside the write where PVE's ``POST`` checks it before it forks the task
+  (``$load_and_check_config->(0)``): either way nothing is written.
 - A clone gets its own cloud-init drive: ``clone_vm`` copies a CD-ROM's value but full-clones a
   cloud-init drive (``drive_is_cdrom($drive, 1)`` excludes it), so the clone's ``ideN`` names
   ``vm-<newid>-cloudinit``, on the clone's ``storage`` when one is given (``clone_disk``:
@@ -162,7 +173,7 @@ from fakepve.qemu import (
 from fakepve.routing import die, ok, param_error, split_list
 from fakepve.schema import load as load_schema
 from fakepve.schema import validate
-from fakepve.server import params
+from fakepve.server import USER, params
 from fakepve.storage import _is_file
 
 from tests.support.network import NetworkPve
@@ -298,6 +309,15 @@ def hotplugs(key: str, old: object, new: object, features: frozenset[str], conf:
     return False
 
 
+def task_error(exc: PveError) -> str:
+    """A ``PVE::Exception`` as a worker's task status: ``stringify`` gives ``<code> <msg>`` (a 500 is
+    a plain ``die``: the message alone) then a ``<field>: <reason>`` line per error; ``fork_worker``
+    chomps it and turns newlines into spaces."""
+    head = exc.message if exc.status == 500 else f"{exc.status} {exc.message}"
+    fields = [f"{key}: {reason}" for key, reason in sorted((exc.errors or {}).items())]
+    return " ".join([head, *fields])
+
+
 def pin_windows_machine(config: dict) -> None:
     """qemu-server ``Machine.pm`` ``check_and_pin_machine_string`` at ``create_vm``: a Windows guest
     (``Helpers.pm`` ``windows_version``) whose ``machine`` is absent, ``pc``, ``q35`` or ``virt`` gets
@@ -332,6 +352,9 @@ class QemuPve(NetworkPve):
         #: queued for it (see the module docstring); ``_ha_queue`` holds the request meanwhile.
         self.ha_rounds: dict[int, int] = {}
         self._ha_queue: dict[int, list] = {}
+        #: vmid -> {key: error}: on that running VM, the hot-plug of ``key`` fails with ``error``
+        #: (see the module docstring).
+        self.hotplug_errors: dict[int, dict[str, str]] = {}
         #: vmid -> how many ``status/current`` reads pass before ``qmeventd`` starts a VM again after
         #: its reboot task (see the module docstring); ``_restarts`` counts them down.
         self.qmeventd_rounds: dict[int, int] = {}
@@ -766,12 +789,18 @@ class QemuPve(NetworkPve):
             for volid in made:
                 self._qm_free(volid)
             raise
+        errors: dict[str, str] = {}
         if vm.status == "running":
             features = hotplug_features(before.get("hotplug"))
+            failing = self.hotplug_errors.get(vm.vmid, {})
             for key in [
                 key for key in vm.pending if key in updates or key in split_list(updates.get("delete"))
             ]:
                 if hotplugs(key, before.get(key), vm.pending[key], features, before):
+                    if key in failing:
+                        # vmconfig_hotplug_pending's $add_error: the value stays in [PENDING].
+                        errors[key] = f"hotplug problem - {failing[key]}"
+                        continue
                     value = vm.pending.pop(key)
                     if value is None:
                         vm.config.pop(key, None)
@@ -781,6 +810,29 @@ class QemuPve(NetworkPve):
             windows = str(vm.config.get("ostype", "")).startswith("w")
             vm.config["cipassword"] = password if windows or CRYPTED.match(password) else encrypt_pw(password)
             vm.pending.pop("cipassword", None)
+        if errors:
+            # update_vm_api: raise_param_exc($errors) after the pending values are written and the
+            # rest hot-plugged; what it allocated stays (the pending drive names it).
+            raise param_error(**errors)
+
+    async def _config_post(self, request):
+        """``update_vm_async``: the same ``update_vm_api`` in a ``qmconfig`` task, whose error is the
+        exception as PVE's worker prints it (pve-common ``RESTEnvironment.pm`` ``fork_worker``:
+        ``TASK ERROR: <err>`` with newlines turned to spaces; ``Exception.pm`` ``stringify``: ``<code>
+        <msg>`` then ``<field>: <reason>`` per error). fakepve keeps only the message."""
+        p = await params(request)
+        self._verify(request, p)
+        vm = self._vm(request)
+        user = request[USER]
+        self.need_quorum()
+
+        async def body():
+            try:
+                await self._apply_config(vm, user, p)
+            except PveError as exc:
+                raise TaskError(task_error(exc)) from exc
+
+        return ok(await self.task(vm.node, "qmconfig", vm.vmid, user, body))
 
     # ----------------------------------------------------------------------------------- resize
 

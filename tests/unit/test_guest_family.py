@@ -14,6 +14,7 @@ import dataclasses
 
 from salt_proxmox.guest import lifecycle
 from salt_proxmox.guest.family import CreatePlan, CreateStep
+from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership import CREATING, OWNED, MemoryStore
 from salt_proxmox.pve.errors import PveError
@@ -159,3 +160,76 @@ def test_read_live_refuses_a_guest_of_the_other_family_at_the_vmid() -> None:
     _, outcome = run(stub, MemoryStore(), test=True)
     assert outcome.result is False
     assert "vmid 150 is a lxc guest on node pve1, not a VM on pve1." in outcome.comment[0]
+
+
+#: A family whose config writes land in the pending section before PVE applies them, as qemu-server's
+#: ``update_vm_api`` writes them (``Family.pending_first``).
+PENDING_FIRST = dataclasses.replace(VM_LIKE, pending_first=True)
+HOTPLUG_FAILED = PveError(
+    "PUT", CONFIG, 400, "Parameter verification failed.", {"memory": "hotplug problem - out of DIMM slots"}
+)
+
+
+def _adopt_with_memory(stub: StubPve, store: MemoryStore):
+    declared = {k: v for k, v in DECLARED.items() if k != "unprivileged"}
+    return lifecycle.present(
+        context(stub, store),
+        PENDING_FIRST,
+        "web",
+        False,
+        **{**declared, "memory": 2048},
+        adopt=True,
+        unprivileged=1,
+    )
+
+
+def test_a_failed_write_of_a_pending_first_family_is_read_back_key_by_key() -> None:
+    # update_vm_api: write_config of [PENDING] per key, vmconfig_hotplug_pending, then raise_param_exc.
+    before = GuestConfig.settled(live_config()).rows()
+    waiting = GuestConfig(
+        current=GuestConfig.settled(live_config()).current, digest="d2", pending={"memory": 2048}
+    ).rows()
+    store = MemoryStore()
+    stub = StubPve().on("GET", READ, before, waiting).on("PUT", CONFIG, HOTPLUG_FAILED)
+    outcome = _adopt_with_memory(stub, store)
+    text = "\n".join(outcome.comment)
+    assert outcome.result is False
+    assert "memory: hotplug problem - out of DIMM slots" in text
+    assert "read back after the failed write" in text and "pending until the VM restarts: memory." in text
+    assert "Nothing was written" not in text
+    assert outcome.changes["memory"] == {"old": "1024", "new": "2048"}, outcome.changes
+    assert outcome.changes["pending"]["memory"]["new"] == "2048"
+    assert [s.path for s in stub.calls("GET", READ)] == [READ, READ]
+    assert store.rows[ROW]["phase"] == OWNED, "the row follows the read-back, as after a write"
+
+
+def test_a_failed_write_whose_read_back_fails_too_keeps_every_change_and_says_so() -> None:
+    store = MemoryStore()
+    unread = PveError("GET", READ, 500, "got timeout")
+    stub = StubPve().on("GET", READ, GuestConfig.settled(live_config()).rows(), unread)
+    stub.on("PUT", CONFIG, HOTPLUG_FAILED)
+    outcome = _adopt_with_memory(stub, store)
+    text = "\n".join(outcome.comment)
+    assert outcome.result is False and "so part of memory may be written" in text, text
+    assert "could not be read back" in text and "Nothing was written" not in text
+    assert "memory" in outcome.changes and ROW not in store.rows
+
+
+def test_a_failed_write_of_a_family_that_raises_before_it_writes_is_nothing_written() -> None:
+    # pve-container update_vm: "don't write to config if we get any errors" (raise_param_exc first).
+    store = MemoryStore()
+    stub = (
+        StubPve().on("GET", READ, GuestConfig.settled(live_config()).rows()).on("PUT", CONFIG, HOTPLUG_FAILED)
+    )
+    declared = {k: v for k, v in DECLARED.items() if k != "unprivileged"}
+    outcome = lifecycle.present(
+        context(stub, store),
+        VM_LIKE,
+        "web",
+        False,
+        **{**declared, "memory": 2048},
+        adopt=True,
+        unprivileged=1,
+    )
+    assert outcome.result is False and outcome.comment[-1] == "Nothing was written."
+    assert stub.calls("GET", READ) and len(stub.calls("GET", READ)) == 1

@@ -18,7 +18,9 @@ from urllib.parse import unquote
 import pytest
 
 from salt_proxmox.errors import DeclarationError
+from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.qemu import schema
+from salt_proxmox.qemu.family import config_task
 from salt_proxmox.qemu.judge import (
     QemuChange,
     clone_form,
@@ -1148,3 +1150,133 @@ def test_clone_storage_refusals_follow_clone_vm_and_volume_has_feature() -> None
     _, (note,) = refusals({"scsi0": "hidden:base-9000-disk-0"})
     assert "whether storage hidden can take this clone was not checked" in note
     assert linked_clone(parse_declaration("a", vmid=151, node="pve1", target="t", config={"clone": 9000}))
+
+
+# ------------------------------------------------------------------------- which write is a task
+
+RUNNING_VM = GuestConfig.settled(
+    {"digest": "0" * 40, "ostype": "l26", "scsi0": DISK, "net0": NIC, "cores": 2, "tags": "web"}
+)
+
+
+@pytest.mark.parametrize(
+    ("put", "clear", "running", "why"),
+    [
+        # create_disks allocates storage:GiB and storage:cloudinit, running or not.
+        ({"scsi1": "local-lvm:4"}, [], False, "it allocates scsi1 (create_disks)"),
+        ({"ide0": "local-lvm:cloudinit"}, [], None, "it allocates ide0 (create_disks)"),
+        ({"efidisk0": "local-lvm:1,efitype=4m"}, [], False, "it allocates efidisk0 (create_disks)"),
+        # vmconfig_hotplug_pending plugs a NIC (the default hotplug is network,disk,usb), a NIC's bridge
+        # (vmconfig_update_net), cpulimit (the cgroup), a NIC's removal.
+        ({"net1": "virtio,bridge=vmbr0"}, [], True, "it hot-plugs net1 into the running VM"),
+        ({"net0": f"virtio={MAC},bridge=vmbr1,firewall=1,tag=10"}, [], True, "it hot-plugs net0"),
+        ({"cpulimit": "2"}, [], True, "it hot-plugs cpulimit"),
+        ({}, ["net0"], True, "it hot-plugs net0"),
+        # $fast_plug_option keys and ipconfigN are written into the config only; cores, and memory
+        # without the memory feature, wait ("skip non-hot-pluggable options"): simple changes.
+        ({"tags": "web;db", "ipconfig0": "ip=dhcp", "description": "x"}, [], True, None),
+        ({"cores": "4"}, [], True, None),
+        ({"memory": "4096"}, [], True, None),
+        # A stopped VM takes a write by vmconfig_apply_pending: nothing plugs.
+        ({"net1": "virtio,bridge=vmbr0"}, [], False, None),
+        # An existing volume is not allocated (create_disks allocates for $NEW_DISK_RE only).
+        ({"scsi0": "local-lvm:vm-150-disk-0,discard=on,iothread=1,size=32G,ssd=1"}, [], False, None),
+        ({"ide2": "local:iso/debian.iso,media=cdrom"}, [], False, None),
+    ],
+)
+def test_a_vm_config_write_is_a_task_when_it_allocates_or_hot_plugs(put, clear, running, why) -> None:
+    # API2/Qemu.pm update_vm (PUT, synchronous): "You should consider using the POST method instead
+    # for any actions involving hotplug or storage allocation"; update_vm_async (POST) forks a task.
+    said = config_task(put, clear, RUNNING_VM, running)
+    if why is None:
+        assert said is None, said
+    else:
+        assert said is not None and said.startswith(why), said
+
+
+# ------------------------------------------------------------------- disk options left undeclared
+
+TUNED = "local-lvm:vm-150-disk-0,cache=writeback,discard=on,iothread=1,serial=web0,size=32G,ssd=1"
+
+
+def test_a_disk_option_the_declaration_leaves_out_keeps_its_live_value() -> None:
+    # Top-level keys left out are never managed; a drive's sub-options likewise: update_vm_api stores a
+    # drive value whole (Drive.pm parse_drive/print_drive), so they are carried, like a NIC's MAC.
+    assert verdict(judge(decl(scsi0="local-lvm:32,discard=on,iothread=1"), vm(scsi0=TUNED))) == (
+        {}, [], [], []
+    )  # fmt: skip
+
+
+def test_a_declared_disk_option_is_written_with_the_undeclared_live_ones() -> None:
+    change = judge(decl(scsi0="local-lvm:32,discard=ignore"), vm(scsi0=TUNED))
+    assert change.drift == ["scsi0"] and change.refuse == []
+    kept = "cache=writeback,discard=ignore,iothread=1,serial=web0,size=32G,ssd=1"
+    assert change.put == {"scsi0": f"local-lvm:vm-150-disk-0,{kept}"}
+    # A grow keeps them too: the options are unchanged, only resize_vm runs.
+    grown = judge(decl(scsi0="local-lvm:40"), vm(scsi0=TUNED))
+    assert grown.put == {} and grown.resize == [("scsi0", "40G")], verdict(grown)
+
+
+@pytest.mark.parametrize(
+    ("option", "default"),
+    # Drive.pm/Blockdev.pm: discard unset is ignore (detect_zeroes_cmdline_option), iothread and ssd are
+    # tested for truth, backup absent is 1 (VZDump/QemuServer.pm), replicate defaults 1.
+    [("discard", "ignore"), ("iothread", "0"), ("ssd", "0"), ("backup", "1")],
+)
+def test_an_option_is_removed_by_declaring_pve_s_default_for_it(option: str, default: str) -> None:
+    live = "local-lvm:vm-150-disk-0,backup=0,discard=on,iothread=1,size=32G,ssd=1"
+    change = judge(decl(scsi0=f"local-lvm:32,{option}={default}"), vm(scsi0=live))
+    assert change.drift == ["scsi0"] and f"{option}={default}" in change.put["scsi0"].split(","), change.put
+    written = change.put["scsi0"]
+    assert verdict(judge(decl(scsi0=f"local-lvm:32,{option}={default}"), vm(scsi0=written))) == (
+        {},
+        [],
+        [],
+        [],
+    )
+
+
+def test_an_efi_disk_and_a_tpm_state_keep_the_options_the_declaration_leaves_out() -> None:
+    # efitype, pre-enrolled-keys and version are the disk's since create_disks made it; left out they
+    # are not managed, so not a change PVE would refuse (create_efidisk, prohibit_tpm_version_change).
+    change = judge(
+        decl(efidisk0="local-lvm:1", tpmstate0="local-lvm:1"),
+        vm(
+            efidisk0="local-lvm:vm-150-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=528K",
+            tpmstate0="local-lvm:vm-150-disk-2,size=4M,version=v2.0",
+        ),
+    )
+    assert verdict(change) == ({}, [], [], []), verdict(change)
+
+
+def test_a_carried_limit_pve_would_refuse_beside_a_declared_one_is_refused_naming_it() -> None:
+    # Drive.pm parse_drive: mbps excludes mbps_rd. The live mbps_rd is kept, so declaring mbps alone
+    # would send both; PVE answers "unable to parse drive options".
+    live = "local-lvm:vm-150-disk-0,mbps_rd=50,size=32G"
+    change = judge(decl(scsi0="local-lvm:32,mbps=100"), vm(scsi0=live))
+    assert change.put == {} and change.drift == ["scsi0"]
+    assert "the live mbps_rd=50 is kept" in change.refuse[0] and "mbps= excludes mbps_rd=" in change.refuse[0]
+    settled = judge(decl(scsi0="local-lvm:32,mbps=100,mbps_rd=0"), vm(scsi0=live))
+    assert settled.refuse == [] and settled.put == {
+        "scsi0": "local-lvm:vm-150-disk-0,mbps=100,mbps_rd=0,size=32G"
+    }
+
+
+def test_a_clone_keeps_the_template_s_disk_options_the_declaration_leaves_out() -> None:
+    # clone_vm/clone_disk copy the drive's options; the configure step writes the declared ones onto
+    # the clone's volume and keeps the template's cache=writeback.
+    from salt_proxmox.qemu.judge import cloned_config
+
+    template = vm(
+        template=1, name="tpl", scsi0="local-lvm:base-9000-disk-0,cache=writeback,iothread=1,size=3G"
+    )
+    declared = parse_declaration(
+        "app",
+        vmid=151,
+        node="pve1",
+        target="homelab",
+        config={"clone": 9000, "full": True, "scsi0": "local-lvm:10,discard=on,iothread=1"},
+    )
+    change = judge(declared, cloned_config(declared, template))
+    assert change.refuse == [] and change.resize == [("scsi0", "10G")]
+    assert "cache=writeback" in change.put["scsi0"] and "discard=on" in change.put["scsi0"], change.put

@@ -7,6 +7,8 @@
     ``parse_net``, a ``storage:N`` drive becomes ``vm-<vmid>-disk-K,size=NG`` through
     ``create_disks``; ``resize_vm`` rewrites ``size=``; a written ``cipassword`` reads back as
     ``**********``), then judge again: no drift, nothing to write. A refused change writes nothing.
+    A disk option the declaration leaves out keeps its live value through the write; a declared one
+    ends as declared.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 from salt_proxmox.qemu import schema
 from salt_proxmox.qemu.judge import QemuChange, judge
 from salt_proxmox.qemu.props import NIC_MODELS, parse_declaration, parse_drive, parse_net, print_net
-from salt_proxmox.wire.propstring import pairs, print_pairs
+from salt_proxmox.wire.propstring import FAMILY_DEFAULTS, canonical_option, pairs, print_pairs
 
 SETTINGS = settings(
     max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -125,7 +127,11 @@ def disk_pair(draw) -> tuple[str, str]:
     """(declared scsi0, live scsi0) on one storage, sizes in either unit, options either side."""
     live_gib = draw(st.integers(1, 200))
     size = f"{live_gib}G" if draw(st.booleans()) else f"{live_gib * 1024}M"
-    live_opts = draw(st.sampled_from(["", ",discard=on", ",cache=writeback,discard=on", ",backup=0"]))
+    live_opts = draw(
+        st.sampled_from(
+            ["", ",discard=on", ",cache=writeback,discard=on", ",backup=0", ",iothread=1,serial=web0,ssd=1"]
+        )
+    )
     live = f"local-lvm:vm-150-disk-0{live_opts},size={size}"
     grow = draw(st.sampled_from([0, 0, 1, 16, -1]))
     declared_opts = draw(
@@ -243,6 +249,18 @@ def test_applying_the_judges_answer_leaves_no_drift(case: tuple[dict, dict, bool
         assert parse_net(str(after[key]))["macaddr"] == parse_net(str(live[key]))["macaddr"]
     # Nor the smbios1 uuid PVE generated.
     assert "uuid=6a3c9b1e-2f4d-4e8a-9c7b-1d2e3f4a5b6c" in str(after["smbios1"])
+    # A disk option the declaration leaves out keeps its live value; a declared one ends as declared.
+    if "scsi0" in declared and "scsi0" in live:
+        want, have, now = (
+            parse_drive(str(v)).options for v in (declared["scsi0"], live["scsi0"], after["scsi0"])
+        )
+        for option, value in have.items():
+            if option not in want and option != "size":
+                assert now.get(option) == value, (option, live["scsi0"], after["scsi0"])
+        for option, value in want.items():
+            # Absent is PVE's default for the option (FAMILY_DEFAULTS["drive"]: backup=1, …).
+            stored = now.get(option, FAMILY_DEFAULTS["drive"].get(option, ""))
+            assert canonical_option(option, stored) == canonical_option(option, value), (option, now)
 
 
 @SETTINGS
