@@ -1,0 +1,1 @@
+"""The contract every family passes (placeholder, written below)."""
