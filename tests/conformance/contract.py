@@ -77,7 +77,7 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     the family's section keyed by its name (``proxmox:pools:example``), a node's interface under
     ``proxmox:networks:<node>:interfaces``, an SDN object under ``proxmox:sdn:<kind>s``; an absent
     function is ``ensure: absent``. Raises LookupError for a section it does not know."""
-    present, absent = kind_functions(family)
+    _, absent = kind_functions(family)
     entry = dict(declared)
     name = str(entry.pop("name"))
     if fun in (absent, *(kind.absent for kind in family.kinds)):

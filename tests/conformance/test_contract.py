@@ -139,7 +139,6 @@ def test_a_failed_read_is_never_absence(family: Family, how: str, minion: Minion
     written and the ownership rows as they were: when the object is missing (create) and when it is
     there and owned (update, delete)."""
     _ready(family)
-    present, _ = contract.kind_functions(family)
     for phase in ("create", "update", "delete"):
         if phase == "update":
             done, _ = minion.run(contract.lows(family, "create"), test=False)
