@@ -671,11 +671,12 @@ def firewall_alias_present(
     )
 
 
-def firewall_alias_absent(name, test=False, target=None, state_id=None, **extra):
+def firewall_alias_absent(name, test=False, target=None, removal="destroy", state_id=None, **extra):
     """
     Delete one cluster firewall alias this minion created, if it still holds what was last
     declared; an alias that is not ours is refused, one already gone is fine. Rules naming it
-    stop matching: move them first. Returns a state return dict.
+    stop matching: move them first. ``removal=retain`` forgets it instead. Returns a state return
+    dict.
 
     CLI Example:
 
@@ -683,7 +684,7 @@ def firewall_alias_absent(name, test=False, target=None, state_id=None, **extra)
 
         salt-call proxmox.firewall_alias_absent web_hosts test=True
     """
-    return _object_absent("firewall_alias", name, test, target, state_id, "destroy", dict(extra, name=name))
+    return _object_absent("firewall_alias", name, test, target, state_id, removal, dict(extra, name=name))
 
 
 def pool_get(name, target=None):

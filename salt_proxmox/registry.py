@@ -98,6 +98,10 @@ class Examples:
     clear: Mapping[str, object]
     delete: Mapping[str, object]
     bad: Mapping[str, tuple[str, Mapping[str, object], str]]
+    #: States of the family declared after each of the above in the same run, as ``(state function,
+    #: declaration)``: the node's or SDN apply that makes a staged change live, whose writes the
+    #: declaration's plan must name.
+    applies: tuple[tuple[str, Mapping[str, object]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,13 +146,16 @@ def _present_absent(module: str, family: str, state_id: bool = True) -> Mapping[
     )
 
 
-#: A Salt keyword (``unless`` runs a command before the state), a misspelt ``removal``, and a key the
-#: family does not have: what every family refuses by name with nothing written.
-def _bad(present: Mapping[str, object], absent: Mapping[str, object], fun: str = "present") -> dict:
+#: A Salt keyword (``unless`` runs a command before the state), a misspelt ``ensure`` and ``removal``,
+#: and a key the family does not have: what every family refuses by name with nothing written.
+def _bad(
+    present: Mapping[str, object], absent: Mapping[str, object], fun: str = "present", gone: str = "absent"
+) -> dict:
     return {
         "salt keyword": (fun, {**present, "unless": "true"}, "unless"),
         "unknown key": (fun, {**present, "colour": "red"}, "colour"),
-        "misspelt removal": (fun.replace("present", "absent"), {**absent, "removal": "destory"}, "removal"),
+        "misspelt ensure": (fun, {**present, "ensure": "absnet"}, "ensure"),
+        "misspelt removal": (gone, {**absent, "removal": "destory"}, "removal"),
     }
 
 
@@ -159,7 +166,9 @@ _POLICY = {
 _ALIAS = {"name": "example_net", "cidr": "10.9.0.0/24", "comment": "Example"}
 _POOL = {"name": "example", "comment": "Example pool"}
 _ROLE = {"name": "SaltExample", "privs": ["VM.Audit"]}
-_ACL = {"name": "example-acl", "path": "/pool/example", "role": "PVEAuditor", "group": "example"}
+#: An ACL entry for a user the cluster has (PVE refuses one naming a missing user or group:
+#: pve-access-control ``API2/ACL.pm`` ``update_acl``).
+_ACL = {"name": "example-acl", "path": "/vms", "role": "PVEAuditor", "user": "salt-read@pve"}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 _CT = {
@@ -169,6 +178,9 @@ _CT = {
     "ostemplate": "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst",
     "rootfs": "local-lvm:4",
     "memory": 512,
+    # A NIC: the MAC PVE draws for it is what tells this container apart from another made at its vmid
+    # (salt_proxmox.guest.fingerprint), so the row vouches for it and later writes are allowed.
+    "net0": "name=eth0,bridge=vmbr0,ip=dhcp",
     "description": "Example",
 }
 _VM = {
@@ -235,6 +247,7 @@ def _guest(kind: str, guest: str, create: Mapping[str, object]) -> Family:
             bad={
                 "salt keyword": ("present", {**create, "unless": "true"}, "unless"),
                 "unknown key": ("present", {**create, "colour": "red"}, "colour"),
+                "misspelt ensure": ("present", {**create, "ensure": "absnet"}, "ensure"),
                 "misspelt removal": ("present", {**create, "removal": "destory"}, "removal"),
                 "wrong type": ("present", {**create, "memory": "lots"}, "memory"),
             },
@@ -264,6 +277,7 @@ FAMILIES: tuple[Family, ...] = (
             bad={
                 **_bad(_POLICY, {"name": _POLICY["name"]}),
                 "empty policy": ("present", {**_POLICY, "fragments": []}, "fragments"),
+                "wrong type": ("present", {**_POLICY, "fragments": 7}, "fragments"),
             },
         ),
     ),
@@ -283,7 +297,7 @@ FAMILIES: tuple[Family, ...] = (
         _POOL,
         {"comment": "Example pool, renamed"},
         {"comment": ""},
-        {"comment": 7},
+        {"comment": ["Example", "pool"]},
     ),
     _simple(
         "role",
@@ -301,8 +315,9 @@ FAMILIES: tuple[Family, ...] = (
         _ACL,
         {"propagate": False},
         {"propagate": True},
-        {"propagate": "yes"},
-        ("name", "path", "role", "group"),
+        # "yes" is one of PVE's boolean spellings (parse_boolean), so not a wrong type.
+        {"propagate": "maybe"},
+        ("name", "path", "role", "user"),
     ),
     Family(
         name="network",
@@ -329,9 +344,10 @@ FAMILIES: tuple[Family, ...] = (
             clear={**_IFACE, "comments": None},
             delete={"name": _IFACE["name"], "node": "pve1", "removal": "destroy"},
             bad={
-                **_bad(_IFACE, {"name": _IFACE["name"], "node": "pve1"}, "interface"),
+                **_bad(_IFACE, {"name": _IFACE["name"], "node": "pve1"}, "interface", "interface_absent"),
                 "wrong type": ("interface", {**_IFACE, "autostart": "maybe"}, "autostart"),
             },
+            applies=(("applied", {"name": "network of pve1", "node": "pve1"}),),
         ),
     ),
     Family(
@@ -362,9 +378,10 @@ FAMILIES: tuple[Family, ...] = (
             clear={**_ZONE, "mtu": None},
             delete={"name": _ZONE["name"], "removal": "destroy"},
             bad={
-                **_bad(_ZONE, {"name": _ZONE["name"]}, "zone"),
+                **_bad(_ZONE, {"name": _ZONE["name"]}, "zone", "zone_absent"),
                 "wrong type": ("zone", {**_ZONE, "mtu": "big"}, "mtu"),
             },
+            applies=(("applied", {"name": "sdn"}),),
         ),
     ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC", _CT),

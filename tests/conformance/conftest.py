@@ -1,0 +1,108 @@
+"""Fixtures of the conformance suite: a minion (``SaltWorld``) on a fresh fake cluster, with the OpenBao
+dev server the policy family writes to, and a wire tap on every HTTP request the process sends."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import requests
+
+from salt_proxmox.registry import FAMILIES
+from tests.faults.harness import debug_log
+from tests.integration.lxc_support import requests_since, static_targets
+from tests.support.cluster import ServedCluster
+from tests.support.openbao import DevOpenBao
+from tests.support.saltworld import Low, SaltWorld
+
+#: A proxy's page for an answer lost after the request reached its server (nginx's 502).
+LOST_PAGE = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+@dataclass
+class Tap:
+    """Every request this process sends through ``requests`` to OpenBao (``bao``), logged as fakepve logs
+    PVE's: ``(method, path, body)``; and answers to replace: ``faults`` maps ``(method or None, path
+    suffix)`` to ``(status, body, reach)`` — with ``reach`` the request still reaches the server first
+    (its answer is lost), else it never leaves."""
+
+    bao: str = ""
+    log: list[tuple[str, str, Any]] = field(default_factory=list)
+    faults: list[tuple[Callable[[str, str], bool], int, bytes, bool]] = field(default_factory=list)
+
+    def send(self, original, session, prepared, **kwargs):
+        method = prepared.method
+        path = unquote(urlsplit(prepared.url).path)
+        if self.bao and prepared.url.startswith(self.bao):
+            self.log.append((method, path, prepared.body))
+        for index, (match, status, body, reach) in enumerate(self.faults):
+            if match(method, path):
+                response = original(session, prepared, **kwargs) if reach else requests.Response()
+                response.status_code, response._content = status, body
+                response.headers["Content-Type"] = "text/html"
+                response.request, response.url = prepared, prepared.url
+                if reach:
+                    del self.faults[index]
+                return response
+        return original(session, prepared, **kwargs)
+
+
+@dataclass
+class Minion:
+    """A minion on ``cluster``: ``world`` (modules, states, ``__context__``, rows file), the wire ``tap``,
+    the ``secrets`` in play, and the log lines at DEBUG of everything it ran (``lines``)."""
+
+    cluster: ServedCluster
+    world: SaltWorld
+    tap: Tap
+    secrets: list[str] = field(repr=False)
+    lines: list[str] = field(default_factory=list, repr=False)
+
+    def mark(self) -> tuple[int, int]:
+        return len(self.cluster.pve.requests), len(self.tap.log)
+
+    def log_since(self, mark: tuple[int, int]) -> list[tuple[str, str, Any]]:
+        """PVE's and OpenBao's requests since ``mark``: (method, path, body)."""
+        return [*requests_since(self.cluster, mark[0]), *self.tap.log[mark[1] :]]
+
+    def run(self, lows: list[Low], test: bool) -> tuple[list[dict], list[tuple[str, str, Any]]]:
+        """One state run: its returns and the requests it sent."""
+        mark = self.mark()
+        with debug_log() as lines:
+            returns = self.world.run(lows, test)
+        self.lines += lines
+        return returns, self.log_since(mark)
+
+    def rows(self) -> str:
+        path = self.world.rows_file
+        return path.read_text() if path.exists() else ""
+
+
+@pytest.fixture
+def minion(
+    fresh_cluster: ServedCluster, openbao: DevOpenBao, tmp_path: Path, monkeypatch
+) -> Iterator[Minion]:
+    """A minion on a fresh cluster with static credentials, OpenBao's dev server as its ``openbao:``."""
+    tap = Tap(bao=openbao.url)
+    original = requests.Session.send
+    monkeypatch.setattr(
+        requests.Session, "send", lambda session, prepared, **kw: tap.send(original, session, prepared, **kw)
+    )
+    config = {
+        "proxmox": {"targets": static_targets(fresh_cluster)},
+        "openbao": {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}},
+    }
+    world = SaltWorld(config, {}, tmp_path / "salt_proxmox_owned.json")
+    root = openbao.client()
+    for family in FAMILIES:
+        if family.module == "openbao":  # the session's OpenBao outlives a test: start without the example
+            root.sys.delete_policy(str(family.examples.create["name"]))
+    seeded = fresh_cluster.seeded
+    secrets = [seeded.read_token[1], seeded.provision_token[1], openbao.root_token]
+    logging.getLogger().setLevel(logging.DEBUG)
+    yield Minion(fresh_cluster, world, tap, secrets)
