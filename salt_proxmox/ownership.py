@@ -45,8 +45,6 @@ from typing import Protocol, TypeVar
 import yaml
 
 from salt_proxmox.errors import SaltProxmoxError, shown
-from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT
-from salt_proxmox.guest.fingerprint import problem as fingerprint_problem
 
 T = TypeVar("T")
 
@@ -656,6 +654,20 @@ def _is_number(value: object) -> bool:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit())
+
+
+#: The row field that holds a guest's fingerprint (``salt_proxmox.guest.fingerprint`` makes and
+#: compares it; a row only checks its shape).
+FINGERPRINT = "fingerprint"
+
+
+def fingerprint_problem(value: object) -> str | None:
+    """None when ``value`` reads as a stored fingerprint (a mapping of text to text), else why."""
+    if not isinstance(value, Mapping):
+        return "its fingerprint is not a mapping"
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return "its fingerprint does not map keys to text"
+    return None
 
 
 def check_row(key: str, row: dict) -> dict:

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
 from salt_proxmox.guest import identity, nics
 from salt_proxmox.guest.absence import indexed_guest, locate_missing
-from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
 from salt_proxmox.guest.power import (
@@ -46,7 +45,6 @@ from salt_proxmox.guest.power import (
 )
 from salt_proxmox.guest.refusals import destroy_refusals, ha_managed, paused_state, read_current
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
-from salt_proxmox.lowstate import Chunk
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, OWNED, claim, row_key
 from salt_proxmox.pve.client import Credential, api_path
@@ -54,6 +52,8 @@ from salt_proxmox.pve.constraints import check_form, vmid_number
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle, tag_style
 from salt_proxmox.pve.tasks import TaskFailed, start_task, upid_fields
+from salt_proxmox.run.context import PveContext
+from salt_proxmox.run.lowstate import Chunk
 
 
 def chunk_keys(family: Family, chunk: Chunk, default_target: str | None) -> frozenset[str]:

@@ -37,8 +37,8 @@ from salt_proxmox.pve.constraints import vmid_number
 from salt_proxmox.wire.propstring import pairs, pve_boolean
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.guest.family import Family
+    from salt_proxmox.run.context import PveContext
 
 #: The power states a state may declare (``GET …/status/current`` ``status``).
 STATUSES = ("running", "stopped")

@@ -17,7 +17,7 @@ from salt_proxmox.network.apply import applied as network_applied
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership import ROWS_FILE, FileStore, MemoryStore
 from salt_proxmox.qemu.family import QEMU
-from salt_proxmox.runtime import refused_return
+from salt_proxmox.run.config import refused_return
 from salt_proxmox.sdn.apply import applied as sdn_applied
 from tests.faults.harness import (
     Run,
