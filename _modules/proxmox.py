@@ -16,6 +16,7 @@ __virtualname__ = "proxmox"
 try:
     from salt_proxmox.errors import SaltProxmoxError, boolean
     from salt_proxmox.guest import lifecycle as guest_lifecycle
+    from salt_proxmox.guest import live as guest_live
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.pve.client import api_path
@@ -289,11 +290,11 @@ def _guest_absent(name, target, fun, family, test, run, twins, **absent):
 
 
 def _qemu_keys(chunk, default_target):
-    return guest_lifecycle.chunk_keys(QEMU, chunk, default_target)
+    return guest_live.chunk_keys(QEMU, chunk, default_target)
 
 
 def _qemu_ahead(ctx, declarations):
-    return guest_lifecycle.read_ahead(ctx, QEMU, declarations)
+    return guest_live.read_ahead(ctx, QEMU, declarations)
 
 
 def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared):
@@ -360,7 +361,7 @@ def qemu_config(vmid, node=None, target=None):
         salt-call proxmox.qemu_config vmid=150
     """
     ctx = _context(target)
-    return _call(guest_lifecycle.operator_config, ctx, QEMU, _call(vmid_number, vmid), node)
+    return _call(guest_live.operator_config, ctx, QEMU, _call(vmid_number, vmid), node)
 
 
 def lxc_create(node, vmid, ostemplate, target=None, **config):
