@@ -10,7 +10,7 @@ from salt_proxmox.errors import Refused
 from salt_proxmox.guest import identity
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import guest_path, read_live, styled
-from salt_proxmox.ownership import OWNED, row_key
+from salt_proxmox.ownership.rows import OWNED, row_key
 from salt_proxmox.pve.constraints import check_form, vmid_number
 from salt_proxmox.run.context import PveContext
 

@@ -23,7 +23,7 @@ from salt_proxmox.guest.refusals import paused_state, read_current
 from salt_proxmox.guest.report import waiting_line
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import row_key
+from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.pve.client import Credential
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveUnreachable

@@ -22,7 +22,7 @@ from salt_proxmox.guest.power import (
 )
 from salt_proxmox.guest.refusals import ha_managed, paused_state, read_current
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
-from salt_proxmox.ownership import CREATING, claim, row_key
+from salt_proxmox.ownership.rows import CREATING, claim, row_key
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.tasks import upid_fields
 from salt_proxmox.run.context import PveContext

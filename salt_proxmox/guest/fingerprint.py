@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from salt_proxmox.ownership import FINGERPRINT
+from salt_proxmox.ownership.rows import FINGERPRINT
 
 #: The row field that holds a fingerprint (its shape is a row rule: ``ownership``).
 FIELD = FINGERPRINT

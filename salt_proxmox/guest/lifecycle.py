@@ -73,7 +73,7 @@ from salt_proxmox.guest.report import (
 )
 from salt_proxmox.guest.verdict import judge_guest
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import CREATING, row_key
+from salt_proxmox.ownership.rows import CREATING, row_key
 from salt_proxmox.pve.constraints import vmid_number
 from salt_proxmox.run.context import PveContext
 

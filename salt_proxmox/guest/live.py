@@ -15,7 +15,7 @@ from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.guest.absence import indexed_guest, locate_missing
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
-from salt_proxmox.ownership import row_key
+from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import vmid_number
 from salt_proxmox.pve.errors import PveConfigMissing, PveMalformed

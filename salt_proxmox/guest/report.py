@@ -15,7 +15,7 @@ from salt_proxmox.guest.live import guest_path, read_live, styled
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.guest.verdict import judge_guest
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import CREATING
+from salt_proxmox.ownership.rows import CREATING
 from salt_proxmox.pve.tasks import TaskFailed
 from salt_proxmox.run.context import PveContext
 

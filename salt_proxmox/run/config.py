@@ -17,15 +17,9 @@ import requests
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import (
-    FileStore,
-    GrainStore,
-    MinionStore,
-    Ownership,
-    OwnershipStore,
-    grains_file,
-    rows_file,
-)
+from salt_proxmox.ownership.files import FileStore, GrainStore, MinionStore
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.stores import OwnershipStore, grains_file, rows_file
 from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.run.context import PveContext

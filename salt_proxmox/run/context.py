@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from salt_proxmox.openbao.creds import CredentialBroker
-from salt_proxmox.ownership import Ownership
+from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.pve.client import PveClient, Target
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.pve.tasks import (

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
+from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
 from salt_proxmox.run.context import PveContext

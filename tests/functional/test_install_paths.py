@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from salt_proxmox.ownership import ROWS_FILE, FileStore
+from salt_proxmox.ownership.files import FileStore
+from salt_proxmox.ownership.stores import ROWS_FILE
 from tests.support.saltrun import FORMULA, REPO, salt_call, salt_call_text, write_minion_config
 from tests.support.venvs import deps_venv, imports, pip_install
 from tests.support.ways import Estate, assert_no_secret, plan_apply_plan, timed

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from saltfactories.utils import random_string, running_username
 
-from salt_proxmox.ownership import FileStore
+from salt_proxmox.ownership.files import FileStore
 from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from salt_proxmox.lxc.lifecycle import PveContext
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.run import config as run_config
 from tests.support.cluster import TEMPLATE, ServedCluster
 

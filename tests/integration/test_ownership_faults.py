@@ -24,7 +24,9 @@ from requests.adapters import HTTPAdapter
 
 from salt_proxmox.errors import Refused
 from salt_proxmox.lxc.lifecycle import PveContext, present, resize
-from salt_proxmox.ownership import CREATING, OWNED, ROWS_FILE, FileStore, row_key
+from salt_proxmox.ownership.files import FileStore
+from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
+from salt_proxmox.ownership.stores import ROWS_FILE
 from salt_proxmox.run import config as run_config
 from tests.integration.lxc_support import TARGET, declaration, requests_since, static_targets, writes
 from tests.support.cluster import DNS1_VMID, ServedCluster
@@ -309,7 +311,7 @@ def test_a_state_run_and_an_adhoc_create_of_one_container_at_once_leave_the_winn
     refused its POST, and it put back its stale "no row": the container was left unowned.)"""
     import threading
 
-    from salt_proxmox.ownership import Ownership
+    from salt_proxmox.ownership.keeper import Ownership
 
     real = Ownership.mark_creating
     adhoc_decided, run_done = threading.Event(), threading.Event()

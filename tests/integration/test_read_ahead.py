@@ -17,7 +17,7 @@ from salt_proxmox.firewall import alias
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc import lifecycle
 from salt_proxmox.lxc.lifecycle import present
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.run import config as run_config
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple import lifecycle as simple

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from salt_proxmox.ownership import FileStore, GrainStore, Ownership, OwnershipFileError
+from salt_proxmox.ownership.files import FileStore, GrainStore
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.stores import OwnershipFileError
 from salt_proxmox.run import config as run_config
 
 ROW = {"phase": "owned", "instance": "i-1", "state_id": "web", "declared": {"vmid": 150, "memory": "1024"}}
@@ -197,13 +199,14 @@ def test_the_ownership_file_when_configured(tmp_path: Path) -> None:
 def test_a_run_of_n_states_checks_each_row_once_not_n_times(tmp_path: Path, monkeypatch) -> None:
     # Every state asks for the row its state id recorded; scanning every row each time made a run
     # of N states check N×N rows.
-    from salt_proxmox import ownership as module
+    from salt_proxmox.ownership import index, keeper
 
     owned = {f"lab/lxc/{1000 + n}": {**ROW, "state_id": f"ct{n}"} for n in range(50)}
     path = grains_file(tmp_path, {"salt_proxmox": {"owned": owned}})
     checked = []
-    real = module.check_row
-    monkeypatch.setattr(module, "check_row", lambda key, row: checked.append(key) or real(key, row))
+    real = keeper.check_row
+    for module in (index, keeper):  # the index and the keeper both check the rows they read
+        monkeypatch.setattr(module, "check_row", lambda key, row: checked.append(key) or real(key, row))
     store = GrainStore(path)
     for n in range(50):
         # Each state builds its own Ownership over the run's store.
@@ -216,7 +219,7 @@ def test_a_run_of_n_states_checks_each_row_once_not_n_times(tmp_path: Path, monk
 
 
 def test_a_malformed_row_of_the_family_is_still_an_error_for_every_state_of_it(tmp_path: Path) -> None:
-    from salt_proxmox.ownership import OwnershipCorrupt
+    from salt_proxmox.ownership.rows import OwnershipCorrupt
 
     owned = {
         "lab/lxc/150": ROW,
