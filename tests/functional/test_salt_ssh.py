@@ -164,7 +164,7 @@ def test_plan_apply_plan_over_salt_ssh(salt_ssh: Any, estate: Estate, layout: di
     # modules from file_roots; no loader error on the way.
     assert not after.data["pythonexecutable"].startswith(sys.prefix), after.data
     thin = layout["thin_dir"]
-    assert (thin / "py3" / "salt_proxmox" / "ownership.py").is_file()
+    assert (thin / "py3" / "salt_proxmox" / "ownership" / "keeper.py").is_file()
     assert (thin / "py3" / "hvac" / "__init__.py").is_file()
     log = (thin / "running_data" / "salt-call.log").read_text()
     assert "Error processing Salt Extension" not in log
