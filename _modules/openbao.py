@@ -14,11 +14,11 @@ here with ``cp.get_file_str``; the library gets plain text. Ownership rows go wh
 __virtualname__ = "openbao"
 
 try:
-    from salt_proxmox import runtime
     from salt_proxmox.bao import lifecycle
     from salt_proxmox.bao import policy as rules
     from salt_proxmox.errors import DeclarationError, SaltProxmoxError, boolean
-    from salt_proxmox.runtime import declared_keys, refused_return
+    from salt_proxmox.run import config as run_config
+    from salt_proxmox.run.config import declared_keys, refused_return
 
     HAS_LIBS = True
 except ImportError as exc:  # pragma: no cover - reported through __virtual__
@@ -35,7 +35,7 @@ def __virtual__():
 def _store():
     import salt.utils.platform
 
-    return runtime.salt_store(__salt__, __opts__, __context__, __grains__, salt.utils.platform.is_proxy())
+    return run_config.salt_store(__salt__, __opts__, __context__, __grains__, salt.utils.platform.is_proxy())
 
 
 def _context():
@@ -49,10 +49,10 @@ def _state(name, call_kwargs, fun, /, *args, **kwargs):
         ctx = _context()
     except Exception as exc:
         return refused_return(name, exc)
-    twin = runtime.twins_return(name, call_kwargs, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
+    twin = run_config.twins_return(name, call_kwargs, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
     if twin is not None:
         return twin
-    return runtime.outcome_return(name, fun, ctx, *args, **kwargs)
+    return run_config.outcome_return(name, fun, ctx, *args, **kwargs)
 
 
 def _fetch(saltenv):

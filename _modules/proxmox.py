@@ -14,16 +14,17 @@ pillar, grains, ``__context__``) into library calls.
 __virtualname__ = "proxmox"
 
 try:
-    from salt_proxmox import runtime
     from salt_proxmox.errors import SaltProxmoxError, boolean
     from salt_proxmox.guest import lifecycle as guest_lifecycle
+    from salt_proxmox.guest import live as guest_live
     from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.pve.client import api_path
     from salt_proxmox.pve.constraints import vmid_number
     from salt_proxmox.qemu import schema as qemu_schema
     from salt_proxmox.qemu.family import QEMU
-    from salt_proxmox.runtime import declared_keys, refused_return
+    from salt_proxmox.run import config as run_config
+    from salt_proxmox.run.config import declared_keys, refused_return
 
     HAS_LIBS = True
 except ImportError as exc:  # pragma: no cover - reported through __virtual__
@@ -40,7 +41,7 @@ def __virtual__():
 def _store(funcs=None):
     import salt.utils.platform
 
-    return runtime.salt_store(
+    return run_config.salt_store(
         funcs if funcs is not None else __salt__,
         __opts__,
         __context__,
@@ -52,7 +53,7 @@ def _store(funcs=None):
 def _context(target=None, funcs=None):
     funcs = funcs if funcs is not None else __salt__
     return _call(
-        runtime.context_for,
+        run_config.context_for,
         funcs["config.get"]("proxmox:targets", {}),
         target,
         funcs["config.get"]("openbao", None),
@@ -67,27 +68,27 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwar
     (``(state modules, keys_of(chunk, default_target))``), when another state of the run declares
     the same object. ``run``: the call's keyword arguments, holding the state run the skin passed
     through (``__lowstate__``, ``__low__``, ``__instance_id__``; none outside a state run): every state
-    enters its run here (``runtime.enter_run``), so what one run learned never serves another.
+    enters its run here (``run_config.enter_run``), so what one run learned never serves another.
     ``ahead``: the family's ``read_ahead``, handed the run's declarations of the first state module in
     ``twins`` before the first of them runs. Within a run, configuration is read once
-    (``runtime.salt_for_run``)."""
-    funcs = runtime.salt_for_run(__salt__, run, __context__)
+    (``run_config.salt_for_run``)."""
+    funcs = run_config.salt_for_run(__salt__, run, __context__)
     try:
         ctx = _context(target, funcs)
     except Exception as exc:
         return refused_return(name, exc)
-    runtime.enter_run(ctx, run or {}, __context__)
+    run_config.enter_run(ctx, run or {}, __context__)
     if twins is not None:
         states, keys_of = twins
-        default = runtime.default_target(funcs["config.get"]("proxmox:targets", {}))
-        refused = runtime.twins_return(
+        default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
+        refused = run_config.twins_return(
             name, run or {}, states, lambda chunk: keys_of(chunk, default), __context__
         )
         if refused is not None:
             return refused
         if ahead is not None:
-            runtime.read_ahead(ctx, run or {}, states[0], default, ahead, __context__)
-    return runtime.outcome_return(name, fun, ctx, *args, **kwargs)
+            run_config.read_ahead(ctx, run or {}, states[0], default, ahead, __context__)
+    return run_config.outcome_return(name, fun, ctx, *args, **kwargs)
 
 
 def _call(fun, *args, **kwargs):
@@ -110,7 +111,7 @@ def run_state(dunders, fun, arguments):
     What every state function of this project calls, and nothing else: state function ``fun`` of the
     state module whose namespace is ``dunders`` (its ``globals()``, holding Salt's ``__low__``,
     ``__lowstate__``, ``__instance_id__``, ``__opts__``, ``__env__``), with ``arguments`` (its
-    ``locals()``), run through the family's execution-module function (``salt_proxmox.skin``,
+    ``locals()``), run through the family's execution-module function (``salt_proxmox.run.skin``,
     ``salt_proxmox.registry``). Returns that state return; a declared key the skin sets itself is
     refused by name. Not for the command line: call the family's own function
     (``proxmox.pool_present``, ``openbao.policy_present``, ...).
@@ -121,7 +122,7 @@ def run_state(dunders, fun, arguments):
 
         salt-call proxmox.pool_present prod test=True   # what proxmox_pool.present runs
     """
-    from salt_proxmox import skin
+    from salt_proxmox.run import skin
 
     name = arguments.get("name")
     try:
@@ -289,11 +290,11 @@ def _guest_absent(name, target, fun, family, test, run, twins, **absent):
 
 
 def _qemu_keys(chunk, default_target):
-    return guest_lifecycle.chunk_keys(QEMU, chunk, default_target)
+    return guest_live.chunk_keys(QEMU, chunk, default_target)
 
 
 def _qemu_ahead(ctx, declarations):
-    return guest_lifecycle.read_ahead(ctx, QEMU, declarations)
+    return guest_live.read_ahead(ctx, QEMU, declarations)
 
 
 def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared):
@@ -360,7 +361,7 @@ def qemu_config(vmid, node=None, target=None):
         salt-call proxmox.qemu_config vmid=150
     """
     ctx = _context(target)
-    return _call(guest_lifecycle.operator_config, ctx, QEMU, _call(vmid_number, vmid), node)
+    return _call(guest_live.operator_config, ctx, QEMU, _call(vmid_number, vmid), node)
 
 
 def lxc_create(node, vmid, ostemplate, target=None, **config):

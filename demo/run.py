@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from salt_proxmox.ownership import ROWS_FILE  # noqa: E402
+from salt_proxmox.ownership.stores import ROWS_FILE  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
 from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config  # noqa: E402

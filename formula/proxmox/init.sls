@@ -166,7 +166,7 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, networks, sdn"
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
-# read with config.get (_modules/proxmox.py, salt_proxmox/runtime.py OWNERSHIP_FILE,
+# read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
 # salt_proxmox/openbao/client.py parse_config). Anything else is a misspelt section, refused by name.
 CONFIG_KEYS = {
     "proxmox": frozenset({"targets", "ownership_file"}),
@@ -175,7 +175,7 @@ CONFIG_KEYS = {
 
 # The values that steer what a state does: a misspelt one must never read as the default.
 ENSURES = ("present", "absent")
-# salt_proxmox.ownership.REMOVALS, which the states check again (tests/unit/test_formula.py pins them).
+# salt_proxmox.ownership.rows.REMOVALS, which the states check again (tests/unit/test_formula.py pins them).
 REMOVALS = ("retain", "destroy")
 
 # Salt's own state keywords, as the running Salt defines them (salt/state.py): Salt acts on these before

@@ -35,10 +35,12 @@ from salt_proxmox.bao.policy import (
     unified_diff,
 )
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
-from salt_proxmox.lowstate import Chunk
 from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import Ownership, OwnershipStore, absent_note, claim, removal_problem, row_key
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
+from salt_proxmox.ownership.stores import OwnershipStore
+from salt_proxmox.run.lowstate import Chunk
 
 #: The ownership rows' target part: one OpenBao per minion configuration.
 TARGET = "openbao"

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from salt_proxmox.errors import DeclarationError, boolean_problem
 from salt_proxmox.outcome import text_diff
-from salt_proxmox.ownership import removal_problem
+from salt_proxmox.ownership.rows import removal_problem
 
 FAMILY = "policy"
 #: One ``/``-separated segment OpenBao stores as sent (no empty, ``.`` or ``..`` segment).

@@ -49,8 +49,8 @@ from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem
 from salt_proxmox.wire.propstring import text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 FAMILY = "firewall_alias"
 COLLECTION = "cluster/firewall/aliases"

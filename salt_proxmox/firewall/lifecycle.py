@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.firewall import alias, usage
-from salt_proxmox.guest.context import PveContext
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import row_key
+from salt_proxmox.ownership.rows import row_key
+from salt_proxmox.run.context import PveContext
 from salt_proxmox.simple import lifecycle as simple
 from salt_proxmox.simple.spec import Declared
 

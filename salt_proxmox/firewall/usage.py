@@ -42,8 +42,8 @@ from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.listing import rows_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 CLUSTER = "cluster/firewall"
 #: The rule fields that can name an alias (``$rule_format``'s address fields).

@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest.context import PveContext
 from salt_proxmox.pve.client import Credential
 from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.run.context import PveContext
 
 INDEX = "cluster/resources"
 NEXTID = "cluster/nextid"
-#: Where the run's checked index is kept (``ReadAhead.memo``), with the listing it was built from.
+#: Where the run's checked index is kept (``run.memo.RunMemo``), with the listing it was built from.
 _MEMO = "guest-index"
 
 
@@ -101,10 +101,10 @@ def hinted_guest(ctx: PveContext, vmid: int, credential: Credential) -> dict | N
 
     Raises as ``indexed_guest`` (and then keeps nothing, so the next state reads it again)."""
     rows = ctx.reads.shared(ctx.client, INDEX, credential, params={"type": "vm"})
-    kept = ctx.reads.memo.get(_MEMO)
+    kept = ctx.memo.get(_MEMO)
     if not (isinstance(kept, tuple) and kept[0] is rows):
         kept = (rows, _by_vmid(rows))
-        ctx.reads.memo[_MEMO] = kept
+        ctx.memo[_MEMO] = kept
     return kept[1].get(vmid)
 
 

@@ -69,8 +69,8 @@ from salt_proxmox.pve.constraints import Endpoint
 from salt_proxmox.pve.facts import TagStyle
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 
 class Declaration(Protocol):

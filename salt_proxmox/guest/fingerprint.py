@@ -29,8 +29,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-#: The row field that holds a fingerprint.
-FIELD = "fingerprint"
+from salt_proxmox.ownership.rows import FINGERPRINT
+
+#: The row field that holds a fingerprint (its shape is a row rule: ``ownership``).
+FIELD = FINGERPRINT
 
 
 @dataclass(frozen=True)
@@ -102,15 +104,6 @@ def differences(recorded: Mapping[str, str], live: Mapping[str, str]) -> list[st
         else:
             out.append(f"{key} is {now}, recorded {was}")
     return out
-
-
-def problem(value: object) -> str | None:
-    """None when ``value`` reads as a stored fingerprint (a mapping of text to text), else why."""
-    if not isinstance(value, Mapping):
-        return "its fingerprint is not a mapping"
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        return "its fingerprint does not map keys to text"
-    return None
 
 
 def _natural(key: str) -> tuple[str, int]:

@@ -66,8 +66,8 @@ from salt_proxmox.simple.spec import planned
 from salt_proxmox.wire.propstring import flag, pairs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.guest.family import Declaration, Family
+    from salt_proxmox.run.context import PveContext
 
 NIC = re.compile(r"net\d+", re.ASCII)
 #: The zone pve-guest-common ``check_vnet_access`` names for a bridge that is no vnet.
@@ -167,7 +167,7 @@ def _vnet_state(ctx: PveContext, name: str, row: Mapping | None, made: Mapping |
     from salt_proxmox.network.apply import removed  # the applies import the simple lifecycle
     from salt_proxmox.sdn.apply import SDN_COVERED
 
-    covered = bool(ctx.reads.memo.get(SDN_COVERED.format(target=ctx.target.name)))
+    covered = bool(ctx.memo.get(SDN_COVERED.format(target=ctx.target.name)))
     running: dict | None = None
     after: dict | None = None
     if row is not None:
@@ -227,7 +227,7 @@ def bridge_state(ctx: PveContext, node: str, name: str) -> Bridge:
     if name in vnets or made_vnet is not None:
         return _vnet_state(ctx, name, vnets.get(name), made_vnet)
     rows, diff = _node_listing(ctx, node)
-    covered = bool(ctx.reads.memo.get(network_apply.COVERED.format(target=ctx.target.name, node=node)))
+    covered = bool(ctx.memo.get(network_apply.COVERED.format(target=ctx.target.name, node=node)))
     made = planned(ctx, "network_interface").get(f"{node}/{name}")
     gone = name in network_apply.removed(ctx, f"node {node}")
     staged_new = name in network_apply.staged_additions(diff)

@@ -17,7 +17,7 @@ and never a silent hard stop: only ``force_stop: true`` sends ``forceStop=1``. A
 with ``status: running`` is started by its own ``POST …/status/start`` task after the create,
 not by ``start=1`` on the create: pve-container ``create_vm`` runs ``vm_start`` inside the create's
 own worker, so a failed start would fail the create task after the guest was made (and a failed
-create is one PVE cleaned up: ``guest.lifecycle._create``), and a VM clone (qemu-server
+create is one PVE cleaned up: ``guest.apply.create_guest``), and a VM clone (qemu-server
 ``clone_vm``) has no ``start`` at all.
 """
 
@@ -37,8 +37,8 @@ from salt_proxmox.pve.constraints import vmid_number
 from salt_proxmox.wire.propstring import pairs, pve_boolean
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.guest.family import Family
+    from salt_proxmox.run.context import PveContext
 
 #: The power states a state may declare (``GET …/status/current`` ``status``).
 STATUSES = ("running", "stopped")
@@ -422,7 +422,7 @@ def power_call(
     status, changed, upid}`` (``upid`` None when the guest already was where ``call`` leaves it,
     nothing sent; a reboot is sent to a running guest only).
 
-    It obeys ownership as ``proxmox.lxc_resize`` does (``guest.lifecycle.owned_guest``): a guest
+    It obeys ownership as ``proxmox.lxc_resize`` does (``guest.adhoc.owned_guest``): a guest
     this minion did not create or adopt, or one that does not carry its row's fingerprint, is
     refused unless ``adopt`` is True (the call is then made without taking the guest over).
     ``stop`` is PVE's hard stop (``POST …/status/stop``), made only because it is asked for;
@@ -435,7 +435,7 @@ def power_call(
     Raises DeclarationError (vmid, node, timeout, adopt, force_stop malformed), Refused, PveError,
     TaskFailed, Uncertain.
     """
-    from salt_proxmox.guest.lifecycle import owned_guest
+    from salt_proxmox.guest.adhoc import owned_guest
 
     needs, leaves, segment, done = CALLS[call]
     force_stop, force_problem = pve_boolean("force_stop", force_stop)

@@ -24,8 +24,8 @@ from salt_proxmox.pve.permissions import held_privileges
 from salt_proxmox.wire.propstring import flag
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.guest.family import Family
+    from salt_proxmox.run.context import PveContext
 
 
 def protected(live: Mapping[str, object]) -> bool:

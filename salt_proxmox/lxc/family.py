@@ -33,8 +33,8 @@ from salt_proxmox.wire.propstring import pairs
 from salt_proxmox.wire.volumes import parse_volume, size_option
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.guest.verdict import Change
+    from salt_proxmox.run.context import PveContext
 
 
 def _mac(value: str) -> str | None:

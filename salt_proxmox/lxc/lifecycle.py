@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from salt_proxmox.guest import lifecycle as shared
-from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.lifecycle import indexed_guest
 from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.lowstate import Chunk
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.outcome import Outcome
+from salt_proxmox.run.context import PveContext
+from salt_proxmox.run.lowstate import Chunk
 
 __all__ = ["PveContext", "indexed_guest"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.lxc import schema
-from salt_proxmox.ownership import removal_problem
+from salt_proxmox.ownership.rows import removal_problem
 from salt_proxmox.pve.constraints import MAX_POST, NODE, NODE_MAX, options_problem, post_problem, vmid_number
 from salt_proxmox.simple.pool import check_poolid
 from salt_proxmox.wire.propstring import flag, pairs, text_problem, wire

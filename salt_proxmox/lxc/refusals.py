@@ -26,8 +26,8 @@ from salt_proxmox.guest.refusals import protected, provision_privilege_check
 from salt_proxmox.pve.permissions import held_privileges
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 
 def protected_volume_refusals(vmid: int, live: Mapping[str, object], keys: list[str]) -> list[str]:

@@ -137,7 +137,7 @@ def present(ctx, spec, test: bool, state_id: str, **declared) -> Outcome:
     )
     if scope is not None and test and outcome.result is None:
         key = PLANNED.format(target=ctx.target.name, scope=scope(declared))
-        ctx.reads.memo.setdefault(key, []).append(state_id)
+        ctx.memo.setdefault(key, []).append(state_id)
     return outcome
 
 
@@ -153,8 +153,8 @@ def absent(ctx, spec, test: bool, state_id: str, removal: object = "retain", **n
         return outcome
     key = scope(names)
     if test:
-        ctx.reads.memo.setdefault(PLANNED.format(target=ctx.target.name, scope=key), []).append(state_id)
-    removed = ctx.reads.memo.setdefault(REMOVED.format(target=ctx.target.name, scope=key), set())
+        ctx.memo.setdefault(PLANNED.format(target=ctx.target.name, scope=key), []).append(state_id)
+    removed = ctx.memo.setdefault(REMOVED.format(target=ctx.target.name, scope=key), set())
     removed.add(removed_name(spec.family, names))
     return outcome
 
@@ -180,7 +180,7 @@ def removed_name(family: str, names: Mapping[str, object]) -> str:
 
 def removed(ctx, scope: str) -> set[str]:
     """What ``removal: destroy`` states of this run deleted (or would) in ``scope``."""
-    return set(ctx.reads.memo.get(REMOVED.format(target=ctx.target.name, scope=scope)) or ())
+    return set(ctx.memo.get(REMOVED.format(target=ctx.target.name, scope=scope)) or ())
 
 
 def last_reload(ctx, node: str) -> Mapping | None:
@@ -248,13 +248,13 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
     after an apply."""
     outcome = Outcome()
     marker = FAILED.format(target=ctx.target.name)
-    earlier = ctx.reads.memo.get(marker)
+    earlier = ctx.memo.get(marker)
     if earlier and not test:
         return outcome.fail(
             f"{step.subject}: not applied, because {earlier} earlier in this run. Nothing was written: "
             "understand and fix that first, then run the state again."
         )
-    planned = ctx.reads.memo.get(PLANNED.format(target=ctx.target.name, scope=step.scope)) or []
+    planned = ctx.memo.get(PLANNED.format(target=ctx.target.name, scope=step.scope)) or []
     try:
         pending = step.pending()
         refusals, notes = step.check(pending, test, bool(pending or (test and planned)))
@@ -280,7 +280,7 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
         return outcome
     failure = _apply(ctx, step)
     if failure:
-        ctx.reads.memo[marker] = f"the apply of {step.subject} failed"
+        ctx.memo[marker] = f"the apply of {step.subject} failed"
         return outcome.fail(
             f"{step.subject}: {failure}", "Later network and SDN applies of this run are not run."
         )
@@ -429,5 +429,5 @@ def applied(ctx, test: bool, state_id: str, node: object = None, **extra: object
         return Outcome().refuse(DeclarationError(f"node: {node!r} is not a node name"))
     outcome = run(ctx, test, node_step(ctx, node))
     if outcome.result is not False:
-        ctx.reads.memo[COVERED.format(target=ctx.target.name, node=node)] = True
+        ctx.memo[COVERED.format(target=ctx.target.name, node=node)] = True
     return outcome

@@ -65,8 +65,8 @@ from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, fo
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 FAMILY = "network_interface"
 #: ``pve_verify_iface``.

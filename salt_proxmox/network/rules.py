@@ -47,7 +47,7 @@ from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.spec import Declared, planned
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.run.context import PveContext
 
 FAMILY = "network_interface"
 #: The keys naming another interface's ports (``$check_duplicate_ports``), in PVE's order.

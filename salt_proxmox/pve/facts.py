@@ -52,7 +52,7 @@ from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.wire.propstring import flag, pairs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.run.context import PveContext
 
 SUPPORTED = (8, 9)
 
@@ -219,17 +219,17 @@ def parse_tag_style(data: object) -> TagStyle:
 
 def _read_once(ctx: PveContext, path: str, parse: Callable[[object], object]) -> object:
     """``parse`` of ``GET path`` read with the ``read`` credential, kept in the run's reads
-    (``ctx.reads.memo``, dropped when another run begins) for the rest of the run. A ValueError
+    (``ctx.memo``, dropped when another run begins) for the rest of the run. A ValueError
     from ``parse`` becomes PveMalformed naming the path."""
     key = f"salt_proxmox.facts/{ctx.target.name}/{path}"
-    if key in ctx.reads.memo:
-        return ctx.reads.memo[key]
+    if key in ctx.memo:
+        return ctx.memo[key]
     data = ctx.client.request("GET", path, ctx.broker.read())
     try:
         found = parse(data)
     except ValueError as why:
         raise PveMalformed("GET", path, str(why)) from None
-    ctx.reads.memo[key] = found
+    ctx.memo[key] = found
     return found
 
 
@@ -301,15 +301,15 @@ def volume_presence(ctx: PveContext, node: str, volid: str) -> Presence:
     it: ``GET /nodes/{node}/storage/{storage}/content/{volid}`` (pve-storage
     ``src/PVE/API2/Storage/Content.pm`` ``info``; ``check_volume_access`` lets an ISO be read with
     ``Datastore.Audit`` or ``Datastore.AllocateSpace`` on ``/storage/{storage}``), read with the
-    ``read`` credential once per volume and run (``ctx.reads.memo``).
+    ``read`` credential once per volume and run (``ctx.memo``).
 
     Raises PveError (another answer than present, missing or 403: that state's error, never
     kept), PveUnreachable, CredentialError.
     """
     storage = volid.partition(":")[0]
     key = f"salt_proxmox.volumes/{ctx.target.name}/{node}/{volid}"
-    if key in ctx.reads.memo:
-        return ctx.reads.memo[key]  # type: ignore[return-value]
+    if key in ctx.memo:
+        return ctx.memo[key]  # type: ignore[return-value]
     path = api_path("nodes", node, "storage", storage, "content", volid)
     try:
         ctx.client.request("GET", path, ctx.broker.read())
@@ -321,7 +321,7 @@ def volume_presence(ctx: PveContext, node: str, volid: str) -> Presence:
             found = Presence("missing", exc.message)
         else:
             raise
-    ctx.reads.memo[key] = found
+    ctx.memo[key] = found
     return found
 
 
@@ -345,12 +345,12 @@ def package_version(ctx: PveContext, node: str, package: str) -> Installed:
     """The version of ``package`` installed on ``node``: ``GET /nodes/{node}/apt/versions``
     (pve-manager ``PVE/API2/APT.pm`` ``versions``: a row per important package, ``Package`` and the
     installed ``OldVersion``; Sys.Audit on ``/nodes/{node}``), read with the ``read`` credential once
-    per node and run (``ctx.reads.memo``). A 403 is kept as not known, with PVE's words.
+    per node and run (``ctx.memo``). A 403 is kept as not known, with PVE's words.
 
     Raises PveError other than 403, PveMalformed (not a list of objects), PveUnreachable,
     CredentialError."""
     key = f"salt_proxmox.packages/{ctx.target.name}/{node}"
-    rows = ctx.reads.memo.get(key)
+    rows = ctx.memo.get(key)
     if rows is None:
         path = f"{api_path('nodes', node)}/apt/versions"
         try:
@@ -363,7 +363,7 @@ def package_version(ctx: PveContext, node: str, package: str) -> Installed:
             if not all(isinstance(row, Mapping) for row in data):
                 raise PveMalformed("GET", path, "expected a list of packages")
             data = {str(row.get("Package")): str(row.get("OldVersion") or "") for row in data}
-        ctx.reads.memo[key] = rows = data
+        ctx.memo[key] = rows = data
     if isinstance(rows, str):
         return Installed(said=rows)
     version = rows.get(package)  # type: ignore[union-attr]

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from salt_proxmox.pve.errors import PveMalformed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 
 def held_privileges(

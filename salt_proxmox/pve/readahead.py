@@ -46,10 +46,6 @@ class ReadAhead:
         self.listings: dict[str, _Answer] = {}
         self.run: object = None
         self.started: set[str] = set()
-        #: What this run learned once for all its states (the cluster's release and tag style, the
-        #: network writes a plan would stage, a failed network apply), dropped with the run like
-        #: the answers: a minion that keeps ``__context__`` never carries it into the next run.
-        self.memo: dict[str, object] = {}
 
     def begin(self, run: object) -> None:
         """Serve run ``run`` (its key; None for a call outside a state run, which shares nothing):
@@ -58,7 +54,6 @@ class ReadAhead:
             self.answers.clear()
             self.listings.clear()
             self.started.clear()
-            self.memo.clear()
             self.run = run
 
     def first(self, what: str) -> bool:

@@ -54,7 +54,7 @@ from salt_proxmox.wire.propstring import pairs
 from salt_proxmox.wire.volumes import size_option
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.run.context import PveContext
 
 
 def _mac(value: str) -> str | None:

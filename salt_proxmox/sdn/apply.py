@@ -151,7 +151,7 @@ def uncovered_nodes(ctx, test: bool, nodes: list[str]) -> list[str]:
     refusals = []
     for node in nodes:
         staged = network_apply.node_pending(ctx, node)
-        memo, target = ctx.reads.memo, ctx.target.name
+        memo, target = ctx.memo, ctx.target.name
         planned = memo.get(network_apply.PLANNED.format(target=target, scope=f"node {node}"))
         covered = test and memo.get(network_apply.COVERED.format(target=target, node=node))
         if (staged or (test and planned)) and not covered:
@@ -293,5 +293,5 @@ def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
         )
     outcome = lock.settled_first(ctx, test, lambda: run(ctx, test, step(ctx, state_id)))
     if outcome.result is not False:
-        ctx.reads.memo[SDN_COVERED.format(target=ctx.target.name)] = True
+        ctx.memo[SDN_COVERED.format(target=ctx.target.name)] = True
     return outcome

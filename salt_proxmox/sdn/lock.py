@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import CREATING, row_key
+from salt_proxmox.ownership.rows import CREATING, row_key
 from salt_proxmox.pve.errors import PveError
 
 PATH = "cluster/sdn/lock"

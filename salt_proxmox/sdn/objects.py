@@ -59,8 +59,8 @@ from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, fo
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 #: ``pve-sdn-zone-id`` and ``pve-sdn-vnet-id``.
 SDN_ID = re.compile(r"^[a-zA-Z][a-zA-Z0-9]*[a-zA-Z0-9]$", re.ASCII)

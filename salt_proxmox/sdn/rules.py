@@ -43,7 +43,7 @@ from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.spec import Declared, planned
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.run.context import PveContext
 
 ZONES = "cluster/sdn/zones"
 VNETS = "cluster/sdn/vnets"

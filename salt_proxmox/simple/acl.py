@@ -34,8 +34,8 @@ from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, same_values, wi
 from salt_proxmox.wire.propstring import flag
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 FAMILY = "acl"
 KINDS = ("user", "group", "token")
@@ -216,7 +216,7 @@ def known_names(ctx: PveContext) -> dict[str, set[str] | None]:
     /access/users?full=1`` (users and their tokens) and ``GET /access/groups``; else those are None
     (unknown: nothing is refused for them). Raises PveError, PveMalformed, PveUnreachable."""
     key = f"salt_proxmox.access/{ctx.target.name}"
-    known = ctx.reads.memo.get(key)
+    known = ctx.memo.get(key)
     if isinstance(known, dict):
         return known
     roles = {str(row.get("roleid")) for row in _listing(ctx, "access/roles")}
@@ -232,7 +232,7 @@ def known_names(ctx: PveContext) -> dict[str, set[str] | None]:
         }
         groups = {str(row.get("groupid")) for row in _listing(ctx, "access/groups")}
     known = {"roles": roles, "users": users, "tokens": tokens, "groups": groups}
-    ctx.reads.memo[key] = known
+    ctx.memo[key] = known
     return known
 
 

@@ -28,12 +28,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
-from salt_proxmox.guest.context import PveContext
-from salt_proxmox.lowstate import Chunk
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership import absent_note, claim, removal_problem, row_key
+from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
+from salt_proxmox.run.context import PveContext
+from salt_proxmox.run.lowstate import Chunk
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect, remember
 
 

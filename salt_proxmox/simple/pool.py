@@ -51,7 +51,7 @@ from salt_proxmox.simple.spec import (
 from salt_proxmox.wire.propstring import text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.run.context import PveContext
 
 FAMILY = "pool"
 #: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.

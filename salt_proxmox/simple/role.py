@@ -38,7 +38,7 @@ from salt_proxmox.simple.spec import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
+    from salt_proxmox.run.context import PveContext
 
 FAMILY = "role"
 #: ``verify_rolename``.

@@ -60,8 +60,8 @@ from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import rows_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.context import PveContext
     from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ def exact_message(status: int, wording: str) -> Callable[[PveError, Declared], b
 
 
 def _expected(ctx: PveContext) -> set[str]:
-    return ctx.reads.memo.setdefault(f"salt_proxmox.planned/{ctx.target.name}", set())
+    return ctx.memo.setdefault(f"salt_proxmox.planned/{ctx.target.name}", set())
 
 
 def expect(ctx: PveContext, family: str, identity: str) -> None:
@@ -268,7 +268,7 @@ def will_exist(ctx: PveContext, family: str, identity: str) -> bool:
 
 
 def _planned_values(ctx: PveContext) -> dict[str, Mapping[str, object]]:
-    return ctx.reads.memo.setdefault(f"salt_proxmox.planned-values/{ctx.target.name}", {})
+    return ctx.memo.setdefault(f"salt_proxmox.planned-values/{ctx.target.name}", {})
 
 
 def remember(ctx: PveContext, family: str, identity: str, values: Mapping[str, object]) -> None:

@@ -1,5 +1,5 @@
 """The ``salt_proxmox:owned`` grain: this minion's ownership rows (docs/design.md §8), read from the
-rows file ``salt_proxmox.ownership.MinionStore`` keeps beside the grains file.
+rows file ``salt_proxmox.ownership.files.MinionStore`` keeps beside the grains file.
 
 Salt runs grains modules at start-up and at every grains refresh (Salt 3008 ``salt/loader``
 ``grains``). The rows are parsed as JSON (C, about 20 ms for 1000 rows) where the grains file is
@@ -12,7 +12,8 @@ import os
 
 import salt.utils.platform
 
-from salt_proxmox.ownership import FileStore, OwnershipFileError, rows_file
+from salt_proxmox.ownership.files import FileStore
+from salt_proxmox.ownership.stores import OwnershipFileError, rows_file
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,8 @@ import hvac
 import requests
 
 from salt_proxmox.lxc.lifecycle import PveContext
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, OwnershipFileError
+from salt_proxmox.ownership.rows import CREATING, OWNED
+from salt_proxmox.ownership.stores import MemoryStore, OwnershipFileError
 from tests.integration.lxc_support import TARGET, requests_since
 from tests.support.cluster import ServedCluster
 

@@ -9,7 +9,8 @@ import pytest
 
 from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.lxc.lifecycle import absent, present, read_live
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore
+from salt_proxmox.ownership.rows import CREATING, OWNED
+from salt_proxmox.ownership.stores import MemoryStore
 from tests.faults.harness import Run, install_hooks, leaks, pve_log, with_lease_ids, write_lines
 from tests.faults.matrix import CT160, OWNED_160, ours_160
 from tests.integration.lxc_support import TARGET, bao_targets, declaration, make_context, static_targets

@@ -15,9 +15,10 @@ from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.lifecycle import absent, present
 from salt_proxmox.network.apply import applied as network_applied
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import ROWS_FILE, FileStore, MemoryStore
+from salt_proxmox.ownership.files import FileStore
+from salt_proxmox.ownership.stores import ROWS_FILE, MemoryStore
 from salt_proxmox.qemu.family import QEMU
-from salt_proxmox.runtime import refused_return
+from salt_proxmox.run.config import refused_return
 from salt_proxmox.sdn.apply import applied as sdn_applied
 from tests.faults.harness import (
     Run,

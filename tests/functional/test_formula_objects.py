@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from salt_proxmox.ownership import ROWS_FILE
+from salt_proxmox.ownership.stores import ROWS_FILE
 from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional

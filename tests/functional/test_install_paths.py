@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from salt_proxmox.ownership import ROWS_FILE, FileStore
+from salt_proxmox.ownership.files import FileStore
+from salt_proxmox.ownership.stores import ROWS_FILE
 from tests.support.saltrun import FORMULA, REPO, salt_call, salt_call_text, write_minion_config
 from tests.support.venvs import deps_venv, imports, pip_install
 from tests.support.ways import Estate, assert_no_secret, plan_apply_plan, timed
@@ -186,7 +187,7 @@ def test_modules_synced_from_file_roots_bring_the_library(tmp_path: Path, fresh_
     with timed(way, "saltutil.sync_all"):
         synced, _ = salt_call(config_dir, "saltutil.sync_all", salt_call_bin=salt_call_bin)
     assert "modules.proxmox" in synced["modules"] and "states.proxmox_lxc" in synced["states"]
-    assert "utils.salt_proxmox.ownership" in synced["utils"]
+    assert "utils.salt_proxmox.ownership.keeper" in synced["utils"]
     assert "output.proxmox_plan" in synced["output"]
     assert "grains.proxmox_owned" in synced["grains"]
     assert loaded(config_dir, salt_call_bin) == (True, True)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from saltfactories.utils import random_string
 
-from salt_proxmox.ownership import ROWS_FILE
+from salt_proxmox.ownership.stores import ROWS_FILE
 from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,

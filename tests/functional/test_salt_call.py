@@ -8,7 +8,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from salt_proxmox.ownership import ROWS_FILE
+from salt_proxmox.ownership.stores import ROWS_FILE
 from tests.support.saltrun import files_holding, pillar_secrets, salt_call, state_rows, write_minion_config
 from tests.support.ways import STARTED, expected_power, power_requests
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from saltfactories.utils import random_string, running_username
 
-from salt_proxmox.ownership import FileStore
+from salt_proxmox.ownership.files import FileStore
 from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,
@@ -164,7 +164,7 @@ def test_plan_apply_plan_over_salt_ssh(salt_ssh: Any, estate: Estate, layout: di
     # modules from file_roots; no loader error on the way.
     assert not after.data["pythonexecutable"].startswith(sys.prefix), after.data
     thin = layout["thin_dir"]
-    assert (thin / "py3" / "salt_proxmox" / "ownership.py").is_file()
+    assert (thin / "py3" / "salt_proxmox" / "ownership" / "keeper.py").is_file()
     assert (thin / "py3" / "hvac" / "__init__.py").is_file()
     log = (thin / "running_data" / "salt-call.log").read_text()
     assert "Error processing Salt Extension" not in log

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from salt_proxmox import runtime
 from salt_proxmox.lxc.lifecycle import PveContext
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.run import config as run_config
 from tests.support.cluster import TEMPLATE, ServedCluster
 
 TARGET = "lab"
@@ -52,7 +52,7 @@ def make_context(
     store: MemoryStore | None = None,
 ) -> PveContext:
     """A context as ``_modules/proxmox.py`` builds it, with a dict for ``__context__`` and a MemoryStore."""
-    ctx = runtime.context_for(
+    ctx = run_config.context_for(
         targets, TARGET, openbao, {} if cache is None else cache, store or MemoryStore()
     )
     ctx.sleep = lambda _seconds: None

@@ -11,7 +11,8 @@ import requests
 
 from salt_proxmox.firewall import alias
 from salt_proxmox.firewall.lifecycle import present
-from salt_proxmox.ownership import MemoryStore, row_key
+from salt_proxmox.ownership.rows import row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import lifecycle as simple
 from tests.integration.lxc_support import (
     TARGET,

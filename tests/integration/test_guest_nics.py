@@ -11,7 +11,7 @@ import pytest
 from salt_proxmox.guest import lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.network import apply as network_apply
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
 from tests.integration.lxc_support import declaration, make_context, requests_since, static_targets, writes
 from tests.integration.test_qemu import vm

@@ -13,7 +13,7 @@ import pytest
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest import power
 from salt_proxmox.lxc.lifecycle import present
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.registry import guests
 from tests.integration.lxc_support import (
     declaration,

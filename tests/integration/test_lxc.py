@@ -11,7 +11,8 @@ import pytest
 from salt_proxmox.errors import Refused
 from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.lifecycle import absent, operator_config, present, read_live
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, row_key
+from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
 from tests.integration.lxc_support import (
     TARGET,

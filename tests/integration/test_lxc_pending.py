@@ -9,7 +9,7 @@ it in ``[pve:pending]`` until the next start.
 from __future__ import annotations
 
 from salt_proxmox.lxc.lifecycle import absent, present
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
 from tests.integration.lxc_support import (
     declaration,
     dns1,

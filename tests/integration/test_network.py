@@ -15,7 +15,7 @@ import pytest
 
 from salt_proxmox.network import apply as network_apply
 from salt_proxmox.network import interface
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.sdn import apply as sdn_apply
 from salt_proxmox.sdn import objects

@@ -18,7 +18,9 @@ import pytest
 
 from salt_proxmox.bao import lifecycle
 from salt_proxmox.bao.policy import sha256
-from salt_proxmox.ownership import MemoryStore, Ownership, row_key
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.rows import row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from tests.support.openbao import CREDS_POLICY, CREDS_POLICY_HCL, DevOpenBao, creds_token, write_policy
 
 READ = 'path "proxmox/creds/*" {\n  capabilities = ["read"]\n}\n'

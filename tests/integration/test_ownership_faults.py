@@ -22,10 +22,12 @@ import pytest
 import requests
 from requests.adapters import HTTPAdapter
 
-from salt_proxmox import runtime
 from salt_proxmox.errors import Refused
 from salt_proxmox.lxc.lifecycle import PveContext, present, resize
-from salt_proxmox.ownership import CREATING, OWNED, ROWS_FILE, FileStore, row_key
+from salt_proxmox.ownership.files import FileStore
+from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
+from salt_proxmox.ownership.stores import ROWS_FILE
+from salt_proxmox.run import config as run_config
 from tests.integration.lxc_support import TARGET, declaration, requests_since, static_targets, writes
 from tests.support.cluster import DNS1_VMID, ServedCluster
 
@@ -33,15 +35,15 @@ ROW = row_key(TARGET, "lxc", 150)
 
 
 def grain_context(served: ServedCluster, grains_dir, session: requests.Session | None = None) -> PveContext:
-    """A context as ``_modules/proxmox.py`` builds it: the store from ``runtime.salt_store`` over a
+    """A context as ``_modules/proxmox.py`` builds it: the store from ``run_config.salt_store`` over a
     minion config in ``grains_dir`` (so the rows live in ``grains_dir/salt_proxmox_owned.json``)."""
     (grains_dir / "minion").write_text("id: test\n")
     opts = {"conf_file": str(grains_dir / "minion"), "local": True}
     cache: dict = {}
     if session is not None:
         cache[f"salt_proxmox.session/{TARGET}"] = session
-    store = runtime.salt_store({"config.get": lambda key, default=None: default}, opts, cache, {})
-    ctx = runtime.context_for(static_targets(served), TARGET, None, cache, store)
+    store = run_config.salt_store({"config.get": lambda key, default=None: default}, opts, cache, {})
+    ctx = run_config.context_for(static_targets(served), TARGET, None, cache, store)
     ctx.sleep = lambda _seconds: None
     return ctx
 
@@ -309,7 +311,7 @@ def test_a_state_run_and_an_adhoc_create_of_one_container_at_once_leave_the_winn
     refused its POST, and it put back its stale "no row": the container was left unowned.)"""
     import threading
 
-    from salt_proxmox.ownership import Ownership
+    from salt_proxmox.ownership.keeper import Ownership
 
     real = Ownership.mark_creating
     adhoc_decided, run_done = threading.Event(), threading.Event()

@@ -15,7 +15,8 @@ import pytest
 from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.lifecycle import absent as lxc_absent
 from salt_proxmox.lxc.lifecycle import present as lxc_present
-from salt_proxmox.ownership import OWNED, MemoryStore, row_key
+from salt_proxmox.ownership.rows import OWNED, row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple.lifecycle import absent, present
 from tests.integration.lxc_support import (

@@ -13,7 +13,8 @@ from urllib.parse import parse_qs
 import pytest
 
 from salt_proxmox.guest import lifecycle
-from salt_proxmox.ownership import OWNED, MemoryStore, row_key
+from salt_proxmox.ownership.rows import OWNED, row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.qemu.props import parse_net
 from tests.integration.lxc_support import (

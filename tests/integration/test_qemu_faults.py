@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from salt_proxmox.guest import lifecycle
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, row_key
+from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
 from tests.integration.lxc_support import TARGET, make_context, requests_since, static_targets, writes
 from tests.integration.test_qemu import vm

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from salt_proxmox import runtime
 from salt_proxmox.firewall import alias
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc import lifecycle
 from salt_proxmox.lxc.lifecycle import present
-from salt_proxmox.ownership import MemoryStore
+from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.run import config as run_config
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple import lifecycle as simple
 from tests.integration.lxc_support import (
@@ -64,8 +64,8 @@ class Run:
         if ahead:
             low = chunk(vmid, **over)
             kwargs = {"__lowstate__": self.chunks, "__low__": low, "__instance_id__": id(self)}
-            runtime.enter_run(ctx, kwargs, self.cache)
-            self.sent_ahead += runtime.read_ahead(
+            run_config.enter_run(ctx, kwargs, self.cache)
+            self.sent_ahead += run_config.read_ahead(
                 ctx, kwargs, lifecycle.STATE, TARGET, lifecycle.read_ahead, self.cache
             )
         return present(ctx, f"ct{vmid}", test, **declaration(vmid=vmid, **over))
@@ -200,8 +200,8 @@ def test_no_read_ahead_outside_a_state_run_or_without_a_credential(fresh_cluster
     be had reads nothing ahead either; each state meets that failure itself."""
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert runtime.enter_run(ctx, {}, {}) is None
-    assert runtime.read_ahead(ctx, {}, lifecycle.STATE, TARGET, lifecycle.read_ahead, {}) == 0
+    assert run_config.enter_run(ctx, {}, {}) is None
+    assert run_config.read_ahead(ctx, {}, lifecycle.STATE, TARGET, lifecycle.read_ahead, {}) == 0
     targets = static_targets(fresh_cluster)
     targets[TARGET]["credentials"] = {"source": "openbao", "path": "proxmox/creds"}
     start = len(fresh_cluster.pve.requests)

@@ -13,7 +13,8 @@ from urllib.parse import parse_qs
 
 import requests
 
-from salt_proxmox.ownership import MemoryStore, row_key
+from salt_proxmox.ownership.rows import row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple.lifecycle import absent, present
 from tests.integration.lxc_support import TARGET, make_context, requests_since, static_targets, writes

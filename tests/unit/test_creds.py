@@ -18,7 +18,9 @@ import requests
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.openbao.creds import READ_MIN_LEFT, CredentialBroker, CredentialError, parse_credentials
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, Ownership, row_key
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.client import Credential, Target
 
 READ_SECRET = "aaaaaaaa-read-secret-0000"

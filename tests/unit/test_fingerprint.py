@@ -10,7 +10,7 @@ import pytest
 from salt_proxmox.guest.fingerprint import GuestKeys, differences, fingerprint
 from salt_proxmox.lxc import guest
 from salt_proxmox.lxc.props import parse_declaration
-from salt_proxmox.ownership import OwnershipCorrupt, check_row
+from salt_proxmox.ownership.rows import OwnershipCorrupt, check_row
 
 MAC = "BC:24:11:12:34:56"
 LIVE = {

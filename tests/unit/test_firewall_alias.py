@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.firewall import alias, usage
 from salt_proxmox.firewall.lifecycle import present
-from salt_proxmox.ownership import MemoryStore, row_key
+from salt_proxmox.ownership.rows import row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.simple import lifecycle as simple
 from salt_proxmox.simple.spec import Call

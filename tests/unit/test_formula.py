@@ -664,7 +664,7 @@ def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
     from salt_proxmox.lxc import schema as lxc_schema
-    from salt_proxmox.ownership import REMOVALS
+    from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
 
     module = formula()

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from salt_proxmox import runtime
-from salt_proxmox.ownership import FileStore, GrainStore, Ownership, OwnershipFileError
+from salt_proxmox.ownership.files import FileStore, GrainStore
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.stores import OwnershipFileError
+from salt_proxmox.run import config as run_config
 
 ROW = {"phase": "owned", "instance": "i-1", "state_id": "web", "declared": {"vmid": 150, "memory": "1024"}}
 DECLARED = {"vmid": 150, "node": "pve1", "memory": "1024"}
@@ -162,8 +164,8 @@ def test_salt_store_is_made_once_per_run_and_keeps_grains_in_memory_current(tmp_
     salt = {"config.get": lambda key, default=None: default}
     context: dict = {}
     grains: dict = {"os": "Debian"}
-    store = runtime.salt_store(salt, opts, context, grains)
-    assert runtime.salt_store(salt, opts, context, grains) is store
+    store = run_config.salt_store(salt, opts, context, grains)
+    assert run_config.salt_store(salt, opts, context, grains) is store
     assert store.path == str(tmp_path / "salt_proxmox_owned.json")
     assert store.grains.path == str(tmp_path / "grains")
     Ownership(store).mark_owned("lab/lxc/150", "web", DECLARED)
@@ -173,7 +175,7 @@ def test_salt_store_is_made_once_per_run_and_keeps_grains_in_memory_current(tmp_
     assert list(grains["salt_proxmox"]["owned"]) == ["lab/lxc/152"], "each change reaches the grain"
     assert grains["os"] == "Debian"
     refreshed = []
-    remote = runtime.salt_store(
+    remote = run_config.salt_store(
         {**salt, "saltutil.refresh_modules": lambda: refreshed.append(1)}, {**opts, "local": False}, {}, {}
     )
     Ownership(remote).mark_owned("lab/lxc/151", "db", DECLARED)
@@ -183,27 +185,28 @@ def test_salt_store_is_made_once_per_run_and_keeps_grains_in_memory_current(tmp_
 
 def test_the_grains_file_is_where_salt_keeps_it(tmp_path: Path) -> None:
     (tmp_path / "minion").write_text("")
-    assert runtime.grains_file({"conf_file": str(tmp_path / "minion")}) == str(tmp_path / "grains")
-    assert runtime.grains_file({"conf_file": str(tmp_path)}) == str(tmp_path / "grains")
-    proxy = runtime.grains_file({"conf_file": str(tmp_path / "proxy"), "id": "p1"}, proxy=True)
+    assert run_config.grains_file({"conf_file": str(tmp_path / "minion")}) == str(tmp_path / "grains")
+    assert run_config.grains_file({"conf_file": str(tmp_path)}) == str(tmp_path / "grains")
+    proxy = run_config.grains_file({"conf_file": str(tmp_path / "proxy"), "id": "p1"}, proxy=True)
     assert proxy == str(tmp_path / "proxy.d" / "p1" / "grains")
 
 
 def test_the_ownership_file_when_configured(tmp_path: Path) -> None:
     salt = {"config.get": lambda key, default=None: str(tmp_path / "owned.json")}
-    assert isinstance(runtime.salt_store(salt, {"conf_file": str(tmp_path / "minion")}, {}, {}), FileStore)
+    assert isinstance(run_config.salt_store(salt, {"conf_file": str(tmp_path / "minion")}, {}, {}), FileStore)
 
 
 def test_a_run_of_n_states_checks_each_row_once_not_n_times(tmp_path: Path, monkeypatch) -> None:
     # Every state asks for the row its state id recorded; scanning every row each time made a run
     # of N states check N×N rows.
-    from salt_proxmox import ownership as module
+    from salt_proxmox.ownership import index, keeper
 
     owned = {f"lab/lxc/{1000 + n}": {**ROW, "state_id": f"ct{n}"} for n in range(50)}
     path = grains_file(tmp_path, {"salt_proxmox": {"owned": owned}})
     checked = []
-    real = module.check_row
-    monkeypatch.setattr(module, "check_row", lambda key, row: checked.append(key) or real(key, row))
+    real = keeper.check_row
+    for module in (index, keeper):  # the index and the keeper both check the rows they read
+        monkeypatch.setattr(module, "check_row", lambda key, row: checked.append(key) or real(key, row))
     store = GrainStore(path)
     for n in range(50):
         # Each state builds its own Ownership over the run's store.
@@ -216,7 +219,7 @@ def test_a_run_of_n_states_checks_each_row_once_not_n_times(tmp_path: Path, monk
 
 
 def test_a_malformed_row_of_the_family_is_still_an_error_for_every_state_of_it(tmp_path: Path) -> None:
-    from salt_proxmox.ownership import OwnershipCorrupt
+    from salt_proxmox.ownership.rows import OwnershipCorrupt
 
     owned = {
         "lab/lxc/150": ROW,

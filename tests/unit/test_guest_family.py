@@ -16,7 +16,8 @@ from salt_proxmox.guest import lifecycle
 from salt_proxmox.guest.family import CreatePlan, CreateStep
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc.family import LXC
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore
+from salt_proxmox.ownership.rows import CREATING, OWNED
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
 from tests.unit.test_lifecycle_units import (
     DECLARED,

@@ -52,7 +52,7 @@ def test_a_bridge_only_staged_is_not_there_until_this_runs_node_apply():
     ctx = context(stub)
     assert nics.bridge_state(ctx, "pve1", "vmbr1").state == "staged"
     assert nics.bridge_state(ctx, "pve1", "vmbr0").state == "live"
-    ctx.reads.memo[COVERED.format(target="homelab", node="pve1")] = True
+    ctx.memo[COVERED.format(target="homelab", node="pve1")] = True
     made = nics.bridge_state(ctx, "pve1", "vmbr1")
     assert (made.state, made.by) == ("made", "this run's network apply of node pve1")
     # One listing read (shared), one vnet listing read.
@@ -66,7 +66,7 @@ def test_a_vnet_not_applied_is_pending_until_this_runs_sdn_apply():
     ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [row]))
     pending = nics.bridge_state(ctx, "pve1", "labnet")
     assert (pending.state, pending.vnet, pending.zone) == ("pending", True, "lab")
-    ctx.reads.memo[SDN_COVERED.format(target="homelab")] = True
+    ctx.memo[SDN_COVERED.format(target="homelab")] = True
     made = nics.bridge_state(ctx, "pve1", "labnet")
     assert (made.state, made.vlan_aware) == ("made", True)
 

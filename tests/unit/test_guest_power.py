@@ -14,7 +14,8 @@ import pytest
 
 from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.guest import power
-from salt_proxmox.ownership import OWNED, MemoryStore
+from salt_proxmox.ownership.rows import OWNED
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.registry import guests
 from tests.unit.test_lifecycle_units import (
     CONFIG,

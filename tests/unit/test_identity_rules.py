@@ -13,7 +13,9 @@ import pytest
 
 from salt_proxmox.guest.identity import CLOCK_SKEW, creation_tie, generated_keys
 from salt_proxmox.lxc.family import LXC
-from salt_proxmox.ownership import CREATING, MemoryStore, Ownership, RowConflict
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.rows import CREATING, RowConflict
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
 
 TOKEN = "salt-provision@pve!apply"

@@ -23,7 +23,9 @@ from salt_proxmox.lxc.guest import live_fingerprint
 from salt_proxmox.lxc.lifecycle import PveContext, absent, present, read_live
 from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.openbao.creds import CredentialBroker
-from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, Ownership
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.rows import CREATING, OWNED
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.client import Credential, Target, api_path
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable, classify
 

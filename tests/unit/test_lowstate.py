@@ -9,9 +9,9 @@ import pytest
 
 from salt_proxmox.bao import lifecycle as bao
 from salt_proxmox.firewall import alias
-from salt_proxmox.lowstate import Chunk, Run, twins_refusal
 from salt_proxmox.lxc import lifecycle as lxc
-from salt_proxmox.runtime import default_target
+from salt_proxmox.run.config import default_target
+from salt_proxmox.run.lowstate import Chunk, Run, twins_refusal
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple.lifecycle import chunk_keys
 

@@ -273,7 +273,7 @@ def test_pending_config_states():
 def test_one_object_one_declaration_within_a_module_of_several_families():
     """proxmox_sdn holds zones, vnets and subnets: a vnet named like a zone is another object, while
     two declarations of one interface (same node and iface) are twins; the states hand the run over."""
-    from salt_proxmox.lowstate import Chunk
+    from salt_proxmox.run.lowstate import Chunk
     from tests.unit.test_object_states import Recorder, load
 
     module = load("_modules", "proxmox", {}, True)

@@ -137,7 +137,7 @@ def test_states_pass_the_whole_run_through(state, fun, args, kwargs, which):
 def test_every_state_enters_its_run_the_applies_too(tmp_path, monkeypatch, state, fun, args, library):
     """A minion may keep ``__context__`` from one run to the next: what a run learned (a failed node
     apply stops the later ones, planned stagings) is kept with the run's key and dropped when another
-    run begins (``ReadAhead.begin``). An apply that never began its run read the last run's memo."""
+    run begins (``RunMemo.begin``). An apply that never began its run read the last run's memo."""
     import importlib
 
     from salt_proxmox.outcome import Outcome
@@ -145,7 +145,7 @@ def test_every_state_enters_its_run_the_applies_too(tmp_path, monkeypatch, state
     seen: list[tuple[object, dict]] = []
 
     def applied(ctx, test, state_id, **_):
-        seen.append((ctx.reads.run, dict(ctx.reads.memo)))
+        seen.append((ctx.memo.run, dict(ctx.memo)))
         return Outcome()
 
     monkeypatch.setattr(importlib.import_module(library), "applied", applied)
@@ -167,8 +167,8 @@ def test_every_state_enters_its_run_the_applies_too(tmp_path, monkeypatch, state
         module.__instance_id__ = run
         ret = getattr(module, fun)(*args)
         assert ret["result"] is True, ret
-        reads = proxmox.__context__["salt_proxmox.reads/lab"]
-        reads.memo["salt_proxmox.apply_failed/lab"] = f"the apply of {run} failed"
+        memo = proxmox.__context__["salt_proxmox.memo/lab"]
+        memo["salt_proxmox.apply_failed/lab"] = f"the apply of {run} failed"
     assert seen == [("first run", {}), ("second run", {})], "each apply served its own run, from scratch"
 
 

@@ -26,7 +26,9 @@ from salt_proxmox.bao.policy import (
     unified_diff,
 )
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.ownership import CREATING, MemoryStore, Ownership, row_key
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.rows import CREATING, row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from tests.unit.simple_stubs import StubBao
 
 READ = 'path "proxmox/creds/*" {\n  capabilities = ["read"]\n}'

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from salt_proxmox.ownership import FileStore, Ownership, OwnershipFileError
+from salt_proxmox.ownership.files import FileStore
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.stores import OwnershipFileError
 
 ROW = {"phase": "owned", "instance": "i-1", "state_id": "web", "declared": {"vmid": 150, "memory": "1024"}}
 

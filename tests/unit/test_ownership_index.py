@@ -10,8 +10,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from salt_proxmox import ownership
-from salt_proxmox.ownership import GrainStore, Ownership
+from salt_proxmox.ownership import files, index, keeper, stores
+from salt_proxmox.ownership.files import GrainStore
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.rows import OwnershipCorrupt
 
 
 def _grains(tmp_path: Path, count: int) -> Path:
@@ -29,13 +31,13 @@ def test_a_run_of_states_indexes_the_rows_once(tmp_path: Path, monkeypatch) -> N
     (100 rows checked), not once per state (10 000); a write is seen by the next state."""
     store = GrainStore(_grains(tmp_path, 100))
     built = []
-    original = ownership._state_index
+    original = index.state_index
 
     def counting(rows):
         built.append(len(rows))
         return original(rows)
 
-    monkeypatch.setattr(ownership, "_state_index", counting)
+    monkeypatch.setattr(keeper, "state_index", counting)
     for i in range(100):
         key, row = Ownership(store).for_state("lab", "lxc", f"ct{i}")
         assert key == f"lab/lxc/{1000 + i}" and row["state_id"] == f"ct{i}"
@@ -68,24 +70,25 @@ def test_every_store_serves_the_index(tmp_path: Path) -> None:
         "lab/pool/prod": {"phase": "owned", "instance": "b", "state_id": "web", "declared": {}},
         "lab/role/R": {"phase": "bogus", "state_id": "r"},
     }
-    disk = ownership.FileStore(tmp_path / "owned.json")
+    disk = files.FileStore(tmp_path / "owned.json")
     disk.save(rows)
-    for store in (ownership.MemoryStore(rows), disk):
+    for store in (stores.MemoryStore(rows), disk):
         found = Ownership(store).for_state("lab", "pool", "web")
         assert found is not None and found[0] == "lab/pool/prod"
-        with pytest.raises(ownership.OwnershipCorrupt):
+        with pytest.raises(OwnershipCorrupt):
             Ownership(store).for_state("lab", "role", "r")
 
 
 def test_a_run_of_creates_carries_the_index_over_each_row_it_writes(tmp_path: Path, monkeypatch) -> None:
     """N creates (a creating row, then the owned row, each looked up by state id first): the index
     is carried over each appended row, not rebuilt over every row twice per create (N² checks)."""
-    from salt_proxmox.ownership import FileStore
+    from salt_proxmox.ownership.files import FileStore
 
     store = FileStore(tmp_path / "owned.json")
     checked = []
-    real = ownership.check_row
-    monkeypatch.setattr(ownership, "check_row", lambda key, row: checked.append(key) or real(key, row))
+    real = keeper.check_row
+    for module in (index, keeper):  # the index and the keeper both check the rows they read
+        monkeypatch.setattr(module, "check_row", lambda key, row: checked.append(key) or real(key, row))
     for i in range(60):
         state = Ownership(store)
         assert state.for_state("lab", "lxc", f"ct{i}") is None
@@ -108,7 +111,7 @@ def test_a_run_of_creates_carries_the_index_over_each_row_it_writes(tmp_path: Pa
 )
 def test_the_carried_index_is_the_index_built_afresh(tmp_path: Path, changes) -> None:
     # None drops the row; "bad" writes a malformed one (its family's index then refuses every lookup).
-    from salt_proxmox.ownership import FileStore
+    from salt_proxmox.ownership.files import FileStore
 
     path = tmp_path / f"owned-{len(list(tmp_path.iterdir()))}.json"
     store = FileStore(path)
@@ -133,5 +136,5 @@ def _lookup(store, family: str, state_id: str) -> object:
     """``for_state``'s answer, or the text of the OwnershipCorrupt it raises."""
     try:
         return Ownership(store).for_state("lab", family, state_id)
-    except ownership.OwnershipCorrupt as exc:
+    except OwnershipCorrupt as exc:
         return str(exc)

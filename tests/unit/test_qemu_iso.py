@@ -92,12 +92,12 @@ def test_another_error_is_the_states_error_and_is_not_kept() -> None:
 
 def test_a_present_iso_is_read_once_per_run_and_passes() -> None:
     ctx = pve_context(answering(None))
-    ctx.reads.begin("run-1")
+    ctx.begin("run-1")
     value = {"ide2": f"{ISO},media=cdrom", "ide3": f"{ISO},media=cdrom"}
     for _ in range(3):
         assert iso_checks(ctx, decl(**value), value) == ([], [])
     assert len(ctx.client.sent) == 1
-    ctx.reads.begin("run-2")
+    ctx.begin("run-2")
     assert volume_presence(ctx, "pve1", ISO).state == "present"
     assert len(ctx.client.sent) == 2
 

@@ -178,7 +178,8 @@ def test_another_run_is_never_served_what_an_earlier_run_read():
 def test_a_run_is_parsed_once_for_all_its_states():
     """``run_of`` keeps the parsed chunks of the latest run in the run's cache: N states parse N
     chunks once, not N² (a 1000-state run would otherwise parse a million chunks)."""
-    from salt_proxmox import lowstate, runtime
+    from salt_proxmox.run import config as run_config
+    from salt_proxmox.run import lowstate
 
     chunks = [
         {
@@ -202,26 +203,10 @@ def test_a_run_is_parsed_once_for_all_its_states():
     lowstate.Chunk.of = counting
     try:
         for low in chunks:
-            run = runtime.run_of({"__lowstate__": chunks, "__low__": low, "__instance_id__": "A"}, cache)
+            run = run_config.run_of({"__lowstate__": chunks, "__low__": low, "__instance_id__": "A"}, cache)
             assert run.current.state_id == low["__id__"] and len(run.chunks) == 10
         assert len(parsed) == 10 + 10, "the run's chunks once, then each state's own chunk"
-        runtime.run_of({"__lowstate__": chunks[:3], "__low__": chunks[0], "__instance_id__": "B"}, cache)
-        assert len(runtime.run_of({"__lowstate__": chunks[:3], "__instance_id__": "B"}, cache).chunks) == 3
+        run_config.run_of({"__lowstate__": chunks[:3], "__low__": chunks[0], "__instance_id__": "B"}, cache)
+        assert len(run_config.run_of({"__lowstate__": chunks[:3], "__instance_id__": "B"}, cache).chunks) == 3
     finally:
         lowstate.Chunk.of = original
-
-
-def test_what_a_run_learned_once_is_dropped_when_another_run_begins():
-    """The release, tag style, access names and network markers a run keeps in ``memo`` hold for
-    every state of that run and never reach the next: a minion that keeps ``__context__`` between
-    jobs (``multiprocessing: False``) must read a PVE upgrade, or forget a failed apply, next run."""
-    reads = ReadAhead()
-    reads.begin("run-1")
-    reads.memo["salt_proxmox.facts/lab/version"] = "8.4"
-    reads.begin("run-1")
-    assert reads.memo == {"salt_proxmox.facts/lab/version": "8.4"}, "kept within its run"
-    reads.begin("run-2")
-    assert reads.memo == {}, "dropped when another run begins"
-    reads.memo["x"] = 1
-    reads.begin(None)
-    assert reads.memo == {}, "a call outside any run shares nothing"

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from salt_proxmox.ownership import FileStore, MinionStore, Ownership, OwnershipFileError
+from salt_proxmox.ownership.files import FileStore, MinionStore
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.stores import OwnershipFileError
 
 ROW = {"phase": "owned", "instance": "i-1", "state_id": "web", "declared": {"vmid": 150, "memory": "1024"}}
 DECLARED = {"vmid": 151, "node": "pve1", "memory": "512"}

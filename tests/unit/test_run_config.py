@@ -1,10 +1,10 @@
-"""Configuration read once per state run (``runtime.salt_for_run``): Salt's ``config.get`` walks the
+"""Configuration read once per state run (``run_config.salt_for_run``): Salt's ``config.get`` walks the
 minion config, grains and pillar on every call (salt/modules/config.py ``get``), and each state asked
 it for the same three keys."""
 
 from __future__ import annotations
 
-from salt_proxmox import runtime
+from salt_proxmox.run import config as run_config
 
 
 def salt_counting(asked: list) -> dict:
@@ -27,13 +27,13 @@ def test_each_key_is_read_once_per_run_and_again_in_the_next_run() -> None:
     salt = salt_counting(asked)
     cache: dict = {}
     for _ in range(50):  # the states of one run
-        funcs = runtime.salt_for_run(salt, kwargs("run-1"), cache)
+        funcs = run_config.salt_for_run(salt, kwargs("run-1"), cache)
         assert funcs["config.get"]("proxmox:targets", {}) == {"lab": {}}
         assert funcs["config.get"]("openbao", None) is None
         assert funcs["test.ping"]() is True, "every other function is Salt's own"
     assert asked == ["proxmox:targets", "openbao"]
     # A minion may keep __context__ from one run to the next: the next run reads afresh.
-    runtime.salt_for_run(salt, kwargs("run-2"), cache)["config.get"]("proxmox:targets", {})
+    run_config.salt_for_run(salt, kwargs("run-2"), cache)["config.get"]("proxmox:targets", {})
     assert asked == ["proxmox:targets", "openbao", "proxmox:targets"]
 
 
@@ -41,4 +41,4 @@ def test_outside_a_state_run_every_call_reads_afresh() -> None:
     asked: list = []
     salt = salt_counting(asked)
     for call_kwargs in (None, {}, {"vmid": 150}):
-        assert runtime.salt_for_run(salt, call_kwargs, {}) is salt
+        assert run_config.salt_for_run(salt, call_kwargs, {}) is salt

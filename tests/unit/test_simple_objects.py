@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.ownership import CREATING, MemoryStore, row_key
+from salt_proxmox.ownership.rows import CREATING, row_key
+from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveUnreachable
 from salt_proxmox.pve.facts import Release

@@ -15,21 +15,16 @@ from collections.abc import Callable, Mapping, MutableMapping
 import requests
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-from salt_proxmox.guest.context import PveContext
-from salt_proxmox.lowstate import KeysOf, Run, twins_refusal
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.outcome import Outcome
-from salt_proxmox.ownership import (
-    FileStore,
-    GrainStore,
-    MinionStore,
-    Ownership,
-    OwnershipStore,
-    grains_file,
-    rows_file,
-)
+from salt_proxmox.ownership.files import FileStore, GrainStore, MinionStore
+from salt_proxmox.ownership.keeper import Ownership
+from salt_proxmox.ownership.stores import OwnershipStore, grains_file, rows_file
 from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
+from salt_proxmox.run.context import PveContext
+from salt_proxmox.run.lowstate import KeysOf, Run, twins_refusal
+from salt_proxmox.run.memo import RunMemo
 
 #: The ``config.get`` key naming the JSON file that holds ownership rows instead of the grain.
 OWNERSHIP_FILE = "proxmox:ownership_file"
@@ -172,10 +167,10 @@ def twins_return(
 
 
 def enter_run(ctx: PveContext, kwargs: Mapping[str, object], cache: MutableMapping) -> Run | None:
-    """The run a state's call belongs to (``run_of``), with ``ctx``'s reads ahead serving it:
-    the answers of another run, or of a call outside any run, are never served to it."""
+    """The run a state's call belongs to (``run_of``), with ``ctx``'s reads ahead and memo serving
+    it: what another run, or a call outside any run, read or learned is never served to it."""
     run = run_of(kwargs, cache)
-    ctx.reads.begin(None if run is None else run.key)
+    ctx.begin(None if run is None else run.key)
     return run
 
 
@@ -257,7 +252,14 @@ def context_for(
     if not isinstance(reads, ReadAhead):
         reads = ReadAhead()
         cache[reads_key] = reads
+    memo_key = f"salt_proxmox.memo/{chosen}"
+    memo = cache.get(memo_key)
+    if not isinstance(memo, RunMemo):
+        memo = RunMemo()
+        cache[memo_key] = memo
     broker = CredentialBroker(target, cache, openbao)
     # ``extra`` is the run's cache, so what is read once per run (pve.facts) is read once, and a
     # failed network apply stops the later ones of the run.
-    return PveContext(target=target, client=client, broker=broker, ownership=Ownership(store), reads=reads)
+    return PveContext(
+        target=target, client=client, broker=broker, ownership=Ownership(store), reads=reads, memo=memo
+    )

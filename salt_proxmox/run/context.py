@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from salt_proxmox.openbao.creds import CredentialBroker
-from salt_proxmox.ownership import Ownership
+from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.pve.client import PveClient, Target
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.pve.tasks import (
@@ -20,6 +20,7 @@ from salt_proxmox.pve.tasks import (
     upid_node,
     warnings_note,
 )
+from salt_proxmox.run.memo import RunMemo
 
 
 @dataclass
@@ -30,9 +31,10 @@ class PveContext:
     ``poll_interval`` (seconds) drive task polling (tests pass a no-op sleep). ``create_polls``
     and ``task_polls`` bound the polls of a create and of any other task (``pve.tasks``'
     ``CREATE_POLLS``/``TASK_POLLS``; tests lower them to meet a task still running at its bound).
-    ``reads`` holds the run's reads ahead and what the run learned once for all its states (its
-    ``memo``: the cluster's release and tag style, a failed network apply), both dropped when
-    another run begins (``salt_proxmox.pve.readahead``).
+    ``reads`` holds the run's reads ahead (``salt_proxmox.pve.readahead``) and ``memo`` what the
+    run learned once for all its states (``salt_proxmox.run.memo``: the cluster's release and tag
+    style, planned creates and stagings, a failed apply), both dropped when another run begins
+    (``begin``).
     ``notes`` collects what a task that succeeded with warnings left to say (``take_notes``).
     """
 
@@ -45,7 +47,14 @@ class PveContext:
     create_polls: int = CREATE_POLLS
     task_polls: int = TASK_POLLS
     reads: ReadAhead = field(default_factory=ReadAhead)
+    memo: RunMemo = field(default_factory=RunMemo)
     notes: list[str] = field(default_factory=list)
+
+    def begin(self, run: object) -> None:
+        """Serve run ``run`` (its key; None outside a state run): the reads ahead and the memo of
+        another run are dropped, never served."""
+        self.reads.begin(run)
+        self.memo.begin(run)
 
     def task(self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None) -> str:
         """Run one task with a fresh provision credential, polled by that same credential

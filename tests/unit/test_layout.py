@@ -1,0 +1,117 @@
+"""The library's imports run one way (docs/design.md §2 "Layout"): what every family shares never
+imports a family, so adding a family, or reading the shared code, never drags another family in.
+
+Every module of ``salt_proxmox`` is parsed with ``ast`` (no import runs) and each of its imports
+counted, those under ``if TYPE_CHECKING:`` and inside functions included: a type-only import is still
+a dependency a reader must follow, and a function-level one still loads the module at run time.
+
+- ``pve/`` (the API client and PVE's rules), ``openbao/`` (the OpenBao client and credentials),
+  ``run/`` (the per-run context, memo and Salt plumbing) and ``ownership/`` (the rows, their stores
+  and their index) import nothing from ``guest/`` or a family;
+- the shared lifecycles (``guest/`` besides the family-specific helpers listed in ``FAMILY_OWNED``,
+  and ``simple/spec``, ``simple/fields``, ``simple/lifecycle``) import no family;
+- no two modules import each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "salt_proxmox"
+
+#: The packages of one family each (a ``registry`` entry's code), and the simple families' modules.
+FAMILIES = ("lxc", "qemu", "network", "sdn", "firewall", "openbao_policy")
+SIMPLE_FAMILIES = ("simple.pool", "simple.role", "simple.acl")
+
+#: The shared layers that import neither ``guest/`` nor a family.
+BELOW_GUESTS = ("pve", "openbao", "run", "ownership", "wire", "errors", "outcome", "registry")
+
+#: Modules of ``guest/`` that read a family's run markers: a guest NIC's bridge is live when this run's
+#: node or SDN apply made it so (``network.apply.COVERED``/``removed``, ``sdn.apply.SDN_COVERED``).
+FAMILY_OWNED = frozenset({"guest.nics"})
+
+#: Two-file circles inside the guest families' judges, being untangled with the families' own words
+#: (``guest/family.py`` ↔ ``guest/verdict.py``, ``lxc/family.py`` ↔ ``lxc/judge.py``).
+KNOWN_CIRCLES = frozenset(
+    {frozenset({"guest.family", "guest.verdict"}), frozenset({"lxc.family", "lxc.judge"})}
+)
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """The ``salt_proxmox`` modules ``name`` imports (relative to the package, ``pve.client``), at any
+    depth of its syntax tree."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ["salt_proxmox", *package[: len(package) - node.level + 1]]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # ``from a import b`` imports module ``a.b`` when there is one, else a name of ``a``.
+            for alias in node.names:
+                whole = f"{module}.{alias.name}"
+                found.add(whole if whole.removeprefix("salt_proxmox.") in MODULES else module)
+    return {m.removeprefix("salt_proxmox.") for m in found if m.startswith("salt_proxmox.")}
+
+
+GRAPH = {name: imports_of(name, path) - {name} for name, path in MODULES.items()}
+
+
+def _in(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _is_family(module: str) -> bool:
+    return _in(module, FAMILIES) or _in(module, SIMPLE_FAMILIES)
+
+
+def test_the_graph_reads_every_module():
+    """The parse sees the package: guard against a test that passes by reading nothing."""
+    assert {"run.context", "run.memo", "pve.facts", "guest.lifecycle"} <= set(MODULES)
+    assert "run.context" in GRAPH["pve.facts"], "a TYPE_CHECKING import counts"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _in(m, BELOW_GUESTS)))
+def test_shared_layers_import_no_guest_and_no_family(module):
+    wrong = sorted(m for m in GRAPH[module] if _in(m, ("guest",)) or _is_family(m))
+    assert not wrong, f"{module} imports {wrong}: imports run one way, from families to what they share"
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        m
+        for m in MODULES
+        if (_in(m, ("guest",)) and m not in FAMILY_OWNED)
+        or m in ("simple.spec", "simple.fields", "simple.lifecycle")
+    ),
+)
+def test_the_shared_lifecycles_import_no_family(module):
+    wrong = sorted(m for m in GRAPH[module] if _is_family(m))
+    assert not wrong, f"{module} imports {wrong}: the shared lifecycle takes a family, never imports one"
+
+
+def test_no_two_modules_import_each_other():
+    circles = {frozenset({a, b}) for a, targets in GRAPH.items() for b in targets if a in GRAPH.get(b, ())}
+    unknown = sorted(sorted(pair) for pair in circles - KNOWN_CIRCLES)
+    assert not unknown, f"modules importing each other: {unknown}"
