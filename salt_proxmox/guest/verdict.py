@@ -181,14 +181,16 @@ def split_by_effect(
     ``family.applies_live`` (the family's hotplug rules) says which keys PVE applies live. A write
     of a key whose value in effect already is the declared one only drops a pending change
     (pve-guest-common ``AbstractConfig`` ``cleanup_pending``): at once too. A resize is done online:
-    at once.
+    at once. Every key the write sends is placed: a second write's keys (a VM's ``after``) and its
+    secrets (a VM's ``cipassword``, a ``$confdesc_cloudinit`` key qemu-server's ``$fast_plug_option``
+    takes at once) by the same rules; a secret's value is never looked at.
     """
     change = verdict.change
     now: list[str] = []
     later: list[str] = []
-    # A second write's keys (a VM's ``after``) take effect by the same rules.
     after: Mapping[str, str] = getattr(change, "after", {})
-    for key in [*change.put, *change.clear, *after]:
+    secrets: list[str] = getattr(change, "secrets", [])
+    for key in [*change.put, *change.clear, *after, *secrets]:
         value = change.put.get(key, after.get(key))
         live = (
             not running

@@ -2,9 +2,9 @@
 
 One function, ``judge``, decides for both the plan (``test=True``) and the apply, so they cannot
 disagree about drift. Its answer is a ``guest.verdict.Change``: plain data (``put``, ``clear``,
-``resize``, ``refuse``, ``drift``) the shared guest lifecycle writes from. ``judge_guest`` and
-``split_by_effect`` are the shared ``guest.verdict`` rules for what a container's pending section
-adds (``pct set <vmid> --revert <key>`` as the remedy, ``schema.applies_live`` as its hotplug rule).
+``resize``, ``refuse``, ``drift``) the shared guest lifecycle writes from. What a container's
+pending section adds is judged by ``guest.verdict`` with the container family (``lxc.family.LXC``:
+``pct set <vmid> --revert <key>`` as the remedy, ``schema.applies_live`` as its hotplug rule).
 
 Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (PVE 9,
 6.x): it returns early only for ``$authuser eq 'root@pam'``, and an API token is never that, so
@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from salt_proxmox.guest import verdict
 from salt_proxmox.guest.identity import vmid_refusal
-from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.guest.verdict import Change, Verdict, live_text
+from salt_proxmox.guest.verdict import Change, live_text
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
 from salt_proxmox.lxc.refusals import protected_volume_refusals
@@ -466,29 +464,6 @@ def shown(key: str, value: str | None) -> object:
     if key in schema.NEVER_STORED:
         return f"<{len(value.rstrip())} characters>"
     return value
-
-
-def judge_guest(
-    decl: LxcDeclaration,
-    config: GuestConfig,
-    ours: LxcDeclaration | None = None,
-    style: TagStyle = DEFAULT_TAG_STYLE,
-) -> Verdict:
-    """``guest.verdict.judge_guest`` for a container: ``decl`` against its values in effect and its
-    pending section; a pending change that contradicts the declaration is refused with ``pct set
-    <vmid> --revert <key>`` as its remedy. Pure: no I/O."""
-    from salt_proxmox.lxc.family import LXC  # the family is made of this module's functions
-
-    return verdict.judge_guest(LXC, decl, config, ours, style)
-
-
-def split_by_effect(verdict_: Verdict, config: GuestConfig, running: bool) -> tuple[list[str], list[str]]:
-    """``guest.verdict.split_by_effect`` for a container: the keys a write puts in effect at once,
-    and those pending until the next start; on a running container ``schema.applies_live`` (pve-container
-    ``src/PVE/LXC/Config.pm`` ``vmconfig_hotplug_pending``) decides."""
-    from salt_proxmox.lxc.family import LXC
-
-    return verdict.split_by_effect(LXC, verdict_, config, running)
 
 
 def key_change(key: str, old: str | None, new: str | None) -> dict:

@@ -1136,53 +1136,6 @@ def cloned_config(decl: QemuDeclaration, source: Mapping[str, object]) -> dict[s
     return out
 
 
-def split_by_effect(
-    change: Change, live: Mapping[str, object], running: bool, drift_in_effect: list[str] | None = None
-) -> tuple[list[str], list[str]]:
-    """The keys ``change`` writes, split into (in effect at once, pending until the next start).
-
-    A stopped VM takes every change at once (``vmconfig_apply_pending``); on a running one
-    ``schema.applies_live`` decides with the VM's ``hotplug`` in effect. A write of a key whose
-    value in effect already is the declared one only drops a pending change: at once. A resize is
-    done online (``resize_vm`` runs ``block_resize`` on a running VM): at once.
-    """
-    now: list[str] = []
-    later: list[str] = []
-    hotplug = live_text(live.get("hotplug"))
-    for key in [*change.put, *change.clear, *getattr(change, "secrets", [])]:
-        clear = key in change.clear
-        old = live_text(live.get(key))
-        new = change.put.get(key)
-        changed: frozenset[str] = frozenset()
-        if old is not None and new is not None:
-            if schema.family_of(key) == "net":
-                changed = net_changed(new, old)
-            elif schema.is_drive(key):
-                changed = drift_changed(new, old)
-            elif key == "agent":
-                a = dict(pairs(new, "enabled"))
-                b = dict(pairs(old, "enabled"))
-                changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
-        in_effect = drift_in_effect is None or key in drift_in_effect
-        live_now = (
-            not running
-            or not in_effect
-            or schema.applies_live(
-                key,
-                clear,
-                old,
-                new,
-                hotplug,
-                changed,
-                ostype=live_text(live.get("ostype")),
-                machine=live_text(live.get("machine")),
-            )
-        )
-        (now if live_now else later).append(key)
-    now.extend(disk for disk, _ in change.resize if disk not in now)
-    return now, later
-
-
 def drift_changed(new: str, old: str) -> frozenset[str]:
     """``drive_changed`` that never raises (a value PVE printed that does not parse counts as a
     volume change, the strictest case)."""
