@@ -18,6 +18,7 @@ from salt_proxmox.pve.constraints import (
     Rule,
     check_address,
     check_addresses,
+    check_bridge_id,
     check_dns_name,
     check_dns_names,
     check_ip_config,
@@ -211,7 +212,7 @@ _ROOTFS_OPTIONS = {
 OPTIONS: dict[str, dict[str, Rule]] = {
     "net": {
         "name": Rule(check=_pattern(r"[-_.\w\d]+", "an interface name")),
-        "bridge": Rule(check=_pattern(r"[-_.\w\d]+", "a bridge name")),
+        "bridge": Rule(check=check_bridge_id),
         "hwaddr": Rule(check=check_mac),
         "ip": Rule(check=lambda value: check_ip_config(value, 4)),
         "gw": Rule(check=lambda value: check_address(value, 4)),

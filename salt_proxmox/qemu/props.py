@@ -18,6 +18,7 @@ from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
     Rule,
+    check_bridge_id,
     check_mac,
     check_size,
     options_problem,
@@ -41,9 +42,7 @@ NIC_MODELS = (
 )  # fmt: skip
 #: ``$net_fmt``'s other options.
 NET_OPTIONS: dict[str, Rule] = {
-    "bridge": Rule(
-        check=lambda v: None if re.fullmatch(r"[-_.\w\d]+", v, re.ASCII) else f"{v!r} is not a bridge name"
-    ),
+    "bridge": Rule(check=check_bridge_id),
     "queues": Rule("integer", minimum=0, maximum=64),
     "rate": Rule("number", minimum=0),
     "tag": Rule("integer", minimum=1, maximum=4094),
