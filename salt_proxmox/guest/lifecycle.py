@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, Uncertain
 from salt_proxmox.guest import identity, nics
 from salt_proxmox.guest.absence import indexed_guest, locate_missing
+from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.context import PveContext
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
@@ -45,7 +46,7 @@ from salt_proxmox.guest.power import (
     verify_power,
 )
 from salt_proxmox.guest.refusals import destroy_refusals, ha_managed, paused_state, read_current
-from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
+from salt_proxmox.guest.verdict import Verdict, judge_guest, split_by_effect
 from salt_proxmox.lowstate import Chunk
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership import CREATING, OWNED, claim, row_key

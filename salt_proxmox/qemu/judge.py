@@ -1,7 +1,7 @@
 """Declared against live: what a VM write would change, and what it must refuse (pure).
 
 One function, ``judge``, decides for both the plan and the apply, in the shape the container judge
-has (``salt_proxmox.lxc.judge.Change``: ``put``, ``clear``, ``resize``, ``refuse``, ``drift``), plus
+has (``salt_proxmox.guest.change.Change``: ``put``, ``clear``, ``resize``, ``refuse``, ``drift``), plus
 ``secrets`` (secret keys to send from the declaration, never their values) and ``uses`` (the
 ``Mapping.Use`` privileges a mapped device needs, named for the plan). Each rule and its
 qemu-server source:
@@ -41,9 +41,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.identity import vmid_refusal
-from salt_proxmox.guest.verdict import Change, live_text
-from salt_proxmox.lxc.judge import (
+from salt_proxmox.guest.rules import (
     compared_as,
     judge_each,
     put_or_clear,
@@ -162,13 +162,13 @@ def machine_same(want: str, have: str, windows: bool) -> bool:
 def root_only(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a change to an existing VM, naming the ``qm set`` to run; ``''`` names ``--delete``."""
     source = " (qemu-server API2/Qemu.pm check_vm_modify_config_perm)"
-    return root_only_refusal("qm", decl.vmid, decl.node, key, value, why, source)
+    return root_only_refusal(schema.WORDS, decl.vmid, decl.node, key, value, why, source)
 
 
 def root_only_at_create(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a root-only value on a VM that does not exist yet: create it as root@pam and
     adopt it, or create it without and ``qm set`` it after (``root_only_at_create_refusal``)."""
-    return root_only_at_create_refusal("VM", "qm", decl.vmid, decl.node, key, value, why)
+    return root_only_at_create_refusal(schema.WORDS, decl.vmid, decl.node, key, value, why)
 
 
 def device_key(key: str) -> bool:
@@ -851,7 +851,7 @@ def identity_refusals(decl: QemuDeclaration, recorded: Mapping[str, object] | No
     settled by the read at the declared node, as for containers (docs/design.md §6)."""
     if not recorded:
         return []
-    reasons = vmid_refusal("proxmox_qemu", "qm", decl.vmid, recorded)
+    reasons = vmid_refusal(schema.WORDS, decl.vmid, recorded)
     template = recorded.get("clone")
     if decl.clone is not None and template is not None and int(str(template)) != decl.clone:
         reasons.append(
