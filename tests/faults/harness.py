@@ -39,7 +39,7 @@ from urllib.parse import parse_qs, unquote
 import hvac
 import requests
 
-from salt_proxmox.lxc.lifecycle import PveContext
+from salt_proxmox.guest.context import PveContext
 from salt_proxmox.ownership import CREATING, OWNED, MemoryStore, OwnershipFileError
 from tests.integration.lxc_support import TARGET, requests_since
 from tests.support.cluster import ServedCluster

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from salt_proxmox import runtime
-from salt_proxmox.lxc.lifecycle import PveContext
+from salt_proxmox.guest.context import PveContext
 from salt_proxmox.ownership import MemoryStore
 from tests.support.cluster import TEMPLATE, ServedCluster
 

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 import hvac.exceptions
 
-from salt_proxmox.lxc.lifecycle import PveContext
+from salt_proxmox.guest.context import PveContext
 from salt_proxmox.ownership import MemoryStore, Ownership
 from salt_proxmox.pve.client import Credential, Target
 from salt_proxmox.pve.errors import PveError
