@@ -15,10 +15,11 @@ __virtualname__ = "proxmox"
 
 try:
     from salt_proxmox.errors import SaltProxmoxError, boolean
+    from salt_proxmox.guest import adhoc as guest_adhoc
     from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.guest import live as guest_live
-    from salt_proxmox.lxc import lifecycle
     from salt_proxmox.lxc import schema as lxc_schema
+    from salt_proxmox.lxc.family import LXC
     from salt_proxmox.pve.client import api_path
     from salt_proxmox.pve.constraints import vmid_number
     from salt_proxmox.qemu import schema as qemu_schema
@@ -149,7 +150,7 @@ def lxc_config(vmid, node=None, target=None):
         salt-call proxmox.lxc_config vmid=150 node=pve1 target=homelab
     """
     ctx = _context(target)
-    return _call(lifecycle.operator_config, ctx, _call(vmid_number, vmid), node)
+    return _call(guest_live.operator_config, ctx, LXC, _call(vmid_number, vmid), node)
 
 
 def cluster_resources(type="vm", target=None):
@@ -245,12 +246,13 @@ def lxc_present(name, test=False, target=None, secrets_pillar=None, **declared):
     return _state(
         name,
         target,
-        lifecycle.present,
+        guest_lifecycle.present,
+        LXC,
         name,
         _switch("test", test),
         run=declared,
-        twins=((lifecycle.STATE,), lifecycle.chunk_keys),
-        ahead=lifecycle.read_ahead,
+        twins=((LXC.state,), _lxc_keys),
+        ahead=_lxc_ahead,
         **declared_keys(declared),
         **secrets,
     )
@@ -267,9 +269,9 @@ def lxc_absent(name, vmid, node, test=False, target=None, removal="retain", **ru
 
         salt-call proxmox.lxc_absent web vmid=150 node=pve1 test=True
     """
-    twins = ((lifecycle.STATE,), lifecycle.chunk_keys)
+    twins = ((LXC.state,), _lxc_keys)
     return _guest_absent(
-        name, target, lifecycle.absent, (), test, run, twins, vmid=vmid, node=node, removal=removal
+        name, target, guest_lifecycle.absent, (LXC,), test, run, twins, vmid=vmid, node=node, removal=removal
     )
 
 
@@ -287,6 +289,14 @@ def _guest_absent(name, target, fun, family, test, run, twins, **absent):
             ),
         )
     return _state(name, target, fun, *family, name, _switch("test", test), run=run, twins=twins, **absent)
+
+
+def _lxc_keys(chunk, default_target):
+    return guest_live.chunk_keys(LXC, chunk, default_target)
+
+
+def _lxc_ahead(ctx, declarations):
+    return guest_live.read_ahead(ctx, LXC, declarations)
 
 
 def _qemu_keys(chunk, default_target):
@@ -402,8 +412,8 @@ def _adhoc(target, vmid, config):
     from salt.exceptions import CommandExecutionError
 
     ctx = _context(target)
-    state_id, declared = _call(lifecycle.adhoc_declaration, ctx, vmid, declared_keys(config))
-    ret = lifecycle.present(ctx, state_id, False, **declared).salt_return(state_id)
+    state_id, declared = _call(guest_adhoc.adhoc_declaration, ctx, LXC, vmid, declared_keys(config))
+    ret = guest_lifecycle.present(ctx, LXC, state_id, False, **declared).salt_return(state_id)
     if ret["result"] is False:
         raise CommandExecutionError(ret["comment"])
     return ret
@@ -425,7 +435,7 @@ def lxc_resize(node, vmid, disk, size, target=None):
         salt-call proxmox.lxc_resize node=pve1 vmid=150 disk=rootfs size=+2G
     """
     ctx = _context(target)
-    upid = _call(lifecycle.resize, ctx, node, vmid, disk, size)
+    upid = _call(guest_adhoc.resize, ctx, LXC, node, vmid, disk, size)
     return {"upid": upid, "disk": disk, "size": size}
 
 

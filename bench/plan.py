@@ -2,7 +2,7 @@
 
 Prints, per N, the wall time of the plan (median of a few runs), the PVE requests it sent and the
 peak Python memory it allocated (tracemalloc), once with each state reading its own config and once
-with the configs read ahead as the first state of a Salt run does (``lxc.lifecycle.read_ahead``,
+with the configs read ahead as the first state of a Salt run does (``guest.lifecycle.read_ahead``,
 ``--concurrency`` at once). ``--latency`` adds seconds to every request (fakepve's
 ``slow_network``), so the second figure can be set beside its floor N·L/C. No Salt here:
 bench/salt_run.py times the real ``salt-call``. Figures, not assertions: the test suite asserts
@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from salt_proxmox.lxc.lifecycle import present, read_ahead
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.files import FileStore
 from tests.integration.lxc_support import TARGET, declaration, make_context, static_targets
 from tests.support.cluster import ServedCluster
@@ -48,7 +49,9 @@ def main() -> int:
             ctx = make_context(static_targets(cluster), store=store)
             vmids = range(1000, 1000 + size)
             for vmid in vmids:
-                outcome = present(ctx, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None))
+                outcome = guest_lifecycle.present(
+                    ctx, LXC, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None)
+                )
                 assert outcome.result is True, outcome.comment
             cluster.pve.time_scale = 1.0 if args.latency else 0.0  # fakepve scales its latency
             cluster.pve.slow_network(args.latency)
@@ -62,10 +65,15 @@ def main() -> int:
                     tracemalloc.start()
                     started = time.perf_counter()
                     if ahead:
-                        read_ahead(run, [declaration(vmid=vmid, mp0=None) for vmid in vmids])
+                        guest_lifecycle.read_ahead(
+                            run, LXC, [declaration(vmid=vmid, mp0=None) for vmid in vmids]
+                        )
                     for vmid in vmids:
                         assert (
-                            present(run, f"ct{vmid}", True, **declaration(vmid=vmid, mp0=None)).result is True
+                            guest_lifecycle.present(
+                                run, LXC, f"ct{vmid}", True, **declaration(vmid=vmid, mp0=None)
+                            ).result
+                            is True
                         )
                     times.append(time.perf_counter() - started)
                     peaks.append(tracemalloc.get_traced_memory()[1] / 2**20)

@@ -50,9 +50,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from salt_proxmox.guest import identity as guest_identity  # noqa: E402
+from salt_proxmox.guest import lifecycle as guest_lifecycle  # noqa: E402
 from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT  # noqa: E402
-from salt_proxmox.lxc.guest import live_fingerprint  # noqa: E402
-from salt_proxmox.lxc.lifecycle import present  # noqa: E402
+from salt_proxmox.lxc.family import LXC  # noqa: E402
 from salt_proxmox.lxc.props import parse_declaration  # noqa: E402
 from salt_proxmox.ownership.files import FileStore  # noqa: E402
 from salt_proxmox.ownership.stores import ROWS_FILE, MemoryStore  # noqa: E402
@@ -110,7 +111,7 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range, rows_in: 
     first = vmids[0]
     store = MemoryStore()
     ctx = make_context(static_targets(cluster), store=store)
-    outcome = present(ctx, state_id(first), False, **bench_declaration(first))
+    outcome = guest_lifecycle.present(ctx, LXC, state_id(first), False, **bench_declaration(first))
     if outcome.result is not True:
         raise SystemExit(f"seeding: the create of CT {first} failed: {outcome.comment}")
     proto = cluster.pve.ct(first)
@@ -137,7 +138,7 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range, rows_in: 
             "instance": str(uuid.uuid4()),
             "state_id": state_id(vmid),
             "declared": stored,
-            FINGERPRINT: live_fingerprint(live),
+            FINGERPRINT: guest_identity.live_fingerprint(LXC, live),
         }
     if rows_in == "grains":
         (config_dir / "grains").write_text(yaml.safe_dump({"salt_proxmox": {"owned": rows}}))

@@ -6,11 +6,8 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
 ``resize`` and ``status/*`` calls (pve-container ``src/PVE/API2/LXC.pm``, qemu-server
 ``PVE/API2/Qemu.pm``). A ``Family`` is the data that differs:
 
-- words: ``kind`` (the API path segment and the ownership row family, ``lxc``/``qemu``), ``state``
-  (the Salt state module), ``noun`` (``container``/``VM``), ``label`` (how PVE names one guest in its
-  messages: ``CT 100``, ``VM 100``), ``command`` (the node's CLI named in remedies: ``pct``/``qm``),
-  ``ha_type`` (the type of its HA resource id, pve-ha-manager ``PVE::HA::Resources::PVECT``/``PVEVM``
-  ``type``: ``ct``/``vm``, as in ``ct:100``),
+- words: ``words`` (``guest.words.Words``, defined once in the family's ``schema``: ``kind``,
+  ``state``, ``noun``, ``label``, ``command``, ``ha_type``, read here as the family's own attributes),
   ``destroy_running`` (PVE's refusal to destroy a running guest, formatted with ``vmid``),
   ``ha_forces_stop`` (the HA manager's stop with a timeout ends in a hard stop: pve-ha-manager
   ``Resources/PVEVM.pm`` ``shutdown`` sends ``forceStop=1``, ``Resources/PVECT.pm`` does not),
@@ -62,9 +59,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from salt_proxmox.guest.change import Change
 from salt_proxmox.guest.fingerprint import GuestKeys
 from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.guest.verdict import Change
+from salt_proxmox.guest.words import Words
 from salt_proxmox.pve.constraints import Endpoint
 from salt_proxmox.pve.facts import TagStyle
 
@@ -128,12 +126,7 @@ ConfigTask = Callable[[Mapping[str, str], Sequence[str], GuestConfig, bool | Non
 class Family:
     """One guest family; see the module docstring for each field."""
 
-    kind: str
-    state: str
-    noun: str
-    label: str
-    command: str
-    ha_type: str
+    words: Words
     destroy_running: str
     parse: Callable[..., Declaration]
     judge: Callable[[Declaration, Mapping[str, object], TagStyle, Declaration | None], Change]
@@ -159,6 +152,36 @@ class Family:
     )
     pending_first: bool = False
 
+    @property
+    def kind(self) -> str:
+        """``Words.kind``: ``lxc``/``qemu``."""
+        return self.words.kind
+
+    @property
+    def state(self) -> str:
+        """``Words.state``: ``proxmox_lxc``/``proxmox_qemu``."""
+        return self.words.state
+
+    @property
+    def noun(self) -> str:
+        """``Words.noun``: ``container``/``VM``."""
+        return self.words.noun
+
+    @property
+    def label(self) -> str:
+        """``Words.label``: ``CT``/``VM``."""
+        return self.words.label
+
+    @property
+    def command(self) -> str:
+        """``Words.command``: ``pct``/``qm``."""
+        return self.words.command
+
+    @property
+    def ha_type(self) -> str:
+        """``Words.ha_type``: ``ct``/``vm``."""
+        return self.words.ha_type
+
     def what(self, vmid: int, node: str) -> str:
-        """``CT 100 on pve1``: how messages name one guest."""
-        return f"{self.label} {vmid} on {node}"
+        """``CT 100 on pve1``: how messages name one guest (``Words.what``)."""
+        return self.words.what(vmid, node)

@@ -36,6 +36,7 @@ from salt_proxmox.pve.tasks import warnings_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.family import Declaration, Family
+    from salt_proxmox.guest.words import Words
 
 
 def live_fingerprint(family: Family, live: Mapping[str, object]) -> dict[str, str]:
@@ -142,15 +143,15 @@ def unknown_volumes(family: Family, last: Declaration, live: Mapping[str, object
     ]
 
 
-def vmid_refusal(state: str, command: str, vmid: int, recorded: Mapping[str, object] | None) -> list[str]:
+def vmid_refusal(words: Words, vmid: int, recorded: Mapping[str, object] | None) -> list[str]:
     """The refusal of a state whose recorded vmid is not ``vmid``: another vmid is another guest.
-    ``state`` (``proxmox_lxc``) and ``command`` (``pct``) name the remedies."""
+    The family's ``words`` (``state``: ``proxmox_lxc``, ``command``: ``pct``) name the remedies."""
     was = (recorded or {}).get("vmid")
     if was is None or int(str(was)) == vmid:
         return []
     return [
         f"vmid: {was} -> {vmid} is a different guest. Declare it under a new state id; the old "
-        f"guest is retained (run `{state}.absent` on it, or `{command} destroy {was}` by hand)."
+        f"guest is retained (run `{words.state}.absent` on it, or `{words.command} destroy {was}` by hand)."
     ]
 
 

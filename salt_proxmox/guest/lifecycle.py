@@ -33,7 +33,7 @@ from __future__ import annotations
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.guest import identity
 
-# The family entries (``lxc/lifecycle.py``, ``qemu/family.py``) reach the parts through this door.
+# The door: callers (the execution module, qemu/family.py, the tests) reach the parts through it.
 from salt_proxmox.guest.absence import indexed_guest  # noqa: F401
 from salt_proxmox.guest.adhoc import adhoc_declaration, resize  # noqa: F401
 from salt_proxmox.guest.apply import (

@@ -56,8 +56,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from salt_proxmox.guest.change import live_text
 from salt_proxmox.guest.refusals import provision_privilege_check, static_provision_token
-from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.pve.facts import NEW_IN_PACKAGE, package_version, release, version_tuple

@@ -2,9 +2,8 @@
 families).
 
 A family's judge (``lxc.judge.judge``) compares a declaration with one config and answers a
-``Change``: ``put`` keys for the config PUT, ``clear`` keys for ``delete=``, ``resize`` for
-``PUT …/resize`` tasks after the PUT, ``refuse`` sentences (non-empty means nothing is written)
-and ``drift`` (every differing key). Plan and apply both consume that one answer.
+``guest.change.Change`` (put, clear, resize, refuse, drift). Plan and apply both consume that one
+answer.
 
 A running guest keeps most changes pending until its next start (``salt_proxmox.guest.pending``).
 ``judge_guest`` judges a declaration against both halves of one ``GET …/pending`` read: what to write
@@ -21,53 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
-from salt_proxmox.wire.propstring import wire
-from salt_proxmox.wire.volumes import VolumeVerdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.family import Declaration, Family
-
-
-@dataclass(frozen=True)
-class Change:
-    """A judge's answer; see the module docstring."""
-
-    put: dict[str, str] = field(default_factory=dict)
-    clear: list[str] = field(default_factory=list)
-    resize: list[tuple[str, str]] = field(default_factory=list)
-    refuse: list[str] = field(default_factory=list)
-    drift: list[str] = field(default_factory=list)
-
-    @property
-    def writes(self) -> bool:
-        """True when applying this change sends anything to PVE."""
-        return bool(self.put or self.clear or self.resize)
-
-    def take_volume(self, key: str, verdict: VolumeVerdict, root_only: str) -> bool:
-        """Record ``judge_volume``'s verdict on volume ``key``: its refusal, ``root_only`` (the
-        family's refusal sentence) when only root@pam may make it, the put and the resize. True
-        when the volume differs (drift)."""
-        if verdict.refuse:
-            self.refuse.append(verdict.refuse)
-        if verdict.root_only:
-            self.refuse.append(root_only)
-        if verdict.put:
-            self.put[key] = verdict.put
-        if verdict.resize:
-            self.resize.append((key, verdict.resize))
-        return verdict.differs
-
-
-def live_text(value: object) -> str | None:
-    """A live config value as a string (PVE's JSON gives numbers for integer keys)."""
-    if value is None:
-        return None
-    try:
-        return wire(value)
-    except TypeError:
-        return str(value)
 
 
 @dataclass(frozen=True)
@@ -181,14 +139,16 @@ def split_by_effect(
     ``family.applies_live`` (the family's hotplug rules) says which keys PVE applies live. A write
     of a key whose value in effect already is the declared one only drops a pending change
     (pve-guest-common ``AbstractConfig`` ``cleanup_pending``): at once too. A resize is done online:
-    at once.
+    at once. Every key the write sends is placed: a second write's keys (a VM's ``after``) and its
+    secrets (a VM's ``cipassword``, a ``$confdesc_cloudinit`` key qemu-server's ``$fast_plug_option``
+    takes at once) by the same rules; a secret's value is never looked at.
     """
     change = verdict.change
     now: list[str] = []
     later: list[str] = []
-    # A second write's keys (a VM's ``after``) take effect by the same rules.
     after: Mapping[str, str] = getattr(change, "after", {})
-    for key in [*change.put, *change.clear, *after]:
+    secrets: list[str] = getattr(change, "secrets", [])
+    for key in [*change.put, *change.clear, *after, *secrets]:
         value = change.put.get(key, after.get(key))
         live = (
             not running

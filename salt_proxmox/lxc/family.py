@@ -33,7 +33,7 @@ from salt_proxmox.wire.propstring import pairs
 from salt_proxmox.wire.volumes import parse_volume, size_option
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.verdict import Change
+    from salt_proxmox.guest.change import Change
     from salt_proxmox.run.context import PveContext
 
 
@@ -121,12 +121,7 @@ def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = N
 
 #: The container family.
 LXC = Family(
-    kind="lxc",
-    state="proxmox_lxc",
-    noun="container",
-    label="CT",
-    command="pct",
-    ha_type="ct",
+    words=schema.WORDS,
     destroy_running="unable to destroy CT {vmid} - container is running",
     parse=parse_declaration,
     judge=judge.judge,

@@ -1,10 +1,10 @@
 """Declared against live: what a container write would change, and what it must refuse (pure).
 
 One function, ``judge``, decides for both the plan (``test=True``) and the apply, so they cannot
-disagree about drift. Its answer is a ``guest.verdict.Change``: plain data (``put``, ``clear``,
-``resize``, ``refuse``, ``drift``) the shared guest lifecycle writes from. ``judge_guest`` and
-``split_by_effect`` are the shared ``guest.verdict`` rules for what a container's pending section
-adds (``pct set <vmid> --revert <key>`` as the remedy, ``schema.applies_live`` as its hotplug rule).
+disagree about drift. Its answer is a ``guest.change.Change``: plain data (``put``, ``clear``,
+``resize``, ``refuse``, ``drift``) the shared guest lifecycle writes from. What a container's
+pending section adds is judged by ``guest.verdict`` with the container family (``lxc.family.LXC``:
+``pct set <vmid> --revert <key>`` as the remedy, ``schema.applies_live`` as its hotplug rule).
 
 Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (PVE 9,
 6.x): it returns early only for ``$authuser eq 'root@pam'``, and an API token is never that, so
@@ -15,12 +15,17 @@ volume write to a guest with ``protection: 1`` is refused too (``lxc.refusals``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from salt_proxmox.guest import verdict
+from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.identity import vmid_refusal
-from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.guest.verdict import Change, Verdict, live_text
+from salt_proxmox.guest.rules import (
+    compared_as,
+    judge_each,
+    put_or_clear,
+    root_only_at_create_refusal,
+    root_only_refusal,
+)
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
 from salt_proxmox.lxc.refusals import protected_volume_refusals
@@ -34,50 +39,14 @@ from salt_proxmox.wire.propstring import (
     option_map,
     pairs,
     print_pairs,
-    sorted_form,
 )
 from salt_proxmox.wire.volumes import added_volume_refusal, judge_volume, parse_volume
-
-
-def ordered_list(value: str) -> str:
-    """A resolver list: order matters (PVE writes it into resolv.conf as given), separators do not."""
-    return " ".join(value.replace(",", " ").replace(";", " ").split())
 
 
 def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
     """One scalar value in its comparable spelling (see ``schema.Key.compare``); tags as the
     datacenter's ``style`` stores them (``TagStyle.unique``)."""
     return compared_as(schema.SCALARS[key].compare, value, style)
-
-
-def compared_as(compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
-    """``value`` in its comparable spelling for a ``Key.compare`` kind shared by the guest families
-    (``number``, ``flag``, ``description``, ``features``, ``list``, ``startup``, ``tags``); any
-    other kind is compared as written."""
-    if compare == "number":
-        try:
-            number = float(value)
-        except ValueError:
-            return value
-        return str(int(number)) if number.is_integer() else str(number)
-    if compare == "flag":
-        try:
-            return flag(value)
-        except ValueError:
-            return value
-    if compare == "description":
-        # PVE stores a description as ``#`` comment lines and reads each back with "\n"
-        # appended (pve-container Config.pm ``parse_pct_config``): trailing whitespace is not it.
-        return value.rstrip()
-    if compare == "features":
-        return sorted_form(option_map(value, "features"))
-    if compare == "list":
-        return ordered_list(value)
-    if compare == "startup":
-        return sorted_form(dict(pairs(value, default_key="order")))
-    if compare == "tags":
-        return style.unique(value)
-    return value
 
 
 def features_sent(value: str) -> str:
@@ -106,46 +75,17 @@ def features_need_root(live: str, sent: str | None, unprivileged: bool) -> bool:
     return any(key != "nesting" and have.get(key, "") != want.get(key, "") for key in {*have, *want})
 
 
-def root_only_refusal(
-    command: str, vmid: int, node: str, key: str, value: str, why: str, source: str = ""
-) -> str:
-    """A refusal of a root-only change to an existing guest of either family, naming the
-    ``<command> set`` (``pct``/``qm``) to run on its node; ``''`` names ``--delete``. ``source``:
-    the PVE check, in parentheses, when given."""
-    option = f"--delete {key}" if value == "" else f"--{key} '{value}'"
-    return (
-        f"{key}: {why} PVE lets only root@pam make this change{source}, and an API token is never "
-        f"root@pam. Run `{command} set {vmid} {option}` on node {node}, then plan again."
-    )
-
-
-def root_only_at_create_refusal(
-    label: str, command: str, vmid: int, node: str, key: str, value: str, why: str, create_args: str = ""
-) -> str:
-    """A refusal of a root-only value on a guest of either family that does not exist yet: ``set``
-    cannot help before the create, so it names the two ways that work — create it as root@pam with
-    the value (``<command> create <vmid><create_args>``, then ``adopt: true``), or create it without
-    and ``<command> set`` it after. ``label``: ``CT`` or ``VM``."""
-    return (
-        f"{key}: {why} PVE lets only root@pam set this, and an API token is never root@pam. {label} "
-        f"{vmid} does not exist yet: create it as root@pam on node {node} (`{command} create "
-        f"{vmid}{create_args} --{key} '{value}'` with the rest of its declaration) and declare "
-        f"adopt: true; or drop {key}, apply, run `{command} set {vmid} --{key} '{value}'` on node "
-        f"{node}, and declare it again."
-    )
-
-
 def root_only(decl: LxcDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a change to an existing guest, naming the ``pct set`` to run on its node; ``''``
     names ``--delete``."""
-    return root_only_refusal("pct", decl.vmid, decl.node, key, value, why)
+    return root_only_refusal(schema.WORDS, decl.vmid, decl.node, key, value, why)
 
 
 def root_only_at_create(decl: LxcDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a root-only value on a container that does not exist yet
     (``root_only_at_create_refusal``, ``pct create`` with its ostemplate)."""
     template = decl.ostemplate or "<ostemplate>"
-    return root_only_at_create_refusal("CT", "pct", decl.vmid, decl.node, key, value, why, f" {template}")
+    return root_only_at_create_refusal(schema.WORDS, decl.vmid, decl.node, key, value, why, f" {template}")
 
 
 def _feature_why(unprivileged: bool) -> str:
@@ -172,46 +112,6 @@ def _net_same(declared: str, live: str) -> bool:
 
 def _dev_same(declared: str, live: str) -> bool:
     return option_map(declared, "dev", "path") == option_map(live, "dev", "path")
-
-
-def judge_each(
-    config: Mapping[str, str],
-    live: Mapping[str, object],
-    change: Change,
-    drift: set[str],
-    judge_key: Callable[[str, str, str | None], None],
-) -> None:
-    """Run ``judge_key(key, declared, live text)`` over every declared key of either guest family; a
-    live value the family's parser cannot read (``ValueError``) is drift with a refusal naming the
-    key, so nothing is written over a value this product does not understand."""
-    for key, want in config.items():
-        try:
-            judge_key(key, want, live_text(live.get(key)))
-        except ValueError as exc:
-            drift.add(key)
-            change.refuse.append(f"{key}: the live value cannot be read as PVE's format ({exc}).")
-
-
-def put_or_clear(
-    key: str,
-    want: str,
-    have: str | None,
-    change: Change,
-    drift: set[str],
-    differs: Callable[[str, str], bool],
-    write: Callable[[str, str | None], str],
-) -> None:
-    """Judge a key PVE clears with ``delete``: a declared ``''`` clears it when live holds it;
-    otherwise a missing live value, or one ``differs(want, have)`` says is not the same, is put as
-    ``write(want, have)`` (which may keep live parts such as a NIC's MAC)."""
-    if want == "":
-        if have is not None:
-            drift.add(key)
-            change.clear.append(key)
-        return
-    if have is None or differs(want, have):
-        drift.add(key)
-        change.put[key] = write(want, have)
 
 
 def judge(
@@ -273,7 +173,7 @@ def _judge_key(
                 drift.add(key)
                 change.refuse.append(
                     f"{key}: detaching a mount point moves its volume to unusedN; do it by hand "
-                    f"(`pct set {vmid} --delete {key}`) if that is what you want."
+                    f"(`{schema.WORDS.command} set {vmid} --delete {key}`) if that is what you want."
                 )
             return
         if have is None:
@@ -336,7 +236,7 @@ def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | Non
     """
     if not recorded:
         return []
-    reasons = vmid_refusal("proxmox_lxc", "pct", decl.vmid, recorded)
+    reasons = vmid_refusal(schema.WORDS, decl.vmid, recorded)
     template = recorded.get("ostemplate")
     if decl.ostemplate is not None and template is not None and template != decl.ostemplate:
         reasons.append(
@@ -395,8 +295,8 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
     vmid = decl.vmid
     if decl.ostemplate is None:
         reasons.append(
-            f"CT {vmid} does not exist and the declaration has no ostemplate, so it cannot be created. "
-            "Declare ostemplate, or declare the node and vmid of the guest that exists."
+            f"{schema.WORDS.label} {vmid} does not exist and the declaration has no ostemplate, so it cannot "
+            "be created. Declare ostemplate, or declare the node and vmid of the guest that exists."
         )
     unprivileged = creates_unprivileged(decl, release)
     for key, value in decl.config.items():
@@ -466,29 +366,6 @@ def shown(key: str, value: str | None) -> object:
     if key in schema.NEVER_STORED:
         return f"<{len(value.rstrip())} characters>"
     return value
-
-
-def judge_guest(
-    decl: LxcDeclaration,
-    config: GuestConfig,
-    ours: LxcDeclaration | None = None,
-    style: TagStyle = DEFAULT_TAG_STYLE,
-) -> Verdict:
-    """``guest.verdict.judge_guest`` for a container: ``decl`` against its values in effect and its
-    pending section; a pending change that contradicts the declaration is refused with ``pct set
-    <vmid> --revert <key>`` as its remedy. Pure: no I/O."""
-    from salt_proxmox.lxc.family import LXC  # the family is made of this module's functions
-
-    return verdict.judge_guest(LXC, decl, config, ours, style)
-
-
-def split_by_effect(verdict_: Verdict, config: GuestConfig, running: bool) -> tuple[list[str], list[str]]:
-    """``guest.verdict.split_by_effect`` for a container: the keys a write puts in effect at once,
-    and those pending until the next start; on a running container ``schema.applies_live`` (pve-container
-    ``src/PVE/LXC/Config.pm`` ``vmconfig_hotplug_pending``) decides."""
-    from salt_proxmox.lxc.family import LXC
-
-    return verdict.split_by_effect(LXC, verdict_, config, running)
 
 
 def key_change(key: str, old: str | None, new: str | None) -> dict:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest.refusals import protected, provision_privilege_check
+from salt_proxmox.lxc.schema import WORDS
 from salt_proxmox.pve.permissions import held_privileges
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,9 +37,10 @@ def protected_volume_refusals(vmid: int, live: Mapping[str, object], keys: list[
     if not protected(live):
         return []
     return [
-        f"{key}: CT {vmid} has protection: 1, and PVE refuses to change its volumes (`can't update CT {vmid} "
-        f"drive '{key}' - protection mode enabled`). Clear protection in a run of its own first (declare "
-        "protection: 0, apply, then declare this change), or run `pct set` on the node."
+        f"{key}: {WORDS.label} {vmid} has protection: 1, and PVE refuses to change its volumes "
+        f"(`can't update {WORDS.label} {vmid} drive '{key}' - protection mode enabled`). Clear protection "
+        "in a run of its own first (declare protection: 0, apply, then declare this change), or run "
+        f"`{WORDS.command} set` on the node."
         for key in keys
         if key == "rootfs" or key.startswith("mp")
     ]

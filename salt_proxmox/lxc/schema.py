@@ -10,14 +10,15 @@ by name, never ignored and never written.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 
+from salt_proxmox.guest.schema import Key, indexed_key
+from salt_proxmox.guest.words import Words
 from salt_proxmox.pve.constraints import (
     Endpoint,
     Rule,
     check_address,
     check_addresses,
+    check_bridge_id,
     check_dns_name,
     check_dns_names,
     check_ip_config,
@@ -28,24 +29,8 @@ from salt_proxmox.pve.constraints import (
     check_tags,
 )
 
-
-@dataclass(frozen=True)
-class Key:
-    """How one scalar key is compared and validated.
-
-    ``compare``: ``number``, ``flag``, ``text``, ``description``, ``tags``, ``list`` (ordered
-    resolver list), ``startup`` or ``features``. ``default``: what absence means in the live
-    config (None: absence is not any declarable value). ``clearable``: ``''`` sends ``delete=``
-    (pve-container ``src/PVE/LXC/Config.pm`` ``update_pct_config`` deletes any key but
-    ``memory``, ``rootfs``, ``ostype`` — "unable to delete required option" — and the read-only
-    ``unprivileged``).
-    """
-
-    compare: str
-    rule: Rule
-    default: str | None = None
-    clearable: bool = True
-
+#: The container family's words (``guest.words``): what its judge, remedies and messages name.
+WORDS = Words(kind="lxc", state="proxmox_lxc", noun="container", label="CT", command="pct", ha_type="ct")
 
 _ARCHES = ("amd64", "i386", "arm64", "armhf", "riscv32", "riscv64")
 _OSTYPES = (
@@ -211,7 +196,7 @@ _ROOTFS_OPTIONS = {
 OPTIONS: dict[str, dict[str, Rule]] = {
     "net": {
         "name": Rule(check=_pattern(r"[-_.\w\d]+", "an interface name")),
-        "bridge": Rule(check=_pattern(r"[-_.\w\d]+", "a bridge name")),
+        "bridge": Rule(check=check_bridge_id),
         "hwaddr": Rule(check=check_mac),
         "ip": Rule(check=lambda value: check_ip_config(value, 4)),
         "gw": Rule(check=lambda value: check_address(value, 4)),
@@ -253,19 +238,6 @@ DEV_OPTIONS = frozenset(OPTIONS["dev"])
 def indexed(key: str) -> tuple[str, int] | None:
     """``('mp', 3)`` for ``mp3``; None for a key that is not indexed or out of PVE's range."""
     return indexed_key(key, _INDEXED, INDEXED)
-
-
-def indexed_key(key: str, pattern: re.Pattern[str], ranges: Mapping[str, int]) -> tuple[str, int] | None:
-    """``(family, index)`` of an indexed config key of any guest family: ``pattern`` matches
-    ``<family><index>``, and the index must be below ``ranges[family]`` (``unusedN`` has no bound).
-    None for any other key."""
-    match = pattern.match(key)
-    if not match:
-        return None
-    family, index = match.group(1), int(match.group(2))
-    if family != "unused" and index >= ranges[family]:
-        return None
-    return family, index
 
 
 def is_config_key(key: str) -> bool:

@@ -7,7 +7,9 @@ is refused naming key and rule, and nothing is sent.
 
 Every pattern is ASCII-only (``re.ASCII``): PVE's formats name ASCII letters and digits, while a
 Python ``str`` pattern's ``\\d`` also matches ``١٢`` and ``re.IGNORECASE`` folds the Kelvin sign
-into ``k`` — values that would pass here and be refused by PVE after the write began.
+into ``k`` — values that would pass here and be refused by PVE after the write began. The one
+exception is a format PVE writes with Perl's ``\\w`` (``pve-bridge-id``, ``BRIDGE_ID``), which
+matches Unicode word characters in PVE as in Python.
 """
 
 from __future__ import annotations
@@ -106,6 +108,20 @@ def check_cidr(value: str, version: int | None = None) -> str | None:
 #: pve-common ``JSONSchema.pm`` ``pve_verify_mac_addr``: the I/G bit (the low bit of the first
 #: octet) must be clear, a unicast address.
 MAC = re.compile(r"[0-9A-Fa-f][02468aceACE](?::[0-9A-Fa-f]{2}){5}\Z", re.ASCII)
+
+
+#: ``pve-bridge-id`` (pve-common ``JSONSchema.pm`` ``parse_bridge_id``: ``m/^[-_.\w\d]+$/``), the
+#: ``bridge`` of a container's ``netN`` (pve-container ``Config.pm`` ``$netconf_desc``) and of a VM's
+#: (qemu-server ``QemuServer/Network.pm`` ``$net_fmt``). Perl's ``\w`` is Unicode here: pve-http-server
+#: ``AnyEvent.pm`` ``decode_urlencoded`` hands the API ``Encode::decode('utf8', …)`` character
+#: strings (``decode_json`` too), so ``vmbrΩ`` passes the format and ``vmbr 0`` does not. Python's
+#: ``\w`` on a ``str`` is Unicode too, so the pattern is compiled without ``re.ASCII``.
+BRIDGE_ID = re.compile(r"[-_.\w\d]+")
+
+
+def check_bridge_id(value: str) -> str | None:
+    """None for a bridge name PVE's ``pve-bridge-id`` format takes (``BRIDGE_ID``), else why."""
+    return None if BRIDGE_ID.fullmatch(value) else f"{value!r} is not a bridge name"
 
 
 def check_mac(value: str) -> str | None:
@@ -312,4 +328,18 @@ def options_problem(value: str, rules: Mapping[str, Rule], default_key: str | No
         reason = rules[option].problem(raw)
         if reason:
             return f"{option}={raw}: {reason}"
+    return None
+
+
+#: pve-access-control ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``. A pool id is
+#: a PVE format every family that names a pool checks (the pool family, a guest's ``pool:``).
+POOLID = re.compile(r"^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}\Z")
+
+
+def check_poolid(value: str) -> str | None:
+    """None when ``value`` is a poolid PVE creates, else the reason in PVE's words."""
+    if not POOLID.match(value):
+        return f"pool name '{value}' contains invalid characters"
+    if not value.rsplit("/", 1)[-1][:1].isalpha():
+        return "pool name must start with a letter"
     return None

@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest import lifecycle as shared
+from salt_proxmox.guest.change import live_text
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.guest.refusals import provision_privilege_check
-from salt_proxmox.guest.verdict import live_text
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.facts import release, storages, volume_presence
@@ -343,12 +343,7 @@ def config_task(
 
 #: The VM family.
 QEMU = Family(
-    kind="qemu",
-    state="proxmox_qemu",
-    noun="VM",
-    label="VM",
-    command="qm",
-    ha_type="vm",
+    words=schema.WORDS,
     destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
     ha_forces_stop=True,  # pve-ha-manager Resources/PVEVM.pm shutdown: forceStop => 1
     startup_down=True,  # qemu-server _do_vm_stop: $timeout = $opts->{down}

@@ -1,7 +1,7 @@
 """Declared against live: what a VM write would change, and what it must refuse (pure).
 
 One function, ``judge``, decides for both the plan and the apply, in the shape the container judge
-has (``salt_proxmox.lxc.judge.Change``: ``put``, ``clear``, ``resize``, ``refuse``, ``drift``), plus
+has (``salt_proxmox.guest.change.Change``: ``put``, ``clear``, ``resize``, ``refuse``, ``drift``), plus
 ``secrets`` (secret keys to send from the declaration, never their values) and ``uses`` (the
 ``Mapping.Use`` privileges a mapped device needs, named for the plan). Each rule and its
 qemu-server source:
@@ -41,9 +41,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.identity import vmid_refusal
-from salt_proxmox.guest.verdict import Change, live_text
-from salt_proxmox.lxc.judge import (
+from salt_proxmox.guest.rules import (
     compared_as,
     judge_each,
     put_or_clear,
@@ -162,13 +162,13 @@ def machine_same(want: str, have: str, windows: bool) -> bool:
 def root_only(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a change to an existing VM, naming the ``qm set`` to run; ``''`` names ``--delete``."""
     source = " (qemu-server API2/Qemu.pm check_vm_modify_config_perm)"
-    return root_only_refusal("qm", decl.vmid, decl.node, key, value, why, source)
+    return root_only_refusal(schema.WORDS, decl.vmid, decl.node, key, value, why, source)
 
 
 def root_only_at_create(decl: QemuDeclaration, key: str, value: str, why: str) -> str:
     """A refusal of a root-only value on a VM that does not exist yet: create it as root@pam and
     adopt it, or create it without and ``qm set`` it after (``root_only_at_create_refusal``)."""
-    return root_only_at_create_refusal("VM", "qm", decl.vmid, decl.node, key, value, why)
+    return root_only_at_create_refusal(schema.WORDS, decl.vmid, decl.node, key, value, why)
 
 
 def device_key(key: str) -> bool:
@@ -851,7 +851,7 @@ def identity_refusals(decl: QemuDeclaration, recorded: Mapping[str, object] | No
     settled by the read at the declared node, as for containers (docs/design.md §6)."""
     if not recorded:
         return []
-    reasons = vmid_refusal("proxmox_qemu", "qm", decl.vmid, recorded)
+    reasons = vmid_refusal(schema.WORDS, decl.vmid, recorded)
     template = recorded.get("clone")
     if decl.clone is not None and template is not None and int(str(template)) != decl.clone:
         reasons.append(
@@ -1134,53 +1134,6 @@ def cloned_config(decl: QemuDeclaration, source: Mapping[str, object]) -> dict[s
     name = decl.config.get("name")
     out["name"] = name or f"Copy-of-VM-{live_text(source.get('name')) or decl.clone}"
     return out
-
-
-def split_by_effect(
-    change: Change, live: Mapping[str, object], running: bool, drift_in_effect: list[str] | None = None
-) -> tuple[list[str], list[str]]:
-    """The keys ``change`` writes, split into (in effect at once, pending until the next start).
-
-    A stopped VM takes every change at once (``vmconfig_apply_pending``); on a running one
-    ``schema.applies_live`` decides with the VM's ``hotplug`` in effect. A write of a key whose
-    value in effect already is the declared one only drops a pending change: at once. A resize is
-    done online (``resize_vm`` runs ``block_resize`` on a running VM): at once.
-    """
-    now: list[str] = []
-    later: list[str] = []
-    hotplug = live_text(live.get("hotplug"))
-    for key in [*change.put, *change.clear, *getattr(change, "secrets", [])]:
-        clear = key in change.clear
-        old = live_text(live.get(key))
-        new = change.put.get(key)
-        changed: frozenset[str] = frozenset()
-        if old is not None and new is not None:
-            if schema.family_of(key) == "net":
-                changed = net_changed(new, old)
-            elif schema.is_drive(key):
-                changed = drift_changed(new, old)
-            elif key == "agent":
-                a = dict(pairs(new, "enabled"))
-                b = dict(pairs(old, "enabled"))
-                changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
-        in_effect = drift_in_effect is None or key in drift_in_effect
-        live_now = (
-            not running
-            or not in_effect
-            or schema.applies_live(
-                key,
-                clear,
-                old,
-                new,
-                hotplug,
-                changed,
-                ostype=live_text(live.get("ostype")),
-                machine=live_text(live.get("machine")),
-            )
-        )
-        (now if live_now else later).append(key)
-    now.extend(disk for disk, _ in change.resize if disk not in now)
-    return now, later
 
 
 def drift_changed(new: str, old: str) -> frozenset[str]:

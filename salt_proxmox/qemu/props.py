@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.lxc.props import guest_problems, pool_problem, secret_problem, wired_value
+from salt_proxmox.guest.props import CONTROL, guest_problems, pool_problem, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
     Rule,
+    check_bridge_id,
     check_mac,
     check_size,
     options_problem,
@@ -28,7 +29,6 @@ from salt_proxmox.qemu import schema
 from salt_proxmox.wire.propstring import canonical_option, pairs, pve_boolean
 from salt_proxmox.wire.volumes import STORAGE_ID, Volume, VolumeFamily
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: qemu-server ``PVE/QemuServer/Drive.pm`` ``$NEW_DISK_RE``: ``[storage:]N`` (GiB); a storage is
 #: required here, since a create without ``storage`` has no default to fall back on.
 _NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)\Z", re.IGNORECASE | re.ASCII)
@@ -41,9 +41,7 @@ NIC_MODELS = (
 )  # fmt: skip
 #: ``$net_fmt``'s other options.
 NET_OPTIONS: dict[str, Rule] = {
-    "bridge": Rule(
-        check=lambda v: None if re.fullmatch(r"[-_.\w\d]+", v, re.ASCII) else f"{v!r} is not a bridge name"
-    ),
+    "bridge": Rule(check=check_bridge_id),
     "queues": Rule("integer", minimum=0, maximum=64),
     "rate": Rule("number", minimum=0),
     "tag": Rule("integer", minimum=1, maximum=4094),
@@ -462,7 +460,7 @@ def parse_declaration(
                 extra["storage"] = raw
             continue
         if key in schema.SECRETS:
-            if not isinstance(raw, str) or not raw or _CONTROL.search(raw):
+            if not isinstance(raw, str) or not raw or CONTROL.search(raw):
                 problems.append(f"{key}: expected one line of text; the value is not repeated here")
             elif post_problem({key: raw}):
                 problems.append(f"{key}: {post_problem({key: raw}, secrets={key}).partition(': ')[2]}")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 
-from salt_proxmox.lxc.schema import Key, indexed_key
+from salt_proxmox.guest.schema import Key, indexed_key
+from salt_proxmox.guest.words import Words
 from salt_proxmox.pve.constraints import (
     Endpoint,
     Rule,
@@ -35,6 +36,9 @@ from salt_proxmox.pve.constraints import (
     split_list,
 )
 from salt_proxmox.wire.propstring import pairs
+
+#: The VM family's words (``guest.words``): what its judge, remedies and messages name.
+WORDS = Words(kind="qemu", state="proxmox_qemu", noun="VM", label="VM", command="qm", ha_type="vm")
 
 _OSTYPES = (
     "other",
@@ -297,7 +301,7 @@ def _boot(value: str) -> str | None:
     return BOOT_OPTIONS["legacy"].problem(value)
 
 
-#: Scalar keys. ``compare`` as in ``salt_proxmox.lxc.schema.Key``, plus the VM's own kinds:
+#: Scalar keys. ``compare`` as in ``salt_proxmox.guest.schema.Key``, plus the VM's own kinds:
 #: ``memory`` (``[current=]N``), ``propstring:<family>:<default key>:<defaults>`` values compared
 #: as option maps, ``hotplug`` (a feature set), ``boot``, ``smbios1``, ``sshkeys``.
 SCALARS: dict[str, Key] = {

@@ -25,14 +25,13 @@ Source: pve-manager 9.2.11 ``PVE/API2/Pool.pm`` and pve-access-control 9.1.1
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.constraints import Endpoint, Rule, check_poolid
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows
@@ -54,17 +53,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
 
 FAMILY = "pool"
-#: ``verify_poolname``: up to three levels of ``[A-Za-z0-9.-_]+``.
-POOLID = re.compile(r"^[A-Za-z0-9.\-_]+(?:/[A-Za-z0-9.\-_]+){0,2}\Z")
-
-
-def check_poolid(value: str) -> str | None:
-    """None when ``value`` is a poolid PVE creates, else the reason in PVE's words."""
-    if not POOLID.match(value):
-        return f"pool name '{value}' contains invalid characters"
-    if not value.rsplit("/", 1)[-1][:1].isalpha():
-        return "pool name must start with a letter"
-    return None
 
 
 _RULES = {

@@ -39,9 +39,9 @@ from urllib.parse import parse_qs, unquote
 import hvac
 import requests
 
-from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.ownership.rows import CREATING, OWNED
 from salt_proxmox.ownership.stores import MemoryStore, OwnershipFileError
+from salt_proxmox.run.context import PveContext
 from tests.integration.lxc_support import TARGET, requests_since
 from tests.support.cluster import ServedCluster
 

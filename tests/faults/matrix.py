@@ -2,8 +2,9 @@
 
 Each ``Scenario`` is run by ``tests/faults/test_matrix.py`` against a freshly seeded fake cluster
 (``tests.support.cluster``) with credentials from the scenario's source (static, the session's
-OpenBao dev server, or a sealed one), through ``salt_proxmox.lxc.lifecycle.present``/``absent`` with a
-context built as the Salt module builds it, or through a real ``salt-call`` (``via="salt-call"``).
+OpenBao dev server, or a sealed one), through ``salt_proxmox.guest.lifecycle.present``/``absent``
+with the container family and a context built as the Salt module builds it, or through a real
+``salt-call`` (``via="salt-call"``).
 Besides the scenario's own expectations (result, comment fragments naming the cause and the remedy,
 the exact writes fakepve saw, the ownership rows afterwards) every run is held to the same rules:
 
@@ -25,7 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from salt_proxmox.lxc.guest import live_fingerprint
+from salt_proxmox.guest import identity as guest_identity
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration
 from tests.faults.harness import FailingStore, Run
 from tests.integration.lxc_support import DNS1_DECLARATION, TARGET, declaration, dns1
@@ -118,7 +120,7 @@ def owned_row(
     stored = {k: v for k, v in declared.items() if k != "description"}
     row = {"phase": "owned", "instance": "seeded", "state_id": state_id, "declared": stored}
     if live is not None:
-        row["fingerprint"] = live_fingerprint(live)
+        row["fingerprint"] = guest_identity.live_fingerprint(LXC, live)
     return {f"{TARGET}/lxc/{vmid}": row}
 
 
@@ -134,7 +136,7 @@ STORED_120 = {
             "dns", vmid=120, node="pve1", target=TARGET,
             config={k: v for k, v in DNS.items() if k not in ("vmid", "node")},
         ).stored(),
-        "fingerprint": live_fingerprint(DNS1_CONFIG),
+        "fingerprint": guest_identity.live_fingerprint(LXC, DNS1_CONFIG),
     }
 }  # fmt: skip
 #: A stopped container 160 of ours, for destroy scenarios (120 runs, and PVE refuses to destroy that).

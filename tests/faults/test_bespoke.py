@@ -8,7 +8,8 @@ import traceback
 import pytest
 
 from salt_proxmox.errors import SaltProxmoxError
-from salt_proxmox.lxc.lifecycle import absent, present, read_live
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import CREATING, OWNED
 from salt_proxmox.ownership.stores import MemoryStore
 from tests.faults.harness import Run, install_hooks, leaks, pve_log, with_lease_ids, write_lines
@@ -32,13 +33,15 @@ def test_an_uncertain_create_is_finished_by_the_next_run(fresh_cluster: ServedCl
     run.before("GET", "/status", lambda r: r.pve.set_node_offline("pve1"))
     ctx = make_context(run.targets, store=store)
     install_hooks(ctx, run)
-    first = present(ctx, "web", False, **declaration())
+    first = guest_lifecycle.present(ctx, LXC, "web", False, **declaration())
     assert first.result is False and "could not be read" in "\n".join(first.comment)
     assert store.rows[ROW_150]["phase"] == CREATING
 
     fresh_cluster.pve.set_node_offline("pve1", offline=False)
     start = len(fresh_cluster.pve.requests)
-    second = present(make_context(run.targets, store=store), "web", False, **declaration())
+    second = guest_lifecycle.present(
+        make_context(run.targets, store=store), LXC, "web", False, **declaration()
+    )
     assert second.result is True, second.comment
     assert "interrupted create" in "\n".join(second.comment)
     assert write_lines(pve_log(run, start)) == []
@@ -53,12 +56,12 @@ def test_an_uncertain_destroy_is_settled_by_the_next_run(fresh_cluster: ServedCl
     ours_160(run)
     fresh_cluster.pve.fail("GET", "/status", status=500, message="proxy timeout", times=1)
     removal = {"vmid": CT160["vmid"], "node": "pve1", "removal": "destroy"}
-    first = absent(make_context(run.targets, store=store), "old", False, **removal)
+    first = guest_lifecycle.absent(make_context(run.targets, store=store), LXC, "old", False, **removal)
     assert first.result is False and "could not be read" in "\n".join(first.comment)
     assert f"{TARGET}/lxc/160" in store.rows
 
     start = len(fresh_cluster.pve.requests)
-    second = absent(make_context(run.targets, store=store), "old", False, **removal)
+    second = guest_lifecycle.absent(make_context(run.targets, store=store), LXC, "old", False, **removal)
     assert second.result is True, second.comment
     assert "already absent" in "\n".join(second.comment)
     assert write_lines(pve_log(run, start)) == [] and store.rows == {}
@@ -69,12 +72,18 @@ def test_a_failed_create_leaves_no_row_to_take_over_a_stranger(fresh_cluster: Se
     else later creates at that vmid with the same keys would be recorded as ours without adopt."""
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    failed = present(ctx, "web", False, **declaration(ostemplate="local:vztmpl/missing-13.tar.zst"))
+    failed = guest_lifecycle.present(
+        ctx, LXC, "web", False, **declaration(ostemplate="local:vztmpl/missing-13.tar.zst")
+    )
     assert failed.result is False and store.rows == {}
 
     # Somebody creates CT 150 by hand, as the declaration describes it.
-    assert present(make_context(static_targets(fresh_cluster)), "theirs", False, **declaration()).result
-    again = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **declaration())
+    assert guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster)), LXC, "theirs", False, **declaration()
+    ).result
+    again = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **declaration()
+    )
     assert again.result is False and "this minion did not create it" in "\n".join(again.comment)
     assert store.rows == {}
 
@@ -85,11 +94,15 @@ def test_a_read_token_revoked_between_plan_and_apply_stops_the_apply(fresh_clust
     cache: dict = {}
     store = MemoryStore()
     targets = static_targets(fresh_cluster)
-    plan = present(make_context(targets, cache=cache, store=store), "web", True, **declaration())
+    plan = guest_lifecycle.present(
+        make_context(targets, cache=cache, store=store), LXC, "web", True, **declaration()
+    )
     assert plan.result is None
     del fresh_cluster.pve.apitokens[READ_TOKEN_ID]
     start = len(fresh_cluster.pve.requests)
-    apply = present(make_context(targets, cache=cache, store=store), "web", False, **declaration())
+    apply = guest_lifecycle.present(
+        make_context(targets, cache=cache, store=store), LXC, "web", False, **declaration()
+    )
     comment = "\n".join(apply.comment)
     assert apply.result is False and "HTTP 401" in comment and "issue a new token" in comment
     assert write_lines(pve_log(_run(fresh_cluster, store), start)) == [] and store.rows == {}
@@ -113,7 +126,7 @@ def test_exception_texts_carry_no_secret(fresh_cluster, bao_creds, monkeypatch, 
     del fresh_cluster.pve.apitokens[revoked]
     texts = {"credentials": repr(credentials) + str(credentials), "cache": repr(cache)}
     calls = {
-        READ_TOKEN_ID: lambda: read_live(ctx, "pve1", 150),
+        READ_TOKEN_ID: lambda: guest_lifecycle.read_live(ctx, LXC, "pve1", 150),
         PROVISION_TOKEN_ID: lambda: ctx.task("DELETE", "nodes/pve1/lxc/120", "pve1", "destroy CT 120"),
     }
     with pytest.raises(SaltProxmoxError) as caught:

@@ -12,7 +12,7 @@ import pytest
 
 from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.guest import lifecycle as guest_lifecycle
-from salt_proxmox.lxc.lifecycle import absent, present
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.network.apply import applied as network_applied
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership.files import FileStore
@@ -41,8 +41,8 @@ from tests.support.saltrun import REPO, salt_call, state_rows, write_minion_conf
 
 #: The state each ``Scenario.state`` runs: ``(ctx, name, test, **declaration) -> Outcome``.
 STATES = {
-    "present": present,
-    "absent": absent,
+    "present": lambda ctx, state_id, test, /, **kw: guest_lifecycle.present(ctx, LXC, state_id, test, **kw),
+    "absent": lambda ctx, state_id, test, /, **kw: guest_lifecycle.absent(ctx, LXC, state_id, test, **kw),
     "network_applied": lambda ctx, name, test, **kw: network_applied(ctx, test, name, **kw),
     "sdn_applied": lambda ctx, name, test, **kw: sdn_applied(ctx, test, name, **kw),
     # Positional-only: a VM declaration holds its own ``name``.

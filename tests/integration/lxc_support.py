@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.run import config as run_config
+from salt_proxmox.run.context import PveContext
 from tests.support.cluster import TEMPLATE, ServedCluster
 
 TARGET = "lab"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.lxc.lifecycle import present, read_live
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from tests.integration.lxc_support import declaration, make_context, requests_since, static_targets
 from tests.support.cluster import DNS1_CONFIG, DNS1_VMID
@@ -25,7 +26,7 @@ def test_absence_is_proven_by_nextid_with_the_run_index_read_once(cluster):
     ctx = make_context(static_targets(cluster))
     start = len(cluster.pve.requests)
     for vmid in (901, 902, 903):
-        assert read_live(ctx, "pve1", vmid) is None
+        assert guest_lifecycle.read_live(ctx, LXC, "pve1", vmid) is None
     assert paths(cluster, start) == [
         "/nodes/pve1/lxc/901/pending",
         INDEX,
@@ -41,14 +42,14 @@ def test_a_vmid_taken_since_the_run_index_was_read_is_never_absent(fresh_cluster
     # The hint says 904 is listed nowhere; a guest made at 904 on pve2 meanwhile is found by nextid
     # and located by a fresh index read: refused as held elsewhere, nothing created.
     ctx = make_context(static_targets(fresh_cluster))
-    assert read_live(ctx, "pve1", 905) is None  # the run's index is read now
+    assert guest_lifecycle.read_live(ctx, LXC, "pve1", 905) is None  # the run's index is read now
     fresh_cluster.pve.add_ct(904, node="pve2", config=dict(DNS1_CONFIG, hostname="other"), defaults=False)
     start = len(fresh_cluster.pve.requests)
     with pytest.raises(Refused, match=r"vmid 904 is a lxc guest on node pve2"):
-        read_live(ctx, "pve1", 904)
+        guest_lifecycle.read_live(ctx, LXC, "pve1", 904)
     assert paths(fresh_cluster, start) == ["/nodes/pve1/lxc/904/pending", NEXTID, INDEX]
     start = len(fresh_cluster.pve.requests)
-    outcome = present(ctx, "web", False, **declaration(vmid=904, mp0=None))
+    outcome = guest_lifecycle.present(ctx, LXC, "web", False, **declaration(vmid=904, mp0=None))
     assert outcome.result is False and "pve2" in "\n".join(outcome.comment)
     assert [m for m, _, _ in requests_since(fresh_cluster, start) if m != "GET"] == [], "nothing created"
 
@@ -56,10 +57,10 @@ def test_a_vmid_taken_since_the_run_index_was_read_is_never_absent(fresh_cluster
 def test_a_vmid_the_run_index_lists_is_decided_on_a_fresh_read(fresh_cluster):
     # The hint lists CT 120 on its node; destroyed since, it is absent once nextid says so.
     ctx = make_context(static_targets(fresh_cluster))
-    assert read_live(ctx, "pve1", 906) is None  # the run's index, listing CT 120
+    assert guest_lifecycle.read_live(ctx, LXC, "pve1", 906) is None  # the run's index, listing CT 120
     fresh_cluster.pve.cts.remove(fresh_cluster.pve.ct(DNS1_VMID))
     start = len(fresh_cluster.pve.requests)
-    assert read_live(ctx, "pve2", DNS1_VMID) is None
+    assert guest_lifecycle.read_live(ctx, LXC, "pve2", DNS1_VMID) is None
     assert paths(fresh_cluster, start) == [f"/nodes/pve2/lxc/{DNS1_VMID}/pending", INDEX, NEXTID]
 
 
@@ -70,7 +71,7 @@ def test_a_vmid_the_run_index_lists_is_decided_on_a_fresh_read(fresh_cluster):
 def test_a_failed_nextid_is_an_error_never_absence(fresh_cluster, status, message):
     fresh_cluster.pve.fail("GET", NEXTID, status=status, message=message)
     with pytest.raises(PveError) as caught:
-        read_live(make_context(static_targets(fresh_cluster)), "pve1", 907)
+        guest_lifecycle.read_live(make_context(static_targets(fresh_cluster)), LXC, "pve1", 907)
     assert caught.value.status == status
 
 
@@ -84,7 +85,7 @@ def test_a_nextid_answer_naming_another_vmid_proves_nothing(fresh_cluster, monke
 
     monkeypatch.setattr(ctx.client, "request", other_id)
     with pytest.raises(PveMalformed, match="expected the vmid 908"):
-        read_live(ctx, "pve1", 908)
+        guest_lifecycle.read_live(ctx, LXC, "pve1", 908)
 
 
 def test_a_vmid_taken_but_listed_nowhere_for_this_token_is_refused(fresh_cluster, monkeypatch):
@@ -101,4 +102,4 @@ def test_a_vmid_taken_but_listed_nowhere_for_this_token_is_refused(fresh_cluster
     monkeypatch.setattr(ctx.client, "request", hidden)
     fresh_cluster.pve.add_ct(909, node="pve2", config=dict(DNS1_CONFIG, hostname="hidden"), defaults=False)
     with pytest.raises(Refused, match="vmid 909 is held by a guest"):
-        read_live(ctx, "pve1", 909)
+        guest_lifecycle.read_live(ctx, LXC, "pve1", 909)

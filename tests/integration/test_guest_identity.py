@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.lxc.lifecycle import absent, present, resize
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from tests.integration.lxc_support import (
@@ -28,7 +29,9 @@ DESTROY = {"vmid": 150, "node": "pve1", "removal": "destroy"}
 
 def _ours(cluster, store: MemoryStore) -> dict:
     """Create CT 150 as ours; returns its row."""
-    done = present(make_context(static_targets(cluster), store=store), "web", False, **OURS)
+    done = guest_lifecycle.present(
+        make_context(static_targets(cluster), store=store), LXC, "web", False, **OURS
+    )
     assert done.result is True, done.comment
     return store.rows[KEY]
 
@@ -63,8 +66,8 @@ def test_a_recycled_vmid_is_neither_updated_nor_destroyed(fresh_cluster):
     start = len(fresh_cluster.pve.requests)
     for test in (True, False):
         ctx = make_context(static_targets(fresh_cluster), store=store)
-        updated = present(ctx, "web", test, **OURS)
-        destroyed = absent(ctx, "web", test, **DESTROY)
+        updated = guest_lifecycle.present(ctx, LXC, "web", test, **OURS)
+        destroyed = guest_lifecycle.absent(ctx, LXC, "web", test, **DESTROY)
         for outcome in (updated, destroyed):
             text = "\n".join(outcome.comment)
             assert outcome.result is False and outcome.changes == {}, text
@@ -92,16 +95,18 @@ def test_adopt_takes_the_other_guest_over_and_records_its_fingerprint(fresh_clus
         net0="name=eth0,bridge=vmbr0,ip=10.0.0.99/24",
     )
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    plan = present(ctx, "web", True, adopt=True, **theirs)
+    plan = guest_lifecycle.present(ctx, LXC, "web", True, adopt=True, **theirs)
     assert plan.result is None
     assert plan.changes["fingerprint"] == {"old": "another guest's", "new": "recorded"}
     assert "taken over as it is now" in "\n".join(plan.comment)
     start = len(fresh_cluster.pve.requests)
-    assert present(ctx, "web", False, adopt=True, **theirs).result is True
+    assert guest_lifecycle.present(ctx, LXC, "web", False, adopt=True, **theirs).result is True
     puts = [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))]
     assert puts == [("PUT", "/nodes/pve1/lxc/150/config")], "only what the plan showed: the declared keys"
     assert store.rows[KEY]["fingerprint"]["net0"] == "BC:24:11:AB:CD:EF"
-    clean = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **theirs)
+    clean = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **theirs
+    )
     assert clean.result is True and clean.changes == {}, clean.comment
 
 
@@ -110,18 +115,23 @@ def test_the_fingerprint_follows_our_own_writes_only(fresh_cluster):
     _ours(fresh_cluster, store)
     grown = dict(OURS, rootfs="local-zfs:10", net1="name=eth1,bridge=vmbr0,ip=dhcp")
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert present(ctx, "web", False, **grown).result is True
+    assert guest_lifecycle.present(ctx, LXC, "web", False, **grown).result is True
     prints = store.rows[KEY]["fingerprint"]
     live = fresh_cluster.pve.ct(150).config
     assert prints["rootfs"].endswith("size=10G") and prints["net1"] in live["net1"], (
         "read back after our write"
     )
     assert (
-        present(make_context(static_targets(fresh_cluster), store=store), "web", True, **grown).result is True
+        guest_lifecycle.present(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **grown
+        ).result
+        is True
     )
     # A change by hand (another MAC on net1) is not ours: refused, and the row keeps what we wrote.
     live["net1"] = live["net1"].replace(prints["net1"], "BC:24:11:00:00:99")
-    refused = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **grown)
+    refused = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **grown
+    )
     assert refused.result is False and "net1 is BC:24:11:00:00:99" in "\n".join(refused.comment)
     assert store.rows[KEY]["fingerprint"] == prints
 
@@ -132,24 +142,34 @@ def test_a_row_from_before_fingerprints_is_recorded_only_on_an_exact_match(fresh
     legacy = {key: value for key, value in row.items() if key != "fingerprint"}
     store.rows[KEY] = dict(legacy)
     start = len(fresh_cluster.pve.requests)
-    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    plan = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **OURS
+    )
     assert plan.result is None and plan.changes == {
         "fingerprint": {"old": "none recorded", "new": "recorded"}
     }
     assert "written before fingerprints existed; the guest matches" in "\n".join(plan.comment)
     assert KEY in store.rows and "fingerprint" not in store.rows[KEY], "a plan records nothing"
-    done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **OURS)
+    done = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", False, **OURS
+    )
     assert done.result is True and store.rows[KEY]["fingerprint"] == row["fingerprint"]
     assert writes(requests_since(fresh_cluster, start)) == []
-    again = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    again = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **OURS
+    )
     assert again.result is True and again.changes == {}
 
     # The same old row in front of somebody else's guest at the vmid: not an exact match, refused.
     store.rows[KEY] = dict(legacy)
     _recycle(fresh_cluster, rootfs="local-zfs:subvol-150-disk-0,size=8G", net0=None)
     for outcome in (
-        present(make_context(static_targets(fresh_cluster), store=store), "web", False, **OURS),
-        absent(make_context(static_targets(fresh_cluster), store=store), "web", False, **DESTROY),
+        guest_lifecycle.present(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "web", False, **OURS
+        ),
+        guest_lifecycle.absent(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "web", False, **DESTROY
+        ),
     ):
         text = "\n".join(outcome.comment)
         assert outcome.result is False, text
@@ -167,18 +187,20 @@ def test_destroy_then_the_same_absent_state_is_clean_forever(fresh_cluster, lega
     if legacy:
         store.rows[KEY].pop("fingerprint")
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    plan = absent(ctx, "web", True, **DESTROY)
+    plan = guest_lifecycle.absent(ctx, LXC, "web", True, **DESTROY)
     assert (
         plan.result is None and ("written before fingerprints existed" in "\n".join(plan.comment)) is legacy
     )
     start = len(fresh_cluster.pve.requests)
-    done = absent(ctx, "web", False, **DESTROY)
+    done = guest_lifecycle.absent(ctx, LXC, "web", False, **DESTROY)
     assert done.result is True and fresh_cluster.pve.ct(150) is None, done.comment
     assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
         ("DELETE", "/nodes/pve1/lxc/150")
     ]
     for test in (True, False, True, False):
-        later = absent(make_context(static_targets(fresh_cluster), store=store), "web", test, **DESTROY)
+        later = guest_lifecycle.absent(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "web", test, **DESTROY
+        )
         assert (later.result, later.changes) == (True, {}), later.comment
         assert later.comment == ["CT 150 on pve1 is absent"]
     assert len(writes(requests_since(fresh_cluster, start))) == 1 and store.rows == {}
@@ -204,11 +226,11 @@ def test_destroy_refuses_volumes_its_declaration_does_not_know(fresh_cluster):
     declared = {"vmid": 150, "node": "pve1", "hostname": "ct150", "memory": 1024, "unprivileged": True,
                 "rootfs": "local-zfs:8"}  # fmt: skip
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert present(ctx, "web", False, adopt=True, **declared).result is True
+    assert guest_lifecycle.present(ctx, LXC, "web", False, adopt=True, **declared).result is True
     assert store.rows[KEY]["phase"] == OWNED and "mp1" in store.rows[KEY]["fingerprint"]
     start = len(fresh_cluster.pve.requests)
     for test in (True, False):
-        refused = absent(ctx, "web", test, **DESTROY)
+        refused = guest_lifecycle.absent(ctx, LXC, "web", test, **DESTROY)
         text = "\n".join(refused.comment)
         assert refused.result is False and refused.changes == {}, text
         assert "volumes its declaration does not know: mp1 (local-zfs:subvol-150-disk-1 size=50G)" in text
@@ -222,17 +244,21 @@ def test_an_adhoc_resize_obeys_the_fingerprint_and_moves_it(fresh_cluster):
     store = MemoryStore()
     row = _ours(fresh_cluster, store)
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert resize(ctx, "pve1", 150, "rootfs", "+1G").startswith("UPID:")
+    assert guest_lifecycle.resize(ctx, LXC, "pve1", 150, "rootfs", "+1G").startswith("UPID:")
     grown = store.rows[KEY]["fingerprint"]["rootfs"]
     assert grown != row["fingerprint"]["rootfs"] and grown.endswith("size=9G"), grown
     grown_decl = {**OURS, "rootfs": OURS["rootfs"].replace(":8", ":9")}
-    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **grown_decl)
+    plan = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **grown_decl
+    )
     assert plan.result is True, plan.comment
     _recycle(fresh_cluster)
     theirs = dict(fresh_cluster.pve.ct(150).config)
     start = len(fresh_cluster.pve.requests)
     with pytest.raises(Refused, match="does not carry the fingerprint"):
-        resize(make_context(static_targets(fresh_cluster), store=store), "pve1", 150, "rootfs", "+1G")
+        guest_lifecycle.resize(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "pve1", 150, "rootfs", "+1G"
+        )
     assert writes(requests_since(fresh_cluster, start)) == [], "no resize of their guest"
     assert fresh_cluster.pve.ct(150).config == theirs
 
@@ -251,7 +277,9 @@ def test_a_container_without_a_nic_is_neither_rewritten_nor_destroyed_when_made_
     same volume ids and sizes. Its row vouches for no write and no destroy; adopt: true (after a
     check by hand) writes."""
     store = MemoryStore()
-    done = present(make_context(static_targets(fresh_cluster), store=store), "web", False, **NO_NIC)
+    done = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", False, **NO_NIC
+    )
     assert done.result is True, done.comment
     row = store.rows[KEY]
     assert set(row["fingerprint"]) == {"rootfs"}
@@ -263,8 +291,8 @@ def test_a_container_without_a_nic_is_neither_rewritten_nor_destroyed_when_made_
     start = len(pve.requests)
     for test in (True, False):
         ctx = make_context(static_targets(fresh_cluster), store=store)
-        updated = present(ctx, "web", test, **dict(NO_NIC, memory=4096))
-        destroyed = absent(ctx, "web", test, **DESTROY)
+        updated = guest_lifecycle.present(ctx, LXC, "web", test, **dict(NO_NIC, memory=4096))
+        destroyed = guest_lifecycle.absent(ctx, LXC, "web", test, **DESTROY)
         for outcome in (updated, destroyed):
             text = "\n".join(outcome.comment)
             assert outcome.result is False and outcome.changes == {}, text
@@ -274,10 +302,13 @@ def test_a_container_without_a_nic_is_neither_rewritten_nor_destroyed_when_made_
     assert writes(requests_since(fresh_cluster, start)) == [], "no PUT, no DELETE"
     assert pve.ct(150) is not None and store.rows[KEY] == row
     with pytest.raises(Refused, match="holds only volume ids and sizes"):
-        resize(make_context(static_targets(fresh_cluster), store=store), "pve1", 150, "rootfs", "+1G")
+        guest_lifecycle.resize(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "pve1", 150, "rootfs", "+1G"
+        )
     # The operator checked it: adopt: true writes, and says why it had to.
-    adopted = present(
+    adopted = guest_lifecycle.present(
         make_context(static_targets(fresh_cluster), store=store),
+        LXC,
         "web",
         False,
         adopt=True,
@@ -285,8 +316,12 @@ def test_a_container_without_a_nic_is_neither_rewritten_nor_destroyed_when_made_
     )
     assert adopted.result is True and "cannot tell it from another guest" in "\n".join(adopted.comment)
     # A clean plan writes nothing, so it is not refused.
-    clean = present(
-        make_context(static_targets(fresh_cluster), store=store), "web", True, **dict(NO_NIC, memory=4096)
+    clean = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "web",
+        True,
+        **dict(NO_NIC, memory=4096),
     )
     assert clean.result is True and clean.changes == {}, clean.comment
 
@@ -308,7 +343,7 @@ def test_a_creating_row_does_not_vouch_for_a_guest_somebody_else_made(fresh_clus
     row = _creating_row(store, started=int(time.time()), token="salt-provision@pve!apply", host="h", pid=1)
     # Somebody else's create of the same declaration, run by another user.
     ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
-    assert present(ctx, "theirs", False, **OURS).result is True
+    assert guest_lifecycle.present(ctx, LXC, "theirs", False, **OURS).result is True
     for task in fresh_cluster.pve.tasklog:
         if task["type"] == "vzcreate" and task["id"] == "150":
             task["user"] = "root@pam"
@@ -316,11 +351,11 @@ def test_a_creating_row_does_not_vouch_for_a_guest_somebody_else_made(fresh_clus
     start = len(fresh_cluster.pve.requests)
     for test in (True, False):
         ctx = make_context(static_targets(fresh_cluster), store=store)
-        finished = present(ctx, "web", test, **OURS)
+        finished = guest_lifecycle.present(ctx, LXC, "web", test, **OURS)
         text = "\n".join(finished.comment)
         assert finished.result is False and finished.changes == {}, text
         assert "nothing ties it to that create" in text and "adopt: true" in text
-        destroyed = absent(ctx, "web", test, **DESTROY)
+        destroyed = guest_lifecycle.absent(ctx, LXC, "web", test, **DESTROY)
         text = "\n".join(destroyed.comment)
         assert destroyed.result is False and destroyed.changes == {}, text
         assert "create of ours as unfinished" in text and "Nothing was deleted" in text
@@ -336,8 +371,8 @@ def test_a_creating_row_is_finished_when_the_task_list_ties_it_and_refused_after
 
     store = MemoryStore()
     _creating_row(store, started=int(time.time()), token="salt-provision@pve!apply")
-    assert present(
-        make_context(static_targets(fresh_cluster), store=MemoryStore()), "x", False, **OURS
+    assert guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=MemoryStore()), LXC, "x", False, **OURS
     ).result
     # Destroyed and made again, by root@pam, after our create.
     pve = fresh_cluster.pve
@@ -347,13 +382,20 @@ def test_a_creating_row_is_finished_when_the_task_list_ties_it_and_refused_after
         "type": "vzdestroy", "id": "150", "user": "root@pam", "starttime": later, "status": "stopped",
         "exitstatus": "OK",
     })  # fmt: skip
-    refused = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    refused = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **OURS
+    )
     assert refused.result is False and "vzdestroy by root@pam" in "\n".join(refused.comment), refused.comment
     pve.tasklog.pop()
-    plan = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **OURS)
+    plan = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **OURS
+    )
     assert plan.result is None and plan.changes == {"ownership": {"old": "creating", "new": "owned"}}
     assert "listed in the node's tasks" in "\n".join(plan.comment)
     assert (
-        present(make_context(static_targets(fresh_cluster), store=store), "web", False, **OURS).result is True
+        guest_lifecycle.present(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "web", False, **OURS
+        ).result
+        is True
     )
     assert store.rows[KEY]["phase"] == OWNED

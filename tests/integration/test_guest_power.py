@@ -11,8 +11,9 @@ from urllib.parse import parse_qs
 import pytest
 
 from salt_proxmox.errors import Refused
+from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.guest import power
-from salt_proxmox.lxc.lifecycle import present
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.registry import guests
 from tests.integration.lxc_support import (
@@ -32,7 +33,9 @@ GUESTS = guests()
 def _adopted(served):
     store = MemoryStore()
     ctx = make_context(static_targets(served), store=store)
-    adopted = present(ctx, "dns", False, adopt=True, **dns1(description="Resolver for the lab"))
+    adopted = guest_lifecycle.present(
+        ctx, LXC, "dns", False, adopt=True, **dns1(description="Resolver for the lab")
+    )
     assert adopted.result is True, adopted.comment
     return ctx, store
 
@@ -49,7 +52,7 @@ def _dns(**over):
 def test_a_container_created_declared_running_is_started_by_its_own_task_and_replans_clean(fresh_cluster):
     ctx = make_context(static_targets(fresh_cluster))
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, "web", False, **declaration(status="running"))
+    done = guest_lifecycle.present(ctx, LXC, "web", False, **declaration(status="running"))
     assert done.result is True, done.comment
     assert fresh_cluster.pve.ct(150).status == "running"
     sent = writes(requests_since(fresh_cluster, start))
@@ -59,7 +62,7 @@ def test_a_container_created_declared_running_is_started_by_its_own_task_and_rep
     ]
     assert "start" not in _form(sent[0][2]) and "ostemplate" in _form(sent[0][2])
     mark = len(fresh_cluster.pve.requests)
-    again = present(ctx, "web", True, **declaration(status="running"))
+    again = guest_lifecycle.present(ctx, LXC, "web", True, **declaration(status="running"))
     assert again.result is True, again.comment
     lxc = [p for _, p, _ in requests_since(fresh_cluster, mark) if "/lxc/" in p]
     assert lxc == ["/nodes/pve1/lxc/150/pending", "/nodes/pve1/lxc/150/status/current"]
@@ -67,18 +70,18 @@ def test_a_container_created_declared_running_is_started_by_its_own_task_and_rep
 
 def test_status_stopped_shuts_down_with_its_timeout_then_running_starts_it_again(fresh_cluster):
     ctx, _ = _adopted(fresh_cluster)
-    plan = present(ctx, "dns", True, **_dns(status="stopped", shutdown_timeout=30))
+    plan = guest_lifecycle.present(ctx, LXC, "dns", True, **_dns(status="stopped", shutdown_timeout=30))
     assert plan.result is None and plan.changes == {"status": {"old": "running", "new": "stopped"}}
     assert fresh_cluster.pve.ct(120).status == "running"
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, "dns", False, **_dns(status="stopped", shutdown_timeout=30))
+    done = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns(status="stopped", shutdown_timeout=30))
     assert done.result is True, done.comment
     assert fresh_cluster.pve.ct(120).status == "stopped"
     ((method, path, body),) = writes(requests_since(fresh_cluster, start))
     assert (method, path) == ("POST", f"{PATH}/status/shutdown")
     assert _form(body) == {"timeout": "30"}
-    assert present(ctx, "dns", True, **_dns(status="stopped")).result is True
-    up = present(ctx, "dns", False, **_dns(status="running"))
+    assert guest_lifecycle.present(ctx, LXC, "dns", True, **_dns(status="stopped")).result is True
+    up = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns(status="running"))
     assert up.result is True, up.comment
     assert fresh_cluster.pve.ct(120).status == "running"
 
@@ -87,7 +90,7 @@ def test_a_shutdown_that_times_out_leaves_the_container_running_and_is_never_for
     ctx, _ = _adopted(fresh_cluster)
     fresh_cluster.pve.ct(120).shutdown_secs = 600
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, "dns", False, **_dns(status="stopped", shutdown_timeout=5))
+    done = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns(status="stopped", shutdown_timeout=5))
     assert done.result is False
     assert "without force_stop: true" in " ".join(done.comment)
     assert fresh_cluster.pve.ct(120).status == "running"
@@ -96,9 +99,16 @@ def test_a_shutdown_that_times_out_leaves_the_container_running_and_is_never_for
 
 def test_a_running_container_whose_pending_change_a_start_would_apply_is_judged_after_it(fresh_cluster):
     ctx, _ = _adopted(fresh_cluster)
-    assert present(ctx, "dns", False, **_dns(nameserver="10.0.0.1")).result is True  # pending: it runs
-    assert present(ctx, "dns", False, **_dns(nameserver="10.0.0.1", status="stopped")).result is True
-    up = present(ctx, "dns", False, **_dns(nameserver="10.0.0.1", status="running"))
+    assert (
+        guest_lifecycle.present(ctx, LXC, "dns", False, **_dns(nameserver="10.0.0.1")).result is True
+    )  # pending: it runs
+    assert (
+        guest_lifecycle.present(
+            ctx, LXC, "dns", False, **_dns(nameserver="10.0.0.1", status="stopped")
+        ).result
+        is True
+    )
+    up = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns(nameserver="10.0.0.1", status="running"))
     assert up.result is True, up.comment
     assert not any("pending until" in line for line in up.comment), up.comment
     assert fresh_cluster.pve.ct(120).config.get("nameserver") == "10.0.0.1"

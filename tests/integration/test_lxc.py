@@ -9,8 +9,9 @@ from urllib.parse import parse_qs
 import pytest
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.lxc.guest import live_fingerprint
-from salt_proxmox.lxc.lifecycle import absent, operator_config, present, read_live
+from salt_proxmox.guest import identity as guest_identity
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
@@ -35,14 +36,14 @@ def _dns1(**over):
 def test_create_records_ownership_and_second_plan_is_clean(fresh_cluster):
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    plan = present(ctx, "web", True, **declaration())
+    plan = guest_lifecycle.present(ctx, LXC, "web", True, **declaration())
     assert plan.result is None, plan.comment
     assert "would be created" in plan.comment[0]
     assert writes(requests_since(fresh_cluster, 0)) == [], "a plan writes nothing"
     assert store.saves == 0, "a plan writes no grains"
 
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, "web", False, **declaration())
+    done = guest_lifecycle.present(ctx, LXC, "web", False, **declaration())
     assert done.result is True, done.comment
     log = requests_since(fresh_cluster, start)
     assert [(m, p) for m, p, _ in writes(log)] == [("POST", "/nodes/pve1/lxc")]
@@ -54,7 +55,9 @@ def test_create_records_ownership_and_second_plan_is_clean(fresh_cluster):
     assert row["phase"] == OWNED and row["state_id"] == "web"
     assert "description" not in row["declared"], "notes a human wrote are never stored"
 
-    again = present(make_context(static_targets(fresh_cluster), store=store), "web", True, **declaration())
+    again = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **declaration()
+    )
     assert again.result is True and again.changes == {}, again.comment
 
 
@@ -70,19 +73,21 @@ def test_create_writes_creating_row_before_the_post(fresh_cluster):
         return original(method, path, credential, params=params, form=form, **more)
 
     ctx.client.request = spy
-    assert present(ctx, "web", False, **declaration()).result is True
+    assert guest_lifecycle.present(ctx, LXC, "web", False, **declaration()).result is True
     assert seen_rows[0][row_key(TARGET, "lxc", 150)]["phase"] == CREATING
 
 
 def test_unowned_guest_is_refused_without_adopt_and_taken_over_with_it(cluster):
     start = len(cluster.pve.requests)
-    refused = present(make_context(static_targets(cluster)), "dns", False, **_dns1())
+    refused = guest_lifecycle.present(make_context(static_targets(cluster)), LXC, "dns", False, **_dns1())
     assert refused.result is False
     assert "adopt: true" in "\n".join(refused.comment)
     assert writes(requests_since(cluster, start)) == []
 
     store = MemoryStore()
-    adopted = present(make_context(static_targets(cluster), store=store), "dns", False, adopt=True, **_dns1())
+    adopted = guest_lifecycle.present(
+        make_context(static_targets(cluster), store=store), LXC, "dns", False, adopt=True, **_dns1()
+    )
     assert adopted.result is True, adopted.comment
     assert writes(requests_since(cluster, start)) == [], "a matching adoption writes nothing to PVE"
     assert store.rows[row_key(TARGET, "lxc", DNS1_VMID)]["phase"] == OWNED
@@ -92,29 +97,35 @@ def test_unowned_guest_is_refused_without_adopt_and_taken_over_with_it(cluster):
 
 def test_update_carries_the_digest_it_was_judged_against(fresh_cluster):
     store = MemoryStore()
-    assert present(make_context(static_targets(fresh_cluster), store=store), "dns", False, adopt=True,
-                   **_dns1()).result  # fmt: skip
+    assert guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "dns", False, adopt=True, **_dns1()
+    ).result
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    digest = read_live(ctx, "pve1", DNS1_VMID).digest
+    digest = guest_lifecycle.read_live(ctx, LXC, "pve1", DNS1_VMID).digest
     start = len(fresh_cluster.pve.requests)
-    plan = present(ctx, "dns", True, **_dns1(memory=1024, tags="infra;dns;core"))
+    plan = guest_lifecycle.present(ctx, LXC, "dns", True, **_dns1(memory=1024, tags="infra;dns;core"))
     assert plan.result is None and set(plan.changes) == {"memory", "tags"}
-    done = present(ctx, "dns", False, **_dns1(memory=1024, tags="infra;dns;core"))
+    done = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns1(memory=1024, tags="infra;dns;core"))
     assert done.result is True, done.comment
     puts = writes(requests_since(fresh_cluster, start))
     assert [(m, p) for m, p, _ in puts] == [("PUT", f"/nodes/pve1/lxc/{DNS1_VMID}/config")]
     body = str(puts[0][2])
     assert f"digest={digest}" in body and "memory=1024" in body and "hwaddr" not in body
     assert fresh_cluster.pve.ct(DNS1_VMID).config["memory"] in (1024, "1024")
-    clean = present(make_context(static_targets(fresh_cluster), store=store), "dns", True,
-                     **_dns1(memory=1024, tags="infra;dns;core"))  # fmt: skip
+    clean = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "dns",
+        True,
+        **_dns1(memory=1024, tags="infra;dns;core"),
+    )
     assert clean.result is True and clean.changes == {}
 
 
 def test_a_concurrent_edit_fails_the_put_on_its_digest(fresh_cluster):
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert present(ctx, "dns", False, adopt=True, **_dns1()).result
+    assert guest_lifecycle.present(ctx, LXC, "dns", False, adopt=True, **_dns1()).result
     original = ctx.client.request
 
     def edit_between(method, path, credential, params=None, form=None):
@@ -123,7 +134,7 @@ def test_a_concurrent_edit_fails_the_put_on_its_digest(fresh_cluster):
         return original(method, path, credential, params=params, form=form)
 
     ctx.client.request = edit_between
-    failed = present(ctx, "dns", False, **_dns1(memory=768))
+    failed = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns1(memory=768))
     assert failed.result is False
     assert "detected modified configuration" in "\n".join(failed.comment)
     assert fresh_cluster.pve.ct(DNS1_VMID).config["memory"] == 512
@@ -132,9 +143,9 @@ def test_a_concurrent_edit_fails_the_put_on_its_digest(fresh_cluster):
 def test_grow_a_disk_is_a_resize_task_after_the_put(fresh_cluster):
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert present(ctx, "dns", False, adopt=True, **_dns1()).result
+    assert guest_lifecycle.present(ctx, LXC, "dns", False, adopt=True, **_dns1()).result
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, "dns", False, **_dns1(rootfs="local-zfs:6", memory=640))
+    done = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns1(rootfs="local-zfs:6", memory=640))
     assert done.result is True, done.comment
     assert done.changes["disks"] == {"rootfs": {"old": "4G", "new": "6G"}}
     order = [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))]
@@ -180,13 +191,15 @@ def test_refusals_write_nothing(cluster, over, needle):
                 "instance": "x",
                 "state_id": "dns",
                 "declared": {"vmid": DNS1_VMID, "node": "pve1"},
-                "fingerprint": live_fingerprint(cluster.pve.ct(DNS1_VMID).config),
+                "fingerprint": guest_identity.live_fingerprint(LXC, cluster.pve.ct(DNS1_VMID).config),
             }
         }
     )
     start = len(cluster.pve.requests)
     for test in (True, False):
-        outcome = present(make_context(static_targets(cluster), store=store), "dns", test, **_dns1(**over))
+        outcome = guest_lifecycle.present(
+            make_context(static_targets(cluster), store=store), LXC, "dns", test, **_dns1(**over)
+        )
         assert outcome.result is False
         assert needle in "\n".join(outcome.comment)
     assert writes(requests_since(cluster, start)) == []
@@ -194,10 +207,12 @@ def test_refusals_write_nothing(cluster, over, needle):
 
 def test_a_vmid_held_by_a_qemu_guest_or_another_node_is_refused(cluster):
     start = len(cluster.pve.requests)
-    qemu = present(make_context(static_targets(cluster)), "x", False, **declaration(vmid=ROUTER_VMID))
+    qemu = guest_lifecycle.present(
+        make_context(static_targets(cluster)), LXC, "x", False, **declaration(vmid=ROUTER_VMID)
+    )
     assert qemu.result is False and "qemu guest on node pve2" in "\n".join(qemu.comment)
-    moved = present(
-        make_context(static_targets(cluster)), "x", False, **declaration(vmid=DNS1_VMID, node="pve2")
+    moved = guest_lifecycle.present(
+        make_context(static_targets(cluster)), LXC, "x", False, **declaration(vmid=DNS1_VMID, node="pve2")
     )
     assert moved.result is False and "lxc guest on node pve1" in "\n".join(moved.comment)
     assert writes(requests_since(cluster, start)) == []
@@ -216,7 +231,7 @@ def test_a_token_without_vm_audit_cannot_prove_absence(fresh_cluster):
     }
     start = len(pve.requests)
     for vmid in (DNS1_VMID, 150):
-        outcome = present(make_context(targets), "x", False, **declaration(vmid=vmid))
+        outcome = guest_lifecycle.present(make_context(targets), LXC, "x", False, **declaration(vmid=vmid))
         assert outcome.result is False, outcome.comment
         assert "403" in "\n".join(outcome.comment)
     log = requests_since(fresh_cluster, start)
@@ -227,7 +242,7 @@ def test_a_token_without_vm_audit_cannot_prove_absence(fresh_cluster):
 def test_read_live_proves_absence_with_the_same_credential(cluster):
     ctx = make_context(static_targets(cluster))
     start = len(cluster.pve.requests)
-    assert read_live(ctx, "pve1", 999) is None
+    assert guest_lifecycle.read_live(ctx, LXC, "pve1", 999) is None
     log = requests_since(cluster, start)
     # GET …/pending answers a missing config as GET …/config does (pve-container API2/LXC.pm vm_pending
     # calls the same load_config).
@@ -243,7 +258,7 @@ def test_generic_500_is_a_failure_not_absence(fresh_cluster):
     fresh_cluster.pve.fail("GET", "/lxc/150/pending", status=500, message="got timeout")
     start = len(fresh_cluster.pve.requests)
     with pytest.raises(PveError) as caught:
-        read_live(make_context(static_targets(fresh_cluster)), "pve1", 150)
+        guest_lifecycle.read_live(make_context(static_targets(fresh_cluster)), LXC, "pve1", 150)
     assert caught.value.status == 500
     assert not any(path == "/cluster/resources" for _, path, _ in requests_since(fresh_cluster, start))
 
@@ -251,22 +266,22 @@ def test_generic_500_is_a_failure_not_absence(fresh_cluster):
 def test_absent_retain_forgets_and_destroy_deletes_only_a_matching_guest(fresh_cluster):
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert present(ctx, "web", False, **declaration(vmid=160)).result
+    assert guest_lifecycle.present(ctx, LXC, "web", False, **declaration(vmid=160)).result
     # Somebody edits it by hand: destroy must refuse (it may not be the guest we made).
     fresh_cluster.pve.ct(160).config["hostname"] = "someone-elses"
-    refused = absent(ctx, "web", False, vmid=160, node="pve1", removal="destroy")
+    refused = guest_lifecycle.absent(ctx, LXC, "web", False, vmid=160, node="pve1", removal="destroy")
     assert refused.result is False and fresh_cluster.pve.ct(160) is not None
     fresh_cluster.pve.ct(160).config["hostname"] = "ct160"
     start = len(fresh_cluster.pve.requests)
-    destroyed = absent(ctx, "web", False, vmid=160, node="pve1", removal="destroy")
+    destroyed = guest_lifecycle.absent(ctx, LXC, "web", False, vmid=160, node="pve1", removal="destroy")
     assert destroyed.result is True, destroyed.comment
     deletes = [(m, p, b) for m, p, b in writes(requests_since(fresh_cluster, start))]
     assert [(m, p) for m, p, _ in deletes] == [("DELETE", "/nodes/pve1/lxc/160")]
     assert not any(word in str(deletes[0][2]) for word in ("force", "purge"))
     assert fresh_cluster.pve.ct(160) is None and store.rows == {}
 
-    assert present(ctx, "dns", False, adopt=True, **_dns1()).result
-    kept = absent(ctx, "dns", False, vmid=DNS1_VMID, node="pve1")
+    assert guest_lifecycle.present(ctx, LXC, "dns", False, adopt=True, **_dns1()).result
+    kept = guest_lifecycle.absent(ctx, LXC, "dns", False, vmid=DNS1_VMID, node="pve1")
     assert kept.result is True and fresh_cluster.pve.ct(DNS1_VMID) is not None
     assert row_key(TARGET, "lxc", DNS1_VMID) not in store.rows
 
@@ -296,7 +311,7 @@ def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
     vmids = [150, 151, 152, 153]
     ctx = make_context(targets, bao, store=store)
     for vmid in vmids:
-        assert present(ctx, f"ct{vmid}", False, **declaration(vmid=vmid)).result
+        assert guest_lifecycle.present(ctx, LXC, f"ct{vmid}", False, **declaration(vmid=vmid)).result
 
     for test in (True, False):
         cache: dict = {}
@@ -304,7 +319,7 @@ def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
         run_ctx = make_context(targets, bao, cache=cache, store=store)
         bao_seen = _count_openbao_requests(run_ctx)
         for vmid in vmids:
-            outcome = present(run_ctx, f"ct{vmid}", test, **declaration(vmid=vmid))
+            outcome = guest_lifecycle.present(run_ctx, LXC, f"ct{vmid}", test, **declaration(vmid=vmid))
             assert outcome.result is True and outcome.changes == {}, outcome.comment
         log = requests_since(fresh_cluster, start)
         # One GET …/pending per guest: the values in effect, the pending ones and the digest at once.
@@ -329,14 +344,14 @@ def test_lxc_config_finds_the_node_and_shows_the_description(cluster):
     # proxmox.lxc_config without node: the guest index (pve-manager API2/Cluster.pm resources) names it.
     ctx = make_context(static_targets(cluster))
     start = len(cluster.pve.requests)
-    config = operator_config(ctx, DNS1_VMID)
+    config = guest_lifecycle.operator_config(ctx, LXC, DNS1_VMID)
     assert [path for _, path, _ in requests_since(cluster, start)] == [
         "/cluster/resources",
         "/nodes/pve1/lxc/120/pending",
     ]
     assert config["hostname"] == "dns1" and config["description"] == "Resolver for the lab\n"
     assert "digest" not in config and "env" not in config
-    assert operator_config(ctx, DNS1_VMID, "pve1") == config
+    assert guest_lifecycle.operator_config(ctx, LXC, DNS1_VMID, "pve1") == config
 
 
 @pytest.mark.parametrize(
@@ -349,7 +364,7 @@ def test_lxc_config_finds_the_node_and_shows_the_description(cluster):
 )
 def test_lxc_config_of_no_container_is_a_sentence(cluster, vmid, node, sentence):
     with pytest.raises(Refused) as caught:
-        operator_config(make_context(static_targets(cluster)), vmid, node)
+        guest_lifecycle.operator_config(make_context(static_targets(cluster)), LXC, vmid, node)
     assert str(caught.value) == sentence
 
 
@@ -363,9 +378,9 @@ def test_create_secrets_are_sent_once_and_never_shown_kept_or_compared(fresh_clu
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
     secrets = {"password": PASSWORD, "ssh-public-keys": SSH_KEY}
-    plan = present(ctx, "web", True, **declaration(**secrets))
+    plan = guest_lifecycle.present(ctx, LXC, "web", True, **declaration(**secrets))
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, "web", False, **declaration(**secrets))
+    done = guest_lifecycle.present(ctx, LXC, "web", False, **declaration(**secrets))
     assert plan.result is None and done.result is True, done.comment
     ((method, path, form),) = writes(requests_since(fresh_cluster, start))
     assert (method, path) == ("POST", "/nodes/pve1/lxc")
@@ -378,8 +393,8 @@ def test_create_secrets_are_sent_once_and_never_shown_kept_or_compared(fresh_clu
     assert "password" not in done.changes and "ssh-public-keys" not in done.changes
     # Changed or dropped afterwards: no drift, no write.
     for later in ({"password": "another secret"}, {"password": None, "ssh-public-keys": None}):
-        again = present(
-            make_context(static_targets(fresh_cluster), store=store), "web", True, **declaration(**later)
+        again = guest_lifecycle.present(
+            make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **declaration(**later)
         )
         assert again.result is True and again.changes == {}, again.comment
 
@@ -393,7 +408,9 @@ def test_create_secrets_are_sent_once_and_never_shown_kept_or_compared(fresh_clu
     ],
 )
 def test_bad_create_secrets_are_refused_without_repeating_them(fresh_cluster, declared, message):
-    outcome = present(make_context(static_targets(fresh_cluster)), "web", True, **declaration(**declared))
+    outcome = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster)), LXC, "web", True, **declaration(**declared)
+    )
     text = "\n".join(outcome.comment)
     assert outcome.result is False and message in text
     assert str(next(iter(declared.values()))) not in text
@@ -412,7 +429,7 @@ def test_pool_at_create_then_moved_then_left(fresh_cluster):
     def run(test, pool):
         ctx = make_context(static_targets(fresh_cluster), store=store)
         start = len(pve.requests)
-        outcome = present(ctx, "web", test, **declaration(pool=pool))
+        outcome = guest_lifecycle.present(ctx, LXC, "web", test, **declaration(pool=pool))
         return outcome, writes(requests_since(fresh_cluster, start))
 
     done, sent = run(False, "prod")
@@ -441,12 +458,14 @@ def test_pool_at_create_then_moved_then_left(fresh_cluster):
     pve._sync_pools()
     ctx = make_context(static_targets(fresh_cluster), store=store)
     start = len(pve.requests)
-    assert present(ctx, "web", True, **declaration()).changes == {}
+    assert guest_lifecycle.present(ctx, LXC, "web", True, **declaration()).changes == {}
     assert not any(path == "/cluster/resources" for _, path, _ in requests_since(fresh_cluster, start))
 
 
 def test_a_bad_pool_is_refused_by_the_pool_rule(fresh_cluster):
-    outcome = present(make_context(static_targets(fresh_cluster)), "web", True, **declaration(pool="lab #1"))
+    outcome = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster)), LXC, "web", True, **declaration(pool="lab #1")
+    )
     assert (
         outcome.result is False
         and "pool: pool name 'lab #1' contains invalid characters" in outcome.comment[0]

@@ -8,7 +8,8 @@ it in ``[pve:pending]`` until the next start.
 
 from __future__ import annotations
 
-from salt_proxmox.lxc.lifecycle import absent, present
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.stores import MemoryStore
 from tests.integration.lxc_support import (
     declaration,
@@ -26,7 +27,9 @@ PATH = f"/nodes/pve1/lxc/{DNS1_VMID}"
 def _adopted(served):
     store = MemoryStore()
     ctx = make_context(static_targets(served), store=store)
-    adopted = present(ctx, "dns", False, adopt=True, **dns1(description="Resolver for the lab"))
+    adopted = guest_lifecycle.present(
+        ctx, LXC, "dns", False, adopt=True, **dns1(description="Resolver for the lab")
+    )
     assert adopted.result is True, adopted.comment
     return store
 
@@ -43,7 +46,7 @@ def test_a_change_pve_keeps_pending_is_said_so_and_the_next_plan_reports_it_with
     store = _adopted(fresh_cluster)
     ctx = make_context(static_targets(fresh_cluster), store=store)
     start = len(fresh_cluster.pve.requests)
-    plan = present(ctx, "dns", True, **_dns(nameserver="10.0.0.1", memory=768))
+    plan = guest_lifecycle.present(ctx, LXC, "dns", True, **_dns(nameserver="10.0.0.1", memory=768))
     assert plan.result is None, plan.comment
     assert set(plan.changes) == {"nameserver", "memory"}
     assert "memory would take effect at once; nameserver would stay pending until the container restarts" in (
@@ -54,7 +57,7 @@ def test_a_change_pve_keeps_pending_is_said_so_and_the_next_plan_reports_it_with
     # (/cluster/options, read once per run for the declared tags' style, is no read of the guest.)
     assert [p for _, p, _ in log if "/lxc/" in p] == [f"{PATH}/pending", f"{PATH}/status/current"]
 
-    done = present(ctx, "dns", False, **_dns(nameserver="10.0.0.1", memory=768))
+    done = guest_lifecycle.present(ctx, LXC, "dns", False, **_dns(nameserver="10.0.0.1", memory=768))
     assert done.result is True, done.comment
     assert "has been updated: memory, nameserver; in effect now: memory" in _text(done)
     assert "nameserver is written but pending until the container restarts" in _text(done)
@@ -62,13 +65,23 @@ def test_a_change_pve_keeps_pending_is_said_so_and_the_next_plan_reports_it_with
     assert ct.pending == {"nameserver": "10.0.0.1"} and ct.config["memory"] in (768, "768")
 
     start = len(fresh_cluster.pve.requests)
-    again = present(make_context(static_targets(fresh_cluster), store=store), "dns", True,
-                    **_dns(nameserver="10.0.0.1", memory=768))  # fmt: skip
+    again = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "dns",
+        True,
+        **_dns(nameserver="10.0.0.1", memory=768),
+    )
     assert again.result is None, "a value that only waits is not clean"
     assert again.changes == {"pending": {"nameserver": {"old": None, "new": "10.0.0.1"}}}
     assert "`pct reboot 120`" in _text(again) and "reboot_for_pending: true" in _text(again)
-    applied = present(make_context(static_targets(fresh_cluster), store=store), "dns", False,
-                      **_dns(nameserver="10.0.0.1", memory=768))  # fmt: skip
+    applied = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "dns",
+        False,
+        **_dns(nameserver="10.0.0.1", memory=768),
+    )
     assert applied.result is True and applied.changes == {}, applied.comment
     assert writes(requests_since(fresh_cluster, start)) == [], "a pending value is not written again"
 
@@ -76,10 +89,14 @@ def test_a_change_pve_keeps_pending_is_said_so_and_the_next_plan_reports_it_with
 def test_reboot_for_pending_reboots_as_a_task_and_the_change_is_live(fresh_cluster):
     store = _adopted(fresh_cluster)
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    plan = present(ctx, "dns", True, reboot_for_pending=True, **_dns(nameserver="10.0.0.1"))
+    plan = guest_lifecycle.present(
+        ctx, LXC, "dns", True, reboot_for_pending=True, **_dns(nameserver="10.0.0.1")
+    )
     assert plan.result is None and "rebooted" in plan.changes, plan.comment
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, "dns", False, reboot_for_pending=True, **_dns(nameserver="10.0.0.1"))
+    done = guest_lifecycle.present(
+        ctx, LXC, "dns", False, reboot_for_pending=True, **_dns(nameserver="10.0.0.1")
+    )
     assert done.result is True, done.comment
     assert done.changes["rebooted"] == {"old": "pending: nameserver", "new": "in effect"}
     log = requests_since(fresh_cluster, start)
@@ -90,16 +107,27 @@ def test_reboot_for_pending_reboots_as_a_task_and_the_change_is_live(fresh_clust
     assert any("vzreboot" in p and p.endswith("/status") for _, p, _ in log), "the reboot task is awaited"
     ct = fresh_cluster.pve.ct(DNS1_VMID)
     assert ct.pending == {} and ct.config["nameserver"] == "10.0.0.1" and ct.status == "running"
-    clean = present(make_context(static_targets(fresh_cluster), store=store), "dns", True,
-                    reboot_for_pending=True, **_dns(nameserver="10.0.0.1"))  # fmt: skip
+    clean = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "dns",
+        True,
+        reboot_for_pending=True,
+        **_dns(nameserver="10.0.0.1"),
+    )
     assert clean.result is True and clean.changes == {}, clean.comment
 
 
 def test_without_reboot_for_pending_nothing_is_rebooted(fresh_cluster):
     store = _adopted(fresh_cluster)
     start = len(fresh_cluster.pve.requests)
-    done = present(make_context(static_targets(fresh_cluster), store=store), "dns", False,
-                   **_dns(nameserver="10.0.0.1"))  # fmt: skip
+    done = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "dns",
+        False,
+        **_dns(nameserver="10.0.0.1"),
+    )
     assert done.result is True, done.comment
     assert [p for _, p, _ in writes(requests_since(fresh_cluster, start))] == [f"{PATH}/config"]
 
@@ -110,7 +138,9 @@ def test_a_pending_change_somebody_else_left_is_refused_with_revert_and_the_rest
     ctx = make_context(static_targets(fresh_cluster), store=store)
     start = len(fresh_cluster.pve.requests)
     for test in (True, False):
-        outcome = present(ctx, "dns", test, **_dns(nameserver="10.0.0.1", memory=768, cores=2))
+        outcome = guest_lifecycle.present(
+            ctx, LXC, "dns", test, **_dns(nameserver="10.0.0.1", memory=768, cores=2)
+        )
         assert outcome.result is False
         text = _text(outcome)
         assert "nameserver: a pending change waits" in text and "pending 9.9.9.9" in text
@@ -127,8 +157,14 @@ def test_an_undeclared_pending_change_is_shown_and_blocks_the_reboot(fresh_clust
     store = _adopted(fresh_cluster)
     fresh_cluster.pve.ct(DNS1_VMID).pending["searchdomain"] = "lab.example"
     start = len(fresh_cluster.pve.requests)
-    done = present(make_context(static_targets(fresh_cluster), store=store), "dns", False,
-                   reboot_for_pending=True, **_dns(nameserver="10.0.0.1"))  # fmt: skip
+    done = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "dns",
+        False,
+        reboot_for_pending=True,
+        **_dns(nameserver="10.0.0.1"),
+    )
     assert done.result is True, done.comment
     text = _text(done)
     assert "searchdomain has a change this state does not declare" in text
@@ -141,7 +177,7 @@ def test_adopt_judges_the_values_in_effect(fresh_cluster):
     # The declared nameserver waits in pending: GET …/config would show it, the guest does not run it.
     fresh_cluster.pve.ct(DNS1_VMID).pending["nameserver"] = "10.0.0.1"
     ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
-    refused = present(ctx, "dns", True, **_dns(nameserver="10.0.0.1"))
+    refused = guest_lifecycle.present(ctx, LXC, "dns", True, **_dns(nameserver="10.0.0.1"))
     assert refused.result is False
     assert "(it differs in nameserver)" in _text(refused)
 
@@ -149,10 +185,10 @@ def test_adopt_judges_the_values_in_effect(fresh_cluster):
 def test_destroy_judges_the_values_in_effect(fresh_cluster):
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
-    assert present(ctx, "web", False, **declaration()).result
+    assert guest_lifecycle.present(ctx, LXC, "web", False, **declaration()).result
     # A change left pending on the stopped guest (made while it ran) is not what it runs with.
     fresh_cluster.pve.ct(150).pending["memory"] = 4096
-    gone = absent(ctx, "web", False, vmid=150, node="pve1", removal="destroy")
+    gone = guest_lifecycle.absent(ctx, LXC, "web", False, vmid=150, node="pve1", removal="destroy")
     assert gone.result is True, gone.comment
     assert fresh_cluster.pve.ct(150) is None
 
@@ -160,8 +196,13 @@ def test_destroy_judges_the_values_in_effect(fresh_cluster):
 def test_a_task_that_ended_with_warnings_is_a_success_naming_the_count_and_the_log(fresh_cluster):
     store = _adopted(fresh_cluster)
     fresh_cluster.pve.task_warnings["resize"] = 2
-    done = present(make_context(static_targets(fresh_cluster), store=store), "dns", False,
-                   **_dns(rootfs="local-zfs:6"))  # fmt: skip
+    done = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store),
+        LXC,
+        "dns",
+        False,
+        **_dns(rootfs="local-zfs:6"),
+    )
     assert done.result is True, done.comment
     assert done.changes["disks"] == {"rootfs": {"old": "4G", "new": "6G"}}
     text = _text(done)
@@ -172,7 +213,7 @@ def test_a_root_only_refusal_still_lists_every_other_change(fresh_cluster):
     # pve-container LXC.pm check_ct_modify_config_perm: a feature other than nesting is root@pam's.
     store = _adopted(fresh_cluster)
     start = len(fresh_cluster.pve.requests)
-    plan = present(make_context(static_targets(fresh_cluster), store=store), "dns", True,
+    plan = guest_lifecycle.present(make_context(static_targets(fresh_cluster), store=store), LXC, "dns", True,
                    **_dns(features="nesting=1,keyctl=1", memory=768, tags="infra;dns;core"))  # fmt: skip
     assert plan.result is False
     assert "`pct set 120 --features 'nesting=1,keyctl=1'`" in _text(plan)
@@ -186,7 +227,7 @@ def test_a_change_a_running_container_hot_plugs_needs_no_power_state_read(fresh_
     # power state, so the plan spends no GET …/status/current on it.
     store = _adopted(fresh_cluster)
     start = len(fresh_cluster.pve.requests)
-    plan = present(make_context(static_targets(fresh_cluster), store=store), "dns", True,
+    plan = guest_lifecycle.present(make_context(static_targets(fresh_cluster), store=store), LXC, "dns", True,
                    **_dns(memory=768, cores=2))  # fmt: skip
     assert plan.result is None and set(plan.changes) == {"memory", "cores"}, plan.comment
     assert "pending" not in _text(plan)

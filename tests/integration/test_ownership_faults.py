@@ -23,11 +23,13 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.lxc.lifecycle import PveContext, present, resize
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
 from salt_proxmox.ownership.stores import ROWS_FILE
 from salt_proxmox.run import config as run_config
+from salt_proxmox.run.context import PveContext
 from tests.integration.lxc_support import TARGET, declaration, requests_since, static_targets, writes
 from tests.support.cluster import DNS1_VMID, ServedCluster
 
@@ -56,7 +58,7 @@ def next_run_finishes_the_create(served: ServedCluster, grains_dir) -> None:
     """The next run finds CT 150 made under a ``creating`` row: it records it as ours and sends
     nothing (a create is never repeated)."""
     start = len(served.pve.requests)
-    again = present(grain_context(served, grains_dir), "web", False, **declaration())
+    again = guest_lifecycle.present(grain_context(served, grains_dir), LXC, "web", False, **declaration())
     assert again.result is True, again.comment
     assert writes(requests_since(served, start)) == [], "finished as ours, never created twice"
     assert rows(grains_dir)[ROW]["phase"] == OWNED
@@ -97,7 +99,7 @@ def test_a_creating_row_that_cannot_be_written_stops_the_create_before_it_is_sen
     ctx = grain_context(fresh_cluster, tmp_path)
     fail_writes(monkeypatch)
     start = len(fresh_cluster.pve.requests)
-    outcome = present(ctx, "web", False, **declaration())
+    outcome = guest_lifecycle.present(ctx, LXC, "web", False, **declaration())
     text = "\n".join(outcome.comment)
     assert outcome.result is False
     assert str(tmp_path / ROWS_FILE) in text and ROW in text and "creating" in text, text
@@ -110,7 +112,7 @@ def test_an_owned_row_that_cannot_be_written_fails_and_the_next_run_finishes_the
 ):
     ctx = grain_context(fresh_cluster, tmp_path)
     fail_writes(monkeypatch, after=1)  # the creating row goes to disk; the owned row does not
-    outcome = present(ctx, "web", False, **declaration())
+    outcome = guest_lifecycle.present(ctx, LXC, "web", False, **declaration())
     text = "\n".join(outcome.comment)
     assert outcome.result is False and str(tmp_path / ROWS_FILE) in text and ROW in text, text
     assert f"stays {CREATING}" in text and fresh_cluster.pve.ct(150) is not None
@@ -122,11 +124,13 @@ def test_an_owned_row_that_cannot_be_written_fails_and_the_next_run_finishes_the
 
 def test_an_unparseable_rows_file_is_named_never_read_as_not_ours(fresh_cluster, tmp_path):
     ctx = grain_context(fresh_cluster, tmp_path)
-    assert present(ctx, "web", False, **declaration()).result is True
+    assert guest_lifecycle.present(ctx, LXC, "web", False, **declaration()).result is True
     good = (tmp_path / ROWS_FILE).read_text()
     (tmp_path / ROWS_FILE).write_text(good + "broken: [unclosed\n" + good.splitlines()[-1] + "\n")
     start = len(fresh_cluster.pve.requests)
-    outcome = present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration(memory=2048))
+    outcome = guest_lifecycle.present(
+        grain_context(fresh_cluster, tmp_path), LXC, "web", False, **declaration(memory=2048)
+    )
     text = "\n".join(outcome.comment)
     assert outcome.result is False and f"{tmp_path / ROWS_FILE}: line" in text, text
     assert "did not create it" not in text and "adopt" not in text
@@ -136,11 +140,14 @@ def test_an_unparseable_rows_file_is_named_never_read_as_not_ours(fresh_cluster,
 def test_a_no_drift_apply_writes_no_row(fresh_cluster, tmp_path):
     ctx = grain_context(fresh_cluster, tmp_path)
     for vmid in (150, 151):
-        assert present(ctx, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None)).result is True
+        assert (
+            guest_lifecycle.present(ctx, LXC, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None)).result
+            is True
+        )
     before = (tmp_path / ROWS_FILE).stat()
     again = grain_context(fresh_cluster, tmp_path)
     for vmid in (150, 151):
-        outcome = present(again, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None))
+        outcome = guest_lifecycle.present(again, LXC, f"ct{vmid}", False, **declaration(vmid=vmid, mp0=None))
         assert outcome.result is True and outcome.changes == {}, outcome.comment
     after = (tmp_path / ROWS_FILE).stat()
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
@@ -153,11 +160,14 @@ def test_a_no_drift_apply_writes_no_row(fresh_cluster, tmp_path):
 
 def test_a_row_an_adhoc_call_wrote_during_a_run_survives_the_run(fresh_cluster, tmp_path):
     run = grain_context(fresh_cluster, tmp_path)
-    assert present(run, "ct150", False, **declaration(vmid=150, mp0=None)).result is True
+    assert guest_lifecycle.present(run, LXC, "ct150", False, **declaration(vmid=150, mp0=None)).result is True
     # Meanwhile, another salt-call process (its own store over the same rows file) creates CT 160.
     adhoc = grain_context(fresh_cluster, tmp_path)
-    assert present(adhoc, "adhoc-160", False, **declaration(vmid=160, mp0=None)).result is True
-    assert present(run, "ct151", False, **declaration(vmid=151, mp0=None)).result is True
+    assert (
+        guest_lifecycle.present(adhoc, LXC, "adhoc-160", False, **declaration(vmid=160, mp0=None)).result
+        is True
+    )
+    assert guest_lifecycle.present(run, LXC, "ct151", False, **declaration(vmid=151, mp0=None)).result is True
     assert sorted(rows(tmp_path)) == [row_key(TARGET, "lxc", v) for v in (150, 151, 160)]
 
 
@@ -170,15 +180,15 @@ def test_resize_of_a_guest_this_minion_did_not_create_is_refused(fresh_cluster, 
     ctx = grain_context(fresh_cluster, tmp_path)
     start = len(fresh_cluster.pve.requests)
     with pytest.raises(Refused, match=r"not recorded as ours .*adopt: true"):
-        resize(ctx, "pve1", DNS1_VMID, "rootfs", "+1G")
+        guest_lifecycle.resize(ctx, LXC, "pve1", DNS1_VMID, "rootfs", "+1G")
     assert writes(requests_since(fresh_cluster, start)) == []
 
 
 def test_resize_of_an_owned_guest_grows_it(fresh_cluster, tmp_path):
     ctx = grain_context(fresh_cluster, tmp_path)
-    assert present(ctx, "web", False, **declaration(mp0=None)).result is True
+    assert guest_lifecycle.present(ctx, LXC, "web", False, **declaration(mp0=None)).result is True
     start = len(fresh_cluster.pve.requests)
-    assert resize(ctx, "pve1", "150", "rootfs", "+1G").startswith("UPID:")
+    assert guest_lifecycle.resize(ctx, LXC, "pve1", "150", "rootfs", "+1G").startswith("UPID:")
     assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
         ("PUT", "/nodes/pve1/lxc/150/resize")
     ]
@@ -251,7 +261,7 @@ def test_a_create_whose_answer_is_lost_is_uncertain_keeps_its_row_and_is_finishe
     fresh_cluster, tmp_path, how
 ):
     ctx = grain_context(fresh_cluster, tmp_path, session_losing("POST", "/nodes/pve1/lxc", how))
-    outcome = present(ctx, "web", False, **declaration())
+    outcome = guest_lifecycle.present(ctx, LXC, "web", False, **declaration())
     text = "\n".join(outcome.comment)
     assert outcome.result is False and "may or may not have acted" in text, text
     assert "Nothing was written" not in text and "pvesh get /nodes/<node>/tasks" in text
@@ -271,10 +281,14 @@ def test_a_create_whose_answer_is_lost_and_that_did_not_happen_is_created_next_r
     session = requests.Session()
     session.mount("https://", LosesAnswer("POST", "/nodes/pve1/lxc", lose_and_undo))
     assert (
-        present(grain_context(fresh_cluster, tmp_path, session), "web", False, **declaration()).result
+        guest_lifecycle.present(
+            grain_context(fresh_cluster, tmp_path, session), LXC, "web", False, **declaration()
+        ).result
         is False
     )
-    again = present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration())
+    again = guest_lifecycle.present(
+        grain_context(fresh_cluster, tmp_path), LXC, "web", False, **declaration()
+    )
     assert again.result is True and "created" in "\n".join(again.comment), again.comment
     assert rows(tmp_path)[ROW]["phase"] == OWNED
 
@@ -283,15 +297,22 @@ def test_a_create_whose_answer_is_lost_and_that_did_not_happen_is_created_next_r
 def test_a_config_put_whose_answer_is_lost_is_uncertain_and_the_next_run_is_clean(
     fresh_cluster, tmp_path, how
 ):
-    assert present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration()).result is True
+    assert (
+        guest_lifecycle.present(
+            grain_context(fresh_cluster, tmp_path), LXC, "web", False, **declaration()
+        ).result
+        is True
+    )
     ctx = grain_context(fresh_cluster, tmp_path, session_losing("PUT", "/lxc/150/config", how))
-    outcome = present(ctx, "web", False, **declaration(memory=2048))
+    outcome = guest_lifecycle.present(ctx, LXC, "web", False, **declaration(memory=2048))
     text = "\n".join(outcome.comment)
     assert outcome.result is False and "may or may not have acted" in text, text
     assert "Nothing was written" not in text
     assert outcome.changes.get("memory") == {"old": "1024", "new": "2048"}, "what may have changed is shown"
     start = len(fresh_cluster.pve.requests)
-    again = present(grain_context(fresh_cluster, tmp_path), "web", False, **declaration(memory=2048))
+    again = guest_lifecycle.present(
+        grain_context(fresh_cluster, tmp_path), LXC, "web", False, **declaration(memory=2048)
+    )
     assert again.result is True and again.changes == {}, again.comment
     assert writes(requests_since(fresh_cluster, start)) == [], "the PUT went through; nothing re-sent"
 
@@ -329,7 +350,9 @@ def test_a_state_run_and_an_adhoc_create_of_one_container_at_once_leave_the_winn
 
     def run(name: str) -> None:
         try:
-            outcomes[name] = present(grain_context(fresh_cluster, tmp_path), name, False, **declaration())
+            outcomes[name] = guest_lifecycle.present(
+                grain_context(fresh_cluster, tmp_path), LXC, name, False, **declaration()
+            )
         finally:
             if name == "run":
                 run_done.set()

@@ -12,9 +12,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from salt_proxmox.lxc.guest import live_fingerprint
-from salt_proxmox.lxc.lifecycle import absent as lxc_absent
-from salt_proxmox.lxc.lifecycle import present as lxc_present
+from salt_proxmox.guest import identity as guest_identity
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import acl, pool, role
@@ -47,7 +47,7 @@ def _dns1_row(served):
                 "instance": "x",
                 "state_id": "dns",
                 "declared": {"vmid": DNS1_VMID, "node": "pve1"},
-                "fingerprint": live_fingerprint(served.pve.ct(DNS1_VMID).config),
+                "fingerprint": guest_identity.live_fingerprint(LXC, served.pve.ct(DNS1_VMID).config),
             }
         }
     )
@@ -102,7 +102,7 @@ def test_an_undeclared_unprivileged_follows_the_release(fresh_cluster, release, 
     # (PVE 9); on PVE 8 a create without it is privileged, where nesting is root@pam's.
     _release(fresh_cluster, release)
     ctx = make_context(static_targets(fresh_cluster), cache={})
-    plan = lxc_present(ctx, "web", True, **declaration(unprivileged=None))
+    plan = guest_lifecycle.present(ctx, LXC, "web", True, **declaration(unprivileged=None))
     assert plan.result is result, plan.comment
     assert said in "\n".join(plan.comment)
 
@@ -125,7 +125,9 @@ def test_tags_are_compared_as_the_datacenter_tag_style_stores_them(fresh_cluster
     fresh_cluster.pve.datacenter = {"tag-style": style} if style else {}
     ctx = make_context(static_targets(fresh_cluster), cache={}, store=_dns1_row(fresh_cluster))
     start = len(fresh_cluster.pve.requests)
-    plan = lxc_present(ctx, "dns", True, **dns1(description="Resolver for the lab", tags=tags))
+    plan = guest_lifecycle.present(
+        ctx, LXC, "dns", True, **dns1(description="Resolver for the lab", tags=tags)
+    )
     assert plan.result is (None if drift else True), plan.comment
     assert ("tags" in plan.changes) is drift
     log = requests_since(fresh_cluster, start)
@@ -244,7 +246,7 @@ def test_an_acl_entry_naming_what_exists_is_created(fresh_cluster):
 
 def _created(served, store, **over):
     ctx = make_context(static_targets(served), store=store)
-    done = lxc_present(ctx, "web", False, **declaration(**over))
+    done = guest_lifecycle.present(ctx, LXC, "web", False, **declaration(**over))
     assert done.result is True, done.comment
     return served.pve.ct(150)
 
@@ -262,7 +264,7 @@ def test_destroying_a_protected_or_running_container_is_refused_at_plan(fresh_cl
     start = len(fresh_cluster.pve.requests)
     for test in (True, False):
         ctx = make_context(static_targets(fresh_cluster), store=store)
-        gone = lxc_absent(ctx, "web", test, vmid=150, node="pve1", removal="destroy")
+        gone = guest_lifecycle.absent(ctx, LXC, "web", test, vmid=150, node="pve1", removal="destroy")
         assert gone.result is False and gone.changes == {}
         said = "has protection: 1" if state == "protected" else "is running"
         assert said in gone.comment[0], gone.comment
@@ -278,7 +280,9 @@ def test_a_volume_change_on_a_protected_container_is_refused_at_plan(fresh_clust
     ct.config["protection"] = 1
     ctx = make_context(static_targets(fresh_cluster), store=store)
     start = len(fresh_cluster.pve.requests)
-    plan = lxc_present(ctx, "web", True, **declaration(mp0="local-zfs:10,mp=/srv/data,backup=0"))
+    plan = guest_lifecycle.present(
+        ctx, LXC, "web", True, **declaration(mp0="local-zfs:10,mp=/srv/data,backup=0")
+    )
     assert plan.result is False
     assert "mp0: CT 150 has protection: 1" in "\n".join(plan.comment)
     assert writes(requests_since(fresh_cluster, start)) == []
@@ -297,13 +301,15 @@ def test_a_privileged_create_without_sys_modify_is_refused_at_plan_on_pve9(fresh
     over = {"unprivileged": False, "features": None}
     ctx = make_context(static_targets(fresh_cluster), cache={})
     start = len(fresh_cluster.pve.requests)
-    plan = lxc_present(ctx, "web", True, **declaration(**over))
+    plan = guest_lifecycle.present(ctx, LXC, "web", True, **declaration(**over))
     assert plan.result is False
     assert f"the provision token {PROVISION_TOKEN_ID} does not hold it" in plan.comment[0]
     assert writes(requests_since(fresh_cluster, start)) == []
     _release(fresh_cluster, PVE8)  # PVE 8 does not ask for it
     assert (
-        lxc_present(make_context(static_targets(fresh_cluster)), "web", True, **declaration(**over)).result
+        guest_lifecycle.present(
+            make_context(static_targets(fresh_cluster)), LXC, "web", True, **declaration(**over)
+        ).result
         is None
     )
 
@@ -312,11 +318,11 @@ def test_a_privileged_create_with_a_minted_token_is_checked_before_the_post(fres
     _without_sys_modify(fresh_cluster)
     over = {"unprivileged": False, "features": None}
     targets, bao = bao_targets(fresh_cluster, bao_creds)
-    plan = lxc_present(make_context(targets, bao), "web", True, **declaration(**over))
+    plan = guest_lifecycle.present(make_context(targets, bao), LXC, "web", True, **declaration(**over))
     assert plan.result is None
     assert "checked by the apply before the create is sent" in "\n".join(plan.comment)
     start = len(fresh_cluster.pve.requests)
-    done = lxc_present(make_context(targets, bao), "web", False, **declaration(**over))
+    done = guest_lifecycle.present(make_context(targets, bao), LXC, "web", False, **declaration(**over))
     assert done.result is False and done.changes == {}
     assert "the provision credential does not hold it" in "\n".join(done.comment)
     assert writes(requests_since(fresh_cluster, start)) == []
@@ -331,12 +337,12 @@ def test_a_fractional_new_volume_plans_clean_after_its_create(fresh_cluster):
     # left to grow (tests/unit/test_pve_rules.py pins PVE's 8499M).
     store = MemoryStore()
     over = {"rootfs": "local-zfs:8.3"}
-    done = lxc_present(
-        make_context(static_targets(fresh_cluster), store=store), "web", False, **declaration(**over)
+    done = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", False, **declaration(**over)
     )
     assert done.result is True, done.comment
-    again = lxc_present(
-        make_context(static_targets(fresh_cluster), store=store), "web", True, **declaration(**over)
+    again = guest_lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", True, **declaration(**over)
     )
     assert (again.result, again.changes) == (True, {}), again.comment
 
@@ -345,7 +351,7 @@ def test_a_boolean_declared_as_on_is_sent_as_1(fresh_cluster):
     # fakepve takes protection=on; PVE's check_type takes only 1 or 0 (pinned in the unit tests).
     ctx = make_context(static_targets(fresh_cluster))
     start = len(fresh_cluster.pve.requests)
-    done = lxc_present(ctx, "web", False, **declaration(protection="on", onboot="yes"))
+    done = guest_lifecycle.present(ctx, LXC, "web", False, **declaration(protection="on", onboot="yes"))
     assert done.result is True, done.comment
     (post,) = writes(requests_since(fresh_cluster, start))
     form = {key: values[0] for key, values in parse_qs(post[2].decode()).items()}
@@ -356,6 +362,6 @@ def test_cpuunits_above_the_cgroup_v2_clamp_is_refused_at_plan(fresh_cluster):
     # fakepve stores cpuunits 20000 as given; PVE (CGroup.pm clamp_cpu_shares, cgroup v2) stores 10000.
     ctx = make_context(static_targets(fresh_cluster))
     start = len(fresh_cluster.pve.requests)
-    plan = lxc_present(ctx, "web", True, **declaration(cpuunits=20000))
+    plan = guest_lifecycle.present(ctx, LXC, "web", True, **declaration(cpuunits=20000))
     assert plan.result is False and "cpuunits: 20000 is above 10000" in plan.comment[0]
     assert requests_since(fresh_cluster, start) == []

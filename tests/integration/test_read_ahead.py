@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from salt_proxmox.firewall import alias
+from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.lxc import lifecycle
-from salt_proxmox.lxc.lifecycle import present
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.run import config as run_config
 from salt_proxmox.simple import acl, pool, role
@@ -48,6 +48,10 @@ def chunk(vmid: int, **over: Any) -> dict[str, Any]:
     }
 
 
+def _lxc_ahead(ctx, declarations):
+    return guest_lifecycle.read_ahead(ctx, LXC, declarations)
+
+
 class Run:
     """One Salt run: its cache, its chunks, and a context per state as ``_modules/proxmox.py`` makes."""
 
@@ -65,16 +69,14 @@ class Run:
             low = chunk(vmid, **over)
             kwargs = {"__lowstate__": self.chunks, "__low__": low, "__instance_id__": id(self)}
             run_config.enter_run(ctx, kwargs, self.cache)
-            self.sent_ahead += run_config.read_ahead(
-                ctx, kwargs, lifecycle.STATE, TARGET, lifecycle.read_ahead, self.cache
-            )
-        return present(ctx, f"ct{vmid}", test, **declaration(vmid=vmid, **over))
+            self.sent_ahead += run_config.read_ahead(ctx, kwargs, LXC.state, TARGET, _lxc_ahead, self.cache)
+        return guest_lifecycle.present(ctx, LXC, f"ct{vmid}", test, **declaration(vmid=vmid, **over))
 
 
 def _own(cluster, store: MemoryStore, vmids: list[int]) -> None:
     ctx = make_context(static_targets(cluster), store=store)
     for vmid in vmids:
-        outcome = present(ctx, f"ct{vmid}", False, **declaration(vmid=vmid))
+        outcome = guest_lifecycle.present(ctx, LXC, f"ct{vmid}", False, **declaration(vmid=vmid))
         assert outcome.result is True, outcome.comment
 
 
@@ -201,7 +203,7 @@ def test_no_read_ahead_outside_a_state_run_or_without_a_credential(fresh_cluster
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
     assert run_config.enter_run(ctx, {}, {}) is None
-    assert run_config.read_ahead(ctx, {}, lifecycle.STATE, TARGET, lifecycle.read_ahead, {}) == 0
+    assert run_config.read_ahead(ctx, {}, LXC.state, TARGET, _lxc_ahead, {}) == 0
     targets = static_targets(fresh_cluster)
     targets[TARGET]["credentials"] = {"source": "openbao", "path": "proxmox/creds"}
     start = len(fresh_cluster.pve.requests)
@@ -214,7 +216,7 @@ def test_no_read_ahead_outside_a_state_run_or_without_a_credential(fresh_cluster
 def _digest_of(cluster, vmid: int) -> str:
     """The digest PVE hands out for ``vmid``'s config now (read with the seeded read token)."""
     ctx = make_context(static_targets(cluster))
-    rows = ctx.client.request("GET", lifecycle.config_path("pve1", vmid), ctx.broker.read())
+    rows = ctx.client.request("GET", guest_lifecycle.config_path(LXC, "pve1", vmid), ctx.broker.read())
     return GuestConfig.from_rows(rows).digest
 
 

@@ -11,11 +11,11 @@ from urllib.parse import unquote
 
 import hvac.exceptions
 
-from salt_proxmox.lxc.lifecycle import PveContext
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.client import Credential, Target
 from salt_proxmox.pve.errors import PveError
+from salt_proxmox.run.context import PveContext
 
 TARGET = "lab"
 ALIASES = "cluster/firewall/aliases"

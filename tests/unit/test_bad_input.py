@@ -14,10 +14,10 @@ import requests
 
 from salt_proxmox.errors import DeclarationError, Uncertain
 from salt_proxmox.firewall import alias
-from salt_proxmox.lxc.props import parse_declaration, vmid_number
+from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.openbao.creds import parse_credentials
 from salt_proxmox.pve.client import Credential, PveClient, Target, parse_target
-from salt_proxmox.pve.constraints import check_form
+from salt_proxmox.pve.constraints import check_form, vmid_number
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveRequestFailed, PveUnreachable
 from salt_proxmox.simple import acl, pool, role
 from tests.unit.test_client_units import (

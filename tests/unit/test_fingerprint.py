@@ -7,8 +7,9 @@ import re
 
 import pytest
 
+from salt_proxmox.guest import identity as guest_identity
 from salt_proxmox.guest.fingerprint import GuestKeys, differences, fingerprint
-from salt_proxmox.lxc import guest
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.ownership.rows import OwnershipCorrupt, check_row
 
@@ -29,7 +30,7 @@ LIVE = {
 
 
 def test_a_container_fingerprint_holds_macs_volumes_and_mount_points():
-    assert guest.live_fingerprint(LIVE) == {
+    assert guest_identity.live_fingerprint(LXC, LIVE) == {
         "mp0": "local-zfs:subvol-150-disk-1 size=20G",
         "mp1": "/srv/share",
         "net0": MAC,
@@ -43,27 +44,27 @@ def test_options_a_write_changes_are_no_part_of_it():
     # An option change (backup, ip, bridge) is an update of the same guest, not another guest.
     edited = dict(LIVE, mp0="local-zfs:subvol-150-disk-1,mp=/data,backup=0,size=20G")
     edited["net0"] = f"name=eth0,bridge=vmbr1,hwaddr={MAC},ip=10.0.0.5/24,type=veth"
-    assert guest.live_fingerprint(edited) == guest.live_fingerprint(LIVE)
+    assert guest_identity.live_fingerprint(LXC, edited) == guest_identity.live_fingerprint(LXC, LIVE)
 
 
 def test_differences_name_each_key():
-    recorded = guest.live_fingerprint(LIVE)
+    recorded = guest_identity.live_fingerprint(LXC, LIVE)
     other = dict(
         LIVE,
         net0="name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp",
         mp2="local-zfs:x,mp=/x,size=500G",
     )
     del other["unused0"]
-    assert differences(recorded, guest.live_fingerprint(other)) == [
+    assert differences(recorded, guest_identity.live_fingerprint(LXC, other)) == [
         "mp2 (local-zfs:x size=500G) was not recorded",
         f"net0 is BC:24:11:00:00:01, recorded {MAC}",
         "unused0 (local-zfs:subvol-150-disk-2) is gone",
     ]
-    assert differences(recorded, guest.live_fingerprint(LIVE)) == []
+    assert differences(recorded, guest_identity.live_fingerprint(LXC, LIVE)) == []
 
 
 def test_a_value_that_cannot_be_read_still_compares():
-    prints = guest.live_fingerprint({"mp0": "not a volume", "net0": "garbage=,"})
+    prints = guest_identity.live_fingerprint(LXC, {"mp0": "not a volume", "net0": "garbage=,"})
     assert prints["mp0"] == "not a volume"
 
 
@@ -104,10 +105,10 @@ def _recorded(**config):
 
 
 def test_check_with_a_fingerprint_compares_only_it():
-    row = {"phase": "owned", "declared": {}, "fingerprint": guest.live_fingerprint(LIVE)}
-    assert guest.check(row, LIVE, _recorded()) == guest.Check()
+    row = {"phase": "owned", "declared": {}, "fingerprint": guest_identity.live_fingerprint(LXC, LIVE)}
+    assert guest_identity.check(LXC, row, LIVE, _recorded()) == guest_identity.Check()
     moved = dict(LIVE, net1="name=eth1,bridge=vmbr1,hwaddr=BC:24:11:00:00:02,ip=dhcp")
-    assert guest.check(row, moved, _recorded()).differs == [
+    assert guest_identity.check(LXC, row, moved, _recorded()).differs == [
         "net1 is BC:24:11:00:00:02, recorded BC:24:11:AB:CD:EF"
     ]
 
@@ -118,13 +119,13 @@ def test_check_of_a_row_before_fingerprints_needs_an_exact_match():
         hostname="web", memory=1024, net0="name=eth0,bridge=vmbr0,ip=dhcp", rootfs="local-zfs:8"
     )
     row = {"phase": "owned", "declared": {}}
-    assert guest.check(row, live, exact) == guest.Check(legacy=True)
-    other = guest.check(row, dict(live, memory=2048, mp0=LIVE["mp0"]), exact)
+    assert guest_identity.check(LXC, row, live, exact) == guest_identity.Check(legacy=True)
+    other = guest_identity.check(LXC, row, dict(live, memory=2048, mp0=LIVE["mp0"]), exact)
     assert other.legacy and other.differs == [
         "memory differs from it",
         "mp0 (local-zfs:subvol-150-disk-1 size=20G) is not in it",
     ]
-    text = guest.not_ours("CT 150 on pve1", other, "delete")
+    text = guest_identity.not_ours("CT 150 on pve1", other, "delete")
     assert (
         "written before fingerprints existed" in text
         and "nothing was deleted" in text
@@ -134,4 +135,4 @@ def test_check_of_a_row_before_fingerprints_needs_an_exact_match():
 
 def test_unknown_volumes_include_unused_ones():
     declared = _recorded(rootfs="local-zfs:8", mp0="local-zfs:20,mp=/data", mp1="/srv/share,mp=/share")
-    assert guest.unknown_volumes(declared, LIVE) == ["unused0 (local-zfs:subvol-150-disk-2)"]
+    assert guest_identity.unknown_volumes(LXC, declared, LIVE) == ["unused0 (local-zfs:subvol-150-disk-2)"]

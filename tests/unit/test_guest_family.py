@@ -50,11 +50,9 @@ def _create(ctx, decl, credential):
 
 VM_LIKE = dataclasses.replace(
     LXC,
-    kind="qemu",
-    state="proxmox_qemu",
-    noun="VM",
-    label="VM",
-    command="qm",
+    words=dataclasses.replace(
+        LXC.words, kind="qemu", state="proxmox_qemu", noun="VM", label="VM", command="qm"
+    ),
     plan_create=lambda ctx, decl: CreatePlan(source="by cloning VM 9000", again="by cloning VM 9000"),
     create=_create,
 )

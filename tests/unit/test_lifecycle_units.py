@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import pytest
 
 from salt_proxmox.errors import Refused
+from salt_proxmox.guest import identity as guest_identity
+from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.lxc.guest import live_fingerprint
-from salt_proxmox.lxc.lifecycle import PveContext, absent, present, read_live
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.ownership.keeper import Ownership
@@ -28,6 +29,7 @@ from salt_proxmox.ownership.rows import CREATING, OWNED
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.client import Credential, Target, api_path
 from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable, classify
+from salt_proxmox.run.context import PveContext
 
 READ_SECRET = "read-secret-0f0f0f0f"
 PROVISION_SECRET = "provision-secret-a5a5a5a5"
@@ -109,7 +111,7 @@ def stored_row(
     )
     row = {"phase": phase, "instance": instance, "state_id": "web", "declared": decl.stored()}
     if phase == OWNED:
-        row["fingerprint"] = live_fingerprint(live or live_config())
+        row["fingerprint"] = guest_identity.live_fingerprint(LXC, live or live_config())
     return row
 
 
@@ -213,7 +215,7 @@ def context(stub: StubPve, store: MemoryStore | None = None) -> PveContext:
 def plan(stub: StubPve, store: MemoryStore, test: bool = True, **over: object):
     declared = {**DECLARED, **over}
     declared = {k: v for k, v in declared.items() if v is not None}
-    return present(context(stub, store), "web", test, **declared)
+    return guest_lifecycle.present(context(stub, store), LXC, "web", test, **declared)
 
 
 def secret_free(outcome) -> None:
@@ -236,7 +238,7 @@ def test_absent_only_by_the_missing_config_answer_and_an_index_without_the_vmid(
             [{"vmid": 120, "node": "pve1", "type": "lxc"}, {"vmid": "300", "node": "pve2", "type": "qemu"}],
         )
     )
-    assert read_live(context(stub), "pve1", 150) is None
+    assert guest_lifecycle.read_live(context(stub), LXC, "pve1", 150) is None
     config_read, index_read, nextid = stub.sent
     assert (config_read.path, index_read.path, index_read.params) == (READ, INDEX, {"type": "vm"})
     # The index (filtered by the token's VM.Audit) is the run's hint; nextid proves 150 free now.
@@ -251,18 +253,18 @@ def test_a_vmid_nextid_calls_taken_is_not_absent_though_the_index_lists_it_nowhe
     taken = PveError("GET", NEXTID, 400, "Parameter verification failed.", {"vmid": "VM 150 already exists"})
     stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, []).on("GET", NEXTID, taken)
     with pytest.raises(Refused, match="vmid 150 is held by a guest the read token cannot see"):
-        read_live(context(stub), "pve1", 150)
+        guest_lifecycle.read_live(context(stub), LXC, "pve1", 150)
     assert [s.path for s in stub.sent] == [READ, INDEX, NEXTID, INDEX, NEXTID]
 
 
 def test_an_empty_index_proves_absence() -> None:
     stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, [])
-    assert read_live(context(stub), "pve1", 150) is None
+    assert guest_lifecycle.read_live(context(stub), LXC, "pve1", 150) is None
 
 
 def test_a_config_read_returns_the_live_config() -> None:
     stub = StubPve().on("GET", CONFIG, live_config())
-    assert read_live(context(stub), "pve1", 150) == GuestConfig.settled(live_config())
+    assert guest_lifecycle.read_live(context(stub), LXC, "pve1", 150) == GuestConfig.settled(live_config())
     assert [s.path for s in stub.sent] == [READ]
 
 
@@ -288,7 +290,7 @@ def test_a_config_read_returns_the_live_config() -> None:
 def test_a_failed_read_is_a_failure_with_no_index_call_and_no_write(error: Exception) -> None:
     stub = StubPve().on("GET", CONFIG, error)
     with pytest.raises(type(error)):
-        read_live(context(stub), "pve1", 150)
+        guest_lifecycle.read_live(context(stub), LXC, "pve1", 150)
     assert stub.calls(path=INDEX) == []
     store = MemoryStore()
     outcome = plan(StubPve().on("GET", CONFIG, error), store, test=False)
@@ -311,7 +313,7 @@ def test_a_failed_read_is_a_failure_with_no_index_call_and_no_write(error: Excep
 def test_a_config_without_digest_is_malformed_not_absent(data: object) -> None:
     stub = StubPve().on("GET", CONFIG, data)
     with pytest.raises(PveMalformed, match="no digest"):
-        read_live(context(stub), "pve1", 150)
+        guest_lifecycle.read_live(context(stub), LXC, "pve1", 150)
     assert stub.calls(path=INDEX) == []
     outcome = plan(StubPve().on("GET", CONFIG, data), MemoryStore(), test=False)
     assert outcome.result is False and "would" not in outcome.salt_return("web")["comment"]
@@ -338,7 +340,7 @@ def test_a_config_without_digest_is_malformed_not_absent(data: object) -> None:
 def test_malformed_index_rows_fail_instead_of_proving_absence(rows: object) -> None:
     stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, rows)
     with pytest.raises(PveMalformed, match="cannot prove the vmid free"):
-        read_live(context(stub), "pve1", 150)
+        guest_lifecycle.read_live(context(stub), LXC, "pve1", 150)
     store = MemoryStore()
     outcome = plan(StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, rows), store, test=False)
     assert outcome.result is False
@@ -356,7 +358,7 @@ def test_malformed_index_rows_fail_instead_of_proving_absence(rows: object) -> N
 def test_vmid_held_elsewhere_is_refused_naming_type_and_node(row: dict, words: tuple[str, str]) -> None:
     stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, [row])
     with pytest.raises(Refused) as caught:
-        read_live(context(stub), "pve1", 150)
+        guest_lifecycle.read_live(context(stub), LXC, "pve1", 150)
     assert f"vmid 150 is a {words[0]} guest on node {words[1]}" in str(caught.value)
     store = MemoryStore()
     stub = StubPve().on("GET", CONFIG, missing()).on("GET", INDEX, [row])
@@ -371,7 +373,7 @@ def test_listed_on_the_declared_node_as_lxc_is_pves_own_error() -> None:
         .on("GET", INDEX, [{"vmid": "150", "node": "pve1", "type": "lxc"}])
     )
     with pytest.raises(PveConfigMissing):
-        read_live(context(stub), "pve1", 150)
+        guest_lifecycle.read_live(context(stub), LXC, "pve1", 150)
 
 
 # ============================================================================================
@@ -415,7 +417,7 @@ def test_a_plan_uses_only_the_read_credential() -> None:
     # docs/design.md §4: a plan needs only read; provision is minted per write, and a plan writes nothing.
     stub = StubPve().on("GET", CONFIG, live_config(memory=512))
     ctx = context(stub, MemoryStore({ROW: stored_row()}))
-    outcome = present(ctx, "web", True, **DECLARED)
+    outcome = guest_lifecycle.present(ctx, LXC, "web", True, **DECLARED)
     assert outcome.result is None
     assert ctx.broker.mints == {"read": 1, "provision": 0}
     assert {s.credential.role for s in stub.sent} == {"read"}
@@ -746,7 +748,9 @@ def test_empty_unprivileged_fails_the_state_instead_of_raising() -> None:
 
 
 def run_absent(stub: StubPve, store: MemoryStore, removal: str, test: bool = False):
-    return absent(context(stub, store), "web", test, vmid=150, node="pve1", removal=removal)
+    return guest_lifecycle.absent(
+        context(stub, store), LXC, "web", test, vmid=150, node="pve1", removal=removal
+    )
 
 
 def test_absent_retain_forgets_only_the_row() -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from salt_proxmox.bao import lifecycle as bao
 from salt_proxmox.firewall import alias
-from salt_proxmox.lxc import lifecycle as lxc
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.lxc.family import LXC as CONTAINERS
 from salt_proxmox.run.config import default_target
 from salt_proxmox.run.lowstate import Chunk, Run, twins_refusal
 from salt_proxmox.simple import acl, pool, role
@@ -34,7 +35,7 @@ def refusal(chunks: list[dict], current: dict, states, keys_of) -> str | None:
     return twins_refusal(Run(chunks, current), states, keys_of)
 
 
-LXC = partial(lxc.chunk_keys, default_target="homelab")
+LXC = partial(guest_lifecycle.chunk_keys, CONTAINERS, default_target="homelab")
 
 
 def test_no_run_outside_a_state_run():

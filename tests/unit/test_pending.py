@@ -15,8 +15,9 @@ import pytest
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
+from salt_proxmox.guest.verdict import judge_guest, split_by_effect
 from salt_proxmox.lxc import schema
-from salt_proxmox.lxc.judge import judge_guest, split_by_effect
+from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration
 
 MAC = "BC:24:11:00:00:01"
@@ -130,14 +131,14 @@ def test_applies_live_follows_vmconfig_hotplug_pending(key, clear, exists, live)
 
 
 def test_a_declared_value_that_waits_is_not_written_again_and_is_reported():
-    verdict = judge_guest(decl(nameserver="10.0.0.1"), guest({"nameserver": "10.0.0.1"}))
+    verdict = judge_guest(LXC, decl(nameserver="10.0.0.1"), guest({"nameserver": "10.0.0.1"}))
     assert not verdict.change.writes and verdict.change.drift == []
     assert verdict.waiting == ["nameserver"] and verdict.conflicts == []
     assert verdict.drift_in_effect == ["nameserver"]
 
 
 def test_somebody_elses_pending_value_is_refused_with_revert_not_overwritten():
-    verdict = judge_guest(decl(nameserver="10.0.0.1", memory=2048), guest({"nameserver": "9.9.9.9"}))
+    verdict = judge_guest(LXC, decl(nameserver="10.0.0.1", memory=2048), guest({"nameserver": "9.9.9.9"}))
     assert len(verdict.conflicts) == 1
     assert "`pct set 150 --revert nameserver`" in verdict.conflicts[0]
     assert "nameserver" not in verdict.change.put, "a refused key is not part of the write"
@@ -146,41 +147,43 @@ def test_somebody_elses_pending_value_is_refused_with_revert_not_overwritten():
 
 
 def test_a_pending_removal_of_a_declared_key_is_a_conflict():
-    verdict = judge_guest(decl(nameserver="10.0.0.1"), guest(deletes={"nameserver"}, nameserver="10.0.0.1"))
+    verdict = judge_guest(
+        LXC, decl(nameserver="10.0.0.1"), guest(deletes={"nameserver"}, nameserver="10.0.0.1")
+    )
     assert verdict.conflicts and "pending removal" in verdict.conflicts[0]
 
 
 def test_a_pending_value_this_state_declared_before_is_rewritten():
     before = decl(nameserver="10.0.0.2")
-    verdict = judge_guest(decl(nameserver="10.0.0.1"), guest({"nameserver": "10.0.0.2"}), ours=before)
+    verdict = judge_guest(LXC, decl(nameserver="10.0.0.1"), guest({"nameserver": "10.0.0.2"}), ours=before)
     assert verdict.conflicts == [] and verdict.change.put == {"nameserver": "10.0.0.1"}
 
 
 def test_an_undeclared_pending_change_is_a_note_not_a_refusal():
-    verdict = judge_guest(decl(), guest({"searchdomain": "lab"}))
+    verdict = judge_guest(LXC, decl(), guest({"searchdomain": "lab"}))
     assert verdict.refuse == [] and not verdict.change.writes
     assert len(verdict.undeclared) == 1 and "`pct set 150 --revert searchdomain`" in verdict.undeclared[0]
 
 
 def test_the_description_is_shown_by_its_length_only():
-    verdict = judge_guest(decl(description="mine"), guest({"description": "a private note\n"}))
+    verdict = judge_guest(LXC, decl(description="mine"), guest({"description": "a private note\n"}))
     assert "a private note" not in " ".join(verdict.conflicts)
     assert "<14 characters>" in verdict.conflicts[0]
 
 
 def test_split_by_effect_on_a_running_and_a_stopped_container():
-    verdict = judge_guest(decl(memory=2048, nameserver="10.0.0.1", rootfs="local-zfs:16"), guest())
-    assert split_by_effect(verdict, guest(), running=True) == (["memory", "rootfs"], ["nameserver"])
-    assert split_by_effect(verdict, guest(), running=False) == (["memory", "nameserver", "rootfs"], [])
+    verdict = judge_guest(LXC, decl(memory=2048, nameserver="10.0.0.1", rootfs="local-zfs:16"), guest())
+    assert split_by_effect(LXC, verdict, guest(), running=True) == (["memory", "rootfs"], ["nameserver"])
+    assert split_by_effect(LXC, verdict, guest(), running=False) == (["memory", "nameserver", "rootfs"], [])
 
 
 def test_a_write_back_to_the_value_in_effect_only_drops_the_pending_change():
     # cleanup_pending: a pending value equal to the value in effect is dropped, so it is live at once.
     ours = decl(nameserver="10.0.0.2")
     config = guest({"nameserver": "10.0.0.2"}, nameserver="10.0.0.1")
-    verdict = judge_guest(decl(nameserver="10.0.0.1"), config, ours=ours)
+    verdict = judge_guest(LXC, decl(nameserver="10.0.0.1"), config, ours=ours)
     assert verdict.change.put == {"nameserver": "10.0.0.1"}
-    assert split_by_effect(verdict, config, running=True) == (["nameserver"], [])
+    assert split_by_effect(LXC, verdict, config, running=True) == (["nameserver"], [])
 
 
 @pytest.mark.parametrize("value", ["yes", 1, None, [True]])

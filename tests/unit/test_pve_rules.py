@@ -449,3 +449,34 @@ def test_a_grow_and_other_keys_of_a_protected_guest_are_not_refused() -> None:
     # resize_vm does not check protection; neither does a scalar key.
     change = judge(decl(mp0="tank:10,mp=/data", hostname="web"), ct(protection=1, mp0=LIVE_MP))
     assert change.refuse == [] and change.resize == [("mp0", "10G")] and change.put == {"hostname": "web"}
+
+
+@pytest.mark.parametrize(
+    ("bridge", "taken"),
+    [
+        ("vmbr0", True),
+        ("vmbr0.20", True),
+        ("br-lan_1", True),
+        ("vmbrΩ", True),  # Perl's \w on the API's decoded character string is Unicode
+        ("vmbré", True),
+        ("vmbr 0", False),
+        ("vmbr/0", False),
+        ("vmbr:0", False),
+    ],
+)
+def test_a_bridge_name_is_one_rule_for_containers_and_vms(bridge: str, taken: bool) -> None:
+    # pve-common JSONSchema.pm parse_bridge_id (format pve-bridge-id, the bridge of pve-container's
+    # $netconf_desc and of qemu-server's $net_fmt): m/^[-_.\w\d]+$/ on the value pve-http-server's
+    # decode_urlencoded decoded with Encode::decode('utf8'), so \w matches Unicode word characters.
+    from salt_proxmox.qemu.props import parse_declaration as parse_vm
+
+    container = {"net0": f"name=eth0,bridge={bridge}"}
+    vm = {"net0": f"virtio,bridge={bridge}"}
+    if taken:
+        assert decl(**container).config["net0"]
+        assert parse_vm("web", vmid=100, node="pve1", target="homelab", config=vm).config["net0"]
+        return
+    with pytest.raises(DeclarationError, match="bridge"):
+        decl(**container)
+    with pytest.raises(DeclarationError, match="bridge"):
+        parse_vm("web", vmid=100, node="pve1", target="homelab", config=vm)

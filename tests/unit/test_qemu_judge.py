@@ -19,8 +19,9 @@ import pytest
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.guest.pending import GuestConfig
+from salt_proxmox.guest.verdict import judge_guest, split_by_effect
 from salt_proxmox.qemu import schema
-from salt_proxmox.qemu.family import config_task
+from salt_proxmox.qemu.family import QEMU, config_task
 from salt_proxmox.qemu.judge import (
     QemuChange,
     clone_form,
@@ -31,7 +32,6 @@ from salt_proxmox.qemu.judge import (
     judge,
     key_change,
     live_refusals,
-    split_by_effect,
     startup_refusal,
 )
 from salt_proxmox.qemu.props import (
@@ -1010,10 +1010,21 @@ def test_usb_hot_plug_follows_ostype_and_machine(hotplug, ostype, machine, live:
 
 
 def test_split_by_effect_on_a_running_vm() -> None:
-    live = vm(cores=1, name="a", net0=NIC)
-    change = judge(decl(cores=2, name="b", net0="virtio,bridge=vmbr0,firewall=1,tag=20"), live)
-    assert split_by_effect(change, live, running=True) == (["name", "net0"], ["cores"])
-    assert split_by_effect(change, live, running=False) == (["cores", "name", "net0"], [])
+    config = GuestConfig(current=vm(cores=1, name="a", net0=NIC), digest="0" * 40)
+    found = judge_guest(QEMU, decl(cores=2, name="b", net0="virtio,bridge=vmbr0,firewall=1,tag=20"), config)
+    assert split_by_effect(QEMU, found, config, running=True) == (["name", "net0"], ["cores"])
+    assert split_by_effect(QEMU, found, config, running=False) == (["cores", "name", "net0"], [])
+
+
+def test_a_cipassword_written_to_a_running_vm_takes_effect_at_once() -> None:
+    # qemu-server QemuServer.pm: $fast_plug_option takes every $confdesc_cloudinit key, cipassword
+    # among them, so vmconfig_hotplug_pending writes it at once; the plan places it with the keys in
+    # effect at once, never in neither list. Its value is never looked at.
+    config = GuestConfig(current=vm(cores=1), digest="0" * 40)
+    found = judge_guest(QEMU, decl(cores=2, cipassword=SECRET), config)
+    assert found.change.secrets == ["cipassword"]
+    assert split_by_effect(QEMU, found, config, running=True) == (["cipassword"], ["cores"])
+    assert split_by_effect(QEMU, found, config, running=False) == (["cores", "cipassword"], [])
 
 
 # ============================================================================================

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.ownership.rows import CREATING, row_key
 from salt_proxmox.ownership.stores import MemoryStore
-from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.constraints import Endpoint, Rule, check_poolid
 from salt_proxmox.pve.errors import PveError, PveUnreachable
 from salt_proxmox.pve.facts import Release
 from salt_proxmox.simple import acl, lifecycle, pool, role
@@ -38,7 +38,7 @@ from tests.unit.simple_stubs import TARGET, pve_context
     ],
 )
 def test_poolid_rule(poolid: str, problem: str | None) -> None:
-    found = pool.check_poolid(poolid)
+    found = check_poolid(poolid)
     assert (found is None) if problem is None else (problem in found)
 
 
