@@ -95,7 +95,7 @@ def test_a_trailing_newline_is_never_part_of_a_valid_name(check) -> None:
 
 
 def test_an_openbao_policy_name_with_a_trailing_newline_is_refused() -> None:
-    from salt_proxmox.bao.policy import check_name
+    from salt_proxmox.openbao_policy.policy import check_name
 
     with pytest.raises(DeclarationError):
         check_name("proxmox-read\n")

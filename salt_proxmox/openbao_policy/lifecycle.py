@@ -24,7 +24,9 @@ import hvac
 import hvac.exceptions
 import requests
 
-from salt_proxmox.bao.policy import (
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
+from salt_proxmox.openbao_policy.policy import (
     FAMILY,
     UNDELETABLE,
     PolicyDeclaration,
@@ -34,8 +36,6 @@ from salt_proxmox.bao.policy import (
     sha256,
     unified_diff,
 )
-from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
-from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
