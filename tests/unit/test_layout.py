@@ -9,7 +9,7 @@ a dependency a reader must follow, and a function-level one still loads the modu
   ``run/`` (the per-run context, memo and Salt plumbing) and ``ownership/`` (the rows, their stores
   and their index) import nothing from ``guest/`` or a family;
 - the shared lifecycles (``guest/`` besides the family-specific helpers listed in ``FAMILY_OWNED``,
-  and ``simple/spec``, ``simple/fields``, ``simple/lifecycle``) import no family;
+  and ``simple/spec``, ``simple/fields``, ``simple/lifecycle``, ``simple/rename``) import no family;
 - no two modules import each other.
 """
 
@@ -103,7 +103,7 @@ def test_shared_layers_import_no_guest_and_no_family(module):
         m
         for m in MODULES
         if (_in(m, ("guest",)) and m not in FAMILY_OWNED)
-        or m in ("simple.spec", "simple.fields", "simple.lifecycle")
+        or m in ("simple.spec", "simple.fields", "simple.lifecycle", "simple.rename")
     ),
 )
 def test_the_shared_lifecycles_import_no_family(module):
