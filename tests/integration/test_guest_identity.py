@@ -11,7 +11,7 @@ from salt_proxmox.errors import Refused
 from salt_proxmox.lxc.lifecycle import absent, present, resize
 from salt_proxmox.ownership.rows import OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
-from tests.integration.lxc_support import (
+from tests.support.guests import (
     TARGET,
     declaration,
     make_context,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from salt_proxmox.lxc.lifecycle import absent, present
 from salt_proxmox.ownership.stores import MemoryStore
-from tests.integration.lxc_support import (
+from tests.support.cluster import DNS1_VMID
+from tests.support.guests import (
     declaration,
     dns1,
     make_context,
@@ -18,7 +19,6 @@ from tests.integration.lxc_support import (
     static_targets,
     writes,
 )
-from tests.support.cluster import DNS1_VMID
 
 PATH = f"/nodes/pve1/lxc/{DNS1_VMID}"
 

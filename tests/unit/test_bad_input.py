@@ -20,7 +20,7 @@ from salt_proxmox.pve.client import Credential, PveClient, Target, parse_target
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveRequestFailed, PveUnreachable
 from salt_proxmox.simple import acl, pool, role
-from tests.unit.test_client_units import (
+from tests.support.client_stubs import (
     CREDENTIAL,
     MEMBERS,
     SECRET,

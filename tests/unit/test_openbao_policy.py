@@ -29,7 +29,7 @@ from salt_proxmox.openbao_policy.policy import (
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.rows import CREATING, row_key
 from salt_proxmox.ownership.stores import MemoryStore
-from tests.unit.simple_stubs import StubBao
+from tests.support.stubs import StubBao
 
 READ = 'path "proxmox/creds/*" {\n  capabilities = ["read"]\n}'
 MANAGE = 'path "sys/policy/salt-proxmox-*" {\n  capabilities = ["create", "read", "update"]\n}\n\n'
