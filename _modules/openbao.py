@@ -14,9 +14,9 @@ here with ``cp.get_file_str``; the library gets plain text. Ownership rows go wh
 __virtualname__ = "openbao"
 
 try:
-    from salt_proxmox.bao import lifecycle
-    from salt_proxmox.bao import policy as rules
     from salt_proxmox.errors import DeclarationError, SaltProxmoxError, boolean
+    from salt_proxmox.openbao_policy import lifecycle
+    from salt_proxmox.openbao_policy import policy as rules
     from salt_proxmox.run import config as run_config
     from salt_proxmox.run.config import declared_keys, refused_return
 

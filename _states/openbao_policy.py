@@ -17,7 +17,7 @@
 The policy is compared by the sha256 of its assembled text; the plan shows the number of
 ``path`` grants before and after and a unified diff. Names are keyed in lower case, as OpenBao
 keys them. Under ``test=True`` nothing is written (not OpenBao, not grains). The logic lives in
-``salt_proxmox.bao`` behind the ``openbao`` execution module."""
+``salt_proxmox.openbao_policy`` behind the ``openbao`` execution module."""
 
 __virtualname__ = "openbao_policy"
 

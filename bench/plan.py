@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.files import FileStore
-from tests.integration.lxc_support import TARGET, declaration, make_context, static_targets
 from tests.support.cluster import ServedCluster
+from tests.support.guests import TARGET, declaration, make_context, static_targets
 
 
 def main() -> int:

@@ -57,8 +57,8 @@ from salt_proxmox.lxc.family import LXC  # noqa: E402
 from salt_proxmox.lxc.props import parse_declaration  # noqa: E402
 from salt_proxmox.ownership.files import FileStore  # noqa: E402
 from salt_proxmox.ownership.stores import ROWS_FILE, MemoryStore  # noqa: E402
-from tests.integration.lxc_support import TARGET, declaration, make_context, static_targets  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
+from tests.support.guests import TARGET, declaration, make_context, static_targets  # noqa: E402
 from tests.support.saltrun import FORMULA, write_minion_config  # noqa: E402
 
 FIRST_VMID = 1000

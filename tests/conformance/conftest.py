@@ -15,8 +15,8 @@ import requests
 
 from salt_proxmox.registry import FAMILIES
 from tests.faults.harness import debug_log
-from tests.integration.lxc_support import requests_since, static_targets
 from tests.support.cluster import ServedCluster
+from tests.support.guests import requests_since, static_targets
 from tests.support.openbao import DevOpenBao
 from tests.support.saltworld import Low, SaltWorld
 

@@ -42,7 +42,7 @@ APPLY_WRITES: dict[str, tuple[str, ...]] = {
 
 #: Plan changes that describe a family's written value rather than name a field of the write, by family:
 #: a policy's plan shows its text's digest, grants and diff, and the write sends the text
-#: (``PUT /v1/sys/policy/<name>`` ``{"policy": text}``, salt_proxmox/bao/lifecycle.py).
+#: (``PUT /v1/sys/policy/<name>`` ``{"policy": text}``, salt_proxmox/openbao_policy/lifecycle.py).
 FIELD_OF: dict[str, dict[str, str]] = {
     "policy": {"sha256": "policy", "path_grants": "policy", "diff": "policy"},
 }

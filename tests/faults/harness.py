@@ -42,8 +42,8 @@ import requests
 from salt_proxmox.ownership.rows import CREATING, OWNED
 from salt_proxmox.ownership.stores import MemoryStore, OwnershipFileError
 from salt_proxmox.run.context import PveContext
-from tests.integration.lxc_support import TARGET, requests_since
 from tests.support.cluster import ServedCluster
+from tests.support.guests import TARGET, requests_since
 
 LOOPBACK = "127.0.0.1"
 

@@ -30,9 +30,8 @@ from salt_proxmox.guest import identity as guest_identity
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration
 from tests.faults.harness import FailingStore, Run
-from tests.integration.lxc_support import DNS1_DECLARATION, TARGET, declaration, dns1
-from tests.integration.test_qemu import vm
 from tests.support.cluster import DNS1_CONFIG, PROVISION_TOKEN_ID, READ_TOKEN_ID
+from tests.support.guests import DNS1_DECLARATION, TARGET, declaration, dns1, vm
 from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
 
 GROUPS = {

@@ -14,8 +14,8 @@ from salt_proxmox.ownership.rows import CREATING, OWNED
 from salt_proxmox.ownership.stores import MemoryStore
 from tests.faults.harness import Run, install_hooks, leaks, pve_log, with_lease_ids, write_lines
 from tests.faults.matrix import CT160, OWNED_160, ours_160
-from tests.integration.lxc_support import TARGET, bao_targets, declaration, make_context, static_targets
 from tests.support.cluster import PROVISION_TOKEN_ID, READ_TOKEN_ID, ServedCluster
+from tests.support.guests import TARGET, bao_targets, declaration, make_context, static_targets
 
 ROW_150 = f"{TARGET}/lxc/150"
 

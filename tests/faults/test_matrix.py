@@ -34,8 +34,8 @@ from tests.faults.harness import (
     write_lines,
 )
 from tests.faults.matrix import SCENARIOS, Scenario, markdown
-from tests.integration.lxc_support import TARGET, bao_targets, make_context, static_targets
 from tests.support.cluster import ServedCluster
+from tests.support.guests import TARGET, bao_targets, make_context, static_targets
 from tests.support.openbao import CREDS_PATH, creds_token, publish_cluster
 from tests.support.saltrun import REPO, salt_call, state_rows, write_minion_config
 

@@ -16,7 +16,7 @@ import yaml
 
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import ROWS_FILE
-from tests.integration.lxc_support import requests_since, writes
+from tests.support.guests import requests_since, writes
 from tests.support.saltrun import salt_call, state_rows, write_minion_config
 from tests.support.ways import assert_no_secret, text_files
 

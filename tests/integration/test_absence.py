@@ -12,8 +12,8 @@ from salt_proxmox.errors import Refused
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.pve.errors import PveError, PveMalformed
-from tests.integration.lxc_support import declaration, make_context, requests_since, static_targets
 from tests.support.cluster import DNS1_CONFIG, DNS1_VMID
+from tests.support.guests import declaration, make_context, requests_since, static_targets
 
 INDEX, NEXTID = "/cluster/resources", "/cluster/nextid"
 

@@ -14,7 +14,7 @@ from salt_proxmox.firewall.lifecycle import present
 from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import lifecycle as simple
-from tests.integration.lxc_support import (
+from tests.support.guests import (
     TARGET,
     bao_targets,
     make_context,

@@ -17,8 +17,8 @@ from salt_proxmox.firewall import alias, usage
 from salt_proxmox.firewall.lifecycle import present
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import lifecycle as simple
-from tests.integration.lxc_support import make_context, requests_since, static_targets, writes
 from tests.support.cluster import DNS1_NODE, DNS1_VMID, ROUTER_NODE, ROUTER_VMID
+from tests.support.guests import make_context, requests_since, static_targets, writes
 
 ADMIN = "fw-admin@pve!edit"
 

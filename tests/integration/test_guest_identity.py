@@ -12,7 +12,7 @@ from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
-from tests.integration.lxc_support import (
+from tests.support.guests import (
     TARGET,
     declaration,
     make_context,

@@ -13,9 +13,8 @@ from salt_proxmox.lxc.family import LXC
 from salt_proxmox.network import apply as network_apply
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
-from tests.integration.lxc_support import declaration, make_context, requests_since, static_targets, writes
-from tests.integration.test_qemu import vm
 from tests.support.cluster import PROVISION_TOKEN_ID
+from tests.support.guests import declaration, make_context, requests_since, static_targets, vm, writes
 
 
 def qemu(ctx, test: bool, **declared: Any):

@@ -16,7 +16,7 @@ from salt_proxmox.guest import power
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.registry import guests
-from tests.integration.lxc_support import (
+from tests.support.guests import (
     declaration,
     dns1,
     make_context,
@@ -140,7 +140,7 @@ def test_a_vm_gets_the_same_power_state_and_calls(fresh_cluster):
     """``status`` on ``proxmox_qemu`` through the shared lifecycle, and the power calls on a VM."""
     from salt_proxmox.guest import lifecycle
     from salt_proxmox.qemu.family import QEMU
-    from tests.integration.test_qemu import vm
+    from tests.support.guests import vm
 
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
@@ -170,7 +170,7 @@ def test_an_ha_managed_vm_whose_start_task_ends_ok_while_it_stays_stopped_is_not
     reports and that HA decides (the fake's ``ha_holds``: the request is queued, never carried out)."""
     from salt_proxmox.guest import lifecycle
     from salt_proxmox.qemu.family import QEMU
-    from tests.integration.test_qemu import vm
+    from tests.support.guests import vm
 
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)
@@ -209,7 +209,7 @@ def test_an_ha_managed_vm_goes_plan_apply_plan_clean_as_the_ha_manager_acts(fres
     refused at plan and at apply, nothing sent; with it, the plan says HA stops it hard at the timeout."""
     from salt_proxmox.guest import lifecycle
     from salt_proxmox.qemu.family import QEMU
-    from tests.integration.test_qemu import vm
+    from tests.support.guests import vm
 
     store = MemoryStore()
 
@@ -272,7 +272,7 @@ def test_a_vm_s_shutdown_waits_its_startup_down_and_a_paused_vm_is_planned_as_pv
     stopped, so ``status: running`` is refused too, each with ``qm resume`` and nothing sent."""
     from salt_proxmox.guest import lifecycle
     from salt_proxmox.qemu.family import QEMU
-    from tests.integration.test_qemu import vm
+    from tests.support.guests import vm
 
     store = MemoryStore()
 

@@ -15,9 +15,11 @@ from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
-from tests.integration.lxc_support import (
+from tests.support.cluster import DNS1_CONFIG, DNS1_VMID, ROUTER_VMID
+from tests.support.guests import (
     TARGET,
     bao_targets,
+    count_openbao_requests,
     declaration,
     dns1,
     make_context,
@@ -25,7 +27,6 @@ from tests.integration.lxc_support import (
     static_targets,
     writes,
 )
-from tests.support.cluster import DNS1_CONFIG, DNS1_VMID, ROUTER_VMID
 
 
 def _dns1(**over):
@@ -286,21 +287,6 @@ def test_absent_retain_forgets_and_destroy_deletes_only_a_matching_guest(fresh_c
     assert row_key(TARGET, "lxc", DNS1_VMID) not in store.rows
 
 
-def _count_openbao_requests(ctx) -> list[str]:
-    """Record every HTTP request the run's hvac client sends to OpenBao (its paths)."""
-    client = ctx.broker._client()
-    session = client.adapter.session
-    seen: list[str] = []
-    original = session.request
-
-    def counting(method, url, *args, **kwargs):
-        seen.append(url.split("/v1/", 1)[-1])
-        return original(method, url, *args, **kwargs)
-
-    session.request = counting
-    return seen
-
-
 def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
     """A no-drift plan of N owned containers: exactly N config GETs and one tag-style read, no
     cluster/resources call and one read mint; a no-drift apply: zero writes and no provision mint
@@ -317,7 +303,7 @@ def test_no_drift_plan_and_apply_request_counts(fresh_cluster, bao_creds):
         cache: dict = {}
         start = len(fresh_cluster.pve.requests)
         run_ctx = make_context(targets, bao, cache=cache, store=store)
-        bao_seen = _count_openbao_requests(run_ctx)
+        bao_seen = count_openbao_requests(run_ctx)
         for vmid in vmids:
             outcome = guest_lifecycle.present(run_ctx, LXC, f"ct{vmid}", test, **declaration(vmid=vmid))
             assert outcome.result is True and outcome.changes == {}, outcome.comment

@@ -11,7 +11,8 @@ from __future__ import annotations
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.stores import MemoryStore
-from tests.integration.lxc_support import (
+from tests.support.cluster import DNS1_VMID
+from tests.support.guests import (
     declaration,
     dns1,
     make_context,
@@ -19,7 +20,6 @@ from tests.integration.lxc_support import (
     static_targets,
     writes,
 )
-from tests.support.cluster import DNS1_VMID
 
 PATH = f"/nodes/pve1/lxc/{DNS1_VMID}"
 

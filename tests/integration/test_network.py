@@ -20,7 +20,8 @@ from salt_proxmox.pve.errors import PveError
 from salt_proxmox.sdn import apply as sdn_apply
 from salt_proxmox.sdn import objects
 from salt_proxmox.simple.lifecycle import absent, present
-from tests.integration.lxc_support import (
+from tests.support.cluster import PROVISION_TOKEN_ID
+from tests.support.guests import (
     TARGET,
     bao_targets,
     make_context,
@@ -28,7 +29,6 @@ from tests.integration.lxc_support import (
     static_targets,
     writes,
 )
-from tests.support.cluster import PROVISION_TOKEN_ID
 from tests.support.network import read_interfaces, write_interfaces
 
 VMBR1 = {

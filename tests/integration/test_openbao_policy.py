@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import hvac
 import pytest
 
-from salt_proxmox.bao import lifecycle
-from salt_proxmox.bao.policy import sha256
+from salt_proxmox.openbao_policy import lifecycle
+from salt_proxmox.openbao_policy.policy import sha256
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.ownership.stores import MemoryStore
@@ -259,7 +259,7 @@ def test_a_policy_openbao_refuses_is_refused_at_plan_and_its_own_text_shown_at_a
     assert plan.result is False and plan.changes == {}
     assert "fragments[0] line 2: path 'proxmox/creds/*': invalid capability 'lst'" in plan.comment[0]
 
-    monkeypatch.setattr("salt_proxmox.bao.policy.grammar_problems", lambda fragments: [])
+    monkeypatch.setattr("salt_proxmox.openbao_policy.policy.grammar_problems", lambda fragments: [])
     done = lifecycle.present(ctx, "p", False, name=name, fragments=[text])
     assert (done.result, done.changes) == (False, {})
     said = "\n".join(done.comment)

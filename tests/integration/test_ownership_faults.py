@@ -30,8 +30,8 @@ from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
 from salt_proxmox.ownership.stores import ROWS_FILE
 from salt_proxmox.run import config as run_config
 from salt_proxmox.run.context import PveContext
-from tests.integration.lxc_support import TARGET, declaration, requests_since, static_targets, writes
 from tests.support.cluster import DNS1_VMID, ServedCluster
+from tests.support.guests import TARGET, declaration, requests_since, static_targets, writes
 
 ROW = row_key(TARGET, "lxc", 150)
 

@@ -19,7 +19,8 @@ from salt_proxmox.ownership.rows import OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple.lifecycle import absent, present
-from tests.integration.lxc_support import (
+from tests.support.cluster import DNS1_VMID, PROVISION_TOKEN_ID
+from tests.support.guests import (
     TARGET,
     bao_targets,
     declaration,
@@ -29,7 +30,6 @@ from tests.integration.lxc_support import (
     static_targets,
     writes,
 )
-from tests.support.cluster import DNS1_VMID, PROVISION_TOKEN_ID
 
 PVE8 = ("8.4.14", "8.4")
 PVE9 = ("9.0.10", "9.0")

@@ -17,46 +17,22 @@ from salt_proxmox.ownership.rows import OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.qemu.props import parse_net
-from tests.integration.lxc_support import (
+from tests.support.cluster import CLOUD_TEMPLATE_CONFIG, CLOUD_TEMPLATE_VMID, ISO, PROVISION_TOKEN_ID
+from tests.support.guests import (
     TARGET,
     bao_targets,
     make_context,
     requests_since,
     static_targets,
+    vm,
     writes,
 )
-from tests.support.cluster import CLOUD_TEMPLATE_CONFIG, CLOUD_TEMPLATE_VMID, ISO, PROVISION_TOKEN_ID
 
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq7Jx0s9Nn8sWQ2p5mE1cQH0b4aJXk0n4mZ8b1c2d3e ops@example"
 PASSWORD = "correct-horse-battery-staple"
 
 
 def present(ctx, state_id: str, test: bool, **declared: Any):
     return lifecycle.present(ctx, QEMU, state_id, test, **declared)
-
-
-def vm(vmid: int = 150, **over: Any) -> dict[str, Any]:
-    """A VM created from scratch: a disk, a CD-ROM with the seeded ISO, a cloud-init drive, a NIC
-    without a MAC."""
-    declared: dict[str, Any] = {
-        "vmid": vmid,
-        "node": "pve1",
-        "name": f"vm{vmid}",
-        "memory": 2048,
-        "cores": 2,
-        "ostype": "l26",
-        "scsihw": "virtio-scsi-single",
-        "scsi0": "local-lvm:8,discard=on,iothread=1",
-        "ide2": f"{ISO},media=cdrom",
-        "ide0": "local-lvm:cloudinit",
-        "net0": "virtio,bridge=vmbr0,tag=20",
-        "ciuser": "ops",
-        "sshkeys": KEY,
-        "ipconfig0": "ip=dhcp",
-        "tags": "web;prod",
-    }
-    declared.update(over)
-    return {key: value for key, value in declared.items() if value is not None}
 
 
 def config(served, vmid: int) -> dict[str, Any]:

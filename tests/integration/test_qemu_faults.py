@@ -15,9 +15,8 @@ from salt_proxmox.guest import lifecycle
 from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
-from tests.integration.lxc_support import TARGET, make_context, requests_since, static_targets, writes
-from tests.integration.test_qemu import vm
 from tests.support.cluster import CLOUD_TEMPLATE_VMID, PROVISION_TOKEN_ID
+from tests.support.guests import TARGET, make_context, requests_since, static_targets, vm, writes
 
 
 def present(ctx, state_id: str, test: bool, **declared: Any):

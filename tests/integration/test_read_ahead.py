@@ -21,17 +21,17 @@ from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.run import config as run_config
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple import lifecycle as simple
-from tests.integration.lxc_support import (
+from tests.support.cluster import READ_TOKEN_ID
+from tests.support.guests import (
     TARGET,
     bao_targets,
+    count_openbao_requests,
     declaration,
     make_context,
     requests_since,
     static_targets,
     writes,
 )
-from tests.integration.test_lxc import _count_openbao_requests
-from tests.support.cluster import READ_TOKEN_ID
 
 
 def chunk(vmid: int, **over: Any) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def test_plan_and_no_drift_apply_read_each_config_once(fresh_cluster, bao_creds)
     _own(fresh_cluster, store, vmids)
     for test in (True, False):
         run = Run(targets, store, [chunk(vmid) for vmid in vmids], bao)
-        bao_seen = _count_openbao_requests(run.context())
+        bao_seen = count_openbao_requests(run.context())
         start = len(fresh_cluster.pve.requests)
         for index, vmid in enumerate(vmids):
             outcome = run.state(vmid, test)

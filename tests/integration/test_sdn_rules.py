@@ -10,7 +10,7 @@ import requests
 
 from salt_proxmox.sdn import objects
 from salt_proxmox.simple.lifecycle import present
-from tests.integration.lxc_support import make_context, requests_since, static_targets, writes
+from tests.support.guests import make_context, requests_since, static_targets, writes
 
 VLAN = {"name": "lab", "type": "vlan", "bridge": "vmbr0"}
 SIMPLE = {"name": "flat", "type": "simple"}

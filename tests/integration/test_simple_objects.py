@@ -17,8 +17,8 @@ from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import acl, pool, role
 from salt_proxmox.simple.lifecycle import absent, present
-from tests.integration.lxc_support import TARGET, make_context, requests_since, static_targets, writes
 from tests.support.cluster import PROVISION_PRIVS, PROVISION_TOKEN_ID, READ_PRIVS, READ_TOKEN_ID
+from tests.support.guests import TARGET, make_context, requests_since, static_targets, writes
 
 READ_ROLE = "SaltProxmoxRead"
 

@@ -20,7 +20,7 @@ from salt_proxmox.pve.client import Credential, PveClient, Target, parse_target
 from salt_proxmox.pve.constraints import check_form, vmid_number
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveRequestFailed, PveUnreachable
 from salt_proxmox.simple import acl, pool, role
-from tests.unit.test_client_units import (
+from tests.support.client_stubs import (
     CREDENTIAL,
     MEMBERS,
     SECRET,
@@ -95,7 +95,7 @@ def test_a_trailing_newline_is_never_part_of_a_valid_name(check) -> None:
 
 
 def test_an_openbao_policy_name_with_a_trailing_newline_is_refused() -> None:
-    from salt_proxmox.bao.policy import check_name
+    from salt_proxmox.openbao_policy.policy import check_name
 
     with pytest.raises(DeclarationError):
         check_name("proxmox-read\n")

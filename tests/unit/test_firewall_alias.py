@@ -21,7 +21,7 @@ from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.simple import lifecycle as simple
 from salt_proxmox.simple.spec import Call
-from tests.unit.simple_stubs import TARGET, AliasPve, pve_context
+from tests.support.stubs import TARGET, AliasPve, pve_context
 
 
 @pytest.mark.parametrize(

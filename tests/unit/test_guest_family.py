@@ -19,7 +19,7 @@ from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import CREATING, OWNED
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.errors import PveError
-from tests.unit.test_lifecycle_units import (
+from tests.support.guest_stubs import (
     DECLARED,
     OK,
     RUNNING,

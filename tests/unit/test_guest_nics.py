@@ -13,7 +13,7 @@ from salt_proxmox.pve.errors import PveError
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.qemu.props import parse_declaration as parse_qemu
 from salt_proxmox.sdn.apply import SDN_COVERED
-from tests.unit.test_lifecycle_units import StubPve, context
+from tests.support.guest_stubs import StubPve, context
 
 NETWORK = "nodes/pve1/network"
 #: pve-manager Network.pm index: the listing of a node whose interfaces.new adds vmbr1, with the

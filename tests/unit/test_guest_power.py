@@ -17,7 +17,7 @@ from salt_proxmox.guest import power
 from salt_proxmox.ownership.rows import OWNED
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.registry import guests
-from tests.unit.test_lifecycle_units import (
+from tests.support.guest_stubs import (
     CONFIG,
     CREATE,
     INDEX,

@@ -9,8 +9,10 @@ a dependency a reader must follow, and a function-level one still loads the modu
   ``run/`` (the per-run context, memo and Salt plumbing) and ``ownership/`` (the rows, their stores
   and their index) import nothing from ``guest/`` or a family;
 - the shared lifecycles (``guest/`` besides the family-specific helpers listed in ``FAMILY_OWNED``,
-  and ``simple/spec``, ``simple/fields``, ``simple/lifecycle``) import no family;
-- no two modules import each other.
+  and ``simple/spec``, ``simple/fields``, ``simple/lifecycle``, ``simple/rename``) import no family;
+- no two modules import each other;
+- no test module imports another: what tests share lives in ``tests/support/`` (``test_*`` modules and
+  the ``unit``, ``integration`` and ``functional`` directories are imported by nobody).
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def test_shared_layers_import_no_guest_and_no_family(module):
         m
         for m in MODULES
         if (_in(m, ("guest",)) and m not in FAMILY_OWNED)
-        or m in ("simple.spec", "simple.fields", "simple.lifecycle")
+        or m in ("simple.spec", "simple.fields", "simple.lifecycle", "simple.rename")
     ),
 )
 def test_the_shared_lifecycles_import_no_family(module):
@@ -113,3 +115,37 @@ def test_no_two_modules_import_each_other():
     circles = {frozenset({a, b}) for a, targets in GRAPH.items() for b in targets if a in GRAPH.get(b, ())}
     unknown = sorted(sorted(pair) for pair in circles - KNOWN_CIRCLES)
     assert not unknown, f"modules importing each other: {unknown}"
+
+
+TESTS = PACKAGE.parent / "tests"
+#: Directories holding only test modules; what their tests share lives in tests/support/.
+TEST_ONLY = ("tests.unit", "tests.integration", "tests.functional")
+
+
+def _test_imports() -> dict[str, set[str]]:
+    found = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        name = ".".join(path.relative_to(TESTS.parent).with_suffix("").parts)
+        modules: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules.add(node.module)
+                modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                modules.update(alias.name for alias in node.names)
+        found[name] = {m for m in modules if m.startswith("tests.")}
+    return found
+
+
+def test_no_test_module_imports_another():
+    """A test module imported by another runs its tests' module-level code twice and ties two suites'
+    fixtures together; shared stubs and declarations live in tests/support/."""
+    imports = _test_imports()
+    assert "tests.support.guests" in imports["tests.integration.test_lxc"], "the parse sees the tests"
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in imports.items()
+        for target in targets
+        if target in imports and (target.rsplit(".", 1)[-1].startswith("test_") or _in(target, TEST_ONLY))
+    )
+    assert not wrong, f"test modules importing test modules: {wrong}"

@@ -7,10 +7,10 @@ from functools import partial
 
 import pytest
 
-from salt_proxmox.bao import lifecycle as bao
 from salt_proxmox.firewall import alias
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC as CONTAINERS
+from salt_proxmox.openbao_policy import lifecycle as policies
 from salt_proxmox.run.config import default_target
 from salt_proxmox.run.lowstate import Chunk, Run, twins_refusal
 from salt_proxmox.simple import acl, pool, role
@@ -154,13 +154,13 @@ def test_openbao_policy_names_are_case_folded():
     # OpenBao lower-cases policy names (vault/policy_store.go sanitizePolicyName)
     a = low("creds", "openbao_policy", name="Salt-Creds", fragments=["x"])
     b = low("creds-too", "openbao_policy", "absent", name="salt-creds")
-    found = refusal([a, b], a, (bao.STATE,), bao.chunk_keys)
+    found = refusal([a, b], a, (policies.STATE,), policies.chunk_keys)
     assert "policy salt-creds on openbao" in found and "state creds-too (name salt-creds)" in found
 
 
 def test_a_rename_declares_the_old_object_too():
     # A rename deletes the old alias/policy after writing the new one, so another state declaring the
-    # old name would fight it (firewall lifecycle _rename, bao lifecycle present).
+    # old name would fight it (firewall lifecycle _rename, openbao_policy lifecycle present).
     keys_of = partial(chunk_keys, alias.SPEC, default_target="homelab")
     renamed = low(
         "web-servers",
@@ -178,4 +178,5 @@ def test_a_rename_declares_the_old_object_too():
     )
     policy = low("creds", "openbao_policy", name="creds-v2", rename_from="Creds")
     kept = low("creds-old", "openbao_policy", name="creds")
-    assert "policy creds on openbao" in refusal([policy, kept], policy, (bao.STATE,), bao.chunk_keys)
+    found = refusal([policy, kept], policy, (policies.STATE,), policies.chunk_keys)
+    assert "policy creds on openbao" in found

@@ -274,7 +274,7 @@ def test_one_object_one_declaration_within_a_module_of_several_families():
     """proxmox_sdn holds zones, vnets and subnets: a vnet named like a zone is another object, while
     two declarations of one interface (same node and iface) are twins; the states hand the run over."""
     from salt_proxmox.run.lowstate import Chunk
-    from tests.unit.test_object_states import Recorder, load
+    from tests.support.salt_modules import Recorder, load
 
     module = load("_modules", "proxmox", {}, True)
     states, key_of = module._object_twins("sdn_vnet")

@@ -12,8 +12,9 @@ import json
 import hvac.exceptions
 import pytest
 
-from salt_proxmox.bao import lifecycle
-from salt_proxmox.bao.policy import (
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.openbao_policy import lifecycle
+from salt_proxmox.openbao_policy.policy import (
     Fragment,
     assemble,
     assembly_problem,
@@ -25,11 +26,10 @@ from salt_proxmox.bao.policy import (
     sha256,
     unified_diff,
 )
-from salt_proxmox.errors import DeclarationError
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.rows import CREATING, row_key
 from salt_proxmox.ownership.stores import MemoryStore
-from tests.unit.simple_stubs import StubBao
+from tests.support.stubs import StubBao
 
 READ = 'path "proxmox/creds/*" {\n  capabilities = ["read"]\n}'
 MANAGE = 'path "sys/policy/salt-proxmox-*" {\n  capabilities = ["create", "read", "update"]\n}\n\n'

@@ -15,7 +15,7 @@ from salt_proxmox.lxc.refusals import check_own_sys_modify, privileged_create_ch
 from salt_proxmox.pve.client import Credential
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.pve.permissions import held_privileges
-from tests.unit.simple_stubs import pve_context
+from tests.support.stubs import pve_context
 
 CRED = Credential("r@pve!plan", "read-secret", role="read")
 TOKEN = "salt-provision@pve!apply"

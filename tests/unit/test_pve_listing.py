@@ -17,7 +17,7 @@ from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.sdn.apply import pending as sdn_pending
 from salt_proxmox.simple import acl, pool
-from tests.unit.simple_stubs import StubClient, pve_context
+from tests.support.stubs import StubClient, pve_context
 
 CRED = Credential("r@pve!plan", "read-secret", role="read")
 NOT_LISTS = [{"data": []}, "pools", None, 3, [{"poolid": "a"}, "b"], [None]]

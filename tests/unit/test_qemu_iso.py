@@ -19,7 +19,7 @@ from salt_proxmox.pve.facts import volume_presence
 from salt_proxmox.qemu.family import iso_checks
 from salt_proxmox.qemu.judge import iso_volumes
 from salt_proxmox.qemu.props import parse_declaration
-from tests.unit.simple_stubs import pve_context
+from tests.support.stubs import pve_context
 
 ISO = "local:iso/missing.iso"
 PATH = "nodes/pve1/storage/local/content/local%3Aiso%2Fmissing.iso"

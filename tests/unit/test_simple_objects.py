@@ -19,7 +19,7 @@ from salt_proxmox.pve.facts import Release
 from salt_proxmox.simple import acl, lifecycle, pool, role
 from salt_proxmox.simple import spec as simple_spec
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
-from tests.unit.simple_stubs import TARGET, pve_context
+from tests.support.stubs import TARGET, pve_context
 
 # ------------------------------------------------------------------------------------------- pools
 

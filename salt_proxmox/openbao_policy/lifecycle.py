@@ -24,7 +24,9 @@ import hvac
 import hvac.exceptions
 import requests
 
-from salt_proxmox.bao.policy import (
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
+from salt_proxmox.openbao_policy.policy import (
     FAMILY,
     UNDELETABLE,
     PolicyDeclaration,
@@ -34,13 +36,12 @@ from salt_proxmox.bao.policy import (
     sha256,
     unified_diff,
 )
-from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
-from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
 from salt_proxmox.ownership.stores import OwnershipStore
 from salt_proxmox.run.lowstate import Chunk
+from salt_proxmox.simple import rename
 
 #: The ownership rows' target part: one OpenBao per minion configuration.
 TARGET = "openbao"
@@ -59,6 +60,20 @@ class BaoContext:
 
 #: The Salt state module that declares policies.
 STATE = "openbao_policy"
+
+#: Tokens are bound to a policy by name, so a rename's old policy follows ``removal``: retained
+#: (row forgotten) by default, deleted under destroy only while it holds the text this minion wrote.
+RULES = rename.RenameRules(
+    noun="policy",
+    nouns="policies",
+    keeper="OpenBao",
+    made="write",
+    made_past="written",
+    taken_remedy="remove that policy",
+    old_follows_removal=True,
+    adopt_old=False,
+    old_must_match=True,
+)
 
 
 def chunk_keys(chunk: Chunk) -> frozenset[str]:
@@ -141,7 +156,8 @@ def delete_policy(ctx: BaoContext, key: str) -> None:
 @dataclass
 class Decision:
     """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``;
-    ``old`` what happens to a rename's old policy: None, ``forget`` (retain) or ``delete``."""
+    ``old`` what a rename does with its old policy (``salt_proxmox.simple.rename.OldPlan``: its fate
+    None, ``forget`` (retain) or ``delete``)."""
 
     action: str
     live: str | None = None
@@ -149,8 +165,7 @@ class Decision:
     notes: list[str] = field(default_factory=list)
     record: bool = False
     row: dict | None = None
-    old: str | None = None
-    old_live: str | None = None
+    old: rename.OldPlan = field(default_factory=rename.OldPlan)
 
 
 def _row_sha(row: Mapping | None) -> str | None:
@@ -158,41 +173,24 @@ def _row_sha(row: Mapping | None) -> str | None:
     return declared.get("sha256") if isinstance(declared, Mapping) else None
 
 
-def _plan_old(
-    ctx: BaoContext, decl: PolicyDeclaration, live: str | None, row: dict | None
-) -> Decision | tuple[str | None, str | None, list[str]]:
-    """A rename's old policy: a refusal, or (``delete``|``forget``|None, its text, notes)."""
+def _plan_old(ctx: BaoContext, decl: PolicyDeclaration, live: str | None, row: dict | None) -> rename.OldPlan:
+    """What the rename does with its old policy (``salt_proxmox.simple.rename`` with ``RULES``)."""
     old = str(decl.rename_from)
-    move = f"rename {old} → {decl.key}"
     if live is not None and row is None:
-        return Decision(
-            "refuse",
-            live=live,
-            reasons=[
-                f"{move}: policy {decl.key} already exists and this minion did not write it, so the name is "
-                "taken. Nothing was written: pick another name, or remove that policy."
-            ],
-        )
+        return rename.OldPlan(refusal=[rename.taken(RULES, old, decl.key, f"policy {decl.key}")])
     old_row = ctx.ownership.row(row_key(ctx.target, FAMILY, old))
     old_live = read_policy(ctx, old)
-    if decl.removal == "destroy" and old_live is not None:
-        if old_row is None or sha256(old_live) != _row_sha(old_row):
-            why = "was not written by this minion" if old_row is None else "no longer holds the text we wrote"
-            return Decision(
-                "refuse",
-                live=live,
-                reasons=[
-                    f"{move} with removal: destroy: policy {old} {why}, so it is not deleted. Nothing was "
-                    "written: use removal: retain, or remove it by hand."
-                ],
-            )
-        return "delete", old_live, [f"policy {old} would be deleted after {decl.key} is written"]
-    if old_row is not None:
-        kept = "is retained as it is (removal: retain)" if old_live is not None else "is already gone"
-        return "forget", old_live, [f"policy {old} {kept}; its ownership is forgotten"]
-    if old_live is not None:
-        return None, old_live, [f"policy {old} is not recorded as ours; it is left as it is"]
-    return None, None, []
+    return rename.plan_old(
+        RULES,
+        old,
+        decl.key,
+        f"policy {old}",
+        f"policy {decl.key}",
+        old_live,
+        old_row,
+        removal=decl.removal,
+        holds_ours=lambda: old_live is not None and sha256(old_live) == _row_sha(old_row),
+    )
 
 
 def decide(ctx: BaoContext, decl: PolicyDeclaration) -> Decision:
@@ -214,15 +212,15 @@ def decide(ctx: BaoContext, decl: PolicyDeclaration) -> Decision:
         )
     live = read_policy(ctx, decl.key)
     notes: list[str] = []
-    old_action, old_live = None, None
+    old = rename.OldPlan()
     if decl.rename_from and decl.rename_from != decl.key:
-        planned = _plan_old(ctx, decl, live, row)
-        if isinstance(planned, Decision):
-            return planned
-        old_action, old_live, notes = planned
+        old = _plan_old(ctx, decl, live, row)
+        if old.refusal:
+            return Decision("refuse", live=live, reasons=old.refusal)
+        notes = list(old.notes)
     elif decl.rename_from:
-        notes.append(f"{what}: rename_from differs only in case; OpenBao keys policies in lower case")
-    common = {"live": live, "row": row, "old": old_action, "old_live": old_live}
+        notes.append(rename.same_name(RULES, what, decl.rename_from))
+    common = {"live": live, "row": row, "old": old}
     if live is None:
         notes.append(absent_note(row, what, "OpenBao", verb="write"))
         return Decision("create", notes=notes, **common)
@@ -254,11 +252,10 @@ def _changes(decl: PolicyDeclaration, decision: Decision) -> dict:
         changes["diff"] = unified_diff(decl.key, live, decl.text)
     if decision.record:
         changes["ownership"] = {"old": (decision.row or {}).get("phase"), "new": "owned"}
-    if decision.old == "delete":
+    if decision.old.renamed:
         changes["renamed"] = {"old": decl.rename_from, "new": decl.key}
+    if decision.old.fate == rename.DELETE:
         changes["deleted"] = {"old": f"policy {decl.rename_from}", "new": None}
-    elif decision.old == "forget":
-        changes["renamed"] = {"old": decl.rename_from, "new": decl.key}
     return changes
 
 
@@ -291,8 +288,10 @@ def present(
     outcome.changes = _changes(decl, decision)
     outcome.comment.extend(decision.notes)
     what = f"policy {decl.key}"
+    old_what = f"policy {decl.rename_from}"
     grant_text = f"{grants(decision.live) or 0} → {grants(decl.text)} path grants"
     if test:
+        outcome.comment.extend(decision.old.plan_notes)
         if decision.action == "update":
             outcome.comment.append(f"{what}: would be rewritten ({grant_text})")
         elif decision.action == "noop" and not outcome.changes:
@@ -300,6 +299,7 @@ def present(
         outcome.result = None if outcome.changes else True
         return outcome
     key = row_key(ctx.target, FAMILY, decl.key)
+    untouched = rename.left_in_place(decision.old, old_what)
     try:
         if decision.action in ("create", "update"):
             earlier = ctx.ownership.row(key)
@@ -316,28 +316,40 @@ def present(
         else:
             after = decision.live
         if after is None:
-            return outcome.fail(f"{what}: the write returned no error but OpenBao does not have it.")
+            return outcome.fail(
+                f"{what}: the write returned no error but OpenBao does not have it.", *untouched
+            )
         if decision.action != "noop" or decision.record:
             ctx.ownership.mark_owned(key, state_id, decl.stored())
         if sha256(after) != decl.digest:
             return outcome.fail(
                 f"{what}: after the write OpenBao holds another text (sha256 {sha256(after)[:12]}…), not the "
-                "declared one."
+                "declared one.",
+                *untouched,
             )
-        if decision.old == "delete" and decl.rename_from:
-            delete_policy(ctx, decl.rename_from)
-        if decision.old in ("delete", "forget") and decl.rename_from:
-            ctx.ownership.forget(row_key(ctx.target, FAMILY, decl.rename_from))
     except SaltProxmoxError as exc:
-        return outcome.fail(str(exc))
+        return outcome.fail(str(exc), *untouched)
     if decision.action == "create":
         outcome.comment.append(f"{what} has been created ({grants(decl.text)} path grants)")
     elif decision.action == "update":
         outcome.comment.append(f"{what} has been rewritten ({grant_text})")
     elif not outcome.changes:
         outcome.comment.append(f"{what} is as declared")
-    if decision.old == "delete":
-        outcome.comment.append(f"policy {decl.rename_from} has been deleted")
+    try:
+        said, failure = rename.finish(
+            RULES,
+            decision.old,
+            decl.key,
+            old_what,
+            what,
+            delete=lambda: delete_policy(ctx, str(decl.rename_from)),
+            forget=lambda: ctx.ownership.forget(row_key(ctx.target, FAMILY, str(decl.rename_from))),
+        )
+    except SaltProxmoxError as exc:
+        return outcome.fail(str(exc))
+    if failure:
+        return outcome.fail(failure)
+    outcome.comment.extend(said)
     return outcome
 
 

@@ -1,5 +1,6 @@
-"""Building a container ``PveContext`` against the harness, the way the Salt module does, plus
-helpers to read fakepve's request log."""
+"""What the integration tests of guests share: a ``PveContext`` built against the harness the way the
+Salt module builds it, the container and VM declarations they start from, and helpers that read
+fakepve's request log and count the OpenBao requests a run sends."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from urllib.parse import unquote
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.run import config as run_config
 from salt_proxmox.run.context import PveContext
-from tests.support.cluster import TEMPLATE, ServedCluster
+from tests.support.cluster import ISO, TEMPLATE, ServedCluster
 
 TARGET = "lab"
 
@@ -115,3 +116,45 @@ DNS1_DECLARATION: dict[str, Any] = {
 def dns1(**over: Any) -> dict[str, Any]:
     """Container 120 as declared, with ``over`` changed."""
     return {**DNS1_DECLARATION, **over}
+
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq7Jx0s9Nn8sWQ2p5mE1cQH0b4aJXk0n4mZ8b1c2d3e ops@example"
+
+
+def vm(vmid: int = 150, **over: Any) -> dict[str, Any]:
+    """A VM created from scratch: a disk, a CD-ROM with the seeded ISO, a cloud-init drive, a NIC
+    without a MAC."""
+    declared: dict[str, Any] = {
+        "vmid": vmid,
+        "node": "pve1",
+        "name": f"vm{vmid}",
+        "memory": 2048,
+        "cores": 2,
+        "ostype": "l26",
+        "scsihw": "virtio-scsi-single",
+        "scsi0": "local-lvm:8,discard=on,iothread=1",
+        "ide2": f"{ISO},media=cdrom",
+        "ide0": "local-lvm:cloudinit",
+        "net0": "virtio,bridge=vmbr0,tag=20",
+        "ciuser": "ops",
+        "sshkeys": KEY,
+        "ipconfig0": "ip=dhcp",
+        "tags": "web;prod",
+    }
+    declared.update(over)
+    return {key: value for key, value in declared.items() if value is not None}
+
+
+def count_openbao_requests(ctx) -> list[str]:
+    """Record every HTTP request the run's hvac client sends to OpenBao (its paths)."""
+    client = ctx.broker._client()
+    session = client.adapter.session
+    seen: list[str] = []
+    original = session.request
+
+    def counting(method, url, *args, **kwargs):
+        seen.append(url.split("/v1/", 1)[-1])
+        return original(method, url, *args, **kwargs)
+
+    session.request = counting
+    return seen
