@@ -62,7 +62,9 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.pve.facts import NEW_IN_PACKAGE, package_version, release, version_tuple
 from salt_proxmox.pve.listing import get_rows, rows_of
+from salt_proxmox.run.memo import node_applied, removed, sdn_applied
 from salt_proxmox.simple.spec import planned
+from salt_proxmox.wire.ifdiff import staged_additions, staged_deletions
 from salt_proxmox.wire.propstring import flag, pairs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,10 +166,7 @@ def _node_listing(ctx: PveContext, node: str) -> tuple[dict[str, Mapping], str]:
 
 def _vnet_state(ctx: PveContext, name: str, row: Mapping | None, made: Mapping | None) -> Bridge:
     """A vnet's Bridge from its pending-listing ``row`` and what this run writes to it (``made``)."""
-    from salt_proxmox.network.apply import removed  # the applies import the simple lifecycle
-    from salt_proxmox.sdn.apply import SDN_COVERED
-
-    covered = bool(ctx.memo.get(SDN_COVERED.format(target=ctx.target.name)))
+    covered = sdn_applied(ctx.memo, ctx.target.name)
     running: dict | None = None
     after: dict | None = None
     if row is not None:
@@ -180,7 +179,7 @@ def _vnet_state(ctx: PveContext, name: str, row: Mapping | None, made: Mapping |
             after = {key: value for key, value in after.items() if value != "deleted"}
     if made is not None:
         after = {**(after or {}), **made}
-    if name in removed(ctx, "sdn"):
+    if name in removed(ctx.memo, ctx.target.name, "sdn"):
         after = None
     # check_vnet_access reads the pending SDN configuration for the zone.
     zone = str((after or running or {}).get("zone") or "") or None
@@ -217,24 +216,22 @@ def _hidden(ctx: PveContext, node: str, name: str) -> Bridge:
 def bridge_state(ctx: PveContext, node: str, name: str) -> Bridge:
     """What bridge ``name`` on ``node`` will be when a NIC of this run is plugged (see ``Bridge``),
     from the shared listings and what this run's earlier states create, stage, apply or remove
-    (``simple.spec.planned``, ``network.apply`` ``COVERED``/``removed``, ``sdn.apply.SDN_COVERED``).
+    (``simple.spec.planned``, ``run.memo`` ``node_applied``/``removed``/``sdn_applied``).
 
     Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
-    from salt_proxmox.network import apply as network_apply
-
     vnets = _vnet_rows(ctx)
     made_vnet = planned(ctx, "sdn_vnet").get(name)
     if name in vnets or made_vnet is not None:
         return _vnet_state(ctx, name, vnets.get(name), made_vnet)
     rows, diff = _node_listing(ctx, node)
-    covered = bool(ctx.memo.get(network_apply.COVERED.format(target=ctx.target.name, node=node)))
+    covered = node_applied(ctx.memo, ctx.target.name, node)
     made = planned(ctx, "network_interface").get(f"{node}/{name}")
-    gone = name in network_apply.removed(ctx, f"node {node}")
-    staged_new = name in network_apply.staged_additions(diff)
+    gone = name in removed(ctx.memo, ctx.target.name, f"node {node}")
+    staged_new = name in staged_additions(diff)
     row = rows.get(name)
     values = {**(row or {}), **(made or {})}
     if row is None and made is None:
-        if name in network_apply.staged_deletions(diff):
+        if name in staged_deletions(diff):
             return Bridge(name, "missing" if covered else "live")
         return _hidden(ctx, node, name)
     if values.get("type") not in _BRIDGE_TYPES:

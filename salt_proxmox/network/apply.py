@@ -55,8 +55,11 @@ from salt_proxmox.pve.constraints import NODE, Endpoint, check_form
 from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task, warnings_of
+from salt_proxmox.run.memo import note_node_applied, note_removed
+from salt_proxmox.run.memo import removed as memo_removed
 from salt_proxmox.sdn import lock as sdn_lock
 from salt_proxmox.simple import lifecycle as simple
+from salt_proxmox.wire.ifdiff import staged_deletions
 
 #: The run-level record of a failed apply (Salt's ``__context__`` lasts one run).
 FAILED = "salt_proxmox.apply_failed/{target}"
@@ -64,9 +67,6 @@ FAILED = "salt_proxmox.apply_failed/{target}"
 PLANNED = "salt_proxmox.planned/{target}/{scope}"
 #: The run-level set of objects a ``removal: destroy`` of this run deleted (or, under ``test``,
 #: would delete), per scope: the staged or pending deletions an apply step may make live.
-REMOVED = "salt_proxmox.removed/{target}/{scope}"
-#: Set when a node's apply step of this run planned or applied its staged changes (not refused).
-COVERED = "salt_proxmox.node_applied/{target}/{node}"
 #: pve-manager ``PVE/API2/Network.pm`` ``reload_network_config``: ``fork_worker('srvreload', ...)``.
 RELOAD_TASK = "srvreload"
 #: The families whose writes an apply step reloads, and the scope of a declaration.
@@ -143,7 +143,7 @@ def present(ctx, spec, test: bool, state_id: str, **declared) -> Outcome:
 
 def absent(ctx, spec, test: bool, state_id: str, removal: object = "retain", **names) -> Outcome:
     """``simple.absent`` of a staging family (``STAGING``), noting a deletion it would stage (under
-    ``test``: for the apply step's plan) and one it staged or would stage (``REMOVED``: the apply
+    ``test``: for the apply step's plan) and one it staged or would stage (``run.memo.REMOVED``: the apply
     step makes that deletion live, and only that one)."""
     outcome = _sdn_lock_settled(
         ctx, spec, test, lambda: simple.absent(ctx, spec, test, state_id, removal, **names)
@@ -154,8 +154,7 @@ def absent(ctx, spec, test: bool, state_id: str, removal: object = "retain", **n
     key = scope(names)
     if test:
         ctx.memo.setdefault(PLANNED.format(target=ctx.target.name, scope=key), []).append(state_id)
-    removed = ctx.memo.setdefault(REMOVED.format(target=ctx.target.name, scope=key), set())
-    removed.add(removed_name(spec.family, names))
+    note_removed(ctx.memo, ctx.target.name, key, removed_name(spec.family, names))
     return outcome
 
 
@@ -179,8 +178,9 @@ def removed_name(family: str, names: Mapping[str, object]) -> str:
 
 
 def removed(ctx, scope: str) -> set[str]:
-    """What ``removal: destroy`` states of this run deleted (or would) in ``scope``."""
-    return set(ctx.memo.get(REMOVED.format(target=ctx.target.name, scope=scope)) or ())
+    """What ``removal: destroy`` states of this run deleted (or would) in ``scope``
+    (``run.memo.removed``)."""
+    return memo_removed(ctx.memo, ctx.target.name, scope)
 
 
 def last_reload(ctx, node: str) -> Mapping | None:
@@ -356,22 +356,6 @@ def node_pending(ctx, node: str) -> str:
     return changes
 
 
-def staged_deletions(diff: str) -> list[str]:
-    """The interfaces a staged diff deletes: an ``iface`` stanza the running file has and the staged
-    one has not (a stanza whose method changed is removed and added, so it is not one)."""
-    gone = set(re.findall(r"^-\s*iface\s+(\S+)", diff, re.MULTILINE))
-    kept = set(re.findall(r"^\+\s*iface\s+(\S+)", diff, re.MULTILINE))
-    return sorted(gone - kept)
-
-
-def staged_additions(diff: str) -> list[str]:
-    """The interfaces a staged diff adds: an ``iface`` stanza the staged file has and the running
-    one has not (made live only by the node's network apply)."""
-    gone = set(re.findall(r"^-\s*iface\s+(\S+)", diff, re.MULTILINE))
-    kept = set(re.findall(r"^\+\s*iface\s+(\S+)", diff, re.MULTILINE))
-    return sorted(kept - gone)
-
-
 def revert_command(node: str) -> str:
     """pve-manager ``revert_network_changes`` (``DELETE /nodes/{node}/network``) as a command."""
     return f"`pvesh delete /nodes/{node}/network`"
@@ -429,5 +413,5 @@ def applied(ctx, test: bool, state_id: str, node: object = None, **extra: object
         return Outcome().refuse(DeclarationError(f"node: {node!r} is not a node name"))
     outcome = run(ctx, test, node_step(ctx, node))
     if outcome.result is not False:
-        ctx.memo[COVERED.format(target=ctx.target.name, node=node)] = True
+        note_node_applied(ctx.memo, ctx.target.name, node)
     return outcome

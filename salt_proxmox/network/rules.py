@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.listing import get_rows
+from salt_proxmox.run.memo import removed
 from salt_proxmox.simple.spec import Declared, planned
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,8 +122,6 @@ def address_method(decl: Declared, live: Mapping[str, object], form: Mapping[str
 def node_interfaces(ctx: PveContext, node: str) -> dict[str, dict]:
     """``{iface: values}`` of ``node`` as the module docstring describes (listing, this run's writes
     over it, its removals out). Raises PveError, PveMalformed, PveUnreachable."""
-    from salt_proxmox.network.apply import removed  # the apply imports the families' lifecycle
-
     path = api_path("nodes", node, "network")
     rows = get_rows(ctx.client, path, ctx.broker.read(), what="interfaces", reads=ctx.reads)
     found = {str(row["iface"]): dict(row) for row in rows if isinstance(row.get("iface"), str)}
@@ -130,7 +129,7 @@ def node_interfaces(ctx: PveContext, node: str) -> dict[str, dict]:
         where, _, name = identity.partition("/")
         if where == node:
             found.setdefault(name, {}).update(values)
-    for name in removed(ctx, f"node {node}"):
+    for name in removed(ctx.memo, ctx.target.name, f"node {node}"):
         found.pop(name, None)
     return found
 

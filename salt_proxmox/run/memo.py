@@ -33,3 +33,43 @@ class RunMemo(dict):
         if run is None or run != self.run:
             self.clear()
             self.run = run
+
+
+#: What the run's network and SDN steps leave for later states (``network.apply`` and ``sdn.apply``
+#: write them; ``guest.nics``, ``network.rules`` and ``sdn.apply`` read them), keyed by target: the
+#: deletions a ``removal: destroy`` state of this run staged (or would) per scope (``node <node>``,
+#: ``sdn``), and whether a node's or the SDN's apply step of this run planned or applied its
+#: staged changes (not refused).
+REMOVED = "salt_proxmox.removed/{target}/{scope}"
+NODE_APPLIED = "salt_proxmox.node_applied/{target}/{node}"
+SDN_APPLIED = "salt_proxmox.sdn_applied/{target}"
+
+
+def removed(memo: RunMemo, target: str, scope: str) -> set[str]:
+    """What ``removal: destroy`` states of this run deleted (or would) in ``scope``."""
+    return set(memo.get(REMOVED.format(target=target, scope=scope)) or ())
+
+
+def note_removed(memo: RunMemo, target: str, scope: str, name: str) -> None:
+    """Record that a ``removal: destroy`` state of this run deleted (or would) ``name`` in ``scope``."""
+    memo.setdefault(REMOVED.format(target=target, scope=scope), set()).add(name)
+
+
+def node_applied(memo: RunMemo, target: str, node: str) -> bool:
+    """True when a node apply step of this run planned or applied ``node``'s staged changes."""
+    return bool(memo.get(NODE_APPLIED.format(target=target, node=node)))
+
+
+def note_node_applied(memo: RunMemo, target: str, node: str) -> None:
+    """Record that this run's apply step of ``node`` planned or applied its staged changes."""
+    memo[NODE_APPLIED.format(target=target, node=node)] = True
+
+
+def sdn_applied(memo: RunMemo, target: str) -> bool:
+    """True when this run's SDN apply step planned or applied the pending SDN configuration."""
+    return bool(memo.get(SDN_APPLIED.format(target=target)))
+
+
+def note_sdn_applied(memo: RunMemo, target: str) -> None:
+    """Record that this run's SDN apply step planned or applied the pending SDN configuration."""
+    memo[SDN_APPLIED.format(target=target)] = True

@@ -54,6 +54,7 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task, upid_fields, upid_node
+from salt_proxmox.run.memo import node_applied, note_sdn_applied
 from salt_proxmox.sdn import lock
 
 
@@ -153,7 +154,7 @@ def uncovered_nodes(ctx, test: bool, nodes: list[str]) -> list[str]:
         staged = network_apply.node_pending(ctx, node)
         memo, target = ctx.memo, ctx.target.name
         planned = memo.get(network_apply.PLANNED.format(target=target, scope=f"node {node}"))
-        covered = test and memo.get(network_apply.COVERED.format(target=target, node=node))
+        covered = test and node_applied(memo, target, node)
         if (staged or (test and planned)) and not covered:
             what = "has staged network changes" if staged else f"would get {', '.join(planned)} staged"
             refusals.append(
@@ -281,7 +282,6 @@ def commit(ctx, credential, state_id: str = "sdn") -> str:
 
 #: Set when this run's SDN apply step planned or applied (not refused): a guest plugged into a vnet
 #: it commits depends on it (``guest.nics``).
-SDN_COVERED = "salt_proxmox.sdn_applied/{target}"
 
 
 def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
@@ -293,5 +293,5 @@ def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
         )
     outcome = lock.settled_first(ctx, test, lambda: run(ctx, test, step(ctx, state_id)))
     if outcome.result is not False:
-        ctx.memo[SDN_COVERED.format(target=ctx.target.name)] = True
+        note_sdn_applied(ctx.memo, ctx.target.name)
     return outcome

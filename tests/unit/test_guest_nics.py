@@ -8,11 +8,10 @@ import pytest
 from salt_proxmox.guest import nics
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration as parse_lxc
-from salt_proxmox.network.apply import COVERED
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.qemu.props import parse_declaration as parse_qemu
-from salt_proxmox.sdn.apply import SDN_COVERED
+from salt_proxmox.run.memo import note_node_applied, note_sdn_applied
 from tests.support.guest_stubs import StubPve, context
 
 NETWORK = "nodes/pve1/network"
@@ -52,7 +51,7 @@ def test_a_bridge_only_staged_is_not_there_until_this_runs_node_apply():
     ctx = context(stub)
     assert nics.bridge_state(ctx, "pve1", "vmbr1").state == "staged"
     assert nics.bridge_state(ctx, "pve1", "vmbr0").state == "live"
-    ctx.memo[COVERED.format(target="homelab", node="pve1")] = True
+    note_node_applied(ctx.memo, "homelab", "pve1")
     made = nics.bridge_state(ctx, "pve1", "vmbr1")
     assert (made.state, made.by) == ("made", "this run's network apply of node pve1")
     # One listing read (shared), one vnet listing read.
@@ -66,7 +65,7 @@ def test_a_vnet_not_applied_is_pending_until_this_runs_sdn_apply():
     ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [row]))
     pending = nics.bridge_state(ctx, "pve1", "labnet")
     assert (pending.state, pending.vnet, pending.zone) == ("pending", True, "lab")
-    ctx.memo[SDN_COVERED.format(target="homelab")] = True
+    note_sdn_applied(ctx.memo, "homelab")
     made = nics.bridge_state(ctx, "pve1", "labnet")
     assert (made.state, made.vlan_aware) == ("made", True)
 

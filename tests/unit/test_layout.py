@@ -31,9 +31,9 @@ SIMPLE_FAMILIES = ("simple.pool", "simple.role", "simple.acl")
 #: The shared layers that import neither ``guest/`` nor a family.
 BELOW_GUESTS = ("pve", "openbao", "run", "ownership", "wire", "errors", "outcome", "registry")
 
-#: Modules of ``guest/`` that read a family's run markers: a guest NIC's bridge is live when this run's
-#: node or SDN apply made it so (``network.apply.COVERED``/``removed``, ``sdn.apply.SDN_COVERED``).
-FAMILY_OWNED = frozenset({"guest.nics"})
+#: Modules of ``guest/`` allowed to import a family: none (a guest NIC reads this run's node and SDN
+#: apply markers from ``run.memo`` and the staged diff through ``wire.ifdiff``).
+FAMILY_OWNED: frozenset[str] = frozenset()
 
 #: Two-file circles allowed: none (``guest/family.py`` ↔ ``guest/verdict.py`` and ``lxc/family.py`` ↔
 #: ``lxc/judge.py`` were untangled when each family got its own words and ``guest/change.py``).

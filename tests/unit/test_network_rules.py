@@ -310,7 +310,7 @@ def test_one_object_one_declaration_within_a_module_of_several_families():
 def test_staged_deletions_are_stanzas_the_staged_file_drops():
     """``diff -b -N -u interfaces interfaces.new`` (pve-common INotify.pm): a removed ``iface`` stanza is a
     deletion; one whose method changed is removed and added again, so it is not."""
-    from salt_proxmox.network.apply import staged_deletions
+    from salt_proxmox.wire.ifdiff import staged_deletions
 
     diff = (
         "--- /etc/network/interfaces\n+++ /etc/network/interfaces.new\n@@ -1,9 +1,6 @@\n"
