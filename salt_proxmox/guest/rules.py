@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from salt_proxmox.guest.change import Change, live_text
+from salt_proxmox.guest.schema import STARTUP, PropString
 from salt_proxmox.guest.words import Words
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
 from salt_proxmox.wire.propstring import flag, option_map, pairs, sorted_form
@@ -20,10 +21,13 @@ def ordered_list(value: str) -> str:
     return " ".join(value.replace(",", " ").replace(";", " ").split())
 
 
-def compared_as(compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
+def compared_as(
+    compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE, form: PropString | None = None
+) -> str:
     """``value`` in its comparable spelling for a ``Key.compare`` kind shared by the guest families
     (``number``, ``flag``, ``description``, ``features``, ``list``, ``startup``, ``tags``); any
-    other kind is compared as written."""
+    other kind is compared as written. ``form``: the key's table (``Key.form``) for ``features``,
+    compared as an option map with its defaults dropped."""
     if compare == "number":
         try:
             number = float(value)
@@ -39,12 +43,12 @@ def compared_as(compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -
         # PVE stores a description as ``#`` comment lines and reads each back with "\n"
         # appended (pve-container Config.pm ``parse_pct_config``): trailing whitespace is not it.
         return value.rstrip()
-    if compare == "features":
-        return sorted_form(option_map(value, "features"))
+    if compare == "features" and form is not None:
+        return sorted_form(option_map(value, form))
     if compare == "list":
         return ordered_list(value)
     if compare == "startup":
-        return sorted_form(dict(pairs(value, default_key="order")))
+        return sorted_form(dict(pairs(value, STARTUP.default_key)))
     if compare == "tags":
         return style.unique(value)
     return value

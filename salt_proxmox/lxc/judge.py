@@ -46,17 +46,20 @@ from salt_proxmox.wire.volumes import added_volume_refusal, judge_volume, parse_
 def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
     """One scalar value in its comparable spelling (see ``schema.Key.compare``); tags as the
     datacenter's ``style`` stores them (``TagStyle.unique``)."""
-    return compared_as(schema.SCALARS[key].compare, value, style)
+    spec = schema.SCALARS[key]
+    return compared_as(spec.compare, value, style, spec.form)
 
 
 def features_sent(value: str) -> str:
     """``features`` as written: off keys dropped (PVE would otherwise count them, see below)."""
-    return print_pairs(option_map(value, "features"))
+    return print_pairs(option_map(value, schema.FEATURES))
 
 
 def _raw_features(value: str) -> dict[str, str]:
     """``features`` parsed as PVE's ``parse_features`` sees it: nothing dropped."""
-    return {key: canonical_option(key, entry) for key, entry in pairs(value)} if value else {}
+    return (
+        {key: canonical_option(key, entry, schema.FEATURES) for key, entry in pairs(value)} if value else {}
+    )
 
 
 def features_need_root(live: str, sent: str | None, unprivileged: bool) -> bool:
@@ -99,19 +102,19 @@ def net_write(declared: str, live: str | None) -> str:
     new IPv6 link-local address for a guest that only had its MTU edited.
     """
     want = carry(dict(pairs(declared)), dict(pairs(live)) if live is not None else None, "hwaddr")
-    return print_pairs(want, lead=("name",))
+    return print_pairs(want, lead=schema.NET.lead)
 
 
 def _net_same(declared: str, live: str) -> bool:
-    want = option_map(declared, "net")
-    have = option_map(live, "net")
+    want = option_map(declared, schema.NET)
+    have = option_map(live, schema.NET)
     if "hwaddr" not in want:
         have.pop("hwaddr", None)  # PVE generated it; not declared, not drift
     return want == have
 
 
 def _dev_same(declared: str, live: str) -> bool:
-    return option_map(declared, "dev", "path") == option_map(live, "dev", "path")
+    return option_map(declared, schema.DEV) == option_map(live, schema.DEV)
 
 
 def judge(
@@ -185,7 +188,7 @@ def _judge_key(
             else:
                 change.put[key] = want
             return
-        verdict = judge_volume(key, want, have)
+        verdict = judge_volume(key, want, have, schema.VOLUMES)
         if change.take_volume(key, verdict, root_only(decl, key, want, "A bind or device mount point.")):
             drift.add(key)
         return
@@ -390,6 +393,6 @@ def key_change(key: str, old: str | None, new: str | None) -> dict:
         return {"old": shown(key, old), "new": shown(key, new)}
     form = schema.property_format(key)
     if form is not None:
-        shown_old, shown_new = changed_options(old, new, *form)
+        shown_old, shown_new = changed_options(old, new, form)
         return {"old": shown_old, "new": shown_new}
     return {"old": old, "new": new}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.guest.props import guest_problems, pool_problem, secret_problem, wired_value
+from salt_proxmox.guest.schema import PropString
 from salt_proxmox.lxc import schema
 from salt_proxmox.pve.constraints import options_problem
 from salt_proxmox.wire.propstring import flag, pairs
@@ -71,7 +72,7 @@ def _problem_for(key: str, value: str) -> str | None:
         return None
     if key in schema.SCALARS:
         if key == "features":
-            return _options_problem(value, "features", None)
+            return _options_problem(value, schema.FEATURES)
         return schema.SCALARS[key].rule.problem(value)
     if key == "unprivileged":
         return schema._rule_for(key).problem(value)
@@ -83,20 +84,20 @@ def _problem_for(key: str, value: str) -> str | None:
             return str(exc)
         if family == "mp" and "mp" not in volume.options:
             return "a mount point needs mp=<path in the container>"
-        return _options_problem(value, "rootfs" if key == "rootfs" else "mp", "volume")
+        return _options_problem(value, schema.ROOTFS if key == "rootfs" else schema.MP)
     if family == "net":
-        problem = _options_problem(value, "net", None)
+        problem = _options_problem(value, schema.NET)
         if problem is None and not dict(pairs(value)).get("name"):
             return "a NIC needs name=<interface name in the container>"
         return problem
     if family == "dev":
-        return _options_problem(value, "dev", "path")
+        return _options_problem(value, schema.DEV)
     return None
 
 
-def _options_problem(value: str, family: str, default_key: str | None) -> str | None:
-    """Check a property string against ``schema.OPTIONS[family]``: known options, each valid."""
-    return options_problem(value, schema.OPTIONS[family], default_key)
+def _options_problem(value: str, table: PropString) -> str | None:
+    """Check a property string against its table: known options, each valid."""
+    return options_problem(value, table.rules, table.default_key)
 
 
 def parse_declaration(
