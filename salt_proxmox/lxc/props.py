@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.guest.props import guest_problems, pool_problem, secret_problem, wired_value
+from salt_proxmox.guest.props import config_problems, guest_problems, secret_problem, wired_value
 from salt_proxmox.guest.schema import PropString
 from salt_proxmox.lxc import schema
 from salt_proxmox.pve.constraints import options_problem
@@ -119,57 +119,47 @@ def parse_declaration(
     number, problems = guest_problems(vmid, node, target, adopt, removal, reboot_for_pending)
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
-    pool: str | None = None
-    ostemplate: str | None = None
-    start = False
-    for key, raw in sorted((config or {}).items()):
-        if not isinstance(key, str):
-            problems.append(f"{shown(key)}: config keys are strings")
-            continue
-        if key == "pool":
-            problem = pool_problem(raw)
-            if problem:
-                problems.append(f"pool: {problem}")
-            else:
-                pool = str(raw)
-            continue
+    once: dict[str, object] = {"ostemplate": None, "start": False}
+
+    def take(key: str, raw: object) -> list[str]:
         if key in schema.CREATE_SECRETS:
             problem = secret_problem(key, raw)
             if problem:
-                problems.append(f"{key}: {problem}")
-            else:
-                secrets[key] = str(raw)
-            continue
+                return [f"{key}: {problem}"]
+            secrets[key] = str(raw)
+            return []
         if key not in schema.CREATE_ONLY and not schema.is_config_key(key):
-            problems.append(
+            return [
                 f"{shown(key, quote=False)}: not a container config key this state manages (see "
                 "pve-container src/PVE/LXC/Config.pm); remove it from the declaration"
-            )
-            continue
+            ]
         # A config key or ostemplate/start: its rule as the create takes it (``schema._rule_for``).
         rule = schema.CREATE.rule_for(key)
         kind = rule.kind if rule is not None else None
         # ``start`` is read below as any boolean spelling, not sent as a parameter.
         value, problem = wired_value(key, raw, None if key == "start" else kind)
         if problem:
-            problems.append(f"{key}: {problem}")
-            continue
+            return [f"{key}: {problem}"]
         if key == "ostemplate":
-            if not value:
-                problems.append("ostemplate: give a template volume (storage:vztmpl/file) or leave it out")
-            ostemplate = value or None
-            continue
+            once["ostemplate"] = value or None
+            return (
+                [] if value else ["ostemplate: give a template volume (storage:vztmpl/file) or leave it out"]
+            )
         if key == "start":
             try:
-                start = flag(value) == "1"
+                once["start"] = flag(value) == "1"
             except ValueError as exc:
-                problems.append(f"start: {exc}")
-            continue
+                return [f"start: {exc}"]
+            return []
         problem = _problem_for(key, value)
         if problem:
-            problems.append(f"{key}: {problem}")
-            continue
+            return [f"{key}: {problem}"]
         wired[key] = value
+        return []
+
+    found, pool = config_problems(config, take)
+    problems += found
+    ostemplate, start = once["ostemplate"], once["start"]
     if problems:
         raise DeclarationError(problems)
     return LxcDeclaration(
@@ -180,8 +170,8 @@ def parse_declaration(
         adopt=bool(adopt),
         removal=str(removal),
         config=wired,
-        ostemplate=ostemplate,
-        start=start,
+        ostemplate=ostemplate,  # type: ignore[arg-type]
+        start=start is True,
         reboot_for_pending=reboot_for_pending is True,
         secrets=secrets,
         pool=pool,

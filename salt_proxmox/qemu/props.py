@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.guest.props import CONTROL, guest_problems, pool_problem, secret_problem, wired_value
+from salt_proxmox.guest.props import CONTROL, config_problems, guest_problems, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
     check_size,
     options_problem,
@@ -353,28 +353,24 @@ def parse_declaration(
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
     extra: dict[str, object] = {}
-    for key, raw in sorted((config or {}).items(), key=lambda item: str(item[0])):
-        if not isinstance(key, str):
-            problems.append(f"{shown(key)}: config keys are strings")
-            continue
-        if key == "pool":
-            problem = pool_problem(raw)
-            if problem:
-                problems.append(f"pool: {problem}")
-            else:
-                extra["pool"] = str(raw)
-            continue
+
+    def take(key: str, raw: object) -> list[str]:
+        problems: list[str] = []
+        _take(key, raw, problems)
+        return problems
+
+    def _take(key: str, raw: object, problems: list[str]) -> None:
         if key == "cipassword_serial":
             extra[key], problem = _serial(raw)
             if problem:
                 problems.append(f"{key}: {problem}")
-            continue
+            return
         if key == "clone":
             try:
                 extra["clone"] = vmid_number(raw)
             except DeclarationError as exc:
                 problems += [problem.replace("vmid", "clone", 1) for problem in exc.problems]
-            continue
+            return
         if key == "full":
             # clone_vm's full is a PVE boolean: PVE's spellings, nothing else.
             full, problem = pve_boolean("full", raw)
@@ -382,13 +378,13 @@ def parse_declaration(
                 problems.append(problem)
             else:
                 extra["full"] = full
-            continue
+            return
         if key == "storage":
             if not isinstance(raw, str) or not STORAGE_ID.match(raw):
                 problems.append(f"storage: {shown(raw)} is not a storage id (pve-storage-id)")
             else:
                 extra["storage"] = raw
-            continue
+            return
         if key in schema.SECRETS:
             if not isinstance(raw, str) or not raw or CONTROL.search(raw):
                 problems.append(f"{key}: expected one line of text; the value is not repeated here")
@@ -396,19 +392,19 @@ def parse_declaration(
                 problems.append(f"{key}: {post_problem({key: raw}, secrets={key}).partition(': ')[2]}")
             else:
                 secrets[key] = raw
-            continue
+            return
         if key in schema.GENERATED:
             problems.append(
                 f"{key}: PVE generates it once for each VM and keeps it (qemu-server create_vm); it is not "
                 "declared. Remove it from the declaration."
             )
-            continue
+            return
         if not schema.is_config_key(key):
             problems.append(
                 f"{shown(key, quote=False)}: not a VM config key this state manages (see qemu-server "
                 "PVE/QemuServer.pm $confdesc); remove it from the declaration"
             )
-            continue
+            return
         if key == "sshkeys":
             problem = (
                 secret_problem("ssh-public-keys", sshkeys_text(raw))
@@ -417,24 +413,27 @@ def parse_declaration(
             )
             if problem and raw != "":
                 problems.append(f"sshkeys: {problem}")
-                continue
+                return
             wired[key] = sshkeys_wire(raw) if raw else ""
             if post_problem({key: wired[key]}):
                 problems.append(f"{key}: {post_problem({key: wired[key]}, secrets={key}).partition(': ')[2]}")
-            continue
+            return
         spec = schema.SCALARS.get(key)
         value, problem = wired_value(key, raw, spec.rule.kind if spec is not None else "string")
         if problem:
             problems.append(f"{key}: {problem}")
-            continue
+            return
         if value == "" and key == "memory":
             problems.append("memory: declare the MiB it should have; clearing it falls back to 512 MiB")
-            continue
+            return
         problem = _problem_for(key, value)
         if problem:
             problems.append(f"{key}: {problem}")
-            continue
+            return
         wired[key] = value
+
+    found, extra["pool"] = config_problems(config, take)
+    problems += found
     if "full" in extra and "clone" not in extra:
         problems.append("full: only a create by clone takes it; declare clone: <template vmid>")
     if "storage" in extra and "clone" not in extra:
