@@ -94,6 +94,32 @@ def put_or_clear(
         change.put[key] = write(want, have)
 
 
+def judge_scalar(
+    key: str,
+    want: str,
+    have: str | None,
+    default: str | None,
+    form: Callable[[str], str],
+    change: Change,
+    drift: set[str],
+) -> None:
+    """Judge a scalar key of either guest family: a declared ``''`` clears it unless it is absent or
+    holds PVE's ``default`` (what absence means, ``guest.schema.Key.default``); any other value is put
+    when its comparable spelling (``form``) differs from the live one, or from the default when the
+    key is absent."""
+    if want == "":
+        if have is None or (default is not None and form(have) == form(default)):
+            return
+        drift.add(key)
+        change.clear.append(key)
+        return
+    current = have if have is not None else default
+    if form(want) == ("" if current is None else form(current)):
+        return
+    drift.add(key)
+    change.put[key] = want
+
+
 def root_only_refusal(
     words: Words, vmid: int, node: str, key: str, value: str, why: str, source: str = ""
 ) -> str:

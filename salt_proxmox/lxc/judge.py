@@ -22,6 +22,7 @@ from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.rules import (
     compared_as,
     judge_each,
+    judge_scalar,
     put_or_clear,
     root_only_at_create_refusal,
     root_only_refusal,
@@ -206,29 +207,36 @@ def _judge_key(
         drift.add(key)
         change.refuse.append(f"{key}: not a container config key this state manages.")
         return
-    if want == "" and key != "features":
-        # ``''`` asks for PVE's default: nothing to do when the key is absent or holds it.
-        if have is None or (spec.default is not None and scalar_form(key, have) == spec.default):
-            return
-        drift.add(key)
-        change.clear.append(key)  # ``''`` on a key PVE will not delete is refused at parse
+    if key == "features":
+        _judge_features(decl, want, have, unprivileged, change, drift, style)
         return
+    judge_scalar(key, want, have, spec.default, lambda v: scalar_form(key, v, style), change, drift)
+
+
+def _judge_features(
+    decl: LxcDeclaration,
+    want: str,
+    have: str | None,
+    unprivileged: bool,
+    change: Change,
+    drift: set[str],
+    style: TagStyle,
+) -> None:
+    """``features``, judged on the value actually sent: PVE's root-only rule (``features_need_root``)
+    decides whether it is written; all keys off is a ``delete``."""
+    key = "features"
     wanted = "" if want == "" else scalar_form(key, want, style)
-    current = have if have is not None else spec.default
-    had = "" if current is None else scalar_form(key, current, style)
+    had = "" if have is None else scalar_form(key, have, style)
     if wanted == had:
         return
     drift.add(key)
-    if key == "features":
-        sent = features_sent(want) if want else ""
-        if features_need_root(have or "", sent or None, unprivileged):
-            change.refuse.append(root_only(decl, key, want, _feature_why(unprivileged)))
-        elif sent == "":
-            change.clear.append(key)
-        else:
-            change.put[key] = sent
-        return
-    change.put[key] = want
+    sent = features_sent(want) if want else ""
+    if features_need_root(have or "", sent or None, unprivileged):
+        change.refuse.append(root_only(decl, key, want, _feature_why(unprivileged)))
+    elif sent == "":
+        change.clear.append(key)
+    else:
+        change.put[key] = sent
 
 
 def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | None) -> list[str]:

@@ -46,6 +46,7 @@ from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.rules import (
     compared_as,
     judge_each,
+    judge_scalar,
     put_or_clear,
     root_only_at_create_refusal,
     root_only_refusal,
@@ -368,22 +369,9 @@ def _judge_key(
             else:
                 change.put[key] = smbios_write(want, have)
         return
-    spec = schema.SCALARS[key]
-    if want == "":
-        if have is None or (
-            spec.default is not None
-            and scalar_form(key, have, style) == scalar_form(key, spec.default, style)
-        ):
-            return
-        drift.add(key)
-        change.clear.append(key)
-        return
-    current = have if have is not None else spec.default
-    had = "" if current is None else scalar_form(key, current, style)
-    if scalar_form(key, want, style) == had:
-        return
-    drift.add(key)
-    change.put[key] = want
+    judge_scalar(
+        key, want, have, schema.SCALARS[key].default, lambda v: scalar_form(key, v, style), change, drift
+    )
 
 
 def _device_same(key: str, want: str, have: str) -> bool:
