@@ -7,6 +7,7 @@ naming the key and the rule (docs/design.md §3).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
 from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.ownership.rows import removal_problem
@@ -81,6 +82,29 @@ def guest_problems(
         ),
     )
     return number, problems
+
+
+def config_problems(
+    config: Mapping[object, object] | None, take: Callable[[str, object], list[str]]
+) -> tuple[list[str], str | None]:
+    """``(problems, pool)`` of a guest declaration's ``config``, in both families: each key in name
+    order; a key that is not text is refused; ``pool`` is checked here (``pool_problem``; None when
+    not declared, ``''`` for no pool); every other key goes to the family's ``take(key, value)``,
+    which keeps what it accepts and returns its problems, one sentence each."""
+    problems: list[str] = []
+    pool: str | None = None
+    for key, raw in sorted((config or {}).items(), key=lambda item: str(item[0])):
+        if not isinstance(key, str):
+            problems.append(f"{shown(key)}: config keys are strings")
+        elif key == "pool":
+            problem = pool_problem(raw)
+            if problem:
+                problems.append(f"pool: {problem}")
+            else:
+                pool = str(raw)
+        else:
+            problems += take(key, raw)
+    return problems, pool
 
 
 def wired_value(key: str, raw: object, kind: str | None) -> tuple[str, str | None]:

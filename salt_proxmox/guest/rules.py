@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from salt_proxmox.guest.change import Change, live_text
+from salt_proxmox.guest.schema import STARTUP, PropString
 from salt_proxmox.guest.words import Words
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
 from salt_proxmox.wire.propstring import flag, option_map, pairs, sorted_form
@@ -20,10 +21,13 @@ def ordered_list(value: str) -> str:
     return " ".join(value.replace(",", " ").replace(";", " ").split())
 
 
-def compared_as(compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
+def compared_as(
+    compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE, form: PropString | None = None
+) -> str:
     """``value`` in its comparable spelling for a ``Key.compare`` kind shared by the guest families
     (``number``, ``flag``, ``description``, ``features``, ``list``, ``startup``, ``tags``); any
-    other kind is compared as written."""
+    other kind is compared as written. ``form``: the key's table (``Key.form``) for ``features``,
+    compared as an option map with its defaults dropped."""
     if compare == "number":
         try:
             number = float(value)
@@ -39,12 +43,12 @@ def compared_as(compare: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -
         # PVE stores a description as ``#`` comment lines and reads each back with "\n"
         # appended (pve-container Config.pm ``parse_pct_config``): trailing whitespace is not it.
         return value.rstrip()
-    if compare == "features":
-        return sorted_form(option_map(value, "features"))
+    if compare == "features" and form is not None:
+        return sorted_form(option_map(value, form))
     if compare == "list":
         return ordered_list(value)
     if compare == "startup":
-        return sorted_form(dict(pairs(value, default_key="order")))
+        return sorted_form(dict(pairs(value, STARTUP.default_key)))
     if compare == "tags":
         return style.unique(value)
     return value
@@ -88,6 +92,32 @@ def put_or_clear(
     if have is None or differs(want, have):
         drift.add(key)
         change.put[key] = write(want, have)
+
+
+def judge_scalar(
+    key: str,
+    want: str,
+    have: str | None,
+    default: str | None,
+    form: Callable[[str], str],
+    change: Change,
+    drift: set[str],
+) -> None:
+    """Judge a scalar key of either guest family: a declared ``''`` clears it unless it is absent or
+    holds PVE's ``default`` (what absence means, ``guest.schema.Key.default``); any other value is put
+    when its comparable spelling (``form``) differs from the live one, or from the default when the
+    key is absent."""
+    if want == "":
+        if have is None or (default is not None and form(have) == form(default)):
+            return
+        drift.add(key)
+        change.clear.append(key)
+        return
+    current = have if have is not None else default
+    if form(want) == ("" if current is None else form(current)):
+        return
+    drift.add(key)
+    change.put[key] = want
 
 
 def root_only_refusal(

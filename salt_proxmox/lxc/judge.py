@@ -22,6 +22,7 @@ from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.rules import (
     compared_as,
     judge_each,
+    judge_scalar,
     put_or_clear,
     root_only_at_create_refusal,
     root_only_refusal,
@@ -46,17 +47,20 @@ from salt_proxmox.wire.volumes import added_volume_refusal, judge_volume, parse_
 def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
     """One scalar value in its comparable spelling (see ``schema.Key.compare``); tags as the
     datacenter's ``style`` stores them (``TagStyle.unique``)."""
-    return compared_as(schema.SCALARS[key].compare, value, style)
+    spec = schema.SCALARS[key]
+    return compared_as(spec.compare, value, style, spec.form)
 
 
 def features_sent(value: str) -> str:
     """``features`` as written: off keys dropped (PVE would otherwise count them, see below)."""
-    return print_pairs(option_map(value, "features"))
+    return print_pairs(option_map(value, schema.FEATURES))
 
 
 def _raw_features(value: str) -> dict[str, str]:
     """``features`` parsed as PVE's ``parse_features`` sees it: nothing dropped."""
-    return {key: canonical_option(key, entry) for key, entry in pairs(value)} if value else {}
+    return (
+        {key: canonical_option(key, entry, schema.FEATURES) for key, entry in pairs(value)} if value else {}
+    )
 
 
 def features_need_root(live: str, sent: str | None, unprivileged: bool) -> bool:
@@ -99,19 +103,19 @@ def net_write(declared: str, live: str | None) -> str:
     new IPv6 link-local address for a guest that only had its MTU edited.
     """
     want = carry(dict(pairs(declared)), dict(pairs(live)) if live is not None else None, "hwaddr")
-    return print_pairs(want, lead=("name",))
+    return print_pairs(want, lead=schema.NET.lead)
 
 
 def _net_same(declared: str, live: str) -> bool:
-    want = option_map(declared, "net")
-    have = option_map(live, "net")
+    want = option_map(declared, schema.NET)
+    have = option_map(live, schema.NET)
     if "hwaddr" not in want:
         have.pop("hwaddr", None)  # PVE generated it; not declared, not drift
     return want == have
 
 
 def _dev_same(declared: str, live: str) -> bool:
-    return option_map(declared, "dev", "path") == option_map(live, "dev", "path")
+    return option_map(declared, schema.DEV) == option_map(live, schema.DEV)
 
 
 def judge(
@@ -185,7 +189,7 @@ def _judge_key(
             else:
                 change.put[key] = want
             return
-        verdict = judge_volume(key, want, have)
+        verdict = judge_volume(key, want, have, schema.VOLUMES)
         if change.take_volume(key, verdict, root_only(decl, key, want, "A bind or device mount point.")):
             drift.add(key)
         return
@@ -203,29 +207,36 @@ def _judge_key(
         drift.add(key)
         change.refuse.append(f"{key}: not a container config key this state manages.")
         return
-    if want == "" and key != "features":
-        # ``''`` asks for PVE's default: nothing to do when the key is absent or holds it.
-        if have is None or (spec.default is not None and scalar_form(key, have) == spec.default):
-            return
-        drift.add(key)
-        change.clear.append(key)  # ``''`` on a key PVE will not delete is refused at parse
+    if key == "features":
+        _judge_features(decl, want, have, unprivileged, change, drift, style)
         return
+    judge_scalar(key, want, have, spec.default, lambda v: scalar_form(key, v, style), change, drift)
+
+
+def _judge_features(
+    decl: LxcDeclaration,
+    want: str,
+    have: str | None,
+    unprivileged: bool,
+    change: Change,
+    drift: set[str],
+    style: TagStyle,
+) -> None:
+    """``features``, judged on the value actually sent: PVE's root-only rule (``features_need_root``)
+    decides whether it is written; all keys off is a ``delete``."""
+    key = "features"
     wanted = "" if want == "" else scalar_form(key, want, style)
-    current = have if have is not None else spec.default
-    had = "" if current is None else scalar_form(key, current, style)
+    had = "" if have is None else scalar_form(key, have, style)
     if wanted == had:
         return
     drift.add(key)
-    if key == "features":
-        sent = features_sent(want) if want else ""
-        if features_need_root(have or "", sent or None, unprivileged):
-            change.refuse.append(root_only(decl, key, want, _feature_why(unprivileged)))
-        elif sent == "":
-            change.clear.append(key)
-        else:
-            change.put[key] = sent
-        return
-    change.put[key] = want
+    sent = features_sent(want) if want else ""
+    if features_need_root(have or "", sent or None, unprivileged):
+        change.refuse.append(root_only(decl, key, want, _feature_why(unprivileged)))
+    elif sent == "":
+        change.clear.append(key)
+    else:
+        change.put[key] = sent
 
 
 def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | None) -> list[str]:
@@ -390,6 +401,6 @@ def key_change(key: str, old: str | None, new: str | None) -> dict:
         return {"old": shown(key, old), "new": shown(key, new)}
     form = schema.property_format(key)
     if form is not None:
-        shown_old, shown_new = changed_options(old, new, *form)
+        shown_old, shown_new = changed_options(old, new, form)
         return {"old": shown_old, "new": shown_new}
     return {"old": old, "new": new}

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.guest.props import guest_problems, pool_problem, secret_problem, wired_value
+from salt_proxmox.guest.props import config_problems, guest_problems, secret_problem, wired_value
+from salt_proxmox.guest.schema import PropString
 from salt_proxmox.lxc import schema
 from salt_proxmox.pve.constraints import options_problem
 from salt_proxmox.wire.propstring import flag, pairs
@@ -71,7 +72,7 @@ def _problem_for(key: str, value: str) -> str | None:
         return None
     if key in schema.SCALARS:
         if key == "features":
-            return _options_problem(value, "features", None)
+            return _options_problem(value, schema.FEATURES)
         return schema.SCALARS[key].rule.problem(value)
     if key == "unprivileged":
         return schema._rule_for(key).problem(value)
@@ -83,20 +84,20 @@ def _problem_for(key: str, value: str) -> str | None:
             return str(exc)
         if family == "mp" and "mp" not in volume.options:
             return "a mount point needs mp=<path in the container>"
-        return _options_problem(value, "rootfs" if key == "rootfs" else "mp", "volume")
+        return _options_problem(value, schema.ROOTFS if key == "rootfs" else schema.MP)
     if family == "net":
-        problem = _options_problem(value, "net", None)
+        problem = _options_problem(value, schema.NET)
         if problem is None and not dict(pairs(value)).get("name"):
             return "a NIC needs name=<interface name in the container>"
         return problem
     if family == "dev":
-        return _options_problem(value, "dev", "path")
+        return _options_problem(value, schema.DEV)
     return None
 
 
-def _options_problem(value: str, family: str, default_key: str | None) -> str | None:
-    """Check a property string against ``schema.OPTIONS[family]``: known options, each valid."""
-    return options_problem(value, schema.OPTIONS[family], default_key)
+def _options_problem(value: str, table: PropString) -> str | None:
+    """Check a property string against its table: known options, each valid."""
+    return options_problem(value, table.rules, table.default_key)
 
 
 def parse_declaration(
@@ -118,57 +119,47 @@ def parse_declaration(
     number, problems = guest_problems(vmid, node, target, adopt, removal, reboot_for_pending)
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
-    pool: str | None = None
-    ostemplate: str | None = None
-    start = False
-    for key, raw in sorted((config or {}).items()):
-        if not isinstance(key, str):
-            problems.append(f"{shown(key)}: config keys are strings")
-            continue
-        if key == "pool":
-            problem = pool_problem(raw)
-            if problem:
-                problems.append(f"pool: {problem}")
-            else:
-                pool = str(raw)
-            continue
+    once: dict[str, object] = {"ostemplate": None, "start": False}
+
+    def take(key: str, raw: object) -> list[str]:
         if key in schema.CREATE_SECRETS:
             problem = secret_problem(key, raw)
             if problem:
-                problems.append(f"{key}: {problem}")
-            else:
-                secrets[key] = str(raw)
-            continue
+                return [f"{key}: {problem}"]
+            secrets[key] = str(raw)
+            return []
         if key not in schema.CREATE_ONLY and not schema.is_config_key(key):
-            problems.append(
+            return [
                 f"{shown(key, quote=False)}: not a container config key this state manages (see "
                 "pve-container src/PVE/LXC/Config.pm); remove it from the declaration"
-            )
-            continue
+            ]
         # A config key or ostemplate/start: its rule as the create takes it (``schema._rule_for``).
         rule = schema.CREATE.rule_for(key)
         kind = rule.kind if rule is not None else None
         # ``start`` is read below as any boolean spelling, not sent as a parameter.
         value, problem = wired_value(key, raw, None if key == "start" else kind)
         if problem:
-            problems.append(f"{key}: {problem}")
-            continue
+            return [f"{key}: {problem}"]
         if key == "ostemplate":
-            if not value:
-                problems.append("ostemplate: give a template volume (storage:vztmpl/file) or leave it out")
-            ostemplate = value or None
-            continue
+            once["ostemplate"] = value or None
+            return (
+                [] if value else ["ostemplate: give a template volume (storage:vztmpl/file) or leave it out"]
+            )
         if key == "start":
             try:
-                start = flag(value) == "1"
+                once["start"] = flag(value) == "1"
             except ValueError as exc:
-                problems.append(f"start: {exc}")
-            continue
+                return [f"start: {exc}"]
+            return []
         problem = _problem_for(key, value)
         if problem:
-            problems.append(f"{key}: {problem}")
-            continue
+            return [f"{key}: {problem}"]
         wired[key] = value
+        return []
+
+    found, pool = config_problems(config, take)
+    problems += found
+    ostemplate, start = once["ostemplate"], once["start"]
     if problems:
         raise DeclarationError(problems)
     return LxcDeclaration(
@@ -179,8 +170,8 @@ def parse_declaration(
         adopt=bool(adopt),
         removal=str(removal),
         config=wired,
-        ostemplate=ostemplate,
-        start=start,
+        ostemplate=ostemplate,  # type: ignore[arg-type]
+        start=start is True,
         reboot_for_pending=reboot_for_pending is True,
         secrets=secrets,
         pool=pool,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from salt_proxmox.guest.schema import Key, indexed_key
+from salt_proxmox.guest.schema import STARTUP, Key, PropString, SubKey, indexed_key
 from salt_proxmox.guest.words import Words
 from salt_proxmox.pve.constraints import (
     Endpoint,
@@ -28,6 +28,7 @@ from salt_proxmox.pve.constraints import (
     check_startup,
     check_tags,
 )
+from salt_proxmox.wire.volumes import VolumeFamily, parse_volume
 
 #: The container family's words (``guest.words``): what its judge, remedies and messages name.
 WORDS = Words(kind="lxc", state="proxmox_lxc", noun="container", label="CT", command="pct", ha_type="ct")
@@ -92,70 +93,6 @@ def check_timezone(value: str) -> str | None:
     return f"invalid time zone '{value}': not host, UTC or a zone of zone.tab (e.g. Europe/Vienna)"
 
 
-#: Scalar keys (``$confdesc``). Defaults are the ones PVE documents there; ``cores`` absent means
-#: every host core, which no declared number equals, so it has no default.
-SCALARS: dict[str, Key] = {
-    "arch": Key("text", Rule("enum", choices=_ARCHES), default="amd64"),
-    "cmode": Key("text", Rule("enum", choices=("shell", "console", "tty")), default="tty"),
-    "console": Key("flag", Rule("boolean"), default="1"),
-    "cores": Key("number", Rule("integer", minimum=1, maximum=8192)),
-    "cpulimit": Key("number", Rule("number", minimum=0, maximum=8192), default="0"),
-    "cpuunits": Key("number", Rule("integer", minimum=0, maximum=500000, check=_cpuunits)),
-    "description": Key("description", Rule(max_length=8192)),
-    "features": Key("features", Rule()),
-    "hostname": Key("text", Rule(max_length=255, check=check_dns_name)),
-    "memory": Key("number", Rule("integer", minimum=16), default="512", clearable=False),
-    "nameserver": Key("list", Rule(check=check_addresses)),
-    "onboot": Key("flag", Rule("boolean"), default="0"),
-    "ostype": Key("text", Rule("enum", choices=_OSTYPES), clearable=False),
-    "protection": Key("flag", Rule("boolean"), default="0"),
-    "searchdomain": Key("list", Rule(check=check_dns_names)),
-    "startup": Key("startup", Rule(check=check_startup)),
-    "swap": Key("number", Rule("integer", minimum=0), default="512"),
-    "tags": Key("tags", Rule(check=check_tags)),
-    "timezone": Key("text", Rule(max_length=255, check=check_timezone)),
-    "tty": Key("number", Rule("integer", minimum=0, maximum=6), default="2"),
-}
-
-#: Indexed keys and their index ranges (``$MAX_MOUNT_POINTS`` 256, ``$MAX_LXC_NETWORKS`` 32,
-#: ``$MAX_DEVICES`` 256).
-INDEXED = {"mp": 256, "net": 32, "dev": 256}
-_INDEXED = re.compile(r"^(mp|net|dev|unused)(\d+)\Z", re.ASCII)
-
-
-def property_format(key: str) -> tuple[str, str | None] | None:
-    """How ``key``'s value is a property string: ``(family, default key)`` for
-    ``salt_proxmox.wire.propstring`` (``FAMILY_DEFAULTS``/``PRINT_LEAD`` family), or None for a
-    scalar. pve-container ``src/PVE/LXC/Config.pm``: ``$rootfs_desc``/``$mp_desc`` (default key
-    ``volume``), ``$netconf_desc``, ``$dev_desc`` (default key ``path``), ``$features_desc``; and
-    pve-common's ``pve-startup-order`` (default key ``order``)."""
-    family = (indexed(key) or ("", 0))[0]
-    if key == "rootfs" or family == "mp":
-        return ("volume", "volume")
-    if family in ("net", "dev"):
-        return (family, "path" if family == "dev" else None)
-    if key == "features":
-        return ("features", None)
-    if key == "startup":
-        return ("startup", "order")
-    return None
-
-
-#: Consumed at create, never read back: ``ostemplate`` is identity, ``start`` a one-off act.
-CREATE_ONLY = frozenset({"ostemplate", "start"})
-#: Secrets a create may carry: sent with ``POST /nodes/{node}/lxc`` once, never shown in a return,
-#: kept in grains or compared after (PVE never reads them back: they live inside the guest).
-#: pve-container ``src/PVE/API2/LXC.pm`` ``create_vm``: ``password`` (minLength 5),
-#: ``ssh-public-keys`` (one OpenSSH key per line, ``PVE::Tools::validate_ssh_public_keys``).
-CREATE_SECRETS = frozenset({"password", "ssh-public-keys"})
-#: The create secrets that are secret (``ssh-public-keys`` are public keys): never a Salt state argument,
-#: which Salt keeps in ``highstate.cache.p`` and in every state's lowstate; a state reads them from the
-#: pillar mapping its ``secrets_pillar`` names (``_modules/proxmox.py``), as ``qemu.schema.SECRETS``.
-SECRETS = frozenset({"password"})
-#: Keys never stored in grains or returns (docs/design.md §6): notes a human wrote, and PVE's bookkeeping.
-NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
-
-
 def _pattern(regex: str, what: str):
     compiled = re.compile(regex)
 
@@ -178,57 +115,156 @@ _IDMAP = _pattern(
 _MOUNTOPTIONS = _pattern(
     f"{_MOUNT_OPTION}(?:;{_MOUNT_OPTION})*", "a ;-list of discard, lazytime, noatime, nodev, noexec, nosuid"
 )
-_ROOTFS_OPTIONS = {
-    "volume": Rule(),
-    "size": Rule(check=check_size),
-    "acl": _FLAG,
-    "idmap": Rule(check=_IDMAP),
-    "mountoptions": Rule(check=_MOUNTOPTIONS),
-    "quota": _FLAG,
-    "replicate": _FLAG,
-    "ro": _FLAG,
-    "shared": _FLAG,
+_FLAG_OFF = SubKey(_FLAG, default="0")
+
+#: Each property string's table (pve-container ``src/PVE/LXC/Config.pm``): a sub-key's rule, its
+#: default (what absence means: ``replicate`` on, the other booleans off; ``acl`` has none, unset is
+#: the storage's own), and the sub-keys PVE prints first (``name`` is required in ``$netconf_desc``,
+#: ``volume`` the default key of ``$rootfs_desc``/``$mp_desc``, ``mp`` required there, ``path`` the
+#: default key of ``$dev_desc``).
+NET = PropString(
+    "net",
+    {
+        "name": SubKey(Rule(check=_pattern(r"[-_.\w\d]+", "an interface name")), lead=True),
+        "bridge": SubKey(Rule(check=check_bridge_id)),
+        "hwaddr": SubKey(Rule(check=check_mac), compare="mac"),
+        "ip": SubKey(Rule(check=lambda value: check_ip_config(value, 4))),
+        "gw": SubKey(Rule(check=lambda value: check_address(value, 4))),
+        "ip6": SubKey(Rule(check=lambda value: check_ip_config(value, 6))),
+        "gw6": SubKey(Rule(check=lambda value: check_address(value, 6))),
+        "mtu": SubKey(Rule("integer", minimum=64, maximum=65535)),
+        "rate": SubKey(Rule("number", minimum=0)),
+        "tag": SubKey(Rule("integer", minimum=1, maximum=4094)),
+        "trunks": SubKey(Rule(check=_pattern(r"\d+(?:;\d+)*", "a ;-list of VLAN ids"))),
+        "type": SubKey(Rule("enum", choices=("veth",)), default="veth"),
+        "firewall": _FLAG_OFF,
+        "link_down": _FLAG_OFF,
+        "host-managed": _FLAG_OFF,
+    },
+)
+#: ``$features_desc``. ``mount`` is compared and sent verbatim, not as a set: pve-container
+#: ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` compares each feature's old and new value as
+#: strings (``$old ne $new``), so ``mount=nfs;cifs`` against a live ``cifs;nfs`` is a change only
+#: root@pam may make.
+FEATURES = PropString(
+    "features",
+    {
+        "nesting": _FLAG_OFF,
+        "keyctl": _FLAG_OFF,
+        "fuse": _FLAG_OFF,
+        "mknod": _FLAG_OFF,
+        "force_rw_sys": _FLAG_OFF,
+        "mount": SubKey(Rule(check=_pattern(r"[a-zA-Z0-9_; ]+", "a ;-list of file system types"))),
+    },
+)
+#: ``$dev_desc``.
+DEV = PropString(
+    "dev",
+    {
+        "path": SubKey(Rule(check=_absolute_path), lead=True),
+        "mode": SubKey(Rule(check=_pattern(r"0[0-7]{3}", "an octal mode like 0660"))),
+        "uid": SubKey(Rule("integer", minimum=0)),
+        "gid": SubKey(Rule("integer", minimum=0)),
+        "deny-write": _FLAG_OFF,
+    },
+    default_key="path",
+)
+#: ``$rootfs_desc``: ``mountoptions`` is a ``;`` set whose order PVE does not keep meaningful.
+ROOTFS = PropString(
+    "rootfs",
+    {
+        "volume": SubKey(lead=True),
+        "size": SubKey(Rule(check=check_size)),
+        "acl": SubKey(_FLAG),
+        "idmap": SubKey(Rule(check=_IDMAP)),
+        "mountoptions": SubKey(Rule(check=_MOUNTOPTIONS), compare="set"),
+        "quota": _FLAG_OFF,
+        "replicate": SubKey(_FLAG, default="1"),
+        "ro": _FLAG_OFF,
+        "shared": _FLAG_OFF,
+    },
+    default_key="volume",
+    bare=True,
+)
+#: ``$mp_desc``: ``$rootfs_desc`` plus ``mp`` (required), ``backup`` and ``keepattrs`` (vzdump always
+#: includes the rootfs). Both ``rootfs`` and ``mpN`` values compare with it.
+MP = ROOTFS.plus(
+    "volume", mp=SubKey(Rule(check=_absolute_path), lead=True), backup=_FLAG_OFF, keepattrs=_FLAG_OFF
+)
+
+#: Each property-string key's options and their rules, by table (``props`` checks with them).
+OPTIONS: dict[str, dict[str, Rule]] = {
+    "net": NET.rules,
+    "features": FEATURES.rules,
+    "dev": DEV.rules,
+    "rootfs": ROOTFS.rules,
+    "mp": MP.rules,
 }
 
-#: Each property-string family's options and their rules: ``$netconf_desc``, ``$features_desc``,
-#: ``$dev_desc``, ``$rootfs_desc`` and ``$mp_desc`` (which adds ``mp``, ``backup``,
-#: ``keepattrs``: vzdump always includes the rootfs) in pve-container ``src/PVE/LXC/Config.pm``.
-OPTIONS: dict[str, dict[str, Rule]] = {
-    "net": {
-        "name": Rule(check=_pattern(r"[-_.\w\d]+", "an interface name")),
-        "bridge": Rule(check=check_bridge_id),
-        "hwaddr": Rule(check=check_mac),
-        "ip": Rule(check=lambda value: check_ip_config(value, 4)),
-        "gw": Rule(check=lambda value: check_address(value, 4)),
-        "ip6": Rule(check=lambda value: check_ip_config(value, 6)),
-        "gw6": Rule(check=lambda value: check_address(value, 6)),
-        "mtu": Rule("integer", minimum=64, maximum=65535),
-        "rate": Rule("number", minimum=0),
-        "tag": Rule("integer", minimum=1, maximum=4094),
-        "trunks": Rule(check=_pattern(r"\d+(?:;\d+)*", "a ;-list of VLAN ids")),
-        "type": Rule("enum", choices=("veth",)),
-        "firewall": _FLAG,
-        "link_down": _FLAG,
-        "host-managed": _FLAG,
-    },
-    "features": {
-        "nesting": _FLAG,
-        "keyctl": _FLAG,
-        "fuse": _FLAG,
-        "mknod": _FLAG,
-        "force_rw_sys": _FLAG,
-        "mount": Rule(check=_pattern(r"[a-zA-Z0-9_; ]+", "a ;-list of file system types")),
-    },
-    "dev": {
-        "path": Rule(check=_absolute_path),
-        "mode": Rule(check=_pattern(r"0[0-7]{3}", "an octal mode like 0660")),
-        "uid": Rule("integer", minimum=0),
-        "gid": Rule("integer", minimum=0),
-        "deny-write": _FLAG,
-    },
-    "rootfs": _ROOTFS_OPTIONS,
-    "mp": {**_ROOTFS_OPTIONS, "mp": Rule(check=_absolute_path), "backup": _FLAG, "keepattrs": _FLAG},
+#: Containers' volumes (``rootfs``, ``mpN``) for ``salt_proxmox.wire.volumes.judge_volume``.
+VOLUMES = VolumeFamily(
+    parse=parse_volume,
+    options=MP,
+    move="pct move-volume",
+    noun="a container volume",
+    shrink="`unable to shrink disk size`",
+)
+
+#: Scalar keys (``$confdesc``). Defaults are the ones PVE documents there; ``cores`` absent means
+#: every host core, which no declared number equals, so it has no default.
+SCALARS: dict[str, Key] = {
+    "arch": Key("text", Rule("enum", choices=_ARCHES), default="amd64"),
+    "cmode": Key("text", Rule("enum", choices=("shell", "console", "tty")), default="tty"),
+    "console": Key("flag", Rule("boolean"), default="1"),
+    "cores": Key("number", Rule("integer", minimum=1, maximum=8192)),
+    "cpulimit": Key("number", Rule("number", minimum=0, maximum=8192), default="0"),
+    "cpuunits": Key("number", Rule("integer", minimum=0, maximum=500000, check=_cpuunits)),
+    "description": Key("description", Rule(max_length=8192)),
+    "features": Key("features", Rule(), form=FEATURES),
+    "hostname": Key("text", Rule(max_length=255, check=check_dns_name)),
+    "memory": Key("number", Rule("integer", minimum=16), default="512", clearable=False),
+    "nameserver": Key("list", Rule(check=check_addresses)),
+    "onboot": Key("flag", Rule("boolean"), default="0"),
+    "ostype": Key("text", Rule("enum", choices=_OSTYPES), clearable=False),
+    "protection": Key("flag", Rule("boolean"), default="0"),
+    "searchdomain": Key("list", Rule(check=check_dns_names)),
+    "startup": Key("startup", Rule(check=check_startup)),
+    "swap": Key("number", Rule("integer", minimum=0), default="512"),
+    "tags": Key("tags", Rule(check=check_tags)),
+    "timezone": Key("text", Rule(max_length=255, check=check_timezone)),
+    "tty": Key("number", Rule("integer", minimum=0, maximum=6), default="2"),
 }
+
+#: Indexed keys and their index ranges (``$MAX_MOUNT_POINTS`` 256, ``$MAX_LXC_NETWORKS`` 32,
+#: ``$MAX_DEVICES`` 256).
+INDEXED = {"mp": 256, "net": 32, "dev": 256}
+_INDEXED = re.compile(r"^(mp|net|dev|unused)(\d+)\Z", re.ASCII)
+
+
+def property_format(key: str) -> PropString | None:
+    """``key``'s property-string table, or None for a scalar: ``MP`` for ``rootfs``/``mpN`` (the
+    ``$mp_desc`` superset, as both compare), ``NET``, ``DEV``, ``FEATURES``, and pve-common's
+    ``STARTUP``."""
+    family = (indexed(key) or ("", 0))[0]
+    if key == "rootfs" or family == "mp":
+        return MP
+    return {"net": NET, "dev": DEV}.get(family) or {"features": FEATURES, "startup": STARTUP}.get(key)
+
+
+#: Consumed at create, never read back: ``ostemplate`` is identity, ``start`` a one-off act.
+CREATE_ONLY = frozenset({"ostemplate", "start"})
+#: Secrets a create may carry: sent with ``POST /nodes/{node}/lxc`` once, never shown in a return,
+#: kept in grains or compared after (PVE never reads them back: they live inside the guest).
+#: pve-container ``src/PVE/API2/LXC.pm`` ``create_vm``: ``password`` (minLength 5),
+#: ``ssh-public-keys`` (one OpenSSH key per line, ``PVE::Tools::validate_ssh_public_keys``).
+CREATE_SECRETS = frozenset({"password", "ssh-public-keys"})
+#: The create secrets that are secret (``ssh-public-keys`` are public keys): never a Salt state argument,
+#: which Salt keeps in ``highstate.cache.p`` and in every state's lowstate; a state reads them from the
+#: pillar mapping its ``secrets_pillar`` names (``_modules/proxmox.py``), as ``qemu.schema.SECRETS``.
+SECRETS = frozenset({"password"})
+#: Keys never stored in grains or returns (docs/design.md §6): notes a human wrote, and PVE's bookkeeping.
+NEVER_STORED = frozenset({"description", "digest", "lock", "env"})
+
 
 NET_OPTIONS = frozenset(OPTIONS["net"])
 FEATURE_OPTIONS = frozenset(OPTIONS["features"])

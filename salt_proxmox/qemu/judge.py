@@ -46,6 +46,7 @@ from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.rules import (
     compared_as,
     judge_each,
+    judge_scalar,
     put_or_clear,
     root_only_at_create_refusal,
     root_only_refusal,
@@ -66,6 +67,7 @@ from salt_proxmox.qemu.props import (
     unparsable_drive,
 )
 from salt_proxmox.wire.propstring import (
+    canonical_map,
     canonical_option,
     carry,
     changed_options,
@@ -109,12 +111,14 @@ def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> st
         return ",".join(sorted(schema.hotplug_set(value)))
     if compare == "agent":
         options = {
-            schema.AGENT_ALIASES.get(key, key): canonical_option(key, raw)
-            for key, raw in pairs(value, default_key="enabled")
+            schema.AGENT_ALIASES.get(key, key): canonical_option(key, raw, schema.AGENT)
+            for key, raw in pairs(value, schema.AGENT.default_key)
         }
-        return sorted_form({k: v for k, v in options.items() if schema.AGENT_DEFAULTS.get(k) != v})
+        return sorted_form({k: v for k, v in options.items() if schema.AGENT.defaults.get(k) != v})
     if compare in ("vga", "cicustom"):
-        return sorted_form(dict(pairs(value, default_key="type" if compare == "vga" else None)))
+        return sorted_form(
+            dict(pairs(value, (schema.VGA if compare == "vga" else schema.CICUSTOM).default_key))
+        )
     if compare == "boot":
         options = dict(pairs(value, default_key="legacy")) if "=" in value else {"legacy": value}
         return ";".join(part for part in options.get("order", options.get("legacy", "")).split(";") if part)
@@ -127,7 +131,10 @@ def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> st
 
 def machine_options(value: str) -> dict[str, str]:
     """A ``machine`` value as a map (``$machine_fmt``, ``type`` the default key), booleans canonical."""
-    return {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="type")}
+    return {
+        key: canonical_option(key, raw, schema.MACHINE)
+        for key, raw in pairs(value, schema.MACHINE.default_key)
+    }
 
 
 def machine_pin_notes(decl: QemuDeclaration, change: QemuChange, machine: str | None) -> list[str]:
@@ -213,9 +220,7 @@ def net_write(declared: str, live: str | None) -> str:
 
 
 def _net_map(value: str) -> dict[str, str]:
-    defaults = {"firewall": "0", "link_down": "0"}
-    out = {key: canonical_option(key, raw) for key, raw in parse_net(value).items()}
-    return {key: raw for key, raw in out.items() if defaults.get(key) != raw}
+    return canonical_map(parse_net(value).items(), schema.NET)
 
 
 def net_changed(declared: str, live: str) -> frozenset[str]:
@@ -229,8 +234,8 @@ def net_changed(declared: str, live: str) -> frozenset[str]:
 def drive_changed(declared: str, live: str) -> frozenset[str]:
     """The drive options whose values differ (``volume`` when the volume differs), defaults dropped."""
     want, have = parse_drive(declared), parse_drive(live)
-    a = option_map(",".join(f"{k}={v}" for k, v in want.options.items() if k != "size"), "drive")
-    b = option_map(",".join(f"{k}={v}" for k, v in have.options.items() if k != "size"), "drive")
+    a = _options_map(want.options)
+    b = _options_map(have.options)
     out = {key for key in {*a, *b} if a.get(key) != b.get(key)}
     if want.kind not in ("new",) and want.volume != have.volume:
         out.add("volume")
@@ -246,8 +251,8 @@ def smbios_write(declared: str, live: str | None) -> str:
 
 
 def _smbios_same(declared: str, live: str) -> bool:
-    want = {k: canonical_option(k, v) for k, v in pairs(declared)}
-    have = {k: canonical_option(k, v) for k, v in pairs(live)}
+    want = {k: canonical_option(k, v, schema.SMBIOS1) for k, v in pairs(declared)}
+    have = {k: canonical_option(k, v, schema.SMBIOS1) for k, v in pairs(live)}
     if "uuid" not in want:
         have.pop("uuid", None)
     else:
@@ -346,7 +351,7 @@ def _judge_key(
             have,
             change,
             drift,
-            lambda w, h: option_map(w, "ipconfig") != option_map(h, "ipconfig"),
+            lambda w, h: option_map(w, schema.IPCONFIG) != option_map(h, schema.IPCONFIG),
             lambda w, _h: w,
         )
         return
@@ -364,22 +369,9 @@ def _judge_key(
             else:
                 change.put[key] = smbios_write(want, have)
         return
-    spec = schema.SCALARS[key]
-    if want == "":
-        if have is None or (
-            spec.default is not None
-            and scalar_form(key, have, style) == scalar_form(key, spec.default, style)
-        ):
-            return
-        drift.add(key)
-        change.clear.append(key)
-        return
-    current = have if have is not None else spec.default
-    had = "" if current is None else scalar_form(key, current, style)
-    if scalar_form(key, want, style) == had:
-        return
-    drift.add(key)
-    change.put[key] = want
+    judge_scalar(
+        key, want, have, schema.SCALARS[key].default, lambda v: scalar_form(key, v, style), change, drift
+    )
 
 
 def _device_same(key: str, want: str, have: str) -> bool:
@@ -494,10 +486,14 @@ def carried_option_refusal(key: str, carried: Mapping[str, str], why: str) -> st
     )
 
 
+def _options_map(options: Mapping[str, str]) -> dict[str, str]:
+    """A drive's options (not volume or size) in canonical spelling, ``schema.DRIVE``'s defaults dropped."""
+    return canonical_map(((k, v) for k, v in options.items() if k != "size"), schema.DRIVE)
+
+
 def _drive_map(value: str) -> dict[str, str]:
     """A drive's options (not volume or size) in canonical spelling, defaults dropped."""
-    drive = parse_drive(value)
-    return option_map(",".join(f"{k}={v}" for k, v in drive.options.items() if k != "size"), "drive")
+    return _options_map(parse_drive(value).options)
 
 
 #: ``Drive.pm`` ``%efitype_fmt`` ``ms-cert``: ``2023`` and ``2023w`` are deprecated markers; enrolling
@@ -530,7 +526,8 @@ def special_drive_rules(
     storage = volume.partition(":")[0]
     vmid, refusals, notes = decl.vmid, [], []
     if key == "tpmstate0":
-        had, wanted = b.get("version", "v1.2"), a.get("version", "v1.2")
+        default = schema.DRIVE.defaults["version"]
+        had, wanted = b.get("version", default), a.get("version", default)
         if wanted != had:
             refusals.append(
                 f"tpmstate0: version {had} -> {wanted}: PVE refuses it (qemu-server API2/Qemu.pm "
@@ -546,7 +543,8 @@ def special_drive_rules(
         f"unusedN), then `qm set {vmid} --efidisk0 {value}` (the EFI variables, boot entries "
         "included, start from the template again)"
     )
-    for option, default in (("efitype", "2m"), ("pre-enrolled-keys", "0")):
+    for option in ("efitype", "pre-enrolled-keys"):
+        default = schema.DRIVE.defaults[option]
         if a.get(option, default) != b.get(option, default):
             refusals.append(
                 f"efidisk0: {option} {b.get(option, default)} -> {a.get(option, default)}: on an "
@@ -560,7 +558,7 @@ def special_drive_rules(
     if "ms-cert" not in parse_drive(want).options:
         marker = parse_drive(have).options.get("ms-cert")
         return (f"{want},ms-cert={marker}" if marker else want), [], []
-    wanted, had = a.get("ms-cert", "2011"), b.get("ms-cert", "2011")
+    wanted, had = (side.get("ms-cert", schema.DRIVE.defaults["ms-cert"]) for side in (a, b))
     if wanted == had:
         return want, [], []
     if wanted in MS_CERT_DEPRECATED:
@@ -814,10 +812,10 @@ def release_refusals(values: Mapping[str, str], release: Release) -> list[str]:
     the machine's ``aw-bits``), one sentence each; qemu-server 8's ``parse_property_string``
     refuses them (``invalid key in comma-separated list property``)."""
     reasons = []
-    for key, default in (("agent", "enabled"), ("machine", "type")):
+    for key, form in (("agent", schema.AGENT), ("machine", schema.MACHINE)):
         if not values.get(key):
             continue
-        names = [name for name, _ in pairs(values[key], default)]
+        names = [name for name, _ in pairs(values[key], form.default_key)]
         for option in release.unknown_options(key, names):
             other = " (PVE 8 names it freeze-fs-on-backup)" if key == "agent" else ""
             reasons.append(
@@ -1163,8 +1161,8 @@ def key_change(key: str, old: str | None, new: str | None) -> dict:
     if key == "sshkeys":
         return {"old": sshkeys_text(old) if old else old, "new": sshkeys_text(new) if new else new}
     form = schema.property_format(key)
-    if form is not None and form[0] in ("drive", "ipconfig", "hostpci", "usb", "startup"):
-        shown_old, shown_new = changed_options(old, new, *form)
+    if form is not None and form.name in ("drive", "ipconfig", "hostpci", "usb", "startup"):
+        shown_old, shown_new = changed_options(old, new, form)
         return {"old": shown_old, "new": shown_new}
     return {"old": old, "new": new}
 

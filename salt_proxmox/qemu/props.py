@@ -15,17 +15,15 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.guest.props import CONTROL, guest_problems, pool_problem, secret_problem, wired_value
+from salt_proxmox.guest.props import CONTROL, config_problems, guest_problems, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
-    Rule,
-    check_bridge_id,
-    check_mac,
     check_size,
     options_problem,
     post_problem,
     vmid_number,
 )
 from salt_proxmox.qemu import schema
+from salt_proxmox.qemu.schema import NIC_MODELS
 from salt_proxmox.wire.propstring import canonical_option, pairs, pve_boolean
 from salt_proxmox.wire.volumes import STORAGE_ID, Volume, VolumeFamily
 
@@ -34,80 +32,10 @@ from salt_proxmox.wire.volumes import STORAGE_ID, Volume, VolumeFamily
 _NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)\Z", re.IGNORECASE | re.ASCII)
 _SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*\Z", re.ASCII)
 
-#: ``PVE/QemuServer/Network.pm`` ``$nic_model_list``.
-NIC_MODELS = (
-    "e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551", "i82557b",
-    "i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3",
-)  # fmt: skip
-#: ``$net_fmt``'s other options.
-NET_OPTIONS: dict[str, Rule] = {
-    "bridge": Rule(check=check_bridge_id),
-    "queues": Rule("integer", minimum=0, maximum=64),
-    "rate": Rule("number", minimum=0),
-    "tag": Rule("integer", minimum=1, maximum=4094),
-    "trunks": Rule(
-        check=lambda v: (
-            None
-            if re.fullmatch(r"\d+(?:-\d+)?(?:;\d+(?:-\d+)?)*", v, re.ASCII)
-            else f"{v!r} is not a ;-list of VLAN ids"
-        )
-    ),
-    "firewall": Rule("flag"),
-    "link_down": Rule("flag"),
-    "mtu": Rule("integer", minimum=1, maximum=65520),
-    "host-tunnel": Rule("flag"),
-}
-NET_RULES = {
-    **NET_OPTIONS,
-    "model": Rule("enum", choices=NIC_MODELS),
-    "macaddr": Rule(check=check_mac),
-}
-
-_THROTTLE = (
-    "bps", "bps_rd", "bps_wr", "mbps", "mbps_rd", "mbps_wr", "iops", "iops_rd", "iops_wr",
-    "mbps_max", "mbps_rd_max", "mbps_wr_max", "iops_max", "iops_rd_max", "iops_wr_max",
-    "bps_max_length", "bps_rd_max_length", "bps_wr_max_length", "iops_max_length",
-    "iops_rd_max_length", "iops_wr_max_length",
-)  # fmt: skip
-_BASE = frozenset(
-    {
-        "volume", "media", "snapshot", "cache", "format", "size", "backup", "replicate", "rerror",
-        "werror", "aio", "discard", "detect_zeroes", "serial", "shared", *_THROTTLE,
-    }
-)  # fmt: skip
-#: The options each drive key takes (``PVE/QemuServer/Drive.pm``: ``$ide_fmt``, ``$sata_fmt``,
-#: ``$scsi_fmt``, ``$virtio_fmt``, ``$efidisk_fmt``, ``$tpmstate_fmt``).
-DRIVE_OPTIONS: dict[str, frozenset[str]] = {
-    "ide": _BASE | {"model", "ssd", "wwn"},
-    "sata": _BASE | {"ssd", "wwn"},
-    "scsi": _BASE | {"iothread", "product", "queues", "ro", "scsiblock", "ssd", "vendor", "wwn"},
-    "virtio": _BASE | {"iothread", "ro"},
-    "efidisk0": frozenset({"volume", "format", "size", "efitype", "pre-enrolled-keys", "ms-cert"}),
-    "tpmstate0": frozenset({"volume", "format", "size", "version"}),
-}
-_DRIVE_FLAGS = (
-    "snapshot", "backup", "replicate", "detect_zeroes", "shared", "iothread", "ro", "scsiblock", "ssd",
-    "pre-enrolled-keys",
-)  # fmt: skip
-_DRIVE_RULES: dict[str, Rule] = {
-    "media": Rule("enum", choices=("cdrom", "disk")),
-    "cache": Rule("enum", choices=("none", "writethrough", "writeback", "unsafe", "directsync")),
-    "format": Rule("enum", choices=("raw", "qcow", "qed", "qcow2", "vmdk", "cloop")),
-    "rerror": Rule("enum", choices=("ignore", "report", "stop")),
-    "werror": Rule("enum", choices=("enospc", "ignore", "report", "stop")),
-    "aio": Rule("enum", choices=("native", "threads", "io_uring")),
-    "discard": Rule("enum", choices=("ignore", "on")),
-    "efitype": Rule("enum", choices=("2m", "4m")),
-    "version": Rule("enum", choices=("v1.2", "v2.0")),
-    "queues": Rule("integer", minimum=2),
-    **{name: Rule("flag") for name in _DRIVE_FLAGS},
-    **{name: Rule("number" if name.startswith("mbps") else "integer", minimum=0) for name in _THROTTLE},
-}  # fmt: skip
-
 
 def drive_options(key: str) -> frozenset[str]:
-    """The options drive ``key`` takes (``scsi3`` → ``DRIVE_OPTIONS['scsi']``)."""
-    return DRIVE_OPTIONS[key if key in schema.SPECIAL_DRIVES else schema.family_of(key)]
+    """The options drive ``key`` takes (``scsi3`` → ``schema.DRIVE_OPTIONS['scsi']``)."""
+    return schema.DRIVE_OPTIONS[key if key in schema.SPECIAL_DRIVES else schema.family_of(key)]
 
 
 def parse_drive(value: str) -> Volume:
@@ -121,7 +49,7 @@ def parse_drive(value: str) -> Volume:
     ``check_volume_access``: "only root can pass arbitrary filesystem paths"). ``file=`` is
     ``volume``'s alias, as in ``Drive.pm``. Raises ValueError for a malformed value.
     """
-    options = dict(pairs(value, default_key="volume"))
+    options = dict(pairs(value, schema.DRIVE.default_key))
     if "file" in options:
         if "volume" in options:
             raise ValueError("file= and a bare volume name the same thing; give one")
@@ -148,8 +76,7 @@ def parse_drive(value: str) -> Volume:
 #: VM drives for ``salt_proxmox.wire.volumes.judge_volume``.
 DRIVES = VolumeFamily(
     parse=parse_drive,
-    defaults="drive",
-    lead=(),
+    options=schema.DRIVE,
     move="qm disk move",
     noun="a VM disk",
     shrink="qemu-server resize_vm: `shrinking disks is not supported`",
@@ -172,7 +99,7 @@ def drive_problem(key: str, value: str) -> str | None:
         drive = parse_drive(value)
     except ValueError as exc:
         return str(exc)
-    rules = {option: _DRIVE_RULES.get(option, Rule()) for option in drive_options(key) - {"volume"}}
+    rules = {option: schema.DRIVE.rules[option] for option in drive_options(key) - {"volume"}}
     reason = options_problem(",".join(f"{k}={v}" for k, v in drive.options.items()), rules)
     if reason:
         return reason
@@ -249,7 +176,10 @@ def unparsable_drive(key: str, options: Mapping[str, str]) -> str | None:
             return (
                 f"a CD-ROM cannot be on {key}: VirtIO block has no CD-ROM ({why}); use ideN, sataN or scsiN"
             )
-        if options.get("format") or canonical_option("snapshot", options.get("snapshot", "0")) != "0":
+        if (
+            options.get("format")
+            or canonical_option("snapshot", options.get("snapshot", "0"), schema.DRIVE) != "0"
+        ):
             option = "format" if options.get("format") else "snapshot"
             return f"a CD-ROM takes no {option}= ({why})"
     return None
@@ -264,7 +194,7 @@ def parse_net(value: str) -> dict[str, str]:
     ValueError for an unknown option or model, or two models.
     """
     out: dict[str, str] = {}
-    for key, raw in pairs(value, default_key="model"):
+    for key, raw in pairs(value, schema.NET.default_key):
         if key in NIC_MODELS:
             if "model" in out:
                 raise ValueError(f"{key}= names a second model; a NIC has one")
@@ -294,7 +224,7 @@ def net_problem(value: str) -> str | None:
         net = parse_net(value)
     except ValueError as exc:
         return str(exc)
-    return options_problem(",".join(f"{k}={v}" for k, v in net.items()), NET_RULES)
+    return options_problem(",".join(f"{k}={v}" for k, v in net.items()), schema.NET.rules)
 
 
 #: pve-common ``PVE/JSONSchema.pm`` ``pve_verify_urlencoded``: ``^[-%a-zA-Z0-9_.!~*'()]*$``.
@@ -423,28 +353,24 @@ def parse_declaration(
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
     extra: dict[str, object] = {}
-    for key, raw in sorted((config or {}).items(), key=lambda item: str(item[0])):
-        if not isinstance(key, str):
-            problems.append(f"{shown(key)}: config keys are strings")
-            continue
-        if key == "pool":
-            problem = pool_problem(raw)
-            if problem:
-                problems.append(f"pool: {problem}")
-            else:
-                extra["pool"] = str(raw)
-            continue
+
+    def take(key: str, raw: object) -> list[str]:
+        problems: list[str] = []
+        _take(key, raw, problems)
+        return problems
+
+    def _take(key: str, raw: object, problems: list[str]) -> None:
         if key == "cipassword_serial":
             extra[key], problem = _serial(raw)
             if problem:
                 problems.append(f"{key}: {problem}")
-            continue
+            return
         if key == "clone":
             try:
                 extra["clone"] = vmid_number(raw)
             except DeclarationError as exc:
                 problems += [problem.replace("vmid", "clone", 1) for problem in exc.problems]
-            continue
+            return
         if key == "full":
             # clone_vm's full is a PVE boolean: PVE's spellings, nothing else.
             full, problem = pve_boolean("full", raw)
@@ -452,13 +378,13 @@ def parse_declaration(
                 problems.append(problem)
             else:
                 extra["full"] = full
-            continue
+            return
         if key == "storage":
             if not isinstance(raw, str) or not STORAGE_ID.match(raw):
                 problems.append(f"storage: {shown(raw)} is not a storage id (pve-storage-id)")
             else:
                 extra["storage"] = raw
-            continue
+            return
         if key in schema.SECRETS:
             if not isinstance(raw, str) or not raw or CONTROL.search(raw):
                 problems.append(f"{key}: expected one line of text; the value is not repeated here")
@@ -466,19 +392,19 @@ def parse_declaration(
                 problems.append(f"{key}: {post_problem({key: raw}, secrets={key}).partition(': ')[2]}")
             else:
                 secrets[key] = raw
-            continue
+            return
         if key in schema.GENERATED:
             problems.append(
                 f"{key}: PVE generates it once for each VM and keeps it (qemu-server create_vm); it is not "
                 "declared. Remove it from the declaration."
             )
-            continue
+            return
         if not schema.is_config_key(key):
             problems.append(
                 f"{shown(key, quote=False)}: not a VM config key this state manages (see qemu-server "
                 "PVE/QemuServer.pm $confdesc); remove it from the declaration"
             )
-            continue
+            return
         if key == "sshkeys":
             problem = (
                 secret_problem("ssh-public-keys", sshkeys_text(raw))
@@ -487,24 +413,27 @@ def parse_declaration(
             )
             if problem and raw != "":
                 problems.append(f"sshkeys: {problem}")
-                continue
+                return
             wired[key] = sshkeys_wire(raw) if raw else ""
             if post_problem({key: wired[key]}):
                 problems.append(f"{key}: {post_problem({key: wired[key]}, secrets={key}).partition(': ')[2]}")
-            continue
+            return
         spec = schema.SCALARS.get(key)
         value, problem = wired_value(key, raw, spec.rule.kind if spec is not None else "string")
         if problem:
             problems.append(f"{key}: {problem}")
-            continue
+            return
         if value == "" and key == "memory":
             problems.append("memory: declare the MiB it should have; clearing it falls back to 512 MiB")
-            continue
+            return
         problem = _problem_for(key, value)
         if problem:
             problems.append(f"{key}: {problem}")
-            continue
+            return
         wired[key] = value
+
+    found, extra["pool"] = config_problems(config, take)
+    problems += found
     if "full" in extra and "clone" not in extra:
         problems.append("full: only a create by clone takes it; declare clone: <template vmid>")
     if "storage" in extra and "clone" not in extra:
@@ -543,7 +472,7 @@ def memory_mib(value: str) -> int:
     """The MiB a ``memory`` value gives the VM: ``2048`` and ``current=2048`` are one value
     (``PVE/QemuServer/Memory.pm`` ``parse_memory``; the property-string form came with
     qemu-server 8.1, PVE 8.1). Raises ValueError for anything else."""
-    return int(dict(pairs(value, default_key="current")).get("current", "512"))
+    return int(dict(pairs(value, schema.MEMORY.default_key)).get("current", schema.SCALARS["memory"].default))
 
 
 def cpu_options(value: str) -> dict[str, str]:
@@ -551,7 +480,7 @@ def cpu_options(value: str) -> dict[str, str]:
     ``$cpu_fmt``, ``cputype`` the default key); booleans canonical, ``hidden=0`` dropped; ``flags``
     in name order (``+aes;-pcid`` is ``-pcid;+aes``: each flag sets its own CPUID bit, so only a flag
     named twice makes the order matter, and then it is kept)."""
-    out = {key: canonical_option(key, raw) for key, raw in pairs(value, default_key="cputype")}
+    out = {key: canonical_option(key, raw, schema.CPU) for key, raw in pairs(value, schema.CPU.default_key)}
     flags = [flag for flag in out.get("flags", "").split(";") if flag]
     if flags and len({flag[1:] for flag in flags}) == len(flags):
         out["flags"] = ";".join(sorted(flags, key=lambda flag: flag[1:]))

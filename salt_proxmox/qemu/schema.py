@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import re
 
-from salt_proxmox.guest.schema import Key, indexed_key
+from salt_proxmox.guest.schema import STARTUP, Key, PropString, SubKey, indexed_key
 from salt_proxmox.guest.words import Words
 from salt_proxmox.pve.constraints import (
     Endpoint,
     Rule,
     check_address,
     check_addresses,
+    check_bridge_id,
     check_dns_name,
     check_dns_names,
     check_ip_config,
+    check_mac,
     check_resize,
     check_startup,
     check_tags,
@@ -85,9 +87,9 @@ def _hotplug(value: str) -> str | None:
     return None
 
 
-def _options(allowed: dict[str, Rule], default_key: str | None):
-    """A checker of a property string whose options are ``allowed`` (``options_problem``)."""
-    return lambda value: options_problem(value, allowed, default_key)
+def _options(table: PropString):
+    """A checker of a property string of the format ``table`` (``options_problem``)."""
+    return lambda value: options_problem(value, table.rules, table.default_key)
 
 
 def _pattern(regex: str, what: str):
@@ -100,21 +102,30 @@ def _pattern(regex: str, what: str):
 
 
 _FLAG = Rule("flag")
+_FLAG_OFF = SubKey(_FLAG, default="0")
 #: ``PVE/QemuServer/Memory.pm`` ``$memory_fmt``: ``current`` (default key, MiB, minimum 16).
-MEMORY_OPTIONS = {"current": Rule("integer", minimum=16)}
+MEMORY = PropString(
+    "memory", {"current": SubKey(Rule("integer", minimum=16), lead=True)}, default_key="current"
+)
 #: ``PVE/QemuServer/CPUConfig.pm`` ``$cpu_fmt`` (``cputype`` the default key).
-CPU_OPTIONS = {
-    "cputype": Rule(check=_pattern(r"[-+_.a-zA-Z0-9]+", "a CPU model name")),
-    "reported-model": Rule(),
-    "hidden": _FLAG,
-    "hv-vendor-id": Rule(check=_pattern(r"[a-zA-Z0-9]{1,12}", "a Hyper-V vendor id (1-12 letters/digits)")),
-    "flags": Rule(
-        check=_pattern(r"[+-][a-zA-Z0-9\-_.]+(?:;[+-][a-zA-Z0-9\-_.]+)*", "a ;-list of +flag/-flag")
-    ),
-    "phys-bits": Rule(check=_pattern(r"host|[0-9]+", "host or a number of bits")),
-    "guest-phys-bits": Rule("integer", minimum=32, maximum=64),
-    "level": Rule("integer", minimum=0, maximum=4294967295),
-}
+CPU = PropString(
+    "cpu",
+    {
+        "cputype": SubKey(Rule(check=_pattern(r"[-+_.a-zA-Z0-9]+", "a CPU model name")), lead=True),
+        "reported-model": SubKey(),
+        "hidden": SubKey(_FLAG),
+        "hv-vendor-id": SubKey(
+            Rule(check=_pattern(r"[a-zA-Z0-9]{1,12}", "a Hyper-V vendor id (1-12 letters/digits)"))
+        ),
+        "flags": SubKey(
+            Rule(check=_pattern(r"[+-][a-zA-Z0-9\-_.]+(?:;[+-][a-zA-Z0-9\-_.]+)*", "a ;-list of +flag/-flag"))
+        ),
+        "phys-bits": SubKey(Rule(check=_pattern(r"host|[0-9]+", "host or a number of bits"))),
+        "guest-phys-bits": SubKey(Rule("integer", minimum=32, maximum=64)),
+        "level": SubKey(Rule("integer", minimum=0, maximum=4294967295)),
+    },
+    default_key="cputype",
+)
 #: ``PVE/QemuServer/Machine.pm`` ``$machine_fmt`` ``type`` pattern (anchored, as pve-common anchors
 #: every pattern), the same in qemu-server 8 and 9; ``maxLength`` 40.
 MACHINE_TYPE = re.compile(
@@ -123,29 +134,37 @@ MACHINE_TYPE = re.compile(
     re.ASCII,
 )
 #: ``$machine_fmt`` (``type`` the default key; ``aw-bits`` is qemu-server 9's).
-MACHINE_OPTIONS = {
-    "type": Rule(
-        max_length=40,
-        check=lambda value: (
-            None
-            if MACHINE_TYPE.fullmatch(value)
-            else f"{value!r} is not a machine type PVE knows (pc, q35, virt, pc-i440fx-X.Y, pc-q35-X.Y+pveN)"
+MACHINE = PropString(
+    "machine",
+    {
+        "type": SubKey(
+            Rule(
+                max_length=40,
+                check=lambda value: (
+                    None
+                    if MACHINE_TYPE.fullmatch(value)
+                    else f"{value!r} is not a machine type PVE knows "
+                    "(pc, q35, virt, pc-i440fx-X.Y, pc-q35-X.Y+pveN)"
+                ),
+            ),
+            lead=True,
         ),
-    ),
-    "viommu": Rule("enum", choices=("intel", "virtio")),
-    "aw-bits": Rule("number", minimum=32, maximum=64),
-    "enable-s3": _FLAG,
-    "enable-s4": _FLAG,
-}
+        "viommu": SubKey(Rule("enum", choices=("intel", "virtio"))),
+        "aw-bits": SubKey(Rule("number", minimum=32, maximum=64)),
+        "enable-s3": SubKey(_FLAG),
+        "enable-s4": SubKey(_FLAG),
+    },
+    default_key="type",
+)
 
 
 def check_machine(value: str) -> str | None:
     """None for a ``machine`` value PVE takes, else why: ``$machine_fmt``, then ``Machine.pm``
     ``assert_valid_machine_property`` (``create_vm``/``update_vm_api`` die with its words)."""
-    problem = options_problem(value, MACHINE_OPTIONS, "type")
+    problem = _options(MACHINE)(value)
     if problem:
         return problem
-    options = dict(pairs(value, default_key="type"))
+    options = dict(pairs(value, MACHINE.default_key))
     if options.get("viommu") == "intel":
         if "q35" not in options.get("type", ""):
             return "to use Intel vIOMMU please set the machine type to q35 (qemu-server Machine.pm)"
@@ -175,21 +194,24 @@ PINNED = {
 }
 
 
-#: ``PVE/QemuServer/Agent.pm`` ``$agent_fmt``.
-AGENT_OPTIONS = {
-    "enabled": _FLAG,
-    "fstrim_cloned_disks": _FLAG,
-    "freeze-fs-on-backup": _FLAG,
-    "guest-fsfreeze": _FLAG,
-    "freeze-fs": _FLAG,
-    "type": Rule("enum", choices=("virtio", "isa")),
-}
-#: ``$agent_fmt``'s defaults: ``freeze-fs`` (PVE 8: ``freeze-fs-on-backup``) is on unless set off.
-AGENT_DEFAULTS = {"enabled": "0", "fstrim_cloned_disks": "0", "freeze-fs": "1", "type": "virtio"}
+#: ``PVE/QemuServer/Agent.pm`` ``$agent_fmt`` (``enabled`` the default key): ``freeze-fs`` (PVE 8:
+#: ``freeze-fs-on-backup``) is on unless set off.
+AGENT = PropString(
+    "agent",
+    {
+        "enabled": SubKey(_FLAG, default="0", lead=True),
+        "fstrim_cloned_disks": _FLAG_OFF,
+        "freeze-fs-on-backup": SubKey(_FLAG),
+        "guest-fsfreeze": SubKey(_FLAG),
+        "freeze-fs": SubKey(_FLAG, default="1"),
+        "type": SubKey(Rule("enum", choices=("virtio", "isa")), default="virtio"),
+    },
+    default_key="enabled",
+)
 #: ``$agent_fmt`` (qemu-server 9): ``freeze-fs-on-backup`` and ``guest-fsfreeze`` are aliases of
 #: ``freeze-fs``; PVE 8 knows ``freeze-fs-on-backup`` alone, with the same meaning and default.
 AGENT_ALIASES = {"freeze-fs-on-backup": "freeze-fs", "guest-fsfreeze": "freeze-fs"}
-#: ``PVE/QemuServer.pm`` ``$vga_fmt``.
+#: ``PVE/QemuServer.pm`` ``$vga_fmt`` (``type`` the default key).
 VGA_OPTIONS = {
     "type": Rule(
         "enum",
@@ -224,11 +246,16 @@ SMBIOS1_OPTIONS = {
     "sku": Rule(),
     "version": Rule(),
 }
+VGA = PropString("vga", {key: SubKey(rule, lead=key == "type") for key, rule in VGA_OPTIONS.items()}, "type")
+SMBIOS1 = PropString("smbios1", {key: SubKey(rule) for key, rule in SMBIOS1_OPTIONS.items()})
 #: ``PVE/QemuServer.pm`` ``$cicustom_fmt``: volume ids of snippets.
-CICUSTOM_OPTIONS = {
-    name: Rule(check=_pattern(r"[^\s,:]+:\S+", "a volume id"))
-    for name in ("meta", "network", "user", "vendor")
-}
+CICUSTOM = PropString(
+    "cicustom",
+    {
+        name: SubKey(Rule(check=_pattern(r"[^\s,:]+:\S+", "a volume id")))
+        for name in ("meta", "network", "user", "vendor")
+    },
+)
 
 
 def boot_devices(value: str) -> list[str]:
@@ -267,12 +294,15 @@ BOOT_OPTIONS = {
 #: ``pve-qm-ipconfig`` (``PVE/QemuServer/Network.pm`` ``$ipconfig_fmt``): ``ip``/``ip6`` are
 #: ``pve-ipv4-config``/``pve-ipv6-config``, the gateways ``ipv4``/``ipv6`` addresses; the same
 #: pve-common formats a container's ``netN`` takes (``salt_proxmox.pve.constraints``).
-IPCONFIG_OPTIONS = {
-    "ip": Rule(check=lambda value: check_ip_config(value, 4)),
-    "gw": Rule(check=lambda value: check_address(value, 4)),
-    "ip6": Rule(check=lambda value: check_ip_config(value, 6)),
-    "gw6": Rule(check=lambda value: check_address(value, 6)),
-}
+IPCONFIG = PropString(
+    "ipconfig",
+    {
+        "ip": SubKey(Rule(check=lambda value: check_ip_config(value, 4))),
+        "gw": SubKey(Rule(check=lambda value: check_address(value, 4))),
+        "ip6": SubKey(Rule(check=lambda value: check_ip_config(value, 6))),
+        "gw6": SubKey(Rule(check=lambda value: check_address(value, 6))),
+    },
+)
 #: ``$ipconfig_fmt``'s ``requires``: a gateway needs an address of its family (pve-common
 #: ``JSONSchema.pm`` ``check_object``: "missing property - 'gw' requires this property").
 IPCONFIG_REQUIRES = {"gw": "ip", "gw6": "ip6"}
@@ -281,7 +311,7 @@ IPCONFIG_REQUIRES = {"gw": "ip", "gw6": "ip6"}
 def check_ipconfig(value: str) -> str | None:
     """None for a valid ``ipconfigN`` value (``$ipconfig_fmt``), else why: each option's format,
     and ``gw``/``gw6`` only beside ``ip``/``ip6``."""
-    problem = options_problem(value, IPCONFIG_OPTIONS)
+    problem = _options(IPCONFIG)(value)
     if problem:
         return problem
     options = dict(pairs(value))
@@ -297,7 +327,7 @@ def check_ipconfig(value: str) -> str | None:
 def _boot(value: str) -> str | None:
     """``pve-qm-boot``: ``order=...`` or the legacy ``[acdn]{1,4}``."""
     if "=" in value:
-        return _options({"order": BOOT_OPTIONS["order"]}, None)(value)
+        return options_problem(value, {"order": BOOT_OPTIONS["order"]})
     return BOOT_OPTIONS["legacy"].problem(value)
 
 
@@ -306,19 +336,19 @@ def _boot(value: str) -> str | None:
 #: as option maps, ``hotplug`` (a feature set), ``boot``, ``smbios1``, ``sshkeys``.
 SCALARS: dict[str, Key] = {
     "name": Key("text", Rule(max_length=255, check=check_dns_name)),
-    "memory": Key("memory", Rule(check=_options(MEMORY_OPTIONS, "current")), default="512"),
+    "memory": Key("memory", Rule(check=_options(MEMORY)), default="512"),
     "balloon": Key("number", Rule("integer", minimum=0)),
     "cores": Key("number", Rule("integer", minimum=1), default="1"),
     "sockets": Key("number", Rule("integer", minimum=1), default="1"),
     "vcpus": Key("number", Rule("integer", minimum=1)),
-    "cpu": Key("cpu", Rule(check=_options(CPU_OPTIONS, "cputype"))),
+    "cpu": Key("cpu", Rule(check=_options(CPU))),
     "cpulimit": Key("number", Rule("number", minimum=0, maximum=128), default="0"),
     "numa": Key("flag", Rule("boolean"), default="0"),
     "machine": Key("machine", Rule(check=check_machine)),
     "bios": Key("text", Rule("enum", choices=("seabios", "ovmf")), default="seabios"),
     "ostype": Key("text", Rule("enum", choices=_OSTYPES), default="other"),
     "scsihw": Key("text", Rule("enum", choices=_SCSIHW), default="lsi"),
-    "agent": Key("agent", Rule(check=_options(AGENT_OPTIONS, "enabled")), default="0"),
+    "agent": Key("agent", Rule(check=_options(AGENT)), default="0"),
     "boot": Key("boot", Rule(check=_boot)),
     "onboot": Key("flag", Rule("boolean"), default="0"),
     "startup": Key("startup", Rule(check=check_startup)),
@@ -326,17 +356,17 @@ SCALARS: dict[str, Key] = {
     "description": Key("description", Rule(max_length=8192)),
     "protection": Key("flag", Rule("boolean"), default="0"),
     "hotplug": Key("hotplug", Rule(check=_hotplug), default=HOTPLUG_DEFAULT),
-    "vga": Key("vga", Rule(check=_options(VGA_OPTIONS, "type"))),
+    "vga": Key("vga", Rule(check=_options(VGA))),
     "tablet": Key("flag", Rule("boolean"), default="1"),
     "kvm": Key("flag", Rule("boolean"), default="1"),
     "acpi": Key("flag", Rule("boolean"), default="1"),
     "localtime": Key("flag", Rule("boolean")),
-    "smbios1": Key("smbios1", Rule(max_length=512, check=_options(SMBIOS1_OPTIONS, None))),
+    "smbios1": Key("smbios1", Rule(max_length=512, check=_options(SMBIOS1))),
     # cloud-init (``$confdesc_cloudinit``); ``cipassword`` is a secret, see ``SECRETS``.
     "ciuser": Key("text", Rule()),
     "citype": Key("text", Rule("enum", choices=("configdrive2", "nocloud", "opennebula"))),
     "ciupgrade": Key("flag", Rule("boolean"), default="1"),
-    "cicustom": Key("cicustom", Rule(check=_options(CICUSTOM_OPTIONS, None))),
+    "cicustom": Key("cicustom", Rule(check=_options(CICUSTOM))),
     "nameserver": Key("list", Rule(check=check_addresses)),
     "searchdomain": Key("list", Rule(check=check_dns_names)),
     # Declared as the keys, one per line; checked and URL-encoded by ``props`` (``sshkeys_wire``).
@@ -421,29 +451,123 @@ def is_config_key(key: str) -> bool:
     return family_of(key) in ("net", "ipconfig", "serial", "parallel", "hostpci", "usb")
 
 
-def property_format(key: str) -> tuple[str, str | None] | None:
-    """How ``key``'s value is a property string for ``salt_proxmox.wire.propstring``:
-    ``(family, default key)``, or None for a plain scalar."""
+#: ``PVE/QemuServer/Network.pm`` ``$nic_model_list``.
+NIC_MODELS = (
+    "e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551", "i82557b",
+    "i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3",
+)  # fmt: skip
+#: ``PVE/QemuServer/Network.pm`` ``$net_fmt``: ``model`` the default key (each model name is also a
+#: key whose value is the MAC, ``props.parse_net``), ``firewall`` and ``link_down`` off by default.
+NET = PropString(
+    "qemu-net",
+    {
+        "model": SubKey(Rule("enum", choices=NIC_MODELS), lead=True),
+        "macaddr": SubKey(Rule(check=check_mac), compare="mac"),
+        "bridge": SubKey(Rule(check=check_bridge_id)),
+        "queues": SubKey(Rule("integer", minimum=0, maximum=64)),
+        "rate": SubKey(Rule("number", minimum=0)),
+        "tag": SubKey(Rule("integer", minimum=1, maximum=4094)),
+        "trunks": SubKey(Rule(check=_pattern(r"\d+(?:-\d+)?(?:;\d+(?:-\d+)?)*", "a ;-list of VLAN ids"))),
+        "firewall": _FLAG_OFF,
+        "link_down": _FLAG_OFF,
+        "mtu": SubKey(Rule("integer", minimum=1, maximum=65520)),
+        "host-tunnel": SubKey(_FLAG),
+    },
+    default_key="model",
+)
+
+_THROTTLE = (
+    "bps", "bps_rd", "bps_wr", "mbps", "mbps_rd", "mbps_wr", "iops", "iops_rd", "iops_wr",
+    "mbps_max", "mbps_rd_max", "mbps_wr_max", "iops_max", "iops_rd_max", "iops_wr_max",
+    "bps_max_length", "bps_rd_max_length", "bps_wr_max_length", "iops_max_length",
+    "iops_rd_max_length", "iops_wr_max_length",
+)  # fmt: skip
+#: Every drive option (``PVE/QemuServer/Drive.pm`` ``%drivedesc_base`` and each bus's format,
+#: ``$efidisk_fmt``, ``$tpmstate_fmt``); which of them each drive key takes is ``DRIVE_OPTIONS``.
+#: Defaults: ``media`` disk, ``replicate`` on, ``shared`` and ``scsiblock`` off; ``backup`` has no
+#: schema default but vzdump includes every drive without ``backup=0`` (``PVE/VZDump/QemuServer.pm``),
+#: so absent is 1; ``efitype`` 2m, ``pre-enrolled-keys`` off, ``ms-cert`` 2011 (``%efitype_fmt``);
+#: ``version`` v1.2 (``$tpmstate_fmt``).
+DRIVE = PropString(
+    "drive",
+    {
+        "volume": SubKey(lead=True),
+        "media": SubKey(Rule("enum", choices=("cdrom", "disk")), default="disk"),
+        "snapshot": SubKey(_FLAG),
+        "cache": SubKey(Rule("enum", choices=("none", "writethrough", "writeback", "unsafe", "directsync"))),
+        "format": SubKey(Rule("enum", choices=("raw", "qcow", "qed", "qcow2", "vmdk", "cloop"))),
+        "size": SubKey(),
+        "backup": SubKey(_FLAG, default="1"),
+        "replicate": SubKey(_FLAG, default="1"),
+        "rerror": SubKey(Rule("enum", choices=("ignore", "report", "stop"))),
+        "werror": SubKey(Rule("enum", choices=("enospc", "ignore", "report", "stop"))),
+        "aio": SubKey(Rule("enum", choices=("native", "threads", "io_uring"))),
+        "discard": SubKey(Rule("enum", choices=("ignore", "on"))),
+        "detect_zeroes": SubKey(_FLAG),
+        "serial": SubKey(),
+        "shared": _FLAG_OFF,
+        **{
+            name: SubKey(Rule("number" if name.startswith("mbps") else "integer", minimum=0))
+            for name in _THROTTLE
+        },
+        "model": SubKey(),
+        "ssd": SubKey(_FLAG),
+        "wwn": SubKey(),
+        "iothread": SubKey(_FLAG),
+        "product": SubKey(),
+        "queues": SubKey(Rule("integer", minimum=2)),
+        "ro": SubKey(_FLAG),
+        "scsiblock": _FLAG_OFF,
+        "vendor": SubKey(),
+        "efitype": SubKey(Rule("enum", choices=("2m", "4m")), default="2m"),
+        "pre-enrolled-keys": _FLAG_OFF,
+        "ms-cert": SubKey(default="2011"),
+        "version": SubKey(Rule("enum", choices=("v1.2", "v2.0")), default="v1.2"),
+    },
+    default_key="volume",
+    bare=True,
+)
+_BASE = frozenset(
+    {
+        "volume", "media", "snapshot", "cache", "format", "size", "backup", "replicate", "rerror",
+        "werror", "aio", "discard", "detect_zeroes", "serial", "shared", *_THROTTLE,
+    }
+)  # fmt: skip
+#: The options each drive key takes (``PVE/QemuServer/Drive.pm``: ``$ide_fmt``, ``$sata_fmt``,
+#: ``$scsi_fmt``, ``$virtio_fmt``, ``$efidisk_fmt``, ``$tpmstate_fmt``).
+DRIVE_OPTIONS: dict[str, frozenset[str]] = {
+    "ide": _BASE | {"model", "ssd", "wwn"},
+    "sata": _BASE | {"ssd", "wwn"},
+    "scsi": _BASE | {"iothread", "product", "queues", "ro", "scsiblock", "ssd", "vendor", "wwn"},
+    "virtio": _BASE | {"iothread", "ro"},
+    "efidisk0": frozenset({"volume", "format", "size", "efitype", "pre-enrolled-keys", "ms-cert"}),
+    "tpmstate0": frozenset({"volume", "format", "size", "version"}),
+}
+#: ``hostpciN``/``usbN`` (``PCI.pm``/``USB.pm``, ``host`` the default key) as a plan shows them; their
+#: values are checked by ``props`` and ``judge.device_rule``.
+HOSTPCI = PropString("hostpci", {"host": SubKey(), "mapping": SubKey()}, default_key="host")
+USB = PropString("usb", {"host": SubKey(), "mapping": SubKey()}, default_key="host")
+
+
+def property_format(key: str) -> PropString | None:
+    """``key``'s property-string table, or None for a plain scalar."""
     family = family_of(key)
     if is_drive(key):
-        return ("drive", "volume")
-    if family == "net":
-        return ("qemu-net", "model")
-    if family == "ipconfig":
-        return ("ipconfig", None)
-    if family in ("hostpci", "usb"):
-        return (family, "host")
+        return DRIVE
+    by_family = {"net": NET, "ipconfig": IPCONFIG, "hostpci": HOSTPCI, "usb": USB}
+    if family in by_family:
+        return by_family[family]
     compare = SCALARS[key].compare if key in SCALARS else ""
-    defaults = {
-        "cpu": ("cpu", "cputype"),
-        "memory": ("memory", "current"),
-        "agent": ("agent", "enabled"),
-        "vga": ("vga", "type"),
-        "smbios1": ("smbios1", None),
-        "cicustom": ("cicustom", None),
-        "startup": ("startup", "order"),
+    by_compare = {
+        "cpu": CPU,
+        "memory": MEMORY,
+        "agent": AGENT,
+        "vga": VGA,
+        "smbios1": SMBIOS1,
+        "cicustom": CICUSTOM,
+        "startup": STARTUP,
     }
-    return defaults.get(compare)
+    return by_compare.get(compare)
 
 
 #: ``$fast_plug_option``: written straight into the config of a running VM, every

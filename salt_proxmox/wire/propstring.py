@@ -4,118 +4,43 @@ PVE parses these with pve-common ``src/PVE/JSONSchema.pm`` (``parse_property_str
 split on ``,``, each ``key=value``, and at most one bare item taken as the format's
 ``default_key`` (``name`` is not one; the volume of ``rootfs``/``mpN`` is, and ``order`` of
 ``startup`` is). PVE prints them back in its own key order with defaults it chooses to show, so
-values are compared as maps with each family's defaults dropped, never as strings.
+values are compared as maps with the format's defaults dropped, never as strings. Each format's
+sub-keys (their defaults, which are booleans, which PVE prints first) are a table of the family that
+owns it (``lxc.schema``, ``qemu.schema``, ``guest.schema.STARTUP``), passed in as a ``Format``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 #: Boolean spellings PVE's JSONSchema accepts for ``type => 'boolean'`` (pve-common
 #: ``JSONSchema.pm`` ``check_type``: 1|0|true|false|yes|no|on|off, any case).
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
-#: What absence means for each family's keys (pve-container ``src/PVE/LXC/Config.pm``:
-#: ``$netconf_desc``, ``$features_desc``, ``$dev_desc``, ``$rootfs_desc``/``$mp_desc``).
-#: ``replicate`` defaults ON; everything else here defaults off. ``acl`` has no default (unset
-#: means the storage's own), so it is not listed.
-FAMILY_DEFAULTS: dict[str, dict[str, str]] = {
-    "net": {"firewall": "0", "host-managed": "0", "link_down": "0", "type": "veth"},
-    "features": {"force_rw_sys": "0", "fuse": "0", "keyctl": "0", "mknod": "0", "nesting": "0"},
-    "dev": {"deny-write": "0"},
-    "volume": {
-        "backup": "0",
-        "keepattrs": "0",
-        "quota": "0",
-        "replicate": "1",
-        "ro": "0",
-        "shared": "0",
-    },
-    # qemu-server ``PVE/QemuServer/Drive.pm`` ``%drivedesc_base`` and friends: ``media`` defaults to
-    # disk, ``replicate`` on, ``shared`` and ``scsiblock`` off; ``backup`` has no schema default but
-    # vzdump includes every drive without ``backup=0`` (``PVE/VZDump/QemuServer.pm``), so absent is 1.
-    # ``$efidisk_fmt``/``%efitype_fmt``: ``efitype`` 2m, ``pre-enrolled-keys`` off, ``ms-cert`` 2011;
-    # ``$tpmstate_fmt``: ``version`` v1.2.
-    "drive": {
-        "backup": "1",
-        "media": "disk",
-        "replicate": "1",
-        "scsiblock": "0",
-        "shared": "0",
-        "efitype": "2m",
-        "pre-enrolled-keys": "0",
-        "ms-cert": "2011",
-        "version": "v1.2",
-    },
-    # qemu-server ``PVE/QemuServer/Network.pm`` ``$net_fmt``.
-    "qemu-net": {"firewall": "0", "link_down": "0"},
-}
 
-#: The keys PVE prints first in each family's property string, in order: the format's default key,
-#: then its required keys; every other key follows sorted (pve-common ``src/PVE/JSONSchema.pm``
-#: ``print_property_string``: default key, then ``sort keys`` of the non-optional, then the rest).
-#: ``name`` is required in ``$netconf_desc``, ``mp`` in ``$mp_desc``; ``volume`` is the default key of
-#: ``$rootfs_desc``/``$mp_desc``, ``path`` of ``$dev_desc``, ``order`` of pve-common's startup format.
-PRINT_LEAD: dict[str, tuple[str, ...]] = {
-    "net": ("name",),
-    "volume": ("volume", "mp"),
-    "dev": ("path",),
-    "startup": ("order",),
-    "features": (),
-    "drive": ("volume",),
-    "qemu-net": ("model",),
-}
+class Format(Protocol):
+    """A property string's table as this module reads it (a family's ``guest.schema.PropString``):
+    ``default_key`` (a bare item's sub-key, or None), ``bare`` (the default key printed without its
+    name), ``defaults`` (what absence means per sub-key), ``lead`` (sub-keys PVE prints first, in
+    order), ``flags`` (booleans, compared as 1/0), ``sets`` (``;`` lists compared as sets), ``upper``
+    (MAC addresses, compared upper-case)."""
 
-#: Keys whose value is a boolean, in any family (qemu-server: ``Drive.pm`` ``pre-enrolled-keys``,
-#: ``Network.pm`` ``host-tunnel``, ``Agent.pm`` ``$agent_fmt``'s ``enabled``, ``fstrim_cloned_disks``,
-#: ``freeze-fs`` and its aliases, ``CPUConfig.pm`` ``hidden``, ``$smbios1_fmt`` ``base64``,
-#: ``Machine.pm`` ``enable-s3``/``enable-s4``).
-#: pve-common ``JSONSchema.pm`` ``parse_property_string`` reads each with ``parse_boolean``:
-#: 1/on/yes/true and 0/off/no/false, any case.
-FLAG_KEYS = frozenset(
-    {
-        "base64",
-        "enable-s3",
-        "enable-s4",
-        "enabled",
-        "freeze-fs",
-        "freeze-fs-on-backup",
-        "fstrim_cloned_disks",
-        "guest-fsfreeze",
-        "hidden",
-        "host-tunnel",
-        "acl",
-        "backup",
-        "deny-write",
-        "detect_zeroes",
-        "firewall",
-        "force_rw_sys",
-        "fuse",
-        "host-managed",
-        "iothread",
-        "keepattrs",
-        "keyctl",
-        "link_down",
-        "mknod",
-        "nesting",
-        "pre-enrolled-keys",
-        "quota",
-        "replicate",
-        "ro",
-        "scsiblock",
-        "shared",
-        "snapshot",
-        "ssd",
-    }
-)
-
-#: Keys holding a ``;`` list whose order PVE does not keep meaningful: ``mountoptions`` of a
-#: volume. Not ``mount`` of ``features``: pve-container ``src/PVE/LXC.pm``
-#: ``check_ct_modify_config_perm`` compares each feature's old and new value as strings
-#: (``$old ne $new``), so ``mount=nfs;cifs`` against a live ``cifs;nfs`` is a change only root@pam
-#: may make; it is compared and sent verbatim.
-SET_KEYS = frozenset({"mountoptions"})
+    @property
+    def default_key(self) -> str | None: ...
+    @property
+    def bare(self) -> bool: ...
+    @property
+    def defaults(self) -> Mapping[str, str]: ...
+    @property
+    def lead(self) -> tuple[str, ...]: ...
+    @property
+    def flags(self) -> frozenset[str]: ...
+    @property
+    def sets(self) -> frozenset[str]: ...
+    @property
+    def upper(self) -> frozenset[str]: ...
 
 
 def flag(value: object) -> str:
@@ -231,35 +156,40 @@ def carry(want: Mapping[str, str], live: Mapping[str, str] | None, key: str) -> 
     return out
 
 
-def canonical_option(key: str, value: str) -> str:
-    """One option value in its comparable spelling.
+def canonical_option(key: str, value: str, fmt: Format) -> str:
+    """One sub-key's value in its comparable spelling in the format ``fmt``.
 
-    Flags as 1/0; ``mountoptions`` as a sorted set; MACs upper-cased (pve-common ``PVE::Tools``
-    prints generated MACs upper-case and PVE compares them case-insensitively; ``hwaddr`` of a
-    container NIC, ``macaddr`` of a VM NIC).
+    Flags as 1/0 (``fmt.flags``; a value that is no boolean is kept as written); ``;`` sets sorted
+    (``fmt.sets``); MACs upper-cased (``fmt.upper``: pve-common ``PVE::Tools`` prints generated
+    MACs upper-case and PVE compares them case-insensitively).
     """
-    if key in FLAG_KEYS:
+    if key in fmt.flags:
         try:
             return flag(value)
         except ValueError:
             return value
-    if key in SET_KEYS:
+    if key in fmt.sets:
         return ";".join(sorted({part.strip() for part in value.split(";") if part.strip()}))
-    if key in ("hwaddr", "macaddr"):
+    if key in fmt.upper:
         return value.upper()
     return value
 
 
-def option_map(value: str, family: str, default_key: str | None = None) -> dict[str, str]:
-    """A property string as ``{key: canonical value}`` with ``family``'s defaults dropped."""
-    defaults = FAMILY_DEFAULTS.get(family, {})
+def canonical_map(items: Iterable[tuple[str, str]], fmt: Format) -> dict[str, str]:
+    """``items`` (sub-key, value) as ``{key: canonical value}`` with ``fmt``'s defaults dropped."""
     out: dict[str, str] = {}
-    for key, raw in pairs(value, default_key):
-        canonical = canonical_option(key, raw)
-        if defaults.get(key) == canonical:
+    for key, raw in items:
+        canonical = canonical_option(key, raw, fmt)
+        if fmt.defaults.get(key) == canonical:
             continue
         out[key] = canonical
     return out
+
+
+def option_map(value: str, fmt: Format) -> dict[str, str]:
+    """A property string of the format ``fmt`` as ``{key: canonical value}``, defaults dropped.
+    Raises ValueError where ``pairs`` does."""
+    return canonical_map(pairs(value, fmt.default_key), fmt)
 
 
 def sorted_form(mapping: Mapping[str, str]) -> str:
@@ -274,42 +204,42 @@ def print_pairs(mapping: Mapping[str, str], lead: Iterable[str] = ()) -> str:
     return ",".join(f"{key}={mapping[key]}" for key in [*lead, *rest])
 
 
-def pve_order(keys: Iterable[str], family: str) -> list[str]:
-    """``keys`` in the order PVE prints them in ``family``'s property string (see ``PRINT_LEAD``)."""
+def pve_order(keys: Iterable[str], fmt: Format) -> list[str]:
+    """``keys`` in the order PVE prints them in ``fmt``: its ``lead`` (the format's default key, then
+    its required keys), then the rest sorted (pve-common ``src/PVE/JSONSchema.pm``
+    ``print_property_string``: default key, then ``sort keys`` of the non-optional, then the rest)."""
     keys = list(keys)
-    lead = [key for key in PRINT_LEAD.get(family, ()) if key in keys]
+    lead = [key for key in fmt.lead if key in keys]
     return lead + sorted(key for key in keys if key not in lead)
 
 
-def _print_ordered(mapping: Mapping[str, str], family: str, default_key: str | None) -> str:
-    # The volume is printed bare, as PVE prints it and as operators write it.
+def _print_ordered(mapping: Mapping[str, str], fmt: Format) -> str:
+    # A bare default key (a volume) is printed bare, as PVE prints it and as operators write it.
     return ",".join(
-        mapping[key] if key == default_key == "volume" else f"{key}={mapping[key]}"
-        for key in pve_order(mapping, family)
+        mapping[key] if fmt.bare and key == fmt.default_key else f"{key}={mapping[key]}"
+        for key in pve_order(mapping, fmt)
     )
 
 
-def changed_options(
-    old: str | None, new: str | None, family: str, default_key: str | None = None
-) -> tuple[str | None, str | None]:
+def changed_options(old: str | None, new: str | None, fmt: Format) -> tuple[str | None, str | None]:
     """What a plan shows for one property-string key: ``(old, new)`` holding only the sub-keys whose
     values differ, each side a property string in PVE's print order (``tag=42`` → ``tag=43``).
 
     ``old`` is the live value, ``new`` the value to write (None: the key is absent on that side,
     shown whole on the other; ``''`` on the new side: the key is cleared). Values compare in their
-    canonical spelling (``canonical_option``); a sub-key missing on one side counts as the family's
-    default there (``FAMILY_DEFAULTS``), shown as that default, or is left out of that side when the
-    family has none. A value that does not parse as a property string is shown as it is.
+    canonical spelling (``canonical_option``); a sub-key missing on one side counts as the format's
+    default there (``fmt.defaults``), shown as that default, or is left out of that side when the
+    format has none. A value that does not parse as a property string is shown as it is.
     """
     try:
-        have = dict(pairs(old, default_key)) if old is not None else None
-        want = dict(pairs(new, default_key)) if new else None
+        have = dict(pairs(old, fmt.default_key)) if old is not None else None
+        want = dict(pairs(new, fmt.default_key)) if new else None
     except ValueError:
         return old, new
     if have is None or want is None:
-        shown_old = None if have is None else _print_ordered(have, family, default_key)
-        return shown_old, new if want is None else _print_ordered(want, family, default_key)
-    defaults = FAMILY_DEFAULTS.get(family, {})
+        shown_old = None if have is None else _print_ordered(have, fmt)
+        return shown_old, new if want is None else _print_ordered(want, fmt)
+    defaults = fmt.defaults
     old_side: dict[str, str] = {}
     new_side: dict[str, str] = {}
     for key in {*have, *want}:
@@ -318,7 +248,7 @@ def changed_options(
         same = (
             was is not None
             and wants is not None
-            and canonical_option(key, was) == canonical_option(key, wants)
+            and canonical_option(key, was, fmt) == canonical_option(key, wants, fmt)
         )
         if same or (was is None and wants is None):
             continue
@@ -326,4 +256,4 @@ def changed_options(
             old_side[key] = was
         if wants is not None:
             new_side[key] = wants
-    return _print_ordered(old_side, family, default_key), _print_ordered(new_side, family, default_key)
+    return _print_ordered(old_side, fmt), _print_ordered(new_side, fmt)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from salt_proxmox.wire.propstring import option_map, pairs, print_pairs, sorted_form
+from salt_proxmox.wire.propstring import Format, option_map, pairs, print_pairs
 from salt_proxmox.wire.sizes import MIB, mib_text, new_volume_mib, parse_size
 
 #: pve-storage ``PVE::Storage::Plugin`` storage id format ``pve-storage-id``.
@@ -135,15 +135,14 @@ def added_volume_refusal(vmid: int, key: str, value: str) -> str | None:
 class VolumeFamily:
     """How one guest family spells its volumes, for ``judge_volume``.
 
-    ``parse``: a config value as a ``Volume`` (raises ValueError); ``defaults``: the
-    ``propstring.FAMILY_DEFAULTS`` family of its options; ``lead``: options PVE prints right after
-    the volume; ``move``: the command that moves a volume to another storage; ``noun``: what the
-    messages call such a volume; ``shrink``: PVE's refusal of a shrink, quoted.
+    ``parse``: a config value as a ``Volume`` (raises ValueError); ``options``: the table of its
+    property string (``propstring.Format``: its defaults, and the options PVE prints right after
+    the volume, ``lead``); ``move``: the command that moves a volume to another storage; ``noun``:
+    what the messages call such a volume; ``shrink``: PVE's refusal of a shrink, quoted.
     """
 
     parse: Callable[[str], Volume]
-    defaults: str
-    lead: tuple[str, ...]
+    options: Format
     move: str
     noun: str
     shrink: str
@@ -155,7 +154,7 @@ class VolumeFamily:
 def _comparable(volume: Volume, family: VolumeFamily) -> dict[str, str]:
     """Options that define the volume (defaults dropped), without the volume id and its size."""
     text = ",".join(f"{key}={value}" for key, value in volume.options.items() if key != "size")
-    return option_map(text, family.defaults)
+    return option_map(text, family.options)
 
 
 @dataclass(frozen=True)
@@ -186,14 +185,14 @@ def _live_write(live: Volume, want: Volume, family: VolumeFamily) -> str:
         declared["size"] = live.options["size"]
     if family.sort:
         declared = dict(sorted(declared.items()))
-    return ",".join([live.volume, print_pairs(declared, lead=family.lead)]).rstrip(",")
+    return ",".join([live.volume, print_pairs(declared, lead=family.options.lead)]).rstrip(",")
 
 
-def judge_volume(key: str, declared: str, live: str, family: VolumeFamily | None = None) -> VolumeVerdict:
+def judge_volume(key: str, declared: str, live: str, family: VolumeFamily) -> VolumeVerdict:
     """Compare a declared volume with the live one (pure; see the module docstring).
 
-    ``family``: how the guest family spells volumes (``LXC_VOLUMES`` when None; the VM family's
-    drives are ``salt_proxmox.qemu.props.DRIVES``). A declared new disk ``storage:N`` against a live
+    ``family``: how the guest family spells volumes (``salt_proxmox.lxc.schema.VOLUMES``, the VM
+    family's drives ``salt_proxmox.qemu.props.DRIVES``). A declared new disk ``storage:N`` against a live
     volume on the same storage: its size is the whole MiB a create allocates for N GiB
     (``new_volume_mib``), compared with the live size in whole MiB; larger grows to that many MiB
     after the config PUT, smaller is refused (pve-container: ``unable to shrink disk size``;
@@ -202,7 +201,6 @@ def judge_volume(key: str, declared: str, live: str, family: VolumeFamily | None
     written with the LIVE volume id and size, so PVE allocates nothing (pve-container
     ``create_disks`` and qemu-server ``create_disks`` allocate only for ``storage:N``).
     """
-    family = family or LXC_VOLUMES
     want = family.parse(declared)
     have = family.parse(live)
     if want.host_path or have.host_path:
@@ -269,23 +267,6 @@ def judge_volume(key: str, declared: str, live: str, family: VolumeFamily | None
     if _comparable(want, family) != _comparable(have, family):
         return VolumeVerdict(put=_live_write(have, want, family))
     return VolumeVerdict()
-
-
-#: Containers' volumes: ``rootfs`` and ``mpN`` (pve-container ``src/PVE/LXC/Config.pm``).
-LXC_VOLUMES = VolumeFamily(
-    parse=parse_volume,
-    defaults="volume",
-    lead=("mp",),
-    move="pct move-volume",
-    noun="a container volume",
-    shrink="`unable to shrink disk size`",
-)
-
-
-def describe(value: str) -> str:
-    """A mount point in an order-free spelling, for messages."""
-    volume = parse_volume(value)
-    return f"{volume.volume}[{sorted_form(_comparable(volume, LXC_VOLUMES))}]"
 
 
 def size_option(value: str | None) -> str | None:

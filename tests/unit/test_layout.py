@@ -149,3 +149,36 @@ def test_no_test_module_imports_another():
         if target in imports and (target.rsplit(".", 1)[-1].startswith("test_") or _in(target, TEST_ONLY))
     )
     assert not wrong, f"test modules importing test modules: {wrong}"
+
+
+#: Names of guest families and of their property strings: a module-level table of ``wire/`` keyed by
+#: them would be family schema, which belongs in the family's own ``schema.py`` (``wire/`` parses,
+#: prints and compares with a table it is given).
+FAMILY_WORDS = frozenset(
+    {"lxc", "qemu", "net", "qemu-net", "volume", "drive", "features", "dev", "startup", "ipconfig", "agent"}
+)
+
+
+def _module_level_keys(path: Path) -> set[str]:
+    """The string keys of every dict literal assigned at module level in ``path`` (at any depth of
+    the assigned value), and of ``dict(...)`` calls' keyword names."""
+    keys: set[str] = set()
+    for statement in ast.parse(path.read_text(), str(path)).body:
+        if not isinstance(statement, ast.Assign | ast.AnnAssign) or statement.value is None:
+            continue
+        for node in ast.walk(statement.value):
+            if isinstance(node, ast.Dict):
+                keys.update(
+                    k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                )
+            elif isinstance(node, ast.Call):
+                keys.update(kw.arg for kw in node.keywords if kw.arg)
+    return keys
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _in(m, ("wire",))))
+def test_wire_holds_no_family_table(module):
+    """``wire/`` takes each property string's table as an argument; no table of its own is keyed by a
+    family or a format (``lxc``, ``qemu``, ``net``, ``volume``, …)."""
+    wrong = sorted(_module_level_keys(MODULES[module]) & FAMILY_WORDS)
+    assert not wrong, f"{module} holds a table keyed by {wrong}: family schema belongs in the family's schema"

@@ -22,6 +22,7 @@ from salt_proxmox.lxc.judge import (
     stored_config,
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
+from salt_proxmox.lxc.schema import VOLUMES
 from salt_proxmox.wire.sizes import GIB, parse_size
 from salt_proxmox.wire.volumes import judge_volume, parse_volume, size_option, volume_owner
 
@@ -82,7 +83,7 @@ def test_seed_classify_mountpoint_plus_new_disk(value: str, kind: str) -> None:
 
 def test_seed_option_change_on_a_new_disk_is_written_with_the_live_volume_id() -> None:
     # A write of storage:N would make PVE allocate a second volume; the live id allocates nothing.
-    assert judge_volume("mp0", "tank:200,mp=/data,backup=1", LIVE_MP).put == (
+    assert judge_volume("mp0", "tank:200,mp=/data,backup=1", LIVE_MP, VOLUMES).put == (
         "tank:subvol-100-disk-0,mp=/data,backup=1,size=200G"
     )
 
@@ -90,7 +91,7 @@ def test_seed_option_change_on_a_new_disk_is_written_with_the_live_volume_id() -
 def test_fractional_new_disk_grows_to_the_mib_a_create_gives() -> None:
     # LXC.pm create_disks allocates int(N*1024) MiB for storage:N; a grow goes to those MiB, which
     # resize_vm's \+?\d+(\.\d+)?[KMGT]? takes (200.5 GiB = 205312 MiB exactly).
-    found = judge_volume("mp0", "tank:200.5,mp=/data", LIVE_MP)
+    found = judge_volume("mp0", "tank:200.5,mp=/data", LIVE_MP, VOLUMES)
     assert (found.put, found.resize) == (None, "205312M")
 
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from salt_proxmox.lxc.judge import key_change
+from salt_proxmox.lxc.schema import NET
 from salt_proxmox.wire.propstring import changed_options, option_map, pve_order
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,11 +85,11 @@ OPTIONS = st.dictionaries(
 def test_nothing_is_shown_exactly_when_the_judge_sees_no_drift(old, new):
     live = ",".join(f"{k}={v}" for k, v in old.items())
     want = ",".join(f"{k}={v}" for k, v in new.items())
-    shown_old, shown_new = changed_options(live, want, "net")
-    assert (shown_old == shown_new == "") == (option_map(live, "net") == option_map(want, "net"))
+    shown_old, shown_new = changed_options(live, want, NET)
+    assert (shown_old == shown_new == "") == (option_map(live, NET) == option_map(want, NET))
     for side in (shown_old, shown_new):
         keys = [item.partition("=")[0] for item in side.split(",") if item]
-        assert keys == pve_order(keys, "net")
+        assert keys == pve_order(keys, NET)
 
 
 def test_the_outputter_marks_each_state_and_counts_each_family():

@@ -13,6 +13,7 @@ from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.judge import create_form, create_refusals, creates_unprivileged, judge, release_refusals
 from salt_proxmox.lxc.props import parse_declaration
+from salt_proxmox.lxc.schema import VOLUMES
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import classify
 from salt_proxmox.pve.facts import (
@@ -95,18 +96,20 @@ def test_cpuunits_up_to_the_clamp_is_kept(value: int) -> None:
 def test_a_fractional_new_volume_is_no_phantom_resize_after_create() -> None:
     # create_disks: $size_kb = int(${size_gb} * 1024) * 1024, so rootfs local:8.3 is created with
     # size=8499M. Judged against that, nothing is left to grow.
-    verdict = judge_volume("rootfs", "local:8.3", "local:subvol-100-disk-0,size=8499M")
+    verdict = judge_volume("rootfs", "local:8.3", "local:subvol-100-disk-0,size=8499M", VOLUMES)
     assert not verdict.differs
 
 
 def test_a_fractional_new_volume_against_fakepves_byte_exact_size_is_no_drift_either() -> None:
     # fakepve allocates int(8.3 * 1024**3) bytes; sizes compare in whole MiB, so that is 8499 MiB too.
-    verdict = judge_volume("rootfs", "local:8.3", f"local:subvol-100-disk-0,size={int(8.3 * 1024**3)}")
+    verdict = judge_volume(
+        "rootfs", "local:8.3", f"local:subvol-100-disk-0,size={int(8.3 * 1024**3)}", VOLUMES
+    )
     assert not verdict.differs
 
 
 def test_a_fractional_grow_goes_to_the_mib_a_create_would_give() -> None:
-    verdict = judge_volume("rootfs", "local:8.3", "local:subvol-100-disk-0,size=8G")
+    verdict = judge_volume("rootfs", "local:8.3", "local:subvol-100-disk-0,size=8G", VOLUMES)
     assert verdict.resize == "8499M"
 
 

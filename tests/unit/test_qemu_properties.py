@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from salt_proxmox.qemu import schema
 from salt_proxmox.qemu.judge import QemuChange, judge
 from salt_proxmox.qemu.props import NIC_MODELS, parse_declaration, parse_drive, parse_net, print_net
-from salt_proxmox.wire.propstring import FAMILY_DEFAULTS, canonical_option, pairs, print_pairs
+from salt_proxmox.qemu.schema import DRIVE
+from salt_proxmox.wire.propstring import canonical_option, pairs, print_pairs
 
 SETTINGS = settings(
     max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -258,9 +259,12 @@ def test_applying_the_judges_answer_leaves_no_drift(case: tuple[dict, dict, bool
             if option not in want and option != "size":
                 assert now.get(option) == value, (option, live["scsi0"], after["scsi0"])
         for option, value in want.items():
-            # Absent is PVE's default for the option (FAMILY_DEFAULTS["drive"]: backup=1, …).
-            stored = now.get(option, FAMILY_DEFAULTS["drive"].get(option, ""))
-            assert canonical_option(option, stored) == canonical_option(option, value), (option, now)
+            # Absent is PVE's default for the option (the drive table's: backup=1, …).
+            stored = now.get(option, DRIVE.defaults.get(option, ""))
+            assert canonical_option(option, stored, DRIVE) == canonical_option(option, value, DRIVE), (
+                option,
+                now,
+            )
 
 
 @SETTINGS

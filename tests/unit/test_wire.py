@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from salt_proxmox.lxc.schema import DEV, FEATURES, MP, NET, VOLUMES
 from salt_proxmox.wire.propstring import (
-    FAMILY_DEFAULTS,
     canonical_option,
     flag,
     option_map,
@@ -24,6 +24,8 @@ from salt_proxmox.wire.sizes import GIB, mib_text, new_volume_mib, parse_size
 from salt_proxmox.wire.volumes import judge_volume, parse_volume
 
 KIB, MIB, TIB = 1024, 1024**2, 1024**4
+#: The container tables the property-string cases below read (``lxc.schema``), by format.
+TABLES = {"net": NET, "features": FEATURES, "dev": DEV, "volume": MP}
 
 # --------------------------------------------------------------------------------------------
 # sizes: parse_size takes ^(\d+(\.\d+)?)([KMGT])?$ and nothing else
@@ -203,79 +205,70 @@ def test_wire_refuses_non_scalars(value: object) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "family", "default_key", "expected"),
+    ("value", "family", "expected"),
     [
         pytest.param(
             "name=eth0,bridge=vmbr0,firewall=0,host-managed=0,link_down=0,type=veth",
             "net",
-            None,
             {"name": "eth0", "bridge": "vmbr0"},
             id="net-defaults-dropped",  # Config.pm $netconf_desc: off flags, type veth
         ),
         pytest.param(
             "name=eth0,firewall=1,link_down=yes",
             "net",
-            None,
             {"name": "eth0", "firewall": "1", "link_down": "1"},
             id="net-non-defaults-kept-canonical",
         ),
         pytest.param(
             "nesting=0,keyctl=0,fuse=0,mknod=0,force_rw_sys=0",
             "features",
-            None,
             {},
             id="features-all-off-is-empty",  # $features_desc: every flag defaults 0
         ),
         pytest.param(
             "nesting=true,keyctl=off",
             "features",
-            None,
             {"nesting": "1"},
             id="features-spelling-canonical",
         ),
         pytest.param(
             "/dev/net/tun,deny-write=0",
             "dev",
-            "path",
             {"path": "/dev/net/tun"},
             id="dev-deny-write-0-dropped",  # $dev_desc deny-write default 0
         ),
         pytest.param(
             "backup=0,keepattrs=0,quota=0,replicate=1,ro=0,shared=0",
             "volume",
-            None,
             {},
             id="volume-defaults-dropped",  # $mp_desc: replicate defaults 1, the rest 0
         ),
         pytest.param(
             "replicate=0,ro=1",
             "volume",
-            None,
             {"replicate": "0", "ro": "1"},
             id="volume-non-defaults-kept",
         ),
         pytest.param(
             "firewall=0",
             "features",
-            None,
             {"firewall": "0"},
             id="another-familys-default-is-not-dropped",
         ),
     ],
 )
-def test_option_map_drops_each_familys_defaults(
-    value: str, family: str, default_key: str | None, expected: dict[str, str]
-) -> None:
-    assert option_map(value, family, default_key) == expected
+def test_option_map_drops_each_familys_defaults(value: str, family: str, expected: dict[str, str]) -> None:
+    # Each family's table (lxc.schema) carries its defaults and its default key (a dev's bare path).
+    assert option_map(value, TABLES[family]) == expected
 
 
 def test_family_defaults_are_the_documented_ones() -> None:
     # docs/design.md §6 list, restated: a rename or typo in the table would silently create forever-diffs.
-    assert FAMILY_DEFAULTS["net"] == {"firewall": "0", "host-managed": "0", "link_down": "0", "type": "veth"}
-    assert set(FAMILY_DEFAULTS["features"]) == {"force_rw_sys", "fuse", "keyctl", "mknod", "nesting"}
-    assert set(FAMILY_DEFAULTS["features"].values()) == {"0"}
-    assert FAMILY_DEFAULTS["dev"] == {"deny-write": "0"}
-    assert FAMILY_DEFAULTS["volume"] == {
+    assert NET.defaults == {"firewall": "0", "host-managed": "0", "link_down": "0", "type": "veth"}
+    assert set(FEATURES.defaults) == {"force_rw_sys", "fuse", "keyctl", "mknod", "nesting"}
+    assert set(FEATURES.defaults.values()) == {"0"}
+    assert DEV.defaults == {"deny-write": "0"}
+    assert MP.defaults == {
         "backup": "0",
         "keepattrs": "0",
         "quota": "0",
@@ -302,7 +295,8 @@ def test_family_defaults_are_the_documented_ones() -> None:
 def test_canonical_option(key: str, value: str, canonical: str) -> None:
     # PVE::Tools prints generated MACs upper case and compares case-insensitively; ';' lists
     # (mount, mountoptions) are sets to PVE.
-    assert canonical_option(key, value) == canonical
+    table = {"hwaddr": NET, "mount": FEATURES, "bridge": NET}.get(key, MP)
+    assert canonical_option(key, value, table) == canonical
 
 
 def test_sorted_form_is_order_free() -> None:
@@ -441,7 +435,7 @@ LIVE_MP = "tank:subvol-100-disk-0,mp=/data,backup=0,size=200G"
     ],
 )
 def test_judge_volume_writes(declared: str, live: str, put: str | None, resize: str | None) -> None:
-    verdict = judge_volume("mp0", declared, live)
+    verdict = judge_volume("mp0", declared, live, VOLUMES)
     assert (verdict.put, verdict.resize, verdict.refuse, verdict.root_only) == (put, resize, None, False)
     assert verdict.differs == bool(put or resize)
 
@@ -470,7 +464,7 @@ def test_judge_volume_writes(declared: str, live: str, put: str | None, resize: 
     ],
 )
 def test_judge_volume_refuses(declared: str, live: str, message: str) -> None:
-    verdict = judge_volume("mp0", declared, live)
+    verdict = judge_volume("mp0", declared, live, VOLUMES)
     assert verdict.refuse is not None and message in verdict.refuse
     assert verdict.refuse.startswith("mp0: ")
     assert (verdict.put, verdict.resize) == (None, None)
@@ -492,13 +486,13 @@ def test_judge_volume_refuses(declared: str, live: str, message: str) -> None:
 )
 def test_judge_volume_bind_and_device_are_root_only(declared: str, live: str, root_only: bool) -> None:
     # check_ct_modify_config_perm: "mount point type bind|device is only allowed for root@pam".
-    verdict = judge_volume("mp0", declared, live)
+    verdict = judge_volume("mp0", declared, live, VOLUMES)
     assert verdict.root_only is root_only
     assert (verdict.put, verdict.resize, verdict.refuse) == (None, None, None)
 
 
 def test_live_mount_point_with_keepattrs_is_readable() -> None:
     # pve-container Config.pm $mp_desc (PVE 9): keepattrs, boolean, default 0. A live mp0 that
-    # carries it must still be judged; FAMILY_DEFAULTS already lists it as a volume default.
+    # carries it must still be judged; the MP table already lists it as a volume default.
     live = "tank:subvol-100-disk-0,mp=/data,keepattrs=1,size=8G"
-    assert judge_volume("mp0", "tank:8,mp=/data,keepattrs=1", live).differs is False
+    assert judge_volume("mp0", "tank:8,mp=/data,keepattrs=1", live, VOLUMES).differs is False
