@@ -26,11 +26,12 @@ from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc import judge, schema
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.lxc.refusals import check_own_sys_modify, privileged_create_check
+from salt_proxmox.lxc.schema import parse_mountpoint
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.facts import Release, release
 from salt_proxmox.wire.propstring import pairs
-from salt_proxmox.wire.volumes import parse_volume, size_option
+from salt_proxmox.wire.volumes import size_option
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.change import Change
@@ -47,7 +48,7 @@ def _mac(value: str) -> str | None:
 def _volume(value: str) -> str:
     """``<volume id> size=<size>`` of a ``rootfs``/``mpN``/``unusedN`` value (``unusedN`` holds a
     bare volume id), or the path of a bind or device mount point."""
-    volume = parse_volume(value)
+    volume = parse_mountpoint(value)
     size = volume.options.get("size")
     return f"{volume.volume} size={size}" if size else volume.volume
 

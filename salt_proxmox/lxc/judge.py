@@ -30,6 +30,7 @@ from salt_proxmox.guest.rules import (
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
 from salt_proxmox.lxc.refusals import protected_volume_refusals
+from salt_proxmox.lxc.schema import parse_mountpoint
 from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, LATEST, Release, TagStyle
 from salt_proxmox.wire.propstring import (
@@ -41,7 +42,7 @@ from salt_proxmox.wire.propstring import (
     pairs,
     print_pairs,
 )
-from salt_proxmox.wire.volumes import added_volume_refusal, judge_volume, parse_volume
+from salt_proxmox.wire.volumes import added_volume_refusal, judge_volume
 
 
 def scalar_form(key: str, value: str, style: TagStyle = DEFAULT_TAG_STYLE) -> str:
@@ -182,9 +183,9 @@ def _judge_key(
             return
         if have is None:
             drift.add(key)
-            if parse_volume(want).host_path:
+            if parse_mountpoint(want).host_path:
                 change.refuse.append(root_only(decl, key, want, "A bind or device mount point."))
-            elif refusal := added_volume_refusal(vmid, key, want):
+            elif refusal := added_volume_refusal(vmid, key, parse_mountpoint(want)):
                 change.refuse.append(refusal)
             else:
                 change.put[key] = want
@@ -319,9 +320,9 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
         elif family == "dev":
             reasons.append(root_only_at_create(decl, key, value, "Device passthrough."))
         elif key == "rootfs" or family == "mp":
-            if parse_volume(value).host_path:
+            if parse_mountpoint(value).host_path:
                 reasons.append(root_only_at_create(decl, key, value, "A bind or device mount point."))
-            elif refusal := added_volume_refusal(vmid, key, value):
+            elif refusal := added_volume_refusal(vmid, key, parse_mountpoint(value)):
                 reasons.append(refusal)
     if "rootfs" not in decl.config and any(k.startswith("mp") for k in decl.config):
         reasons.append("rootfs: mount points are declared but rootfs is not (PVE: `rootfs' not set`).")

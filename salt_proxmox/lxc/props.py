@@ -13,9 +13,9 @@ from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.guest.props import config_problems, guest_problems, secret_problem, wired_value
 from salt_proxmox.guest.schema import PropString
 from salt_proxmox.lxc import schema
+from salt_proxmox.lxc.schema import parse_mountpoint
 from salt_proxmox.pve.constraints import options_problem
 from salt_proxmox.wire.propstring import flag, pairs
-from salt_proxmox.wire.volumes import parse_volume
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _problem_for(key: str, value: str) -> str | None:
     family = (schema.indexed(key) or ("", 0))[0]
     if key == "rootfs" or family == "mp":
         try:
-            volume = parse_volume(value)
+            volume = parse_mountpoint(value)
         except ValueError as exc:
             return str(exc)
         if family == "mp" and "mp" not in volume.options:

@@ -28,7 +28,7 @@ from salt_proxmox.pve.constraints import (
     check_startup,
     check_tags,
 )
-from salt_proxmox.wire.volumes import VolumeFamily, parse_volume
+from salt_proxmox.wire.volumes import Volume, VolumeFamily, parse_volume
 
 #: The container family's words (``guest.words``): what its judge, remedies and messages name.
 WORDS = Words(kind="lxc", state="proxmox_lxc", noun="container", label="CT", command="pct", ha_type="ct")
@@ -201,9 +201,17 @@ OPTIONS: dict[str, dict[str, Rule]] = {
     "mp": MP.rules,
 }
 
+
 #: Containers' volumes (``rootfs``, ``mpN``) for ``salt_proxmox.wire.volumes.judge_volume``.
+def parse_mountpoint(value: str) -> Volume:
+    """A ``rootfs``/``mpN`` value parsed with the container's ``$mp_desc`` (``MP``: pve-container
+    ``src/PVE/LXC/Config.pm``; ``rootfs`` takes fewer, which ``OPTIONS`` checks). Raises ValueError
+    as ``wire.volumes.parse_volume`` does."""
+    return parse_volume(value, MP)
+
+
 VOLUMES = VolumeFamily(
-    parse=parse_volume,
+    parse=parse_mountpoint,
     options=MP,
     move="pct move-volume",
     noun="a container volume",

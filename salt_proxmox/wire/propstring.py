@@ -22,11 +22,13 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 class Format(Protocol):
     """A property string's table as this module reads it (a family's ``guest.schema.PropString``):
-    ``default_key`` (a bare item's sub-key, or None), ``bare`` (the default key printed without its
-    name), ``defaults`` (what absence means per sub-key), ``lead`` (sub-keys PVE prints first, in
-    order), ``flags`` (booleans, compared as 1/0), ``sets`` (``;`` lists compared as sets), ``upper``
-    (MAC addresses, compared upper-case)."""
+    ``rows`` (its sub-keys), ``default_key`` (a bare item's sub-key, or None), ``bare`` (the default
+    key printed without its name), ``defaults`` (what absence means per sub-key), ``lead``
+    (sub-keys PVE prints first, in order), ``flags`` (booleans, compared as 1/0), ``sets`` (``;``
+    lists compared as sets), ``upper`` (MAC addresses, compared upper-case)."""
 
+    @property
+    def rows(self) -> Mapping[str, object]: ...
     @property
     def default_key(self) -> str | None: ...
     @property

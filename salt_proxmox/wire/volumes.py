@@ -4,7 +4,9 @@ pve-container ``src/PVE/LXC/Config.pm`` (``$rootfs_desc``, ``$mp_desc``, ``class
 the first, key-less item is the volume. ``STORAGE:SIZE_IN_GiB`` asks for a new volume at create
 (``PVE::LXC::create_disks``); a ``/dev/...`` path is a device mount point, any other absolute path
 a bind mount, and ``storage:volname`` an allocated volume. Bind and device mount points are for
-root@pam only (``PVE::LXC::check_ct_modify_config_perm``).
+root@pam only (``PVE::LXC::check_ct_modify_config_perm``). Which options a mount point takes is
+its family's table (``salt_proxmox.lxc.schema.MP``), given to ``parse_volume``: this module holds no
+family schema.
 """
 
 from __future__ import annotations
@@ -20,25 +22,6 @@ from salt_proxmox.wire.sizes import MIB, mib_text, new_volume_mib, parse_size
 STORAGE_ID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]\Z", re.IGNORECASE | re.ASCII)
 _SIZE_LIKE = re.compile(r"^[-+]?\d+(?:\.\d+)?[A-Za-z]*\Z", re.ASCII)
 _NEW = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)\Z", re.IGNORECASE | re.ASCII)
-
-#: Options any mount point may carry (``$rootfs_desc`` and ``$mp_desc``; which of them ``rootfs``
-#: may not carry is ``salt_proxmox.lxc.schema.OPTIONS``' to say).
-VOLUME_OPTIONS = frozenset(
-    [
-        "volume",
-        "mp",
-        "size",
-        "acl",
-        "backup",
-        "idmap",
-        "keepattrs",
-        "mountoptions",
-        "quota",
-        "replicate",
-        "ro",
-        "shared",
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -58,15 +41,16 @@ class Volume:
         return self.kind in ("bind", "device")
 
 
-def parse_volume(value: str) -> Volume:
-    """Parse a ``rootfs``/``mpN`` value.
+def parse_volume(value: str, table: Format) -> Volume:
+    """Parse a ``rootfs``/``mpN`` value with its family's ``table`` (the options it knows: the
+    container's ``$mp_desc``, ``salt_proxmox.lxc.schema.MP``).
 
-    Raises ValueError for an unknown option, a malformed size, or a volume that is neither
-    ``storage:...`` nor an absolute path.
+    Raises ValueError for an option the table does not know, a malformed size, or a volume that is
+    neither ``storage:...`` nor an absolute path.
     """
     items = pairs(value, default_key="volume")
     options = dict(items)
-    unknown = sorted(set(options) - VOLUME_OPTIONS)
+    unknown = sorted(set(options) - set(table.rows))
     if unknown:
         raise ValueError(f"unknown mount point option(s) {', '.join(unknown)}")
     volume = options.pop("volume", "")
@@ -106,16 +90,15 @@ def volume_owner(volume: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def added_volume_refusal(vmid: int, key: str, value: str) -> str | None:
+def added_volume_refusal(vmid: int, key: str, volume: Volume) -> str | None:
     """Why a mount point this state adds (at create, or to a live guest where ``key`` is not yet
-    configured) cannot be declared as ``value``, else None.
+    configured) cannot be declared as ``volume`` (parsed with the family's table), else None.
 
     A mount point that does not exist yet gets a new volume, ``storage:GiB``: naming an existing
     volume would attach it, and a volume of another vmid holds another guest's data (PVE attaches
     it: pve-container ``src/PVE/LXC/Config.pm`` ``update_pct_config`` only checks the caller may
     use the storage). A bind or device mount point is root@pam's (the caller says so).
     """
-    volume = parse_volume(value)
     if volume.kind != "volume":
         return None
     owner = volume_owner(volume.volume)

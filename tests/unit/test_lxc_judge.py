@@ -22,9 +22,9 @@ from salt_proxmox.lxc.judge import (
     stored_config,
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
-from salt_proxmox.lxc.schema import VOLUMES
+from salt_proxmox.lxc.schema import VOLUMES, parse_mountpoint
 from salt_proxmox.wire.sizes import GIB, parse_size
-from salt_proxmox.wire.volumes import judge_volume, parse_volume, size_option, volume_owner
+from salt_proxmox.wire.volumes import judge_volume, size_option, volume_owner
 
 VMID = 100
 TEMPLATE = "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst"
@@ -78,7 +78,7 @@ def test_seed_parse_size_binary_units_bare_bytes_and_nothing_else() -> None:
 )
 def test_seed_classify_mountpoint_plus_new_disk(value: str, kind: str) -> None:
     # Config.pm classify_mountpoint; storage:N is LXC.pm create_disks' new-volume spelling.
-    assert parse_volume(value).kind == kind
+    assert parse_mountpoint(value).kind == kind
 
 
 def test_seed_option_change_on_a_new_disk_is_written_with_the_live_volume_id() -> None:

@@ -23,7 +23,6 @@ from salt_proxmox.lxc.judge import Change, judge
 from salt_proxmox.lxc.props import parse_declaration
 from salt_proxmox.wire.propstring import option_map, pairs, print_pairs, sorted_form
 from salt_proxmox.wire.sizes import MIB, mib_text, new_volume_mib, parse_size
-from salt_proxmox.wire.volumes import VOLUME_OPTIONS
 
 SETTINGS = settings(
     max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -36,7 +35,7 @@ SETTINGS = settings(
 FAMILY_KEYS = {
     "net": sorted(schema.NET_OPTIONS),
     "features": sorted(schema.FEATURE_OPTIONS),
-    "volume": sorted(VOLUME_OPTIONS - {"volume"}),
+    "volume": sorted(set(schema.MP.rows) - {"volume"}),
     "dev": sorted(schema.DEV_OPTIONS - {"path"}),
 }
 # A value never holds ',' (the item separator) nor edge whitespace (PVE trims items); '=' and ';'

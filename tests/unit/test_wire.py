@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from salt_proxmox.lxc.schema import DEV, FEATURES, MP, NET, VOLUMES
+from salt_proxmox.lxc.schema import DEV, FEATURES, MP, NET, VOLUMES, parse_mountpoint
 from salt_proxmox.wire.propstring import (
     canonical_option,
     flag,
@@ -21,7 +21,7 @@ from salt_proxmox.wire.propstring import (
     wire,
 )
 from salt_proxmox.wire.sizes import GIB, mib_text, new_volume_mib, parse_size
-from salt_proxmox.wire.volumes import judge_volume, parse_volume
+from salt_proxmox.wire.volumes import judge_volume
 
 KIB, MIB, TIB = 1024, 1024**2, 1024**4
 #: The container tables the property-string cases below read (``lxc.schema``), by format.
@@ -329,7 +329,7 @@ def test_print_pairs_puts_lead_keys_first() -> None:
     ],
 )
 def test_parse_volume_kinds(value: str, kind: str, storage: str | None) -> None:
-    volume = parse_volume(value)
+    volume = parse_mountpoint(value)
     assert volume.kind == kind
     assert volume.storage == storage
     # bind and device mount points are root@pam's (LXC.pm check_ct_modify_config_perm).
@@ -337,7 +337,7 @@ def test_parse_volume_kinds(value: str, kind: str, storage: str | None) -> None:
 
 
 def test_parse_volume_new_keeps_the_gib_count_and_options() -> None:
-    volume = parse_volume("tank:200.5,mp=/data,backup=1")
+    volume = parse_mountpoint("tank:200.5,mp=/data,backup=1")
     assert (volume.new_gib, volume.options) == ("200.5", {"mp": "/data", "backup": "1"})
 
 
@@ -357,7 +357,7 @@ def test_parse_volume_new_keeps_the_gib_count_and_options() -> None:
 )
 def test_parse_volume_refuses(value: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        parse_volume(value)
+        parse_mountpoint(value)
 
 
 LIVE_MP = "tank:subvol-100-disk-0,mp=/data,backup=0,size=200G"
