@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.schema import STARTUP, PropString
 from salt_proxmox.guest.words import Words
+from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
 from salt_proxmox.wire.propstring import flag, option_map, pairs, sorted_form
 
@@ -147,3 +148,15 @@ def root_only_at_create_refusal(
         f"adopt: true; or drop {key}, apply, run `{words.command} set {vmid} --{key} '{value}'` on node "
         f"{node}, and declare it again."
     )
+
+
+def description_change(old: str | None, new: str | None) -> dict[str, str]:
+    """What a return shows for a guest's ``description``: ``{"diff": <unified diff>}`` of the two
+    texts without trailing white space, as the judges compare it (both families: PVE hands the text
+    back with a trailing newline, pve-container ``Config.pm`` and qemu-server ``QemuServer.pm``
+    ``write_vm_config``'s comment lines)."""
+
+    def lines(text: str | None) -> str | None:
+        return text.rstrip() + "\n" if text and text.rstrip() else None
+
+    return {"diff": text_diff(lines(old), lines(new), "description (PVE)", "description (declared)")}

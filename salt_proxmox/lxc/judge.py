@@ -21,6 +21,7 @@ from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.rules import (
     compared_as,
+    description_change,
     judge_each,
     judge_scalar,
     put_or_clear,
@@ -31,7 +32,6 @@ from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.props import LxcDeclaration
 from salt_proxmox.lxc.refusals import protected_volume_refusals
 from salt_proxmox.lxc.schema import parse_mountpoint
-from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, LATEST, Release, TagStyle
 from salt_proxmox.wire.propstring import (
     canonical_option,
@@ -393,11 +393,8 @@ def key_change(key: str, old: str | None, new: str | None) -> dict:
     - the rest: ``{"old", "new"}`` as PVE spells them.
     """
     if key == "description":
-        # Compared without trailing white space (judge.scalar_form), so shown without it too.
-        def lines(text: str | None) -> str | None:
-            return text.rstrip() + "\n" if text and text.rstrip() else None
-
-        return {"diff": text_diff(lines(old), lines(new), f"{key} (PVE)", f"{key} (declared)")}
+        # Compared without trailing white space (rules.scalar_form), so shown without it too.
+        return description_change(old, new)
     if key in schema.NEVER_STORED:
         return {"old": shown(key, old), "new": shown(key, new)}
     form = schema.property_format(key)

@@ -45,13 +45,13 @@ from salt_proxmox.guest.change import Change, live_text
 from salt_proxmox.guest.identity import vmid_refusal
 from salt_proxmox.guest.rules import (
     compared_as,
+    description_change,
     judge_each,
     judge_scalar,
     put_or_clear,
     root_only_at_create_refusal,
     root_only_refusal,
 )
-from salt_proxmox.outcome import text_diff
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, Release, TagStyle
 from salt_proxmox.qemu import schema
 from salt_proxmox.qemu.props import (
@@ -1151,11 +1151,8 @@ def key_change(key: str, old: str | None, new: str | None) -> dict:
     (``propstring.changed_options``); the rest as PVE spells them.
     """
     if key == "description":
-
-        def lines(text: str | None) -> str | None:
-            return text.rstrip() + "\n" if text and text.rstrip() else None
-
-        return {"diff": text_diff(lines(old), lines(new), f"{key} (PVE)", f"{key} (declared)")}
+        # Compared without trailing white space (rules.scalar_form), so shown without it too.
+        return description_change(old, new)
     if key in schema.SECRETS:
         return {"old": "set" if old else "unset", "new": "set (written again)" if old else "set"}
     if key == "sshkeys":
