@@ -634,6 +634,70 @@ def _object_get(family, target, names):
     return _call(simple.read, ctx, spec, probe)
 
 
+def storage_get(name, target=None):
+    """
+    One storage definition as its ``GET /storage`` row: its canonical options, ``type`` and
+    ``digest``; never a secret (PVE does not list them). ``None`` only when the read credential, which
+    holds Datastore.Audit on ``/storage/<name>``, is not shown it.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.storage_get backups
+    """
+    return _object_get("storage", target, {"name": name})
+
+
+def storage_present(
+    name, type=None, test=False, target=None, adopt=False, state_id=None, secrets_pillar=None, **extra
+):
+    """
+    Plan or apply one storage definition (storage id ``name``, ``type``, the type's options as the
+    API spells them); returns a state return dict. ``secrets_pillar``: the pillar path of the mapping
+    holding its ``password``/``keyring``/``encryption-key``/``master-pubkey`` (``_pillar_secrets``): a
+    state passing one itself is refused; they are written at create and when ``secret_serial`` changes.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.storage_present backups type=nfs server=192.0.2.20 export=/export/pve test=True
+    """
+    from salt_proxmox.simple import lifecycle as simple
+    from salt_proxmox.storage.types import LEGACY_SENSITIVE
+
+    secrets, refused = _pillar_secrets(name, LEGACY_SENSITIVE, extra, secrets_pillar)
+    if refused is not None:
+        return refused
+    return _state(
+        name,
+        target,
+        simple.present,
+        _families()["storage"],
+        _switch("test", test),
+        state_id or name,
+        run=extra,
+        twins=_object_twins("storage"),
+        **declared_keys(dict(extra, name=name, type=type, adopt=adopt)),
+        **secrets,
+    )
+
+
+def storage_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a storage definition: ``removal=retain`` (default) forgets it, ``removal=destroy``
+    deletes an owned, unchanged definition no guest has a volume on; its data is never removed.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.storage_absent old removal=destroy test=True
+    """
+    return _object_absent("storage", name, test, target, state_id, removal, dict(extra, name=name))
+
+
 def firewall_alias_get(name, target=None):
     """
     One cluster firewall alias as this module compares it: ``{name, cidr, comment}`` (cidr

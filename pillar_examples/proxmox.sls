@@ -132,6 +132,16 @@ proxmox:
     lab:
       comment: Experiments, may be wiped
 
+  # Storage definitions (storage.cfg, cluster-wide): type is identity; server, export and path are
+  # fixed once created; content and nodes are sets; the data is never removed with a definition.
+  storage:
+    backups:
+      type: nfs
+      server: 192.0.2.20
+      export: /export/pve
+      content: backup,iso
+      prune-backups: keep-last=3
+
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.
@@ -182,6 +192,7 @@ proxmox:
         - VM.Config.CDROM      # VMs: a CD-ROM drive
         - VM.Config.Cloudinit  # VMs: cloud-init keys
         - VM.Clone             # VMs: cloning the template
+        - Datastore.Allocate   # storage definitions (pve-storage API2/Storage/Config.pm)
         - Datastore.AllocateSpace
         - Datastore.Audit
         - SDN.Use

@@ -169,6 +169,8 @@ _ROLE = {"name": "SaltExample", "privs": ["VM.Audit"]}
 #: An ACL entry for a user the cluster has (PVE refuses one naming a missing user or group:
 #: pve-access-control ``API2/ACL.pm`` ``update_acl``).
 _ACL = {"name": "example-acl", "path": "/vms", "role": "PVEAuditor", "user": "salt-read@pve"}
+#: A directory storage (pve-storage ``DirPlugin.pm``): path fixed, content and prune-backups changeable.
+_STORAGE = {"name": "example-dir", "type": "dir", "path": "/srv/example", "content": "iso,backup"}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 _CT = {
@@ -318,6 +320,15 @@ FAMILIES: tuple[Family, ...] = (
         # "yes" is one of PVE's boolean spellings (parse_boolean), so not a wrong type.
         {"propagate": "maybe"},
         ("name", "path", "role", "user"),
+    ),
+    _simple(
+        "storage",
+        "storage.objects",
+        "storage",
+        _STORAGE,
+        {"content": "iso,backup,vztmpl"},
+        {"prune-backups": ""},
+        {"max-protected-backups": "many"},
     ),
     Family(
         name="network",

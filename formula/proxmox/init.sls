@@ -75,6 +75,7 @@ does nothing. An empty section (``lxc:`` with nothing under it) is no entry.
 """
 
 import json
+import re
 import unicodedata
 from collections.abc import Mapping
 
@@ -127,6 +128,14 @@ SECTIONS = [
         "ACL entry (path, role, ...)",
         ["ensure", "name", "removal"],
         ["ensure", "name", "propagate", "adopt"],
+    ),
+    (
+        "proxmox:storage",
+        "proxmox-storage-",
+        "proxmox_storage",
+        "storage (type, server, path, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "type", "adopt", "secret_serial"],
     ),
     (
         "proxmox:lxc",
@@ -211,7 +220,11 @@ ID_ONLY = ("proxmox:lxc", "proxmox:acls", "proxmox:sdn:subnets")
 # minion's cachedir, and in the lowstate every state is handed). The formula passes the entry's pillar
 # path as secrets_pillar and the state reads them from pillar (salt_proxmox/lxc/schema.py and
 # salt_proxmox/qemu/schema.py SECRETS; tests/unit/test_formula.py pins them).
-SECRETS = {"proxmox:lxc": ("password",), "proxmox:qemu": ("cipassword",)}
+SECRETS = {
+    "proxmox:lxc": ("password",),
+    "proxmox:qemu": ("cipassword",),
+    "proxmox:storage": ("encryption-key", "keyring", "master-pubkey", "password"),
+}
 
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
 NETWORK_ABSENT_KEYS = ["target", "removal"]
@@ -598,6 +611,24 @@ def _bridge_needs(declared, bridges):
     return needs
 
 
+# A guest's volume keys (qemu-server Drive.pm, pve-container Config.pm), whose storage it requires.
+VOLUME_KEY = re.compile(r"^(?:ide|sata|scsi|virtio|mp|unused)\d+$|^(?:rootfs|efidisk0|tpmstate0)$")
+
+
+def _storage_needs(declared, storages):
+    """The storage states a guest requires: those its volume keys name (``<storage>:...``), when this
+    pillar declares them present."""
+    needs = []
+    for key, value in sorted(declared.items()):
+        if isinstance(key, str) and VOLUME_KEY.match(key) and isinstance(value, str) and ":" in value:
+            volume = value.split(",", 1)[0]
+            volume = volume.split("=", 1)[1] if "=" in volume else volume
+            need = storages.get(volume.split(":", 1)[0])
+            if need is not None and need not in needs:
+                needs.append(need)
+    return needs
+
+
 def estate(pillar):
     """The highstate for ``pillar``: state id -> ``{"<module>.<function>": [one {argument: value} per
     argument]}``, in run order."""
@@ -650,6 +681,7 @@ def estate(pillar):
             if path in GUESTS:
                 needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))
                 needs.extend(_bridge_needs(declared, bridges))
+                needs.extend(_storage_needs(declared, present["proxmox:storage"]))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
                 acl_path = _text(declared.get("path")) or ""

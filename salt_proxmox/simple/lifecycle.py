@@ -86,6 +86,16 @@ def _listed(ctx: PveContext, spec: ObjectSpec, decl: Declared, credential) -> di
         raise PveMalformed("GET", listing.path, str(why)) from None
 
 
+def with_recorded(spec: ObjectSpec, live: dict | None, row: Mapping | None) -> dict | None:
+    """``live`` with the values ``spec.recorded`` names taken from ``row``'s recorded declaration
+    (absent from it: ``None``, so a declared one differs), or None when ``live`` is None."""
+    if live is None or not spec.recorded:
+        return live
+    declared = (row or {}).get("declared")
+    recorded = declared if isinstance(declared, Mapping) else {}
+    return {**live, **{key: recorded.get(key) for key in spec.recorded}}
+
+
 @dataclass
 class Decision:
     """What ``present`` would do: ``action`` is ``create``, ``update``, ``noop`` or ``refuse``.
@@ -152,7 +162,7 @@ def decide(
     refusal = identity_refusal(ctx, spec, decl, allowed_previous)
     if refusal:
         return Decision("refuse", reasons=[refusal], row_key=key, row=row)
-    live = read(ctx, spec, decl, shared=True)
+    live = with_recorded(spec, read(ctx, spec, decl, shared=True), row)
     if live is None:
         call = spec.create(decl)
         try:
@@ -307,6 +317,7 @@ def carry_out(
         return outcome.fail(f"{decl.label}: the write returned no error but PVE does not have it.")
     if decision.action != "noop" or decision.record:
         ctx.ownership.mark_owned(decision.row_key, decl.state_id, decl.stored())
+    after = with_recorded(spec, after, ctx.ownership.row(decision.row_key))
     left = spec.differences(after, decl)
     if left or not spec.is_match(after, decl):
         return outcome.fail(
@@ -354,6 +365,7 @@ def absent(
                 f"{probe.label} exists and is not recorded as ours, so it is not deleted. Nothing was "
                 "deleted: delete it by hand if it should go."
             )
+        live = with_recorded(spec, live, row)
         drift = spec.differences(live, last)
         if drift or not spec.is_match(live, last):
             return outcome.fail(
@@ -364,6 +376,7 @@ def absent(
         if refusals:
             return outcome.fail(*refusals, "Nothing was deleted.")
         outcome.changes = {"deleted": {"old": probe.label, "new": None}}
+        outcome.comment.extend(spec.side_effects(ctx, last, "delete") if spec.side_effects else [])
         if test:
             outcome.result = None
             outcome.comment.append(f"{probe.label}: would be deleted")

@@ -35,8 +35,10 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   ``read``, ``parse``, ``update`` and ``delete`` the lifecycle then uses (``ObjectSpec.on``). It may
   read what the run learns once (``salt_proxmox.pve.facts``); it is asked only when one of those
   calls is about to be made, so a judgement from the shared listing reads nothing more.
-- ``side_effects``: what PVE does by itself when it takes a create or update (an SDN subnet
-  registered in its zone's IPAM at write time), as plan lines; the plan and the apply both say them.
+- ``side_effects``: what PVE does by itself when it takes a create, update or delete (an SDN subnet
+  registered in its zone's IPAM at write time; a storage's data left in place by its delete), as plan
+  lines; the plan and the apply both say them.
+- ``recorded``: values compared with the ownership row rather than PVE (a storage's ``secret_serial``).
 - ``refusals``: PVE's deterministic refusals of the write, predicted at plan from what the
   ``read`` credential can see (a pool that still has members, an ACL entry naming a role that
   does not exist, a privilege this PVE release does not know): sentences naming what and what to
@@ -109,7 +111,9 @@ class Declared:
     - ``names``: the identity keys as declared (used in paths and create forms);
     - ``values``: the compared attributes in the family's canonical spelling (JSON scalars, so
       they can be stored in grains and compared with what PVE answers); empty for ``identify``;
-    - ``adopt``: take over a live object this minion did not create.
+    - ``adopt``: take over a live object this minion did not create;
+    - ``secrets``: values sent on a write and never read back, shown, stored or compared (a storage's
+      ``password``): not in ``values``, not in ``stored()``, not in ``repr``.
     """
 
     state_id: str
@@ -119,6 +123,7 @@ class Declared:
     names: Mapping[str, str] = field(default_factory=dict)
     values: Mapping[str, object] = field(default_factory=dict)
     adopt: bool = False
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def stored(self) -> dict[str, object]:
         """The declaration as the ownership row keeps it: names and canonical values."""
@@ -209,6 +214,10 @@ class ObjectSpec:
     refusals: Callable[[PveContext, Declared, str, Mapping[str, object] | None], list[str]] | None = None
     side_effects: Callable[[PveContext, Declared, str], list[str]] | None = None
     for_cluster: Callable[[PveContext, Declared], ObjectSpec] | None = None
+    #: Values compared with the ownership row's recorded declaration, not with PVE, which cannot show
+    #: them (a storage's ``secret_serial``: its secrets are never read back). A live object without a
+    #: row has none, so a declared one differs from it.
+    recorded: tuple[str, ...] = ()
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

@@ -91,6 +91,9 @@ PROVISION_PRIVS = (
     "Sys.Modify",
     "Pool.Allocate",
     "Permissions.Modify",
+    # Storage definitions: Datastore.Allocate on /storage/<id> to create and update, on /storage to
+    # delete (pve-storage src/PVE/API2/Storage/Config.pm create, update, delete).
+    "Datastore.Allocate",
     # Node interfaces and their reload need Sys.Modify on /nodes/<node> (above); SDN zones, vnets, subnets,
     # the SDN lock and the SDN apply SDN.Allocate (pve-network PVE/API2/Network/SDN*.pm).
     "SDN.Allocate",

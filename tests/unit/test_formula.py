@@ -632,7 +632,7 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, and "
+            "the sections are acls, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, storage, and "
             "ownership_file, targets are the configuration read with config.get." in problems[sid]
         )
 
@@ -666,12 +666,14 @@ def test_the_formula_checks_what_the_library_checks():
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
+    from salt_proxmox.storage.types import LEGACY_SENSITIVE
 
     module = formula()
     assert module.REMOVALS == REMOVALS
     assert {
         "proxmox:lxc": tuple(sorted(lxc_schema.SECRETS)),
         "proxmox:qemu": tuple(sorted(qemu_schema.SECRETS)),
+        "proxmox:storage": tuple(sorted(LEGACY_SENSITIVE)),
     } == module.SECRETS
 
 

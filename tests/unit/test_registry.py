@@ -13,6 +13,7 @@ import pytest
 
 from salt_proxmox import registry
 from salt_proxmox.registry import FAMILIES, PILLAR_STATE
+from salt_proxmox.storage.types import LEGACY_SENSITIVE
 from tests.support.formula import formula
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +94,11 @@ def test_the_formula_runs_the_registered_families_in_their_order():
     others = [section for section in sections if section[0] not in module.GUESTS]
     assert [*others, *module.NESTED, *guests] == [(f.section, f.prefix, f.state) for f in FAMILIES]
     assert f"{PILLAR_STATE}.refused" == module.REFUSED
-    assert set(module.SECRETS) <= {family.section for family in FAMILIES if family.guest}
+    # Secrets are the guests' and the storage definitions' (pve-storage Plugin.pm sensitive_properties).
+    assert set(module.SECRETS) == {family.section for family in FAMILIES if family.guest} | {
+        "proxmox:storage"
+    }
+    assert set(module.SECRETS["proxmox:storage"]) == LEGACY_SENSITIVE
 
 
 def test_the_outputter_names_each_family_as_the_registry_does():
@@ -124,7 +129,7 @@ def test_every_family_brings_the_declarations_a_conformance_run_needs(family):
 
 
 def test_a_lookup_of_what_is_not_registered_names_what_is():
-    with pytest.raises(LookupError, match=r"proxmox_storage: no such state module .*proxmox_lxc"):
-        registry.family_of("proxmox_storage")
-    with pytest.raises(LookupError, match="storage: no such kind"):
-        registry.kind_named("storage")
+    with pytest.raises(LookupError, match=r"proxmox_tape: no such state module .*proxmox_lxc"):
+        registry.family_of("proxmox_tape")
+    with pytest.raises(LookupError, match="tape: no such kind"):
+        registry.kind_named("tape")

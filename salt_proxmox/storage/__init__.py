@@ -1,0 +1,1 @@
+"""PVE storage definitions (``proxmox_storage``): the cluster-wide ``storage.cfg``."""

@@ -1,0 +1,363 @@
+"""Storage definitions (``proxmox_storage``): one ``storage.cfg`` entry, cluster-wide.
+
+Source: pve-storage 9.1.7 ``src/PVE/API2/Storage/Config.pm`` (``index``, ``create``, ``update``,
+``delete``), ``src/PVE/Storage/Plugin.pm`` and the type tables of ``salt_proxmox.storage.types``.
+
+- Read: the ``read`` credential cannot ``GET /storage/{storage}`` (``read`` asks Datastore.Allocate),
+  so the object is its row of ``GET /storage`` (``index``: the storages the credential holds
+  Datastore.Audit or Datastore.AllocateSpace on). A storage missing from it is absent only when the
+  credential holds one of those on ``/storage/<id>`` (``confirm_absent``); else it may be hidden.
+- Create ``POST /storage`` ``{storage, type, <options>, <secrets>}``; update ``PUT /storage/{id}``
+  with the changed options, ``delete`` for the cleared ones, the secrets when ``secret_serial``
+  changed, and the listing's ``digest`` (``assert_if_modified``); delete ``DELETE /storage/{id}``,
+  which removes the definition only (``delete``: ``on_delete_hook`` and the section; no volume is
+  touched).
+- ``type`` is identity; a fixed option (``types.Option.fixed``) never changes (``check_config``:
+  ``can't change value of fixed parameter``): both refused at plan, naming a new storage id.
+- Secrets (``StorageType.sensitive``): sent at create and when ``secret_serial`` differs from the
+  one recorded in the ownership row; never read back, shown, stored or compared.
+- What PVE fills in or spells its own way is never drift: only declared options are compared, in
+  ``types.FIELDS``' spellings (``path`` of nfs/cifs/cephfs undeclared is PVE's ``/mnt/pve/<id>``).
+- Refused at plan, since PVE would drop or accept them silently: a ``content`` the type does not
+  take (``Plugin.pm`` ``decode_value``: "storage does not support content type", a warning), ``none``
+  with another content (``unable to combine 'none' with other content types``), ``shared`` on a type
+  that is always shared or always local, an option of another type or release, a ``nodes`` entry
+  that is not a cluster node (``decode_value`` only checks the name's form).
+- ``removal: destroy`` is refused while a guest has a volume there (the guest index and each guest's
+  config, read with the read credential: a content listing hides guest volumes from a token without
+  VM.Config.Disk) or another storage names it as ``base`` (``delete``: "can't remove storage -
+  storage is used as base of another storage").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.guest.absence import index_rows
+from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
+from salt_proxmox.pve.facts import release
+from salt_proxmox.pve.listing import get_rows, rows_of
+from salt_proxmox.pve.permissions import held_privileges
+from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, listed_row
+from salt_proxmox.storage.types import ALL_OPTIONS, FIELDS, TYPES, StorageType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
+
+FAMILY = "storage"
+
+#: pve-storage ``Storage.pm`` ``parse_storage_id`` (the ``pve-storage-id`` format).
+STORAGE_ID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]$", re.IGNORECASE)
+#: Guest config keys holding a volume: qemu-server ``Drive.pm`` (``ideN``, ``sataN``, ``scsiN``,
+#: ``virtioN``, ``efidisk0``, ``tpmstate0``, ``unusedN``) and pve-container ``Config.pm`` (``rootfs``,
+#: ``mpN``, ``unusedN``).
+VOLUME_KEY = re.compile(r"^(?:ide|sata|scsi|virtio|mp|unused)\d+$|^(?:rootfs|efidisk0|tpmstate0)$")
+
+_KEYS = ("name", "type", "adopt", "secret_serial")
+
+
+def _rule(key: str) -> Rule | None:
+    if key in ("storage", "type"):
+        return Rule()
+    field = FIELDS.get(key)
+    return field.rule() if field is not None else None
+
+
+CREATE = Endpoint("POST /storage", ("storage", "type"), _rule)
+UPDATE = Endpoint("PUT /storage/{storage}", (), _rule)
+
+
+def _id_problem(name: str) -> str | None:
+    if not STORAGE_ID.match(name):
+        return (
+            f"storage ID {shown(name)} is not valid (pve-storage-id: a letter, then letters, digits, -, _, .)"
+        )
+    return None
+
+
+def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
+    """A storage by its id (``name``). Raises DeclarationError for an unknown key or a bad id."""
+    if extra:
+        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: absent takes name, removal")
+    if not isinstance(name, str) or not name:
+        raise DeclarationError("name: the storage ID is required (text)")
+    problem = _id_problem(name)
+    if problem:
+        raise DeclarationError(f"name: {problem}")
+    return Declared(state_id, target, identity=name, label=f"storage {name}", names={"name": name})
+
+
+def _option_problem(kind: StorageType, key: str) -> str:
+    if key == "shared":
+        how = "always shared" if kind.always_shared else "always local"
+        return (
+            f"shared: a {kind.name} storage is {how} (pve-storage Plugin.pm @SHARED_STORAGE, "
+            f"{kind.source}), and PVE takes no shared option for it: leave it out"
+        )
+    takes = sorted(name for name, other in TYPES.items() if key in other.options)
+    return (
+        f"{key}: not an option of a {kind.name} storage ({kind.source}); "
+        f"it is one of {', '.join(takes) or 'no type on PVE 9'}"
+    )
+
+
+def declare(
+    state_id: str,
+    target: str,
+    name: object = None,
+    type: object = None,
+    adopt: object = False,
+    secret_serial: object = None,
+    **options: object,
+) -> Declared:
+    """A checked storage declaration: ``name`` (the storage id), ``type`` (one of ``types.TYPES``),
+    the type's options as the API spells them, its secrets (``password``, ``keyring``, ...: kept in
+    ``Declared.secrets``), ``secret_serial`` (an integer; the secrets are written again when it
+    changes), ``adopt``. Raises DeclarationError naming each bad key and its rule."""
+    probe = identify(state_id, target, name=name)
+    kind = TYPES.get(type) if isinstance(type, str) else None
+    if kind is None:
+        raise DeclarationError(f"type: {shown(type)} is not a storage type ({', '.join(sorted(TYPES))})")
+    problems, secrets, plain = [], {}, {}
+    for key, value in options.items():
+        if key not in ALL_OPTIONS:
+            problems.append(f"{key}: not a storage option (unknown key)")
+        elif key not in kind.options:
+            problems.append(_option_problem(kind, key))
+        elif key in kind.sensitive:
+            if not isinstance(value, str) or not value:
+                problems.append(f"{key}: expected non-empty text (a secret, never shown)")
+            else:
+                secrets[key] = value
+        else:
+            plain[key] = value
+    try:
+        values = canonical_values(FIELDS, plain)
+    except DeclarationError as exc:
+        problems += exc.problems
+        values = {}
+    content = str(values.get("content") or "")
+    items = content.split(",") if content else []
+    foreign = [item for item in items if item not in kind.content]
+    if foreign:
+        problems.append(
+            f"content: a {kind.name} storage does not take {', '.join(foreign)} (takes "
+            f"{', '.join(sorted(kind.content))}); PVE drops it with only a warning (Plugin.pm decode_value: "
+            f"`storage does not support content type '{foreign[0]}'`)"
+        )
+    if "none" in items and len(items) > 1:
+        problems.append(
+            "content: `unable to combine 'none' with other content types` (Plugin.pm decode_value)"
+        )
+    if secret_serial is not None:
+        if isinstance(secret_serial, bool) or not (
+            isinstance(secret_serial, int)
+            or (isinstance(secret_serial, str) and INTEGER.match(secret_serial))
+        ):
+            problems.append(f"secret_serial: expected an integer, got {shown(secret_serial)}")
+        elif not secrets:
+            problems.append("secret_serial: the declaration holds no secret to write again")
+        else:
+            values["secret_serial"] = int(secret_serial)
+    if problems:
+        raise DeclarationError(problems)
+    found = probe.declaring({"type": kind.name, **values}, adopt)
+    return Declared(**{**found.__dict__, "secrets": secrets})
+
+
+def _type_of(data: Mapping) -> StorageType:
+    kind = TYPES.get(str(data.get("type")))
+    if kind is None:
+        raise ValueError(f"type {data.get('type')!r} is not a storage type this product knows")
+    return kind
+
+
+def listed(rows: object, decl: Declared) -> dict | None:
+    """``GET /storage`` → this storage's canonical options (every ``FIELDS`` key, cleared when PVE
+    holds none), ``type`` and ``digest``; None when it is not listed. Raises ValueError for another
+    shape. PVE lists no secret (``extract_sensitive_params``)."""
+    row = listed_row(rows, "storage", lambda storage: storage == decl.names["name"])
+    if row is None:
+        return None
+    _type_of(row)
+    found = live_values(FIELDS, row)
+    found["type"] = str(row["type"])
+    found["digest"] = str(row.get("digest") or "")
+    return found
+
+
+def _storage_path(decl: Declared) -> str:
+    return api_path("storage", decl.names["name"])
+
+
+def _form_values(decl: Declared) -> dict:
+    return {key: value for key, value in decl.values.items() if key not in ("type", "secret_serial")}
+
+
+def create(decl: Declared) -> Call:
+    """``POST /storage``: the id, the type, every declared option set, the secrets."""
+    form = {"storage": decl.names["name"], "type": str(decl.values["type"])}
+    form.update(form_values(FIELDS, _form_values(decl)))
+    form.update(decl.secrets)
+    return Call("POST", "storage", form=form)
+
+
+def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
+    """``PUT /storage/{id}``: the declared options that differ, ``delete`` for the cleared ones, and
+    the secrets when ``secret_serial`` differs from the recorded one. None when nothing is sent."""
+    values = _form_values(decl)
+    changed = {key: value for key, value in values.items() if live.get(key) != value}
+    form = form_values(FIELDS, changed)
+    gone = deleted_keys(changed, live)
+    if gone:
+        form["delete"] = ",".join(gone)
+    if "secret_serial" in decl.values and live.get("secret_serial") != decl.values["secret_serial"]:
+        form.update(decl.secrets)
+    return Call("PUT", _storage_path(decl), form=form) if form else None
+
+
+def confirm_absent(ctx: PveContext, credential: Credential, decl: Declared) -> None:
+    """Prove the listing complete for this id: the credential holds Datastore.Audit or
+    Datastore.AllocateSpace on ``/storage/<id>`` (``index`` lists only those). Raises Refused
+    otherwise, PveError or PveMalformed for a failed or malformed answer."""
+    path = f"/storage/{decl.names['name']}"
+    if not {"Datastore.Audit", "Datastore.AllocateSpace"} & held_privileges(ctx, credential, path):
+        raise Refused(
+            f"{decl.label}: GET /storage lists only the storages the read credential holds Datastore.Audit "
+            f"on, so its absence is not proven. Grant the read token Datastore.Audit on {path} (or "
+            "/storage); nothing was written."
+        )
+
+
+def write_guard(ctx: PveContext, credential: Credential, decl: Declared, live: Mapping[str, object]) -> dict:
+    """``{digest}``: storage.cfg's digest from a fresh ``GET /storage`` (``update`` asserts it)."""
+    rows = get_rows(ctx.client, "storage", credential, what="storages")
+    row = listed_row(rows, "storage", lambda storage: storage == decl.names["name"])
+    digest = (row or {}).get("digest")
+    return {"digest": str(digest)} if digest else {}
+
+
+def _major(ctx: PveContext) -> int:
+    text = str(release(ctx).release)
+    head = text.split(".", 1)[0]
+    return int(head) if head.isdigit() else 9
+
+
+def _cluster_nodes(ctx: PveContext) -> set[str]:
+    rows = rows_of(ctx.reads.get(ctx.client, "nodes", ctx.broker.read()), "nodes")
+    return {str(row.get("node")) for row in rows if row.get("node")}
+
+
+def guest_volumes(ctx: PveContext, storage: str) -> list[str]:
+    """``<CT|VM> <vmid> <key>`` for each volume a guest the read credential can see (the guest index,
+    then each guest's config) holds on ``storage``. Raises what the reads raise."""
+    credential = ctx.broker.read()
+    found = []
+    for row in index_rows(ctx, credential):
+        kind, vmid, node = row["type"], row["vmid"], row["node"]
+        config = ctx.client.request("GET", f"{api_path('nodes', node, kind, vmid)}/config", credential)
+        for key, value in sorted((config or {}).items()):
+            if not VOLUME_KEY.match(key) or not isinstance(value, str):
+                continue
+            volume = value.split(",", 1)[0]
+            volume = volume.split("=", 1)[1] if "=" in volume else volume
+            if volume.split(":", 1)[0] == storage and ":" in volume:
+                found.append(f"{'CT' if kind == 'lxc' else 'VM'} {vmid} {key}")
+    return found
+
+
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """PVE's refusals and silent drops, predicted with the read credential (module docstring)."""
+    name = decl.names["name"]
+    found = []
+    if action == "delete":
+        users = guest_volumes(ctx, name)
+        if users:
+            found.append(
+                f"{decl.label}: guests still have volumes on it ({', '.join(users)}); deleting the "
+                f"definition "
+                "would leave them unreachable. Move or remove those volumes first, then run again."
+            )
+        for row in get_rows(ctx.client, "storage", ctx.broker.read(), what="storages", reads=ctx.reads):
+            if str(row.get("base") or "").split(":", 1)[0] == name:
+                found.append(
+                    f"{decl.label}: storage {row.get('storage')} uses it as base, and PVE refuses (`can't "
+                    f"remove "
+                    "storage - storage is used as base of another storage`). Remove that one first."
+                )
+        return found
+    kind = TYPES[str(decl.values["type"])]
+    if live is not None and live.get("type") != kind.name:
+        return [
+            f"{decl.label} is a {live.get('type')} storage, and the type is its identity: a {kind.name} "
+            f"storage "
+            f"is another storage. Declare it under a new storage ID (and this one absent), never a re-create."
+        ]
+    if live is not None:
+        for key, want in decl.values.items():
+            option = kind.options.get(key)
+            if option is not None and option.fixed and live.get(key) != want:
+                found.append(
+                    f"{key}: {decl.label} has {shown(live.get(key))}, and PVE refuses to change a fixed "
+                    f"option "
+                    f"(`update storage failed: can't change value of fixed parameter '{key}'`, pve-common "
+                    "SectionConfig.pm check_config). Declare it as it is, or define a new storage ID."
+                )
+    major = _major(ctx)
+    on_release = kind.options_on(major)
+    for key in decl.values:
+        if key not in ("type", "secret_serial") and key not in on_release:
+            found.append(
+                f"{key}: a {kind.name} storage on PVE {major} takes no {key} ({kind.source}, stable-8)"
+            )
+    nodes = [node for node in str(decl.values.get("nodes") or "").split(",") if node]
+    if nodes:
+        known = _cluster_nodes(ctx)
+        unknown = [node for node in nodes if node not in known]
+        if unknown:
+            found.append(
+                f"nodes: {', '.join(unknown)} is not a node of this cluster ({', '.join(sorted(known))}); "
+                f"PVE "
+                "would keep it without checking (Plugin.pm decode_value). Name cluster nodes only."
+            )
+    return found
+
+
+def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
+    """What a delete leaves: the data (``Config.pm`` ``delete`` removes the definition only)."""
+    if action != "delete":
+        return []
+    return [
+        f"{decl.label}: only the definition is removed; PVE never removes the data on it (volumes, "
+        "backups, images stay where they are)"
+    ]
+
+
+SPEC = ObjectSpec(
+    family=FAMILY,
+    noun="storage",
+    declare=declare,
+    identify=identify,
+    read=lambda decl: Call("GET", "storage"),
+    absence="not listed by GET /storage while the read credential holds Datastore.Audit on /storage/<id>",
+    is_absent=lambda error, decl: False,
+    parse=listed,
+    create=create,
+    create_endpoint=CREATE,
+    update=update,
+    update_endpoint=UPDATE,
+    delete=lambda decl, live: Call("DELETE", _storage_path(decl)),
+    confirm_absent=confirm_absent,
+    write_guard=write_guard,
+    listing=Call("GET", "storage"),
+    listed=listed,
+    refusals=refusals,
+    side_effects=side_effects,
+    recorded=("secret_serial",),
+)
