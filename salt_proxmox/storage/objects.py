@@ -217,6 +217,8 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
     gone = deleted_keys(changed, live)
     if gone:
         form["delete"] = ",".join(gone)
+    if live.get("type") != decl.values["type"]:
+        form["type"] = str(decl.values["type"])  # never sent: ``refusals`` refuses another type
     if "secret_serial" in decl.values and live.get("secret_serial") != decl.values["secret_serial"]:
         form.update(decl.secrets)
     return Call("PUT", _storage_path(decl), form=form) if form else None

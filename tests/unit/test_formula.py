@@ -57,6 +57,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-role-SaltProxmoxRead",
         "proxmox-acl-salt-provision-on-root",
         "proxmox-acl-salt-read-on-root",
+        "proxmox-storage-backups",
         "proxmox-network-pve1-vmbr1",
         "proxmox-network-apply-pve1",
         "proxmox-network-apply-pve2",
