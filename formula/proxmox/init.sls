@@ -22,6 +22,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:pools:<poolid>           proxmox_pool: comment, target, adopt (removal for absent).
   proxmox:roles:<roleid>           proxmox_role: privs, target, adopt (removal for absent).
   proxmox:acls:<label>             proxmox_acl: path, role, user|group|token, propagate, target, adopt.
+  proxmox:ceph_pools:<name>        proxmox_ceph_pool: node, size, min_size, pg_num, pg_num_min,
+                                   pg_autoscale_mode, crush_rule, application, target_size,
+                                   target_size_ratio, target, adopt (node and removal for absent).
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
@@ -34,7 +37,7 @@ The key of a simple object or policy is its name unless the entry says ``name:``
 the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
-policies first, then aliases, pools, roles, ACL entries, node networks, SDN, containers, VMs. Only real
+policies first, then aliases, pools, roles, ACL entries, Ceph pools, node networks, SDN, containers, VMs. Only real
 dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
@@ -129,6 +132,27 @@ SECTIONS = [
         ["ensure", "name", "propagate", "adopt"],
     ),
     (
+        "proxmox:ceph_pools",
+        "proxmox-ceph-pool-",
+        "proxmox_ceph_pool",
+        "Ceph pool (node, size, min_size, ...)",
+        ["ensure", "name", "removal"],
+        [
+            "ensure",
+            "name",
+            "adopt",
+            "size",
+            "min_size",
+            "pg_num",
+            "pg_num_min",
+            "pg_autoscale_mode",
+            "crush_rule",
+            "application",
+            "target_size",
+            "target_size_ratio",
+        ],
+    ),
+    (
         "proxmox:lxc",
         "proxmox-lxc-",
         "proxmox_lxc",
@@ -163,7 +187,7 @@ GUESTS = ("proxmox:lxc", "proxmox:qemu")
 # The keys an absent container or VM passes on: the rest of its declaration is what it was, not what to do.
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
-SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, networks, sdn"
+SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, networks, sdn"
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
 # read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
