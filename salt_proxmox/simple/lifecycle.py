@@ -187,6 +187,10 @@ def decide(
         return Decision("noop", live=live, notes=notes, row_key=key, row=row, record=record)
     call = spec.on(ctx, decl).update(decl, live) if spec.update is not None else None
     if call is None or not call.payload():
+        # The family's own reason first (a Ceph pool's application is the create's), else the plain one.
+        refusals = spec.refusals(ctx, decl, "update", live) if spec.refusals else []
+        if refusals:
+            return Decision("refuse", live=live, reasons=refusals, row_key=key, row=row)
         return Decision(
             "refuse",
             live=live,
