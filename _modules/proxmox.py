@@ -805,6 +805,39 @@ def pool_absent(name, test=False, target=None, removal="retain", state_id=None, 
     return _object_absent("pool", name, test, target, state_id, removal, dict(extra, name=name))
 
 
+def ceph_pool_present(name, node=None, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one Ceph pool ``name``, managed through ``node`` (``size``, ``min_size``, ``pg_num``,
+    ``pg_num_min``, ``pg_autoscale_mode``, ``crush_rule``, ``application``, ``target_size``,
+    ``target_size_ratio``); returns a state return dict. Create and update are PVE tasks.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ceph_pool_present vm-disks node=pve1 size=3 min_size=2 test=True
+    """
+    return _object_present(
+        "ceph_pool", name, test, target, state_id, dict(extra, name=name, node=node, adopt=adopt)
+    )
+
+
+def ceph_pool_absent(name, node=None, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a Ceph pool: ``removal=retain`` (default) forgets it, ``removal=destroy`` destroys
+    an owned, unchanged pool that no storage definition names (its data with it).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ceph_pool_absent vm-disks node=pve1 removal=destroy test=True
+    """
+    return _object_absent(
+        "ceph_pool", name, test, target, state_id, removal, dict(extra, name=name, node=node)
+    )
+
+
 def role_get(name, target=None):
     """
     One role: ``{privs}`` (sorted, comma-joined). ``None`` only for PVE's exact

@@ -171,6 +171,16 @@ _ROLE = {"name": "SaltExample", "privs": ["VM.Audit"]}
 _ACL = {"name": "example-acl", "path": "/vms", "role": "PVEAuditor", "user": "salt-read@pve"}
 #: A directory storage (pve-storage ``DirPlugin.pm``): path fixed, content and prune-backups changeable.
 _STORAGE = {"name": "example-dir", "type": "dir", "path": "/srv/example", "content": "iso,backup"}
+#: A replicated pool of the Ceph cluster, managed through node pve1.
+_CEPH_POOL = {
+    "name": "example-pool",
+    "node": "pve1",
+    "size": 3,
+    "min_size": 2,
+    "pg_num": 32,
+    "application": "rbd",
+    "target_size_ratio": 0.2,
+}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 _CT = {
@@ -258,8 +268,8 @@ def _guest(kind: str, guest: str, create: Mapping[str, object]) -> Family:
 
 
 #: Every family, in the order the formula runs their states: OpenBao policies first (the credentials
-#: the PVE states mint), then the simple objects, node networks and SDN (the bridges guests use), then
-#: containers and VMs.
+#: the PVE states mint), then the simple objects and Ceph pools, node networks and SDN (the bridges
+#: guests use), then containers and VMs.
 FAMILIES: tuple[Family, ...] = (
     Family(
         name="policy",
@@ -320,6 +330,16 @@ FAMILIES: tuple[Family, ...] = (
         # "yes" is one of PVE's boolean spellings (parse_boolean), so not a wrong type.
         {"propagate": "maybe"},
         ("name", "path", "role", "user"),
+    ),
+    _simple(
+        "ceph_pool",
+        "ceph.pool",
+        "ceph_pools",
+        _CEPH_POOL,
+        {"pg_num": 64},
+        {"target_size_ratio": None},
+        {"size": "three"},
+        ("name", "node"),
     ),
     _simple(
         "storage",

@@ -22,6 +22,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:pools:<poolid>           proxmox_pool: comment, target, adopt (removal for absent).
   proxmox:roles:<roleid>           proxmox_role: privs, target, adopt (removal for absent).
   proxmox:acls:<label>             proxmox_acl: path, role, user|group|token, propagate, target, adopt.
+  proxmox:ceph_pools:<name>        proxmox_ceph_pool: node, size, min_size, pg_num, pg_num_min,
+                                   pg_autoscale_mode, crush_rule, application, target_size,
+                                   target_size_ratio, target, adopt (node and removal for absent).
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
@@ -34,13 +37,17 @@ The key of a simple object or policy is its name unless the entry says ``name:``
 the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
-policies first, then aliases, pools, roles, ACL entries, node networks, SDN, containers, VMs. Only real
+policies first, then aliases, pools, roles, ACL entries, Ceph pools, storage, node networks, SDN, containers,
+VMs. Only real
 dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
   declares them present (PVE refuses an ACL entry naming a role that does not exist:
   pve-access-control ``src/PVE/API2/ACL.pm`` ``update_acl``);
 - a container or VM requires the pool its ``pool:`` key names, when this pillar declares it present;
+- a container or VM requires the storage its volume keys name, and an ``rbd`` storage the Ceph pool its
+  ``pool:`` names (``rbd`` when unset, as pve-storage ``RBDPlugin`` reads it), when this pillar declares
+  them present;
 - a node's apply requires its interfaces (a reload applies what they staged), and the node applies
   run one after the other, each requiring the one before: the first failure stops the rest
   (docs/design.md §7b);
@@ -130,6 +137,27 @@ SECTIONS = [
         ["ensure", "name", "propagate", "adopt"],
     ),
     (
+        "proxmox:ceph_pools",
+        "proxmox-ceph-pool-",
+        "proxmox_ceph_pool",
+        "Ceph pool (node, size, min_size, ...)",
+        ["ensure", "name", "removal"],
+        [
+            "ensure",
+            "name",
+            "adopt",
+            "size",
+            "min_size",
+            "pg_num",
+            "pg_num_min",
+            "pg_autoscale_mode",
+            "crush_rule",
+            "application",
+            "target_size",
+            "target_size_ratio",
+        ],
+    ),
+    (
         "proxmox:storage",
         "proxmox-storage-",
         "proxmox_storage",
@@ -172,7 +200,7 @@ GUESTS = ("proxmox:lxc", "proxmox:qemu")
 # The keys an absent container or VM passes on: the rest of its declaration is what it was, not what to do.
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
-SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, networks, sdn"
+SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn"
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
 # read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
@@ -682,6 +710,9 @@ def estate(pillar):
                 needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))
                 needs.extend(_bridge_needs(declared, bridges))
                 needs.extend(_storage_needs(declared, present["proxmox:storage"]))
+            elif path == "proxmox:storage" and declared.get("type") == "rbd":
+                # An rbd storage names its Ceph pool (pve-storage RBDPlugin: pool, default rbd).
+                needs.append(present["proxmox:ceph_pools"].get(_text(declared.get("pool", "rbd"))))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
                 acl_path = _text(declared.get("path")) or ""

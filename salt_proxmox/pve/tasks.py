@@ -150,13 +150,15 @@ def start_task(
     path: str,
     what: str,
     form: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
 ) -> str:
-    """Send a task-starting call; returns its UPID.
+    """Send a task-starting call (``form`` in the body, ``params`` in the query string, where PVE
+    reads a DELETE's keys); returns its UPID.
 
     Raises PveError when PVE refused (nothing started), and TaskUncertain when PVE answered no
     UPID (the write cannot be confirmed and is not claimed).
     """
-    upid = client.request(method, path, credential, form=form)
+    upid = client.request(method, path, credential, params=params, form=form)
     if not isinstance(upid, str) or not upid.startswith("UPID:"):
         raise TaskUncertain(
             f"{what}: PVE answered no task id, so the write cannot be confirmed and is not claimed. "

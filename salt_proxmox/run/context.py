@@ -56,10 +56,12 @@ class PveContext:
         self.reads.begin(run)
         self.memo.begin(run)
 
-    def task(self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None) -> str:
+    def task(
+        self, method: str, path: str, node: str, what: str, form=None, polls: int | None = None, params=None
+    ) -> str:
         """Run one task with a fresh provision credential, polled by that same credential
         (at most ``polls`` polls, ``task_polls`` unless given, ``poll_interval`` seconds apart);
-        returns its UPID.
+        ``form`` goes in the body, ``params`` in the query string; returns its UPID.
 
         Raises CredentialError when no provision credential can be minted, PveError when PVE
         refused the call (nothing started), TaskFailed when the task ended in error, and
@@ -68,7 +70,7 @@ class PveContext:
         """
         polls = self.task_polls if polls is None else polls
         credential = self.broker.provision(need_seconds=polls * self.poll_interval)
-        upid = start_task(self.client, credential, method, path, what, form)
+        upid = start_task(self.client, credential, method, path, what, form, params)
         self.await_task(credential, node, upid, what, polls)
         return upid
 

@@ -30,6 +30,13 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   (``additionalProperties => 0``: HTTP 400 ``digest: property is not defined in schema``). pve-firewall
   ``API2/Firewall/Aliases.pm`` ``remove_alias`` takes one; pve-network's SDN ``delete`` methods
   (``API2/Network/SDN/Zones.pm``, ``Vnets.pm``, ``Subnets.pm``) take none.
+- ``moving``: the keys PVE (or a daemon under it) changes by itself, given the live attributes and
+  the declaration: never drift, never written after the create (a Ceph pool's ``pg_num`` while its
+  ``pg_autoscale_mode`` is ``on``: the pg_autoscaler moves it);
+- ``task_node``: for a family whose writes PVE runs as a task (it forks a worker and answers its
+  UPID: pve-manager ``PVE/API2/Ceph/Pool.pm`` ``createpool``/``setpool``/``destroypool``), the node
+  the task runs on; each write is then ``PveContext.task``, awaited with the credential that
+  started it, and a task ending in error is the write's error;
 - ``for_cluster``: the family as this cluster takes it, for a family whose calls differ by PVE
   release (pools on PVE 8.0): given the context and the declaration, the ``ObjectSpec`` whose
   ``read``, ``parse``, ``update`` and ``delete`` the lifecycle then uses (``ObjectSpec.on``). It may
@@ -218,6 +225,8 @@ class ObjectSpec:
     #: them (a storage's ``secret_serial``: its secrets are never read back). A live object without a
     #: row has none, so a declared one differs from it.
     recorded: tuple[str, ...] = ()
+    moving: Callable[[Mapping[str, object], Declared], frozenset[str]] | None = None
+    task_node: Callable[[Declared], str] | None = None
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when
@@ -226,11 +235,13 @@ class ObjectSpec:
         return self.for_cluster(ctx, decl) if self.for_cluster is not None else self
 
     def differences(self, live: Mapping[str, object], decl: Declared) -> dict[str, dict]:
-        """``{key: {old, new}}`` for each declared value the live object does not have."""
+        """``{key: {old, new}}`` for each declared value the live object does not have, keys PVE
+        moves by itself (``moving``) left out."""
+        moved = self.moving(live, decl) if self.moving is not None else frozenset()
         return {
             key: {"old": live.get(key), "new": want}
             for key, want in decl.values.items()
-            if live.get(key) != want
+            if key not in moved and live.get(key) != want
         }
 
     def is_match(self, live: Mapping[str, object], decl: Declared) -> bool:

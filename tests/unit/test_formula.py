@@ -633,8 +633,9 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, storage, and "
-            "ownership_file, targets are the configuration read with config.get." in problems[sid]
+            "the sections are acls, ceph_pools, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, "
+            "storage, and ownership_file, targets are the configuration read with config.get."
+            in problems[sid]
         )
 
 
@@ -700,3 +701,29 @@ def test_a_present_entry_keeps_its_checked_removal_for_when_it_turns_absent():
         "proxmox_firewall_alias.present",
         {"name": "a", "cidr": "10.0.0.1"},
     )
+
+
+def test_an_rbd_storage_requires_the_ceph_pool_it_names():
+    # pve-storage RBDPlugin: pool (default rbd) names the Ceph pool the storage's images live in; the
+    # pool state runs first and a failed pool stops the storage, never the rest.
+    pillar = {
+        "proxmox": {
+            "ceph_pools": {"vmdata": {"node": "pve1", "size": 3}, "rbd": {"node": "pve1"}},
+            "storage": {
+                "ceph-vm": {"type": "rbd", "pool": "vmdata", "content": "images"},
+                "ceph-default": {"type": "rbd", "content": "images"},
+                "backups": {"type": "nfs", "server": "192.0.2.20", "export": "/e", "content": "backup"},
+            },
+        }
+    }
+    states = render(pillar)
+
+    def needs(state_id):
+        (args,) = states[state_id].values()
+        return [arg["require"] for arg in args if "require" in arg]
+
+    assert needs("proxmox-storage-ceph-vm") == [[{"proxmox_ceph_pool": "proxmox-ceph-pool-vmdata"}]]
+    assert needs("proxmox-storage-ceph-default") == [[{"proxmox_ceph_pool": "proxmox-ceph-pool-rbd"}]]
+    assert needs("proxmox-storage-backups") == []
+    order = list(states)
+    assert order.index("proxmox-ceph-pool-vmdata") < order.index("proxmox-storage-ceph-vm")

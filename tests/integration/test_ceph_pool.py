@@ -1,0 +1,160 @@
+"""Ceph pools through the simple-object lifecycle, against the served fake cluster, whose Ceph pools,
+CRUSH rules and health are ``tests.support.ceph.CephPve`` (pve-manager ``PVE/API2/Ceph/Pool.pm`` and
+``PVE/Ceph/Tools.pm``: fakepve 0.5.0 stores no pool). Every test counts the requests the fake saw: a plan
+only reads, an apply writes what the plan showed and awaits its task, a second plan is clean."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from salt_proxmox.ceph import pool
+from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.simple.lifecycle import absent, present
+from tests.support.guests import make_context, requests_since, static_targets, writes
+
+POOL = {"name": "vm-disks", "node": "pve1", "size": 3, "min_size": 2, "application": "rbd"}
+
+
+def _form(body: bytes) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(body.decode(), keep_blank_values=True).items()}
+
+
+def _plan_apply_replan(served, ctx, state_id, **declared):
+    """Plan, apply, plan again; returns (plan, apply, the apply's request log)."""
+    start = len(served.pve.requests)
+    plan = present(ctx, pool.SPEC, True, state_id, **declared)
+    assert plan.result is None, plan.comment
+    assert writes(requests_since(served, start)) == [], "a plan never writes"
+    start = len(served.pve.requests)
+    done = present(ctx, pool.SPEC, False, state_id, **declared)
+    assert done.result is True, done.comment
+    assert done.changes == plan.changes, "the apply did what the plan showed"
+    log = requests_since(served, start)
+    start = len(served.pve.requests)
+    again = present(ctx, pool.SPEC, True, state_id, **declared)
+    assert (again.result, again.changes) == (True, {}), again.comment
+    assert writes(requests_since(served, start)) == []
+    return plan, done, log
+
+
+def test_a_pool_is_created_by_a_task_updated_cleared_and_replanned_clean(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    declared = {**POOL, "target_size": "1G", "pg_num_min": 16}
+    _, _, log = _plan_apply_replan(fresh_cluster, ctx, "disks", **declared)
+    (create,) = writes(log)
+    assert create[:2] == ("POST", "/nodes/pve1/ceph/pool")
+    assert _form(create[2]) == {
+        "name": "vm-disks",
+        "size": "3",
+        "min_size": "2",
+        "application": "rbd",
+        "target_size": str(1024**3),
+        "pg_num_min": "16",
+    }
+    task = fresh_cluster.pve.tasklog[-1]
+    assert (task["type"], task["exitstatus"]) == ("cephcreatepool", "OK")
+    assert fresh_cluster.pve.ceph_pools["vm-disks"]["pg_autoscale_mode"] == "warn", "createpool's default"
+
+    # A cleared pool option is sent as 0, which Ceph takes as unset (OSDMonitor prepare_command_pool_set).
+    _, done, log = _plan_apply_replan(fresh_cluster, ctx, "disks", **{**declared, "target_size": None})
+    assert done.changes == {"target_size": {"old": str(1024**3), "new": ""}}
+    (update,) = writes(log)
+    assert update[:2] == ("PUT", "/nodes/pve1/ceph/pool/vm-disks")
+    assert _form(update[2]) == {"target_size": "0"}
+    assert "target_size_bytes" not in fresh_cluster.pve.ceph_pools["vm-disks"]["options"]
+
+
+def test_a_size_change_carries_the_declared_min_size(fresh_cluster):
+    """Ceph resets min_size with size (size - size/2), so the declared min_size goes beside the size."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    _plan_apply_replan(fresh_cluster, ctx, "disks", **POOL)
+    _, _, log = _plan_apply_replan(fresh_cluster, ctx, "disks", **{**POOL, "size": 4, "min_size": 3})
+    assert _form(writes(log)[0][2]) == {"size": "4", "min_size": "3"}
+    assert fresh_cluster.pve.ceph_pools["vm-disks"]["min_size"] == 3
+
+
+def test_min_size_above_size_is_refused_before_anything_is_read_or_written(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, pool.SPEC, True, "disks", **{**POOL, "size": 2, "min_size": 3})
+    assert plan.result is False
+    assert "min_size: 3 is above size 2" in " ".join(plan.comment)
+    assert requests_since(fresh_cluster, start) == []
+
+
+def test_min_size_above_the_live_size_is_refused_at_plan(fresh_cluster):
+    """Only min_size declared: the live size (2) is what Ceph judges it by."""
+    fresh_cluster.pve.add_ceph_pool("vm-disks", size=2, min_size=1)
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, pool.SPEC, True, "disks", name="vm-disks", node="pve1", min_size=3, adopt=True)
+    assert plan.result is False
+    assert "pool min_size must be between 1 and size, which is set to 2" in " ".join(plan.comment)
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_an_autoscaled_pg_num_is_never_drift(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    declared = {**POOL, "pg_autoscale_mode": "on", "pg_num": 32}
+    plan, _, _ = _plan_apply_replan(fresh_cluster, ctx, "disks", **declared)
+    assert any("pg_num 32 is the create's" in line for line in plan.comment)
+    fresh_cluster.pve.autoscale("vm-disks", 128)
+    start = len(fresh_cluster.pve.requests)
+    again = present(ctx, pool.SPEC, True, "disks", **declared)
+    assert (again.result, again.changes) == (True, {}), again.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    # Under warn the same move is drift, and the declared pg_num is written back.
+    fresh_cluster.pve.ceph_pools["vm-disks"]["pg_autoscale_mode"] = "warn"
+    drift = present(ctx, pool.SPEC, True, "disks", **{**declared, "pg_autoscale_mode": "warn"})
+    assert drift.changes == {
+        "pg_num": {"old": 128, "new": 32},
+    }, drift.changes
+
+
+def test_a_degraded_cluster_is_refused_at_plan(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    fresh_cluster.pve.degrade("PG_DEGRADED")
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, pool.SPEC, True, "disks", **POOL)
+    assert plan.result is False
+    text = " ".join(plan.comment)
+    assert "Ceph reports HEALTH_WARN (PG_DEGRADED: Degraded data redundancy" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
+    done = present(ctx, pool.SPEC, False, "disks", **POOL)
+    assert done.result is False and "vm-disks" not in fresh_cluster.pve.ceph_pools
+    fresh_cluster.pve.ceph_checks.clear()
+    fresh_cluster.pve.ceph["health"] = "HEALTH_ERR"
+    assert "Ceph reports HEALTH_ERR" in " ".join(present(ctx, pool.SPEC, True, "disks", **POOL).comment)
+
+
+def test_a_destroy_is_refused_while_a_storage_names_the_pool(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    _plan_apply_replan(fresh_cluster, ctx, "disks", **POOL)
+    fresh_cluster.pve.add_ceph_storage("vm-disks-rbd", pool="vm-disks")
+    start = len(fresh_cluster.pve.requests)
+    gone = absent(ctx, pool.SPEC, False, "disks", "destroy", name="vm-disks", node="pve1")
+    assert gone.result is False
+    assert "named by storage vm-disks-rbd" in " ".join(gone.comment)
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert "vm-disks" in fresh_cluster.pve.ceph_pools
+
+    del fresh_cluster.pve.storages["vm-disks-rbd"]
+    start = len(fresh_cluster.pve.requests)
+    gone = absent(ctx, pool.SPEC, False, "disks", "destroy", name="vm-disks", node="pve1")
+    assert gone.result is True, gone.comment
+    (delete,) = writes(requests_since(fresh_cluster, start))
+    assert delete[:2] == ("DELETE", "/nodes/pve1/ceph/pool/vm-disks")
+    assert "vm-disks" not in fresh_cluster.pve.ceph_pools and store.rows == {}
+
+
+def test_an_application_change_and_an_unknown_crush_rule_are_refused_at_plan(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    _plan_apply_replan(fresh_cluster, ctx, "disks", **POOL)
+    plan = present(ctx, pool.SPEC, True, "disks", **{**POOL, "application": "cephfs"})
+    assert plan.result is False and "application rbd → cephfs cannot change" in " ".join(plan.comment)
+    plan = present(ctx, pool.SPEC, True, "disks", **{**POOL, "crush_rule": "ssd-only"})
+    assert plan.result is False and "CRUSH rule ssd-only does not exist" in " ".join(plan.comment)
+    fresh_cluster.pve.crush_rules[1] = "ssd-only"
+    _plan_apply_replan(fresh_cluster, ctx, "disks", **{**POOL, "crush_rule": "ssd-only"})
+    assert fresh_cluster.pve.ceph_pools["vm-disks"]["crush_rule"] == 1
