@@ -63,10 +63,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, boolean_problem
+from salt_proxmox.errors import DeclarationError, Refused, boolean_problem
 from salt_proxmox.pve.constraints import Endpoint
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import rows_of
+from salt_proxmox.pve.permissions import held_privileges
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.pve.client import Credential
@@ -307,3 +308,26 @@ def planned(ctx: PveContext, family: str) -> dict[str, Mapping[str, object]]:
         for key, values in _planned_values(ctx).items()
         if key.startswith(prefix)
     }
+
+
+def audited_listing(
+    listing: str, noun: str, privileges: tuple[str, ...], path_of: Callable[[Declared], str], grant: str
+) -> Callable[[PveContext, Credential, Declared], None]:
+    """A ``confirm_absent`` for a family read from a listing PVE filters by privilege (``GET
+    /storage``: Datastore.Audit or Datastore.AllocateSpace; ``GET /cluster/sdn/zones``: SDN.Audit
+    or SDN.Allocate): an object the listing lacks is absent only when the read credential holds
+    one of ``privileges`` on ``path_of(decl)`` (``GET /access/permissions``,
+    ``pve.permissions.held_privileges``). The function raises Refused naming the listing, the
+    privileges and ``grant`` (what to grant the read token) otherwise, and what the permissions
+    read raises."""
+
+    def confirm(ctx: PveContext, credential: Credential, decl: Declared) -> None:
+        path = path_of(decl)
+        if not set(privileges) & held_privileges(ctx, credential, path):
+            raise Refused(
+                f"{decl.label}: {listing} lists only the {noun} the read credential may audit, and it "
+                f"holds neither {' nor '.join(privileges)} on {path}, so its absence is not proven. Grant "
+                f"the read token {grant}; nothing was written."
+            )
+
+    return confirm

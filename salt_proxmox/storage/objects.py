@@ -35,15 +35,14 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.guest.absence import index_rows
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows, rows_of
-from salt_proxmox.pve.permissions import held_privileges
 from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, listed_row
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, listed_row
 from salt_proxmox.storage.types import ALL_OPTIONS, FIELDS, TYPES, StorageType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,17 +223,15 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
     return Call("PUT", _storage_path(decl), form=form) if form else None
 
 
-def confirm_absent(ctx: PveContext, credential: Credential, decl: Declared) -> None:
-    """Prove the listing complete for this id: the credential holds Datastore.Audit or
-    Datastore.AllocateSpace on ``/storage/<id>`` (``index`` lists only those). Raises Refused
-    otherwise, PveError or PveMalformed for a failed or malformed answer."""
-    path = f"/storage/{decl.names['name']}"
-    if not {"Datastore.Audit", "Datastore.AllocateSpace"} & held_privileges(ctx, credential, path):
-        raise Refused(
-            f"{decl.label}: GET /storage lists only the storages the read credential holds Datastore.Audit "
-            f"on, so its absence is not proven. Grant the read token Datastore.Audit on {path} (or "
-            "/storage); nothing was written."
-        )
+#: A storage the listing lacks is absent only when the read credential may see it (pve-storage
+#: ``API2/Storage/Config.pm`` ``index`` filters by Datastore.Audit or Datastore.AllocateSpace).
+confirm_absent = audited_listing(
+    "GET /storage",
+    "storages",
+    ("Datastore.Audit", "Datastore.AllocateSpace"),
+    lambda decl: f"/storage/{decl.names['name']}",
+    "Datastore.Audit on /storage",
+)
 
 
 def write_guard(ctx: PveContext, credential: Credential, decl: Declared, live: Mapping[str, object]) -> dict:

@@ -10,15 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from salt_proxmox.errors import DeclarationError
+from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.ownership.rows import CREATING, row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.constraints import Endpoint, Rule, check_poolid
 from salt_proxmox.pve.errors import PveError, PveUnreachable
 from salt_proxmox.pve.facts import Release
+from salt_proxmox.sdn import objects as sdn_objects
 from salt_proxmox.simple import acl, lifecycle, pool, role
 from salt_proxmox.simple import spec as simple_spec
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, same_values
+from salt_proxmox.storage import objects as storage_objects
 from tests.support.stubs import TARGET, pve_context
 
 # ------------------------------------------------------------------------------------------- pools
@@ -702,3 +704,30 @@ def test_absent_retain_forgets_and_destroy_deletes_only_ours() -> None:
     assert refused.result is False and "not recorded as ours" in refused.comment[0] and "a" in things
     bad = lifecycle.absent(ctx, spec, False, "s", "forever", name="a")
     assert bad.result is False and "removal" in bad.comment[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "name", "path", "privileges"),
+    [
+        # pve-storage API2/Storage/Config.pm index: a storage is listed to Datastore.Audit or
+        # Datastore.AllocateSpace on /storage/<id>.
+        pytest.param(
+            storage_objects.SPEC, "nas", "/storage/nas", ("Datastore.Audit", "Datastore.AllocateSpace")
+        ),
+        # pve-network API2/Network/SDN/Zones.pm index: a zone is listed to SDN.Audit or SDN.Allocate.
+        pytest.param(sdn_objects.ZONE, "lab", "/sdn/zones/lab", ("SDN.Audit", "SDN.Allocate")),
+    ],
+    ids=["storage", "sdn-zone"],
+)
+def test_a_filtered_listing_proves_absence_only_to_a_credential_that_may_audit_the_object(
+    spec, name, path, privileges
+) -> None:
+    decl = spec.identify("s", TARGET, name=name)
+    for held, proven in (({}, False), ({"Sys.Audit": 1}, False), *(({p: 1}, True) for p in privileges)):
+        ctx = pve_context(lambda method, p, params, form, held=held: {path: held})
+        if proven:
+            spec.confirm_absent(ctx, ctx.broker.read(), decl)
+        else:
+            with pytest.raises(Refused, match="absence is not proven"):
+                spec.confirm_absent(ctx, ctx.broker.read(), decl)
+        assert ctx.client.sent[-1][:3] == ("GET", "access/permissions", {"path": path})
