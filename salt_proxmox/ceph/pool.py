@@ -339,13 +339,27 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
 
 def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
     """What the plan says besides the write: a declared ``pg_num`` under ``pg_autoscale_mode: on`` is
-    the create's only (the pg_autoscaler moves it)."""
+    the create's only (the pg_autoscaler moves it); a ``size`` change without a declared
+    ``min_size`` makes Ceph set ``min_size`` itself (``default_min_size``: ``size - size/2``), read
+    from the run's shared pool listing. Raises what that read raises."""
+    notes = []
     if decl.values.get("pg_autoscale_mode") == "on" and "pg_num" in decl.values and action == "create":
-        return [
+        notes.append(
             f"{decl.label}: pg_num {decl.values['pg_num']} is the create's: with pg_autoscale_mode on, "
             "Ceph's pg_autoscaler moves it, so it is never compared afterwards"
-        ]
-    return []
+        )
+    size = decl.values.get("size")
+    if action == "update" and isinstance(size, int) and "min_size" not in decl.values:
+        from salt_proxmox.simple.lifecycle import read  # the lifecycle runs this family's spec
+
+        live = read(ctx, SPEC, decl, shared=True) or {}
+        if live.get("size") != size and live.get("min_size") != default_min_size(size):
+            notes.append(
+                f"{decl.label}: size {live.get('size')} → {size} makes Ceph set min_size "
+                f"{live.get('min_size')} → {default_min_size(size)} (size - size/2) by itself; declare "
+                "min_size to keep another"
+            )
+    return notes
 
 
 def _confirm_absent(ctx: PveContext, credential: object, decl: Declared) -> None:

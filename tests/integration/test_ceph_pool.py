@@ -73,6 +73,21 @@ def test_a_size_change_carries_the_declared_min_size(fresh_cluster):
     assert fresh_cluster.pve.ceph_pools["vm-disks"]["min_size"] == 3
 
 
+def test_a_size_change_without_min_size_says_ceph_sets_min_size_itself(fresh_cluster):
+    """Ceph gives a pool whose size is set min_size size - size/2 (osd_pool_default_min_size 0): the
+    plan says so when min_size is not declared, and the apply does what the plan said."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    declared = {key: value for key, value in POOL.items() if key != "min_size"}
+    _plan_apply_replan(fresh_cluster, ctx, "disks", **declared)
+    plan = present(ctx, pool.SPEC, True, "disks", **{**declared, "size": 5})
+    assert plan.result is None
+    assert "size 3 → 5 makes Ceph set min_size 2 → 3 (size - size/2) by itself" in " ".join(plan.comment)
+    _plan_apply_replan(fresh_cluster, ctx, "disks", **{**declared, "size": 5})
+    assert fresh_cluster.pve.ceph_pools["vm-disks"]["min_size"] == 3
+    kept = present(ctx, pool.SPEC, True, "disks", **{**POOL, "size": 4, "min_size": 3})
+    assert "by itself" not in " ".join(kept.comment), "a declared min_size is sent, not left to Ceph"
+
+
 def test_min_size_above_size_is_refused_before_anything_is_read_or_written(fresh_cluster):
     ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
     start = len(fresh_cluster.pve.requests)
