@@ -53,13 +53,16 @@ class Kind:
     - ``present``/``absent``: the state functions declaring it present and absent (``vnet``,
       ``vnet_absent``);
     - ``spec``: ``"module:attribute"`` of its ``ObjectSpec`` (``salt_proxmox.simple.spec``) when the
-      simple lifecycle runs it, else None (guests and policies have lifecycles of their own).
+      simple lifecycle runs it, else None (guests and policies have lifecycles of their own);
+    - ``examples``: the conformance suite's declarations of this kind (``Examples``); the family's first
+      kind takes the family's own ``examples`` when it has none here.
     """
 
     name: str
     present: str = "present"
     absent: str = "absent"
     spec: str | None = None
+    examples: Examples | None = None
 
     def load(self) -> object:
         """Its ``ObjectSpec``, imported. Raises LookupError for a kind without one."""
@@ -102,6 +105,9 @@ class Examples:
     #: declaration)``: the node's or SDN apply that makes a staged change live, whose writes the
     #: declaration's plan must name.
     applies: tuple[tuple[str, Mapping[str, object]], ...] = ()
+    #: States applied once before the examples run, as ``(state module, state function, declaration)``:
+    #: the objects an example needs to exist (an SDN vnet's zone), which the suite itself does not judge.
+    given: tuple[tuple[str, str, Mapping[str, object]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,13 @@ class Family:
     def kind_of(self, fun: str) -> Kind | None:
         """The kind of object state function ``fun`` declares, or None (an apply declares none)."""
         return next((kind for kind in self.kinds if fun in (kind.present, kind.absent)), None)
+
+    def examples_of(self, kind: Kind) -> Examples | None:
+        """The conformance suite's declarations of ``kind``: its own, else the family's for its first
+        kind; None for a kind that has none (the suite then fails for it)."""
+        if kind.examples is not None:
+            return kind.examples
+        return self.examples if kind == self.kinds[0] else None
 
 
 def _calls(**calls: Call) -> Mapping[str, Call]:
@@ -183,6 +196,12 @@ _CEPH_POOL = {
 }
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
+#: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
+_VNET = {"name": "exvnet", "zone": "exzone", "alias": "Example"}
+#: A subnet of that vnet; its gateway inside it (pve-network ``SubnetPlugin.pm`` ``on_update_hook``).
+_SUBNET = {"name": "10.9.8.0/24", "vnet": "exvnet", "gateway": "10.9.8.1", "snat": False}
+#: The zone (and for a subnet the vnet) the vnet and subnet examples are made in.
+_SDN_GIVEN = (("proxmox_sdn", "zone", {"name": "exzone", "type": "simple"}),)
 _CT = {
     "name": "example-ct",
     "vmid": 190,
@@ -396,9 +415,46 @@ FAMILIES: tuple[Family, ...] = (
         ),
         kinds=(
             Kind("sdn_zone", present="zone", absent="zone_absent", spec="salt_proxmox.sdn.objects:ZONE"),
-            Kind("sdn_vnet", present="vnet", absent="vnet_absent", spec="salt_proxmox.sdn.objects:VNET"),
             Kind(
-                "sdn_subnet", present="subnet", absent="subnet_absent", spec="salt_proxmox.sdn.objects:SUBNET"
+                "sdn_vnet",
+                present="vnet",
+                absent="vnet_absent",
+                spec="salt_proxmox.sdn.objects:VNET",
+                examples=Examples(
+                    create=_VNET,
+                    update={**_VNET, "alias": "Example, changed"},
+                    clear={**_VNET, "alias": None},
+                    delete={"name": _VNET["name"], "removal": "destroy"},
+                    bad={
+                        **_bad(_VNET, {"name": _VNET["name"]}, "vnet", "vnet_absent"),
+                        "wrong type": ("vnet", {**_VNET, "vlanaware": "maybe"}, "vlanaware"),
+                    },
+                    applies=(("applied", {"name": "sdn"}),),
+                    given=_SDN_GIVEN,
+                ),
+            ),
+            Kind(
+                "sdn_subnet",
+                present="subnet",
+                absent="subnet_absent",
+                spec="salt_proxmox.sdn.objects:SUBNET",
+                examples=Examples(
+                    create=_SUBNET,
+                    update={**_SUBNET, "gateway": "10.9.8.254"},
+                    clear={**_SUBNET, "gateway": None},
+                    delete={"name": _SUBNET["name"], "vnet": _SUBNET["vnet"], "removal": "destroy"},
+                    bad={
+                        **_bad(
+                            _SUBNET,
+                            {"name": _SUBNET["name"], "vnet": _SUBNET["vnet"]},
+                            "subnet",
+                            "subnet_absent",
+                        ),
+                        "wrong type": ("subnet", {**_SUBNET, "snat": "maybe"}, "snat"),
+                    },
+                    applies=(("applied", {"name": "sdn"}),),
+                    given=(*_SDN_GIVEN, ("proxmox_sdn", "vnet", {"name": "exvnet", "zone": "exzone"})),
+                ),
             ),
         ),
         section="proxmox:sdn",

@@ -176,7 +176,12 @@ def decide(
         remember(ctx, spec.family, decl.identity, decl.values)
         note = absent_note(row, decl.label, "PVE")
         changes = {"created": {"old": None, "new": decl.label}}
-        changes.update({k: {"old": None, "new": v} for k, v in decl.values.items()})
+        # A value left at PVE's default (a cleared flag, an empty text) is not sent by a create
+        # (``simple.fields.form_values``), so the plan does not list it either.
+        sent = call.payload()
+        changes.update(
+            {k: {"old": None, "new": v} for k, v in decl.values.items() if k in sent or v not in ("", 0, [])}
+        )
         effects = spec.side_effects(ctx, decl, "create") if spec.side_effects else []
         return Decision("create", call=call, changes=changes, notes=[note, *effects], row_key=key, row=row)
     diffs = spec.differences(live, decl)

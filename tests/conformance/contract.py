@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from salt_proxmox.registry import Family
+from salt_proxmox.registry import Examples, Family, Kind
 from tests.support.saltworld import Low, SaltWorld
 
 #: The phases every family's examples go through, in order: (phase, Examples attribute, kind function).
@@ -52,24 +52,58 @@ FIELD_OF: dict[str, dict[str, str]] = {
 #: ``{name, cidr}`` plus ``comment`` only when one is given).
 REPLACED_WHOLE = ("firewall_alias",)
 
+#: Body fields a family's create sends with one fixed value, naming the endpoint's own kind of object
+#: rather than a declared field: an SDN subnet's ``type=subnet`` (pve-network ``SubnetPlugin.pm``
+#: ``type``, which ``API2/Network/SDN/Subnets.pm`` ``create`` requires).
+CONSTANTS: dict[str, dict[str, str]] = {"sdn": {"type": "subnet"}}
+
 #: Body keys that guard or steer a write rather than set a field: PVE's digest, the apply's lock token,
 #: ``delete`` (its values are the fields it clears; ``delete=1`` on ``PUT /access/acl`` removes the entry).
 GUARDS = ("digest", "lock-token", "delete", "allow-pending")
 
 
-def kind_functions(family: Family) -> tuple[str, str]:
-    """The present and absent state functions of the kind the examples declare: the first kind's."""
-    kind = family.kinds[0]
-    return kind.present, kind.absent
+@dataclass(frozen=True)
+class Case:
+    """One kind of one family the suite runs: its ``examples`` (None when it has none: ``missing``
+    names it). ``id`` is the family's name for its first kind, ``<family>-<kind>`` for the others."""
+
+    family: Family
+    kind: Kind
+    examples: Examples | None
+
+    @property
+    def id(self) -> str:
+        first = self.kind == self.family.kinds[0]
+        return self.family.name if first else f"{self.family.name}-{self.kind.name}"
 
 
-def lows(family: Family, phase: str) -> list[Low]:
+def cases(families: tuple[Family, ...]) -> list[Case]:
+    """Every kind of every family in ``families``, each a ``Case``."""
+    return [Case(family, kind, family.examples_of(kind)) for family in families for kind in family.kinds]
+
+
+def kind_functions(case: Case) -> tuple[str, str]:
+    """The present and absent state functions of the case's kind."""
+    return case.kind.present, case.kind.absent
+
+
+def lows(case: Case, phase: str) -> list[Low]:
     """One run of ``phase`` (create, update, clear, delete): the example's state, then the family's
     applies (``Examples.applies``)."""
-    present, absent = kind_functions(family)
-    declared = getattr(family.examples, phase)
+    present, absent = kind_functions(case)
+    declared = getattr(case.examples, phase)
     fun = absent if phase == "delete" else present
-    return [Low(family.state, fun, declared), *(Low(family.state, f, d) for f, d in family.examples.applies)]
+    state = case.family.state
+    return [Low(state, fun, declared), *(Low(state, f, d) for f, d in case.examples.applies)]
+
+
+def given(case: Case) -> list[Low]:
+    """The states that make what the case's examples need (``Examples.given``), then its applies."""
+    if not case.examples.given:
+        return []
+    made = [Low(state, fun, declared, f"conformance-given-{n}") for n, (state, fun, declared) in
+            enumerate(case.examples.given)]  # fmt: skip
+    return [*made, *(Low(case.family.state, f, d) for f, d in case.examples.applies)]
 
 
 def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
@@ -77,10 +111,9 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     the family's section keyed by its name (``proxmox:pools:example``), a node's interface under
     ``proxmox:networks:<node>:interfaces``, an SDN object under ``proxmox:sdn:<kind>s``; an absent
     function is ``ensure: absent``. Raises LookupError for a section it does not know."""
-    _, absent = kind_functions(family)
     entry = dict(declared)
     name = str(entry.pop("name"))
-    if fun in (absent, *(kind.absent for kind in family.kinds)):
+    if fun in (kind.absent for kind in family.kinds):
         entry["ensure"] = "absent"
     top, _, section = family.section.partition(":")
     if family.section == "proxmox:networks":
@@ -94,10 +127,12 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     return {top: {section: {name: entry}}}
 
 
-def missing(family: Family) -> list[str]:
-    """What ``family`` lacks for the suite: [] when nothing."""
+def missing(case: Case) -> list[str]:
+    """What the ``case`` lacks for the suite: [] when nothing."""
+    family, examples = case.family, case.examples
+    if examples is None:
+        return [f"kind {case.kind.name} has no examples (registry Kind.examples)"]
     problems = []
-    examples = family.examples
     for phase, _ in PHASES:
         if not getattr(examples, phase).get("name"):
             problems.append(f"examples.{phase} has no name")
@@ -112,7 +147,7 @@ def missing(family: Family) -> list[str]:
     if examples.applies and family.name not in APPLY_WRITES:
         problems.append("its apply's writes are not in tests/conformance/contract.py APPLY_WRITES")
     try:
-        pillar_of(family, kind_functions(family)[0], examples.create)
+        pillar_of(family, case.kind.present, examples.create)
     except LookupError as exc:
         problems.append(str(exc))
     return problems
@@ -216,6 +251,9 @@ def write_problems(family: Family, plan: list[dict], declared: Mapping[str, Any]
         for key in sorted(fields - named):
             problems.append(f"{ret['__id__']}: the plan changes {key}, {write.line} does not send it")
         for key in sorted(named - fields):
+            constant = CONSTANTS.get(family.name, {}).get(key)
+            if constant is not None and write.fields.get(key) == constant and key not in write.deleted:
+                continue
             if key in write.deleted or write.fields.get(key) not in known:
                 problems.append(f"{ret['__id__']}: {write.line} sends {key}, which the plan does not change")
     return problems

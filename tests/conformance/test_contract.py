@@ -14,7 +14,8 @@ from tests.conformance.conftest import LOST_PAGE, Minion
 from tests.faults.harness import leaks
 from tests.support.saltworld import Low, chunks_of
 
-FAMILY = pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+CASES = contract.cases(FAMILIES)
+CASE = pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 
 
 def _ids(returns: list[dict]) -> str:
@@ -31,45 +32,51 @@ def _no_secret(minion: Minion, returns: list[dict]) -> None:
     assert leaks(places, minion.secrets) == []
 
 
-def _ready(family: Family) -> None:
-    problems = contract.missing(family)
-    assert problems == [], f"{family.name} lacks what the conformance suite needs: {problems}"
+def _ready(case: contract.Case, minion: Minion | None = None) -> None:
+    """The case has what the suite needs; on ``minion``, the objects its examples need are made
+    (``Examples.given``) and the minion's request log and rows start after them."""
+    problems = contract.missing(case)
+    assert problems == [], f"{case.id} lacks what the conformance suite needs: {problems}"
+    if minion is not None and (made := contract.given(case)):
+        returns, _ = minion.run(made, test=False)
+        assert all(r["result"] is True for r in returns), f"the examples' given objects\n{_ids(returns)}"
 
 
-@FAMILY
-def test_a_family_supplies_what_the_contract_needs(family: Family) -> None:
+@CASE
+def test_a_family_supplies_what_the_contract_needs(case: contract.Case) -> None:
     """Examples for every phase and every bad input, its applies' writes known, a pillar entry for it."""
-    _ready(family)
+    _ready(case)
 
 
-@FAMILY
-def test_the_formula_declares_what_the_examples_declare(family: Family, minion: Minion) -> None:
+@CASE
+def test_the_formula_declares_what_the_examples_declare(case: contract.Case, minion: Minion) -> None:
     """The example's pillar entry becomes exactly the example's state: the suite's declarations are what
     an operator's pillar runs."""
-    _ready(family)
-    present, absent = contract.kind_functions(family)
-    for fun, declared in ((present, family.examples.create), (absent, family.examples.delete)):
+    _ready(case)
+    family, examples = case.family, case.examples
+    present, absent = contract.kind_functions(case)
+    for fun, declared in ((present, examples.create), (absent, examples.delete)):
         (low,) = chunks_of(minion.world.formula(contract.pillar_of(family, fun, declared)))
         assert (low.state, low.fun, dict(low.args)) == (family.state, fun, dict(declared))
 
 
-@FAMILY
+@CASE
 def test_plan_apply_plan_clean_and_the_apply_writes_what_the_plan_listed(
-    family: Family, minion: Minion
+    case: contract.Case, minion: Minion
 ) -> None:
     """create, update, clear, delete: each plan writes nothing and names every write its apply sends
     (a delete's side effects too: a node's reload, the SDN commit), and no other; a plan after the apply
     has nothing to do and reads only."""
-    _ready(family)
+    _ready(case, minion)
     for phase, _ in contract.PHASES:
-        run = contract.lows(family, phase)
-        declared = getattr(family.examples, phase)
+        run = contract.lows(case, phase)
+        declared = getattr(case.examples, phase)
         plan, log = minion.run(run, test=True)
         assert _writes(log) == [], f"{phase}: a plan writes nothing"
         assert all(r["result"] is None for r in plan), f"{phase}: the plan has changes\n{_ids(plan)}"
         applied, log = minion.run(run, test=False)
         assert all(r["result"] is True for r in applied), f"{phase}: the apply\n{_ids(applied)}"
-        problems = contract.write_problems(family, plan, declared, log)
+        problems = contract.write_problems(case.family, plan, declared, log)
         assert problems == [], f"{phase}: {problems}\nplan:\n{_ids(plan)}\nsent: {_writes(log)}"
         again, log = minion.run(run, test=True)
         assert _writes(log) == [] and all(r["result"] is True and r["changes"] == {} for r in again), (
@@ -78,28 +85,32 @@ def test_plan_apply_plan_clean_and_the_apply_writes_what_the_plan_listed(
         _no_secret(minion, plan + applied + again)
 
 
-def _bad_entries(family: Family):
+def _bad_entries(case: contract.Case):
     return [
-        pytest.param(family, what, id=f"{family.name}-{what.replace(' ', '-')}")
-        for what in family.examples.bad
+        pytest.param(case, what, id=f"{case.id}-{what.replace(' ', '-')}")
+        for what in (case.examples.bad if case.examples else ())
     ]
 
 
-@pytest.mark.parametrize(("family", "what"), [p for family in FAMILIES for p in _bad_entries(family)])
-def test_bad_input_is_refused_by_name_with_nothing_written(family: Family, what: str, minion: Minion) -> None:
+@pytest.mark.parametrize(("case", "what"), [p for case in CASES for p in _bad_entries(case)])
+def test_bad_input_is_refused_by_name_with_nothing_written(
+    case: contract.Case, what: str, minion: Minion
+) -> None:
     """Through the formula (the pillar entry an operator writes) and, for a key that is no Salt keyword
     (Salt acts on those before any state runs), through the state itself: the run fails naming the key,
     sends no write and records no row."""
-    _ready(family)
-    fun, declared, key = family.examples.bad[what]
+    _ready(case, minion)
+    family = case.family
+    fun, declared, key = case.examples.bad[what]
     highstate = minion.world.formula(contract.pillar_of(family, fun, declared))
     ways = {"formula": chunks_of(highstate)}
     if key not in contract.salt_keywords():
         ways["state"] = [Low(family.state, fun, declared)]
+    rows = minion.rows()
     for way, run in ways.items():
         for test in (True, False):
             returns, log = minion.run(run, test)
-            assert _writes(log) == [] and minion.rows() in ("", "{}"), f"{way}: {what} wrote\n{_ids(returns)}"
+            assert _writes(log) == [] and minion.rows() == rows, f"{way}: {what} wrote\n{_ids(returns)}"
             refused = [r for r in returns if r["result"] is False]
             assert refused and all(key in r["comment"] for r in refused), f"{way}: {what}\n{_ids(returns)}"
             assert not [r for r in returns if r["result"] is not False], f"{way}: {what} ran\n{_ids(returns)}"
@@ -132,22 +143,22 @@ def _clear_faults(minion: Minion) -> None:
     minion.cluster.pve.failures.clear()
 
 
-@FAMILY
+@CASE
 @pytest.mark.parametrize("how", list(READ_FAULTS))
-def test_a_failed_read_is_never_absence(family: Family, how: str, minion: Minion) -> None:
+def test_a_failed_read_is_never_absence(case: contract.Case, how: str, minion: Minion) -> None:
     """A 403, a generic 500 and a malformed answer on the read of the object fail the state, with nothing
     written and the ownership rows as they were: when the object is missing (create) and when it is
     there and owned (update, delete)."""
-    _ready(family)
+    _ready(case, minion)
     for phase in ("create", "update", "delete"):
         if phase == "update":
-            done, _ = minion.run(contract.lows(family, "create"), test=False)
+            done, _ = minion.run(contract.lows(case, "create"), test=False)
             assert all(r["result"] is True for r in done), _ids(done)
-        run = contract.lows(family, phase)[:1]
+        run = contract.lows(case, phase)[:1]
         probe, log = minion.run(run, test=True)
-        paths = contract.object_reads(getattr(family.examples, phase), log)
+        paths = contract.object_reads(getattr(case.examples, phase), log)
         assert paths, f"{phase}: the plan read nothing\n{_ids(probe)}"
-        _fault(minion, family, paths, how)
+        _fault(minion, case.family, paths, how)
         rows = minion.rows()
         for test in (True, False):
             returns, log = minion.run(run, test)
@@ -158,36 +169,37 @@ def test_a_failed_read_is_never_absence(family: Family, how: str, minion: Minion
         _clear_faults(minion)
 
 
-@FAMILY
-def test_an_answer_lost_after_a_write_is_uncertain(family: Family, minion: Minion) -> None:
+@CASE
+def test_an_answer_lost_after_a_write_is_uncertain(case: contract.Case, minion: Minion) -> None:
     """The create's first write reaches the server and its answer is lost (a proxy's 502 page): the
     state fails and never says nothing was written."""
-    _ready(family)
+    _ready(case, minion)
+    family = case.family
     url = minion.tap.bao if family.module == "openbao" else "/api2/json/"
     prefix = "/v1/" if family.module == "openbao" else url
     minion.tap.faults.append((lambda m, p: m != "GET" and p.startswith(prefix), 502, LOST_PAGE, True))
-    returns, log = minion.run(
-        [Low(family.state, contract.kind_functions(family)[0], family.examples.create)], False
-    )
+    returns, log = minion.run([Low(family.state, case.kind.present, case.examples.create)], False)
     assert _writes(log), f"nothing was sent\n{_ids(returns)}"
     assert returns[0]["result"] is False, _ids(returns)
     assert "Nothing was written" not in returns[0]["comment"], _ids(returns)
     _no_secret(minion, returns)
 
 
-@FAMILY
-def test_two_states_for_one_object_are_both_refused(family: Family, minion: Minion) -> None:
+@CASE
+def test_two_states_for_one_object_are_both_refused(case: contract.Case, minion: Minion) -> None:
     """Two states of one run declaring one object (the example present, then absent): both refused, each
     naming the other, in the plan and the apply, with nothing written."""
-    _ready(family)
-    present, absent = contract.kind_functions(family)
+    _ready(case, minion)
+    present, absent = contract.kind_functions(case)
+    state = case.family.state
     run = [
-        Low(family.state, present, family.examples.create, "conformance-one"),
-        Low(family.state, absent, family.examples.delete, "conformance-two"),
+        Low(state, present, case.examples.create, "conformance-one"),
+        Low(state, absent, case.examples.delete, "conformance-two"),
     ]
+    rows = minion.rows()
     for test in (True, False):
         returns, log = minion.run(run, test)
-        assert _writes(log) == [] and minion.rows() in ("", "{}"), _ids(returns)
+        assert _writes(log) == [] and minion.rows() == rows, _ids(returns)
         for mine, other in ((returns[0], "conformance-two"), (returns[1], "conformance-one")):
             assert mine["result"] is False and f"state {other} " in mine["comment"], _ids(returns)
         _no_secret(minion, returns)
