@@ -746,18 +746,18 @@ def firewall_alias_present(
     )
 
 
-def firewall_alias_absent(name, test=False, target=None, removal="destroy", state_id=None, **extra):
+def firewall_alias_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
     """
-    Delete one cluster firewall alias this minion created, if it still holds what was last
-    declared; an alias that is not ours is refused, one already gone is fine. Rules naming it
-    stop matching: move them first. ``removal=retain`` forgets it instead. Returns a state return
-    dict.
+    Stop managing one cluster firewall alias, as every family does: ``removal=retain`` (default)
+    forgets it and leaves it in PVE; ``removal=destroy`` deletes it when this minion created it and
+    it still holds what was last declared (an alias that is not ours is refused, one already gone is
+    fine). Rules naming a deleted alias stop matching: move them first. Returns a state return dict.
 
     CLI Example:
 
     .. code-block:: bash
 
-        salt-call proxmox.firewall_alias_absent web_hosts test=True
+        salt-call proxmox.firewall_alias_absent web_hosts removal=destroy test=True
     """
     return _object_absent("firewall_alias", name, test, target, state_id, removal, dict(extra, name=name))
 
