@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config
+from tests.support.saltrun import PILLAR, salt_call, salt_call_text, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
 
@@ -72,3 +72,64 @@ def test_a_pool_emptied_and_deleted_in_one_apply(fresh_cluster, bao_creds, tmp_p
     assert "prod" not in fresh_cluster.pve.pools
     again, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     assert all(row["result"] is True and not row["changes"] for row in state_rows(again)), raw
+
+
+def test_owned_lists_an_orphan_the_plan_notes_it_once_and_forget_drops_its_row(
+    fresh_cluster, bao_creds, tmp_path
+):
+    """After the example estate is applied, container db is dropped from the pillar: it stays owned,
+    ``proxmox.owned`` lists it ``declared: false`` (data with ``--out=json``, a table by default), the
+    plan notes it once (one line, no write), ``check=True`` finds it still carrying its fingerprint,
+    and ``proxmox.forget`` drops its row (and refuses a row that does not exist) without touching PVE."""
+    config_dir = tmp_path / "etc"
+    _configure(config_dir, fresh_cluster, bao_creds, tmp_path)
+    _applied(config_dir)
+
+    def change(data):
+        del data["proxmox"]["lxc"]["db"]
+
+    _configure(config_dir, fresh_cluster, bao_creds, tmp_path, change)
+    listed, raw = salt_call(config_dir, "proxmox.owned")
+    by_row = {entry["row"]: entry for entry in listed}
+    assert by_row["demo/lxc/151"] == {
+        "family": "lxc",
+        "target": "demo",
+        "id": "151",
+        "state_id": "db",  # a guest row records its state's name (the pillar key)
+        "phase": "owned",
+        "declared": False,
+        "row": "demo/lxc/151",
+    }, raw
+    assert by_row["demo/lxc/150"]["declared"] is True and by_row["demo/pool/prod"]["declared"] is True
+    assert by_row["openbao/policy/salt-proxmox-creds"]["declared"] is True
+    assert [entry["row"] for entry in listed if entry["declared"] is False] == ["demo/lxc/151"], raw
+
+    checked, raw = salt_call(config_dir, "proxmox.owned", "check=True")
+    checked = {entry["row"]: entry for entry in checked}
+    assert checked["demo/lxc/151"]["live"] == "present" and checked["demo/lxc/151"]["fingerprint"] is True, (
+        raw
+    )
+    assert checked["demo/pool/prod"]["fingerprint"] is True, raw
+
+    table = salt_call_text(config_dir, "proxmox.owned", out="proxmox_owned")
+    line = next(line for line in table.splitlines() if line.startswith("lxc") and " 151 " in line)
+    assert line.split() == ["lxc", "demo", "151", "db", "owned", "NO"], table
+    assert table.splitlines()[-1].startswith(f"{len(listed)} owned, 1 no longer declared"), table
+
+    start = len(fresh_cluster.pve.requests)
+    plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
+    assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:]), "a plan never writes"
+    noted = [ret["owned_undeclared"] for ret in plan.values() if ret.get("owned_undeclared")]
+    assert len(noted) == 1 and len(noted[0]) == 1 and "lxc 151 on demo" in noted[0][0], raw
+    text = salt_call_text(config_dir, "state.apply", "proxmox", "test=True")
+    assert text.count("no longer declared: lxc 151") == 1, text
+
+    with pytest.raises(RuntimeError) as refused:
+        salt_call(config_dir, "proxmox.forget", "demo/lxc/999")
+    assert "no ownership row demo/lxc/999" in str(refused.value) and "demo/lxc/151" in str(refused.value)
+    start = len(fresh_cluster.pve.requests)
+    forgot, raw = salt_call(config_dir, "proxmox.forget", "demo/lxc/151")
+    assert forgot["forgotten"] == "demo/lxc/151" and forgot["state_id"] == "db", raw
+    assert len(fresh_cluster.pve.requests) == start, "forget never touches PVE"
+    after, raw = salt_call(config_dir, "proxmox.owned")
+    assert "demo/lxc/151" not in {entry["row"] for entry in after} and fresh_cluster.pve.ct(151) is not None
