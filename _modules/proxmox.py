@@ -1216,3 +1216,66 @@ def forget(row):
 
 def _raise_it(exc):
     raise exc
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def export(family=None, node=None, pool=None, vmid=None, path=None, target=None):
+    """
+    The live cluster (and OpenBao's policies) as the pillar the formula reads: ``{proxmox: {...},
+    openbao: {...}}``, one entry per object under its family's section, in the product's own
+    spellings, each with ``adopt: true``, so that pillar applied as it is plans nothing but the
+    ownership rows it records. Filters: ``family`` (registry names, comma-separated: ``pool,lxc``),
+    ``node``, ``pool``, ``vmid``. Secrets are never exported: the log (and the file's comments) name
+    each and where it goes. ``path=<file>``: also write it to that pillar file (YAML, mode 0600, the
+    notes as comments), refused when the file exists. Nothing is written to PVE or OpenBao.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.export --out=yaml
+        salt-call proxmox.export family=lxc,qemu node=pve1
+        salt-call proxmox.export path=/srv/pillar/proxmox_export.sls
+    """
+    import logging
+
+    from salt.exceptions import CommandExecutionError
+
+    from salt_proxmox.export.pillar import Filters, family_filter, to_yaml
+    from salt_proxmox.export.pillar import export as export_pillar
+
+    try:
+        families = family_filter(family)
+    except ValueError as exc:
+        raise CommandExecutionError(str(exc)) from None
+    wanted = Filters(
+        families=families,
+        node=str(node) if node is not None else None,
+        pool=str(pool) if pool is not None else None,
+        vmid=_call(vmid_number, vmid) if vmid is not None else None,
+    )
+    ctx = _context(target)
+    bao = None
+    if (families is None or "policy" in families) and __salt__["config.get"]("openbao", None) is not None:
+        from salt_proxmox.openbao_policy.lifecycle import context_for
+
+        bao = _call(context_for, __salt__["config.get"]("openbao", None), __context__, _store())
+    done = _call(export_pillar, ctx, bao, wanted)
+    for note in done.notes:
+        logging.getLogger(__name__).warning("proxmox.export: %s", note)
+    if path:
+        import os
+
+        header = (
+            f"Exported by proxmox.export from target {ctx.target.name}: {done.count} object(s), each with "
+            "adopt: true.\nSecrets are not exported: put them in a secrets pillar file of their own."
+        )
+        try:
+            fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise CommandExecutionError(f"path {path}: cannot be created ({exc.strerror})") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(to_yaml(done, header))
+    return done.pillar

@@ -43,6 +43,7 @@ from salt_proxmox.simple.spec import (
     ObjectSpec,
     comment_problem,
     exact_message,
+    export_by,
     identify_by_name,
     listed_row,
     same_values,
@@ -251,6 +252,7 @@ SPEC = ObjectSpec(
     listed=listed,
     refusals=refusals,
     for_cluster=for_cluster,
+    export_names=export_by("poolid"),
 )
 
 

@@ -3,12 +3,14 @@ a pool emptied and deleted in one apply, a destroy plan naming the volumes it de
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
+from salt_proxmox.ownership.stores import ROWS_FILE
 from tests.support.saltrun import PILLAR, salt_call, salt_call_text, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
@@ -133,3 +135,57 @@ def test_owned_lists_an_orphan_the_plan_notes_it_once_and_forget_drops_its_row(
     assert len(fresh_cluster.pve.requests) == start, "forget never touches PVE"
     after, raw = salt_call(config_dir, "proxmox.owned")
     assert "demo/lxc/151" not in {entry["row"] for entry in after} and fresh_cluster.pve.ct(151) is not None
+
+
+def test_export_of_a_foreign_cluster_applied_as_it_is_plans_only_ownership(
+    fresh_cluster, bao_creds, tmp_path
+):
+    """The example estate is built, then its ownership rows are removed: a cluster full of objects this
+    minion did not create (aliases, pools, roles, ACL entries, storage, bridges, SDN, containers, VMs,
+    OpenBao policies, besides what the cluster came with). ``proxmox.export path=<file>`` writes them as
+    pillar; that pillar, applied as it is, plans nothing but the ownership rows it records, and once
+    applied plans clean."""
+    config_dir = tmp_path / "etc"
+    _configure(config_dir, fresh_cluster, bao_creds, tmp_path)
+    _applied(config_dir)
+    (config_dir / ROWS_FILE).unlink()
+
+    exported = tmp_path / "exported" / "proxmox.sls"
+    exported.parent.mkdir()
+    pillar, raw = salt_call(config_dir, "proxmox.export", f"path={exported}")
+    assert exported.stat().st_mode & 0o777 == 0o600
+    text = exported.read_text()
+    assert yaml.safe_load(text) == pillar, "the file holds the pillar the call returned"
+    assert "# NOTE: VM 210 on pve1: cipassword is set but not exported (a secret)" in text, text
+    assert "openbao" in pillar, text
+    sections = {**pillar["proxmox"], **{f"openbao:{k}": v for k, v in pillar["openbao"].items()}}
+    assert {"lxc", "qemu", "firewall_aliases", "pools", "roles", "acls", "storage", "networks", "sdn",
+            "openbao:policies"} <= set(sections), sorted(sections)  # fmt: skip
+    assert (
+        pillar["proxmox"]["lxc"]["dns1"]["vmid"] == 120 and pillar["proxmox"]["lxc"]["dns1"]["adopt"] is True
+    )
+    assert "password" not in json.dumps(pillar["proxmox"]["lxc"]) and "cipassword" not in json.dumps(pillar)
+
+    (exported.parent / "top.sls").write_text("base:\n  '*':\n    - proxmox\n")
+    write_minion_config(
+        config_dir,
+        fresh_cluster.url,
+        fresh_cluster.cafile,
+        openbao=bao_creds,
+        pillar_roots=[str(exported.parent)],
+    )
+    start = len(fresh_cluster.pve.requests)
+    plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
+    rows = state_rows(plan)
+    assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:]), "a plan never writes"
+    assert all(row["result"] in (None, True) for row in rows), raw
+    assert all(set(row["changes"]) <= {"ownership"} for row in rows), raw
+    assert sum(1 for row in rows if row["changes"]) >= 15, raw
+
+    start = len(fresh_cluster.pve.requests)
+    _applied(config_dir)
+    assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:]), (
+        "adopting writes no PVE"
+    )
+    again, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
+    assert all(row["result"] is True and not row["changes"] for row in state_rows(again)), raw
