@@ -118,7 +118,8 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         return
     if family.section in ID_ONLY:
         kind_key = next(key for key in ("user", "group", "token") if key in names)
-        base = _label(f"{names['role']}-{names[kind_key]}-on-{names['path']}")
+        where = str(names["path"]).strip("/") or "root"
+        base = _label(f"{names['role']}-{names[kind_key]}-on-{where}")
         entries[_unique(entries, base, len(entries))] = entry
         return
     entries[str(entry.pop("name"))] = entry
