@@ -4,29 +4,21 @@ a pool emptied and deleted in one apply, a destroy plan naming the volumes it de
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from salt_proxmox.ownership.stores import ROWS_FILE
-from tests.support.saltrun import PILLAR, salt_call, salt_call_text, state_rows, write_minion_config
+from tests.support.saltrun import (
+    example_pillar,
+    salt_call,
+    salt_call_text,
+    state_rows,
+    write_minion_config,
+)
 
 pytestmark = pytest.mark.functional
-
-
-def _pillar(tmp_path: Path, change=None) -> Path:
-    """A copy of pillar_examples, edited by ``change(data)``."""
-    root = tmp_path / "pillar"
-    root.mkdir(exist_ok=True)
-    for name in ("top.sls", "secrets.sls"):
-        shutil.copy(PILLAR / name, root / name)
-    data = yaml.safe_load((PILLAR / "proxmox.sls").read_text())
-    if change is not None:
-        change(data)
-    (root / "proxmox.sls").write_text(yaml.safe_dump(data))
-    return root
 
 
 def _configure(config_dir: Path, cluster, bao_creds, tmp_path: Path, change=None) -> None:
@@ -35,7 +27,7 @@ def _configure(config_dir: Path, cluster, bao_creds, tmp_path: Path, change=None
         cluster.url,
         cluster.cafile,
         openbao=bao_creds,
-        pillar_roots=[str(_pillar(tmp_path, change))],
+        pillar_roots=[str(example_pillar(tmp_path, change))],
     )
 
 
