@@ -1202,20 +1202,18 @@ def forget(row):
 
         salt-call proxmox.forget homelab/lxc/150
     """
+    from salt.exceptions import CommandExecutionError
+
     from salt_proxmox.ownership.keeper import Ownership
     from salt_proxmox.ownership.report import entries, no_such_row
 
     store = _store()
     rows = _call(store.load)
     if row not in rows:
-        _call(_raise_it, no_such_row(str(row), rows))
+        raise CommandExecutionError(str(no_such_row(str(row), rows)))
     (entry,) = entries({row: rows[row]}, None)
     _call(Ownership(store).forget, row)
     return {"forgotten": row, **{key: entry[key] for key in ("family", "target", "id", "state_id", "phase")}}
-
-
-def _raise_it(exc):
-    raise exc
 
 
 # ----------------------------------------------------------------------------- export

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from salt_proxmox.ownership.stores import ROWS_FILE
+from salt_proxmox.registry import FAMILIES
 from tests.support.saltrun import (
     example_pillar,
     salt_call,
@@ -138,7 +139,11 @@ def test_export_of_a_foreign_cluster_applied_as_it_is_plans_only_ownership(
     pillar; that pillar, applied as it is, plans nothing but the ownership rows it records, and once
     applied plans clean."""
     config_dir = tmp_path / "etc"
-    _configure(config_dir, fresh_cluster, bao_creds, tmp_path)
+
+    def with_ceph(data):  # every family: the example estate has no Ceph pool
+        data["proxmox"]["ceph_pools"] = {"vmstore": {"node": "pve1", "size": 3, "pg_num": 32}}
+
+    _configure(config_dir, fresh_cluster, bao_creds, tmp_path, with_ceph)
     _applied(config_dir)
     (config_dir / ROWS_FILE).unlink()
 
@@ -151,8 +156,9 @@ def test_export_of_a_foreign_cluster_applied_as_it_is_plans_only_ownership(
     assert "# NOTE: VM 210 on pve1: cipassword is set but not exported (a secret)" in text, text
     assert "openbao" in pillar, text
     sections = {**pillar["proxmox"], **{f"openbao:{k}": v for k, v in pillar["openbao"].items()}}
-    assert {"lxc", "qemu", "firewall_aliases", "pools", "roles", "acls", "storage", "networks", "sdn",
-            "openbao:policies"} <= set(sections), sorted(sections)  # fmt: skip
+    assert {"lxc", "qemu", "firewall_aliases", "pools", "roles", "acls", "storage", "ceph_pools", "networks",
+            "sdn", "openbao:policies"} <= set(sections), sorted(sections)  # fmt: skip
+    assert {family.section.split(":")[1] for family in FAMILIES} <= {key.split(":")[-1] for key in sections}
     assert (
         pillar["proxmox"]["lxc"]["dns1"]["vmid"] == 120 and pillar["proxmox"]["lxc"]["dns1"]["adopt"] is True
     )
