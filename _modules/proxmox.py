@@ -13,6 +13,9 @@ pillar, grains, ``__context__``) into library calls.
 
 __virtualname__ = "proxmox"
 
+#: ``salt-call proxmox.owned`` prints a table by default; ``--out=json`` gives the data.
+__outputter__ = {"owned": "proxmox_owned"}
+
 try:
     from salt_proxmox.errors import SaltProxmoxError, boolean
     from salt_proxmox.guest import adhoc as guest_adhoc
@@ -78,7 +81,7 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwar
         ctx = _context(target, funcs)
     except Exception as exc:
         return refused_return(name, exc)
-    run_config.enter_run(ctx, run or {}, __context__)
+    entered = run_config.enter_run(ctx, run or {}, __context__)
     if twins is not None:
         states, keys_of = twins
         default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
@@ -89,7 +92,27 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwar
             return refused
         if ahead is not None:
             run_config.read_ahead(ctx, run or {}, states[0], default, ahead, __context__)
-    return run_config.outcome_return(name, fun, ctx, *args, **kwargs)
+    ret = run_config.outcome_return(name, fun, ctx, *args, **kwargs)
+    return _note_undeclared(ret, entered, ctx, funcs)
+
+
+def _note_undeclared(ret, run, ctx, funcs):
+    """``ret`` with, on the first state of a run, the note of owned objects the run no longer declares
+    (``salt_proxmox.owned.declared``): comment lines, and the same lines as ``owned_undeclared``, which
+    the ``proxmox_plan`` outputter prints once. Never a write; a row file that cannot be read notes
+    nothing (the state that needs a row says so)."""
+    from salt_proxmox.owned import declared
+
+    try:
+        rows = ctx.ownership.store.load()
+    except SaltProxmoxError:
+        return ret
+    default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
+    notes = declared.undeclared_once(run, __context__, rows, default)
+    if notes:
+        ret["comment"] = "\n".join([ret["comment"], *notes]) if ret.get("comment") else "\n".join(notes)
+        ret["owned_undeclared"] = notes
+    return ret
 
 
 def _call(fun, *args, **kwargs):
@@ -746,18 +769,18 @@ def firewall_alias_present(
     )
 
 
-def firewall_alias_absent(name, test=False, target=None, removal="destroy", state_id=None, **extra):
+def firewall_alias_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
     """
-    Delete one cluster firewall alias this minion created, if it still holds what was last
-    declared; an alias that is not ours is refused, one already gone is fine. Rules naming it
-    stop matching: move them first. ``removal=retain`` forgets it instead. Returns a state return
-    dict.
+    Stop managing one cluster firewall alias, as every family does: ``removal=retain`` (default)
+    forgets it and leaves it in PVE; ``removal=destroy`` deletes it when this minion created it and
+    it still holds what was last declared (an alias that is not ours is refused, one already gone is
+    fine). Rules naming a deleted alias stop matching: move them first. Returns a state return dict.
 
     CLI Example:
 
     .. code-block:: bash
 
-        salt-call proxmox.firewall_alias_absent web_hosts test=True
+        salt-call proxmox.firewall_alias_absent web_hosts removal=destroy test=True
     """
     return _object_absent("firewall_alias", name, test, target, state_id, removal, dict(extra, name=name))
 
@@ -1102,3 +1125,155 @@ def sdn_applied(name, test=False, target=None, state_id=None, **extra):
     from salt_proxmox.sdn import apply
 
     return _applied(apply.applied, name, test, target, state_id, extra)
+
+
+# ----------------------------------------------------------------------------- what this minion owns
+#
+# proxmox.owned lists the ownership rows with whether the current pillar still declares each;
+# proxmox.forget drops one row on purpose. Neither writes to PVE.
+
+
+def _declared_rows(sls, saltenv):
+    """The row keys the formula ``sls`` declares from the current pillar (``state.show_low_sls``,
+    the chunks a state run would get), keyed by each family's own rule (``owned.declared``)."""
+    from salt.exceptions import CommandExecutionError
+
+    from salt_proxmox.owned.declared import declared_row_keys
+    from salt_proxmox.run.lowstate import Chunk
+
+    low = __salt__["state.show_low_sls"](sls, saltenv=saltenv or "base")
+    if not isinstance(low, list) or not all(isinstance(item, dict) for item in low):
+        raise CommandExecutionError(
+            f"the formula {sls} did not render from the current pillar, so what it declares is unknown: "
+            f"{low if isinstance(low, list | str) else type(low).__name__}. Pass sls=<the formula's sls>."
+        )
+    chunks = [chunk for chunk in (Chunk.of(item) for item in low) if chunk is not None]
+    default = run_config.default_target(__salt__["config.get"]("proxmox:targets", {}))
+    return declared_row_keys(chunks, default)
+
+
+def owned(check=False, sls="proxmox", saltenv=None):
+    """
+    What this minion owns: one entry per ownership row, ``{family, target, id, state_id, phase
+    (owned|creating), declared, row}``, ``declared`` true when the current pillar (rendered through the
+    formula ``sls``) still declares the object, false for an orphan (dropped from the pillar, still
+    owned: ``ensure: absent`` forgets it, ``removal: destroy`` deletes it). With ``check=True`` each
+    PVE object is read (``read`` credential, nothing written) and the entry says whether it is still
+    the one its row speaks for: ``live`` (present|absent|unreadable: why), ``fingerprint``
+    (true|false|null) and ``differs``. Printed as a table (the ``proxmox_owned`` outputter); data with
+    ``--out=json``. Raises CommandExecutionError when the rows or the formula cannot be read.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.owned
+        salt-call proxmox.owned check=True --out=json
+    """
+    from salt_proxmox.owned.check import live_check
+    from salt_proxmox.ownership.report import entries
+
+    check = _switch("check", check)
+    rows = _call(_store().load)
+    found = entries(rows, _declared_rows(sls, saltenv) if sls else None)
+    if check:
+        contexts = {}
+        for entry in found:
+            if entry["target"] not in __salt__["config.get"]("proxmox:targets", {}):
+                entry.update({"live": "not checked (not a PVE object)", "fingerprint": None, "differs": []})
+                continue
+            if entry["target"] not in contexts:
+                contexts[entry["target"]] = _context(entry["target"])
+            entry.update(live_check(contexts[entry["target"]], entry["row"], rows[entry["row"]]))
+    return found
+
+
+def forget(row):
+    """
+    Drop one ownership row on purpose: the object it names (``<target>/<family>/<identity>``, as
+    ``proxmox.owned`` lists it under ``row``) is no longer this minion's, and PVE is never touched. A
+    row this minion does not hold is refused, naming the rows it does hold. Returns ``{forgotten:
+    <row>, family, target, id, state_id, phase}``. To take the object back, declare it with
+    ``adopt: true``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.forget homelab/lxc/150
+    """
+    from salt.exceptions import CommandExecutionError
+
+    from salt_proxmox.ownership.keeper import Ownership
+    from salt_proxmox.ownership.report import entries, no_such_row
+
+    store = _store()
+    rows = _call(store.load)
+    if row not in rows:
+        raise CommandExecutionError(str(no_such_row(str(row), rows)))
+    (entry,) = entries({row: rows[row]}, None)
+    _call(Ownership(store).forget, row)
+    return {"forgotten": row, **{key: entry[key] for key in ("family", "target", "id", "state_id", "phase")}}
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def export(family=None, node=None, pool=None, vmid=None, path=None, target=None):
+    """
+    The live cluster (and OpenBao's policies) as the pillar the formula reads: ``{proxmox: {...},
+    openbao: {...}}``, one entry per object under its family's section, in the product's own
+    spellings, each with ``adopt: true``, so that pillar applied as it is plans nothing but the
+    ownership rows it records. Filters: ``family`` (registry names, comma-separated: ``pool,lxc``),
+    ``node``, ``pool``, ``vmid``. Secrets are never exported: the log (and the file's comments) name
+    each and where it goes. ``path=<file>``: also write it to that pillar file (YAML, mode 0600, the
+    notes as comments), refused when the file exists. Nothing is written to PVE or OpenBao.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.export --out=yaml
+        salt-call proxmox.export family=lxc,qemu node=pve1
+        salt-call proxmox.export path=/srv/pillar/proxmox_export.sls
+    """
+    import logging
+
+    from salt.exceptions import CommandExecutionError
+
+    from salt_proxmox.export.pillar import Filters, family_filter, to_yaml
+    from salt_proxmox.export.pillar import export as export_pillar
+
+    try:
+        families = family_filter(family)
+    except ValueError as exc:
+        raise CommandExecutionError(str(exc)) from None
+    wanted = Filters(
+        families=families,
+        node=str(node) if node is not None else None,
+        pool=str(pool) if pool is not None else None,
+        vmid=_call(vmid_number, vmid) if vmid is not None else None,
+    )
+    ctx = _context(target)
+    bao = None
+    if (families is None or "policy" in families) and __salt__["config.get"]("openbao", None) is not None:
+        from salt_proxmox.openbao_policy.lifecycle import context_for
+
+        bao = _call(context_for, __salt__["config.get"]("openbao", None), __context__, _store())
+    done = _call(export_pillar, ctx, bao, wanted)
+    for note in done.notes:
+        logging.getLogger(__name__).warning("proxmox.export: %s", note)
+    if path:
+        import os
+
+        header = (
+            f"Exported by proxmox.export from target {ctx.target.name}: {done.count} object(s), each with "
+            "adopt: true.\nSecrets are not exported: put them in a secrets pillar file of their own."
+        )
+        try:
+            fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise CommandExecutionError(f"path {path}: cannot be created ({exc.strerror})") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(to_yaml(done, header))
+    return done.pillar

@@ -14,7 +14,8 @@ delete) or ``!`` (refused or failed), followed by what changes:
 - a list (a role's privileges) by what it gains and loses; any other key as ``old → new``;
 - values PVE holds pending until a restart under ``pending``;
 
-then the comment lines of the state. States with nothing to do are counted, not listed. The last
+then the comment lines of the state. States with nothing to do are counted, not listed; the owned
+objects the run no longer declares (a state's ``owned_undeclared``) are one ``#`` line each. The last
 lines count, per family, what would be (or was) created, updated, destroyed, left pending a
 restart, refused, and what needs no change.
 
@@ -180,6 +181,7 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
         return json.dumps(data, indent=2, sort_keys=True, default=str)
     counts: dict[str, dict[str, int]] = {}
     out: list[str] = []
+    notes: list[str] = []  # owned objects the run no longer declares, once per run (never a write)
     for minion, returns in states.items():
         if len(states) > 1 or minion != "local":
             out.append(f"{minion}:")
@@ -194,6 +196,7 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
             module = parts[0]
             state_id = parts[1] if len(parts) > 1 else tag
             kind = bucket(ret)
+            notes.extend(ret.get("owned_undeclared") or [])
             tally = counts.setdefault(family(module), {})
             tally[kind] = tally.get(kind, 0) + 1
             if kind == "same":
@@ -202,6 +205,7 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
             out.append(f"{colour}{MARKS[kind]} {state_id}{end} ({module}.{parts[-1]})")
             out.extend(f"    {line}" for line in change_lines(module, ret.get("changes") or {}, kind))
             out.extend(f"    # {line}" for line in str(ret.get("comment") or "").splitlines())
+    out.extend(f"# {note}" for note in notes)
     total = {name: sum(tally.get(name, 0) for tally in counts.values()) for name, *_ in BUCKETS}
     words = 1 if test else 2
     summary = ", ".join(f"{total[spec[0]]} {spec[words]}" for spec in BUCKETS)

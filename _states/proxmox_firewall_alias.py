@@ -16,7 +16,8 @@ planned with ``test=True`` and applied without it, by the same decision.
         - rename_from: web_hosts       # creates web_servers, then deletes web_hosts
 
     old_alias:
-      proxmox_firewall_alias.absent: []
+      proxmox_firewall_alias.absent:
+        - removal: destroy             # default retain: forget it, leave it in PVE
 
 Names compare case-insensitively (PVE keys aliases in lower case), so a case-only change writes
 nothing. Rules and IP sets that name an alias are not rewritten by a rename or a delete: move
@@ -40,7 +41,8 @@ def present(name, cidr, comment=None, target=None, adopt=False, rename_from=None
 
 
 def absent(name, target=None, **kwargs):
-    """Ensure alias ``name`` is gone: delete it when this minion created it and it still holds what
-    was last declared; an alias that is not ours is refused, one already gone is fine.
+    """Stop managing alias ``name``: ``removal: retain`` (default) forgets it and leaves it in PVE;
+    ``removal: destroy`` deletes it when this minion created it and it still holds what was last
+    declared (an alias that is not ours is refused, one already gone is fine).
     """
     return __salt__["proxmox.run_state"](globals(), "absent", locals())

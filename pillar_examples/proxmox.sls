@@ -228,3 +228,7 @@ openbao:
           path "sys/policy/salt-proxmox-*" {
             capabilities = ["create", "read", "update", "delete"]
           }
+          # proxmox.export lists the policies (their names only; it reads those above).
+          path "sys/policies/acl" {
+            capabilities = ["list"]
+          }

@@ -38,7 +38,8 @@ the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
 policies first, then aliases, pools, roles, ACL entries, Ceph pools, storage, node networks, SDN, containers,
-VMs. Only real
+VMs; a pool declared absent runs after the guests (they move out of it first, so one apply empties
+and deletes it). Only real
 dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
@@ -196,6 +197,11 @@ REFUSED = "proxmox_pillar.refused"
 
 # The guest families: their absent states take only GUEST_ABSENT_KEYS, and they wait for their bridges.
 GUESTS = ("proxmox:lxc", "proxmox:qemu")
+
+# The sections whose absent entries run last, after the guests: PVE deletes only an empty pool
+# (pve-manager PVE/API2/Pool.pm delete_pool: "pool '<id>' is not empty"), so the guests this pillar
+# moves out of it (pool: another or '') or destroys go first, and one apply empties and deletes it.
+LAST_ABSENT = ("proxmox:pools",)
 
 # The keys an absent container or VM passes on: the rest of its declaration is what it was, not what to do.
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
@@ -688,6 +694,8 @@ def estate(pillar):
         present[path].pop(None, None)
 
     bridges = {}
+    # Pools declared absent run after the guests, which move their members out first (LAST_ABSENT).
+    last = {}
     for path, prefix, module, _what, skip_present, skip_absent in SECTIONS:
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
@@ -699,7 +707,7 @@ def estate(pillar):
                     args = _arguments(name, declared, [], GUEST_ABSENT_KEYS)
                 else:
                     args = _arguments(name, declared, skip_absent)
-                states[prefix + key] = {f"{module}.absent": args}
+                (last if path in LAST_ABSENT else states)[prefix + key] = {f"{module}.absent": args}
                 continue
             secrets = [key for key in SECRETS.get(path, ()) if key in declared]
             args = _arguments(name, declared, [*skip_present, *secrets])
@@ -722,6 +730,7 @@ def estate(pillar):
             if needs:
                 args.append({"require": needs})
             states[prefix + key] = {f"{module}.present": args}
+    states.update(last)
     return states
 
 

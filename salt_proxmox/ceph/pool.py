@@ -55,7 +55,7 @@ from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, NUMBER, Endpoint, Rule
 from salt_proxmox.pve.errors import PveMalformed
-from salt_proxmox.pve.listing import get_rows, rows_of
+from salt_proxmox.pve.listing import get_rows, node_names, rows_of
 from salt_proxmox.simple.fields import Field, canonical_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, listed_row
 from salt_proxmox.wire.sizes import parse_size
@@ -366,6 +366,14 @@ def _confirm_absent(ctx: PveContext, credential: object, decl: Declared) -> None
     """``lspools`` lists every pool of the cluster behind one check on ``/``: not listed is absent."""
 
 
+def export_listings(ctx: PveContext) -> list[tuple[Call, Mapping[str, object]]]:
+    """``proxmox.export``: the pools as the cluster's first node lists them (Ceph's pools are the
+    cluster's; a declaration names the node it is managed through). On a cluster without Ceph the
+    listing's error is the export's note."""
+    first = node_names(ctx.client, ctx.broker.read())[:1]
+    return [(Call("GET", api_path("nodes", node, "ceph", "pool")), {"node": node}) for node in first]
+
+
 SPEC = ObjectSpec(
     family=FAMILY,
     noun="Ceph pool",
@@ -388,4 +396,8 @@ SPEC = ObjectSpec(
     side_effects=side_effects,
     moving=moving,
     task_node=lambda decl: decl.names["node"],
+    export_names=lambda row: {"name": row["pool_name"]} if isinstance(row.get("pool_name"), str) else None,
+    export_listings=export_listings,
+    # The listing's ``type`` (replicated, erasure) is the create's, not a key this state manages.
+    export_values=lambda live, decl: {k: v for k, v in live.items() if k in FIELDS and v is not None},
 )

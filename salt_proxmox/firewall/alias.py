@@ -45,7 +45,15 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem, listed_row, same_values
+from salt_proxmox.simple.spec import (
+    Call,
+    Declared,
+    ObjectSpec,
+    comment_problem,
+    export_by,
+    listed_row,
+    same_values,
+)
 from salt_proxmox.wire.propstring import text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -295,4 +303,5 @@ SPEC = ObjectSpec(
     listing=Call("GET", COLLECTION),
     listed=listed,
     refusals=refusals,
+    export_names=export_by("name"),
 )

@@ -25,6 +25,7 @@ node's task list ties it to that create (``creation_tie``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.guest.fingerprint import FIELD, differences, fingerprint
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle
 from salt_proxmox.pve.tasks import warnings_of
+from salt_proxmox.wire.propstring import pairs
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.family import Declaration, Family
@@ -141,6 +143,35 @@ def unknown_volumes(family: Family, last: Declaration, live: Mapping[str, object
         for key, text in prints.items()
         if family.keys.is_volume(key) and key not in last.config
     ]
+
+
+#: A cloud-init drive's volume (qemu-server ``PVE/QemuServer/Drive.pm`` ``drive_is_cloudinit``).
+CLOUDINIT = re.compile(r"[:/](?:vm-\d+-)?cloudinit(?:\.(?:raw|qcow2|vmdk|subvol))?$")
+
+
+def destroyed_volumes(family: Family, live: Mapping[str, object]) -> list[str]:
+    """The volumes a destroy of the guest whose live config is ``live`` deletes, as a plan names them
+    (``scsi0 local-lvm:vm-290-disk-0``), in key order: every volume key's volume, ``unusedN`` included,
+    but not a CD-ROM's image nor ``none`` (qemu-server ``PVE/QemuServer.pm`` ``destroy_vm`` walks the
+    config's drives and skips ``drive_is_cdrom($drive, 1)``, which counts a cloud-init drive as a
+    volume: ``drive_is_cloudinit``, ``CLOUDINIT``); pve-container ``src/PVE/LXC.pm``
+    ``destroy_lxc_container`` deletes the rootfs and every volume mount point, not a bind or device
+    mount, whose source is a path)."""
+    found = []
+    for key in sorted(live):
+        value = live[key]
+        if not family.keys.is_volume(key) or not isinstance(value, str):
+            continue
+        try:
+            options = dict(pairs(value, "volume"))
+        except ValueError:
+            options = {"volume": value.split(",", 1)[0]}
+        volume = options.get("volume") or options.get("file") or ""
+        cdrom = options.get("media") == "cdrom" and not CLOUDINIT.search(volume)
+        if cdrom or volume in ("", "none", "cdrom") or volume.startswith("/"):
+            continue
+        found.append(f"{key} {volume}")
+    return found
 
 
 def vmid_refusal(words: Words, vmid: int, recorded: Mapping[str, object] | None) -> list[str]:

@@ -73,9 +73,10 @@ from salt_proxmox.guest.report import (
 )
 from salt_proxmox.guest.verdict import judge_guest
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership.rows import CREATING, row_key
+from salt_proxmox.ownership.rows import CREATING, destroy_path, row_key
 from salt_proxmox.pve.constraints import vmid_number
 from salt_proxmox.run.context import PveContext
+from salt_proxmox.run.memo import note_leaving_pool
 
 
 def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declared) -> Outcome:
@@ -287,9 +288,7 @@ def _absent(
             if read_live(ctx, family, decl.node, decl.vmid) is None:
                 outcome.comment.append(f"{what} is absent")
                 return outcome
-            return outcome.fail(
-                f"{what} is not recorded as ours, so it is not destroyed. Nothing was deleted."
-            )
+            return outcome.fail(destroy_path(what))
         last = identity.recorded_declaration(family, state_id, decl.target, row, decl.vmid, decl.node)
         live = read_live(ctx, family, last.node, last.vmid)
         if live is None:
@@ -331,10 +330,15 @@ def _absent(
         refusals = destroy_refusals(ctx, family, last.node, last.vmid, live.in_effect())
         if refusals:
             return outcome.fail(*refusals, "Nothing was deleted.")
+        volumes = identity.destroyed_volumes(family, live.merged())
         outcome.changes = {"destroyed": {"old": family.what(last.vmid, last.node), "new": None}}
+        if volumes:
+            outcome.changes["volumes"] = {"old": volumes, "new": []}
+        note_leaving_pool(ctx.memo, ctx.target.name, None, family.kind, last.vmid)
+        deletes = f"; it deletes its volumes {', '.join(volumes)}" if volumes else ""
         if test:
             outcome.result = None
-            outcome.comment.append(f"{what}: would be destroyed (no force, no purge)")
+            outcome.comment.append(f"{what}: would be destroyed (no force, no purge){deletes}")
             return outcome
         ctx.task(
             "DELETE",
@@ -346,5 +350,5 @@ def _absent(
         outcome.changes = {}
         return outcome.fail(str(exc), "Nothing was deleted unless a task UPID is named above.")
     ctx.ownership.forget(key)
-    outcome.comment.append(f"{what} has been destroyed")
+    outcome.comment.append(f"{what} has been destroyed{deletes.replace('it deletes', 'with')}")
     return outcome

@@ -9,6 +9,7 @@ from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.run.context import PveContext
+from salt_proxmox.run.memo import note_leaving_pool
 
 
 def pool_membership(
@@ -31,6 +32,8 @@ def pool_membership(
         if pool and have:
             moving += f" (from pool {have})"
         outcome.changes["pool"] = {"old": have or None, "new": pool or None}
+        if have:
+            note_leaving_pool(ctx.memo, ctx.target.name, have, str(row.get("type")), vmid)
         if test:
             outcome.result = None
             outcome.comment.append(f"{what}: would move {moving}")

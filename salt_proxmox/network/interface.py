@@ -60,7 +60,7 @@ from salt_proxmox.network import rules
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
-from salt_proxmox.pve.listing import rows_of
+from salt_proxmox.pve.listing import node_names, rows_of
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, comment_problem
 
@@ -374,6 +374,31 @@ def delete_call(decl: Declared, live: Mapping[str, object]) -> Call:
     return Call("DELETE", _path(decl))
 
 
+def export_names(row: Mapping[str, object]) -> dict | None:
+    """``proxmox.export``: an interface of a node's listing by its name; a physical NIC (``eth``) is
+    the hardware's, not anybody's to declare."""
+    name = row.get("iface")
+    return {"name": name} if isinstance(name, str) and row.get("type") != "eth" else None
+
+
+def export_listings(ctx) -> list[tuple[Call, Mapping[str, object]]]:
+    """``proxmox.export``: each node's interfaces listing, each row named by its node."""
+    return [
+        (Call("GET", api_path("nodes", node, "network")), {"node": node})
+        for node in node_names(ctx.client, ctx.broker.read())
+    ]
+
+
+def export_values(live: Mapping[str, object], decl: Declared) -> dict:
+    """The declared keys of a live interface: ``type`` and the ``FIELDS`` it holds, not what the
+    listing shows beside them (``exists``, ``method``, ``families``)."""
+    return {
+        key: value
+        for key, value in live.items()
+        if (key == "type" or key in FIELDS) and value not in (None, "", [])
+    }
+
+
 SPEC = ObjectSpec(
     family=FAMILY,
     noun="interface",
@@ -393,4 +418,7 @@ SPEC = ObjectSpec(
     identity_keys=("name", "node"),
     refusals=refusals,
     side_effects=side_effects,
+    export_names=export_names,
+    export_listings=export_listings,
+    export_values=export_values,
 )

@@ -38,7 +38,7 @@ from salt_proxmox.openbao_policy.policy import (
 )
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.keeper import Ownership
-from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
+from salt_proxmox.ownership.rows import absent_note, claim, destroy_path, removal_problem, row_key
 from salt_proxmox.ownership.stores import OwnershipStore
 from salt_proxmox.run.lowstate import Chunk
 from salt_proxmox.simple import rename
@@ -386,9 +386,7 @@ def absent(
                 return outcome
             return forget_ownership(outcome, ctx.ownership, key, row, what, test, already_absent=True)
         if row is None:
-            raise Refused(
-                f"{what} was not written by this minion, so it is not deleted. Nothing was deleted."
-            )
+            raise Refused(destroy_path(what))
         if sha256(live) != _row_sha(row):
             raise Refused(
                 f"{what} no longer holds the text this minion wrote, so it is not deleted. Nothing was "

@@ -30,6 +30,21 @@ def removal_problem(removal: object) -> str | None:
     return f"removal: expected one of {', '.join(REMOVALS)}, got {shown(removal)}"
 
 
+def destroy_path(subject: str) -> str:
+    """The refusal of ``removal: destroy`` on a live object without an ownership row, and the next step
+    (docs/design.md §6 Absent/removal): the path from "not ours" (never adopted, or its row forgotten by
+    ``removal: retain``, ``proxmox.forget`` or an earlier run) to "destroyed" is two applies, named
+    here so no run is spent finding them. Absent never takes anything over, so ``adopt: true`` belongs
+    on the present declaration, not the absent one (the formula refuses it there)."""
+    return (
+        f"{subject} exists and is not recorded as ours (never created or adopted here, or its ownership "
+        "was forgotten), so it is not deleted. Nothing was deleted. "
+        "To destroy it: declare it present with adopt: true and apply (the plan shows what is taken over, "
+        "and the apply records it as ours), then declare it ensure: absent with removal: destroy and apply; "
+        "or delete it by hand."
+    )
+
+
 def claim(
     row: Mapping[str, object] | None,
     adopt: bool,

@@ -51,3 +51,10 @@ def get_rows(
     except ValueError as why:
         query = "&".join(f"{key}={value}" for key, value in (params or {}).items())
         raise PveMalformed("GET", f"{path}?{query}" if query else path, str(why)) from None
+
+
+def node_names(client: PveClient, credential: Credential) -> list[str]:
+    """The cluster's nodes, sorted (``GET /nodes``, pve-manager ``PVE/API2/Nodes.pm`` index): where a
+    node-scoped listing (interfaces, Ceph pools) is read. Raises what ``get_rows`` raises."""
+    rows = get_rows(client, "nodes", credential, what="nodes")
+    return sorted(str(row["node"]) for row in rows if row.get("node"))

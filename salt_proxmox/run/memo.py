@@ -38,8 +38,8 @@ class RunMemo(dict):
 #: What the run's network and SDN steps leave for later states (``network.apply`` and ``sdn.apply``
 #: write them; ``guest.nics``, ``network.rules`` and ``sdn.apply`` read them), keyed by target: the
 #: deletions a ``removal: destroy`` state of this run staged (or would) per scope (``node <node>``,
-#: ``sdn``), and whether a node's or the SDN's apply step of this run planned or applied its
-#: staged changes (not refused).
+#: ``sdn``), the guests a state of this run moves out of a pool or destroys (``leaving_pool``), and
+#: whether a node's or the SDN's apply step of this run planned or applied its staged changes.
 REMOVED = "salt_proxmox.removed/{target}/{scope}"
 NODE_APPLIED = "salt_proxmox.node_applied/{target}/{node}"
 SDN_APPLIED = "salt_proxmox.sdn_applied/{target}"
@@ -73,3 +73,30 @@ def sdn_applied(memo: RunMemo, target: str) -> bool:
 def note_sdn_applied(memo: RunMemo, target: str) -> None:
     """Record that this run's SDN apply step planned or applied the pending SDN configuration."""
     memo[SDN_APPLIED.format(target=target)] = True
+
+
+#: The scope of the guests a state of this run destroys (or would): they leave every pool.
+DESTROYED_GUESTS = "guests"
+
+
+def _pool_scope(poolid: str) -> str:
+    return f"pool {poolid}"
+
+
+def note_leaving_pool(memo: RunMemo, target: str, poolid: str | None, kind: str, vmid: int) -> None:
+    """Record that a guest state of this run moves guest ``vmid`` (``kind`` lxc/qemu, as a pool's
+    ``members`` type it) out of pool ``poolid``, or, with ``poolid`` None, destroys it (PVE drops a
+    destroyed guest from its pool: pve-access-control ``PVE/AccessControl.pm`` ``remove_vm_access``),
+    or would under ``test``."""
+    scope = DESTROYED_GUESTS if poolid is None else _pool_scope(poolid)
+    note_removed(memo, target, scope, f"{kind}/{vmid}")
+
+
+def leaving_pool(memo: RunMemo, target: str, poolid: str) -> set[tuple[str, int]]:
+    """``{(kind, vmid)}`` of the guests this run moves out of pool ``poolid`` or destroys: a delete of
+    the pool later in the run does not count them (``simple.pool.refusals``)."""
+    found = set()
+    for item in removed(memo, target, _pool_scope(poolid)) | removed(memo, target, DESTROYED_GUESTS):
+        kind, _, vmid = item.partition("/")
+        found.add((kind, int(vmid)))
+    return found

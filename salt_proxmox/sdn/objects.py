@@ -55,7 +55,7 @@ from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.listing import rows_of
 from salt_proxmox.sdn import rules
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values, live_values
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, exact_message
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, exact_message, export_by
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -307,6 +307,8 @@ ZONE = ObjectSpec(
     confirm_absent=zone_confirm_absent,
     write_guard=_digest_guard,
     refusals=rules.zone_refusals,
+    export_names=export_by("zone"),
+    export_listings=lambda ctx: [(Call("GET", "cluster/sdn/zones"), {})],
 )
 
 
@@ -385,6 +387,8 @@ VNET = ObjectSpec(
     delete=lambda decl, live: Call("DELETE", api_path("cluster", "sdn", "vnets", decl.names["name"])),
     write_guard=_digest_guard,
     refusals=rules.vnet_refusals,
+    export_names=export_by("vnet"),
+    export_listings=lambda ctx: [(Call("GET", "cluster/sdn/vnets"), {})],
 )
 
 
@@ -540,6 +544,17 @@ def subnet_is_absent(error: PveError, decl: Declared) -> bool:
     return error.status == 500 and error.message == f"sdn vnet '{decl.names['vnet']}' does not exist"
 
 
+def subnet_listings(ctx) -> list[tuple[Call, Mapping[str, object]]]:
+    """``proxmox.export``: each vnet's subnets listing (``GET /cluster/sdn/vnets`` first), each row
+    named by its vnet. Raises what the vnets listing's read raises."""
+    vnets = rows_of(ctx.client.request("GET", "cluster/sdn/vnets", ctx.broker.read()), "vnets")
+    return [
+        (Call("GET", api_path("cluster", "sdn", "vnets", str(row["vnet"]), "subnets")), {"vnet": row["vnet"]})
+        for row in vnets
+        if isinstance(row.get("vnet"), str)
+    ]
+
+
 SUBNET = ObjectSpec(
     family="sdn_subnet",
     noun="SDN subnet",
@@ -564,6 +579,8 @@ SUBNET = ObjectSpec(
     identity_keys=("name", "vnet"),
     refusals=rules.subnet_refusals,
     side_effects=rules.subnet_side_effects,
+    export_names=lambda row: {"name": row["cidr"]} if isinstance(row.get("cidr"), str) else None,
+    export_listings=subnet_listings,
 )
 
 SPECS = {"zone": ZONE, "vnet": VNET, "subnet": SUBNET}

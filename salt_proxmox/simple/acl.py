@@ -284,6 +284,15 @@ def _form(decl: Declared, delete: bool = False) -> dict[str, str]:
     return form
 
 
+def export_names(row: Mapping[str, object]) -> dict | None:
+    """A ``GET /access/acl`` row (``{path, roleid, type, ugid, propagate}``) as ``identify`` names its
+    entry: ``{path, role, user|group|token}``; None for a row of another shape."""
+    kind = row.get("type")
+    if kind not in KINDS or not all(isinstance(row.get(key), str) for key in ("path", "roleid", "ugid")):
+        return None
+    return {"path": row["path"], "role": row["roleid"], str(kind): row["ugid"]}
+
+
 SPEC = ObjectSpec(
     family=FAMILY,
     noun="ACL entry",
@@ -309,4 +318,5 @@ SPEC = ObjectSpec(
     listed=parse,
     identity_keys=("path", "role", *KINDS),
     refusals=refusals,
+    export_names=export_names,
 )

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.outcome import Outcome, forget_ownership
-from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
+from salt_proxmox.ownership.rows import absent_note, claim, destroy_path, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
 from salt_proxmox.run.context import PveContext
@@ -382,10 +382,7 @@ def absent(
                 return outcome
             return forget_ownership(outcome, ctx.ownership, key, row, probe.label, test, already_absent=True)
         if row is None:
-            return outcome.fail(
-                f"{probe.label} exists and is not recorded as ours, so it is not deleted. Nothing was "
-                "deleted: delete it by hand if it should go."
-            )
+            return outcome.fail(destroy_path(probe.label))
         live = with_recorded(spec, live, row)
         drift = spec.differences(live, last)
         if drift or not spec.is_match(live, last):

@@ -35,6 +35,7 @@ from salt_proxmox.pve.constraints import Endpoint, Rule, check_poolid
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows
+from salt_proxmox.run.memo import leaving_pool
 from salt_proxmox.simple.lifecycle import read
 from salt_proxmox.simple.spec import (
     Call,
@@ -42,6 +43,7 @@ from salt_proxmox.simple.spec import (
     ObjectSpec,
     comment_problem,
     exact_message,
+    export_by,
     identify_by_name,
     listed_row,
     same_values,
@@ -174,7 +176,13 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
         ]
         if live is None or "members" not in live:  # judged on the listing, which names no members
             live = read(ctx, SPEC, decl) or {}
-        members = [*inside, *list(live.get("members") or [])]
+        # Members a guest state earlier in this run moves out (or destroys) are gone by the time the
+        # delete is sent: the formula runs an absent pool after the guests (guest.pools).
+        leaving = {
+            member_name({"type": kind, "vmid": vmid})
+            for kind, vmid in leaving_pool(ctx.memo, ctx.target.name, poolid)
+        }
+        members = [*inside, *[member for member in live.get("members") or [] if member not in leaving]]
         if members:
             return [
                 f"pool {poolid} still has members ({', '.join(members)}), and PVE refuses to delete a pool "
@@ -244,6 +252,7 @@ SPEC = ObjectSpec(
     listed=listed,
     refusals=refusals,
     for_cluster=for_cluster,
+    export_names=export_by("poolid"),
 )
 
 

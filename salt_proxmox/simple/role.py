@@ -32,6 +32,7 @@ from salt_proxmox.simple.spec import (
     Declared,
     ObjectSpec,
     exact_message,
+    export_by,
     identify_by_name,
     listed_row,
     same_values,
@@ -188,4 +189,6 @@ SPEC = ObjectSpec(
     listing=Call("GET", "access/roles"),
     listed=listed,
     refusals=refusals,
+    # A role PVE ships (``special: 1`` in the index: Administrator, PVEAuditor, ...) is nobody's to declare.
+    export_names=lambda row: None if row.get("special") in (1, "1", True) else export_by("roleid")(row),
 )

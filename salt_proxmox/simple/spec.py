@@ -59,7 +59,7 @@ the key and the rule, before any network call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -228,6 +228,21 @@ class ObjectSpec:
     recorded: tuple[str, ...] = ()
     moving: Callable[[Mapping[str, object], Declared], frozenset[str]] | None = None
     task_node: Callable[[Declared], str] | None = None
+    #: ``proxmox.export`` (``salt_proxmox.export``): how one row of the family's listing names its
+    #: object, as ``identify`` takes it (``export_by("poolid")``: ``{"name": row["poolid"]}``), or None
+    #: for a row not to export (a role PVE ships). The rest is the lifecycle's: the object is read as a
+    #: plan reads it, and its canonical attributes are the declaration. Left None, the family has no
+    #: export, and ``tests/unit/test_registry.py`` fails naming it.
+    export_names: Callable[[Mapping[str, object]], Mapping[str, object] | None] | None = None
+    #: The listings to export from when ``listing`` is not it (one per node): given the context,
+    #: ``[(call, names every row of it adds)]``.
+    export_listings: Callable[[PveContext], list[tuple[Call, Mapping[str, object]]]] | None = None
+    #: The declared keys of a live object from its canonical attributes, where they differ (keys PVE
+    #: shows but a declaration does not take): default, the canonical attributes as they are.
+    export_values: Callable[[Mapping[str, object], Declared], Mapping[str, object]] | None = None
+    #: The secrets a live object of this kind may hold, which PVE never shows (a storage's
+    #: ``password``): never exported; the export's note names each and where its value goes.
+    export_secrets: Callable[[Mapping[str, object]], Iterable[str]] | None = None
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when
@@ -250,6 +265,17 @@ class ObjectSpec:
         if self.matches is not None:
             return self.matches(live, decl)
         return not self.differences(live, decl)
+
+
+def export_by(key: str) -> Callable[[Mapping[str, object]], Mapping[str, object] | None]:
+    """An ``export_names`` for a family keyed by one name a listing row holds under ``key``
+    (``poolid``, ``roleid``, ``storage``): ``{"name": row[key]}``, None for a row without it."""
+
+    def names(row: Mapping[str, object]) -> Mapping[str, object] | None:
+        value = row.get(key)
+        return {"name": value} if isinstance(value, str) and value else None
+
+    return names
 
 
 def listed_row(rows: object, key: str, wanted: Callable[[object], bool]) -> Mapping | None:

@@ -42,7 +42,7 @@ from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, listed_row
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, export_by, listed_row
 from salt_proxmox.storage.types import ALL_OPTIONS, FIELDS, TYPES, StorageType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -338,6 +338,18 @@ def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
     ]
 
 
+def export_values(live: Mapping[str, object], decl: Declared) -> dict:
+    """``proxmox.export``: a live storage's ``type`` and the options its type takes (``TYPES``) that it
+    holds, no secret (PVE shows none) and no option left at none."""
+    kind = TYPES[str(live["type"])]
+    return {
+        key: value
+        for key, value in live.items()
+        if key == "type"
+        or (key in kind.options and key not in kind.sensitive and value not in (None, "", [], False))
+    }
+
+
 SPEC = ObjectSpec(
     family=FAMILY,
     noun="storage",
@@ -359,4 +371,7 @@ SPEC = ObjectSpec(
     refusals=refusals,
     side_effects=side_effects,
     recorded=("secret_serial",),
+    export_names=export_by("storage"),
+    export_values=export_values,
+    export_secrets=lambda live: TYPES[str(live["type"])].sensitive & set(TYPES[str(live["type"])].options),
 )

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,20 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 FORMULA = REPO / "formula"
 PILLAR = REPO / "pillar_examples"
+
+
+def example_pillar(tmp_path: Path, change: Callable[[dict], None] | None = None) -> Path:
+    """A copy of ``pillar_examples`` under ``tmp_path/pillar``, its ``proxmox.sls`` edited by
+    ``change(data)``; returns the directory (a ``pillar_roots`` entry)."""
+    root = tmp_path / "pillar"
+    root.mkdir(exist_ok=True)
+    for name in ("top.sls", "secrets.sls"):
+        shutil.copy(PILLAR / name, root / name)
+    data = yaml.safe_load((PILLAR / "proxmox.sls").read_text())
+    if change is not None:
+        change(data)
+    (root / "proxmox.sls").write_text(yaml.safe_dump(data))
+    return root
 
 
 def pillar_secrets(pillar_dir: Path = PILLAR) -> list[str]:

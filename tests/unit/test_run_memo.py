@@ -19,3 +19,20 @@ def test_what_a_run_learned_once_is_dropped_when_another_run_begins():
     memo["x"] = 1
     memo.begin(None)
     assert memo == {}, "a call outside any run shares nothing"
+
+
+def test_a_pool_knows_the_guests_this_run_moves_out_of_it_or_destroys():
+    """A pool's delete later in the run does not count them (PVE drops a destroyed guest from its pool:
+    pve-access-control ``PVE/AccessControl.pm`` ``remove_vm_access``); another pool's members, another
+    target's, and another run's do not leave."""
+    from salt_proxmox.run.memo import leaving_pool, note_leaving_pool
+
+    memo = RunMemo()
+    memo.begin("run-1")
+    note_leaving_pool(memo, "demo", "prod", "lxc", 150)
+    note_leaving_pool(memo, "demo", None, "qemu", 210)  # destroyed: it leaves every pool
+    note_leaving_pool(memo, "demo", "lab", "lxc", 151)
+    assert leaving_pool(memo, "demo", "prod") == {("lxc", 150), ("qemu", 210)}
+    assert leaving_pool(memo, "other", "prod") == set()
+    memo.begin("run-2")
+    assert leaving_pool(memo, "demo", "prod") == set()

@@ -1,0 +1,1 @@
+"""A live cluster read back as the pillar the formula reads (``proxmox.export``)."""

@@ -1,0 +1,177 @@
+"""``proxmox.export``: the live cluster (and OpenBao's policies) read back as the pillar the formula
+reads (``formula/proxmox/init.sls``): one entry per object under its family's section
+(``registry.Family.section``), in the product's own spellings, with ``adopt: true``, so the pillar
+applied as it is plans nothing but the ownership rows it records.
+
+Each family supplies its export (``exporter``): an ``ObjectSpec`` family through its spec
+(``export.objects``: ``ObjectSpec.export_names``), a guest family through its live reader
+(``export.guests``), the policies through OpenBao (``export.policies``). A family without one is a
+LookupError here and a failing test (``tests/unit/test_registry.py``), never a silent gap.
+
+Filters: ``families`` (registry names), ``node``, ``pool``, ``vmid``: given, a filter keeps only the
+objects that have that attribute and match it (``node`` keeps guests, interfaces and Ceph pools of
+that node; ``pool`` the guests in that pool and the pool itself; ``vmid`` that guest).
+
+Secrets are never exported (PVE does not show them, or shows them masked): a note names each, and
+where its value goes (a secrets pillar; the formula passes the entry's ``secrets_pillar``). ``to_yaml``
+writes the notes as YAML comments above the pillar.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import yaml
+
+from salt_proxmox import registry
+from salt_proxmox.errors import SaltProxmoxError
+from salt_proxmox.export import guests, objects, policies
+from salt_proxmox.export.objects import Exported, Found
+
+#: The sections whose key is only a state id (the formula's ``ID_ONLY``): the key is made up here.
+ID_ONLY = ("proxmox:acls", "proxmox:lxc")
+
+
+@dataclass
+class Filters:
+    """What ``export`` keeps (see the module docstring); None: no filter."""
+
+    families: frozenset[str] | None = None
+    node: str | None = None
+    pool: str | None = None
+    vmid: int | None = None
+
+    def keeps(self, family: registry.Family, names: Mapping[str, object]) -> bool:
+        """Whether the object ``names`` (its identity keys; a guest's ``pool`` too) passes."""
+        if self.node is not None and names.get("node") != self.node:
+            return False
+        if self.vmid is not None and names.get("vmid") != self.vmid:
+            return False
+        if self.pool is not None:
+            own = names.get("name") if family.name == "pool" else names.get("pool")
+            if own != self.pool:
+                return False
+        return True
+
+
+@dataclass
+class Export:
+    """The pillar (``{"proxmox": {...}, "openbao": {...}}``, sections present only when they hold an
+    object) and the notes on what was left out or needs a hand."""
+
+    pillar: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    count: int = 0
+
+
+def exporter(family: registry.Family, kind: registry.Kind) -> Callable[..., Found]:
+    """The export of ``kind`` of ``family``: ``(ctx, bao, keep) -> Found``. Raises LookupError for a
+    family that supplies none (an ``ObjectSpec`` without ``export_names``, a lifecycle of its own
+    without an exporter here)."""
+    if kind.spec is not None:
+        spec = kind.load()
+        if spec.export_names is None:
+            raise LookupError(f"{family.name}: its ObjectSpec {kind.name} has no export_names")
+        return lambda ctx, bao, keep: objects.export(ctx, spec, keep)
+    if family.guest is not None:
+        guest = registry.guests()[family.name]
+        return lambda ctx, bao, keep: guests.export(ctx, guest, keep)
+    if family.module == "openbao":
+        return lambda ctx, bao, keep: policies.export(bao, keep)
+    raise LookupError(f"{family.name}: no export (salt_proxmox.export.pillar.exporter)")
+
+
+def _label(text: str) -> str:
+    """A pillar key made of ``text``: letters, digits, ``.``, ``_`` and ``-``, runs of others ``-``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "entry"
+
+
+def _unique(section: Mapping, key: str, suffix: object) -> str:
+    return key if key not in section else f"{key}-{suffix}"
+
+
+def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exported) -> None:
+    """Put ``found`` where the formula reads ``family``'s entries (its ``section``)."""
+    top, _, section = family.section.partition(":")
+    entry = dict(found.declaration)
+    names = found.names
+    if family.section == "proxmox:networks":
+        node, name = str(entry.pop("node")), str(entry.pop("name"))
+        nodes = pillar.setdefault(top, {}).setdefault(section, {})
+        nodes.setdefault(node, {}).setdefault("interfaces", {})[name] = entry
+        return
+    if family.section == "proxmox:sdn":
+        plural = {"sdn_zone": "zones", "sdn_vnet": "vnets", "sdn_subnet": "subnets"}[kind.name]
+        entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})
+        if kind.name == "sdn_subnet":
+            cidr = str(entry.pop("name"))
+            entries[_label(f"{entry['vnet']}-{cidr}")] = {"cidr": cidr, **entry}
+        else:
+            entries[str(entry.pop("name"))] = entry
+        return
+    entries = pillar.setdefault(top, {}).setdefault(section, {})
+    if family.guest is not None:
+        base = entry.get("hostname") or entry.get("name") or f"{family.name}{names['vmid']}"
+        entries[_unique(entries, _label(str(base)), names["vmid"])] = entry
+        return
+    if family.section in ID_ONLY:
+        kind_key = next(key for key in ("user", "group", "token") if key in names)
+        where = str(names["path"]).strip("/") or "root"
+        base = _label(f"{names['role']}-{names[kind_key]}-on-{where}")
+        entries[_unique(entries, base, len(entries))] = entry
+        return
+    entries[str(entry.pop("name"))] = entry
+
+
+def export(ctx, bao, filters: Filters) -> Export:
+    """The pillar of every registered family ``filters`` keeps, read with ``ctx`` (a ``PveContext``)
+    and ``bao`` (a ``BaoContext``, None when OpenBao is not configured: the policies are left out with a
+    note). A family that cannot be read is left out with a note naming why (a cluster without Ceph,
+    a listing the read credential may not see), never silently. Raises LookupError for a family
+    without an export."""
+    result = Export()
+    for family in registry.FAMILIES:
+        if filters.families is not None and family.name not in filters.families:
+            continue
+        for kind in family.kinds:
+            run = exporter(family, kind)
+            if family.module == "openbao" and bao is None:
+                result.notes.append(f"{family.name}: not exported, no openbao block is configured")
+                continue
+            if family.module == "openbao" and (filters.node or filters.vmid or filters.pool):
+                continue
+            try:
+                found = run(ctx, bao, lambda names, family=family: filters.keeps(family, names))
+            except SaltProxmoxError as exc:
+                result.notes.append(f"{kind.name}: not exported: {exc}")
+                continue
+            for item in found.objects:
+                place(result.pillar, family, kind, item)
+                result.count += 1
+            result.notes.extend(found.notes)
+    return result
+
+
+def family_filter(raw: object) -> frozenset[str] | None:
+    """``family=`` as the set of registry names (a comma-separated text or a list); None when not
+    given. Raises ValueError naming the registered families for an unknown one."""
+    if raw in (None, ""):
+        return None
+    names = raw.split(",") if isinstance(raw, str) else list(raw) if isinstance(raw, Iterable) else [raw]
+    wanted = frozenset(str(name).strip() for name in names if str(name).strip())
+    known = {family.name for family in registry.FAMILIES}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise ValueError(f"family: no such family {', '.join(unknown)} (the families: {', '.join(known)})")
+    return wanted
+
+
+def to_yaml(done: Export, header: str) -> str:
+    """The pillar file: ``header`` and each note as YAML comments, then the pillar (PyYAML's safe
+    dumper, block style, in the formula's section order)."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += [f"# NOTE: {note}" for note in done.notes]
+    body = yaml.safe_dump(done.pillar, default_flow_style=False, sort_keys=False, allow_unicode=True)
+    return "\n".join(lines) + "\n" + (body if done.pillar else "{}\n")

@@ -1,0 +1,65 @@
+"""Which ownership rows a run's declarations name, for every registered family (``registry.FAMILIES``):
+what ``proxmox.owned`` calls ``declared`` and what a plan's note of owned objects the pillar no longer
+declares compares the rows with.
+
+A chunk is keyed as its own family keys it when it refuses a second declaration of one object
+(``simple.lifecycle.chunk_keys`` for an ``ObjectSpec`` kind, ``guest.live.chunk_keys`` for a guest,
+``openbao_policy.lifecycle.chunk_keys`` for a policy): one rule per family, read here, not written
+again. A chunk of another state module (not this project's), or an apply, declares no row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, MutableMapping
+
+from salt_proxmox import registry
+from salt_proxmox.ownership.report import undeclared_lines
+from salt_proxmox.run.lowstate import Chunk, Run
+
+
+def chunk_row_keys(chunk: Chunk, default_target: str | None) -> frozenset[str]:
+    """The ownership row keys ``chunk`` declares (empty for a chunk of no family, an apply, or one
+    whose identity cannot be read: it is refused when it runs). A ``rename_from`` names the old
+    object's row too: the rename forgets it."""
+    family = registry.BY_STATE.get(chunk.state)
+    kind = family.kind_of(chunk.fun) if family is not None else None
+    if family is None or kind is None:
+        return frozenset()
+    if kind.spec is not None:
+        from salt_proxmox.simple.lifecycle import chunk_keys
+
+        return chunk_keys(kind.load(), chunk, default_target)
+    if family.guest is not None:
+        from salt_proxmox.guest.live import chunk_keys as guest_keys
+
+        return guest_keys(registry.guests()[family.name], chunk, default_target)
+    if family.module == "openbao":
+        from salt_proxmox.openbao_policy.lifecycle import chunk_keys as policy_keys
+
+        return policy_keys(chunk)
+    raise LookupError(f"{family.name}: no rule keys its declarations (run.declared.chunk_row_keys)")
+
+
+def declared_row_keys(chunks: Iterable[Chunk], default_target: str | None) -> set[str]:
+    """Every row key ``chunks`` declare present or absent (an absent entry still declares its object:
+    it forgets or deletes it)."""
+    found: set[str] = set()
+    for chunk in chunks:
+        found |= chunk_row_keys(chunk, default_target)
+    return found
+
+
+#: Where the run's cache keeps the key of the run whose note is given (once per run).
+NOTED = "salt_proxmox.undeclared_noted"
+
+
+def undeclared_once(
+    run: Run | None, cache: MutableMapping, rows: Mapping[str, object], default_target: str | None
+) -> list[str]:
+    """The note of the owned objects ``run`` does not declare (``report.undeclared_lines``), for the
+    first state of the run that asks; every later state of the run, and a call outside a run, gets
+    none. ``rows``: every row the minion holds."""
+    if run is None or cache.get(NOTED) == run.key:
+        return []
+    cache[NOTED] = run.key
+    return undeclared_lines(rows, declared_row_keys(run.chunks, default_target))

@@ -1,0 +1,92 @@
+"""Where ``proxmox.export`` puts each object (the formula's sections, ``formula/proxmox/init.sls``), what
+its filters keep, and the pillar file it writes (``salt_proxmox.export.pillar``)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from salt_proxmox import registry
+from salt_proxmox.export.objects import Exported, default_values
+from salt_proxmox.export.pillar import Export, Filters, family_filter, place, to_yaml
+from tests.support.formula import formula
+
+
+def _family(name: str) -> registry.Family:
+    return next(family for family in registry.FAMILIES if family.name == name)
+
+
+def _placed(name: str, names: dict, declaration: dict, kind: int = 0) -> dict:
+    family = _family(name)
+    pillar: dict = {}
+    place(pillar, family, family.kinds[kind], Exported(names, declaration, "x"))
+    return pillar
+
+
+def test_each_family_lands_where_the_formula_reads_it() -> None:
+    assert _placed("pool", {"name": "prod"}, {"name": "prod", "comment": "c", "adopt": True}) == {
+        "proxmox": {"pools": {"prod": {"comment": "c", "adopt": True}}}
+    }
+    assert _placed("policy", {"name": "p"}, {"name": "p", "fragments": ["x\n"], "adopt": True}) == {
+        "openbao": {"policies": {"p": {"fragments": ["x\n"], "adopt": True}}}
+    }
+    iface = {"name": "vmbr1", "node": "pve1", "type": "bridge", "adopt": True}
+    assert _placed("network", {"name": "vmbr1", "node": "pve1"}, iface) == {
+        "proxmox": {"networks": {"pve1": {"interfaces": {"vmbr1": {"type": "bridge", "adopt": True}}}}}
+    }
+    subnet = {"name": "10.0.0.0/24", "vnet": "lab", "gateway": "10.0.0.1", "adopt": True}
+    assert _placed("sdn", {"name": "10.0.0.0/24", "vnet": "lab"}, subnet, kind=2) == {
+        "proxmox": {"sdn": {"subnets": {"lab-10.0.0.0-24": {"cidr": "10.0.0.0/24", "vnet": "lab",
+                                                           "gateway": "10.0.0.1", "adopt": True}}}}
+    }  # fmt: skip
+    acl = {"path": "/vms", "role": "PVEAuditor", "user": "ops@pve", "propagate": True, "adopt": True}
+    assert list(_placed("acl", acl, acl)["proxmox"]["acls"]) == ["PVEAuditor-ops-pve-on-vms"]
+    root = {**acl, "path": "/"}
+    assert list(_placed("acl", root, root)["proxmox"]["acls"]) == ["PVEAuditor-ops-pve-on-root"]
+    ct = {"vmid": 120, "node": "pve1", "hostname": "dns1", "adopt": True}
+    assert _placed("lxc", {"vmid": 120, "node": "pve1"}, ct) == {"proxmox": {"lxc": {"dns1": ct}}}
+
+
+def test_the_placed_pillar_renders_one_present_state_per_object() -> None:
+    """What the formula makes of an export: the object's own state, with adopt: true."""
+    pillar = _placed("pool", {"name": "prod"}, {"name": "prod", "comment": "c", "adopt": True})
+    states = formula().estate(pillar)
+    assert states["proxmox-pool-prod"] == {
+        "proxmox_pool.present": [{"name": "prod"}, {"adopt": True}, {"comment": "c"}]
+    }
+
+
+def test_filters_keep_only_objects_that_have_and_match_the_attribute() -> None:
+    guest = _family("lxc")
+    by_node = Filters(node="pve1")
+    assert by_node.keeps(guest, {"vmid": 1, "node": "pve1", "pool": ""})
+    assert not by_node.keeps(guest, {"vmid": 1, "node": "pve2", "pool": ""})
+    assert not by_node.keeps(_family("pool"), {"name": "prod"}), "a cluster-wide object has no node"
+    by_pool = Filters(pool="prod")
+    assert by_pool.keeps(_family("pool"), {"name": "prod"}) and by_pool.keeps(
+        guest, {"vmid": 1, "pool": "prod"}
+    )
+    assert not by_pool.keeps(guest, {"vmid": 2, "pool": "lab"})
+    assert Filters(vmid=5).keeps(guest, {"vmid": 5}) and not Filters(vmid=5).keeps(guest, {"vmid": 6})
+
+
+def test_the_family_filter_names_the_families_when_one_is_unknown() -> None:
+    assert family_filter("pool, lxc") == {"pool", "lxc"} and family_filter(None) is None
+    with pytest.raises(ValueError, match=r"no such family tape .*lxc"):
+        family_filter("tape")
+
+
+def test_a_live_object_declares_its_values_not_its_digest_identity_or_empty_ones() -> None:
+    live = {"name": "x", "comment": "", "cidr": "10.0.0.0/24", "digest": "abc", "privs": []}
+    assert default_values(live, {"name": "x"}) == {"cidr": "10.0.0.0/24"}
+
+
+def test_the_pillar_file_holds_the_notes_as_comments_and_the_pillar_as_yaml() -> None:
+    done = Export({"proxmox": {"pools": {"prod": {"adopt": True}}}}, ["VM 210: cipassword is a secret"], 1)
+    text = to_yaml(done, "Exported\nby proxmox.export")
+    assert text.splitlines()[:3] == [
+        "# Exported",
+        "# by proxmox.export",
+        "# NOTE: VM 210: cipassword is a secret",
+    ]
+    assert yaml.safe_load(text) == done.pillar
