@@ -55,13 +55,18 @@ def listings(ctx: PveContext, spec: ObjectSpec) -> list[tuple[Call, Mapping[str,
     return [(spec.listing, {})]
 
 
-def default_values(live: Mapping[str, object], names: Mapping[str, object]) -> dict:
+def default_values(
+    live: Mapping[str, object], names: Mapping[str, object], live_only: tuple[str, ...] = ()
+) -> dict:
     """The canonical attributes a declaration takes by default: all but ``NEVER_DECLARED``, the
-    identity keys and empty values."""
+    spec's ``live_only`` keys, the identity keys and empty values."""
     return {
         key: value
         for key, value in live.items()
-        if key not in NEVER_DECLARED and key not in names and value not in (None, "", [])
+        if key not in NEVER_DECLARED
+        and key not in live_only
+        and key not in names
+        and value not in (None, "", [])
     }
 
 
@@ -91,7 +96,7 @@ def export(ctx: PveContext, spec: ObjectSpec, keep=lambda names: True) -> Found:
                 values = (
                     dict(spec.export_values(live, probe))
                     if spec.export_values is not None
-                    else default_values(live, names)
+                    else default_values(live, names, spec.live_only)
                 )
                 declaration = {**names, **values, "adopt": True}
                 spec.declare(EXPORT, ctx.target.name, **declaration)

@@ -581,6 +581,7 @@ SUBNET = ObjectSpec(
     side_effects=rules.subnet_side_effects,
     export_names=lambda row: {"name": row["cidr"]} if isinstance(row.get("cidr"), str) else None,
     export_listings=subnet_listings,
+    live_only=("id",),
 )
 
 SPECS = {"zone": ZONE, "vnet": VNET, "subnet": SUBNET}

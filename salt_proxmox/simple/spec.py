@@ -243,6 +243,9 @@ class ObjectSpec:
     #: The secrets a live object of this kind may hold, which PVE never shows (a storage's
     #: ``password``): never exported; the export's note names each and where its value goes.
     export_secrets: Callable[[Mapping[str, object]], Iterable[str]] | None = None
+    #: Keys ``parse`` returns that are PVE's own and never declared (an SDN subnet's section ``id``,
+    #: which its update and delete paths name): an export leaves them out.
+    live_only: tuple[str, ...] = ()
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

@@ -97,6 +97,16 @@ def lows(case: Case, phase: str) -> list[Low]:
     return [Low(state, fun, declared), *(Low(state, f, d) for f, d in case.examples.applies)]
 
 
+def make_given(case: Case, minion: Any) -> None:
+    """Apply the case's ``given`` states on ``minion`` (``conftest.Minion``); raises AssertionError when
+    one fails."""
+    made = given(case)
+    if made:
+        returns, _ = minion.run(made, test=False)
+        failed = [(r.get("__id__"), r.get("comment")) for r in returns if r["result"] is not True]
+        assert not failed, f"the examples' given objects: {failed}"
+
+
 def given(case: Case) -> list[Low]:
     """The states that make what the case's examples need (``Examples.given``), then its applies."""
     if not case.examples.given:

@@ -11,13 +11,13 @@ import pytest
 
 from salt_proxmox.owned.declared import chunk_row_keys
 from salt_proxmox.ownership.files import FileStore
-from salt_proxmox.registry import FAMILIES, Family
+from salt_proxmox.registry import FAMILIES
 from salt_proxmox.run.lowstate import Chunk
 from tests.conformance import contract
 from tests.conformance.conftest import Minion
 from tests.support.saltworld import chunks_of
 
-FAMILY = pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+CASE = pytest.mark.parametrize("case", contract.cases(FAMILIES), ids=lambda case: case.id)
 
 
 def _shown(returns: list[dict]) -> str:
@@ -25,9 +25,11 @@ def _shown(returns: list[dict]) -> str:
                       indent=1, default=repr)  # fmt: skip
 
 
-@FAMILY
-def test_the_export_applied_as_it_is_plans_only_ownership(family: Family, minion: Minion) -> None:
-    made, _ = minion.run(contract.lows(family, "create"), test=False)
+@CASE
+def test_the_export_applied_as_it_is_plans_only_ownership(case: contract.Case, minion: Minion) -> None:
+    family = case.family
+    contract.make_given(case, minion)
+    made, _ = minion.run(contract.lows(case, "create"), test=False)
     assert all(r["result"] is True for r in made), _shown(made)
     minion.world.rows_file.unlink()
 
@@ -44,7 +46,7 @@ def test_the_export_applied_as_it_is_plans_only_ownership(family: Family, minion
     applied, log = minion.run(lows, test=False)
     assert all(r["result"] is True for r in applied), _shown(applied)
     assert [w.line for w in contract.sent(log)] == [], f"adopting writes nothing to PVE\n{_shown(applied)}"
-    example = contract.lows(family, "create")[0]
+    example = contract.lows(case, "create")[0]
     chunk = Chunk.of(example.chunk(0))
     expected = chunk_row_keys(chunk, next(iter(minion.world.config["proxmox"]["targets"])))
     rows = FileStore(minion.world.rows_file).load()

@@ -24,6 +24,7 @@ from tests.support.salt_modules import load
 from tests.support.saltworld import Low
 
 FAMILY = pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
+CASE = pytest.mark.parametrize("case", contract.cases(FAMILIES), ids=lambda case: case.id)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,72 +41,75 @@ def _shown(returns: list[dict]) -> str:
                       indent=1, default=repr)  # fmt: skip
 
 
-def _absent_run(family: Family, **removal: str) -> list[Low]:
+def _absent_run(case: contract.Case, **removal: str) -> list[Low]:
     """The example's delete without ``removal`` (or with the one given), then the family's applies."""
-    _, absent = contract.kind_functions(family)
-    declared = {k: v for k, v in family.examples.delete.items() if k != "removal"} | removal
-    return [Low(family.state, absent, declared), *_applies(family)]
+    _, absent = contract.kind_functions(case)
+    declared = {k: v for k, v in case.examples.delete.items() if k != "removal"} | removal
+    return [Low(case.family.state, absent, declared), *_applies(case)]
 
 
-def _present_run(family: Family, **extra: object) -> list[Low]:
-    present, _ = contract.kind_functions(family)
-    declared = {**family.examples.create, **extra}
-    return [Low(family.state, present, declared), *_applies(family)]
+def _present_run(case: contract.Case, **extra: object) -> list[Low]:
+    present, _ = contract.kind_functions(case)
+    declared = {**case.examples.create, **extra}
+    return [Low(case.family.state, present, declared), *_applies(case)]
 
 
-def _applies(family: Family) -> list[Low]:
-    return [Low(family.state, fun, declared) for fun, declared in family.examples.applies]
+def _applies(case: contract.Case) -> list[Low]:
+    return [Low(case.family.state, fun, declared) for fun, declared in case.examples.applies]
 
 
-@FAMILY
+@CASE
 def test_absent_without_removal_forgets_and_the_destroy_refusal_names_the_way_back(
-    family: Family, minion: Minion
+    case: contract.Case, minion: Minion
 ) -> None:
-    created, _ = minion.run(_present_run(family), test=False)
+    family = case.family
+    contract.make_given(case, minion)
+    given = _rows(minion)
+    created, _ = minion.run(_present_run(case), test=False)
     assert all(r["result"] is True for r in created), _shown(created)
     rows = _rows(minion)
-    assert rows, "the create recorded a row"
+    assert set(rows) - set(given), "the create recorded a row"
 
     # Without removal: the row is forgotten, nothing is written, in the plan and the apply alike.
     for test in (True, False):
-        forgot, log = minion.run(_absent_run(family), test=test)
+        forgot, log = minion.run(_absent_run(case), test=test)
         assert _writes(log) == [], f"absent without removal writes nothing\n{_shown(forgot)}"
         first = forgot[0]
         assert first["changes"] == {"ownership": {"old": "owned", "new": None}}, _shown(forgot)
-    assert _rows(minion) == {}, "the row is forgotten"
+    assert _rows(minion) == given, "the row is forgotten"
 
     # The object is still live and no longer ours: a destroy is refused, naming the next step.
-    refused, log = minion.run(_absent_run(family, removal="destroy"), test=True)
+    refused, log = minion.run(_absent_run(case, removal="destroy"), test=True)
     assert _writes(log) == [] and refused[0]["result"] is False, _shown(refused)
     comment = refused[0]["comment"]
     assert "adopt: true" in comment and "removal: destroy" in comment, comment
 
     # That step: adopt it (one apply), then destroy it (one apply).
-    adopted, _ = minion.run(_present_run(family, adopt=True), test=False)
+    adopted, _ = minion.run(_present_run(case, adopt=True), test=False)
     assert adopted[0]["result"] is True, _shown(adopted)
-    plan, _ = minion.run(_absent_run(family, removal="destroy"), test=True)
+    plan, _ = minion.run(_absent_run(case, removal="destroy"), test=True)
     assert plan[0]["result"] is None, _shown(plan)
     if family.guest is not None:  # a guest's destroy deletes its volumes: the plan names each
         volumes = plan[0]["changes"]["volumes"]["old"]
         assert volumes and all(volume in plan[0]["comment"] for volume in volumes), _shown(plan)
-    destroyed, log = minion.run(_absent_run(family, removal="destroy"), test=False)
+    destroyed, log = minion.run(_absent_run(case, removal="destroy"), test=False)
     assert all(r["result"] is True for r in destroyed), _shown(destroyed)
     assert [w for w in contract.sent(log) if w.removes], f"the destroy deleted it\n{_shown(destroyed)}"
-    again, log = minion.run(_absent_run(family, removal="destroy"), test=True)
+    again, log = minion.run(_absent_run(case, removal="destroy"), test=True)
     assert _writes(log) == [] and again[0]["result"] is True and again[0]["changes"] == {}, _shown(again)
 
 
-def _absent_function(family: Family):
-    """The execution-module function the family's first kind's absent state runs (``registry.Call``)."""
-    _, absent = contract.kind_functions(family)
-    module, _, function = family.calls[absent].function.partition(".")
+def _absent_function(case: contract.Case):
+    """The execution-module function the kind's absent state runs (``registry.Call``)."""
+    _, absent = contract.kind_functions(case)
+    module, _, function = case.family.calls[absent].function.partition(".")
     return getattr(load("_modules", module, {}, False), function)
 
 
-@FAMILY
-def test_absent_without_removal_is_retain_in_every_family(family: Family) -> None:
-    """One default for every family: ``removal`` left out is ``retain`` (a firewall alias deleted at once)."""
-    parameter = inspect.signature(_absent_function(family)).parameters["removal"]
+@CASE
+def test_absent_without_removal_is_retain_in_every_family(case: contract.Case) -> None:
+    """One default for every kind: ``removal`` left out is ``retain`` (a firewall alias deleted at once)."""
+    parameter = inspect.signature(_absent_function(case)).parameters["removal"]
     assert parameter.default == "retain"
 
 
