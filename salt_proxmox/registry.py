@@ -181,6 +181,8 @@ _CEPH_POOL = {
     "application": "rbd",
     "target_size_ratio": 0.2,
 }
+#: A security group (pve-firewall API2/Firewall/Groups.pm): its name lower case, as PVE reads it back.
+_GROUP = {"name": "examplegrp", "comment": "Example group"}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 _CT = {
@@ -417,6 +419,52 @@ FAMILIES: tuple[Family, ...] = (
     ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC", _CT),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU", _VM),
+    # The firewall runs after the guests: a guest's options, IP sets and aliases need their guest.
+    Family(
+        name="firewall",
+        state="proxmox_firewall",
+        module="proxmox",
+        calls=_calls(
+            group=Call("proxmox.firewall_group_present"),
+            group_absent=Call("proxmox.firewall_absent", fixed=MappingProxyType({"kind": "group"})),
+            ipset=Call("proxmox.firewall_ipset_present"),
+            ipset_absent=Call("proxmox.firewall_absent", fixed=MappingProxyType({"kind": "ipset"})),
+            options=Call("proxmox.firewall_options_present"),
+            options_absent=Call("proxmox.firewall_absent", fixed=MappingProxyType({"kind": "options"})),
+        ),
+        kinds=(
+            Kind(
+                "firewall_group",
+                present="group",
+                absent="group_absent",
+                spec="salt_proxmox.firewall.group:SPEC",
+            ),
+            Kind(
+                "firewall_ipset",
+                present="ipset",
+                absent="ipset_absent",
+                spec="salt_proxmox.firewall.ipset:SPEC",
+            ),
+            Kind(
+                "firewall_options",
+                present="options",
+                absent="options_absent",
+                spec="salt_proxmox.firewall.options:SPEC",
+            ),
+        ),
+        section="proxmox:firewall",
+        prefix="proxmox-firewall-",
+        examples=Examples(
+            create=_GROUP,
+            update={**_GROUP, "comment": "Example group, renamed"},
+            clear={**_GROUP, "comment": None},
+            delete={"name": _GROUP["name"], "removal": "destroy"},
+            bad={
+                **_bad(_GROUP, {"name": _GROUP["name"]}, "group", "group_absent"),
+                "wrong type": ("group", {**_GROUP, "comment": ["web", "tier"]}, "comment"),
+            },
+        ),
+    ),
 )
 
 #: ``{state module: Family}``.

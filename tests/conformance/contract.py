@@ -89,6 +89,9 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:sdn":
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:firewall":
+        kind = {"group": "groups", "ipset": "ipsets", "options": "options"}[fun.removesuffix("_absent")]
+        return {top: {section: {kind: {name: entry}}}}
     if section.count(":") or not section:
         raise LookupError(f"{family.name}: pillar section {family.section} is not one pillar_of knows")
     return {top: {section: {name: entry}}}
