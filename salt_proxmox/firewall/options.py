@@ -255,11 +255,14 @@ def declare(
 
 def parse(data: object, decl: Declared) -> dict | None:
     """``GET …/options`` → ``{key: canonical}`` for the declared keys, or None when none of them is set
-    (see the module text). Raises ValueError for another shape or a value PVE would not hold."""
+    and the declaration has something to write (see the module text; a declaration of PVE's defaults
+    alone on a scope that sets none of them matches it as it is). Raises ValueError for another shape or
+    a value PVE would not hold."""
     if not isinstance(data, Mapping):
         raise ValueError("expected the options object")
     table = TABLES[scopes.parse(decl.names["name"]).kind]
-    if decl.values and not any(data.get(key) not in (None, "") for key in decl.values):
+    unset = not any(data.get(key) not in (None, "") for key in decl.values)
+    if decl.values and unset and any(want is not None for want in decl.values.values()):
         return None
     live = {}
     for key in decl.values:
