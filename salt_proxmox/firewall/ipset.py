@@ -448,7 +448,7 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
             if note:
                 outcome.comment.append(note)
                 record = True
-        else:
+        elif test:
             outcome.comment.append(absent_note(row, decl.label, "PVE"))
         refusals = reference_refusals(ctx, decl, base) + lockout_refusals(ctx, decl, live)
         if refusals:
