@@ -58,8 +58,8 @@ dependencies are requisites, so a family fails alone:
   apply (it reloads every node);
 - a container or VM requires the interface (on its node) or the vnet its ``netN`` bridge names, when
   this pillar declares it present, and the apply that runs it;
-- the firewall runs after the guests (LATE): a guest scope's options and IP sets (``vm/<vmid>``,
-  ``ct/<vmid>``) require the container or VM of that vmid, and an IP set requires the aliases its
+- the firewall runs after the guests (LATE): a guest scope's options, IP sets and aliases
+  (``vm/<vmid>``, ``ct/<vmid>``) require the container or VM of that vmid, and an IP set requires the aliases its
   entries name, when this pillar declares them present.
 
 A policy is not a requisite of the PVE states: it runs before them, but a failed or refused policy
@@ -784,6 +784,13 @@ def estate(pillar):
             vmid = declared.get("vmid")
             if _present(declared) and isinstance(vmid, int) and not isinstance(vmid, bool):
                 guests[vmid] = {module: prefix + key}
+    # A guest's own alias (scope: vm/<vmid>, ct/<vmid>) lives in its guest's firewall: it waits for it.
+    for key, declared in sections["proxmox:firewall_aliases"]:
+        kind_of, _, vmid = (_text(declared.get("scope")) or "").partition("/")
+        need = guests.get(int(vmid)) if kind_of in ("vm", "ct") and vmid.isdigit() else None
+        state = states.get("proxmox-firewall-alias-" + key, {}).get("proxmox_firewall_alias.present")
+        if need is not None and state is not None:
+            state.append({"require": [need]})
     aliases = {name.lower(): need for name, need in present["proxmox:firewall_aliases"].items()}
     _firewall(pillar, states, guests, aliases)
     return states

@@ -744,7 +744,10 @@ def test_the_firewall_runs_after_the_guests_a_guest_scope_requiring_its_guest():
         {
             "proxmox": {
                 "lxc": {"web": {"vmid": 150, "node": "pve1"}},
-                "firewall_aliases": {"Lab": {"cidr": "10.0.0.0/24"}},
+                "firewall_aliases": {
+                    "Lab": {"cidr": "10.0.0.0/24"},
+                    "own": {"cidr": "10.9.0.1", "scope": "ct/150"},
+                },
                 "firewall": {
                     "options": {"ct/150": {"enable": 1}, "cluster": {"ebtables": 0}},
                     "ipsets": {
@@ -778,5 +781,6 @@ def test_the_firewall_runs_after_the_guests_a_guest_scope_requiring_its_guest():
         "proxmox_firewall.ipset_absent",
         {"name": "old", "scope": "cluster", "removal": "destroy"},
     )
+    assert args(states["proxmox-firewall-alias-own"])[1]["require"] == [{"proxmox_lxc": "proxmox-lxc-web"}]
     bad = render({"proxmox": {"firewall": {"option": {}}}})
     assert "proxmox:firewall has unknown key(s) option" in " ".join(failing(states=bad).values())
