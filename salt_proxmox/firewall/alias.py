@@ -134,6 +134,25 @@ def check_comment(value: str) -> str | None:
     return comment_problem(canonical_comment(value))
 
 
+def declared_comment(comment: object, adopt: object, problems: list[str]) -> str:
+    """A firewall object's declared ``comment`` as PVE reads it back (``canonical_comment``), its
+    problems and ``adopt``'s (``check_comment``, ``boolean_problem``) added to ``problems``; ``''`` for
+    none or a refused one. Aliases, IP sets and security groups keep comments alike (``parse_alias``,
+    ``parse_fw_config``'s ``[group|ipset <name>] # <comment>``)."""
+    try:
+        note = canonical_comment(comment)
+    except ValueError as exc:
+        problems.append(f"comment: {exc}")
+        note = ""
+    problem = check_comment(comment) if isinstance(comment, str) else None
+    if problem:
+        problems.append(f"comment: {problem}")
+    problem = boolean_problem("adopt", adopt)
+    if problem:
+        problems.append(problem)
+    return note
+
+
 _RULES = {
     "name": Rule(check=check_name),
     "cidr": Rule(check=check_cidr),
@@ -196,17 +215,7 @@ def declare(
     except ValueError as exc:
         problems.append(f"cidr: {exc}")
         address = ""
-    try:
-        note = canonical_comment(comment)
-    except ValueError as exc:
-        problems.append(f"comment: {exc}")
-        note = ""
-    problem = check_comment(comment) if isinstance(comment, str) else None
-    if problem:
-        problems.append(f"comment: {problem}")
-    problem = boolean_problem("adopt", adopt)
-    if problem:
-        problems.append(problem)
+    note = declared_comment(comment, adopt, problems)
     if problems or probe is None:
         raise DeclarationError(problems)
     return probe.declaring({"cidr": address, "comment": note}, adopt)

@@ -33,9 +33,9 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, Refused, boolean_problem
+from salt_proxmox.errors import DeclarationError, Refused
 from salt_proxmox.firewall import usage
-from salt_proxmox.firewall.alias import canonical_comment, check_comment
+from salt_proxmox.firewall.alias import canonical_comment, check_comment, declared_comment
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveMalformed
@@ -106,17 +106,7 @@ def declare(
     except DeclarationError as exc:
         problems += exc.problems
         probe = None
-    try:
-        note = canonical_comment(comment)
-    except ValueError as exc:
-        problems.append(f"comment: {exc}")
-        note = ""
-    problem = check_comment(comment) if isinstance(comment, str) else None
-    if problem:
-        problems.append(f"comment: {problem}")
-    problem = boolean_problem("adopt", adopt)
-    if problem:
-        problems.append(problem)
+    note = declared_comment(comment, adopt, problems)
     if problems or probe is None:
         raise DeclarationError(problems)
     return probe.declaring({"comment": note}, adopt)

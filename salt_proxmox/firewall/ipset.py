@@ -46,10 +46,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, boolean_problem
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.firewall import scope as scopes
 from salt_proxmox.firewall import usage
-from salt_proxmox.firewall.alias import canonical_comment, check_comment
+from salt_proxmox.firewall.alias import canonical_comment, check_comment, declared_comment
 from salt_proxmox.firewall.alias import fold as fold_alias
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership.rows import absent_note, claim, row_key
@@ -192,14 +192,7 @@ def declare(
     except DeclarationError as exc:
         problems += exc.problems
         probe = None
-    try:
-        note = canonical_comment(comment)
-    except ValueError as exc:
-        problems.append(f"comment: {exc}")
-        note = ""
-    problem = check_comment(comment) if isinstance(comment, str) else None
-    if problem:
-        problems.append(f"comment: {problem}")
+    note = declared_comment(comment, adopt, problems)
     entries: list[dict] = []
     if cidrs is not None and not isinstance(cidrs, list):
         problems.append("cidrs: expected a list of entries {cidr, nomatch, comment}")
@@ -219,9 +212,6 @@ def declare(
             )
             continue
         entries.append(found)
-    problem = boolean_problem("adopt", adopt)
-    if problem:
-        problems.append(problem)
     if problems or probe is None:
         raise DeclarationError(problems)
     return probe.declaring({"comment": note, "cidrs": _sorted(entries)}, adopt)

@@ -7,10 +7,7 @@ Groups.pm, Rules.pm delete_security_group, Aliases.pm; Firewall.pm for the spell
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
-import requests
 
 from salt_proxmox.errors import Refused
 from salt_proxmox.firewall import group, ipset, options, usage
@@ -19,30 +16,14 @@ from salt_proxmox.firewall.alias import SPEC as ALIAS
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import lifecycle as simple
 from tests.support.cluster import DNS1_NODE, DNS1_VMID, ROUTER_NODE, ROUTER_VMID
+from tests.support.firewall import firewall_admin
 from tests.support.guests import make_context, requests_since, static_targets, writes
-
-ADMIN = "fw-admin@pve!edit"
 
 
 @pytest.fixture
 def admin(fresh_cluster):
     """Another administrator's token, allowed to edit every firewall scope."""
-    secret = secrets.token_hex(16)
-    fresh_cluster.pve.apitokens[ADMIN] = secret
-    fresh_cluster.pve.grant(ADMIN, "/", "Sys.Modify", "Sys.Audit", "VM.Config.Network", "VM.Audit")
-
-    def call(method: str, path: str, **data: str) -> None:
-        answer = requests.request(
-            method,
-            f"{fresh_cluster.url}/api2/json/{path}",
-            data=data,
-            headers={"Authorization": f"PVEAPIToken={ADMIN}={secret}"},
-            verify=fresh_cluster.cafile,
-            timeout=10,
-        )
-        assert answer.status_code == 200, answer.text
-
-    return call
+    return firewall_admin(fresh_cluster)
 
 
 @pytest.fixture
