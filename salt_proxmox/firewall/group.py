@@ -13,7 +13,8 @@ What PVE does, and so what this family does:
   stores the name as sent, but ``parse_fw_config`` reads ``[group <name>]`` back lower-cased
   (``$group = lc($1)``), while a rule's ``action`` is looked up as written: a group declared ``WebGrp``
   would be ``webgrp`` after the next read and a rule naming ``WebGrp`` would stop matching. So a name
-  with an upper-case letter is refused.
+  with an upper-case letter is refused. (fakepve 0.5.0 keeps the case; the refusal makes the difference
+  moot.)
 - **comment**: ``[group <name>] # <comment>`` trimmed at both ends, kept only when true in Perl (``0``
   is lost) and on one line (refused otherwise). ``POST /cluster/firewall/groups`` with ``rename`` equal
   to the name updates the comment (``create_security_group``), guarded by the group list's digest; an

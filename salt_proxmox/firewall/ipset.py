@@ -9,7 +9,8 @@ What PVE does, and so what this family does:
 
 - **name** ``[A-Za-z][A-Za-z0-9\\-\\_]+``, 2 to 64 characters. The API stores it as sent but
   ``parse_fw_config`` reads ``[IPSET <name>]`` back lower-cased, while a rule's ``+<name>`` is looked up
-  as written (``ipt_gen_src_or_dst_match``): a name with an upper-case letter is refused.
+  as written (``ipt_gen_src_or_dst_match``): a name with an upper-case letter is refused. (fakepve
+  0.5.0 keeps the case; the refusal makes the difference moot.)
 - **entries** (``cidrs``): ``{cidr, nomatch, comment}``. ``create_ip`` normalises an address or network
   with ``clean_cidr`` (host bits dropped: ``10.0.0.5/24`` is ``10.0.0.0/24``, through ``Net::IP``) and
   ``parse_ip_or_cidr`` (``/32`` and ``/128`` dropped), refuses a zero prefix (``a zero prefix is not

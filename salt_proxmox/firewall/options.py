@@ -25,6 +25,7 @@ What PVE does, and so how this family compares and writes:
   ``parse_clusterfw_option`` reads a stored value above 1 as 0 once it is 60 seconds old (the GUI's
   anti-lockout dance): a live value above 1 is enabled (1) here, and a declared value above 1 is
   refused (it would turn itself off a minute later). A node's and a guest's ``enable`` are booleans.
+  **fakepve 0.5.0 differs**: it answers the time stamp for ever; the unit tests pin PVE's 0.
 - **writes**: one ``PUT …/options`` with the changed keys and ``delete=`` for the keys going back to
   their default, guarded by the options' digest (``copy_opject_with_digest``, checked by
   ``assert_if_modified``), read right before the write and checked to show the options as judged.

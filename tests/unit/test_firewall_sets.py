@@ -43,6 +43,8 @@ def test_the_cluster_enable_time_stamp_is_enabled_and_never_declared():
     # keeps the time stamp forever: a live time stamp reads as enabled here, and a declared one is refused.
     decl = _opts(enable=1)
     assert options.parse({"enable": 1764600000, "digest": "x"}, decl) == {"enable": 1}
+    # A minute later PVE answers 0: the firewall went off, so declaring 1 writes 1 (stored as 1, no stamp).
+    assert options.parse({"enable": 0, "digest": "x"}, decl) == {"enable": None} != decl.values
     with pytest.raises(DeclarationError, match="time stamp"):
         _opts(enable=2)
 
