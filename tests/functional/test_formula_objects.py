@@ -39,9 +39,10 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 21, (
+    assert len(pve) == 24, (
         "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one storage, "
-        "one interface, two node applies, one SDN zone, one vnet and the SDN apply"
+        "one interface, two node applies, one SDN zone, one vnet, the SDN apply, the cluster's firewall "
+        "options, one IP set and one security group"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -63,6 +64,8 @@ def test_rendered_requisites(tmp_path):
             {"proxmox_network": "proxmox-network-apply-pve1"},
             {"proxmox_network": "proxmox-network-apply-pve2"},
         ],
+        # An IP set entry naming alias dns1: PVE's create_ip refuses an alias that does not exist.
+        "proxmox-firewall-ipset-admins": [{"proxmox_firewall_alias": "proxmox-firewall-alias-dns1"}],
     }
     fragments = policy["fragments"]
     assert (
