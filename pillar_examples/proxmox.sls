@@ -140,7 +140,7 @@ proxmox:
         cidrs:
           - {cidr: 10.0.0.0/24, comment: Lab network}
           - {cidr: 10.0.0.128/25, nomatch: true}       # except the DHCP half
-          - {cidr: dns1}                               # an alias (above): PVE resolves it
+          - {cidr: 192.0.2.10/32, comment: Jump host}  # /32 is PVE's bare address
     groups:
       webgrp:                                          # rules use it with type: group, action: webgrp
         comment: Web tier

@@ -161,7 +161,7 @@ def identify(
         raise DeclarationError(
             f"unknown key(s) {', '.join(sorted(extra))}: an IP set has name, scope, comment, cidrs"
         )
-    where = scopes.parse(scope, ("cluster", "vm", "ct"))
+    where = scopes.parse("cluster" if scope is None else scope, ("cluster", "vm", "ct"))
     if not isinstance(name, str):
         raise DeclarationError("name: the IP set name is required (text)")
     problem = check_name(name)

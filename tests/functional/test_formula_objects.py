@@ -64,8 +64,6 @@ def test_rendered_requisites(tmp_path):
             {"proxmox_network": "proxmox-network-apply-pve1"},
             {"proxmox_network": "proxmox-network-apply-pve2"},
         ],
-        # An IP set entry naming alias dns1: PVE's create_ip refuses an alias that does not exist.
-        "proxmox-firewall-ipset-admins": [{"proxmox_firewall_alias": "proxmox-firewall-alias-dns1"}],
     }
     fragments = policy["fragments"]
     assert (
@@ -96,7 +94,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 24, raw  # the example's 22 states and the two pool keys
+    assert len(rows) == 27, raw  # the example's 25 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -127,7 +125,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 22, raw
+        assert len(rows) == 25, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

@@ -187,6 +187,14 @@ def test_an_ip_set_named_by_a_rule_is_not_deleted_and_a_guest_set_shadows_it(fre
     text = " ".join(refused.comment)
     assert "cluster rule 0 (source)" in text and "no such ipset" in text and f"VM {ROUTER_VMID}" not in text
     assert "admins" in fresh_cluster.pve.firewall_config("cluster")["ipset"]
+    admin("DELETE", "cluster/firewall/rules/0")
+    start = len(fresh_cluster.pve.requests)
+    gone = simple.absent(ctx, ipset.SPEC, False, "set", "destroy", name="admins")
+    assert gone.result is True, gone.comment
+    assert _written(fresh_cluster, start) == [
+        "DELETE /cluster/firewall/ipset/admins"
+    ]  # force=1: it holds ours
+    assert "admins" not in fresh_cluster.pve.firewall_config("cluster")["ipset"]
 
 
 def test_a_guest_ip_set_lives_under_its_guest(fresh_cluster, ctx):

@@ -102,6 +102,7 @@ def test_ip_set_declarations_refuse_what_pve_would_not_keep():
     with pytest.raises(DeclarationError, match="scope"):
         ipset.declare("s", "t", name="admins", scope="node/pve1")
     assert ipset.identify("s", "t", name="admins", scope="vm/510").identity == "vm/510/admins"
+    assert ipset.identify("s", "t", name="admins", scope=None).identity == "admins"  # a chunk without scope
 
 
 def test_ip_set_steps_guard_each_entry_write_with_what_pve_checks():

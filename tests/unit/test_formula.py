@@ -95,8 +95,6 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         ],
         # web is created in pool prod, and PVE refuses a create into a pool that does not exist.
         "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
-        # An IP set entry naming an alias: PVE's create_ip refuses one that does not exist (resolve_alias).
-        "proxmox-firewall-ipset-admins": [{"proxmox_firewall_alias": "proxmox-firewall-alias-dns1"}],
     }
     assert not any("require_in" in args(state)[1] for state in states.values())
     function, web = args(states["proxmox-lxc-web"])
