@@ -698,19 +698,20 @@ def storage_absent(name, test=False, target=None, removal="retain", state_id=Non
     return _object_absent("storage", name, test, target, state_id, removal, dict(extra, name=name))
 
 
-def firewall_alias_get(name, target=None):
+def firewall_alias_get(name, target=None, scope=None):
     """
-    One cluster firewall alias as this module compares it: ``{name, cidr, comment}`` (cidr
-    without a /32 or /128, comment trimmed). Returns ``None`` only for PVE's exact "no such
-    alias" answer; fails on any other error.
+    One firewall alias, the cluster's or (``scope=vm/<vmid>|ct/<vmid>``) a guest's, as this module
+    compares it: ``{name, cidr, comment}`` (cidr without a /32 or /128, comment trimmed). Returns
+    ``None`` only for PVE's exact "no such alias" answer; fails on any other error.
 
     CLI Example:
 
     .. code-block:: bash
 
         salt-call proxmox.firewall_alias_get web_hosts target=homelab
+        salt-call proxmox.firewall_alias_get web_hosts scope=vm/510
     """
-    return _object_get("firewall_alias", target, {"name": name})
+    return _object_get("firewall_alias", target, {"name": name, "scope": scope})
 
 
 def firewall_alias_present(
