@@ -448,7 +448,9 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
         if live is None:
             expect(ctx, FAMILY, decl.identity)
             outcome.changes["created"] = {"old": None, "new": decl.label}
-        if live is None or live.get("comment") != decl.values["comment"]:
+        if (live is None and decl.values["comment"]) or (
+            live is not None and live.get("comment") != decl.values["comment"]
+        ):
             outcome.changes["comment"] = {"old": (live or {}).get("comment"), "new": decl.values["comment"]}
         if live is None or live.get("cidrs") != decl.values["cidrs"]:
             old = None if live is None else _shown(live["cidrs"])
