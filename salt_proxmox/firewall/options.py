@@ -262,8 +262,11 @@ def parse(data: object, decl: Declared) -> dict | None:
     if not isinstance(data, Mapping):
         raise ValueError("expected the options object")
     table = TABLES[scopes.parse(decl.names["name"]).kind]
+    if not decl.values:
+        # A scope alone (an absent state without a recorded declaration) names no option to hold.
+        return None
     unset = not any(data.get(key) not in (None, "") for key in decl.values)
-    if decl.values and unset and any(want is not None for want in decl.values.values()):
+    if unset and any(want is not None for want in decl.values.values()):
         return None
     live = {}
     for key in decl.values:
