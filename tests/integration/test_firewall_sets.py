@@ -262,3 +262,23 @@ def test_a_guest_alias_is_written_under_its_guest_and_kept_while_its_guest_rules
     text = " ".join(refused.comment)
     assert refused.result is False and f"VM {ROUTER_VMID} rule 0 (source, disabled)" in text
     assert "cluster rule" not in text  # dc/lab_net is the cluster's alias, not this one
+
+
+def test_a_guest_alias_its_guest_rules_name_is_not_renamed(fresh_cluster, ctx, admin):
+    scope = f"vm/{ROUTER_VMID}"
+    assert alias_lifecycle.present(ctx, False, "ga", name="old_net", cidr="192.0.2.0/24", scope=scope).result
+    admin(
+        "POST",
+        f"nodes/{ROUTER_NODE}/qemu/{ROUTER_VMID}/firewall/rules",
+        type="in",
+        action="ACCEPT",
+        dest="old_net",
+    )
+    start = len(fresh_cluster.pve.requests)
+    renamed = alias_lifecycle.present(
+        ctx, False, "ga", name="new_net", cidr="192.0.2.0/24", scope=scope, rename_from="old_net"
+    )
+    assert renamed.result is False and f"VM {ROUTER_VMID} rule 0 (dest, disabled)" in " ".join(
+        renamed.comment
+    )
+    assert _written(fresh_cluster, start) == []

@@ -4,7 +4,11 @@ spelling is the live value here."""
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.firewall import group, ipset, options, usage
@@ -154,3 +158,14 @@ def test_scopes_parse_as_pve_paths_name_them():
     for bad in ("vm/5", "group/x", "cluster/x", "node/-x", 510):
         with pytest.raises(DeclarationError):
             parse_scope(bad)
+
+
+@given(st.ip_addresses(v=4) | st.ip_addresses(v=6), st.integers(min_value=1, max_value=128))
+def test_an_entry_settles_in_one_spelling_that_is_the_network_pve_stores(address, length):
+    # clean_cidr (host bits dropped, Net::IP compressed) then parse_ip_or_cidr (full length bare): the
+    # spelling is a fixed point and names the network ipaddress computes, so a re-plan never sees a diff.
+    length = min(length, address.max_prefixlen)
+    spelled = ipset.canonical_cidr(f"{address.exploded.upper()}/{length}")
+    assert ipset.canonical_cidr(spelled) == spelled
+    network = ipaddress.ip_network(f"{address}/{length}", strict=False)
+    assert ipaddress.ip_network(spelled) == network
