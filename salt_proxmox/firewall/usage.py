@@ -168,6 +168,17 @@ def _disabled(rule: Mapping) -> str:
     return ", disabled" if str(rule.get("enable", "1")) == "0" else ""
 
 
+#: The rule fields a refusal shows, in ``$rule_format``'s order after type and action.
+SHOWN = ("macro", "iface", "source", "dest", "proto", "dport", "sport", "icmp-type")
+
+
+def rule_text(rule: Mapping) -> str:
+    """A rule as a refusal shows it: ``[in ACCEPT source=+admins proto=tcp dport=22]``."""
+    words = [str(rule.get("type", "?")), str(rule.get("action", "?"))]
+    words += [f"{key}={rule[key]}" for key in SHOWN if rule.get(key) not in (None, "")]
+    return "[" + " ".join(words) + "]"
+
+
 def _users_in(place: Place, target: Target) -> list[str]:
     """The phrases of ``place``'s rules and IP set entries that name ``target``."""
     if target.scope != "cluster" and place.scope != target.scope:
@@ -178,7 +189,7 @@ def _users_in(place: Place, target: Target) -> list[str]:
         pos = rule.get("pos", "?")
         if target.kind == "group":
             if rule.get("type") == "group" and rule.get("action") == target.name:
-                found.append(f"{place.where} rule {pos} (group{_disabled(rule)})")
+                found.append(f"{place.where} rule {pos} (group{_disabled(rule)}) {rule_text(rule)}")
             continue
         for key in ADDRESS_FIELDS:
             value = rule.get(key)
@@ -191,7 +202,7 @@ def _users_in(place: Place, target: Target) -> list[str]:
             else:
                 hit = names_ipset(value, target.name, own, target.name in place.ipsets)
             if hit:
-                found.append(f"{place.where} rule {pos} ({key}{_disabled(rule)})")
+                found.append(f"{place.where} rule {pos} ({key}{_disabled(rule)}) {rule_text(rule)}")
     if target.kind == "alias":
         for name, cidrs in place.entries.items():
             for cidr in cidrs:

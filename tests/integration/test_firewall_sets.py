@@ -185,7 +185,8 @@ def test_an_ip_set_named_by_a_rule_is_not_deleted_and_a_guest_set_shadows_it(fre
     refused = simple.absent(ctx, ipset.SPEC, False, "set", "destroy", name="admins")
     assert refused.result is False
     text = " ".join(refused.comment)
-    assert "cluster rule 0 (source)" in text and "no such ipset" in text and f"VM {ROUTER_VMID}" not in text
+    assert "cluster rule 0 (source) [in ACCEPT source=+dc/admins]" in text and "no such ipset" in text
+    assert f"VM {ROUTER_VMID}" not in text
     assert "admins" in fresh_cluster.pve.firewall_config("cluster")["ipset"]
     admin("DELETE", "cluster/firewall/rules/0")
     start = len(fresh_cluster.pve.requests)

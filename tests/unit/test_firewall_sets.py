@@ -149,7 +149,7 @@ def test_usage_matches_ip_sets_and_groups_as_pve_resolves_them():
         "vm/510",
         rules=[{"pos": 0, "type": "group", "action": "web"}, {"pos": 1, "type": "in", "action": "web"}],
     )
-    assert usage._users_in(place, usage.Target("group", "web")) == ["VM 510 rule 0 (group)"]
+    assert usage._users_in(place, usage.Target("group", "web")) == ["VM 510 rule 0 (group) [group web]"]
     assert usage._users_in(place, usage.Target("ipset", "x", "vm/511")) == []
 
 
