@@ -721,19 +721,20 @@ def storage_absent(name, test=False, target=None, removal="retain", state_id=Non
     return _object_absent("storage", name, test, target, state_id, removal, dict(extra, name=name))
 
 
-def firewall_alias_get(name, target=None):
+def firewall_alias_get(name, target=None, scope=None):
     """
-    One cluster firewall alias as this module compares it: ``{name, cidr, comment}`` (cidr
-    without a /32 or /128, comment trimmed). Returns ``None`` only for PVE's exact "no such
-    alias" answer; fails on any other error.
+    One firewall alias, the cluster's or (``scope=vm/<vmid>|ct/<vmid>``) a guest's, as this module
+    compares it: ``{name, cidr, comment}`` (cidr without a /32 or /128, comment trimmed). Returns
+    ``None`` only for PVE's exact "no such alias" answer; fails on any other error.
 
     CLI Example:
 
     .. code-block:: bash
 
         salt-call proxmox.firewall_alias_get web_hosts target=homelab
+        salt-call proxmox.firewall_alias_get web_hosts scope=vm/510
     """
-    return _object_get("firewall_alias", target, {"name": name})
+    return _object_get("firewall_alias", target, {"name": name, "scope": scope})
 
 
 def firewall_alias_present(
@@ -1277,3 +1278,130 @@ def export(family=None, node=None, pool=None, vmid=None, path=None, target=None)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(to_yaml(done, header))
     return done.pillar
+
+
+# ------------------------------------------------------------------ firewall options, IP sets, groups
+
+
+def _noting_declared_rules(fun, run):
+    """``fun`` (a library plan/apply taking the context first), run after recording the rule lists this
+    state run declares (the ``proxmox_firewall.rules`` states on the context's target), which the
+    firewall's usage scan counts (``salt_proxmox.firewall.usage.declare_rules``)."""
+    from salt_proxmox.firewall import usage
+    from salt_proxmox.run import config as run_config
+
+    def call(ctx, *args, **kwargs):
+        found = run_config.run_of(run or {}, __context__)
+        if found is not None:
+            chunks = found.declared("proxmox_firewall", ctx.target.name, ctx.target.name)
+            usage.declare_rules(ctx, ((c.name, c.args.get("rules")) for c in chunks if c.fun == "rules"))
+        return fun(ctx, *args, **kwargs)
+
+    return call
+
+
+def firewall_options_present(name, test=False, target=None, adopt=False, state_id=None, **options):
+    """
+    Plan (``test=True``) or apply the firewall options of one scope (``name``: ``cluster``,
+    ``node/<node>``, ``vm/<vmid>``, ``ct/<vmid>``); returns a state return dict. Keys as PVE spells
+    them (``enable``, ``policy_in``, ``log_level_in``, ``nf_conntrack_max``, ...); ``None`` puts one
+    back to PVE's default; ``allow_lockout=True`` lets a dropping change through.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_options_present cluster ebtables=0 test=True
+    """
+    return _object_present(
+        "firewall_options", name, test, target, state_id, dict(options, name=name, adopt=adopt)
+    )
+
+
+def firewall_ipset_present(
+    name,
+    scope="cluster",
+    comment=None,
+    cidrs=None,
+    test=False,
+    target=None,
+    adopt=False,
+    state_id=None,
+    **extra,
+):
+    """
+    Plan (``test=True``) or apply one IP set at ``scope`` (``cluster``, ``vm/<vmid>``, ``ct/<vmid>``)
+    with its ``cidrs`` (entries ``{cidr, nomatch, comment}``); returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_ipset_present admins cidrs='["192.0.2.0/24"]' test=True
+    """
+    from salt_proxmox.firewall import ipset
+
+    return _state(
+        name,
+        target,
+        _noting_declared_rules(ipset.present, extra),
+        _switch("test", test),
+        state_id or name,
+        run=extra,
+        twins=_object_twins("firewall_ipset"),
+        name=name,
+        scope=scope,
+        comment=comment,
+        cidrs=cidrs,
+        adopt=adopt,
+        **declared_keys(extra),
+    )
+
+
+def firewall_group_present(name, comment=None, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan (``test=True``) or apply one security group (its name and comment; its rules are
+    ``proxmox_firewall.rules`` at ``group/<name>``); returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_group_present webgrp comment='web tier' test=True
+    """
+    return _object_present(
+        "firewall_group", name, test, target, state_id, dict(extra, name=name, comment=comment, adopt=adopt)
+    )
+
+
+def firewall_absent(kind, name, test=False, target=None, removal="retain", state_id=None, **names):
+    """
+    Stop managing one firewall object (``kind`` options, ipset or group; an IP set also takes
+    ``scope``): retain (default) or delete an owned, unchanged one; an IP set or group that rules still
+    name is not deleted. Options are put back to PVE's defaults (``delete=``).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_absent group webgrp removal=destroy test=True
+    """
+    from salt.exceptions import CommandExecutionError
+
+    from salt_proxmox.simple import lifecycle as simple
+
+    if kind not in ("options", "ipset", "group"):
+        raise CommandExecutionError(f"kind: expected options, ipset or group, got {kind!r}")
+    family = f"firewall_{kind}"
+    return _state(
+        name,
+        target,
+        _noting_declared_rules(simple.absent, names),
+        _families()[family],
+        _switch("test", test),
+        state_id or name,
+        removal,
+        run=names,
+        twins=_object_twins(family),
+        **declared_keys(dict(names, name=name)),
+    )

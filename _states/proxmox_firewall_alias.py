@@ -1,4 +1,5 @@
-"""State module ``proxmox_firewall_alias``: cluster firewall aliases (``/cluster/firewall/aliases``),
+"""State module ``proxmox_firewall_alias``: firewall aliases of the cluster (``/cluster/firewall/aliases``)
+or of a guest (``scope: vm/<vmid>``),
 planned with ``test=True`` and applied without it, by the same decision.
 
 .. code-block:: yaml
@@ -9,6 +10,7 @@ planned with ``test=True`` and applied without it, by the same decision.
         - comment: Web tier            # optional; trimmed as PVE trims it
         - target: homelab              # optional when one target is configured
         - adopt: false                 # true takes over an alias this minion did not create
+        - scope: vm/510                # optional: a guest's own alias (vm/<vmid>, ct/<vmid>); default cluster
 
     web_servers:
       proxmox_firewall_alias.present:
@@ -31,7 +33,7 @@ def __virtual__():
     return __virtualname__ if "proxmox.run_state" in __salt__ else (False, "no proxmox execution module")
 
 
-def present(name, cidr, comment=None, target=None, adopt=False, rename_from=None, **kwargs):
+def present(name, cidr, comment=None, target=None, adopt=False, rename_from=None, scope=None, **kwargs):
     """Ensure alias ``name`` stands for ``cidr`` (with ``comment``): create it when PVE answers
     "no such alias", update it in place (with the digest it was judged against), or, with
     ``rename_from``, create it first and delete the old alias after. Under ``test=True`` nothing
@@ -40,9 +42,10 @@ def present(name, cidr, comment=None, target=None, adopt=False, rename_from=None
     return __salt__["proxmox.run_state"](globals(), "present", locals())
 
 
-def absent(name, target=None, **kwargs):
-    """Stop managing alias ``name``: ``removal: retain`` (default) forgets it and leaves it in PVE;
-    ``removal: destroy`` deletes it when this minion created it and it still holds what was last
-    declared (an alias that is not ours is refused, one already gone is fine).
+def absent(name, target=None, scope=None, **kwargs):
+    """Stop managing alias ``name`` (at ``scope``: cluster, ``vm/<vmid>``, ``ct/<vmid>``):
+    ``removal: retain`` (default) forgets it and leaves it in PVE; ``removal: destroy`` deletes it when
+    this minion created it and it still holds what was last declared (an alias that is not ours is
+    refused, one already gone is fine).
     """
     return __salt__["proxmox.run_state"](globals(), "absent", locals())

@@ -125,6 +125,26 @@ proxmox:
       cidr: 10.0.0.21
       comment: PostgreSQL (CT 151)
 
+  # The PVE firewall (Datacenter, Node and Guest → Firewall), run after the guests. Options are keyed by
+  # scope (cluster, node/<node>, vm/<vmid>, ct/<vmid>); PVE's defaults are no drift. Nothing here
+  # enables a firewall or sets a dropping policy, so this estate cannot lock its minion out.
+  firewall:
+    options:
+      cluster:
+        ebtables: 0                                    # PVE's default is 1
+        log_ratelimit: enable=1,rate=2/second,burst=10 # PVE's default: 1/second, burst 5
+    ipsets:
+      admins:                                          # rules name it +admins
+        scope: cluster                                 # or vm/<vmid>, ct/<vmid> (the guest's own set)
+        comment: Admin hosts
+        cidrs:
+          - {cidr: 10.0.0.0/24, comment: Lab network}
+          - {cidr: 10.0.0.128/25, nomatch: true}       # except the DHCP half
+          - {cidr: 192.0.2.10/32, comment: Jump host}  # /32 is PVE's bare address
+    groups:
+      webgrp:                                          # rules use it with type: group, action: webgrp
+        comment: Web tier
+
   # Resource pools; members are not managed here.
   pools:
     prod:
@@ -197,7 +217,7 @@ proxmox:
         - Datastore.Audit
         - SDN.Use
         - Sys.Audit
-        - Sys.Modify           # cluster firewall aliases, custom roles, node interfaces and reloads
+        - Sys.Modify           # the cluster firewall (aliases, options, IP sets, groups), custom roles, node interfaces and reloads
         - Pool.Allocate        # pools
         - Permissions.Modify   # ACL entries
         - SDN.Allocate         # SDN zones, vnets, subnets, the SDN lock and apply

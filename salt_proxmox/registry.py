@@ -194,6 +194,16 @@ _CEPH_POOL = {
     "application": "rbd",
     "target_size_ratio": 0.2,
 }
+#: An IP set of the cluster (pve-firewall API2/Firewall/IPSet.pm), one entry a ``nomatch``.
+_IPSET = {
+    "name": "examples",
+    "comment": "Example set",
+    "cidrs": ["10.9.0.0/24", {"cidr": "10.9.1.7", "nomatch": True}],
+}
+#: A node's firewall options (pve-firewall Firewall.pm ``$host_option_properties``).
+_NODE_OPTIONS = {"name": "node/pve1", "nf_conntrack_max": 524288, "tcpflags": True}
+#: A security group (pve-firewall API2/Firewall/Groups.pm): its name lower case, as PVE reads it back.
+_GROUP = {"name": "examplegrp", "comment": "Example group"}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -473,6 +483,86 @@ FAMILIES: tuple[Family, ...] = (
     ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC", _CT),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU", _VM),
+    # The firewall runs after the guests: a guest's options, IP sets and aliases need their guest.
+    Family(
+        name="firewall",
+        state="proxmox_firewall",
+        module="proxmox",
+        calls=_calls(
+            group=Call("proxmox.firewall_group_present"),
+            group_absent=Call("proxmox.firewall_absent", fixed=MappingProxyType({"kind": "group"})),
+            ipset=Call("proxmox.firewall_ipset_present"),
+            ipset_absent=Call("proxmox.firewall_absent", fixed=MappingProxyType({"kind": "ipset"})),
+            options=Call("proxmox.firewall_options_present"),
+            options_absent=Call("proxmox.firewall_absent", fixed=MappingProxyType({"kind": "options"})),
+        ),
+        kinds=(
+            Kind(
+                "firewall_group",
+                present="group",
+                absent="group_absent",
+                spec="salt_proxmox.firewall.group:SPEC",
+            ),
+            Kind(
+                "firewall_ipset",
+                present="ipset",
+                absent="ipset_absent",
+                spec="salt_proxmox.firewall.ipset:SPEC",
+                examples=Examples(
+                    create=_IPSET,
+                    update={**_IPSET, "cidrs": ["10.9.0.0/24", "10.9.2.0/24"]},
+                    clear={**_IPSET, "comment": None, "cidrs": []},
+                    delete={"name": _IPSET["name"], "removal": "destroy"},
+                    bad={
+                        **_bad(_IPSET, {"name": _IPSET["name"]}, "ipset", "ipset_absent"),
+                        "wrong type": ("ipset", {**_IPSET, "cidrs": "10.0.0.0/8"}, "cidrs"),
+                        # pve-firewall Firewall.pm parse_ip_or_cidr: a prefix of 0 is refused.
+                        "zero prefix": ("ipset", {**_IPSET, "cidrs": ["10.0.0.0/0"]}, "cidrs[0]"),
+                        "upper case": ("ipset", {**_IPSET, "name": "Examples"}, "name"),
+                    },
+                ),
+            ),
+            Kind(
+                "firewall_options",
+                present="options",
+                absent="options_absent",
+                spec="salt_proxmox.firewall.options:SPEC",
+                examples=Examples(
+                    create=_NODE_OPTIONS,
+                    update={**_NODE_OPTIONS, "nf_conntrack_max": 1048576},
+                    clear={**_NODE_OPTIONS, "nf_conntrack_max": None},
+                    delete={"name": _NODE_OPTIONS["name"], "removal": "destroy"},
+                    bad={
+                        **_bad(_NODE_OPTIONS, {"name": _NODE_OPTIONS["name"]}, "options", "options_absent"),
+                        "wrong type": (
+                            "options",
+                            {**_NODE_OPTIONS, "nf_conntrack_max": "lots"},
+                            "nf_conntrack_max",
+                        ),
+                        # A cluster option on a node scope (pve-firewall Firewall.pm host_option_properties).
+                        "another scope's key": (
+                            "options",
+                            {**_NODE_OPTIONS, "policy_in": "DROP"},
+                            "policy_in",
+                        ),
+                        "bad scope": ("options", {"name": "pool/x", "enable": 1}, "scope"),
+                    },
+                ),
+            ),
+        ),
+        section="proxmox:firewall",
+        prefix="proxmox-firewall-",
+        examples=Examples(
+            create=_GROUP,
+            update={**_GROUP, "comment": "Example group, renamed"},
+            clear={**_GROUP, "comment": None},
+            delete={"name": _GROUP["name"], "removal": "destroy"},
+            bad={
+                **_bad(_GROUP, {"name": _GROUP["name"]}, "group", "group_absent"),
+                "wrong type": ("group", {**_GROUP, "comment": ["web", "tier"]}, "comment"),
+            },
+        ),
+    ),
 )
 
 #: ``{state module: Family}``.

@@ -31,6 +31,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:sdn                      zones, vnets, subnets: {<key>: proxmox_sdn.zone (type, ...), .vnet
                                    (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
                                    target; apply: true adds proxmox_sdn.applied.
+  proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
+                                   proxmox_firewall.ipset (scope, comment, cidrs)}, groups: {<name>:
+                                   proxmox_firewall.group (comment)}; target. ensure: absent as above.
 
 The key of a simple object or policy is its name unless the entry says ``name:``. Targets
 (proxmox:targets) and OpenBao (openbao) are read by the modules with config.get, so they may live in
@@ -55,7 +58,10 @@ dependencies are requisites, so a family fails alone:
 - SDN: a vnet requires its zone, a subnet its vnet, and the SDN apply every SDN object and every node
   apply (it reloads every node);
 - a container or VM requires the interface (on its node) or the vnet its ``netN`` bridge names, when
-  this pillar declares it present, and the apply that runs it.
+  this pillar declares it present, and the apply that runs it;
+- the firewall runs after the guests (LATE): a guest scope's options, IP sets and aliases
+  (``vm/<vmid>``, ``ct/<vmid>``) require the container or VM of that vmid, and an IP set requires the aliases its
+  entries name, when this pillar declares them present.
 
 A policy is not a requisite of the PVE states: it runs before them, but a failed or refused policy
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
@@ -191,6 +197,12 @@ NESTED = [
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
 ]
 
+# The sections rendered after the guests (their objects may live on a guest), by _firewall:
+# (pillar path, state id prefix, state module).
+LATE = [
+    ("proxmox:firewall", "proxmox-firewall-", "proxmox_firewall"),
+]
+
 # The state that fails naming a pillar key (_states/proxmox_pillar.py). Salt's test.configurable_test_state
 # passes under test=True in Salt 3006, so a refused entry would not show in a plan.
 REFUSED = "proxmox_pillar.refused"
@@ -206,7 +218,9 @@ LAST_ABSENT = ("proxmox:pools",)
 # The keys an absent container or VM passes on: the rest of its declaration is what it was, not what to do.
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
-SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn"
+SECTION_NAMES = (
+    "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn, firewall"
+)
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
 # read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
@@ -265,6 +279,8 @@ NETWORK_ABSENT_KEYS = ["target", "removal"]
 # The keys of a node under proxmox:networks, and of proxmox:sdn.
 NODE_KEYS = {"interfaces", "apply", "target"}
 SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
+# The keys of proxmox:firewall, and what each kind's absent state passes on besides target and removal.
+FIREWALL_KEYS = {"options", "ipsets", "groups", "target"}
 
 
 def _shape(value):
@@ -506,7 +522,7 @@ def _sections(pillar, states):
     for path, *_ in SECTIONS:
         top, _, section = path.partition(":")
         sections.setdefault(top, set()).add(section)
-    for path, *_ in NESTED:
+    for path, *_ in [*NESTED, *LATE]:
         top, _, section = path.partition(":")
         sections[top].add(section)
     for top, names in sorted(sections.items()):
@@ -626,6 +642,45 @@ def _networks(pillar, states):
     return bridges
 
 
+def _firewall(pillar, states, guests, aliases):
+    """The firewall's option, IP set and security group states (after the guests). ``guests``: ``{vmid:
+    requisite}`` of the containers and VMs declared present; ``aliases``: ``{alias name: requisite}`` of
+    the cluster aliases declared present."""
+    firewall = _lookup(pillar, "proxmox:firewall", states, "proxmox-firewall-")
+    if not isinstance(firewall, Mapping):
+        if firewall is not None:
+            what = f"pillar proxmox:firewall is {_shape(firewall)}, not a mapping of options, ipsets, groups."
+            _failing(states, "proxmox-firewall-pillar", "proxmox:firewall", what)
+        return
+    _unknown_keys(states, "proxmox-firewall-pillar", "proxmox:firewall", firewall, FIREWALL_KEYS)
+    target = firewall.get("target")
+    for kind, fun, what, identity in (
+        ("groups", "group", "security group (comment)", ()),
+        ("ipsets", "ipset", "IP set (scope, comment, cidrs)", ("scope",)),
+        ("options", "options", "firewall options of a scope", ()),
+    ):
+        prefix = f"proxmox-firewall-{fun}-"
+        for key, declared in _entries(pillar, f"proxmox:firewall:{kind}", prefix, what, states):
+            if target is not None and "target" not in declared:
+                declared = {**declared, "target": target}
+            name = declared.get("name", key)
+            skip = ["ensure", "name"]
+            if not _object(states, prefix + key, "proxmox_firewall", fun, name, declared, skip, identity):
+                continue
+            needs = []
+            scope = _text(name if kind == "options" else declared.get("scope")) or ""
+            kind_of, _, vmid = scope.partition("/")
+            if kind_of in ("vm", "ct") and vmid.isdigit():
+                needs.append(guests.get(int(vmid)))
+            if kind == "ipsets" and isinstance(declared.get("cidrs"), list):
+                for entry in declared["cidrs"]:
+                    cidr = _text(entry.get("cidr") if isinstance(entry, Mapping) else entry) or ""
+                    needs.append(aliases.get(cidr.removeprefix("dc/").lower()))
+            needs = [need for i, need in enumerate(needs) if need is not None and need not in needs[:i]]
+            if needs:
+                states[prefix + key][f"proxmox_firewall.{fun}"].append({"require": needs})
+
+
 def _bridge_needs(declared, bridges):
     """The requisites of a container or VM whose ``netN`` bridges are interfaces or vnets of this
     pillar (``bridge=`` is the same option in both families' ``netN``)."""
@@ -730,6 +785,22 @@ def estate(pillar):
             if needs:
                 args.append({"require": needs})
             states[prefix + key] = {f"{module}.present": args}
+    guests = {}
+    for path in GUESTS:
+        prefix, module = next((p, m) for s, p, m, *_ in SECTIONS if s == path)
+        for key, declared in sections[path]:
+            vmid = declared.get("vmid")
+            if _present(declared) and isinstance(vmid, int) and not isinstance(vmid, bool):
+                guests[vmid] = {module: prefix + key}
+    # A guest's own alias (scope: vm/<vmid>, ct/<vmid>) lives in its guest's firewall: it waits for it.
+    for key, declared in sections["proxmox:firewall_aliases"]:
+        kind_of, _, vmid = (_text(declared.get("scope")) or "").partition("/")
+        need = guests.get(int(vmid)) if kind_of in ("vm", "ct") and vmid.isdigit() else None
+        state = states.get("proxmox-firewall-alias-" + key, {}).get("proxmox_firewall_alias.present")
+        if need is not None and state is not None:
+            state.append({"require": [need]})
+    aliases = {name.lower(): need for name, need in present["proxmox:firewall_aliases"].items()}
+    _firewall(pillar, states, guests, aliases)
     states.update(last)
     return states
 

@@ -90,7 +90,11 @@ def export(ctx: PveContext, spec: ObjectSpec, keep=lambda names: True) -> Found:
                 continue
             try:
                 probe = spec.identify(EXPORT, ctx.target.name, **names)
-                live = read(ctx, spec, probe, shared=True)
+                live = (
+                    spec.export_read(ctx, probe)
+                    if spec.export_read is not None
+                    else read(ctx, spec, probe, shared=True)
+                )
                 if live is None:
                     continue
                 values = (

@@ -92,6 +92,10 @@ def _unique(section: Mapping, key: str, suffix: object) -> str:
     return key if key not in section else f"{key}-{suffix}"
 
 
+#: The firewall's kinds by their key under ``proxmox:firewall`` (the formula's ``FIREWALL_KEYS``).
+FIREWALL = {"firewall_options": "options", "firewall_ipset": "ipsets", "firewall_group": "groups"}
+
+
 def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exported) -> None:
     """Put ``found`` where the formula reads ``family``'s entries (its ``section``)."""
     top, _, section = family.section.partition(":")
@@ -110,6 +114,10 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
             entries[_label(f"{entry['vnet']}-{cidr}")] = {"cidr": cidr, **entry}
         else:
             entries[str(entry.pop("name"))] = entry
+        return
+    if kind.name in FIREWALL:
+        entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
+        entries[str(entry.pop("name"))] = entry
         return
     entries = pillar.setdefault(top, {}).setdefault(section, {})
     if family.guest is not None:

@@ -1,4 +1,9 @@
-"""Cluster firewall aliases (``proxmox_firewall_alias``): a name for an IP address or network.
+"""Firewall aliases (``proxmox_firewall_alias``): a name for an IP address or network, the cluster's
+(``/cluster/firewall/aliases``) or a guest's (``scope: vm/<vmid>`` or ``ct/<vmid>``:
+``/nodes/{node}/{qemu|lxc}/{vmid}/firewall/aliases``, the node from the guest index; ``VM.pm`` registers
+the same ``Aliases.pm`` handlers there). A guest's alias of a name shadows the cluster's in that guest's
+rules and IP sets (``resolve_alias``); its ownership row is ``<scope>/<name>`` (a cluster alias's stays
+``<name>``).
 
 Source: pve-firewall 6.0.4 (git 6f1311f) ``src/PVE/API2/Firewall/Aliases.pm`` (the API) and
 ``src/PVE/Firewall.pm`` (``$ip_alias_pattern``, ``pve-fw-alias``, ``pve_verify_ip_or_cidr``,
@@ -37,9 +42,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, boolean_problem
+from salt_proxmox.firewall import scope as scopes
 from salt_proxmox.firewall import usage
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
@@ -135,54 +142,11 @@ def check_comment(value: str) -> str | None:
     return comment_problem(canonical_comment(value))
 
 
-_RULES = {
-    "name": Rule(check=check_name),
-    "cidr": Rule(check=check_cidr),
-    "comment": Rule(check=check_comment),
-}
-CREATE = Endpoint(f"POST /{COLLECTION}", ("name", "cidr"), _RULES.get)
-#: ``cidr`` is not optional in ``update_alias``: every PUT restates it.
-UPDATE = Endpoint(f"PUT /{COLLECTION}/{{name}}", ("cidr",), _RULES.get)
-
-
-def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
-    """An alias by name. Raises DeclarationError naming the key and rule."""
-    if extra:
-        raise DeclarationError(
-            f"unknown key(s) {', '.join(sorted(extra))}: an alias has name, cidr, comment, rename_from"
-        )
-    if not isinstance(name, str):
-        raise DeclarationError("name: the alias name is required (text)")
-    problem = check_name(name)
-    if problem:
-        raise DeclarationError(f"name: {name!r}: {problem}")
-    return Declared(
-        state_id, target, identity=fold(name), label=f"firewall alias {name}", names={"name": name}
-    )
-
-
-def declare(
-    state_id: str,
-    target: str,
-    name: object = None,
-    cidr: object = None,
-    comment: object = None,
-    adopt: object = False,
-    **extra: object,
-) -> Declared:
-    """A checked alias declaration: ``name``, ``cidr`` (an address or network), ``comment``
-    (text; None or '' for none), ``adopt``. Raises DeclarationError naming key and rule."""
-    problems: list[str] = []
-    try:
-        probe = identify(state_id, target, name=name, **extra)
-    except DeclarationError as exc:
-        problems += exc.problems
-        probe = None
-    try:
-        address = canonical_cidr(cidr)
-    except ValueError as exc:
-        problems.append(f"cidr: {exc}")
-        address = ""
+def declared_comment(comment: object, adopt: object, problems: list[str]) -> str:
+    """A firewall object's declared ``comment`` as PVE reads it back (``canonical_comment``), its
+    problems and ``adopt``'s (``check_comment``, ``boolean_problem``) added to ``problems``; ``''`` for
+    none or a refused one. Aliases, IP sets and security groups keep comments alike (``parse_alias``,
+    ``parse_fw_config``'s ``[group|ipset <name>] # <comment>``)."""
     try:
         note = canonical_comment(comment)
     except ValueError as exc:
@@ -194,6 +158,72 @@ def declare(
     problem = boolean_problem("adopt", adopt)
     if problem:
         problems.append(problem)
+    return note
+
+
+_RULES = {
+    "name": Rule(check=check_name),
+    "cidr": Rule(check=check_cidr),
+    "comment": Rule(check=check_comment),
+}
+CREATE = Endpoint(f"POST /{COLLECTION}", ("name", "cidr"), _RULES.get)
+#: ``cidr`` is not optional in ``update_alias``: every PUT restates it.
+UPDATE = Endpoint(f"PUT /{COLLECTION}/{{name}}", ("cidr",), _RULES.get)
+
+
+def identify(
+    state_id: str, target: str, name: object = None, scope: object = None, **extra: object
+) -> Declared:
+    """An alias by name and ``scope`` (None or ``cluster``, ``vm/<vmid>``, ``ct/<vmid>``). Raises
+    DeclarationError naming the key and rule."""
+    if extra:
+        raise DeclarationError(
+            f"unknown key(s) {', '.join(sorted(extra))}: an alias has name, scope, cidr, comment, rename_from"
+        )
+    where = scopes.parse("cluster" if scope is None else scope, ("cluster", "vm", "ct"))
+    if not isinstance(name, str):
+        raise DeclarationError("name: the alias name is required (text)")
+    problem = check_name(name)
+    if problem:
+        raise DeclarationError(f"name: {name!r}: {problem}")
+    if where.kind == "cluster":
+        return Declared(
+            state_id, target, identity=fold(name), label=f"firewall alias {name}", names={"name": name}
+        )
+    return Declared(
+        state_id,
+        target,
+        identity=f"{where}/{fold(name)}",
+        label=f"firewall alias {name} of {where.label}",
+        names={"name": name, "scope": str(where)},
+    )
+
+
+def declare(
+    state_id: str,
+    target: str,
+    name: object = None,
+    cidr: object = None,
+    comment: object = None,
+    adopt: object = False,
+    scope: object = None,
+    **extra: object,
+) -> Declared:
+    """A checked alias declaration: ``name``, ``scope`` (default the cluster's), ``cidr`` (an address or
+    network), ``comment`` (text; None or '' for none), ``adopt``. Raises DeclarationError naming key and
+    rule."""
+    problems: list[str] = []
+    try:
+        probe = identify(state_id, target, name=name, scope=scope, **extra)
+    except DeclarationError as exc:
+        problems += exc.problems
+        probe = None
+    try:
+        address = canonical_cidr(cidr)
+    except ValueError as exc:
+        problems.append(f"cidr: {exc}")
+        address = ""
+    note = declared_comment(comment, adopt, problems)
     if problems or probe is None:
         raise DeclarationError(problems)
     return probe.declaring({"cidr": address, "comment": note}, adopt)
@@ -201,7 +231,8 @@ def declare(
 
 def renamed(decl: Declared, name: str) -> Declared:
     """``decl`` under another name (the old name of a rename). Raises DeclarationError."""
-    return identify(decl.state_id, decl.target, name=name).declaring(decl.values, decl.adopt)
+    scope = decl.names.get("scope")
+    return identify(decl.state_id, decl.target, name=name, scope=scope).declaring(decl.values, decl.adopt)
 
 
 def parse_entry(data: object, name: str) -> dict:
@@ -222,8 +253,10 @@ def parse_entry(data: object, name: str) -> dict:
 
 def listed(rows: object, decl: Declared) -> dict | None:
     """``GET /cluster/firewall/aliases`` (every alias, as ``read_alias`` answers each) → this
-    alias as ``parse_entry`` reads it, or None when it is not listed. Raises ValueError for
-    another shape."""
+    alias as ``parse_entry`` reads it, or None when it is not listed (always for a guest's alias: its
+    own read decides). Raises ValueError for another shape."""
+    if decl.names.get("scope"):
+        return None
     row = listed_row(rows, "name", lambda name: isinstance(name, str) and fold(name) == decl.identity)
     return None if row is None else parse_entry(row, decl.names["name"])
 
@@ -237,24 +270,44 @@ def list_digest(ctx: PveContext, credential: Credential, decl: Declared, live: M
     """The write guard: ``{digest}`` of the alias list, read now and checked to show the alias
     exactly as it was judged. Raises PveMalformed for a list without digests, Refused when
     the alias changed (or went) between the two reads."""
-    rows = get_rows(ctx.client, COLLECTION, credential, what="aliases")
+    collection = f"{_base(ctx, decl)}/aliases"
+    rows = get_rows(ctx.client, collection, credential, what="aliases")
     mine = [row for row in rows if isinstance(row.get("name"), str) and fold(row["name"]) == decl.identity]
     if not mine:
         raise Refused(f"{decl.label} went away between two reads; nothing was written. Run again.")
     try:
         entry = parse_entry(mine[0], decl.names["name"])
     except ValueError as exc:
-        raise PveMalformed("GET", COLLECTION, str(exc)) from None
+        raise PveMalformed("GET", collection, str(exc)) from None
     digest = mine[0].get("digest")
     if not isinstance(digest, str) or not digest:
-        raise PveMalformed("GET", COLLECTION, "the alias list carries no digest")
+        raise PveMalformed("GET", collection, "the alias list carries no digest")
     if (entry["cidr"], entry["comment"]) != (live.get("cidr"), live.get("comment")):
         raise Refused(f"{decl.label} changed between two reads; nothing was written. Run again.")
     return {"digest": digest}
 
 
-def _path(decl: Declared) -> str:
-    return f"{COLLECTION}/{api_path(decl.names['name'])}"
+def _path(decl: Declared, collection: str = COLLECTION) -> str:
+    return f"{collection}/{api_path(decl.names['name'])}"
+
+
+def _base(ctx: PveContext, decl: Declared) -> str:
+    return scopes.base(ctx, scopes.parse(decl.names.get("scope", "cluster")))
+
+
+def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
+    """``SPEC`` for a cluster alias; for a guest's, ``SPEC`` with the guest's paths (its node read from
+    the run's guest index). Raises what ``scope.base`` raises."""
+    if not decl.names.get("scope"):
+        return SPEC
+    collection = f"{_base(ctx, decl)}/aliases"
+    return replace(
+        SPEC,
+        read=lambda d: Call("GET", _path(d, collection)),
+        create=lambda d: Call("POST", collection, form={"name": d.names["name"], **body(d)}),
+        update=lambda d, live: Call("PUT", _path(d, collection), form=body(d)),
+        delete=lambda d, live: Call("DELETE", _path(d, collection)),
+    )
 
 
 def body(decl: Declared) -> dict[str, str]:
@@ -280,7 +333,8 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
     Raises what ``usage.alias_users`` raises (a failed read is never "no reference")."""
     if action != "delete":
         return []
-    return usage.refusal(ctx, decl.names["name"], DELETE_REMEDY)
+    target = usage.Target("alias", decl.names["name"], decl.names.get("scope", "cluster"))
+    return usage.refusal_for(ctx, target, DELETE_REMEDY)
 
 
 SPEC = ObjectSpec(
@@ -302,6 +356,9 @@ SPEC = ObjectSpec(
     delete_guard=True,  # remove_alias takes digest (pve-firewall API2/Firewall/Aliases.pm)
     listing=Call("GET", COLLECTION),
     listed=listed,
+    identity_keys=("name", "scope"),
     refusals=refusals,
     export_names=export_by("name"),
+    for_cluster=for_cluster,
+    create_on_cluster=True,
 )

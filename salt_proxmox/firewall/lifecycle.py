@@ -48,6 +48,7 @@ def present(
     comment: object = None,
     adopt: object = False,
     rename_from: object = None,
+    scope: object = None,
     **extra: object,
 ) -> Outcome:
     """Plan (``test``) or apply one alias declaration; never raises for a known failure.
@@ -57,7 +58,14 @@ def present(
     outcome = Outcome()
     try:
         decl = alias.declare(
-            state_id, ctx.target.name, name=name, cidr=cidr, comment=comment, adopt=adopt, **extra
+            state_id,
+            ctx.target.name,
+            name=name,
+            cidr=cidr,
+            comment=comment,
+            adopt=adopt,
+            scope=scope,
+            **extra,
         )
         old = None
         if rename_from is not None:
@@ -99,7 +107,9 @@ def _rename(ctx: PveContext, decl: Declared, old: Declared, test: bool, outcome:
         simple.read(ctx, SPEC, old),
         ctx.ownership.row(old_key),
         adopt=decl.adopt,
-        in_use=lambda: usage.refusal(ctx, old_name, way_round),
+        in_use=lambda: usage.refusal_for(
+            ctx, usage.Target("alias", old_name, old.names.get("scope", "cluster")), way_round
+        ),
     )
     if plan.refusal:
         return outcome.fail(*plan.refusal)

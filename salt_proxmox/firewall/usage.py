@@ -1,4 +1,5 @@
-"""Which firewall rules and IP set entries name a cluster alias (docs/design.md §7, firewall aliases).
+"""Which firewall rules and IP set entries name an alias, an IP set or a security group (docs/design.md
+§7, firewall aliases; §7, firewall IP sets and security groups).
 
 PVE has no usage check: ``DELETE /cluster/firewall/aliases/{name}`` and a rename
 (``update_alias`` with ``rename``) succeed while rules still name the alias, and from then on
@@ -21,6 +22,22 @@ Where a reference can stand, and what it resolves to (pve-firewall 6.0.4, git 6f
   has no aliases of its own) a bare name or ``dc/`` is the cluster's alias. A security group's rule
   is counted whatever guest uses it: the group is cluster configuration.
 
+IP sets and security groups (pve-firewall ``Firewall.pm`` ``ipt_gen_src_or_dst_match``,
+``generate_group_rules``; ``parse_address_list``):
+
+- a rule's ``source`` or ``dest`` names an IP set as ``+<name>``, ``+dc/<name>`` or ``+guest/<name>``,
+  alone; unscoped, a guest's own set of that name wins over the cluster's, exactly as for aliases;
+  IP set names compare as written (PVE reads them back lower-cased: ``salt_proxmox.firewall.ipset``);
+- a rule of ``type: group`` names security group ``action`` (cluster, node and guest rules; a group's
+  own rules cannot: ``$rule_env`` ``group`` takes in, out and forward only).
+
+A guest-scope alias or IP set is named only from its own guest's rules and IP sets (bare, or
+``guest/``); ``dc/`` never reaches it.
+
+Rules declared in this run count too (``declare_rules``: the ``proxmox_firewall.rules`` states of the
+run, which the execution module records before a firewall state runs): a delete or rename is refused
+while the rules about to be written still name the object.
+
 Disabled rules (``enable: 0``) count: enabling one later would meet the missing alias.
 
 Reads: ``GET cluster/firewall/rules``, ``…/ipset`` and each set, ``…/groups`` and each group,
@@ -34,6 +51,7 @@ guests the read credential may audit (``VM.Audit``), so the plan says how many g
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from salt_proxmox.guest.absence import index_rows
@@ -68,57 +86,186 @@ def _rows(ctx: PveContext, credential: Credential, path: str, what: str) -> list
         raise PveMalformed("GET", path, str(why)) from None
 
 
-def _rule_users(rows: Iterable[Mapping], alias: str, where: str, shadowed: bool = False) -> list[str]:
-    users = []
-    for rule in rows:
-        disabled = ", disabled" if str(rule.get("enable", "1")) == "0" else ""
-        for key in ADDRESS_FIELDS:
-            if names_alias(rule.get(key), alias, shadowed):
-                users.append(f"{where} rule {rule.get('pos', '?')} ({key}{disabled})")
-    return users
-
-
-def _ipset_users(
-    ctx: PveContext, credential: Credential, base: str, alias: str, where: str, shadowed: bool = False
-) -> list[str]:
-    users = []
-    for ipset in _rows(ctx, credential, f"{base}/ipset", "IP sets"):
-        name = ipset.get("name")
-        if not isinstance(name, str) or not name:
-            raise PveMalformed("GET", f"{base}/ipset", "an IP set without a name")
-        for entry in _rows(ctx, credential, f"{base}/ipset/{api_path(name)}", "IP set entries"):
-            if names_alias(entry.get("cidr"), alias, shadowed):
-                users.append(f"{where} IP set {name} entry {entry.get('cidr')}")
-    return users
-
-
 def _guest_base(row: Mapping) -> str:
     return f"nodes/{api_path(str(row['node']))}/{row['type']}/{row['vmid']}/firewall"
 
 
 def alias_users(ctx: PveContext, alias: str) -> tuple[list[str], int]:
-    """Every rule and IP set entry that names cluster alias ``alias``, as phrases an operator can
-    find them by (``cluster rule 3 (source)``, ``security group web rule 0 (dest)``, ``node pve1
-    rule 2 (dest, disabled)``, ``VM 210 IP set admins entry dc/lab``), and how many guests were
-    scanned.
+    """Every rule and IP set entry (live, or declared in this run) that names cluster alias ``alias``,
+    as phrases an operator can find them by (``cluster rule 3 (source)``, ``security group web rule 0
+    (dest)``, ``node pve1 rule 2 (dest, disabled)``, ``VM 210 IP set admins entry dc/lab``), and how
+    many guests were scanned. Raises as ``places``: an incomplete scan never reads as "no reference"."""
+    return users(ctx, Target("alias", alias))
 
-    Raises PveError, PveUnreachable or CredentialError for a read that fails and PveMalformed for
-    an answer without the promised shape: an incomplete scan never reads as "no reference"."""
+
+def refusal(ctx: PveContext, alias: str, remedy: str) -> list[str]:
+    """The plan's refusal of deleting cluster alias ``alias`` (alone or as the old name of a rename)
+    while rules or IP set entries name it (``alias_users``), ending in ``remedy``; ``[]`` when none
+    does. Raises as ``alias_users``."""
+    return refusal_for(ctx, Target("alias", alias), remedy)
+
+
+# ----------------------------------------------------------------- aliases, IP sets, groups
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is about to go: ``kind`` (``alias``, ``ipset``, ``group``), its ``name``, and ``scope``
+    (``cluster``, or ``vm/<vmid>``/``ct/<vmid>`` for a guest's own alias or IP set)."""
+
+    kind: str
+    name: str
+    scope: str = "cluster"
+
+    @property
+    def noun(self) -> str:
+        nouns = {"alias": "firewall alias", "ipset": "IP set", "group": "security group"}
+        where = "" if self.scope == "cluster" else f" of {self.scope}"
+        return f"{nouns[self.kind]} {self.name}{where}"
+
+
+@dataclass
+class Place:
+    """One rule list and what its scope holds: ``where`` (``cluster``, ``security group web``, ``node
+    pve1``, ``VM 510``; ``declared`` added for a run's declared rules), ``scope`` (``cluster``,
+    ``node/pve1``, ``vm/510``, ``group/web``), its ``rules`` (PVE's rule rows), its own aliases and IP set
+    names (a guest's; shadowing), and its IP sets' entries (``{set: [cidr, ...]}``)."""
+
+    where: str
+    scope: str
+    rules: list[Mapping] = field(default_factory=list)
+    aliases: set[str] = field(default_factory=set)
+    ipsets: set[str] = field(default_factory=set)
+    entries: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _guest_scope(scope: str) -> bool:
+    return scope.startswith(("vm/", "ct/"))
+
+
+def names_ipset(value: object, ipset: str, guest_own: bool, shadowed: bool = False) -> bool:
+    """True when ``value`` (a rule's ``source``/``dest``) names IP set ``ipset``: for a cluster set
+    (``guest_own`` False) ``+dc/<name>``, or ``+<name>`` unless ``shadowed`` (the guest has a set of that
+    name); for a guest's own set ``+guest/<name>`` or ``+<name>``."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if guest_own:
+        return text in (f"+{ipset}", f"+guest/{ipset}")
+    return text == f"+dc/{ipset}" or (text == f"+{ipset}" and not shadowed)
+
+
+def names_guest_alias(value: object, alias: str) -> bool:
+    """True when ``value`` names a guest's own alias ``alias`` (case-insensitively): bare or
+    ``guest/<alias>`` (``resolve_alias``: the local config first unless ``dc/``)."""
+    if not isinstance(value, str):
+        return False
+    folded = value.strip().lower()
+    return folded in (alias.lower(), f"guest/{alias.lower()}")
+
+
+def _disabled(rule: Mapping) -> str:
+    return ", disabled" if str(rule.get("enable", "1")) == "0" else ""
+
+
+#: The rule fields a refusal shows, in ``$rule_format``'s order after type and action.
+SHOWN = ("macro", "iface", "source", "dest", "proto", "dport", "sport", "icmp-type")
+
+
+def rule_text(rule: Mapping) -> str:
+    """A rule as a refusal shows it: ``[in ACCEPT source=+admins proto=tcp dport=22]``."""
+    words = [str(rule.get("type", "?")), str(rule.get("action", "?"))]
+    words += [f"{key}={rule[key]}" for key in SHOWN if rule.get(key) not in (None, "")]
+    return "[" + " ".join(words) + "]"
+
+
+def _users_in(place: Place, target: Target) -> list[str]:
+    """The phrases of ``place``'s rules and IP set entries that name ``target``."""
+    if target.scope != "cluster" and place.scope != target.scope:
+        return []
+    own = target.scope != "cluster"
+    found = []
+    for rule in place.rules:
+        pos = rule.get("pos", "?")
+        if target.kind == "group":
+            if rule.get("type") == "group" and rule.get("action") == target.name:
+                found.append(f"{place.where} rule {pos} (group{_disabled(rule)}) {rule_text(rule)}")
+            continue
+        for key in ADDRESS_FIELDS:
+            value = rule.get(key)
+            if target.kind == "alias":
+                hit = (
+                    names_guest_alias(value, target.name)
+                    if own
+                    else names_alias(value, target.name, target.name.lower() in place.aliases)
+                )
+            else:
+                hit = names_ipset(value, target.name, own, target.name in place.ipsets)
+            if hit:
+                found.append(f"{place.where} rule {pos} ({key}{_disabled(rule)}) {rule_text(rule)}")
+    if target.kind == "alias":
+        for name, cidrs in place.entries.items():
+            for cidr in cidrs:
+                hit = (
+                    names_guest_alias(cidr, target.name)
+                    if own
+                    else names_alias(cidr, target.name, target.name.lower() in place.aliases)
+                )
+                if hit:
+                    found.append(f"{place.where} IP set {name} entry {cidr}")
+    return found
+
+
+def _memo_key(ctx: PveContext) -> str:
+    return f"salt_proxmox.firewall.declared-rules/{ctx.target.name}"
+
+
+def declare_rules(ctx: PveContext, declared: Iterable[tuple[str, object]]) -> None:
+    """Record the rule lists this run declares (``(scope, rules)``: a ``proxmox_firewall.rules``
+    state's name and its ``rules``), for the usage scan to count. A list that is not a list of
+    objects is left out here (its own state refuses it)."""
+    kept = []
+    for scope, rules in declared:
+        if isinstance(scope, str) and isinstance(rules, list):
+            kept.append(
+                (scope, [dict(rule, pos=pos) for pos, rule in enumerate(rules) if isinstance(rule, Mapping)])
+            )
+    ctx.memo[_memo_key(ctx)] = kept
+
+
+def declared_places(ctx: PveContext) -> list[Place]:
+    """The run's declared rule lists (``declare_rules``) as places, ``where`` saying ``declared``."""
+    places = []
+    for scope, rules in ctx.memo.get(_memo_key(ctx), ()):
+        kind, _, rest = scope.partition("/")
+        label = {"group": "security group", "node": "node", "vm": "VM", "ct": "CT"}.get(kind)
+        where = f"declared {label} {rest}" if label else f"declared {scope}"
+        places.append(Place(where, scope, list(rules)))
+    return places
+
+
+def places(ctx: PveContext) -> tuple[list[Place], int]:
+    """Every rule list and IP set of the cluster, read now with the read credential (cluster,
+    security groups, nodes, every guest the index lists), and how many guests were scanned.
+
+    Raises PveError, PveUnreachable or CredentialError for a read that fails and PveMalformed for an
+    answer without the promised shape: an incomplete scan never reads as "no reference"."""
     credential = ctx.broker.read()
-    users = _rule_users(_rows(ctx, credential, f"{CLUSTER}/rules", "rules"), alias, "cluster")
-    users += _ipset_users(ctx, credential, CLUSTER, alias, "cluster")
+    cluster = Place("cluster", "cluster", _rows(ctx, credential, f"{CLUSTER}/rules", "rules"))
+    cluster.entries = _entries(ctx, credential, CLUSTER)
+    found = [cluster]
     for group in _rows(ctx, credential, f"{CLUSTER}/groups", "security groups"):
         name = group.get("group")
         if not isinstance(name, str) or not name:
             raise PveMalformed("GET", f"{CLUSTER}/groups", "a security group without a name")
         rows = _rows(ctx, credential, f"{CLUSTER}/groups/{api_path(name)}", "rules")
-        users += _rule_users(rows, alias, f"security group {name}")
+        found.append(Place(f"security group {name}", f"group/{name}", rows))
     for node in _rows(ctx, credential, "nodes", "nodes"):
         name = node.get("node")
         if not isinstance(name, str) or not name:
             raise PveMalformed("GET", "nodes", "a node without a name")
         rows = _rows(ctx, credential, f"nodes/{api_path(name)}/firewall/rules", "rules")
-        users += _rule_users(rows, alias, f"node {name}")
+        found.append(Place(f"node {name}", f"node/{name}", rows))
     guests = index_rows(ctx, credential)
     bases = [_guest_base(row) for row in guests]
     ctx.reads.fill(
@@ -128,25 +275,59 @@ def alias_users(ctx: PveContext, alias: str) -> tuple[list[str], int]:
         ctx.target.concurrency,
     )
     for row, base in zip(guests, bases, strict=True):
-        where = f"{'CT' if row['type'] == 'lxc' else 'VM'} {row['vmid']}"
-        own = _rows(ctx, credential, f"{base}/aliases", "aliases")
-        shadowed = any(str(entry.get("name", "")).lower() == alias.lower() for entry in own)
-        users += _rule_users(_rows(ctx, credential, f"{base}/rules", "rules"), alias, where, shadowed)
-        users += _ipset_users(ctx, credential, base, alias, where, shadowed)
-    return users, len(guests)
+        kind = "ct" if row["type"] == "lxc" else "vm"
+        place = Place(f"{kind.upper()} {row['vmid']}", f"{kind}/{row['vmid']}")
+        place.aliases = {
+            str(e.get("name", "")).lower() for e in _rows(ctx, credential, f"{base}/aliases", "aliases")
+        }
+        place.rules = _rows(ctx, credential, f"{base}/rules", "rules")
+        place.entries = _entries(ctx, credential, base)
+        place.ipsets = set(place.entries)
+        found.append(place)
+    return found, len(guests)
 
 
-def refusal(ctx: PveContext, alias: str, remedy: str) -> list[str]:
-    """The plan's refusal of deleting cluster alias ``alias`` (alone or as the old name of a rename)
-    while rules or IP set entries name it (``alias_users``), ending in ``remedy``; ``[]`` when none
-    does.
+def _entries(ctx: PveContext, credential: Credential, base: str) -> dict[str, list[str]]:
+    entries = {}
+    for ipset in _rows(ctx, credential, f"{base}/ipset", "IP sets"):
+        name = ipset.get("name")
+        if not isinstance(name, str) or not name:
+            raise PveMalformed("GET", f"{base}/ipset", "an IP set without a name")
+        rows = _rows(ctx, credential, f"{base}/ipset/{api_path(name)}", "IP set entries")
+        entries[name] = [str(entry.get("cidr")) for entry in rows]
+    return entries
 
-    Raises as ``alias_users``."""
-    users, _guests = alias_users(ctx, alias)
-    if not users:
+
+def users(ctx: PveContext, target: Target) -> tuple[list[str], int]:
+    """Every live rule and IP set entry, and every rule this run declares, that names ``target``, as
+    phrases an operator can find them by (``cluster rule 3 (source)``, ``VM 510 rule 0 (group)``,
+    ``declared VM 510 rule 1 (dest)``), and how many guests were scanned. Raises as ``places``."""
+    live, scanned = places(ctx)
+    shadows = {place.scope: place for place in live}
+    found = []
+    for place in live:
+        found += _users_in(place, target)
+    for place in declared_places(ctx):
+        known = shadows.get(place.scope)
+        if known is not None:
+            place.aliases, place.ipsets = known.aliases, known.ipsets
+        found += _users_in(place, target)
+    return found, scanned
+
+
+def refusal_for(ctx: PveContext, target: Target, remedy: str) -> list[str]:
+    """The plan's refusal of deleting or renaming ``target`` while rules or IP set entries name it
+    (``users``), ending in ``remedy``; ``[]`` when none does. Raises as ``places``."""
+    found, _guests = users(ctx, target)
+    if not found:
         return []
-    shown = ", ".join(users[:10]) + (f" and {len(users) - 10} more" if len(users) > 10 else "")
-    return [
-        f"firewall alias {alias} is still named by {shown}. PVE deletes an alias whatever names it, and "
-        "those rules would silently stop matching (pve-firewall resolve_alias: `no such alias`). " + remedy
-    ]
+    shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+    why = {
+        "alias": "PVE deletes an alias whatever names it, and those rules would silently stop matching "
+        "(pve-firewall resolve_alias: `no such alias`).",
+        "ipset": "PVE deletes an IP set whatever names it, and those rules would silently stop matching "
+        "(pve-firewall ipt_gen_src_or_dst_match: `no such ipset`).",
+        "group": "PVE deletes a security group that rules still use, and those rules would silently be "
+        "left out (pve-firewall generate_group_rules: `no such security group`).",
+    }[target.kind]
+    return [f"{target.noun} is still named by {shown}. {why} {remedy}"]

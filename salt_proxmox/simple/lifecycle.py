@@ -164,7 +164,7 @@ def decide(
         return Decision("refuse", reasons=[refusal], row_key=key, row=row)
     live = with_recorded(spec, read(ctx, spec, decl, shared=True), row)
     if live is None:
-        call = spec.create(decl)
+        call = (spec.on(ctx, decl) if spec.create_on_cluster else spec).create(decl)
         try:
             check_form(spec.create_endpoint, call.payload(), presence=True)
         except DeclarationError as exc:
@@ -241,6 +241,8 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
     call = decision.call
     assert call is not None
     if decision.action == "create":
+        if spec.create_guard and spec.write_guard is not None:
+            call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, {}))
         check_form(spec.create_endpoint, call.payload(), presence=True)
         earlier = ctx.ownership.row(decision.row_key)
         ctx.ownership.mark_creating(decision.row_key, decl.state_id, decl.stored())

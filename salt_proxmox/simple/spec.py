@@ -42,6 +42,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   ``read``, ``parse``, ``update`` and ``delete`` the lifecycle then uses (``ObjectSpec.on``). It may
   read what the run learns once (``salt_proxmox.pve.facts``); it is asked only when one of those
   calls is about to be made, so a judgement from the shared listing reads nothing more.
+- ``create_on_cluster``: the create too is the one ``for_cluster`` gives (a guest's firewall objects:
+  their path names the guest's node, read from the guest index);
+- ``create_guard``: the create carries ``write_guard`` too (firewall options: settings PVE always
+  has, whose ``PUT`` takes the digest of them all, pve-firewall ``API2/Firewall/Cluster.pm``
+  ``set_options``); ``write_guard`` is then handed ``{}`` as the live attributes;
 - ``side_effects``: what PVE does by itself when it takes a create, update or delete (an SDN subnet
   registered in its zone's IPAM at write time; a storage's data left in place by its delete), as plan
   lines; the plan and the apply both say them.
@@ -243,9 +248,14 @@ class ObjectSpec:
     #: The secrets a live object of this kind may hold, which PVE never shows (a storage's
     #: ``password``): never exported; the export's note names each and where its value goes.
     export_secrets: Callable[[Mapping[str, object]], Iterable[str]] | None = None
+    #: How an export reads one object when not as a plan does (a scope's firewall options: every key
+    #: it sets, where a plan reads only the declared ones): ``(ctx, probe) -> canonical attributes``.
+    export_read: Callable[[PveContext, Declared], Mapping[str, object] | None] | None = None
     #: Keys ``parse`` returns that are PVE's own and never declared (an SDN subnet's section ``id``,
     #: which its update and delete paths name): an export leaves them out.
     live_only: tuple[str, ...] = ()
+    create_on_cluster: bool = False
+    create_guard: bool = False
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

@@ -57,6 +57,17 @@ REPLACED_WHOLE = ("firewall_alias",)
 #: ``type``, which ``API2/Network/SDN/Subnets.pm`` ``create`` requires).
 CONSTANTS: dict[str, dict[str, str]] = {"sdn": {"type": "subnet"}}
 
+#: Kinds whose removal is no DELETE: a scope's firewall options cannot be deleted, so their destroy puts
+#: every key back to PVE's default (``PUT …/firewall/options`` with ``delete=<keys>``, pve-firewall
+#: ``API2/Firewall/{Cluster,Host,VM}.pm`` ``set_options``).
+RESETS = ("firewall_options",)
+
+#: Kinds whose one state writes a list entry by entry, by the field holding the list: an IP set's
+#: entries are each a ``POST …/ipset/<name>``, ``PUT``/``DELETE …/ipset/<name>/<cidr>`` (pve-firewall
+#: ``API2/Firewall/IPSet.pm``: the set has no write taking its entries). The plan's change of that field
+#: (old and new lists) names the entries added, removed and changed: one write each.
+ENTRIES: dict[str, str] = {"firewall_ipset": "cidrs"}
+
 #: Body keys that guard or steer a write rather than set a field: PVE's digest, the apply's lock token,
 #: ``delete`` (its values are the fields it clears; ``delete=1`` on ``PUT /access/acl`` removes the entry).
 GUARDS = ("digest", "lock-token", "delete", "allow-pending")
@@ -132,6 +143,9 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:sdn":
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:firewall":
+        kind = {"group": "groups", "ipset": "ipsets", "options": "options"}[fun.removesuffix("_absent")]
+        return {top: {section: {kind: {name: entry}}}}
     if section.count(":") or not section:
         raise LookupError(f"{family.name}: pillar section {family.section} is not one pillar_of knows")
     return {top: {section: {name: entry}}}
@@ -221,21 +235,61 @@ def apply_writes(family: Family, writes: list[Write]) -> tuple[list[Write], list
     return ours, [w for w in writes if w not in ours]
 
 
-def write_problems(family: Family, plan: list[dict], declared: Mapping[str, Any], log) -> list[str]:
+def _entry_key(entry: object) -> str:
+    """An IP set entry as a plan shows it (``!10.9.1.7``, ``10.9.0.0/24 # comment``) → its cidr."""
+    return str(entry).lstrip("!").split()[0] if str(entry).strip() else ""
+
+
+def entry_writes(change: Mapping[str, Any]) -> int:
+    """How many entry writes a plan's change of a list field (``{old: [...], new: [...]}``) names: one
+    per entry added, removed or changed."""
+    old = {_entry_key(e): str(e) for e in change.get("old") or []}
+    new = {_entry_key(e): str(e) for e in change.get("new") or []}
+    return len(old.keys() ^ new.keys()) + sum(1 for key in old.keys() & new.keys() if old[key] != new[key])
+
+
+def _take_entry_writes(kind: str | None, plan: list[dict], objects: list[Write]) -> tuple[list, list]:
+    """The ``ENTRIES`` kind's entry writes taken out of ``objects``, and the problems found: each plan
+    return changing the list field takes as many writes under its object's path as it names."""
+    problems: list[str] = []
+    field_name = ENTRIES.get(kind or "")
+    if field_name is None:
+        return objects, problems
+    rest = list(objects)
+    for ret in plan:
+        change = (ret.get("changes") or {}).get(field_name)
+        if not change or set(ret["changes"]) & set(DELETED):
+            continue
+        name = str(ret.get("name") or ret["__id__"])
+        under = [w for w in rest if re.search(rf" \S*/ipset/{re.escape(name)}(/.*)?$", w.line) and
+                 not w.line.endswith("/ipset")]  # fmt: skip
+        want = entry_writes(change)
+        if len(under) != want:
+            problems.append(f"{ret['__id__']}: the plan names {want} entry write(s), the apply sent "
+                            f"{[w.line for w in under]}")  # fmt: skip
+        for write in under[:want]:
+            rest.remove(write)
+    return rest, problems
+
+
+def write_problems(
+    family: Family, plan: list[dict], declared: Mapping[str, Any], log, kind: str | None = None
+) -> list[str]:
     """Where the writes of an apply (``log``) differ from what its ``plan`` (the run's plan returns)
     listed: one object write per state whose plan changes something besides its ownership row, which
     creates (``created``), removes (``deleted``/``destroyed``) or sets and clears exactly the fields
     its plan names, naming nothing else but values ``declared`` holds (identity, values PVE takes whole);
     the apply's writes (``APPLY_WRITES``) if and only if an apply state plans a ``reload``."""
-    problems = []
     applies, objects = apply_writes(family, sent(log))
+    objects, problems = _take_entry_writes(kind, plan, objects)
+    entry_field = ENTRIES.get(kind or "")
     reloads = [ret for ret in plan if RELOAD in (ret.get("changes") or {})]
     if bool(reloads) != bool(applies):
         problems.append(
             f"the plan {'names' if reloads else 'does not name'} a reload, the apply sent "
             f"{[w.line for w in applies] or 'none'}"
         )
-    planned = [ret for ret in plan if set(ret.get("changes") or {}) - {RELOAD, *ROW_ONLY}]
+    planned = [ret for ret in plan if set(ret.get("changes") or {}) - {RELOAD, *ROW_ONLY, entry_field}]
     if len(objects) != len(planned):
         problems.append(
             f"the plan lists {len(planned)} object write(s), the apply sent {[w.line for w in objects]}"
@@ -244,8 +298,12 @@ def write_problems(family: Family, plan: list[dict], declared: Mapping[str, Any]
     known = {_flat(value) for value in declared.values()} | {_flat(declared.get("name"))}
     for ret, write in zip(planned, objects, strict=True):
         changes = set(ret["changes"])
-        fields = changes - {*CREATED, *DELETED, *ROW_ONLY}
+        fields = changes - {*CREATED, *DELETED, *ROW_ONLY, entry_field}
         if changes & set(DELETED):
+            if kind in RESETS:
+                if not (write.line.startswith("PUT ") and write.deleted):
+                    problems.append(f"{ret['__id__']}: planned a reset to PVE's defaults, sent {write.line}")
+                continue
             if not write.removes:
                 problems.append(f"{ret['__id__']}: planned a removal, sent {write.line}")
             continue

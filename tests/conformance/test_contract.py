@@ -75,7 +75,7 @@ def test_plan_apply_plan_clean_and_the_apply_writes_what_the_plan_listed(
         assert all(r["result"] is None for r in plan), f"{phase}: the plan has changes\n{_ids(plan)}"
         applied, log = minion.run(run, test=False)
         assert all(r["result"] is True for r in applied), f"{phase}: the apply\n{_ids(applied)}"
-        problems = contract.write_problems(case.family, plan, declared, log)
+        problems = contract.write_problems(case.family, plan, declared, log, case.kind.name)
         assert problems == [], f"{phase}: {problems}\nplan:\n{_ids(plan)}\nsent: {_writes(log)}"
         again, log = minion.run(run, test=True)
         assert _writes(log) == [] and all(r["result"] is True and r["changes"] == {} for r in again), (

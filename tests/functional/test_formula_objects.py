@@ -23,9 +23,10 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 21, (
+    assert len(pve) == 24, (
         "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one storage, "
-        "one interface, two node applies, one SDN zone, one vnet and the SDN apply"
+        "one interface, two node applies, one SDN zone, one vnet, the SDN apply, the cluster's firewall "
+        "options, one IP set and one security group"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -77,7 +78,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 24, raw  # the example's 22 states and the two pool keys
+    assert len(rows) == 27, raw  # the example's 25 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -108,7 +109,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 22, raw
+        assert len(rows) == 25, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

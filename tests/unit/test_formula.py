@@ -69,7 +69,13 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-web",
         "proxmox-qemu-app",
         "proxmox-qemu-ci",
-    ], "policies first, networks and SDN before the guests, then containers and VMs, each family in key order"
+        "proxmox-firewall-group-webgrp",
+        "proxmox-firewall-ipset-admins",
+        "proxmox-firewall-options-cluster",
+    ], (
+        "policies first, networks and SDN before the guests, then containers and VMs, then the firewall "
+        "(a guest's firewall needs its guest), each family in key order"
+    )
     requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
     # Only an ACL entry needs what it names: PVE refuses an entry for a role that does not exist
     # (pve-access-control src/PVE/API2/ACL.pm update_acl). A policy is no requisite of the PVE states.
@@ -633,8 +639,8 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, ceph_pools, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, "
-            "storage, and ownership_file, targets are the configuration read with config.get."
+            "the sections are acls, ceph_pools, firewall, firewall_aliases, lxc, networks, pools, qemu, "
+            "roles, sdn, storage, and ownership_file, targets are the configuration read with config.get."
             in problems[sid]
         )
 
@@ -727,3 +733,52 @@ def test_an_rbd_storage_requires_the_ceph_pool_it_names():
     assert needs("proxmox-storage-backups") == []
     order = list(states)
     assert order.index("proxmox-ceph-pool-vmdata") < order.index("proxmox-storage-ceph-vm")
+
+
+def test_the_firewall_runs_after_the_guests_a_guest_scope_requiring_its_guest():
+    """proxmox:firewall: options by scope, IP sets, groups; a guest scope's state requires the guest of that
+    vmid, an IP set the aliases its entries name; ensure: absent passes only the identity keys."""
+    states = render(
+        {
+            "proxmox": {
+                "lxc": {"web": {"vmid": 150, "node": "pve1"}},
+                "firewall_aliases": {
+                    "Lab": {"cidr": "10.0.0.0/24"},
+                    "own": {"cidr": "10.9.0.1", "scope": "ct/150"},
+                },
+                "firewall": {
+                    "options": {"ct/150": {"enable": 1}, "cluster": {"ebtables": 0}},
+                    "ipsets": {
+                        "peers": {"scope": "ct/150", "cidrs": [{"cidr": "dc/lab"}]},
+                        "old": {"ensure": "absent", "scope": "cluster", "cidrs": [], "removal": "destroy"},
+                    },
+                    "groups": {"webgrp": {"comment": "web"}},
+                },
+            }
+        }
+    )
+    assert not failing(states)
+    assert list(states)[-5:] == [
+        "proxmox-firewall-group-webgrp",
+        "proxmox-firewall-ipset-old",
+        "proxmox-firewall-ipset-peers",
+        "proxmox-firewall-options-cluster",
+        "proxmox-firewall-options-ct/150",
+    ]
+    assert args(states["proxmox-firewall-options-ct/150"]) == (
+        "proxmox_firewall.options",
+        {"name": "ct/150", "enable": 1, "require": [{"proxmox_lxc": "proxmox-lxc-web"}]},
+    )
+    function, peers = args(states["proxmox-firewall-ipset-peers"])
+    assert function == "proxmox_firewall.ipset"
+    assert peers["require"] == [
+        {"proxmox_lxc": "proxmox-lxc-web"},
+        {"proxmox_firewall_alias": "proxmox-firewall-alias-Lab"},
+    ]
+    assert args(states["proxmox-firewall-ipset-old"]) == (
+        "proxmox_firewall.ipset_absent",
+        {"name": "old", "scope": "cluster", "removal": "destroy"},
+    )
+    assert args(states["proxmox-firewall-alias-own"])[1]["require"] == [{"proxmox_lxc": "proxmox-lxc-web"}]
+    bad = render({"proxmox": {"firewall": {"option": {}}}})
+    assert "proxmox:firewall has unknown key(s) option" in " ".join(failing(states=bad).values())
