@@ -664,9 +664,14 @@ def storage_present(
 
         salt-call proxmox.storage_present backups type=nfs server=192.0.2.20 export=/export/pve test=True
     """
+    from salt_proxmox.errors import DeclarationError
     from salt_proxmox.simple import lifecycle as simple
+    from salt_proxmox.storage.objects import target_problem
     from salt_proxmox.storage.types import LEGACY_SENSITIVE
 
+    problem = target_problem(type, target)
+    if problem:
+        return refused_return(name, DeclarationError(problem))
     secrets, refused = _pillar_secrets(name, LEGACY_SENSITIVE, extra, secrets_pillar)
     if refused is not None:
         return refused

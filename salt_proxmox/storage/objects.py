@@ -14,6 +14,10 @@ Source: pve-storage 9.1.7 ``src/PVE/API2/Storage/Config.pm`` (``index``, ``creat
   touched).
 - ``type`` is identity; a fixed option (``types.Option.fixed``) never changes (``check_config``:
   ``can't change value of fixed parameter``): both refused at plan, naming a new storage id.
+- An ``iscsi``/``iscsidirect`` storage's ``target`` (its IQN) is declared ``iscsi_target``
+  (``types.WIRE_NAMES``): a state's ``target`` names the cluster. It is sent as PVE's ``target`` and read
+  back from it; a ``target`` spelt like an iSCSI name on such a storage is refused by name
+  (``target_problem``).
 - Secrets (``StorageType.sensitive``): sent at create and when ``secret_serial`` differs from the
   one recorded in the ownership row; never read back, shown, stored or compared.
 - What PVE fills in or spells its own way is never drift: only declared options are compared, in
@@ -43,7 +47,15 @@ from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, listed_row
-from salt_proxmox.storage.types import ALL_OPTIONS, FIELDS, TYPES, StorageType
+from salt_proxmox.storage.types import (
+    ALL_OPTIONS,
+    DECLARED_NAMES,
+    FIELDS,
+    ISCSI_NAME,
+    TYPES,
+    WIRE_NAMES,
+    StorageType,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.pve.client import Credential
@@ -64,7 +76,7 @@ _KEYS = ("name", "type", "adopt", "secret_serial")
 def _rule(key: str) -> Rule | None:
     if key in ("storage", "type"):
         return Rule()
-    field = FIELDS.get(key)
+    field = FIELDS.get(DECLARED_NAMES.get(key, key))
     return field.rule() if field is not None else None
 
 
@@ -90,6 +102,28 @@ def identify(state_id: str, target: str, name: object = None, **extra: object) -
     if problem:
         raise DeclarationError(f"name: {problem}")
     return Declared(state_id, target, identity=name, label=f"storage {name}", names={"name": name})
+
+
+def target_problem(type: object, target: object) -> str | None:
+    """None unless a storage declaration's ``target`` (the state's own argument: the cluster, a
+    ``proxmox:targets`` name) is spelt like an iSCSI name (``types.ISCSI_NAME``) on an ``iscsi`` or
+    ``iscsidirect`` storage, where PVE's own option of that name is the iSCSI target
+    (``ISCSIPlugin.pm`` ``properties()``); then the sentence naming the spelling to use."""
+    if type in ("iscsi", "iscsidirect") and isinstance(target, str) and ISCSI_NAME.match(target):
+        return (
+            f"target: {shown(target)} is an iSCSI name, but a state's target names the cluster "
+            f"(proxmox:targets); declare the {type} storage's PVE option target as iscsi_target"
+        )
+    return None
+
+
+def to_wire(form: Mapping[str, str]) -> dict[str, str]:
+    """A create or update form in PVE's spellings (``types.WIRE_NAMES``: ``iscsi_target`` is sent as
+    ``target``), the ``delete`` list too."""
+    sent = {WIRE_NAMES.get(key, key): value for key, value in form.items()}
+    if "delete" in sent:
+        sent["delete"] = ",".join(WIRE_NAMES.get(key, key) for key in sent["delete"].split(","))
+    return sent
 
 
 def _option_problem(kind: StorageType, key: str) -> str:
@@ -185,7 +219,7 @@ def listed(rows: object, decl: Declared) -> dict | None:
     if row is None:
         return None
     _type_of(row)
-    found = live_values(FIELDS, row)
+    found = live_values(FIELDS, {DECLARED_NAMES.get(key, key): value for key, value in row.items()})
     found["type"] = str(row["type"])
     found["digest"] = str(row.get("digest") or "")
     return found
@@ -204,7 +238,7 @@ def create(decl: Declared) -> Call:
     form = {"storage": decl.names["name"], "type": str(decl.values["type"])}
     form.update(form_values(FIELDS, _form_values(decl)))
     form.update(decl.secrets)
-    return Call("POST", "storage", form=form)
+    return Call("POST", "storage", form=to_wire(form))
 
 
 def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
@@ -220,7 +254,7 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
         form["type"] = str(decl.values["type"])  # never sent: ``refusals`` refuses another type
     if "secret_serial" in decl.values and live.get("secret_serial") != decl.values["secret_serial"]:
         form.update(decl.secrets)
-    return Call("PUT", _storage_path(decl), form=form) if form else None
+    return Call("PUT", _storage_path(decl), form=to_wire(form)) if form else None
 
 
 #: A storage the listing lacks is absent only when the read credential may see it (pve-storage
@@ -305,7 +339,8 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 found.append(
                     f"{key}: {decl.label} has {shown(live.get(key))}, and PVE refuses to change a fixed "
                     f"option "
-                    f"(`update storage failed: can't change value of fixed parameter '{key}'`, pve-common "
+                    f"(`update storage failed: can't change value of fixed parameter "
+                    f"'{WIRE_NAMES.get(key, key)}'`, pve-common "
                     "SectionConfig.pm check_config). Declare it as it is, or define a new storage ID."
                 )
     major = _major(ctx)
