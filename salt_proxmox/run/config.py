@@ -202,14 +202,14 @@ def default_target(targets: object) -> str | None:
     return None
 
 
-def pick_target(targets: object, name: str | None) -> str:
-    """The target name to use: ``name``, or the only one configured.
+def pick_target(targets: object, name: str | None, section: str = "proxmox:targets") -> str:
+    """The target name to use: ``name``, or the only one configured under ``section``.
 
     Raises DeclarationError when there are none, several and none named, or the named one is
     missing.
     """
     if not isinstance(targets, Mapping) or not targets:
-        raise DeclarationError("proxmox:targets: no target is configured (minion config or pillar)")
+        raise DeclarationError(f"{section}: no target is configured (minion config or pillar)")
     if name is None:
         if len(targets) != 1:
             raise DeclarationError(
@@ -218,7 +218,7 @@ def pick_target(targets: object, name: str | None) -> str:
         return str(next(iter(targets)))
     if name not in targets:
         raise DeclarationError(
-            f"target: {name!r} is not in proxmox:targets ({', '.join(sorted(map(str, targets)))})"
+            f"target: {name!r} is not in {section} ({', '.join(sorted(map(str, targets)))})"
         )
     return name
 

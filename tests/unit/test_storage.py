@@ -100,7 +100,9 @@ def test_a_state_target_spelt_as_an_iscsi_name_is_refused_by_name(kind):
     from tests.support.salt_modules import load
 
     module = load("_modules", "proxmox", {}, False)
-    ret = module.storage_present("san", type=kind, target="iqn.2003-01.org.example:disks", portal="192.0.2.40")
+    ret = module.storage_present(
+        "san", type=kind, target="iqn.2003-01.org.example:disks", portal="192.0.2.40"
+    )
     assert ret["result"] is False
     assert "target:" in ret["comment"] and "iscsi_target" in ret["comment"]
     assert target_problem("nfs", "iqn.2003-01.x:t") is None
