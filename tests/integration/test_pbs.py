@@ -4,8 +4,6 @@ PBS context, every create a task awaited with the credential that started it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from salt_proxmox.errors import DeclarationError
@@ -14,24 +12,9 @@ from salt_proxmox.pbs.client import parse_pbs_target
 from salt_proxmox.pbs.context import pbs_context_for
 from salt_proxmox.pbs.datastore import SPEC, absent
 from salt_proxmox.simple.lifecycle import present
-from tests.support.pbs import PROVISION_TOKEN_ID, ServedPbs
+from tests.support.pbs import PROVISION_TOKEN_ID, ServedPbs, pbs_targets
 
 TARGET = "backup1"
-
-
-def pbs_targets(served: ServedPbs) -> dict[str, Any]:
-    """``proxmox:pbs_targets`` with the fake's tokens as static credentials."""
-    return {
-        TARGET: {
-            "members": [served.url],
-            "verify": served.cafile,
-            "credentials": {
-                "source": "static",
-                "read": dict(zip(("token_id", "secret"), served.read_token, strict=True)),
-                "provision": dict(zip(("token_id", "secret"), served.provision_token, strict=True)),
-            },
-        }
-    }
 
 
 def pbs_context(served: ServedPbs, store: MemoryStore | None = None, cache: dict | None = None):

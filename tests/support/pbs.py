@@ -60,7 +60,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from fakepve.certs import make_cert
 
@@ -624,6 +624,31 @@ class ServedPbs:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def pbs_targets(served: ServedPbs, name: str = "backup1") -> dict[str, Any]:
+    """``proxmox:pbs_targets`` naming ``served`` with its tokens as static credentials."""
+    return {
+        name: {
+            "members": [served.url],
+            "verify": served.cafile,
+            "credentials": {
+                "source": "static",
+                "read": dict(zip(("token_id", "secret"), served.read_token, strict=True)),
+                "provision": dict(zip(("token_id", "secret"), served.provision_token, strict=True)),
+            },
+        }
+    }
+
+
+def requests_of(served: ServedPbs, start: int = 0) -> list[tuple[str, str, bytes]]:
+    """The fake's requests from ``start`` as fakepve logs PVE's: ``(method, /path, body)`` with the
+    parameters form-encoded (a list repeated, as PBS reads an array)."""
+    assert served.pbs is not None
+    return [
+        (method, f"/{path}", urlencode(params, doseq=True).encode())
+        for method, path, params in served.pbs.requests[start:]
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
