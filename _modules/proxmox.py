@@ -692,6 +692,8 @@ def storage_present(
     secrets, refused = _pillar_secrets(name, LEGACY_SENSITIVE, extra, secrets_pillar)
     if refused is not None:
         return refused
+    if extra.get("pbs_target") is not None:
+        return _wired_storage(name, type, test, target, adopt, state_id, secrets, extra)
     return _state(
         name,
         target,
@@ -699,6 +701,33 @@ def storage_present(
         _families()["storage"],
         _switch("test", test),
         state_id or name,
+        run=extra,
+        twins=_object_twins("storage"),
+        **declared_keys(dict(extra, name=name, type=type, adopt=adopt)),
+        **secrets,
+    )
+
+
+def _wired_storage(name, type, test, target, adopt, state_id, secrets, extra):
+    """``storage_present`` of a ``pbs`` storage wired to a PBS target (``salt_proxmox.pbs.wiring``)."""
+    from salt_proxmox.pbs import wiring
+
+    wired = {key: extra.pop(key) for key in wiring.KEYS if key in extra}
+    funcs = run_config.salt_for_run(__salt__, extra, __context__)
+    try:
+        pbs = _pbs_context(wired["pbs_target"], funcs)
+    except Exception as exc:
+        return refused_return(name, exc)
+    run_config.enter_run(pbs, extra, __context__)
+    return _state(
+        name,
+        target,
+        wiring.present,
+        pbs,
+        _families()["storage"],
+        _switch("test", test),
+        state_id or name,
+        wired,
         run=extra,
         twins=_object_twins("storage"),
         **declared_keys(dict(extra, name=name, type=type, adopt=adopt)),

@@ -199,6 +199,12 @@ class CredentialBroker:
             token_id, secret, role=role, lease_id=str(lease_id), lease_seconds=lease, minted_at=now
         )
 
+    def openbao_client(self):
+        """The run's authenticated OpenBao client (``hvac.Client``, made once per run from the
+        ``openbao:`` block), for what a family keeps there itself (a PBS token's secret). Raises
+        CredentialError when no block is configured or it cannot log in."""
+        return self._client()
+
     def _client(self):
         key = "salt_proxmox.openbao.client"
         client = self.cache.get(key)

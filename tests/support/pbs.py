@@ -274,6 +274,13 @@ class FakePbs:
                 ], {}
             if parts[:2] == ["access", "users"] and len(parts) >= 4 and parts[3] == "token":
                 return self._token(method, parts[2], parts[4:], params, auth_id)
+            if parts[:2] == ["access", "users"] and len(parts) == 3 and method == "GET":
+                # src/api2/access/user.rs read_user: Sys.Audit on /access/users, or the caller's own user.
+                if auth_id.split("!", 1)[0] != parts[2]:
+                    self._need(auth_id, "/access/users", "Sys.Audit")
+                if parts[2] not in self.users:
+                    raise PbsError(400, f"no such user '{parts[2]}'")
+                return {"userid": parts[2], "enable": True}, {"digest": self.digest(sorted(self.users))}
             if parts == ["access", "acl"]:
                 return self._acl(method, params, auth_id)
             raise PbsError(404, f"Path '/api2/json/{path.strip('/')}' not found.")
