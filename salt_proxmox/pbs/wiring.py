@@ -22,6 +22,8 @@ operator would otherwise copy by hand between the two GUIs:
   an ownership row: it goes from PBS's answer to OpenBao and to PVE's form, and back from OpenBao to
   PVE's form, nowhere else.
 
+``server`` (and ``port``) default to the PBS target's first member.
+
 Rotation: ``pbs_token_serial`` (an integer, 1 by default) is the storage's ``secret_serial``; a serial
 other than the one the storage's row recorded deletes the token (``delete_token``), makes it anew,
 stores the new secret and writes it to the storage. A token whose secret OpenBao does not hold (or a
@@ -35,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import hvac.exceptions
 import requests
@@ -45,6 +48,7 @@ from salt_proxmox.openbao.creds import kv_payload
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.pbs import datastore
+from salt_proxmox.pbs.client import PBS_PORT
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.simple import lifecycle
@@ -253,7 +257,7 @@ def present(
         except SaltProxmoxError as exc:
             return outcome.fail(f"{state_id}: {exc}", "The storage was not written.")
     storage = {
-        **declared,
+        **where(pbs, declared),
         "username": wired["token_id"],
         "fingerprint": fingerprint,
         "secret_serial": wired["serial"],
@@ -270,6 +274,18 @@ def present(
             f"OpenBao {wired['path']}, then written as the storage's password",
         )
     return result
+
+
+def where(pbs: PveContext, declared: Mapping[str, object]) -> dict:
+    """``declared`` with ``server`` and ``port`` taken from the PBS target's first member when the storage
+    declares none (``port`` only when not PBS's 8007, PBSPlugin.pm's default)."""
+    member = urlsplit(pbs.target.members[0])
+    found = dict(declared)
+    if "server" not in found and member.hostname:
+        found["server"] = member.hostname
+        if "port" not in found and member.port not in (None, PBS_PORT):
+            found["port"] = member.port
+    return found
 
 
 def _grant(pbs: PveContext, wired: Mapping, who: list[str]) -> None:

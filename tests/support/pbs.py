@@ -39,6 +39,9 @@ differs from PBS: ``param_bail!``'s text is PBS's ``parameter verification faile
 before the call that started them answers; a token's privileges are the token's ACL entries only
 (PBS also caps them by its user's, ``CachedUserInfo::lookup_privs``).
 
+The seeded server has a ``read`` and a ``provision`` token (``ServedPbs``) and the user ``pve-backup@pbs``
+the example pillar's ``pbs`` storage makes its token for.
+
 ``ServedPbs`` serves it in-process (tests, the demo); ``python -m tests.support.pbs --state-dir DIR``
 is the process the sandbox starts and stops by its PID: it writes ``DIR/pbs.json`` and prints
 ``ready <url>``.
@@ -139,6 +142,11 @@ DELETABLE = frozenset(DATASTORE_KEYS - {"name", "path", "backend"})
 
 READ_TOKEN_ID = "salt-read@pbs!plan"
 PROVISION_TOKEN_ID = "salt-provision@pbs!apply"
+#: The user the example pillar's pbs storage makes its token for (pillar_examples/pbs.sls).
+BACKUP_USER = "pve-backup@pbs"
+#: Where the demo and the sandbox publish the PBS tokens in OpenBao (``<path>/read``, ``<path>/provision``,
+#: inside the PVE tokens' mount, which the salt-proxmox-creds policy reads).
+PBS_CREDS_PATH = "proxmox/creds/pbs"
 
 
 class PbsError(Exception):
@@ -599,6 +607,7 @@ class ServedPbs:
             digest = hashlib.sha256(der).hexdigest()
             self.fingerprint = ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
             pbs = FakePbs(self.fingerprint)
+            pbs.users.add(BACKUP_USER)
             self.read_token = pbs.add_token(READ_TOKEN_ID, ("/", "Audit"))
             pbs.acl.append(("/system/certificates", READ_TOKEN_ID, "Admin", True))
             self.provision_token = pbs.add_token(
@@ -646,6 +655,16 @@ def pbs_targets(served: ServedPbs, name: str = "backup1") -> dict[str, Any]:
             },
         }
     }
+
+
+def publish_pbs(client: Any, read: tuple[str, str], provision: tuple[str, str]) -> None:
+    """Publish a PBS's ``(token_id, secret)`` pairs in OpenBao at ``PBS_CREDS_PATH``/read and /provision
+    (the PVE tokens' KV version 1 mount, ``tests.support.openbao.publish_cluster``)."""
+    from tests.support.openbao import CREDS_PATH, publish_creds
+
+    role = PBS_CREDS_PATH.removeprefix(CREDS_PATH + "/")
+    publish_creds(client, CREDS_PATH, f"{role}/read", *read)
+    publish_creds(client, CREDS_PATH, f"{role}/provision", *provision)
 
 
 def requests_of(served: ServedPbs, start: int = 0) -> list[tuple[str, str, bytes]]:
