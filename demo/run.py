@@ -3,17 +3,19 @@
 Starts fakepve (seeded: two nodes, storages, a container template, an installer ISO, the running
 container the example pillar adopts, a cloud-init VM template the example pillar clones, a network
 change staged on pve2 by hand and never applied, and API tokens for a ``read`` and a ``provision``
-user) on a free loopback
-port, starts an OpenBao dev server on loopback with the PVE tokens published at
-``proxmox/creds/<role>``, writes a minion config in a private temporary directory, and runs
+user) on a free loopback port, the staging PBS (``tests.support.pbs``: the example's ``pbs`` storage
+backs up to its datastore), starts an OpenBao dev server on loopback with the PVE tokens published at
+``proxmox/creds/<role>`` and the PBS ones at ``proxmox/creds/pbs/<role>``, writes a minion config in a
+private temporary directory, and runs
 ``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``, each
 printed by the ``proxmox_plan`` outputter (``_output/proxmox_plan.py``, what ``--out=proxmox_plan``
 prints).
 
 Exit status: 0 when no state failed, the apply wrote only what the first plan showed, the guests the
 example declares ``status: running`` (web, CT 150; app, VM 210) were started by one awaited start
-task each and run, and the second plan is clean, reading their status and writing nothing; 1
-otherwise. Everything it started is stopped before it exits.
+task each and run, the PBS token the ``pbs`` storage got never shows in an output, and the second plan
+is clean, reading their status and writing nothing to PVE or PBS; 1 otherwise. Everything it started
+is stopped before it exits.
 """
 
 from __future__ import annotations
