@@ -35,6 +35,11 @@ class RunMemo(dict):
             self.run = run
 
 
+#: The run itself (``run.lowstate.Run``: every chunk it declares), set by ``run.config.enter_run``, so a
+#: state can judge by what a later state of the same run declares (a storage destroy by the guests that
+#: name it).
+RUN = "salt_proxmox.run"
+
 #: What the run's network and SDN steps leave for later states (``network.apply`` and ``sdn.apply``
 #: write them; ``guest.nics``, ``network.rules`` and ``sdn.apply`` read them), keyed by target: the
 #: deletions a ``removal: destroy`` state of this run staged (or would) per scope (``node <node>``,

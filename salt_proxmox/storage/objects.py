@@ -29,7 +29,9 @@ Source: pve-storage 9.1.7 ``src/PVE/API2/Storage/Config.pm`` (``index``, ``creat
   that is not a cluster node (``decode_value`` only checks the name's form).
 - ``removal: destroy`` is refused while a guest has a volume there (the guest index and each guest's
   config, read with the read credential: a content listing hides guest volumes from a token without
-  VM.Config.Disk) or another storage names it as ``base`` (``delete``: "can't remove storage -
+  VM.Config.Disk), while a guest state of the same run declares a volume there (``declared_users``,
+  from the run the memo holds: the formula runs storage before guests)
+  or another storage names it as ``base`` (``delete``: "can't remove storage -
   storage is used as base of another storage").
 """
 
@@ -45,6 +47,7 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows, rows_of
+from salt_proxmox.run.memo import RUN
 from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, listed_row
 from salt_proxmox.storage.types import (
@@ -296,12 +299,37 @@ def guest_volumes(ctx: PveContext, storage: str) -> list[str]:
         kind, vmid, node = row["type"], row["vmid"], row["node"]
         config = ctx.client.request("GET", f"{api_path('nodes', node, kind, vmid)}/config", credential)
         for key, value in sorted((config or {}).items()):
-            if not VOLUME_KEY.match(key) or not isinstance(value, str):
-                continue
-            volume = value.split(",", 1)[0]
-            volume = volume.split("=", 1)[1] if "=" in volume else volume
-            if volume.split(":", 1)[0] == storage and ":" in volume:
+            if VOLUME_KEY.match(key) and _volume_storage(value) == storage:
                 found.append(f"{'CT' if kind == 'lxc' else 'VM'} {vmid} {key}")
+    return found
+
+
+def _volume_storage(value: object) -> str | None:
+    """The storage a guest volume key's value names (``<storage>:...``, a mount point's ``volume=``
+    too), or None."""
+    if not isinstance(value, str):
+        return None
+    volume = value.split(",", 1)[0]
+    volume = volume.split("=", 1)[1] if "=" in volume else volume
+    return volume.split(":", 1)[0] if ":" in volume else None
+
+
+def declared_users(ctx: PveContext, storage: str) -> list[str]:
+    """``<state id> (<key>)`` for each volume key a guest state of this run (``memo.RUN``, any place in
+    the run: its create or write would need the storage) declares on ``storage``, on this target."""
+    from salt_proxmox.registry import FAMILIES
+
+    run = ctx.memo.get(RUN)
+    if run is None:
+        return []
+    found = []
+    for state in (family.state for family in FAMILIES if family.guest):
+        for chunk in run.declared(state, ctx.target.name, ctx.target.name):
+            if chunk.fun != "present":
+                continue
+            for key, value in sorted(chunk.args.items()):
+                if VOLUME_KEY.match(str(key)) and _volume_storage(value) == storage:
+                    found.append(f"{chunk.state_id} ({key})")
     return found
 
 
@@ -316,6 +344,13 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 f"{decl.label}: guests still have volumes on it ({', '.join(users)}); deleting the "
                 f"definition "
                 "would leave them unreachable. Move or remove those volumes first, then run again."
+            )
+        declared = declared_users(ctx, name)
+        if declared:
+            found.append(
+                f"{decl.label}: guests this run declares name it ({', '.join(declared)}); their create or "
+                "write would need the definition this state deletes. Move them to another storage in "
+                "their declarations first, then run again."
             )
         for row in get_rows(ctx.client, "storage", ctx.broker.read(), what="storages", reads=ctx.reads):
             if str(row.get("base") or "").split(":", 1)[0] == name:

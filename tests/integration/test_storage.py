@@ -161,3 +161,25 @@ def test_an_iscsi_storage_declares_its_target_as_iscsi_target(fresh_cluster, kin
     refused = present(ctx, SPEC, True, name, **{**declared, "iscsi_target": "iqn.2003-01.org.example:other"})
     assert refused.result is False
     assert "can't change value of fixed parameter 'target'" in " ".join(refused.comment)
+
+
+def test_destroy_refused_while_a_guest_declared_later_in_the_run_names_it(fresh_cluster, tmp_path):
+    """The formula runs storage before guests: a container state later in the same run whose rootfs names
+    the storage would need the definition this destroy deletes, so the destroy is refused at plan."""
+    from tests.support.saltworld import Low, SaltWorld
+
+    world = SaltWorld(
+        {"proxmox": {"targets": static_targets(fresh_cluster)}}, {}, tmp_path / "salt_proxmox_owned.json"
+    )
+    made = Low("proxmox_storage", "present", {"name": "st-gone", "type": "dir", "path": "/srv/gone"})
+    assert [r["result"] for r in world.run([made], test=False)] == [True]
+    gone = Low("proxmox_storage", "absent", {"name": "st-gone", "removal": "destroy"})
+    alone = world.run([gone], test=True)
+    assert alone[0]["result"] is None, alone
+    web = Low("proxmox_lxc", "present", {"name": "web", "vmid": 150, "node": "pve1", "rootfs": "st-gone:8"})
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = world.run([gone, web], test=test)[0]
+        assert refused["result"] is False and "web (rootfs)" in refused["comment"], refused
+    assert [w for w in writes(requests_since(fresh_cluster, start)) if w[1].startswith("/storage")] == []
+    assert "st-gone" in fresh_cluster.pve.storages
