@@ -12,7 +12,7 @@ from salt_proxmox.pbs.client import parse_pbs_target
 from salt_proxmox.pbs.context import pbs_context_for
 from salt_proxmox.pbs.datastore import SPEC, absent
 from salt_proxmox.simple.lifecycle import present
-from tests.support.pbs import PROVISION_TOKEN_ID, ServedPbs, pbs_targets
+from tests.support.pbs import PBS_CREDS_PATH, PROVISION_TOKEN_ID, ServedPbs, pbs_targets, publish_pbs
 
 TARGET = "backup1"
 
@@ -182,3 +182,26 @@ def test_destroy_removes_the_configuration_only_unless_destroy_data_which_the_pl
     assert params["destroy-data"] == "1" and "/srv/store2" not in fresh_pbs.pbs.data
     refused = absent(ctx, True, "store2", "retain", True, name="store2")
     assert refused.result is False and "destroy_data" in " ".join(refused.comment)
+
+
+def test_pbs_tokens_are_minted_from_openbao_per_role_as_pve_ones_are(fresh_pbs, openbao):
+    """credentials: {source: openbao, path}: the read token once per run, a provision token per write
+    (salt_proxmox.openbao.creds), cached apart from a PVE target of the same name."""
+    publish_pbs(openbao.client(), fresh_pbs.read_token, fresh_pbs.provision_token)
+    targets = {
+        TARGET: {
+            "members": [fresh_pbs.url],
+            "verify": fresh_pbs.cafile,
+            "credentials": {"source": "openbao", "path": PBS_CREDS_PATH},
+        }
+    }
+    cache: dict = {}
+    bao = {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}}
+    ctx = pbs_context_for(targets, None, bao, cache, MemoryStore())
+    ctx.sleep = lambda _seconds: None
+    assert present(ctx, SPEC, True, "store1", **STORE).result is None
+    assert present(ctx, SPEC, False, "store1", **STORE).result is True
+    assert cache[f"salt_proxmox.mints/proxmox:pbs_targets:{TARGET}"] == {"read": 1, "provision": 1}
+    assert f"salt_proxmox.mints/{TARGET}" not in cache
+    (upid,) = fresh_pbs.pbs.tasks
+    assert fresh_pbs.pbs.tasks[upid]["user"] == PROVISION_TOKEN_ID
