@@ -240,39 +240,42 @@ def present(
             "new": f"{wired['token_id']} (new)",
         }
         changes["pbs_secret"] = {"old": None, "new": f"OpenBao {wired['path']} (never shown)"}
-    grants = {
-        "pbs_acl": {
+    if missing:
+        changes["pbs_acl"] = {
             "old": None,
             "new": f"{wired['role']} on /datastore/{wired['datastore']} for {', '.join(missing)}",
         }
-    }
-    if missing:
-        changes.update(grants)
-    secret = PENDING if make else str((kept or {}).get("secret"))
-    if not test:
-        try:
-            secret = _write_pbs(pbs, wired, make, rotate, missing, name, ctx.target.name) if make else secret
-            if missing and not make:
-                _grant(pbs, wired, missing)
-        except SaltProxmoxError as exc:
-            return outcome.fail(f"{state_id}: {exc}", "The storage was not written.")
     storage = {
         **where(pbs, declared),
         "username": wired["token_id"],
         "fingerprint": fingerprint,
         "secret_serial": wired["serial"],
-        "password": secret,
+        "password": PENDING if make else str((kept or {}).get("secret")),
     }
+    if changes:
+        # The storage's own judgement first: a storage the plan refuses gets no PBS write either, so
+        # the apply sends only what its plan listed.
+        judged = lifecycle.present(ctx, spec, True, state_id, **storage)
+        if judged.result is False or test:
+            if judged.result is not False:
+                judged.changes = {**changes, **judged.changes}
+                judged.result = None
+                if make:
+                    judged.comment.insert(
+                        0,
+                        f"{wired['token_id']}: would be made on PBS target {pbs.target.name} and its secret "
+                        f"kept in OpenBao {wired['path']}, then written as the storage's password",
+                    )
+            return judged
+        try:
+            if make:
+                storage["password"] = _write_pbs(pbs, wired, rotate, missing, name, ctx.target.name)
+            else:
+                _grant(pbs, wired, missing)
+        except SaltProxmoxError as exc:
+            return outcome.fail(f"{state_id}: {exc}", "The storage was not written.")
     result = lifecycle.present(ctx, spec, test, state_id, **storage)
     result.changes = {**changes, **result.changes}
-    if changes and result.result is True and test:
-        result.result = None
-    if make and test:
-        result.comment.insert(
-            0,
-            f"{wired['token_id']}: would be made on PBS target {pbs.target.name} and its secret kept in "
-            f"OpenBao {wired['path']}, then written as the storage's password",
-        )
     return result
 
 
@@ -300,7 +303,7 @@ def _call(method: str, path: str, form: Mapping[str, str] | None = None) -> Call
 
 
 def _write_pbs(
-    pbs: PveContext, wired: Mapping, make: bool, rotate: bool, missing: list[str], storage: str, cluster: str
+    pbs: PveContext, wired: Mapping, rotate: bool, missing: list[str], storage: str, cluster: str
 ) -> str:
     """Make (or remake) the token, keep its secret in OpenBao, grant the role; returns the secret."""
     path = api_path("access", "users", wired["user"], "token", wired["token"])

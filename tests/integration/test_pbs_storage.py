@@ -161,3 +161,19 @@ def test_prune_backups_asks_the_power_user_role(world, fresh_pbs):
     run = [DATASTORE, storage(**{"prune-backups": "keep-last=3"})]
     assert [r["result"] for r in world.run(run, test=False)] == [True, True]
     assert ("/datastore/store1", TOKEN_ID, "DatastorePowerUser", True) in fresh_pbs.pbs.acl
+
+
+def test_a_storage_the_plan_refuses_gets_no_pbs_write_either(world, fresh_pbs):
+    """The apply sends only what its plan listed: a wired storage refused at plan (its datastore is a
+    fixed option, PBSPlugin.pm) makes no token, stores no secret and grants nothing."""
+    assert [r["result"] for r in world.run([DATASTORE, storage()], test=False)] == [True, True]
+    other = Low("pbs_datastore", "present", {"name": "store2", "path": "/mnt/datastore/store2"})
+    moved = [DATASTORE, other, storage(datastore="store2", pbs_token_serial=2)]
+    start = len(fresh_pbs.pbs.requests)
+    for test in (True, False):
+        returns = world.run(moved, test=test)
+        assert returns[2]["result"] is False and "fixed parameter 'datastore'" in returns[2]["comment"], (
+            returns
+        )
+    sent = [(m, p) for m, p, _ in fresh_pbs.pbs.requests[start:] if m != "GET"]
+    assert sent == [("POST", "config/datastore")], sent  # store2's create alone
