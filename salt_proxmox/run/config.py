@@ -24,7 +24,7 @@ from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.lowstate import KeysOf, Run, twins_refusal
-from salt_proxmox.run.memo import RUN, RunMemo
+from salt_proxmox.run.memo import RunMemo
 
 #: The ``config.get`` key naming the JSON file that holds ownership rows instead of the grain.
 OWNERSHIP_FILE = "proxmox:ownership_file"
@@ -169,11 +169,11 @@ def twins_return(
 def enter_run(ctx: PveContext, kwargs: Mapping[str, object], cache: MutableMapping) -> Run | None:
     """The run a state's call belongs to (``run_of``), with ``ctx``'s reads ahead and memo serving
     it: what another run, or a call outside any run, read or learned is never served to it. The memo
-    holds the run under ``memo.RUN``."""
+    holds the run (``RunMemo.chunks``)."""
     run = run_of(kwargs, cache)
     ctx.begin(None if run is None else run.key)
     if run is not None:
-        ctx.memo[RUN] = run
+        ctx.memo.chunks = run
     return run
 
 

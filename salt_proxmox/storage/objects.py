@@ -47,7 +47,6 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows, rows_of
-from salt_proxmox.run.memo import RUN
 from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, listed_row
 from salt_proxmox.storage.types import (
@@ -315,11 +314,11 @@ def _volume_storage(value: object) -> str | None:
 
 
 def declared_users(ctx: PveContext, storage: str) -> list[str]:
-    """``<state id> (<key>)`` for each volume key a guest state of this run (``memo.RUN``, any place in
-    the run: its create or write would need the storage) declares on ``storage``, on this target."""
+    """``<state id> (<key>)`` for each volume key a guest state of this run (``RunMemo.chunks``, any place
+    in the run: its create or write would need the storage) declares on ``storage``, on this target."""
     from salt_proxmox.registry import FAMILIES
 
-    run = ctx.memo.get(RUN)
+    run = ctx.memo.chunks
     if run is None:
         return []
     found = []

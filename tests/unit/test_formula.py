@@ -57,7 +57,9 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-role-SaltProxmoxRead",
         "proxmox-acl-salt-provision-on-root",
         "proxmox-acl-salt-read-on-root",
+        "proxmox-ceph-pool-vmdisks",
         "proxmox-storage-backups",
+        "proxmox-storage-ceph-vm",
         "proxmox-network-pve1-vmbr1",
         "proxmox-network-apply-pve1",
         "proxmox-network-apply-pve2",
@@ -80,6 +82,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
         "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
+        # An rbd storage needs the Ceph pool it names (pve-storage RBDPlugin: pool).
+        "proxmox-storage-ceph-vm": [{"proxmox_ceph_pool": "proxmox-ceph-pool-vmdisks"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
         "proxmox-sdn-apply": [
             {"proxmox_sdn": "proxmox-sdn-zone-lab"},
