@@ -66,7 +66,22 @@ def _context(target=None, funcs=None):
     )
 
 
-def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwargs):
+def _pbs_context(target=None, funcs=None):
+    """The context of a ``proxmox:pbs_targets`` entry (``salt_proxmox.pbs.context``)."""
+    from salt_proxmox.pbs.context import pbs_context_for
+
+    funcs = funcs if funcs is not None else __salt__
+    return _call(
+        pbs_context_for,
+        funcs["config.get"]("proxmox:pbs_targets", {}),
+        target,
+        funcs["config.get"]("openbao", None),
+        __context__,
+        _store(funcs),
+    )
+
+
+def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, targets_of=None, **kwargs):
     """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply returning an
     Outcome), or a refusal when the target's context cannot be built or, with ``twins``
     (``(state modules, keys_of(chunk, default_target))``), when another state of the run declares
@@ -74,17 +89,19 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwar
     through (``__lowstate__``, ``__low__``, ``__instance_id__``; none outside a state run): every state
     enters its run here (``run_config.enter_run``), so what one run learned never serves another.
     ``ahead``: the family's ``read_ahead``, handed the run's declarations of the first state module in
-    ``twins`` before the first of them runs. Within a run, configuration is read once
-    (``run_config.salt_for_run``)."""
+    ``twins`` before the first of them runs. ``targets_of``: the section the target is configured in,
+    ``proxmox:pbs_targets`` for a PBS family (default ``proxmox:targets``). Within a run,
+    configuration is read once (``run_config.salt_for_run``)."""
     funcs = run_config.salt_for_run(__salt__, run, __context__)
+    section = targets_of or "proxmox:targets"
     try:
-        ctx = _context(target, funcs)
+        ctx = (_pbs_context if targets_of else _context)(target, funcs)
     except Exception as exc:
         return refused_return(name, exc)
     entered = run_config.enter_run(ctx, run or {}, __context__)
     if twins is not None:
         states, keys_of = twins
-        default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
+        default = run_config.default_target(funcs["config.get"](section, {}))
         refused = run_config.twins_return(
             name, run or {}, states, lambda chunk: keys_of(chunk, default), __context__
         )
@@ -687,12 +704,19 @@ def storage_present(
 
         salt-call proxmox.storage_present backups type=nfs server=192.0.2.20 export=/export/pve test=True
     """
+    from salt_proxmox.errors import DeclarationError
     from salt_proxmox.simple import lifecycle as simple
+    from salt_proxmox.storage.objects import target_problem
     from salt_proxmox.storage.types import LEGACY_SENSITIVE
 
+    problem = target_problem(type, target)
+    if problem:
+        return refused_return(name, DeclarationError(problem))
     secrets, refused = _pillar_secrets(name, LEGACY_SENSITIVE, extra, secrets_pillar)
     if refused is not None:
         return refused
+    if extra.get("pbs_target") is not None:
+        return _wired_storage(name, type, test, target, adopt, state_id, secrets, extra)
     return _state(
         name,
         target,
@@ -700,6 +724,33 @@ def storage_present(
         _families()["storage"],
         _switch("test", test),
         state_id or name,
+        run=extra,
+        twins=_object_twins("storage"),
+        **declared_keys(dict(extra, name=name, type=type, adopt=adopt)),
+        **secrets,
+    )
+
+
+def _wired_storage(name, type, test, target, adopt, state_id, secrets, extra):
+    """``storage_present`` of a ``pbs`` storage wired to a PBS target (``salt_proxmox.pbs.wiring``)."""
+    from salt_proxmox.pbs import wiring
+
+    wired = {key: extra.pop(key) for key in wiring.KEYS if key in extra}
+    funcs = run_config.salt_for_run(__salt__, extra, __context__)
+    try:
+        pbs = _pbs_context(wired["pbs_target"], funcs)
+    except Exception as exc:
+        return refused_return(name, exc)
+    run_config.enter_run(pbs, extra, __context__)
+    return _state(
+        name,
+        target,
+        wiring.present,
+        pbs,
+        _families()["storage"],
+        _switch("test", test),
+        state_id or name,
+        wired,
         run=extra,
         twins=_object_twins("storage"),
         **declared_keys(dict(extra, name=name, type=type, adopt=adopt)),
@@ -859,6 +910,83 @@ def ceph_pool_absent(name, node=None, test=False, target=None, removal="retain",
     """
     return _object_absent(
         "ceph_pool", name, test, target, state_id, removal, dict(extra, name=name, node=node)
+    )
+
+
+def pbs_datastore_get(name, target=None):
+    """
+    One datastore of a PBS target (``proxmox:pbs_targets``) as the ``pbs_datastore`` state compares
+    it: its canonical configuration keys (``GET /config/datastore/{name}``); ``None`` only for PBS's
+    ``no such datastore`` answer.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.pbs_datastore_get store1 target=backup1
+    """
+    from salt_proxmox.simple import lifecycle as simple
+
+    ctx = _pbs_context(target)
+    spec = _families()["pbs_datastore"]
+    probe = _call(spec.identify, "adhoc", ctx.target.name, name=name)
+    return _call(simple.read, ctx, spec, probe)
+
+
+def pbs_datastore_present(name, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one PBS datastore (``name``, ``path``, ``backend``, the managed keys) on a PBS
+    target; returns a state return dict. The create is a PBS task awaited with its own credential.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.pbs_datastore_present store1 path=/mnt/datastore/store1 target=backup1 test=True
+    """
+    from salt_proxmox.simple import lifecycle as simple
+
+    return _state(
+        name,
+        target,
+        simple.present,
+        _families()["pbs_datastore"],
+        _switch("test", test),
+        state_id or name,
+        run=extra,
+        twins=_object_twins("pbs_datastore"),
+        targets_of="proxmox:pbs_targets",
+        **declared_keys(dict(extra, name=name, adopt=adopt)),
+    )
+
+
+def pbs_datastore_absent(
+    name, test=False, target=None, removal="retain", destroy_data=False, state_id=None, **extra
+):
+    """
+    Stop managing a PBS datastore: ``removal=retain`` (default) forgets it, ``removal=destroy`` removes
+    the configuration of an owned, unchanged one; its backups only with ``destroy_data=True``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.pbs_datastore_absent store1 removal=destroy target=backup1 test=True
+    """
+    from salt_proxmox.pbs import datastore
+
+    return _state(
+        name,
+        target,
+        datastore.absent,
+        _switch("test", test),
+        state_id or name,
+        removal,
+        destroy_data,
+        run=extra,
+        twins=_object_twins("pbs_datastore"),
+        targets_of="proxmox:pbs_targets",
+        **declared_keys(dict(extra, name=name)),
     )
 
 
@@ -1261,7 +1389,10 @@ def export(family=None, node=None, pool=None, vmid=None, path=None, target=None)
         from salt_proxmox.openbao_policy.lifecycle import context_for
 
         bao = _call(context_for, __salt__["config.get"]("openbao", None), __context__, _store())
-    done = _call(export_pillar, ctx, bao, wanted)
+    pbs = {}
+    if families is None or any(name.startswith("pbs") for name in families):
+        pbs = {name: _pbs_context(name) for name in __salt__["config.get"]("proxmox:pbs_targets", {}) or {}}
+    done = _call(export_pillar, ctx, bao, wanted, pbs)
     for note in done.notes:
         logging.getLogger(__name__).warning("proxmox.export: %s", note)
     if path:

@@ -13,6 +13,16 @@
         - secrets_pillar: proxmox:storage:backups  # the secrets, from pillar
         - secret_serial: 1             # the secrets are written again when it changes
 
+    pbs-backups:
+      proxmox_storage.present:
+        - type: pbs
+        - server: 192.0.2.30
+        - datastore: store1             # a proxmox:pbs:datastores entry of this PBS target
+        - pbs_target: backup1          # the product makes the PBS token, its ACL entries, and writes
+        - pbs_user: pve-backup@pbs     #   username, fingerprint and password (the token's secret,
+        - pbs_secret_path: secret/data/pve/pbs/backups  # kept in OpenBao here, KV version 2)
+        - pbs_token_serial: 1          # raise it to make the token anew
+
     old:
       proxmox_storage.absent:
         - removal: retain              # default: forget it; destroy: delete the definition (never the data)

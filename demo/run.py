@@ -3,17 +3,19 @@
 Starts fakepve (seeded: two nodes, storages, a container template, an installer ISO, the running
 container the example pillar adopts, a cloud-init VM template the example pillar clones, a network
 change staged on pve2 by hand and never applied, and API tokens for a ``read`` and a ``provision``
-user) on a free loopback
-port, starts an OpenBao dev server on loopback with the PVE tokens published at
-``proxmox/creds/<role>``, writes a minion config in a private temporary directory, and runs
+user) on a free loopback port, the staging PBS (``tests.support.pbs``: the example's ``pbs`` storage
+backs up to its datastore), starts an OpenBao dev server on loopback with the PVE tokens published at
+``proxmox/creds/<role>`` and the PBS ones at ``proxmox/creds/pbs/<role>``, writes a minion config in a
+private temporary directory, and runs
 ``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``, each
 printed by the ``proxmox_plan`` outputter (``_output/proxmox_plan.py``, what ``--out=proxmox_plan``
 prints).
 
 Exit status: 0 when no state failed, the apply wrote only what the first plan showed, the guests the
 example declares ``status: running`` (web, CT 150; app, VM 210) were started by one awaited start
-task each and run, and the second plan is clean, reading their status and writing nothing; 1
-otherwise. Everything it started is stopped before it exits.
+task each and run, the PBS token the ``pbs`` storage got never shows in an output, and the second plan
+is clean, reading their status and writing nothing to PVE or PBS; 1 otherwise. Everything it started
+is stopped before it exits.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ sys.path.insert(0, str(REPO))
 from salt_proxmox.ownership.stores import ROWS_FILE  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
+from tests.support.pbs import ServedPbs, publish_pbs  # noqa: E402
 from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config  # noqa: E402
 from tests.support.ways import STARTED, expected_power, power_requests  # noqa: E402
 
@@ -53,36 +56,47 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="salt-proxmox-demo-"))
     workdir.chmod(0o700)
     try:
-        with ServedCluster() as cluster, DevOpenBao() as bao:
+        with ServedCluster() as cluster, DevOpenBao() as bao, ServedPbs() as pbs:
             # Somebody raised vmbr0's MTU on pve2 in the GUI and never pressed "Apply Configuration".
             interfaces = cluster.pve.interfaces("pve2")
             interfaces["vmbr0"]["mtu"] = "9000"
             cluster.pve.stage("pve2", interfaces)
             client = bao.client()
             publish_cluster(client, cluster.seeded.read_token, cluster.seeded.provision_token)
+            publish_pbs(client, pbs.read_token, pbs.provision_token)
             token = creds_token(client)
             secrets = [cluster.seeded.read_token[1], cluster.seeded.provision_token[1], token, bao.root_token]
-            secrets += pillar_secrets()
+            secrets += [pbs.read_token[1], pbs.provision_token[1], *pillar_secrets()]
             config_dir = workdir / "etc"
             write_minion_config(
-                config_dir, cluster.url, cluster.cafile, openbao={"url": bao.url, "token": token}
+                config_dir,
+                cluster.url,
+                cluster.cafile,
+                openbao={"url": bao.url, "token": token},
+                pbs={"url": pbs.url, "cafile": pbs.cafile},
             )
-            print(f"fake PVE cluster at {cluster.url}; OpenBao dev server at {bao.url}")
+            print(
+                f"fake PVE cluster at {cluster.url}; OpenBao dev server at {bao.url}; fake PBS at {pbs.url}"
+            )
             print(f"minion config: {config_dir / 'minion'}\n")
             outputter = _plan_outputter()
             colours = outputter.colours(sys.stdout.isatty())
             runs = []
+            outputs = []
             for title, args in (
                 ("plan (test=True)", ["state.apply", "proxmox", "test=True"]),
                 ("apply", ["state.apply", "proxmox"]),
                 ("plan again (test=True)", ["state.apply", "proxmox", "test=True"]),
             ):
                 before = len(cluster.pve.requests)
+                pbs_before = len(pbs.pbs.requests)
                 started = time.monotonic()
                 ret, raw = salt_call(config_dir, *args)
+                outputs.append(raw)
                 elapsed = time.monotonic() - started
                 rows = state_rows(ret)
                 runs.append((rows, cluster.pve.requests[before:]))
+                pbs_writes = [m for m, _, _ in pbs.pbs.requests[pbs_before:] if m != "GET"]
                 print(f"== {title} — {elapsed:.1f}s, {len(cluster.pve.requests) - before} PVE requests ==")
                 print(outputter.render({"local": ret}, test="test=True" in args, colours=colours))
                 print()
@@ -99,6 +113,15 @@ def main() -> int:
                 failures.append("the second plan is not clean")
             if any(method != "GET" for method, _, _ in runs[2][1]):
                 failures.append("the second plan sent a write to PVE")
+            if pbs_writes:
+                failures.append("the second plan sent a write to PBS")
+            # The PBS token the pbs storage made: its secret is in OpenBao and PVE, never in an output.
+            made = [secret for token_id, secret in pbs.pbs.token_secrets.items() if "!pve-" in token_id]
+            if not made:
+                failures.append("the apply made no PBS token for the pbs storage")
+            if any(secret in raw for secret in made for raw in outputs):
+                failures.append("the PBS token's secret appeared in salt-call's output")
+            secrets += made
             if any(planned[sid].count("status") != 1 for sid in STARTED):
                 failures.append("the plan did not say web and app would be started")
             if power_requests(runs[1][1]) != expected_power("apply"):

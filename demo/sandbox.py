@@ -2,15 +2,17 @@
 
     scripts/sandbox [PILLAR_DIR]
 
-Starts two child processes on loopback, as the demo's cluster and OpenBao: ``python -m
+Starts three child processes on loopback, as the demo's cluster, PBS and OpenBao: ``python -m
 tests.support.cluster`` (fakepve seeded with nodes pve1 and pve2, storages local, local-lvm and
 local-zfs, the Debian 13 template and installer ISO, the running CT 120, VM 300, the cloud-init VM
-template 9000, and the read and provision API tokens)
-and ``python -m tests.support.openbao`` (a dev server holding those tokens at ``proxmox/creds``). It
+template 9000, and the read and provision API tokens), ``python -m tests.support.pbs`` (a staging
+Proxmox Backup Server with its own read and provision tokens and the user pve-backup@pbs)
+and ``python -m tests.support.openbao`` (a dev server holding those tokens at ``proxmox/creds`` and
+``proxmox/creds/pbs``). It
 writes a minion config directory whose ``file_roots`` is the formula and whose ``pillar_roots`` is
 PILLAR_DIR — by default a new copy of ``pillar_examples/``, kept when the sandbox stops so it can be
 passed back next time — prints the ``salt-call`` commands that plan and apply that pillar, and serves
-until Ctrl-C (SIGINT) or SIGTERM. Then it stops both children by their PID and removes the config
+until Ctrl-C (SIGINT) or SIGTERM. Then it stops the children by their PID and removes the config
 directory (it holds an OpenBao token and the grains of a cluster that no longer exists).
 
 Exit status: 0 after a clean stop; 2 when PILLAR_DIR is not a directory with a ``top.sls``; 1 when
@@ -85,17 +87,22 @@ def main(argv: list[str] | None = None) -> int:
                 "tests.support.cluster", "--state-dir", str(state), stderr=log
             )
             children.append(cluster)
+            pbs, pbs_url = start_entry_point("tests.support.pbs", "--state-dir", str(state), stderr=log)
+            children.append(pbs)
             bao, bao_url = start_entry_point(
                 "tests.support.openbao",
                 "--state-dir",
                 str(state),
                 "--creds-from",
                 str(state / "cluster.json"),
+                "--pbs-creds-from",
+                str(state / "pbs.json"),
                 stderr=log,
             )
             children.append(bao)
             cafile = json.loads((state / "cluster.json").read_text(encoding="utf-8"))["cafile"]
             openbao = json.loads((state / "openbao.json").read_text(encoding="utf-8"))
+            pbs_cafile = json.loads((state / "pbs.json").read_text(encoding="utf-8"))["cafile"]
             config_dir = workdir / "etc"
             write_minion_config(
                 config_dir,
@@ -103,12 +110,14 @@ def main(argv: list[str] | None = None) -> int:
                 cafile,
                 openbao={"url": bao_url, "token": openbao["token"]},
                 pillar_roots=[str(pillar)],
+                pbs={"url": pbs_url, "cafile": pbs_cafile},
             )
             lines = [
                 f"fake PVE cluster  {pve_url}  (pid {cluster.pid}): nodes pve1, pve2;",
                 "                   storages local, local-lvm, local-zfs; CT 120 (dns1, running, on pve1);",
                 "                   VM 300 (router, on pve2); VM template 9000 (debian-13-cloud, on pve1);",
                 "                   ISO local:iso/debian-13.2.0-amd64-netinst.iso",
+                f"fake PBS          {pbs_url}  (pid {pbs.pid}): target backup1, user pve-backup@pbs",
                 f"OpenBao dev server {bao_url}  (pid {openbao['pid']}, started by pid {bao.pid})",
                 f"minion config     {config_dir}/minion",
                 f"pillar_roots      {pillar}"
@@ -119,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"  apply: {commands(config_dir)['apply']}",
                 f"  read:  {commands(config_dir)['read']}",
                 "",
-                "Ctrl-C stops the cluster and OpenBao (by their PIDs) and removes the minion config.",
+                "Ctrl-C stops the cluster, PBS and OpenBao (by their PIDs) and removes the minion config.",
                 "ready",
             ]
             print("\n".join(lines), flush=True)

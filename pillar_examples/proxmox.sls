@@ -152,6 +152,16 @@ proxmox:
     lab:
       comment: Experiments, may be wiped
 
+  # Ceph pools of the cluster's Ceph, managed through one node: min_size at most size; pg_num is the
+  # autoscaler's while pg_autoscale_mode is on; nothing is written while Ceph is unhealthy.
+  ceph_pools:
+    vmdisks:
+      node: pve1
+      size: 3
+      min_size: 2
+      pg_num: 32
+      application: rbd
+
   # Storage definitions (storage.cfg, cluster-wide): type is identity; server, export and path are
   # fixed once created; content and nodes are sets; the data is never removed with a definition.
   storage:
@@ -161,6 +171,12 @@ proxmox:
       export: /export/pve
       content: backup,iso
       prune-backups: keep-last=3
+    # Guest disks on the Ceph pool above (an rbd storage requires the pool it names).
+    ceph-vm:
+      type: rbd
+      pool: vmdisks
+      content: images,rootdir
+      krbd: false
 
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster

@@ -204,6 +204,14 @@ _IPSET = {
 _NODE_OPTIONS = {"name": "node/pve1", "nf_conntrack_max": 524288, "tcpflags": True}
 #: A security group (pve-firewall API2/Firewall/Groups.pm): its name lower case, as PVE reads it back.
 _GROUP = {"name": "examplegrp", "comment": "Example group"}
+#: A datastore of the PBS target (proxmox-backup ``src/api2/config/datastore.rs``): path fixed, the rest
+#: changeable.
+_PBS_DATASTORE = {
+    "name": "example-store",
+    "path": "/srv/pbs/example",
+    "comment": "Example",
+    "gc-schedule": "daily",
+}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -297,7 +305,8 @@ def _guest(kind: str, guest: str, create: Mapping[str, object]) -> Family:
 
 
 #: Every family, in the order the formula runs their states: OpenBao policies first (the credentials
-#: the PVE states mint), then the simple objects and Ceph pools, node networks and SDN (the bridges
+#: the PVE states mint), then the simple objects, Ceph pools, PBS datastores and storage (a ``pbs``
+#: storage backs up to a datastore), node networks and SDN (the bridges
 #: guests use), then containers and VMs.
 FAMILIES: tuple[Family, ...] = (
     Family(
@@ -369,6 +378,25 @@ FAMILIES: tuple[Family, ...] = (
         {"target_size_ratio": None},
         {"size": "three"},
         ("name", "node"),
+    ),
+    Family(
+        name="pbs_datastore",
+        state="pbs_datastore",
+        module="proxmox",
+        calls=_present_absent("proxmox", "pbs_datastore"),
+        kinds=(Kind("pbs_datastore", spec="salt_proxmox.pbs.datastore:SPEC"),),
+        section="proxmox:pbs:datastores",
+        prefix="pbs-datastore-",
+        examples=Examples(
+            create=_PBS_DATASTORE,
+            update={**_PBS_DATASTORE, "gc-schedule": "weekly"},
+            clear={**_PBS_DATASTORE, "comment": None},
+            delete={"name": _PBS_DATASTORE["name"], "removal": "destroy"},
+            bad={
+                **_bad(_PBS_DATASTORE, {"name": _PBS_DATASTORE["name"]}),
+                "wrong type": ("present", {**_PBS_DATASTORE, "keep-last": "many"}, "keep-last"),
+            },
+        ),
     ),
     _simple(
         "storage",

@@ -28,6 +28,7 @@ from tests.support.openbao import (
     publish_cluster,
     write_policy,
 )
+from tests.support.pbs import ServedPbs
 
 
 @pytest.hookimpl(trylast=True)
@@ -73,6 +74,13 @@ def fresh_cluster(request: pytest.FixtureRequest) -> Iterator[ServedCluster]:
     marker = request.node.get_closest_marker("pve_time_scale")
     time_scale = float(marker.args[0]) if marker else 0.0
     with ServedCluster(time_scale=time_scale) as served:
+        yield served
+
+
+@pytest.fixture
+def fresh_pbs() -> Iterator[ServedPbs]:
+    """A seeded fake Proxmox Backup Server (tests.support.pbs) for this test alone."""
+    with ServedPbs() as served:
         yield served
 
 

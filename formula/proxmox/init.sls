@@ -25,6 +25,10 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:ceph_pools:<name>        proxmox_ceph_pool: node, size, min_size, pg_num, pg_num_min,
                                    pg_autoscale_mode, crush_rule, application, target_size,
                                    target_size_ratio, target, adopt (node and removal for absent).
+  proxmox:pbs:datastores:<name>    pbs_datastore: path, backend, comment, gc-schedule, prune-schedule,
+                                   keep-*, notification-mode, notify, notify-user, tuning,
+                                   maintenance-mode, verify-new, target (a proxmox:pbs_targets name),
+                                   adopt; ``ensure: absent`` with removal and destroy_data.
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
@@ -40,9 +44,9 @@ The key of a simple object or policy is its name unless the entry says ``name:``
 the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
-policies first, then aliases, pools, roles, ACL entries, Ceph pools, storage, node networks, SDN, containers,
-VMs; a pool declared absent runs after the guests (they move out of it first, so one apply empties
-and deletes it). Only real
+policies first, then aliases, pools, roles, ACL entries, Ceph pools, PBS datastores, storage, node
+networks, SDN, containers, VMs, then the firewall; a pool declared absent runs after the guests (they
+move out of it first, so one apply empties and deletes it). Only real
 dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
@@ -165,6 +169,35 @@ SECTIONS = [
         ],
     ),
     (
+        "proxmox:pbs:datastores",
+        "pbs-datastore-",
+        "pbs_datastore",
+        "PBS datastore (path, comment, gc-schedule, ...)",
+        ["ensure", "name", "removal", "destroy_data"],
+        [
+            "ensure",
+            "name",
+            "adopt",
+            "path",
+            "backend",
+            "comment",
+            "gc-schedule",
+            "prune-schedule",
+            "keep-last",
+            "keep-hourly",
+            "keep-daily",
+            "keep-weekly",
+            "keep-monthly",
+            "keep-yearly",
+            "notification-mode",
+            "notify",
+            "notify-user",
+            "tuning",
+            "maintenance-mode",
+            "verify-new",
+        ],
+    ),
+    (
         "proxmox:storage",
         "proxmox-storage-",
         "proxmox_storage",
@@ -219,14 +252,15 @@ LAST_ABSENT = ("proxmox:pools",)
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
-    "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn, firewall"
+    "targets, pbs_targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, pbs, storage, "
+    "networks, sdn, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
 # read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
 # salt_proxmox/openbao/client.py parse_config). Anything else is a misspelt section, refused by name.
 CONFIG_KEYS = {
-    "proxmox": frozenset({"targets", "ownership_file"}),
+    "proxmox": frozenset({"targets", "pbs_targets", "ownership_file"}),
     "openbao": frozenset({"url", "verify", "auth", "timeout"}),
 }
 
@@ -519,9 +553,27 @@ def _sections(pillar, states):
     ``SECTIONS`` (or networks, sdn) nor configuration the modules read (``CONFIG_KEYS``): a misspelt
     section (``lxcs:``, ``vms:``) would otherwise declare nothing without a word."""
     sections = {}
+    # A section one level deeper (proxmox:pbs:datastores): the keys its parent may hold.
+    deeper = {}
     for path, *_ in SECTIONS:
         top, _, section = path.partition(":")
-        sections.setdefault(top, set()).add(section)
+        head, _, rest = section.partition(":")
+        sections.setdefault(top, set()).add(head)
+        if rest:
+            deeper.setdefault(f"{top}:{head}", set()).add(rest)
+    for parent, names in sorted(deeper.items()):
+        top, _, head = parent.partition(":")
+        raw = pillar.get(top)
+        raw = raw.get(head) if isinstance(raw, Mapping) else None
+        unknown = sorted(_printable(key) for key in raw if key not in names) if isinstance(raw, Mapping) else []
+        if unknown:
+            _failing(
+                states,
+                f"{top}-{head}-pillar",
+                parent,
+                f"pillar {parent} has unknown section(s) {', '.join(unknown)}: the sections are "
+                f"{', '.join(sorted(names))}.",
+            )
     for path, *_ in [*NESTED, *LATE]:
         top, _, section = path.partition(":")
         sections[top].add(section)
@@ -776,6 +828,9 @@ def estate(pillar):
             elif path == "proxmox:storage" and declared.get("type") == "rbd":
                 # An rbd storage names its Ceph pool (pve-storage RBDPlugin: pool, default rbd).
                 needs.append(present["proxmox:ceph_pools"].get(_text(declared.get("pool", "rbd"))))
+            elif path == "proxmox:storage" and declared.get("type") == "pbs":
+                # A pbs storage backs up to its datastore (pve-storage PBSPlugin: datastore).
+                needs.append(present["proxmox:pbs:datastores"].get(_text(declared.get("datastore"))))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
                 acl_path = _text(declared.get("path")) or ""

@@ -119,7 +119,9 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
         entries[str(entry.pop("name"))] = entry
         return
-    entries = pillar.setdefault(top, {}).setdefault(section, {})
+    entries = pillar.setdefault(top, {})
+    for part in section.split(":"):  # proxmox:pbs:datastores nests one level deeper
+        entries = entries.setdefault(part, {})
     if family.guest is not None:
         base = entry.get("hostname") or entry.get("name") or f"{family.name}{names['vmid']}"
         entries[_unique(entries, _label(str(base)), names["vmid"])] = entry
@@ -133,15 +135,22 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
     entries[str(entry.pop("name"))] = entry
 
 
-def export(ctx, bao, filters: Filters) -> Export:
+def export(ctx, bao, filters: Filters, pbs: Mapping[str, object] | None = None) -> Export:
     """The pillar of every registered family ``filters`` keeps, read with ``ctx`` (a ``PveContext``)
     and ``bao`` (a ``BaoContext``, None when OpenBao is not configured: the policies are left out with a
-    note). A family that cannot be read is left out with a note naming why (a cluster without Ceph,
-    a listing the read credential may not see), never silently. Raises LookupError for a family
-    without an export."""
+    note); a family on a PBS target (``proxmox:pbs:…``) with each context of ``pbs`` (``{target name:
+    context}``, its entries naming their ``target`` when there are several). A family that cannot be
+    read is left out with a note naming why (a cluster without Ceph, a listing the read credential may
+    not see), never silently. Raises LookupError for a family without an export."""
     result = Export()
     for family in registry.FAMILIES:
         if filters.families is not None and family.name not in filters.families:
+            continue
+        on_pbs = family.section.startswith("proxmox:pbs:")
+        if on_pbs and not pbs:
+            result.notes.append(f"{family.name}: not exported, no proxmox:pbs_targets is configured")
+            continue
+        if on_pbs and (filters.node or filters.vmid or filters.pool):
             continue
         for kind in family.kinds:
             run = exporter(family, kind)
@@ -150,15 +159,18 @@ def export(ctx, bao, filters: Filters) -> Export:
                 continue
             if family.module == "openbao" and (filters.node or filters.vmid or filters.pool):
                 continue
-            try:
-                found = run(ctx, bao, lambda names, family=family: filters.keeps(family, names))
-            except SaltProxmoxError as exc:
-                result.notes.append(f"{kind.name}: not exported: {exc}")
-                continue
-            for item in found.objects:
-                place(result.pillar, family, kind, item)
-                result.count += 1
-            result.notes.extend(found.notes)
+            for where, context in pbs.items() if on_pbs else [(None, ctx)]:
+                try:
+                    found = run(context, bao, lambda names, family=family: filters.keeps(family, names))
+                except SaltProxmoxError as exc:
+                    result.notes.append(f"{kind.name}: not exported: {exc}")
+                    continue
+                for item in found.objects:
+                    if where is not None and len(pbs) > 1:
+                        item.declaration["target"] = where
+                    place(result.pillar, family, kind, item)
+                    result.count += 1
+                result.notes.extend(found.notes)
     return result
 
 

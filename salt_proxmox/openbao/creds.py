@@ -82,7 +82,7 @@ def kv_payload(data: object) -> object:
 def parse_credentials(target: Target) -> dict:
     """Check a target's ``credentials`` block. Raises DeclarationError naming the key."""
     raw = target.credentials
-    where = f"proxmox:targets:{target.name}:credentials"
+    where = f"{target.section}:{target.name}:credentials"
     source = raw.get("source")
     if source == "static":
         unknown = sorted(set(raw) - {"source", *ROLES})
@@ -130,11 +130,11 @@ class CredentialBroker:
         self.openbao = openbao
         self.clock = clock
         self.config = parse_credentials(target)
-        self.mints = cache.setdefault(f"salt_proxmox.mints/{target.name}", {"read": 0, "provision": 0})
+        self.mints = cache.setdefault(f"salt_proxmox.mints/{target.key}", {"read": 0, "provision": 0})
 
     def read(self) -> Credential:
         """The run's ``read`` credential, minted on first use and reused while its lease lasts."""
-        key = f"salt_proxmox.read/{self.target.name}"
+        key = f"salt_proxmox.read/{self.target.key}"
         cached = self.cache.get(key)
         if isinstance(cached, Credential) and self._left(cached) >= READ_MIN_LEFT:
             return cached
@@ -198,6 +198,12 @@ class CredentialBroker:
         return Credential(
             token_id, secret, role=role, lease_id=str(lease_id), lease_seconds=lease, minted_at=now
         )
+
+    def openbao_client(self):
+        """The run's authenticated OpenBao client (``hvac.Client``, made once per run from the
+        ``openbao:`` block), for what a family keeps there itself (a PBS token's secret). Raises
+        CredentialError when no block is configured or it cannot log in."""
+        return self._client()
 
     def _client(self):
         key = "salt_proxmox.openbao.client"

@@ -106,10 +106,29 @@ class Target:
     timeout: float = DEFAULT_TIMEOUT
     concurrency: int = DEFAULT_CONCURRENCY
     credentials: Mapping[str, object] = field(default_factory=dict, repr=False)
+    #: The configuration section it is read from: ``proxmox:targets`` (PVE clusters) or
+    #: ``proxmox:pbs_targets`` (Proxmox Backup Servers, ``salt_proxmox.pbs.client``).
+    section: str = "proxmox:targets"
+
+    @property
+    def key(self) -> str:
+        """What the run's cache keys this target's credentials and sessions by: its name for a PVE
+        target, ``<section>:<name>`` for another kind, so a PBS target named like a PVE one never
+        shares its tokens."""
+        return self.name if self.section == TARGETS else f"{self.section}:{self.name}"
 
 
-def parse_target(name: str, raw: object) -> Target:
+#: The section PVE targets are configured in.
+TARGETS = "proxmox:targets"
+
+
+def parse_target(
+    name: str, raw: object, section: str = TARGETS, product: str = "PVE", port: int = 8006
+) -> Target:
     """Check one ``proxmox:targets`` entry.
+
+    ``section``, ``product`` and ``port``: where it is configured, what serves it and on which port,
+    for the sentences (a Proxmox Backup Server: ``proxmox:pbs_targets``, PBS, 8007).
 
     Raises DeclarationError naming the key: ``members`` must be a non-empty list of https URLs
     (http only for loopback test servers is still refused: PVE serves https only),
@@ -117,35 +136,35 @@ def parse_target(name: str, raw: object) -> Target:
     whole number from 1 to ``MAX_CONCURRENCY``.
     """
     if not isinstance(raw, Mapping):
-        raise DeclarationError(f"proxmox:targets:{name}: expected a mapping")
+        raise DeclarationError(f"{section}:{name}: expected a mapping")
     problems = []
     unknown = sorted(set(raw) - {"members", "verify", "timeout", "concurrency", "credentials"})
     if unknown:
-        problems.append(f"proxmox:targets:{name}: unknown key(s) {', '.join(map(str, unknown))}")
+        problems.append(f"{section}:{name}: unknown key(s) {', '.join(map(str, unknown))}")
     members = raw.get("members")
     if isinstance(members, str):
         members = [members]
     if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
-        problems.append(f"proxmox:targets:{name}:members: expected a list of https://host:8006 URLs")
+        problems.append(f"{section}:{name}:members: expected a list of https://host:{port} URLs")
         members = []
     elif bad := [m for m in members if not m.startswith("https://")]:
-        problems.append(f"proxmox:targets:{name}:members: {', '.join(bad)}: PVE's API is served over https")
+        problems.append(f"{section}:{name}:members: {', '.join(bad)}: {product}'s API is served over https")
     verify = raw.get("verify", True)
     problem = verify_problem(verify)
     if problem:
-        problems.append(f"proxmox:targets:{name}:verify: {problem}")
+        problems.append(f"{section}:{name}:verify: {problem}")
     timeout = raw.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        problems.append(f"proxmox:targets:{name}:timeout: expected a positive number of seconds")
+        problems.append(f"{section}:{name}:timeout: expected a positive number of seconds")
     concurrency = raw.get("concurrency", DEFAULT_CONCURRENCY)
     whole = isinstance(concurrency, int) and not isinstance(concurrency, bool)
     if not whole or not 1 <= concurrency <= MAX_CONCURRENCY:
         problems.append(
-            f"proxmox:targets:{name}:concurrency: expected a whole number of reads, 1 to {MAX_CONCURRENCY}"
+            f"{section}:{name}:concurrency: expected a whole number of reads, 1 to {MAX_CONCURRENCY}"
         )
     credentials = raw.get("credentials")
     if not isinstance(credentials, Mapping):
-        problems.append(f"proxmox:targets:{name}:credentials: expected a mapping (source: openbao|static)")
+        problems.append(f"{section}:{name}:credentials: expected a mapping (source: openbao|static)")
         credentials = {}
     if problems:
         raise DeclarationError(problems)
@@ -156,6 +175,7 @@ def parse_target(name: str, raw: object) -> Target:
         timeout=float(timeout),
         concurrency=concurrency,
         credentials=credentials,
+        section=section,
     )
 
 
@@ -259,7 +279,7 @@ class PveClient:
                     params=params,
                     data=None if as_json else form,
                     json=dict(form or {}) if as_json else None,
-                    headers={"Authorization": credential.header()},
+                    headers={"Authorization": self.authorization(credential)},
                     timeout=self.target.timeout,
                     # Per request: requests lets REQUESTS_CA_BUNDLE override a Session's verify.
                     verify=self.target.verify,
@@ -304,16 +324,16 @@ class PveClient:
                 # the text may quote the request's headers.
                 raise PveRequestFailed(
                     f"{method} {path}: the request to {member} could not be made ({type(exc).__name__}). "
-                    f"Check proxmox:targets:{self.target.name} (members, verify)."
+                    f"Check {self.target.section}:{self.target.name} (members, verify)."
                 ) from None
             except OSError as exc:
                 # requests raises a bare OSError for a CA bundle path that vanished since it was checked.
                 raise PveRequestFailed(
-                    f"{method} {path}: proxmox:targets:{self.target.name}:verify: "
+                    f"{method} {path}: {self.target.section}:{self.target.name}:verify: "
                     f"{exc.strerror or 'the CA bundle cannot be used'}"
                 ) from None
             else:
-                return _decode(method, path, response, member, envelope)
+                return self.decode(method, path, response, member, envelope)
             log.debug("PVE member %s of %s did not answer: %s", index + 1, self.target.name, failures[-1])
         raise PveUnreachable(
             f"{method} {path}: no member of target {self.target.name} answered ({'; '.join(failures)}). "
@@ -321,6 +341,16 @@ class PveClient:
             "this minion reaches their port, and for TLS that verify names the CA that signed their "
             "certificates, then run the state again."
         )
+
+    def authorization(self, credential: Credential) -> str:
+        """The ``Authorization`` header value for ``credential`` (PVE's ``PVEAPIToken=``)."""
+        return credential.header()
+
+    def decode(
+        self, method: str, path: str, response: requests.Response, member: str, envelope: bool
+    ) -> object:
+        """The answer's ``data`` (``envelope``: the whole answer), or the error it carries."""
+        return _decode(method, path, response, member, envelope)
 
     def _tls_hint(self) -> str:
         verify = self.target.verify

@@ -168,9 +168,12 @@ def twins_return(
 
 def enter_run(ctx: PveContext, kwargs: Mapping[str, object], cache: MutableMapping) -> Run | None:
     """The run a state's call belongs to (``run_of``), with ``ctx``'s reads ahead and memo serving
-    it: what another run, or a call outside any run, read or learned is never served to it."""
+    it: what another run, or a call outside any run, read or learned is never served to it. The memo
+    holds the run (``RunMemo.chunks``)."""
     run = run_of(kwargs, cache)
     ctx.begin(None if run is None else run.key)
+    if run is not None:
+        ctx.memo.chunks = run
     return run
 
 
@@ -202,14 +205,14 @@ def default_target(targets: object) -> str | None:
     return None
 
 
-def pick_target(targets: object, name: str | None) -> str:
-    """The target name to use: ``name``, or the only one configured.
+def pick_target(targets: object, name: str | None, section: str = "proxmox:targets") -> str:
+    """The target name to use: ``name``, or the only one configured under ``section``.
 
     Raises DeclarationError when there are none, several and none named, or the named one is
     missing.
     """
     if not isinstance(targets, Mapping) or not targets:
-        raise DeclarationError("proxmox:targets: no target is configured (minion config or pillar)")
+        raise DeclarationError(f"{section}: no target is configured (minion config or pillar)")
     if name is None:
         if len(targets) != 1:
             raise DeclarationError(
@@ -218,7 +221,7 @@ def pick_target(targets: object, name: str | None) -> str:
         return str(next(iter(targets)))
     if name not in targets:
         raise DeclarationError(
-            f"target: {name!r} is not in proxmox:targets ({', '.join(sorted(map(str, targets)))})"
+            f"target: {name!r} is not in {section} ({', '.join(sorted(map(str, targets)))})"
         )
     return name
 

@@ -26,6 +26,10 @@ class RunMemo(dict):
     def __init__(self) -> None:
         super().__init__()
         self.run: object = None
+        #: The run itself (``run.lowstate.Run``: every chunk it declares), set by
+        #: ``run.config.enter_run``, so a state can judge by what a later state of the same run declares
+        #: (a storage destroy by the guests that name it); None outside a state run.
+        self.chunks: object = None
 
     def begin(self, run: object) -> None:
         """Serve run ``run`` (its key; None for a call outside a state run, which shares nothing):
@@ -33,6 +37,7 @@ class RunMemo(dict):
         if run is None or run != self.run:
             self.clear()
             self.run = run
+            self.chunks = None
 
 
 #: What the run's network and SDN steps leave for later states (``network.apply`` and ``sdn.apply``

@@ -262,10 +262,11 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
 
 def _send_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, what: str) -> None:
     """Send one write of ``spec``'s family with a fresh provision credential: as PVE's task on
-    ``spec.task_node`` when the family's writes are tasks (``PveContext.task``: started and awaited
+    ``spec.task_node`` when the family's writes of this kind (``what``'s first word: ``create``,
+    ``update``, ``delete``; ``spec.task_writes``) are tasks (``PveContext.task``: started and awaited
     by that credential), else as one call (``send``). Raises what those raise (PveError, TaskFailed,
     TaskUncertain, Uncertain, PveUnreachable, CredentialError)."""
-    if spec.task_node is None:
+    if spec.task_node is None or what.split(" ", 1)[0] not in spec.task_writes:
         send(ctx, ctx.broker.provision(), call)
         return
     if call.json:

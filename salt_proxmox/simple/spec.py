@@ -35,8 +35,8 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   ``pg_autoscale_mode`` is ``on``: the pg_autoscaler moves it);
 - ``task_node``: for a family whose writes PVE runs as a task (it forks a worker and answers its
   UPID: pve-manager ``PVE/API2/Ceph/Pool.pm`` ``createpool``/``setpool``/``destroypool``), the node
-  the task runs on; each write is then ``PveContext.task``, awaited with the credential that
-  started it, and a task ending in error is the write's error;
+  the task runs on; each write (each of ``task_writes``) is then ``PveContext.task``, awaited with
+  the credential that started it, and a task ending in error is the write's error;
 - ``for_cluster``: the family as this cluster takes it, for a family whose calls differ by PVE
   release (pools on PVE 8.0): given the context and the declaration, the ``ObjectSpec`` whose
   ``read``, ``parse``, ``update`` and ``delete`` the lifecycle then uses (``ObjectSpec.on``). It may
@@ -256,6 +256,9 @@ class ObjectSpec:
     live_only: tuple[str, ...] = ()
     create_on_cluster: bool = False
     create_guard: bool = False
+    #: Which writes ``task_node`` runs as tasks (a PBS datastore's create and delete are, its update
+    #: is not: proxmox-backup ``src/api2/config/datastore.rs``).
+    task_writes: tuple[str, ...] = ("create", "update", "delete")
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

@@ -14,6 +14,10 @@ Source: pve-storage 9.1.7 ``src/PVE/API2/Storage/Config.pm`` (``index``, ``creat
   touched).
 - ``type`` is identity; a fixed option (``types.Option.fixed``) never changes (``check_config``:
   ``can't change value of fixed parameter``): both refused at plan, naming a new storage id.
+- An ``iscsi``/``iscsidirect`` storage's ``target`` (its IQN) is declared ``iscsi_target``
+  (``types.WIRE_NAMES``): a state's ``target`` names the cluster. It is sent as PVE's ``target`` and read
+  back from it; a ``target`` spelt like an iSCSI name on such a storage is refused by name
+  (``target_problem``).
 - Secrets (``StorageType.sensitive``): sent at create and when ``secret_serial`` differs from the
   one recorded in the ownership row; never read back, shown, stored or compared.
 - What PVE fills in or spells its own way is never drift: only declared options are compared, in
@@ -25,7 +29,9 @@ Source: pve-storage 9.1.7 ``src/PVE/API2/Storage/Config.pm`` (``index``, ``creat
   that is not a cluster node (``decode_value`` only checks the name's form).
 - ``removal: destroy`` is refused while a guest has a volume there (the guest index and each guest's
   config, read with the read credential: a content listing hides guest volumes from a token without
-  VM.Config.Disk) or another storage names it as ``base`` (``delete``: "can't remove storage -
+  VM.Config.Disk), while a guest state of the same run declares a volume there (``declared_users``,
+  from the run the memo holds: the formula runs storage before guests)
+  or another storage names it as ``base`` (``delete``: "can't remove storage -
   storage is used as base of another storage").
 """
 
@@ -43,7 +49,15 @@ from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, export_by, listed_row
-from salt_proxmox.storage.types import ALL_OPTIONS, FIELDS, TYPES, StorageType
+from salt_proxmox.storage.types import (
+    ALL_OPTIONS,
+    DECLARED_NAMES,
+    FIELDS,
+    ISCSI_NAME,
+    TYPES,
+    WIRE_NAMES,
+    StorageType,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.pve.client import Credential
@@ -64,7 +78,7 @@ _KEYS = ("name", "type", "adopt", "secret_serial")
 def _rule(key: str) -> Rule | None:
     if key in ("storage", "type"):
         return Rule()
-    field = FIELDS.get(key)
+    field = FIELDS.get(DECLARED_NAMES.get(key, key))
     return field.rule() if field is not None else None
 
 
@@ -90,6 +104,28 @@ def identify(state_id: str, target: str, name: object = None, **extra: object) -
     if problem:
         raise DeclarationError(f"name: {problem}")
     return Declared(state_id, target, identity=name, label=f"storage {name}", names={"name": name})
+
+
+def target_problem(type: object, target: object) -> str | None:
+    """None unless a storage declaration's ``target`` (the state's own argument: the cluster, a
+    ``proxmox:targets`` name) is spelt like an iSCSI name (``types.ISCSI_NAME``) on an ``iscsi`` or
+    ``iscsidirect`` storage, where PVE's own option of that name is the iSCSI target
+    (``ISCSIPlugin.pm`` ``properties()``); then the sentence naming the spelling to use."""
+    if type in ("iscsi", "iscsidirect") and isinstance(target, str) and ISCSI_NAME.match(target):
+        return (
+            f"target: {shown(target)} is an iSCSI name, but a state's target names the cluster "
+            f"(proxmox:targets); declare the {type} storage's PVE option target as iscsi_target"
+        )
+    return None
+
+
+def to_wire(form: Mapping[str, str]) -> dict[str, str]:
+    """A create or update form in PVE's spellings (``types.WIRE_NAMES``: ``iscsi_target`` is sent as
+    ``target``), the ``delete`` list too."""
+    sent = {WIRE_NAMES.get(key, key): value for key, value in form.items()}
+    if "delete" in sent:
+        sent["delete"] = ",".join(WIRE_NAMES.get(key, key) for key in sent["delete"].split(","))
+    return sent
 
 
 def _option_problem(kind: StorageType, key: str) -> str:
@@ -185,7 +221,7 @@ def listed(rows: object, decl: Declared) -> dict | None:
     if row is None:
         return None
     _type_of(row)
-    found = live_values(FIELDS, row)
+    found = live_values(FIELDS, {DECLARED_NAMES.get(key, key): value for key, value in row.items()})
     found["type"] = str(row["type"])
     found["digest"] = str(row.get("digest") or "")
     return found
@@ -204,7 +240,7 @@ def create(decl: Declared) -> Call:
     form = {"storage": decl.names["name"], "type": str(decl.values["type"])}
     form.update(form_values(FIELDS, _form_values(decl)))
     form.update(decl.secrets)
-    return Call("POST", "storage", form=form)
+    return Call("POST", "storage", form=to_wire(form))
 
 
 def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
@@ -220,7 +256,7 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
         form["type"] = str(decl.values["type"])  # never sent: ``refusals`` refuses another type
     if "secret_serial" in decl.values and live.get("secret_serial") != decl.values["secret_serial"]:
         form.update(decl.secrets)
-    return Call("PUT", _storage_path(decl), form=form) if form else None
+    return Call("PUT", _storage_path(decl), form=to_wire(form)) if form else None
 
 
 #: A storage the listing lacks is absent only when the read credential may see it (pve-storage
@@ -262,12 +298,37 @@ def guest_volumes(ctx: PveContext, storage: str) -> list[str]:
         kind, vmid, node = row["type"], row["vmid"], row["node"]
         config = ctx.client.request("GET", f"{api_path('nodes', node, kind, vmid)}/config", credential)
         for key, value in sorted((config or {}).items()):
-            if not VOLUME_KEY.match(key) or not isinstance(value, str):
-                continue
-            volume = value.split(",", 1)[0]
-            volume = volume.split("=", 1)[1] if "=" in volume else volume
-            if volume.split(":", 1)[0] == storage and ":" in volume:
+            if VOLUME_KEY.match(key) and _volume_storage(value) == storage:
                 found.append(f"{'CT' if kind == 'lxc' else 'VM'} {vmid} {key}")
+    return found
+
+
+def _volume_storage(value: object) -> str | None:
+    """The storage a guest volume key's value names (``<storage>:...``, a mount point's ``volume=``
+    too), or None."""
+    if not isinstance(value, str):
+        return None
+    volume = value.split(",", 1)[0]
+    volume = volume.split("=", 1)[1] if "=" in volume else volume
+    return volume.split(":", 1)[0] if ":" in volume else None
+
+
+def declared_users(ctx: PveContext, storage: str) -> list[str]:
+    """``<state id> (<key>)`` for each volume key a guest state of this run (``RunMemo.chunks``, any place
+    in the run: its create or write would need the storage) declares on ``storage``, on this target."""
+    from salt_proxmox.registry import FAMILIES
+
+    run = ctx.memo.chunks
+    if run is None:
+        return []
+    found = []
+    for state in (family.state for family in FAMILIES if family.guest):
+        for chunk in run.declared(state, ctx.target.name, ctx.target.name):
+            if chunk.fun != "present":
+                continue
+            for key, value in sorted(chunk.args.items()):
+                if VOLUME_KEY.match(str(key)) and _volume_storage(value) == storage:
+                    found.append(f"{chunk.state_id} ({key})")
     return found
 
 
@@ -282,6 +343,13 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 f"{decl.label}: guests still have volumes on it ({', '.join(users)}); deleting the "
                 f"definition "
                 "would leave them unreachable. Move or remove those volumes first, then run again."
+            )
+        declared = declared_users(ctx, name)
+        if declared:
+            found.append(
+                f"{decl.label}: guests this run declares name it ({', '.join(declared)}); their create or "
+                "write would need the definition this state deletes. Move them to another storage in "
+                "their declarations first, then run again."
             )
         for row in get_rows(ctx.client, "storage", ctx.broker.read(), what="storages", reads=ctx.reads):
             if str(row.get("base") or "").split(":", 1)[0] == name:
@@ -305,7 +373,8 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 found.append(
                     f"{key}: {decl.label} has {shown(live.get(key))}, and PVE refuses to change a fixed "
                     f"option "
-                    f"(`update storage failed: can't change value of fixed parameter '{key}'`, pve-common "
+                    f"(`update storage failed: can't change value of fixed parameter "
+                    f"'{WIRE_NAMES.get(key, key)}'`, pve-common "
                     "SectionConfig.pm check_config). Declare it as it is, or define a new storage ID."
                 )
     major = _major(ctx)

@@ -174,11 +174,13 @@ TYPES: Mapping[str, StorageType] = {
             ("keyring",),
             ((), ("maxfiles",)),
         ),
-        _type("iscsi", "ISCSIPlugin.pm", "portal! target! nodes disable content bwlimit", "images none"),
+        _type(
+            "iscsi", "ISCSIPlugin.pm", "portal! iscsi_target! nodes disable content bwlimit", "images none"
+        ),
         _type(
             "iscsidirect",
             "ISCSIDirectPlugin.pm",
-            "portal! target! nodes disable content bwlimit",
+            "portal! iscsi_target! nodes disable content bwlimit",
             "images none",
         ),
         _type(
@@ -209,6 +211,17 @@ TYPES: Mapping[str, StorageType] = {
         ),
     )
 }
+
+#: Options a declaration spells otherwise than PVE, ``{declared: PVE's}``: the iSCSI plugins' ``target``
+#: (``ISCSIPlugin.pm`` ``properties()``: the iSCSI target's IQN) is ``iscsi_target``, since every state's
+#: own ``target`` argument names the cluster (``proxmox:targets``). The tables above and the ownership
+#: row speak the declared spelling; only the wire (create, update, the ``GET /storage`` row) speaks PVE's.
+WIRE_NAMES: Mapping[str, str] = {"iscsi_target": "target"}
+#: ``{PVE's: declared}``, the way back from a ``GET /storage`` row.
+DECLARED_NAMES: Mapping[str, str] = {wire: declared for declared, wire in WIRE_NAMES.items()}
+#: RFC 3720 section 3.2.6.3 iSCSI name forms (``iqn.``, ``eui.``, ``naa.``): a state's ``target``
+#: spelt like one was meant as the iSCSI target.
+ISCSI_NAME = re.compile(r"^(?:iqn\.|eui\.|naa\.)", re.IGNORECASE)
 
 #: Every option of any type (the declaration's unknown-key check).
 ALL_OPTIONS = frozenset(key for kind in TYPES.values() for key in kind.options) | {"maxfiles"}

@@ -18,6 +18,7 @@ from tests.faults.harness import debug_log
 from tests.support.cluster import ServedCluster
 from tests.support.guests import requests_since, static_targets
 from tests.support.openbao import DevOpenBao
+from tests.support.pbs import ServedPbs, pbs_targets, requests_of
 from tests.support.saltworld import Low, SaltWorld
 
 #: A proxy's page for an answer lost after the request reached its server (nginx's 502).
@@ -62,13 +63,17 @@ class Minion:
     tap: Tap
     secrets: list[str] = field(repr=False)
     lines: list[str] = field(default_factory=list, repr=False)
+    #: The PBS target's fake (``proxmox:pbs_targets``), for the PBS families.
+    pbs: ServedPbs | None = None
 
-    def mark(self) -> tuple[int, int]:
-        return len(self.cluster.pve.requests), len(self.tap.log)
+    def mark(self) -> tuple[int, int, int]:
+        pbs = len(self.pbs.pbs.requests) if self.pbs is not None and self.pbs.pbs is not None else 0
+        return len(self.cluster.pve.requests), len(self.tap.log), pbs
 
-    def log_since(self, mark: tuple[int, int]) -> list[tuple[str, str, Any]]:
-        """PVE's and OpenBao's requests since ``mark``: (method, path, body)."""
-        return [*requests_since(self.cluster, mark[0]), *self.tap.log[mark[1] :]]
+    def log_since(self, mark: tuple[int, int, int]) -> list[tuple[str, str, Any]]:
+        """PVE's, PBS's and OpenBao's requests since ``mark``: (method, path, body)."""
+        pbs = requests_of(self.pbs, mark[2]) if self.pbs is not None else []
+        return [*requests_since(self.cluster, mark[0]), *pbs, *self.tap.log[mark[1] :]]
 
     def run(self, lows: list[Low], test: bool) -> tuple[list[dict], list[tuple[str, str, Any]]]:
         """One state run: its returns and the requests it sent."""
@@ -85,16 +90,19 @@ class Minion:
 
 @pytest.fixture
 def minion(
-    fresh_cluster: ServedCluster, openbao: DevOpenBao, tmp_path: Path, monkeypatch
+    fresh_cluster: ServedCluster, openbao: DevOpenBao, tmp_path: Path, monkeypatch, request
 ) -> Iterator[Minion]:
-    """A minion on a fresh cluster with static credentials, OpenBao's dev server as its ``openbao:``."""
+    """A minion on a fresh cluster and a fresh PBS (``proxmox:pbs_targets``) with static credentials,
+    OpenBao's dev server as its ``openbao:``."""
     tap = Tap(bao=openbao.url)
     original = requests.Session.send
     monkeypatch.setattr(
         requests.Session, "send", lambda session, prepared, **kw: tap.send(original, session, prepared, **kw)
     )
+    pbs = ServedPbs().start()
+    request.addfinalizer(pbs.stop)
     config = {
-        "proxmox": {"targets": static_targets(fresh_cluster)},
+        "proxmox": {"targets": static_targets(fresh_cluster), "pbs_targets": pbs_targets(pbs)},
         "openbao": {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}},
     }
     world = SaltWorld(config, {}, tmp_path / "salt_proxmox_owned.json")
@@ -104,5 +112,6 @@ def minion(
             root.sys.delete_policy(str(family.examples.create["name"]))
     seeded = fresh_cluster.seeded
     secrets = [seeded.read_token[1], seeded.provision_token[1], openbao.root_token]
+    secrets += [pbs.read_token[1], pbs.provision_token[1]]
     logging.getLogger().setLevel(logging.DEBUG)
-    yield Minion(fresh_cluster, world, tap, secrets)
+    yield Minion(fresh_cluster, world, tap, secrets, pbs=pbs)

@@ -146,9 +146,17 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:firewall":
         kind = {"group": "groups", "ipset": "ipsets", "options": "options"}[fun.removesuffix("_absent")]
         return {top: {section: {kind: {name: entry}}}}
-    if section.count(":") or not section:
+    if not section:
         raise LookupError(f"{family.name}: pillar section {family.section} is not one pillar_of knows")
-    return {top: {section: {name: entry}}}
+    nested: dict = {name: entry}
+    for part in reversed(section.split(":")):  # proxmox:pbs:datastores nests one level deeper
+        nested = {part: nested}
+    return {top: nested}
+
+
+def on_pbs(family: Family) -> bool:
+    """Whether the family's objects live on a PBS target (``proxmox:pbs:...``), not the PVE cluster."""
+    return family.section.startswith("proxmox:pbs:")
 
 
 def missing(case: Case) -> list[str]:

@@ -128,7 +128,7 @@ READ_FAULTS = {
 def _fault(minion: Minion, family: Family, paths: list[str], how: str) -> None:
     status, body = READ_FAULTS[how]
     for path in paths:
-        if family.module == "openbao":
+        if family.module == "openbao" or contract.on_pbs(family):
             minion.tap.faults.append(
                 (lambda m, p, path=path: m == "GET" and p.endswith(path), status, body, False)
             )

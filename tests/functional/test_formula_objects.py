@@ -23,10 +23,11 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 24, (
-        "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one storage, "
-        "one interface, two node applies, one SDN zone, one vnet, the SDN apply, the cluster's firewall "
-        "options, one IP set and one security group"
+    assert len(pve) == 26, (
+        "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one Ceph pool, two "
+        "storages, one interface, two node applies, one SDN zone, one vnet, the SDN apply, the cluster's "
+        "firewall options, one IP set and one security group (no PBS datastore nor pbs storage: no "
+        "proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out)"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -37,6 +38,8 @@ def test_rendered_requisites(tmp_path):
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
         "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
+        # An rbd storage requires the Ceph pool it names (pve-storage RBDPlugin: pool).
+        "proxmox-storage-ceph-vm": [{"proxmox_ceph_pool": "proxmox-ceph-pool-vmdisks"}],
         # web names pool prod (pool:), which the pillar declares: PVE refuses a create into a pool
         # that does not exist.
         "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
@@ -78,7 +81,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 27, raw  # the example's 25 states and the two pool keys
+    assert len(rows) == 29, raw  # the example's 27 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -109,7 +112,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 25, raw
+        assert len(rows) == 27, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

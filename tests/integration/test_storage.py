@@ -130,3 +130,56 @@ def test_destroy_refused_while_a_guest_has_a_volume_there_and_says_data_stays(fr
     assert plan.result is None and "never removes the data" in " ".join(plan.comment)
     assert absent(ctx, SPEC, False, "vmstore", "destroy", name="vmstore").result is True
     assert "vmstore" not in fresh_cluster.pve.storages
+
+
+@pytest.mark.parametrize("kind", ["iscsi", "iscsidirect"])
+def test_an_iscsi_storage_declares_its_target_as_iscsi_target(fresh_cluster, kind):
+    """ISCSIPlugin.pm properties(): the IQN is PVE's ``target``; a state's ``target`` names the cluster,
+    so the declaration spells it iscsi_target, sent and read back as PVE's target."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    name = f"st-{kind}"
+    declared = {
+        "name": name,
+        "type": kind,
+        "portal": "192.0.2.40",
+        "iscsi_target": "iqn.2003-01.org.example:disks",
+        "content": "images",
+    }
+    plan = present(ctx, SPEC, True, name, **declared)
+    assert plan.result is None, plan.comment
+    start = len(fresh_cluster.pve.requests)
+    done = present(ctx, SPEC, False, name, **declared)
+    assert done.result is True, done.comment
+    sent = [body for method, path, body in writes(requests_since(fresh_cluster, start))]
+    assert len(sent) == 1
+    assert fresh_cluster.pve.storages[name]["target"] == "iqn.2003-01.org.example:disks"
+    assert "iscsi_target" not in fresh_cluster.pve.storages[name]
+    start = len(fresh_cluster.pve.requests)
+    again = present(ctx, SPEC, True, name, **declared)
+    assert (again.result, again.changes) == (True, {}), again.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    refused = present(ctx, SPEC, True, name, **{**declared, "iscsi_target": "iqn.2003-01.org.example:other"})
+    assert refused.result is False
+    assert "can't change value of fixed parameter 'target'" in " ".join(refused.comment)
+
+
+def test_destroy_refused_while_a_guest_declared_later_in_the_run_names_it(fresh_cluster, tmp_path):
+    """The formula runs storage before guests: a container state later in the same run whose rootfs names
+    the storage would need the definition this destroy deletes, so the destroy is refused at plan."""
+    from tests.support.saltworld import Low, SaltWorld
+
+    world = SaltWorld(
+        {"proxmox": {"targets": static_targets(fresh_cluster)}}, {}, tmp_path / "salt_proxmox_owned.json"
+    )
+    made = Low("proxmox_storage", "present", {"name": "st-gone", "type": "dir", "path": "/srv/gone"})
+    assert [r["result"] for r in world.run([made], test=False)] == [True]
+    gone = Low("proxmox_storage", "absent", {"name": "st-gone", "removal": "destroy"})
+    alone = world.run([gone], test=True)
+    assert alone[0]["result"] is None, alone
+    web = Low("proxmox_lxc", "present", {"name": "web", "vmid": 150, "node": "pve1", "rootfs": "st-gone:8"})
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = world.run([gone, web], test=test)[0]
+        assert refused["result"] is False and "web (rootfs)" in refused["comment"], refused
+    assert [w for w in writes(requests_since(fresh_cluster, start)) if w[1].startswith("/storage")] == []
+    assert "st-gone" in fresh_cluster.pve.storages

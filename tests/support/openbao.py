@@ -60,6 +60,8 @@ CREDS_POLICY = "salt-proxmox-creds"
 CREDS_POLICY_HCL = (
     f'path "{CREDS_PATH}/*" {{\n  capabilities = ["read"]\n}}\n'
     'path "sys/policy/salt-proxmox-*" {\n  capabilities = ["create", "read", "update", "delete"]\n}\n'
+    # The PBS token secrets a pbs storage keeps (salt_proxmox/pbs/wiring.py; pillar_examples/pbs.sls).
+    'path "secret/data/salt-proxmox/pbs/*" {\n  capabilities = ["create", "read", "update"]\n}\n'
 )
 
 
@@ -299,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--state-dir", required=True, help="private directory for openbao.json (made 0700)")
     parser.add_argument("--creds-from", required=True, help="cluster.json of tests.support.cluster")
+    parser.add_argument(
+        "--pbs-creds-from", help="pbs.json of tests.support.pbs: its tokens at proxmox/creds/pbs"
+    )
     args = parser.parse_args(argv)
     stopping = catch_stop_signals()
     state = private_dir(args.state_dir)
@@ -306,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     with DevOpenBao() as bao:
         client = bao.client()
         publish_cluster(client, _pair(cluster["read"]), _pair(cluster["provision"]))
+        if args.pbs_creds_from:
+            from tests.support.pbs import publish_pbs
+
+            pbs = json.loads(Path(args.pbs_creds_from).read_text(encoding="utf-8"))
+            publish_pbs(client, _pair(pbs["read"]), _pair(pbs["provision"]))
         token = creds_token(client)
         with private_json(state / "openbao.json", {"url": bao.url, "token": token, "pid": bao.pid}):
             print(f"ready {bao.url}", flush=True)

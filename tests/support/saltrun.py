@@ -81,11 +81,15 @@ def write_minion_config(
     target: str = "demo",
     pillar_roots: list[str] | None = None,
     extra: dict[str, Any] | None = None,
+    pbs: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``config_dir/minion`` (0600) for a masterless minion and return its path.
 
     ``openbao``: ``{"url", "token"}`` → credentials minted from OpenBao at ``proxmox/creds``;
     ``static``: ``{"read": {token_id, secret}, "provision": {...}}`` → static credentials.
+    ``pbs``: ``{"url", "cafile"}`` of a PBS (tests.support.pbs) → ``proxmox:pbs_targets:backup1``, its
+    tokens minted from OpenBao at ``proxmox/creds/pbs`` (``publish_pbs``), or with ``"static":
+    {"read": ..., "provision": ...}`` static ones.
     Targets and OpenBao go in the minion config (read with ``config.get``); the estate comes
     from the pillar.
     """
@@ -110,6 +114,15 @@ def write_minion_config(
             "targets": {target: {"members": [cluster_url], "verify": cafile, "credentials": credentials}}
         },
     }
+    if pbs is not None:
+        pbs_credentials = (
+            {"source": "static", **pbs["static"]}
+            if "static" in pbs
+            else {"source": "openbao", "path": "proxmox/creds/pbs"}
+        )
+        config["proxmox"]["pbs_targets"] = {
+            "backup1": {"members": [pbs["url"]], "verify": pbs["cafile"], "credentials": pbs_credentials}
+        }
     if openbao is not None:
         config["openbao"] = {
             "url": openbao["url"],

@@ -57,7 +57,9 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-role-SaltProxmoxRead",
         "proxmox-acl-salt-provision-on-root",
         "proxmox-acl-salt-read-on-root",
+        "proxmox-ceph-pool-vmdisks",
         "proxmox-storage-backups",
+        "proxmox-storage-ceph-vm",
         "proxmox-network-pve1-vmbr1",
         "proxmox-network-apply-pve1",
         "proxmox-network-apply-pve2",
@@ -86,6 +88,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
         "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
+        # An rbd storage needs the Ceph pool it names (pve-storage RBDPlugin: pool).
+        "proxmox-storage-ceph-vm": [{"proxmox_ceph_pool": "proxmox-ceph-pool-vmdisks"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
         "proxmox-sdn-apply": [
             {"proxmox_sdn": "proxmox-sdn-zone-lab"},
@@ -639,10 +643,33 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, ceph_pools, firewall, firewall_aliases, lxc, networks, pools, qemu, "
-            "roles, sdn, storage, and ownership_file, targets are the configuration read with config.get."
-            in problems[sid]
+            "the sections are acls, ceph_pools, firewall, firewall_aliases, lxc, networks, pbs, pools, qemu, "
+            "roles, sdn, storage, and ownership_file, pbs_targets, targets are the configuration read with "
+            "config.get." in problems[sid]
         )
+
+
+def test_a_misspelt_pbs_section_is_refused_by_name_and_a_pbs_storage_requires_its_datastore():
+    """proxmox:pbs holds datastores only; a pbs storage backs up to the datastore it names."""
+    problems = failing(render({"proxmox": {"pbs": {"datastore": {"store1": {"path": "/srv/s"}}}}}))
+    assert (
+        list(problems) == ["proxmox-pbs-pillar"]
+        and "unknown section(s) datastore" in problems["proxmox-pbs-pillar"]
+    )
+    states = render(
+        {
+            "proxmox": {
+                "pbs_targets": {"backup1": {}},
+                "pbs": {"datastores": {"store1": {"path": "/srv/s", "target": "backup1"}}},
+                "storage": {"backups": {"type": "pbs", "server": "pbs", "datastore": "store1"}},
+            }
+        }
+    )
+    assert not failing(states)
+    assert args(states["pbs-datastore-store1"])[0] == "pbs_datastore.present"
+    assert {"require": [{"pbs_datastore": "pbs-datastore-store1"}]} in states["proxmox-storage-backups"][
+        "proxmox_storage.present"
+    ]
 
 
 def test_the_configuration_read_with_config_get_is_no_section():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.storage.objects import create, declare, update
+from salt_proxmox.storage.objects import create, declare, target_problem, update
 from salt_proxmox.storage.types import FIELDS, TYPES
 
 
@@ -83,3 +83,27 @@ def test_a_cleared_option_is_deleted():
     decl = declare("s", "t", name="st", type="dir", path="/d", **{"prune-backups": ""})
     call = update(decl, {"type": "dir", "path": "/d", "prune-backups": "keep-last=3"})
     assert call.form == {"delete": "prune-backups"}
+
+
+def test_an_iscsi_target_is_declared_iscsi_target_and_sent_as_pves_target():
+    """ISCSIPlugin.pm/ISCSIDirectPlugin.pm options(): ``target`` is the IQN, fixed; a state's own
+    ``target`` argument names the cluster, so the declaration spells it ``iscsi_target``."""
+    decl = declare("s", "lab", name="san", type="iscsi", portal="192.0.2.40", iscsi_target="iqn.2003-01.x:t")
+    assert decl.values["iscsi_target"] == "iqn.2003-01.x:t"
+    form = create(decl).form
+    assert form["target"] == "iqn.2003-01.x:t" and "iscsi_target" not in form
+    assert TYPES["iscsidirect"].options["iscsi_target"].fixed
+
+
+@pytest.mark.parametrize("kind", ["iscsi", "iscsidirect"])
+def test_a_state_target_spelt_as_an_iscsi_name_is_refused_by_name(kind):
+    from tests.support.salt_modules import load
+
+    module = load("_modules", "proxmox", {}, False)
+    ret = module.storage_present(
+        "san", type=kind, target="iqn.2003-01.org.example:disks", portal="192.0.2.40"
+    )
+    assert ret["result"] is False
+    assert "target:" in ret["comment"] and "iscsi_target" in ret["comment"]
+    assert target_problem("nfs", "iqn.2003-01.x:t") is None
+    assert target_problem(kind, "lab") is None

@@ -3,3 +3,8 @@
 path "proxmox/creds/*" {
   capabilities = ["read"]
 }
+
+# A pbs storage wired to a PBS datastore keeps its PBS token's secret here (KV version 2).
+path "secret/data/salt-proxmox/pbs/*" {
+  capabilities = ["create", "read", "update"]
+}

@@ -1,0 +1,97 @@
+"""The pure half of the PBS families: the client's header and error body, the datastore declaration
+and update form (proxmox-backup ``src/api2/config/datastore.rs``), and the wiring's checks."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.pbs import wiring
+from salt_proxmox.pbs.client import PbsClient, parse_pbs_target
+from salt_proxmox.pbs.datastore import create, declare, update
+from salt_proxmox.pve.client import Credential
+from salt_proxmox.pve.errors import PveError
+
+
+def _client() -> PbsClient:
+    return PbsClient(parse_pbs_target("b", {"members": ["https://pbs"], "credentials": {"source": "static"}}))
+
+
+def test_the_token_goes_as_pbs_api_token_with_a_colon():
+    """src/server/auth.rs extract_auth_data: ``PBSAPIToken=<user@realm!name>:<secret>``."""
+    header = _client().authorization(Credential("u@pbs!t", "s3cr3t"))
+    assert header == "PBSAPIToken=u@pbs!t:s3cr3t"
+
+
+def test_an_error_is_its_plain_body():
+    """proxmox-rest-server formatter.rs format_error: the status and the message as the body."""
+    response = requests.Response()
+    response.status_code, response._content, response.reason = 400, b"no such datastore 'x'", "Bad Request"
+    with pytest.raises(PveError) as raised:
+        _client().decode("GET", "config/datastore/x", response, "https://pbs:8007", False)
+    assert (raised.value.status, raised.value.message) == (400, "no such datastore 'x'")
+
+
+def test_a_datastore_name_and_path_are_checked_before_anything_is_sent():
+    """DATASTORE_SCHEMA: 3 to 32 safe characters; create_datastore: an absolute path."""
+    with pytest.raises(DeclarationError, match="name:"):
+        declare("s", "b", name="ab", path="/srv/ab")
+    with pytest.raises(DeclarationError, match="absolute path"):
+        declare("s", "b", name="abc", path="srv/abc")
+    with pytest.raises(DeclarationError, match="keep-last"):
+        declare("s", "b", name="abc", path="/srv/abc", **{"keep-last": 0})
+
+
+def test_an_update_sends_what_differs_deletes_what_is_cleared_and_never_the_fixed_or_prune_keys():
+    """update_datastore: DataStoreConfigUpdater has no path/backend; keep-* and prune-schedule are
+    refused there (``replaced by prune jobs``); ``delete`` lists the cleared keys."""
+    decl = declare(
+        "s",
+        "b",
+        name="abc",
+        path="/srv/other",
+        backend="type=s3,client=c,bucket=b",
+        comment=None,
+        **{"gc-schedule": "weekly", "keep-last": 3, "verify-new": True},
+    )
+    live = {"path": "/srv/abc", "backend": "", "comment": "old", "gc-schedule": "daily", "verify-new": 1}
+    call = update(decl, live)
+    assert call is not None and call.method == "PUT"
+    assert call.form == {"gc-schedule": "weekly", "delete": ["comment"]}
+    matching = update(declare("s", "b", name="abc", path="/srv/abc", **{"gc-schedule": "daily"}), live)
+    assert matching is None
+    made = create(decl).form
+    assert made["keep-last"] == "3" and made["path"] == "/srv/other" and made["name"] == "abc"
+
+
+@pytest.mark.parametrize(
+    ("declared", "wired", "words"),
+    [
+        ({"type": "nfs", "datastore": "s"}, {}, "only a pbs storage"),
+        ({"type": "pbs", "datastore": "s", "password": "x"}, {}, "password:"),
+        ({"type": "pbs", "datastore": "s"}, {"pbs_user": "nobody"}, "pbs_user:"),
+        ({"type": "pbs", "datastore": "s"}, {"pbs_secret_path": "secret/pbs"}, "pbs_secret_path:"),
+        ({"type": "pbs", "datastore": "s"}, {"pbs_token_serial": "2"}, "pbs_token_serial:"),
+    ],
+)
+def test_the_wiring_refuses_by_name(declared, wired, words):
+    base = {"pbs_target": "b", "pbs_user": "pve@pbs", "pbs_secret_path": "secret/data/pbs/s"}
+    with pytest.raises(DeclarationError, match=words):
+        wiring.check("lab", declared, {**base, **wired})
+
+
+def test_the_token_is_this_clusters_and_the_role_the_least_pve_needs():
+    """pbs-api-types acl.rs: DatastoreBackup is Datastore.Backup (back up, restore owned backups);
+    PBSPlugin.pm prune_backups needs Datastore.Prune (DatastorePowerUser)."""
+    wired = wiring.check(
+        "lab one",
+        {"type": "pbs", "datastore": "s"},
+        {"pbs_target": "b", "pbs_user": "pve@pbs", "pbs_secret_path": "secret/data/pbs/s"},
+    )
+    assert (wired["token_id"], wired["role"], wired["serial"]) == (
+        "pve@pbs!pve-lab-one",
+        "DatastoreBackup",
+        1,
+    )
+    assert wiring.role_for({"prune-backups": "keep-last=3"}) == "DatastorePowerUser"
