@@ -390,7 +390,7 @@ def lxc_create(node, vmid, ostemplate, target=None, **config):
             ostemplate=local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst \\
             rootfs=local-zfs:8 unprivileged=1 hostname=ct151
     """
-    return _adhoc(target, vmid, dict(config, node=node, ostemplate=ostemplate))
+    return _adhoc(LXC, target, vmid, dict(config, node=node, ostemplate=ostemplate))
 
 
 def lxc_update(node, vmid, target=None, **config):
@@ -405,18 +405,7 @@ def lxc_update(node, vmid, target=None, **config):
 
         salt-call proxmox.lxc_update node=pve1 vmid=150 memory=2048
     """
-    return _adhoc(target, vmid, dict(config, node=node))
-
-
-def _adhoc(target, vmid, config):
-    from salt.exceptions import CommandExecutionError
-
-    ctx = _context(target)
-    state_id, declared = _call(guest_adhoc.adhoc_declaration, ctx, LXC, vmid, declared_keys(config))
-    ret = guest_lifecycle.present(ctx, LXC, state_id, False, **declared).salt_return(state_id)
-    if ret["result"] is False:
-        raise CommandExecutionError(ret["comment"])
-    return ret
+    return _adhoc(LXC, target, vmid, dict(config, node=node))
 
 
 def lxc_resize(node, vmid, disk, size, target=None):
@@ -434,8 +423,82 @@ def lxc_resize(node, vmid, disk, size, target=None):
 
         salt-call proxmox.lxc_resize node=pve1 vmid=150 disk=rootfs size=+2G
     """
+    return _resize(LXC, target, node, vmid, disk, size)
+
+
+def qemu_create(node, vmid, target=None, **config):
+    """
+    Create a VM (``POST /nodes/{node}/qemu``, or by ``clone=<template vmid>`` its ``…/clone``) after
+    proving the vmid free, wait for the task with the credential that started it, read it back and
+    record it as ours. The same rules as the ``proxmox_qemu.present`` state apply; returns its state
+    return dict. Disks as new ``storage:GiB`` volumes only; ``name`` is the VM's PVE name (none when
+    not given). Raises CommandExecutionError with the state's comment when it is refused or fails
+    (nothing half-recorded).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_create node=pve1 vmid=160 name=app memory=2048 \\
+            scsi0=local-lvm:32 net0=virtio,bridge=vmbr0
+        salt-call proxmox.qemu_create node=pve1 vmid=161 clone=9000 full=True cores=2
+    """
+    return _adhoc(QEMU, target, vmid, dict(config, node=node))
+
+
+def qemu_update(node, vmid, target=None, **config):
+    """
+    Write config keys to a VM this minion owns: one digest-guarded ``POST …/config`` task, then a
+    resize task per grown disk, then a read-back. The keys merge over its recorded declaration, so
+    a key not given keeps its declared value. A VM this minion did not create (no ``owned`` row),
+    or one at a recycled vmid (not carrying the row's fingerprint), is refused. Raises
+    CommandExecutionError with the state's comment when it is refused or fails.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_update node=pve1 vmid=150 memory=4096 cores=4
+    """
+    return _adhoc(QEMU, target, vmid, dict(config, node=node))
+
+
+def qemu_resize(node, vmid, disk, size, target=None):
+    """
+    Grow one disk (``PUT /nodes/{node}/qemu/{vmid}/resize``) of a VM this minion owns and wait for
+    the task. ``size`` as PVE takes it (qemu-server ``PVE/API2/Qemu.pm`` ``resize_vm``: a number
+    with an optional binary unit K, M, G or T, a bare number bytes): ``+2G`` to grow by, or an
+    absolute ``40G``. Returns ``{upid, disk, size}``. A VM this minion did not create, or one that
+    does not carry its row's fingerprint, is refused, as ``proxmox.qemu_update`` refuses it: raises
+    CommandExecutionError with the reason.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_resize node=pve1 vmid=150 disk=scsi0 size=+8G
+    """
+    return _resize(QEMU, target, node, vmid, disk, size)
+
+
+def _adhoc(family, target, vmid, config):
+    """The ad-hoc create or update of guest ``vmid`` of ``family``: ``config`` merged over the row's
+    recorded declaration (``guest.adhoc.adhoc_declaration``), planned and applied as its state would
+    be, with the same ownership and fingerprint checks; the state return, or CommandExecutionError
+    with its comment when it is refused or fails."""
+    from salt.exceptions import CommandExecutionError
+
     ctx = _context(target)
-    upid = _call(guest_adhoc.resize, ctx, LXC, node, vmid, disk, size)
+    state_id, declared = _call(guest_adhoc.adhoc_declaration, ctx, family, vmid, declared_keys(config))
+    ret = guest_lifecycle.present(ctx, family, state_id, False, **declared).salt_return(state_id)
+    if ret["result"] is False:
+        raise CommandExecutionError(ret["comment"])
+    return ret
+
+
+def _resize(family, target, node, vmid, disk, size):
+    ctx = _context(target)
+    upid = _call(guest_adhoc.resize, ctx, family, node, vmid, disk, size)
     return {"upid": upid, "disk": disk, "size": size}
 
 
