@@ -311,7 +311,9 @@ def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared)
     """
     Plan (``test=True``) or apply one VM declaration; returns a state return dict. This is what the
     ``proxmox_qemu.present`` state calls. ``name`` is the state's name and the VM's PVE ``name`` (a
-    DNS name, as ``qm set --name`` takes it). ``secrets_pillar``: the pillar path of the mapping
+    DNS name, as ``qm set --name`` takes it); with ``name_from_id=True`` it is only the state id (the
+    formula's entry declares no ``name``): a create names the VM so and says it in the plan, a live
+    VM keeps its own name. ``secrets_pillar``: the pillar path of the mapping
     holding its ``cipassword`` (``_pillar_secrets``): a state passing ``cipassword``
     itself is refused.
 
@@ -336,8 +338,14 @@ def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared)
         run=declared,
         twins=((QEMU.state,), _qemu_keys),
         ahead=_qemu_ahead,
-        **{**declared_keys(declared), **secrets, "name": name},
+        **{**declared_keys(declared), **secrets, **_vm_name(name, declared)},
     )
+
+
+def _vm_name(name, declared):
+    """The VM's ``name`` config key: the state's ``name``, unless ``name_from_id`` says it is only the
+    state id (then the declaration names none, and the judge names a create after the state id)."""
+    return {} if declared.get("name_from_id") is True else {"name": name}
 
 
 def qemu_absent(name, vmid, node, test=False, target=None, removal="retain", **run):

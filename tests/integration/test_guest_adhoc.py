@@ -15,7 +15,7 @@ from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.rows import OWNED, row_key
 from tests.support.cluster import ROUTER_VMID
 from tests.support.guests import TARGET, requests_since, static_targets, writes
-from tests.support.salt_modules import load
+from tests.support.salt_modules import execution_module
 
 KEY = row_key(TARGET, "qemu", 160)
 VM = {"name": "app", "memory": 1024, "ostype": "l26", "scsi0": "local-lvm:4", "net0": "virtio,bridge=vmbr0"}
@@ -23,12 +23,9 @@ VM = {"name": "app", "memory": 1024, "ostype": "l26", "scsi0": "local-lvm:4", "n
 
 def _module(cluster, rows_file):
     """``_modules/proxmox.py`` with the cluster as its one target and its rows in ``rows_file``."""
-    config = {"proxmox:targets": static_targets(cluster), "proxmox:ownership_file": str(rows_file)}
-    salt = {"config.get": lambda key, default=None: config.get(key, default)}
-    module = load("_modules", "proxmox", salt, False)
-    module.__grains__ = {}
-    module.__opts__ = {"test": False, "local": True}
-    return module
+    return execution_module(
+        {"proxmox:targets": static_targets(cluster), "proxmox:ownership_file": str(rows_file)}
+    )
 
 
 def _rows(rows_file) -> dict:
