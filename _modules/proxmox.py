@@ -71,7 +71,8 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwar
     through (``__lowstate__``, ``__low__``, ``__instance_id__``; none outside a state run): every state
     enters its run here (``run_config.enter_run``), so what one run learned never serves another.
     ``ahead``: the family's ``read_ahead``, handed the run's declarations of the first state module in
-    ``twins`` before the first of them runs. Within a run, configuration is read once
+    ``twins`` before the first of them runs. The return carries the ``target`` (cluster) it ran
+    against, which the ``proxmox_plan`` outputter names. Within a run, configuration is read once
     (``run_config.salt_for_run``)."""
     funcs = run_config.salt_for_run(__salt__, run, __context__)
     try:
@@ -89,7 +90,10 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwar
             return refused
         if ahead is not None:
             run_config.read_ahead(ctx, run or {}, states[0], default, ahead, __context__)
-    return run_config.outcome_return(name, fun, ctx, *args, **kwargs)
+    ret = run_config.outcome_return(name, fun, ctx, *args, **kwargs)
+    # The cluster it ran against, so that output from many minions (one per cluster) can name it.
+    ret["target"] = ctx.target.name
+    return ret
 
 
 def _call(fun, *args, **kwargs):

@@ -29,11 +29,12 @@ its outcome (nothing changed, everything failed): the outputter reads the comman
 argument (``__opts__['arg']``, which ``salt-call`` and ``salt`` keep), or the minion's ``test``
 option, and falls back to the returns (an apply that wrote something) when neither is there.
 
-Many minions (``salt '*' state.apply proxmox --out=proxmox_plan``, one minion per cluster) are
-printed in minion order, each under a line naming the minion and the cluster its states ran
-against (the ``target`` the returns carry); a cluster that did not answer fails every state of it
-with the same cause, which is folded into one line (``! cluster homelab unreachable: 100 states
-not run``) and counted as unreachable, not refused; one summary across the fleet ends the output.
+Many minions (``salt-run proxmox.apply tgt='pve-*' --out=proxmox_plan``, or ``salt --static``; one
+minion per cluster) are printed in minion order, each under a line naming the minion and the cluster
+its states ran against (the ``target`` the returns carry); a cluster that did not answer fails
+every state of it with the same cause, which is folded into one line (``! cluster homelab
+unreachable: 100 states not run``) and counted as unreachable, not refused; one summary across the
+fleet ends the output.
 
 This module reads state returns only; it needs nothing of ``salt_proxmox``, so it runs wherever the
 output is printed (a master, a salt-ssh host). Colours follow Salt's ``color`` options
@@ -239,7 +240,10 @@ def change_lines(module: str, changes: dict, kind: str = "update") -> list[str]:
 
 
 def _states(data: object) -> dict[str, dict] | None:
-    """``data`` as {minion: {state key: return}}, or None when it is not a state run."""
+    """``data`` as {minion: {state key: return}}, or None when it is not a state run. What
+    ``salt-run proxmox.apply`` returns (``{"data": {minion: ...}, "retcode": N}``) is its ``data``."""
+    if isinstance(data, dict) and set(data) == {"data", "retcode"} and isinstance(data["data"], dict):
+        data = data["data"]
     if not isinstance(data, dict):
         return None
     for returns in data.values():
@@ -374,7 +378,7 @@ def is_plan(opts: dict, data: object) -> bool:
                 return _yes(arg["test"])
             if isinstance(arg, str) and arg.startswith("test="):
                 return _yes(arg.partition("=")[2])
-        if str(opts.get("fun") or "").startswith("state."):
+        if str(opts.get("fun") or "").startswith("state.") or opts.get("fun") == "proxmox.apply":
             return False
     return not applied(data)
 
