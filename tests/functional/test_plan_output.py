@@ -94,6 +94,21 @@ def _static(cluster) -> dict:
     }
 
 
+def _minion(cluster, tmp_path: Path, estate: dict) -> tuple[Path, Path]:
+    """A masterless minion with static credentials whose pillar is ``proxmox: estate``: (its config
+    dir, its estate file, to rewrite)."""
+    pillar = tmp_path / "pillar"
+    pillar.mkdir()
+    (pillar / "top.sls").write_text("base:\n  '*':\n    - estate\n")
+    path = pillar / "estate.sls"
+    path.write_text(yaml.safe_dump({"proxmox": estate}))
+    config_dir = tmp_path / "etc"
+    write_minion_config(
+        config_dir, cluster.url, cluster.cafile, static=_static(cluster), pillar_roots=[str(pillar)]
+    )
+    return config_dir, path
+
+
 def _summary(text: str) -> str:
     (line,) = [line for line in text.splitlines() if line.startswith(("Plan:", "Apply:"))]
     return line
@@ -103,19 +118,7 @@ def test_an_apply_is_labelled_apply_when_nothing_changed_and_when_everything_fai
     """Salt hands the outputter an apply's returns with ``test`` nowhere in them (``state.apply``
     takes it as an argument, salt/modules/state.py ``_get_test_value``): a no-change apply and an
     all-failed apply look like plans unless the outputter reads the command (``__opts__['arg']``)."""
-    pillar = tmp_path / "pillar"
-    pillar.mkdir()
-    (pillar / "top.sls").write_text("base:\n  '*':\n    - estate\n")
-    estate = pillar / "estate.sls"
-    estate.write_text(yaml.safe_dump({"proxmox": {"pools": {"prod": {"comment": "Production"}}}}))
-    config_dir = tmp_path / "etc"
-    write_minion_config(
-        config_dir,
-        fresh_cluster.url,
-        fresh_cluster.cafile,
-        static=_static(fresh_cluster),
-        pillar_roots=[str(pillar)],
-    )
+    config_dir, estate = _minion(fresh_cluster, tmp_path, {"pools": {"prod": {"comment": "Production"}}})
     apply = ("state.apply", "proxmox")
     assert _summary(salt_call_text(config_dir, *apply, "test=True")).startswith("Plan: 1 to create")
     assert _summary(salt_call_text(config_dir, *apply)).startswith("Apply: 1 created")
@@ -139,18 +142,7 @@ def test_a_refusal_prints_once_at_the_log_level_the_readme_gives(fresh_cluster, 
     """Salt logs every failed state's comment at ERROR (salt/state.py ``format_log``), so at salt-call's
     default console level (warning) a refusal prints in the log and again in the output; the README's
     ``--log-level=critical`` leaves the output alone to say it."""
-    pillar = tmp_path / "pillar"
-    pillar.mkdir()
-    (pillar / "top.sls").write_text("base:\n  '*':\n    - estate\n")
-    (pillar / "estate.sls").write_text(yaml.safe_dump({"proxmox": {"pools": {"bad name": {}}}}))
-    config_dir = tmp_path / "etc"
-    write_minion_config(
-        config_dir,
-        fresh_cluster.url,
-        fresh_cluster.cafile,
-        static=_static(fresh_cluster),
-        pillar_roots=[str(pillar)],
-    )
+    config_dir, _ = _minion(fresh_cluster, tmp_path, {"pools": {"bad name": {}}})
     salt_call = Path(sys.executable).parent / "salt-call"
     proc = subprocess.run(
         [str(salt_call), "--local", "-c", str(config_dir), "--out=proxmox_plan", "--no-color",
