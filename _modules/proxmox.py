@@ -90,7 +90,8 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, target
     enters its run here (``run_config.enter_run``), so what one run learned never serves another.
     ``ahead``: the family's ``read_ahead``, handed the run's declarations of the first state module in
     ``twins`` before the first of them runs. ``targets_of``: the section the target is configured in,
-    ``proxmox:pbs_targets`` for a PBS family (default ``proxmox:targets``). Within a run,
+    ``proxmox:pbs_targets`` for a PBS family (default ``proxmox:targets``). The return carries the
+    ``target`` (cluster) it ran against, which the ``proxmox_plan`` outputter names. Within a run,
     configuration is read once (``run_config.salt_for_run``)."""
     funcs = run_config.salt_for_run(__salt__, run, __context__)
     section = targets_of or "proxmox:targets"
@@ -110,6 +111,8 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, target
         if ahead is not None:
             run_config.read_ahead(ctx, run or {}, states[0], default, ahead, __context__)
     ret = run_config.outcome_return(name, fun, ctx, *args, **kwargs)
+    # The cluster it ran against, so that output from many minions (one per cluster) can name it.
+    ret["target"] = ctx.target.name
     return _note_undeclared(ret, entered, ctx, funcs)
 
 
@@ -351,7 +354,9 @@ def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared)
     """
     Plan (``test=True``) or apply one VM declaration; returns a state return dict. This is what the
     ``proxmox_qemu.present`` state calls. ``name`` is the state's name and the VM's PVE ``name`` (a
-    DNS name, as ``qm set --name`` takes it). ``secrets_pillar``: the pillar path of the mapping
+    DNS name, as ``qm set --name`` takes it); with ``name_from_id=True`` it is only the state id (the
+    formula's entry declares no ``name``): a create names the VM so and says it in the plan, a live
+    VM keeps its own name. ``secrets_pillar``: the pillar path of the mapping
     holding its ``cipassword`` (``_pillar_secrets``): a state passing ``cipassword``
     itself is refused.
 
@@ -376,8 +381,14 @@ def qemu_present(name, test=False, target=None, secrets_pillar=None, **declared)
         run=declared,
         twins=((QEMU.state,), _qemu_keys),
         ahead=_qemu_ahead,
-        **{**declared_keys(declared), **secrets, "name": name},
+        **{**declared_keys(declared), **secrets, **_vm_name(name, declared)},
     )
+
+
+def _vm_name(name, declared):
+    """The VM's ``name`` config key: the state's ``name``, unless ``name_from_id`` says it is only the
+    state id (then the declaration names none, and the judge names a create after the state id)."""
+    return {} if declared.get("name_from_id") is True else {"name": name}
 
 
 def qemu_absent(name, vmid, node, test=False, target=None, removal="retain", **run):
@@ -430,7 +441,7 @@ def lxc_create(node, vmid, ostemplate, target=None, **config):
             ostemplate=local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst \\
             rootfs=local-zfs:8 unprivileged=1 hostname=ct151
     """
-    return _adhoc(target, vmid, dict(config, node=node, ostemplate=ostemplate))
+    return _adhoc(LXC, target, vmid, dict(config, node=node, ostemplate=ostemplate))
 
 
 def lxc_update(node, vmid, target=None, **config):
@@ -445,18 +456,7 @@ def lxc_update(node, vmid, target=None, **config):
 
         salt-call proxmox.lxc_update node=pve1 vmid=150 memory=2048
     """
-    return _adhoc(target, vmid, dict(config, node=node))
-
-
-def _adhoc(target, vmid, config):
-    from salt.exceptions import CommandExecutionError
-
-    ctx = _context(target)
-    state_id, declared = _call(guest_adhoc.adhoc_declaration, ctx, LXC, vmid, declared_keys(config))
-    ret = guest_lifecycle.present(ctx, LXC, state_id, False, **declared).salt_return(state_id)
-    if ret["result"] is False:
-        raise CommandExecutionError(ret["comment"])
-    return ret
+    return _adhoc(LXC, target, vmid, dict(config, node=node))
 
 
 def lxc_resize(node, vmid, disk, size, target=None):
@@ -474,8 +474,82 @@ def lxc_resize(node, vmid, disk, size, target=None):
 
         salt-call proxmox.lxc_resize node=pve1 vmid=150 disk=rootfs size=+2G
     """
+    return _resize(LXC, target, node, vmid, disk, size)
+
+
+def qemu_create(node, vmid, target=None, **config):
+    """
+    Create a VM (``POST /nodes/{node}/qemu``, or by ``clone=<template vmid>`` its ``…/clone``) after
+    proving the vmid free, wait for the task with the credential that started it, read it back and
+    record it as ours. The same rules as the ``proxmox_qemu.present`` state apply; returns its state
+    return dict. Disks as new ``storage:GiB`` volumes only; ``name`` is the VM's PVE name (none when
+    not given). Raises CommandExecutionError with the state's comment when it is refused or fails
+    (nothing half-recorded).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_create node=pve1 vmid=160 name=app memory=2048 \\
+            scsi0=local-lvm:32 net0=virtio,bridge=vmbr0
+        salt-call proxmox.qemu_create node=pve1 vmid=161 clone=9000 full=True cores=2
+    """
+    return _adhoc(QEMU, target, vmid, dict(config, node=node))
+
+
+def qemu_update(node, vmid, target=None, **config):
+    """
+    Write config keys to a VM this minion owns: one digest-guarded ``POST …/config`` task, then a
+    resize task per grown disk, then a read-back. The keys merge over its recorded declaration, so
+    a key not given keeps its declared value. A VM this minion did not create (no ``owned`` row),
+    or one at a recycled vmid (not carrying the row's fingerprint), is refused. Raises
+    CommandExecutionError with the state's comment when it is refused or fails.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_update node=pve1 vmid=150 memory=4096 cores=4
+    """
+    return _adhoc(QEMU, target, vmid, dict(config, node=node))
+
+
+def qemu_resize(node, vmid, disk, size, target=None):
+    """
+    Grow one disk (``PUT /nodes/{node}/qemu/{vmid}/resize``) of a VM this minion owns and wait for
+    the task. ``size`` as PVE takes it (qemu-server ``PVE/API2/Qemu.pm`` ``resize_vm``: a number
+    with an optional binary unit K, M, G or T, a bare number bytes): ``+2G`` to grow by, or an
+    absolute ``40G``. Returns ``{upid, disk, size}``. A VM this minion did not create, or one that
+    does not carry its row's fingerprint, is refused, as ``proxmox.qemu_update`` refuses it: raises
+    CommandExecutionError with the reason.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.qemu_resize node=pve1 vmid=150 disk=scsi0 size=+8G
+    """
+    return _resize(QEMU, target, node, vmid, disk, size)
+
+
+def _adhoc(family, target, vmid, config):
+    """The ad-hoc create or update of guest ``vmid`` of ``family``: ``config`` merged over the row's
+    recorded declaration (``guest.adhoc.adhoc_declaration``), planned and applied as its state would
+    be, with the same ownership and fingerprint checks; the state return, or CommandExecutionError
+    with its comment when it is refused or fails."""
+    from salt.exceptions import CommandExecutionError
+
     ctx = _context(target)
-    upid = _call(guest_adhoc.resize, ctx, LXC, node, vmid, disk, size)
+    state_id, declared = _call(guest_adhoc.adhoc_declaration, ctx, family, vmid, declared_keys(config))
+    ret = guest_lifecycle.present(ctx, family, state_id, False, **declared).salt_return(state_id)
+    if ret["result"] is False:
+        raise CommandExecutionError(ret["comment"])
+    return ret
+
+
+def _resize(family, target, node, vmid, disk, size):
+    ctx = _context(target)
+    upid = _call(guest_adhoc.resize, ctx, family, node, vmid, disk, size)
     return {"upid": upid, "disk": disk, "size": size}
 
 

@@ -5,6 +5,7 @@ without it, by the same judge.
 
     web:                             # the state's name is the VM's name (PVE's ``name``)
       proxmox_qemu.present:
+        - name_from_id: false        # true: ``web`` is only the state id; a live VM keeps its name
         - vmid: 150
         - node: pve1
         - target: homelab            # optional when one target is configured

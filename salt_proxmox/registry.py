@@ -234,6 +234,7 @@ _CT = {
 }
 _VM = {
     "name": "example-vm",
+    "name_from_id": True,  # the pillar entry names no VM: the formula passes its key as the state id
     "vmid": 290,
     "node": "pve1",
     "memory": 1024,

@@ -2,7 +2,8 @@
 
 Salt 3008 ``salt/loader/__init__.py`` (``_module_dirs``) calls this once per loader type and
 reads the key for that type: ``modules`` for execution modules, ``states`` for state modules,
-``output`` for outputters (``proxmox_plan``), ``grains`` for grains modules (``salt_proxmox:owned``).
+``output`` for outputters (``proxmox_plan``), ``runners`` for the master's runners (``proxmox.apply``),
+``grains`` for grains modules (``salt_proxmox:owned``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def _package_dir(name: str) -> str | None:
 
 
 def loader_dirs() -> dict[str, list[str]]:
-    """``{"modules": [dir], "states": [dir], "output": [dir], "grains": [dir]}`` for Salt's loader,
+    """``{"modules": [dir], "states": [dir], "output": [dir], "runners": [dir], "grains": [dir]}`` for
+    Salt's loader,
     leaving out a type whose subpackage is not there.
 
     It is not there in salt-ssh's thin when the master has an editable install: Salt 3008 packs the
@@ -30,7 +32,7 @@ def loader_dirs() -> dict[str, list[str]]:
     state run; raising here would only log an error per loader.
     """
     dirs = {}
-    for ext_type in ("modules", "states", "output", "grains"):
+    for ext_type in ("modules", "states", "output", "runners", "grains"):
         found = _package_dir(f"saltext_proxmox.{ext_type}")
         if found is not None:
             dirs[ext_type] = [found]

@@ -30,6 +30,9 @@ from tests.support.openbao import (
 )
 from tests.support.pbs import ServedPbs
 
+#: The run's tmp_path root: private, and removed when the run ends (tests/support/tmpdirs.py).
+pytest_plugins = ["tests.support.tmpdirs"]
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:

@@ -15,7 +15,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:qemu:<state id>          proxmox_qemu: as proxmox:lxc, with qm's config keys (memory, cores,
                                    scsi0, ide2, net0, ciuser, ipconfig0, ...) and clone: <template
                                    vmid>. The key is the state's name unless the entry says
-                                   ``name:``; ``ensure: absent`` as for containers.
+                                   ``name:``; without ``name:`` a create names the VM after the key
+                                   and a live VM keeps its name (name_from_id). ``ensure: absent``
+                                   as for containers.
   openbao:policies:<name>          openbao_policy: fragments (inline HCL or salt:// files, in order),
                                    adopt, removal, rename_from.
   proxmox:firewall_aliases:<name>  proxmox_firewall_alias: cidr, comment, target, adopt, rename_from.
@@ -818,6 +820,9 @@ def estate(pillar):
                 continue
             secrets = [key for key in SECRETS.get(path, ()) if key in declared]
             args = _arguments(name, declared, [*skip_present, *secrets])
+            if path == "proxmox:qemu" and "name" not in declared and "name_from_id" not in declared:
+                # The key is the state id, not a declared PVE name: a live VM keeps its own name.
+                args.append({"name_from_id": True})
             if secrets:
                 args.append({"secrets_pillar": [*path.split(":"), key]})
             needs = []

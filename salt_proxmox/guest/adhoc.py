@@ -1,5 +1,6 @@
-"""The ad-hoc calls on one guest (``proxmox.lxc_resize``, ``proxmox.lxc_reboot`` and the like): the
-guest they name, obeying ownership as a state does (``owned_guest``), and a disk resize.
+"""The ad-hoc calls on one guest, container or VM alike (``proxmox.lxc_update``/``qemu_update``,
+``proxmox.lxc_resize``/``qemu_resize`` and the like): the guest they name, obeying ownership as a
+state does (``owned_guest``), and a disk resize.
 """
 
 from __future__ import annotations
@@ -69,17 +70,18 @@ def owned_guest(
 
 
 def resize(ctx: PveContext, family: Family, node: object, vmid: object, disk: object, size: object) -> str:
-    """Grow one volume of a guest this minion owns (``proxmox.lxc_resize``), as a task awaited
-    with the provision credential that started it; returns its UPID.
+    """Grow one volume of a guest of ``family`` this minion owns (``proxmox.lxc_resize``,
+    ``proxmox.qemu_resize``), as a task awaited with the provision credential that started it;
+    returns its UPID.
 
     An ad-hoc write obeys ownership as a state does (``owned_guest``): a guest with no ``owned``
-    row is refused, as ``proxmox.lxc_update`` refuses it, and so is a guest that does not carry the
-    row's fingerprint. The guest must be on ``node`` (``read_live``). After the task, the row's
+    row is refused, as ``proxmox.lxc_update``/``qemu_update`` refuse it, and so is a guest that does
+    not carry the row's fingerprint. The guest must be on ``node`` (``read_live``). After the task, the row's
     fingerprint is recorded from the read-back.
 
     Raises DeclarationError (vmid, node, disk or size malformed: ``family.resize``, pve-container
-    ``src/PVE/API2/LXC.pm`` ``resize_vm`` schema), Refused (not ours, absent, or elsewhere),
-    PveError, TaskFailed, Uncertain.
+    ``src/PVE/API2/LXC.pm`` and qemu-server ``PVE/API2/Qemu.pm`` ``resize_vm`` schemas), Refused
+    (not ours, absent, or elsewhere), PveError, TaskFailed, Uncertain.
     """
     number = vmid_number(vmid)
     form = {"disk": str(disk), "size": str(size)}

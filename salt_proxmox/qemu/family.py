@@ -144,6 +144,11 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     refusals = judge.create_refusals(decl)
     what = f"VM {decl.vmid} on {decl.node}"
     notes = [f"{what}: the create needs {use}" for use in judge.mapping_uses(decl)]
+    if "name" not in decl.config and decl.default_name:
+        notes.append(
+            f"{what}: named {decl.default_name}, its state id, since the declaration names none "
+            "(declare name: to give another)"
+        )
     if judge.needs_release(decl.config):
         refusals += judge.release_refusals(decl.config, release(ctx))
     if decl.config.get("startup") and not refusals:

@@ -1055,12 +1055,15 @@ def unchecked_iso_note(decl: QemuDeclaration, key: str, volid: str) -> str:
 
 
 def create_form(decl: QemuDeclaration) -> dict[str, str]:
-    """The ``POST /nodes/{node}/qemu`` form: declared keys, empties dropped, ``pool`` when declared.
-    Secrets are added by the caller from ``decl.secrets`` (never kept in a form that is shown)."""
+    """The ``POST /nodes/{node}/qemu`` form: declared keys, empties dropped, ``pool`` when declared,
+    ``name`` the state id when none is declared (``decl.default_name``). Secrets are added by the
+    caller from ``decl.secrets`` (never kept in a form that is shown)."""
     form = {"vmid": str(decl.vmid)}
     for key, value in decl.config.items():
         if value != "":
             form[key] = value
+    if "name" not in decl.config and decl.default_name:
+        form["name"] = decl.default_name
     if decl.pool:
         form["pool"] = decl.pool  # create_vm adds the new VM to it (PVE::Pool add_vm_to_pool)
     return form
@@ -1071,8 +1074,8 @@ def clone_form(decl: QemuDeclaration, source_node: str) -> dict[str, str]:
     ``newid``, ``name``, ``full`` and ``storage`` as declared (a template gives a linked clone
     unless ``full``), ``pool``, and ``target`` when the VM is declared on another node."""
     form = {"newid": str(decl.vmid)}
-    if decl.config.get("name"):
-        form["name"] = decl.config["name"]
+    if decl.config.get("name") or decl.default_name:
+        form["name"] = decl.config.get("name") or str(decl.default_name)
     if decl.full is not None:
         form["full"] = "1" if decl.full else "0"
     if decl.storage:
@@ -1095,8 +1098,9 @@ _NOT_CLONED = frozenset(
 def cloned_config(decl: QemuDeclaration, source: Mapping[str, object]) -> dict[str, object]:
     """The config of the VM a clone of ``source`` (the template's config) as ``clone_form(decl)`` will
     make, as qemu-server ``API2/Qemu.pm`` ``clone_vm`` writes it: every key copied but ``_NOT_CLONED``
-    and ``unusedN``; ``name`` the declared one (else ``Copy-of-VM-<name>``); each ``netN`` with a new
-    MAC ("always change MAC! address": left out here, as PVE draws it); a CD-ROM copied as it is; every
+    and ``unusedN``; ``name`` the declared one or the state id (``default_name``; else
+    ``Copy-of-VM-<name>``); each ``netN`` with a new MAC ("always change MAC! address": left out here,
+    as PVE draws it); a CD-ROM copied as it is; every
     other drive (disks, the cloud-init drive, ``efidisk0``, ``tpmstate0``) on its own new volume, which
     a full clone with ``storage`` puts on that storage (``clone_disk``: ``$storage || $src_storeid``;
     its format is the target storage's, ``resolve_dst_disk_format``, so a ``format=`` is dropped) and a
@@ -1129,7 +1133,7 @@ def cloned_config(decl: QemuDeclaration, source: Mapping[str, object]) -> dict[s
                 out[key] = ",".join([f"{storage}:{name}", *(f"{k}={v}" for k, v in options.items())])
                 continue
         out[key] = value
-    name = decl.config.get("name")
+    name = decl.config.get("name") or decl.default_name
     out["name"] = name or f"Copy-of-VM-{live_text(source.get('name')) or decl.clone}"
     return out
 

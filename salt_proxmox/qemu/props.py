@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.guest.props import CONTROL, config_problems, guest_problems, secret_problem, wired_value
 from salt_proxmox.pve.constraints import (
     check_size,
@@ -259,6 +259,9 @@ class QemuDeclaration:
     containers (None leaves membership alone, ``''`` is no pool). ``secrets``: ``cipassword``,
     sent only, never in a repr, a return or grains. ``cipassword_serial``: the operator's counter
     for the password; a new value asks for the declared password to be written again.
+    ``default_name``: the name a create gives the VM when ``config`` declares none (its state id,
+    with ``name_from_id: true``); a live VM keeps its own name, since an undeclared key is never
+    drift, so adopting a VM under another state id does not rename it.
     """
 
     state_id: str
@@ -274,6 +277,7 @@ class QemuDeclaration:
     pool: str | None = None
     reboot_for_pending: bool = False
     cipassword_serial: int | None = None
+    default_name: str | None = None
     secrets: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def stored(self) -> dict[str, object]:
@@ -371,6 +375,14 @@ def parse_declaration(
             except DeclarationError as exc:
                 problems += [problem.replace("vmid", "clone", 1) for problem in exc.problems]
             return
+        if key == "name_from_id":
+            # The state's name is the state id, not a declared PVE name: the create names the VM so.
+            problem = boolean_problem(key, raw)
+            if problem:
+                problems.append(problem)
+            else:
+                extra["name_from_id"] = raw
+            return
         if key == "full":
             # clone_vm's full is a PVE boolean: PVE's spellings, nothing else.
             full, problem = pve_boolean("full", raw)
@@ -464,6 +476,7 @@ def parse_declaration(
         pool=extra.get("pool"),  # type: ignore[arg-type]
         reboot_for_pending=reboot_for_pending is True,
         cipassword_serial=extra.get("cipassword_serial"),  # type: ignore[arg-type]
+        default_name=state_id if extra.get("name_from_id") else None,
         secrets=secrets,
     )
 

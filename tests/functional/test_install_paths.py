@@ -45,6 +45,7 @@ SOURCES = (
     "_modules",
     "_states",
     "_output",
+    "_runners",
 )
 
 

@@ -4,6 +4,11 @@ diff, a refusal marked, and the summary line counting each family's creates, upd
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -78,3 +83,71 @@ def test_plan_reads_like_a_diff(fresh_cluster, bao_creds, tmp_path):
         "  pool: 1 to create, 0 to update, 0 to destroy, 0 pending restart, 1 refused, 0 no change",
     ], text
     assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests), "a plan never writes"
+
+
+def _static(cluster) -> dict:
+    read_id, read_secret = cluster.seeded.read_token
+    prov_id, prov_secret = cluster.seeded.provision_token
+    return {
+        "read": {"token_id": read_id, "secret": read_secret},
+        "provision": {"token_id": prov_id, "secret": prov_secret},
+    }
+
+
+def _minion(cluster, tmp_path: Path, estate: dict) -> tuple[Path, Path]:
+    """A masterless minion with static credentials whose pillar is ``proxmox: estate``: (its config
+    dir, its estate file, to rewrite)."""
+    pillar = tmp_path / "pillar"
+    pillar.mkdir()
+    (pillar / "top.sls").write_text("base:\n  '*':\n    - estate\n")
+    path = pillar / "estate.sls"
+    path.write_text(yaml.safe_dump({"proxmox": estate}))
+    config_dir = tmp_path / "etc"
+    write_minion_config(
+        config_dir, cluster.url, cluster.cafile, static=_static(cluster), pillar_roots=[str(pillar)]
+    )
+    return config_dir, path
+
+
+def _summary(text: str) -> str:
+    (line,) = [line for line in text.splitlines() if line.startswith(("Plan:", "Apply:"))]
+    return line
+
+
+def test_an_apply_is_labelled_apply_when_nothing_changed_and_when_everything_failed(fresh_cluster, tmp_path):
+    """Salt hands the outputter an apply's returns with ``test`` nowhere in them (``state.apply``
+    takes it as an argument, salt/modules/state.py ``_get_test_value``): a no-change apply and an
+    all-failed apply look like plans unless the outputter reads the command (``__opts__['arg']``)."""
+    config_dir, estate = _minion(fresh_cluster, tmp_path, {"pools": {"prod": {"comment": "Production"}}})
+    apply = ("state.apply", "proxmox")
+    assert _summary(salt_call_text(config_dir, *apply, "test=True")).startswith("Plan: 1 to create")
+    assert _summary(salt_call_text(config_dir, *apply)).startswith("Apply: 1 created")
+    assert _summary(salt_call_text(config_dir, *apply)) == (
+        "Apply: 0 created, 0 updated, 0 destroyed, 0 pending restart, 0 failed, 1 no change."
+    )
+    assert _summary(salt_call_text(config_dir, *apply, "test=True")) == (
+        "Plan: 0 to create, 0 to update, 0 to destroy, 0 pending restart, 0 refused, 1 no change."
+    )
+    estate.write_text(yaml.safe_dump({"proxmox": {"pools": {"bad name": {}}}}))
+    assert _summary(salt_call_text(config_dir, *apply)) == (
+        "Apply: 0 created, 0 updated, 0 destroyed, 0 pending restart, 1 failed, 0 no change."
+    )
+    assert _summary(salt_call_text(config_dir, *apply, "test=True")) == (
+        "Plan: 0 to create, 0 to update, 0 to destroy, 0 pending restart, 1 refused, 0 no change."
+    )
+
+
+@pytest.mark.parametrize(("level", "times"), [("warning", 2), ("critical", 1)])
+def test_a_refusal_prints_once_at_the_log_level_the_readme_gives(fresh_cluster, tmp_path, level, times):
+    """Salt logs every failed state's comment at ERROR (salt/state.py ``format_log``), so at salt-call's
+    default console level (warning) a refusal prints in the log and again in the output; the README's
+    ``--log-level=critical`` leaves the output alone to say it."""
+    config_dir, _ = _minion(fresh_cluster, tmp_path, {"pools": {"bad name": {}}})
+    salt_call = Path(sys.executable).parent / "salt-call"
+    proc = subprocess.run(
+        [str(salt_call), "--local", "-c", str(config_dir), "--out=proxmox_plan", "--no-color",
+         f"--log-level={level}", "state.apply", "proxmox", "test=True"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    said = proc.stdout + proc.stderr
+    assert said.count("pool name 'bad name' contains invalid characters") == times, said

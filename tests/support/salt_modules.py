@@ -42,3 +42,13 @@ class Recorder(dict):
             return {"name": name, "result": True, "changes": {}, "comment": ""}
 
         return call
+
+
+def execution_module(config: dict, test: bool = False) -> ModuleType:
+    """``_modules/proxmox.py`` as a minion with ``--local`` loads it, reading ``config`` (``proxmox:targets``,
+    ``proxmox:ownership_file``, ...) through ``config.get``; outside a state run."""
+    salt = {"config.get": lambda key, default=None: config.get(key, default)}
+    module = load("_modules", "proxmox", salt, test)
+    module.__grains__ = {}
+    module.__opts__ = {"test": test, "local": True}
+    return module

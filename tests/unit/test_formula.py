@@ -193,10 +193,13 @@ def test_a_vm_state_is_named_by_its_key_or_its_name_and_passes_its_keys_as_data(
             "node": "pve1",
             "memory": 2048,
             "secrets_pillar": ["proxmox", "qemu", "app"],
+            # No name: declared: the key is the state id only, so a live VM keeps its own name.
+            "name_from_id": True,
         },
     )
     function, db = states["proxmox-qemu-db-vm"]
     assert function == "proxmox_qemu.present" and db["name"] == "db", "the state's name: the name: key"
+    assert "name_from_id" not in db, "a declared name: is the VM's name"
     assert (db["clone"], db["full"]) == (9000, True)
 
 
@@ -459,7 +462,10 @@ def test_each_salt_keyword_in_an_entry_is_one_failing_state_naming_it(keyword):
         "requisites), and an entry is data only. Remove it: the formula adds the requisites an entry "
         "needs. Nothing was written."
     }
-    assert args(states["proxmox-qemu-ok"]) == ("proxmox_qemu.present", {"name": "ok", "vmid": 202})
+    assert args(states["proxmox-qemu-ok"]) == (
+        "proxmox_qemu.present",
+        {"name": "ok", "vmid": 202, "name_from_id": True},
+    )
 
 
 def test_the_keywords_come_from_salt_itself():

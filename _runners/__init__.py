@@ -1,0 +1,1 @@
+"""Salt runners of salt-proxmox (packaged as ``saltext_proxmox.runners``)."""
