@@ -762,6 +762,110 @@ def firewall_alias_absent(name, test=False, target=None, removal="destroy", stat
     return _object_absent("firewall_alias", name, test, target, state_id, removal, dict(extra, name=name))
 
 
+def _firewall_twins():
+    """``_state``'s ``twins`` for ``proxmox_firewall``: each chunk keyed by the kind its function declares,
+    a rule list by its scope (``salt_proxmox.firewall.rules.chunk_keys``), an object kind with an
+    ObjectSpec as ``_object_twins`` keys it."""
+    from salt_proxmox.firewall import rules as firewall_rules
+    from salt_proxmox.registry import BY_STATE
+    from salt_proxmox.simple import lifecycle as simple
+
+    declaring = BY_STATE["proxmox_firewall"]
+    families = _families()
+
+    def keys_of(chunk, default):
+        kind = declaring.kind_of(chunk.fun) if chunk.state == declaring.state else None
+        if kind is None:
+            return frozenset()
+        if kind.name == firewall_rules.FAMILY:
+            return firewall_rules.chunk_keys(chunk.state, chunk.fun, chunk.name, chunk.target(default))
+        return simple.chunk_keys(families[kind.name], chunk, default)
+
+    return (declaring.state,), keys_of
+
+
+def firewall_rules_get(name, target=None):
+    """
+    The rule list of one scope (``cluster``, ``node/<node>``, ``vm/<vmid>``, ``ct/<vmid>``,
+    ``group/<name>``) as this module compares it: each rule's ``.fw`` line, first rule first.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_rules_get vm/510
+    """
+    from salt_proxmox.firewall import rules as firewall_rules
+    from salt_proxmox.firewall.ruleset import line
+
+    ctx = _context(target)
+    scope = _call(firewall_rules.identify, "adhoc", ctx.target.name, name)
+    firewall = _call(firewall_rules.base, ctx, scope)
+    if firewall is None:
+        return None
+    live = _call(firewall_rules.read, ctx, firewall_rules.rules_path(scope, firewall))
+    return [line(rule) for rule in live.rules]
+
+
+def firewall_rules_present(
+    name, rules=None, test=False, target=None, adopt=False, allow_lockout=False, state_id=None, **extra
+):
+    """
+    Plan (``test=True``) or apply the whole ordered rule list of scope ``name``; returns a state return
+    dict. This is what the ``proxmox_firewall.rules`` state calls.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_rules_present vm/510 \\
+            rules='[{type: in, action: ACCEPT, macro: SSH, enable: 1}]' test=True
+    """
+    from salt_proxmox.firewall import rules as firewall_rules
+
+    return _state(
+        name,
+        target,
+        firewall_rules.present,
+        _switch("test", test),
+        state_id or name,
+        run=extra,
+        twins=_firewall_twins(),
+        name=name,
+        rules=rules,
+        adopt=adopt,
+        allow_lockout=allow_lockout,
+        **declared_keys(extra),
+    )
+
+
+def firewall_rules_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing the rule list of scope ``name``: ``removal=retain`` (default) forgets it,
+    ``removal=destroy`` deletes its rules while they are exactly the last declaration.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_rules_absent node/pve2 removal=destroy test=True
+    """
+    from salt_proxmox.firewall import rules as firewall_rules
+
+    return _state(
+        name,
+        target,
+        firewall_rules.absent,
+        _switch("test", test),
+        state_id or name,
+        run=extra,
+        twins=_firewall_twins(),
+        name=name,
+        removal=removal,
+        **declared_keys(extra),
+    )
+
+
 def pool_get(name, target=None):
     """
     One resource pool: ``{comment, members}`` (members counted). ``None`` only for PVE's

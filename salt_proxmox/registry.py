@@ -183,6 +183,16 @@ _CEPH_POOL = {
 }
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
+#: One cluster rule (a rule list whose scope is ``cluster``): PVE's POST puts it at the top of the empty
+#: list (pve-firewall ``API2/Firewall/Rules.pm`` ``create_rule``), a comment change is one PUT.
+_FW_RULES = {
+    "name": "cluster",
+    "rules": [
+        {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22", "enable": 1, "comment": "Example"}
+    ],
+}
+
+
 _CT = {
     "name": "example-ct",
     "vmid": 190,
@@ -413,6 +423,28 @@ FAMILIES: tuple[Family, ...] = (
                 "wrong type": ("zone", {**_ZONE, "mtu": "big"}, "mtu"),
             },
             applies=(("applied", {"name": "sdn"}),),
+        ),
+    ),
+    Family(
+        name="firewall",
+        state="proxmox_firewall",
+        module="proxmox",
+        calls=_calls(
+            rules=Call("proxmox.firewall_rules_present"),
+            rules_absent=Call("proxmox.firewall_rules_absent"),
+        ),
+        kinds=(Kind("firewall_rules", present="rules", absent="rules_absent"),),
+        section="proxmox:firewall",
+        prefix="proxmox-firewall-",
+        examples=Examples(
+            create=_FW_RULES,
+            update={**_FW_RULES, "rules": [{**_FW_RULES["rules"][0], "comment": "Example, changed"}]},
+            clear={**_FW_RULES, "rules": [{**_FW_RULES["rules"][0], "comment": None}]},
+            delete={"name": "cluster", "removal": "destroy"},
+            bad={
+                **_bad(_FW_RULES, {"name": "cluster"}, "rules", "rules_absent"),
+                "wrong type": ("rules", {**_FW_RULES, "rules": "allow ssh"}, "rules"),
+            },
         ),
     ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC", _CT),

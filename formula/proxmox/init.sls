@@ -31,6 +31,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:sdn                      zones, vnets, subnets: {<key>: proxmox_sdn.zone (type, ...), .vnet
                                    (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
                                    target; apply: true adds proxmox_sdn.applied.
+  proxmox:firewall                 rules: {<scope>: proxmox_firewall.rules (rules, adopt,
+                                   allow_lockout), the scope cluster, node/<node>, vm/<vmid>,
+                                   ct/<vmid> or group/<name>; ensure: absent with removal}; target.
 
 The key of a simple object or policy is its name unless the entry says ``name:``. Targets
 (proxmox:targets) and OpenBao (openbao) are read by the modules with config.get, so they may live in
@@ -54,7 +57,9 @@ dependencies are requisites, so a family fails alone:
 - SDN: a vnet requires its zone, a subnet its vnet, and the SDN apply every SDN object and every node
   apply (it reloads every node);
 - a container or VM requires the interface (on its node) or the vnet its ``netN`` bridge names, when
-  this pillar declares it present, and the apply that runs it.
+  this pillar declares it present, and the apply that runs it;
+- a firewall rule list requires the aliases, IP sets and security groups its rules name and, for a
+  guest's scope (vm/<vmid>, ct/<vmid>), the guest, when this pillar declares them present.
 
 A policy is not a requisite of the PVE states: it runs before them, but a failed or refused policy
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
@@ -188,6 +193,7 @@ SECTIONS = [
 NESTED = [
     ("proxmox:networks", "proxmox-network-", "proxmox_network"),
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
+    ("proxmox:firewall", "proxmox-firewall-", "proxmox_firewall"),
 ]
 
 # The state that fails naming a pillar key (_states/proxmox_pillar.py). Salt's test.configurable_test_state
@@ -200,7 +206,9 @@ GUESTS = ("proxmox:lxc", "proxmox:qemu")
 # The keys an absent container or VM passes on: the rest of its declaration is what it was, not what to do.
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
-SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn"
+SECTION_NAMES = (
+    "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn, firewall"
+)
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
 # read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
@@ -253,6 +261,14 @@ SECRETS = {
     "proxmox:qemu": ("cipassword",),
     "proxmox:storage": ("encryption-key", "keyring", "master-pubkey", "password"),
 }
+
+# proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope
+# (cluster, node/<node>, vm/<vmid>, ct/<vmid>, group/<name>); its state requires the aliases, IP sets and
+# security groups its rules name and, for a guest's scope, the guest, when this pillar declares them
+# present. FIREWALL_OBJECTS: the state id prefix of an IP set's and a group's state.
+FIREWALL_KEYS = {"rules", "target"}
+FIREWALL_OBJECTS = {"ipset": "proxmox-firewall-ipset-", "group": "proxmox-firewall-group-"}
+FIREWALL_RULE_ABSENT_KEYS = ["target", "removal"]
 
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
 NETWORK_ABSENT_KEYS = ["target", "removal"]
@@ -657,6 +673,63 @@ def _storage_needs(declared, storages):
     return needs
 
 
+def _rule_names(rules):
+    """``[(kind, name)]`` of the aliases, IP sets and security groups a rule list names (a rule's
+    ``source``/``dest`` alias or ``+ipset``, a group rule's ``action``), as pve-firewall reads them."""
+    names = []
+    for rule in rules if isinstance(rules, list) else []:
+        if not isinstance(rule, Mapping):
+            continue
+        for key in ("source", "dest"):
+            value = _text(rule.get(key)) or ""
+            found = re.fullmatch(r"(\+)?(?:dc/|guest/)?([A-Za-z][A-Za-z0-9_-]+)", value)
+            if found:
+                names.append(("ipset" if found.group(1) else "alias", found.group(2)))
+        if rule.get("type") == "group" and _text(rule.get("action")):
+            names.append(("group", rule["action"]))
+    return names
+
+
+def _firewall(pillar, states, aliases, guests):
+    """The ``proxmox:firewall`` states. ``aliases``: the alias states by lower-case name; ``guests``:
+    the container and VM states by ``(ct|vm, vmid)``."""
+    firewall = _lookup(pillar, "proxmox:firewall", states, "proxmox-firewall-")
+    if not isinstance(firewall, Mapping):
+        if firewall is not None:
+            what = f"pillar proxmox:firewall is {_shape(firewall)}, not a mapping of {', '.join(sorted(FIREWALL_KEYS))}."
+            _failing(states, "proxmox-firewall-pillar", "proxmox:firewall", what)
+        return
+    _unknown_keys(states, "proxmox-firewall-pillar", "proxmox:firewall", firewall, FIREWALL_KEYS)
+    target = firewall.get("target")
+    prefix = "proxmox-firewall-rules-"
+    for key, declared in _entries(pillar, "proxmox:firewall:rules", prefix, "rule list (rules, adopt, ...)", states):
+        if target is not None and "target" not in declared:
+            declared = {**declared, "target": target}
+        name = declared.get("name", key)
+        if not _present(declared):
+            args = _arguments(name, declared, [], FIREWALL_RULE_ABSENT_KEYS)
+            states[prefix + key] = {"proxmox_firewall.rules_absent": args}
+            continue
+        needs = []
+        for kind, named in _rule_names(declared.get("rules")):
+            if kind == "alias":
+                needs.append(aliases.get(named.lower()))
+            else:
+                state_id = FIREWALL_OBJECTS[kind] + named
+                needs.append({"proxmox_firewall": state_id} if state_id in states else None)
+        scope = _text(name) or ""
+        kind, _, ident = scope.partition("/")
+        if kind == "group":
+            state_id = FIREWALL_OBJECTS["group"] + ident
+            needs.append({"proxmox_firewall": state_id} if state_id in states else None)
+        needs.append(guests.get((kind, ident)))
+        needs = [need for index, need in enumerate(needs) if need is not None and need not in needs[:index]]
+        args = _arguments(name, declared, ["ensure", "name", "removal"])
+        if needs:
+            args.append({"require": needs})
+        states[prefix + key] = {"proxmox_firewall.rules": args}
+
+
 def estate(pillar):
     """The highstate for ``pillar``: state id -> ``{"<module>.<function>": [one {argument: value} per
     argument]}``, in run order."""
@@ -722,6 +795,15 @@ def estate(pillar):
             if needs:
                 args.append({"require": needs})
             states[prefix + key] = {f"{module}.present": args}
+    guests = {}
+    for path, kind in (("proxmox:lxc", "ct"), ("proxmox:qemu", "vm")):
+        prefix, module = next((p, m) for section, p, m, *_ in SECTIONS if section == path)
+        for key, declared in sections[path]:
+            if _present(declared) and declared.get("vmid") is not None:
+                guests[(kind, str(declared["vmid"]))] = {module: prefix + key}
+    aliases = {str(name).lower(): state for name, state in present["proxmox:firewall_aliases"].items()}
+    # After the guests: a guest's rules require it.
+    _firewall(pillar, states, aliases, guests)
     return states
 
 
