@@ -128,14 +128,10 @@ def _in_ipset(address: str, name: str, fw: Firewall, depth: int) -> str:
     """IP set semantics (hash:net with ``nomatch``): the most specific entry holding the address
     decides; ``management`` also holds ``local_network`` (``compile``)."""
     entries = list(fw.ipsets.get(name.lower(), ()))
-    if name.lower() == "management":
-        local = fw.aliases.get("local_network")
-        if local is None:
-            found = [_in(address, str(e.get("cidr", "")), fw, depth + 1) for e in entries
-                     if not e.get("nomatch")]  # fmt: skip
-            return YES if YES in found else MAYBE
-        entries.append({"cidr": local})
-    elif name.lower() not in fw.ipsets:
+    management = name.lower() == "management"
+    if management and "local_network" in fw.aliases:
+        entries.append({"cidr": fw.aliases["local_network"]})
+    elif not management and name.lower() not in fw.ipsets:
         return NO  # a rule naming a missing IP set has errors and is left out
     best, verdict = -1, NO
     for entry in entries:
@@ -151,6 +147,8 @@ def _in_ipset(address: str, name: str, fw: Firewall, depth: int) -> str:
             length = 0
         if length > best:
             best, verdict = length, (NO if entry.get("nomatch") else YES)
+    if management and verdict != YES and "local_network" not in fw.aliases:
+        return MAYBE  # the node's local network, from its routing table, may hold it
     return verdict
 
 

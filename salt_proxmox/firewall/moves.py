@@ -134,9 +134,11 @@ def _increasing(values: list[int]) -> set[int]:
 
 def plan(live: list[Rule], declared: list[Rule]) -> list[Step]:
     """The fewest writes that turn ``live`` into ``declared`` (canonical rules, first rule first)
-    among the pairings ``pairings`` offers, in the order they are to be sent, each with the position
-    it goes to and the list it leaves."""
-    return min((steps_for(live, declared, pairs) for pairs in pairings(live, declared)), key=len)
+    among the pairings ``pairings`` offers, fewest updates first among as many writes, in the order
+    they are to be sent, each with the position it goes to and the list it leaves."""
+    # Of plans as short, the one with the fewest updates: a rule that only moves keeps being itself.
+    plans = (steps_for(live, declared, pairs) for pairs in pairings(live, declared))
+    return min(plans, key=lambda steps: (len(steps), sum(step.op == "update" for step in steps)))
 
 
 def steps_for(live: list[Rule], declared: list[Rule], pairs: dict[int, int]) -> list[Step]:
