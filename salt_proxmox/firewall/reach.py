@@ -1,7 +1,8 @@
 """How this minion reaches the cluster: the connections the firewall must keep letting through
 (``salt_proxmox.firewall.lockout``), found without sending a packet.
 
-- the API: each member of the target (``https://host:port``), its host resolved
+- the API: port 8006 (pveproxy's, whatever port the member's URL names: another one is a proxy's or
+  a forward's, in front of the node) of each member of the target (``https://host:port``), its host resolved
   (``socket.getaddrinfo``), the node it is found by the address ``GET /cluster/status`` lists for
   each node; a member whose address is no node's (a name behind a proxy or a VIP) is judged against
   every node;
@@ -18,6 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from salt_proxmox.firewall.lockout import Traffic
+
+#: The API's port as the node's firewall sees it (pve-firewall ``enable_host_firewall``: ``# PVE API``).
+API_PORT = 8006
 
 
 def route_source(dest: str) -> str | None:
@@ -54,7 +58,7 @@ def traffic(
     by_address = {address: node for node, address in nodes.items()}
     for member in members:
         parts = urlsplit(member)
-        host, port = parts.hostname or "", parts.port or 8006
+        host = parts.hostname or ""
         addresses = lookup(host)
         if not addresses:
             notes.append(f"member {member} does not resolve here, so the firewall is not judged for it")
@@ -64,7 +68,7 @@ def traffic(
                 notes.append(f"no route to member {member} ({address}), so the firewall is not judged for it")
                 continue
             for node in [by_address[address]] if address in by_address else sorted(nodes):
-                found.append(Traffic("API traffic", node, origin, address, port))
+                found.append(Traffic("API traffic", node, origin, address, API_PORT))
     for node, address in sorted(nodes.items()):
         origin = source(address)
         if origin is None:

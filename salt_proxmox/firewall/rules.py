@@ -407,10 +407,13 @@ def with_list(fw: model.Firewall, scope: Scope, rules: list[Rule]) -> model.Fire
     return fw
 
 
-def _planned_firewall(ctx: PveContext, fw: model.Firewall) -> model.Firewall:
-    """``fw`` with what earlier states of this run write (or would): rule lists, and the cluster's
-    and nodes' ``enable``/``policy_in`` as the options states record them (``remember``)."""
+def _planned_firewall(ctx: PveContext, fw: model.Firewall, scope: Scope) -> model.Firewall:
+    """``fw`` with what earlier states of this run write (or would): rule lists but ``scope``'s own,
+    and the cluster's and nodes' ``enable``/``policy_in`` as the options states record them
+    (``remember``)."""
     for name, values in planned(ctx, FAMILY).items():
+        if name == scope.name:
+            continue
         try:
             fw = with_list(fw, parse_scope(name), [dict(rule) for rule in values.get("rules", [])])
         except ValueError:
@@ -436,7 +439,7 @@ def lockout_check(
     if decl.scope.env in ("vm", "ct") or not steps:
         return [], [], steps
     before, nodes = _cluster_firewall(ctx)
-    before = _planned_firewall(ctx, before)
+    before = _planned_firewall(ctx, before, decl.scope)
     traffic, notes = reach.traffic(ctx.target.members, nodes)
     final = with_list(before, decl.scope, list(decl.rules))
     refusals, more = model.lockout(final, traffic, before)
