@@ -8,40 +8,21 @@ alias"), so the rule silently stops matching."""
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
-import requests
 
 from salt_proxmox.firewall import alias, usage
 from salt_proxmox.firewall.lifecycle import present
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple import lifecycle as simple
 from tests.support.cluster import DNS1_NODE, DNS1_VMID, ROUTER_NODE, ROUTER_VMID
+from tests.support.firewall import firewall_admin
 from tests.support.guests import make_context, requests_since, static_targets, writes
-
-ADMIN = "fw-admin@pve!edit"
 
 
 @pytest.fixture
 def admin(fresh_cluster):
     """Another administrator's token, allowed to edit every firewall scope."""
-    secret = secrets.token_hex(16)
-    fresh_cluster.pve.apitokens[ADMIN] = secret
-    fresh_cluster.pve.grant(ADMIN, "/", "Sys.Modify", "Sys.Audit", "VM.Config.Network", "VM.Audit")
-
-    def call(method: str, path: str, **data: str) -> None:
-        answer = requests.request(
-            method,
-            f"{fresh_cluster.url}/api2/json/{path}",
-            data=data,
-            headers={"Authorization": f"PVEAPIToken={ADMIN}={secret}"},
-            verify=fresh_cluster.cafile,
-            timeout=10,
-        )
-        assert answer.status_code == 200, answer.text
-
-    return call
+    return firewall_admin(fresh_cluster)
 
 
 def _owned_alias(fresh_cluster, name: str = "lab_net"):

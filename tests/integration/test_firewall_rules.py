@@ -5,18 +5,15 @@ as PVE writes and parses them (tests/support/firewall.py)."""
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
-import requests
 
 from salt_proxmox.firewall import reach, rules
 from salt_proxmox.firewall.lifecycle import present as alias_present
 from salt_proxmox.ownership.stores import MemoryStore
 from tests.support.cluster import ROUTER_NODE, ROUTER_VMID
+from tests.support.firewall import firewall_admin
 from tests.support.guests import make_context, requests_since, static_targets, writes
 
-ADMIN = "fw-admin@pve!edit"
 SCOPE = f"vm/{ROUTER_VMID}"
 GUEST = f"/nodes/{ROUTER_NODE}/qemu/{ROUTER_VMID}/firewall/rules"
 SSH = {"type": "in", "action": "ACCEPT", "macro": "SSH", "enable": 1, "comment": "ssh"}
@@ -28,22 +25,7 @@ DROP = {"type": "in", "action": "DROP", "enable": 1, "comment": "the rest"}
 @pytest.fixture
 def admin(fresh_cluster):
     """Another administrator's token, allowed to edit every firewall scope."""
-    secret = secrets.token_hex(16)
-    fresh_cluster.pve.apitokens[ADMIN] = secret
-    fresh_cluster.pve.grant(ADMIN, "/", "Sys.Modify", "Sys.Audit", "VM.Config.Network", "VM.Audit")
-
-    def call(method: str, path: str, **data: str) -> None:
-        answer = requests.request(
-            method,
-            f"{fresh_cluster.url}/api2/json/{path}",
-            data=data,
-            headers={"Authorization": f"PVEAPIToken={ADMIN}={secret}"},
-            verify=fresh_cluster.cafile,
-            timeout=10,
-        )
-        assert answer.status_code == 200, answer.text
-
-    return call
+    return firewall_admin(fresh_cluster)
 
 
 class Minion:

@@ -19,7 +19,15 @@ Unit tests in ``tests/unit/test_firewall_rules.py`` pin these rules against PVE'
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
+
+import requests
+
 from tests.support.ceph import CephPve
+
+#: Another administrator's API token, as the firewall tests' edits made meanwhile come from.
+ADMIN = "fw-admin@pve!edit"
 
 #: ``$format_rules``' order of the options after the action (a group rule writes none of them).
 OPTIONS = (
@@ -111,3 +119,25 @@ class FirewallRulesPve(CephPve):
         result = await super()._fw_rule_update(scope, v, user)
         self._round_trip(scope, v)
         return result
+
+
+def firewall_admin(served) -> Callable[..., None]:
+    """``call(method, path, **form)``: a request as another administrator allowed to edit every firewall
+    scope (``ADMIN``, granted Sys.Modify, Sys.Audit, VM.Config.Network and VM.Audit on ``/`` of the
+    served cluster ``served``), asserting PVE answered 200."""
+    secret = secrets.token_hex(16)
+    served.pve.apitokens[ADMIN] = secret
+    served.pve.grant(ADMIN, "/", "Sys.Modify", "Sys.Audit", "VM.Config.Network", "VM.Audit")
+
+    def call(method: str, path: str, **data: str) -> None:
+        answer = requests.request(
+            method,
+            f"{served.url}/api2/json/{path}",
+            data=data,
+            headers={"Authorization": f"PVEAPIToken={ADMIN}={secret}"},
+            verify=served.cafile,
+            timeout=10,
+        )
+        assert answer.status_code == 200, answer.text
+
+    return call
