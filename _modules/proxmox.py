@@ -823,12 +823,14 @@ def firewall_rules_present(
     """
     from salt_proxmox.firewall import rules as firewall_rules
 
+    run = run_config.run_of(extra, __context__)
     return _state(
         name,
         target,
         firewall_rules.present,
         _switch("test", test),
         state_id or name,
+        firewall_rules.run_guests(run),
         run=extra,
         twins=_firewall_twins(),
         name=name,

@@ -324,7 +324,7 @@ def reference_refusals(ctx: PveContext, decl: Declared, firewall: str | None) ->
                 f"the name up as written (verify_rule: no such ipset '{name}'): write +{prefix}{name.lower()}"
             )
             continue
-        if _exists(ctx, decl, kind, name, prefix, have, guest):
+        if _exists(ctx, decl, kind, name, prefix, have):
             continue
         noun = {"alias": "alias", "ipset": "IP set", "group": "security group"}[kind]
         section = {"alias": "firewall_aliases", "ipset": "firewall:ipsets", "group": "firewall:groups"}[kind]
@@ -340,12 +340,12 @@ def reference_refusals(ctx: PveContext, decl: Declared, firewall: str | None) ->
     return refusals
 
 
-def _exists(ctx: PveContext, decl: Declared, kind: str, name: str, prefix: str, have, guest: bool) -> bool:
+def _exists(ctx: PveContext, decl: Declared, kind: str, name: str, prefix: str, have) -> bool:
     """Whether ``kind`` ``name`` exists (cluster scope unless ``guest/``; the guest's own unless
     ``dc/``) or is created or declared earlier in this run."""
     family = {"alias": ALIAS, "ipset": IPSET, "group": GROUP}[kind]
     cluster_ok = prefix != "guest/"
-    own_ok = guest and prefix != "dc/"
+    own_ok = decl.scope.env in ("vm", "ct") and prefix != "dc/"
     if cluster_ok and (name in have[kind] or will_exist(ctx, family, name) or name in planned(ctx, family)):
         return True
     own = f"{decl.scope.name}/{name}"
@@ -356,8 +356,10 @@ def _exists(ctx: PveContext, decl: Declared, kind: str, name: str, prefix: str, 
     )
 
 
-def _cluster_firewall(ctx: PveContext) -> tuple[model.Firewall, dict[str, str]]:
-    """The firewall as it stands, as ``lockout`` models it, and ``{node: address}``."""
+def standing_firewall(ctx: PveContext) -> tuple[model.Firewall, dict[str, str]]:
+    """The firewall as it stands, as ``lockout`` models it, and ``{node: address}`` (``GET
+    /cluster/status``), read with the read credential: what a judge of options or rules hands
+    ``lockout.lockout`` as ``before`` and ``reach.traffic`` as the nodes. Raises what the reads raise."""
     status = _rows(ctx, "cluster/status", "status rows")
     nodes = {
         str(r["name"]): str(r.get("ip", "")) for r in status if r.get("type") == "node" and r.get("name")
@@ -407,12 +409,12 @@ def with_list(fw: model.Firewall, scope: Scope, rules: list[Rule]) -> model.Fire
     return fw
 
 
-def _planned_firewall(ctx: PveContext, fw: model.Firewall, scope: Scope) -> model.Firewall:
+def with_run_plans(ctx: PveContext, fw: model.Firewall, scope: Scope | None = None) -> model.Firewall:
     """``fw`` with what earlier states of this run write (or would): rule lists but ``scope``'s own,
     and the cluster's and nodes' ``enable``/``policy_in`` as the options states record them
     (``remember``)."""
     for name, values in planned(ctx, FAMILY).items():
-        if name == scope.name:
+        if scope is not None and name == scope.name:
             continue
         try:
             fw = with_list(fw, parse_scope(name), [dict(rule) for rule in values.get("rules", [])])
@@ -438,8 +440,8 @@ def lockout_check(
     is planned disabled, then enabled. Guests' rules never touch the nodes' traffic."""
     if decl.scope.env in ("vm", "ct") or not steps:
         return [], [], steps
-    before, nodes = _cluster_firewall(ctx)
-    before = _planned_firewall(ctx, before, decl.scope)
+    before, nodes = standing_firewall(ctx)
+    before = with_run_plans(ctx, before, decl.scope)
     traffic, notes = reach.traffic(ctx.target.members, nodes)
     final = with_list(before, decl.scope, list(decl.rules))
     refusals, more = model.lockout(final, traffic, before)
@@ -484,8 +486,10 @@ def _enabled_after(live, declared, steps, before, traffic, scope) -> list[moves.
     return out
 
 
-def decide(ctx: PveContext, decl: Declared) -> Decision:
-    """The one decision plan and apply share. Raises what the reads raise."""
+def decide(ctx: PveContext, decl: Declared, guests: frozenset[str] = frozenset()) -> Decision:
+    """The one decision plan and apply share. ``guests``: the guest scopes a plan's run creates
+    earlier (``run_guests``): a guest it lists and the cluster does not have yet starts with no
+    rules. Raises what the reads raise."""
     row = ctx.ownership.row(decl.key)
     previous = ctx.ownership.for_state(decl.target, FAMILY, decl.state_id)
     if previous is not None and previous[0] != decl.key:
@@ -495,6 +499,8 @@ def decide(ctx: PveContext, decl: Declared) -> Decision:
             f"declare {old} absent in its own state first, or give this declaration its own state id."
         ])  # fmt: skip
     firewall = base(ctx, decl.scope)
+    if firewall is None and decl.scope.name in guests:
+        return _planned_guest(ctx, decl, row)
     if firewall is None:
         return Decision("refuse", reasons=[
             f"{decl.scope.label}: the cluster lists no guest {decl.scope.key} (GET /cluster/resources); "
@@ -556,15 +562,28 @@ def decide(ctx: PveContext, decl: Declared) -> Decision:
     return Decision("write", path=path, live=live, steps=steps, changes=changes, notes=notes, row=row)
 
 
-def _planned_group(ctx: PveContext, decl: Declared, path: str, row) -> Decision:
-    """A group created earlier in this run (or, in a plan, to be): its list starts empty."""
+def _planned_guest(ctx: PveContext, decl: Declared, row) -> Decision:
+    """A plan's guest created earlier in its run: its list starts empty."""
+    return _planned_group(ctx, decl, "", row, f"guest {decl.scope.key} is created earlier in this run", None)
+
+
+def _planned_group(
+    ctx: PveContext,
+    decl: Declared,
+    path: str,
+    row,
+    said: str | None = None,
+    firewall: str | None = "cluster/firewall",
+) -> Decision:
+    """A group (or, ``said``, a guest) created earlier in this run or, in a plan, to be: its list
+    starts empty."""
     live = Live([], None)
     steps = moves.plan([], list(decl.rules))
     remember(ctx, FAMILY, decl.scope.name, decl.stored())
-    refusals = reference_refusals(ctx, decl, "cluster/firewall")
+    refusals = reference_refusals(ctx, decl, firewall)
     if refusals:
         return Decision("refuse", path=path, live=live, reasons=refusals)
-    notes = [*decl.notes, f"security group {decl.scope.key} is created earlier in this run"]
+    notes = [*decl.notes, said or f"security group {decl.scope.key} is created earlier in this run"]
     if not steps:
         return Decision("noop", path=path, live=live, notes=notes, row=row)
     changes = {
@@ -643,10 +662,26 @@ def carry_out(
     return outcome
 
 
+def run_guests(run: object) -> frozenset[str]:
+    """The guest scopes (``ct/<vmid>``, ``vm/<vmid>``) the ``proxmox_lxc``/``proxmox_qemu`` present
+    states of a state run (``salt_proxmox.run.lowstate.Run``, None outside one) declare: a guest
+    the run creates before its rules (the formula's requisite)."""
+    if run is None:
+        return frozenset()
+    found = set()
+    for state, kind in (("proxmox_lxc", "ct"), ("proxmox_qemu", "vm")):
+        for chunk in run.declared(state):
+            if chunk.fun == "present" and chunk.args.get("vmid") is not None:
+                found.add(f"{kind}/{chunk.args['vmid']}")
+    return frozenset(found)
+
+
 def present(
     ctx: PveContext,
     test: bool,
     state_id: str,
+    guests: frozenset[str] = frozenset(),
+    /,
     name: object = None,
     rules: object = None,
     adopt: object = False,
@@ -658,7 +693,7 @@ def present(
     outcome = Outcome()
     try:
         decl = declare(state_id, ctx.target.name, name, rules, adopt, allow_lockout, **extra)
-        decision = decide(ctx, decl)
+        decision = decide(ctx, decl, guests if test else frozenset())
     except DeclarationError as exc:
         return outcome.refuse(exc)
     except SaltProxmoxError as exc:

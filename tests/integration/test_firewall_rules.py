@@ -239,3 +239,19 @@ def test_a_destroy_deletes_only_a_list_that_is_still_its_last_declaration(fresh_
     admin("POST", GUEST.lstrip("/"), type="in", action="DROP", enable="1")
     done = rules.absent(minion.context(), False, "rules", name=SCOPE, removal="destroy")
     assert done.result is False and "no longer its last declaration" in done.comment[0]
+
+
+def test_a_guest_the_run_creates_first_plans_its_rules_from_an_empty_list(fresh_cluster):
+    """The formula makes a guest's rules require the guest; a plan of both has no guest to read yet."""
+    minion = Minion(fresh_cluster)
+    start = len(fresh_cluster.pve.requests)
+    plan = rules.present(
+        minion.context(), True, "rules-vm/290", frozenset({"vm/290"}), name="vm/290", rules=[SSH]
+    )
+    assert plan.result is None, plan.comment
+    assert plan.changes["writes"] == ["insert `IN SSH(ACCEPT) # ssh`"]
+    assert "guest 290 is created earlier in this run" in plan.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    # Not in the run, the same guest is refused: its firewall has no place to be written.
+    alone = rules.present(minion.context(), True, "rules-vm/290", name="vm/290", rules=[SSH])
+    assert alone.result is False and "lists no guest 290" in alone.comment[0]
