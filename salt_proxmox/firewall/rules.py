@@ -448,10 +448,10 @@ def lockout_check(
     notes += more
     if refusals:
         return refusals, notes, steps
-    passing = _passing(before, decl, live, steps, traffic)
+    passing = _passing(before, decl, steps, traffic)
     if passing:
-        steps = _enabled_after(live, decl.rules, steps, before, traffic, decl.scope)
-        passing = _passing(before, decl, live, steps, traffic)
+        steps = _enabled_after(live, decl.rules, steps)
+        passing = _passing(before, decl, steps, traffic)
         if passing:
             return passing, notes, steps
         notes.append(
@@ -460,7 +460,8 @@ def lockout_check(
     return [], notes, steps
 
 
-def _passing(before, decl, live, steps, traffic) -> list[str]:
+def _passing(before: model.Firewall, decl: Declared, steps: list[moves.Step], traffic) -> list[str]:
+    """The lockout refusals of the states ``steps`` pass through, each naming the write after which."""
     for number, step in enumerate(steps, 1):
         state = with_list(before, decl.scope, [dict(rule) for rule in step.after])
         refusals, _ = model.lockout(state, traffic, before)
@@ -472,7 +473,7 @@ def _passing(before, decl, live, steps, traffic) -> list[str]:
     return []
 
 
-def _enabled_after(live, declared, steps, before, traffic, scope) -> list[moves.Step]:
+def _enabled_after(live: list[Rule], declared: tuple[Rule, ...], steps: list[moves.Step]) -> list[moves.Step]:
     """The plan with each enabled rule it inserts sent disabled, and enabled once the list is in order."""
     inserted = {frozen(step.rule) for step in steps if step.op == "insert" and step.rule.get("enable")}
     quiet = [dict(rule, enable=0) if frozen(rule) in inserted else dict(rule) for rule in declared]
@@ -539,11 +540,8 @@ def decide(ctx: PveContext, decl: Declared, guests: frozenset[str] = frozenset()
         return Decision("refuse", path=path, live=live, row=row, reasons=refusals)
     steps = moves.plan(live.rules, list(decl.rules))
     if decl.allow_lockout:
-        lock, more, steps = [], [], steps
-        if steps and decl.scope.env not in ("vm", "ct"):
-            lock, more, _ = lockout_check(ctx, decl, live.rules, steps)
-            more = more + [f"allow_lockout: true, so this is not refused: {r}" for r in lock]
-        notes += more
+        lock, more, _ = lockout_check(ctx, decl, live.rules, steps)
+        notes += more + [f"allow_lockout: true, so this is not refused: {r}" for r in lock]
     else:
         lock, more, steps = lockout_check(ctx, decl, live.rules, steps)
         notes += more
@@ -555,10 +553,17 @@ def decide(ctx: PveContext, decl: Declared, guests: frozenset[str] = frozenset()
     remember(ctx, FAMILY, decl.scope.name, decl.stored())
     if not steps:
         return Decision("noop", path=path, live=live, notes=notes, row=row)
-    changes = {
-        "rules": {"diff": diff(live.rules, list(decl.rules), decl.scope.name)},
-        "writes": [describe(step, list(decl.rules)) for step in steps],
-    }
+    return _writing(decl, path, live, steps, notes, row)
+
+
+def _writing(
+    decl: Declared, path: str, live: Live, steps: list[moves.Step], notes: list[str], row
+) -> Decision:
+    """The ``write`` decision: the diff, the writes in words, and ``created`` for a list written from
+    none (the plan's summary counts it as a create)."""
+    changes: dict = {"created": {"old": None, "new": decl.scope.label}} if not live.rules else {}
+    changes["rules"] = {"diff": diff(live.rules, list(decl.rules), decl.scope.name)}
+    changes["writes"] = [describe(step, list(decl.rules)) for step in steps]
     return Decision("write", path=path, live=live, steps=steps, changes=changes, notes=notes, row=row)
 
 
@@ -586,11 +591,7 @@ def _planned_group(
     notes = [*decl.notes, said or f"security group {decl.scope.key} is created earlier in this run"]
     if not steps:
         return Decision("noop", path=path, live=live, notes=notes, row=row)
-    changes = {
-        "rules": {"diff": diff([], list(decl.rules), decl.scope.name)},
-        "writes": [describe(step, list(decl.rules)) for step in steps],
-    }
-    return Decision("write", path=path, live=live, steps=steps, changes=changes, notes=notes, row=row)
+    return _writing(decl, path, live, steps, notes, row)
 
 
 # ------------------------------------------------------------------------------ the apply
