@@ -337,3 +337,30 @@ def test_lockout_refuses_a_change_that_drops_what_passes_now_and_only_notes_what
     ]
     refusals, notes = lockout(after, [API], _fw())
     assert refusals == [] and "dropped already" in notes[0]
+
+
+# ------------------------------------------------------------------------------ the Salt skin
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_the_state_passes_test_state_id_and_every_key(test):
+    from tests.support.salt_modules import Recorder, load
+
+    salt = Recorder("proxmox.firewall_rules_present", "proxmox.firewall_rules_absent")
+    module = load("_states", "proxmox_firewall", salt, test, low={"__id__": "fw-id", "name": "vm/510"})
+    assert module.__virtual__() == "proxmox_firewall"
+    module.rules("vm/510", rules=[SSH_RULE], colour="red", __pub_fun="state.apply")
+    module.rules_absent("vm/510", removal="destroy")
+    (present, _, passed), (absent, _, gone) = salt.calls
+    assert (present, passed["test"], passed["state_id"], passed["rules"]) == (
+        "proxmox.firewall_rules_present", test, "fw-id", [SSH_RULE]
+    )  # fmt: skip
+    assert passed["colour"] == "red" and "__pub_fun" not in passed
+    assert (absent, gone["removal"], gone["state_id"]) == (
+        "proxmox.firewall_rules_absent",
+        "destroy",
+        "fw-id",
+    )
+
+
+SSH_RULE = {"type": "in", "action": "ACCEPT", "macro": "SSH", "enable": 1}
