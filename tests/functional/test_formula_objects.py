@@ -39,9 +39,9 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 21, (
+    assert len(pve) == 22, (
         "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one storage, "
-        "one interface, two node applies, one SDN zone, one vnet and the SDN apply"
+        "one interface, two node applies, one SDN zone, one vnet, the SDN apply and one firewall rule list"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -55,6 +55,12 @@ def test_rendered_requisites(tmp_path):
         # web names pool prod (pool:), which the pillar declares: PVE refuses a create into a pool
         # that does not exist.
         "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
+        # CT 120's rules name alias lab_net (PVE refuses a rule naming a missing alias: verify_rule)
+        # and are the container's.
+        "proxmox-firewall-rules-ct/120": [
+            {"proxmox_firewall_alias": "proxmox-firewall-alias-lab_net"},
+            {"proxmox_lxc": "proxmox-lxc-dns"},
+        ],
         "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
         "proxmox-sdn-apply": [
@@ -93,7 +99,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 24, raw  # the example's 22 states and the two pool keys
+    assert len(rows) == 25, raw  # the example's 23 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -124,7 +130,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 22, raw
+        assert len(rows) == 23, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

@@ -255,3 +255,14 @@ def test_a_guest_the_run_creates_first_plans_its_rules_from_an_empty_list(fresh_
     # Not in the run, the same guest is refused: its firewall has no place to be written.
     alone = rules.present(minion.context(), True, "rules-vm/290", name="vm/290", rules=[SSH])
     assert alone.result is False and "lists no guest 290" in alone.comment[0]
+
+
+def test_pve_inserts_at_the_top_whatever_pos_says_and_a_move_ignores_every_other_field(fresh_cluster, admin):
+    """create_rule: unshift @$rules (pos is in the schema and ignored); update_rule with moveto: the
+    rule moves and copy_rule_data is not reached. So the plan never counts on either."""
+    path = GUEST.lstrip("/")
+    admin("POST", path, type="in", action="ACCEPT", proto="tcp", dport="22", enable="1")
+    admin("POST", path, type="in", action="ACCEPT", proto="tcp", dport="80", enable="1", pos="1")
+    assert _live(fresh_cluster) == ["IN ACCEPT -p tcp -dport 80", "IN ACCEPT -p tcp -dport 22"]
+    admin("PUT", f"{path}/0", moveto="2", comment="ignored", enable="0")
+    assert _live(fresh_cluster) == ["IN ACCEPT -p tcp -dport 22", "IN ACCEPT -p tcp -dport 80"]
