@@ -529,11 +529,11 @@ def frozen(rule: Rule) -> tuple:
     return tuple((key, rule[key]) for key in FIELDS if key in rule)
 
 
-def references(rule: Rule) -> list[tuple[str, str, str]]:
-    """What a rule names that must exist: ``[(kind, name, field)]`` with kind ``alias``, ``ipset`` or
-    ``group`` and the name as PVE looks it up (``verify_rule``'s ``check_ipset_or_alias_property``:
-    an alias in lower case, an IP set as written after its ``dc/``/``guest/``/``sdn/`` scope; a group
-    rule's ``action``). ``sdn/`` IP sets belong to SDN and are not listed."""
+def references(rule: Rule) -> list[tuple[str, str, str, str]]:
+    """What a rule names that must exist: ``[(kind, name, field, scope prefix)]`` with kind ``alias``,
+    ``ipset`` or ``group``, the prefix ``dc/``, ``guest/`` or ``''``, and the name as PVE looks it up
+    (``verify_rule``'s ``check_ipset_or_alias_property``: an alias in lower case, an IP set as written
+    after its scope; a group rule's ``action``). ``sdn/`` IP sets belong to SDN and are not listed."""
     found = []
     for key in ("source", "dest"):
         value = rule.get(key)
