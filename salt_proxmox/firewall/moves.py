@@ -132,17 +132,21 @@ def _increasing(values: list[int]) -> set[int]:
     return chosen
 
 
-def plan(live: list[Rule], declared: list[Rule]) -> list[Step]:
+def plan(live: list[Rule], declared: list[Rule], deletes_last: bool = False) -> list[Step]:
     """The fewest writes that turn ``live`` into ``declared`` (canonical rules, first rule first)
     among the pairings ``pairings`` offers, fewest updates first among as many writes, in the order
-    they are to be sent, each with the position it goes to and the list it leaves."""
+    they are to be sent, each with the position it goes to and the list it leaves. ``deletes_last``:
+    the same writes with the deletes sent after the rest (a rule to go stays until the list is in
+    order: the lockout check's other order)."""
     # Of plans as short, the one with the fewest updates: a rule that only moves keeps being itself.
-    plans = (steps_for(live, declared, pairs) for pairs in pairings(live, declared))
+    plans = (steps_for(live, declared, pairs, deletes_last) for pairs in pairings(live, declared))
     return min(plans, key=lambda steps: (len(steps), sum(step.op == "update" for step in steps)))
 
 
-def steps_for(live: list[Rule], declared: list[Rule], pairs: dict[int, int]) -> list[Step]:
-    """Steps 2 to 4 of the module docstring for one pairing."""
+def steps_for(
+    live: list[Rule], declared: list[Rule], pairs: dict[int, int], deletes_last: bool = False
+) -> list[Step]:
+    """Steps 2 to 4 of the module docstring for one pairing (the deletes last with ``deletes_last``)."""
     # The current list: (declared index or None for a rule to delete, rule as it stands).
     current: list[tuple[int | None, Rule]] = [(pairs.get(i), dict(rule)) for i, rule in enumerate(live)]
     steps: list[Step] = []
@@ -150,11 +154,17 @@ def steps_for(live: list[Rule], declared: list[Rule], pairs: dict[int, int]) -> 
     def snapshot() -> tuple[tuple, ...]:
         return tuple(frozen(rule) for _, rule in current)
 
-    for pos in range(len(current) - 1, -1, -1):
-        if current[pos][0] is None:
-            _, rule = current.pop(pos)
-            steps.append(Step("delete", rule, pos=pos, before=rule, after=snapshot()))
+    def delete() -> None:
+        for pos in range(len(current) - 1, -1, -1):
+            if current[pos][0] is None:
+                _, rule = current.pop(pos)
+                steps.append(Step("delete", rule, pos=pos, before=rule, after=snapshot()))
+
+    if not deletes_last:
+        delete()
     for pos, (j, rule) in enumerate(current):
+        if j is None:
+            continue
         want = declared[j]
         if frozen(rule) != frozen(want):
             put, clear = changed_fields(rule, want)
@@ -165,7 +175,7 @@ def steps_for(live: list[Rule], declared: list[Rule], pairs: dict[int, int]) -> 
     for j in sorted((j for j in range(len(declared)) if j not in kept), reverse=True):
         current.insert(0, (j, dict(declared[j])))
         steps.append(Step("insert", dict(declared[j]), after=snapshot()))
-    order = [j for j, _ in current]
+    order = [j for j, _ in current if j is not None]
     stay = {order[index] for index in _increasing(order)}
     placed = set(stay)
     for j in sorted(set(order) - stay):
@@ -179,6 +189,8 @@ def steps_for(live: list[Rule], declared: list[Rule], pairs: dict[int, int]) -> 
             continue
         moveto = target + 1 if target > pos else target
         steps.append(Step("move", entry[1], pos=pos, before=entry[1], moveto=moveto, after=snapshot()))
+    if deletes_last:
+        delete()
     assert [frozen(rule) for _, rule in current] == [frozen(rule) for rule in declared]
     return steps
 

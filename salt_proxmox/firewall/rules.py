@@ -18,8 +18,9 @@ What it refuses at plan, besides a rule PVE would refuse (``ruleset.canonical``)
   which then matches nothing (``generate_group_rules``);
 - **a lockout**: a plan whose end state, or any state its writes pass through, would drop this
   minion's connection to a member's API or a node's SSH that the firewall lets through now
-  (``salt_proxmox.firewall.lockout``), unless ``allow_lockout: true``. An insert at the top that would
-  drop it for the moment until its move is made is sent disabled and enabled after the move instead.
+  (``salt_proxmox.firewall.lockout``), unless ``allow_lockout: true``. A change that would drop it
+  only in between two writes is sent in another order (the deletes last), or with each insert sent
+  disabled and enabled once in place.
 
 Concurrency: PVE's POST takes no digest and always inserts at position 0; a PUT with ``moveto``
 ignores every other field. So before every write the list is read again and must be exactly the list
@@ -436,8 +437,9 @@ def lockout_check(
 ) -> tuple[list[str], list[str], list[moves.Step]]:
     """``(refusals, notes, steps)``: the lockout model (``salt_proxmox.firewall.lockout``) run on the
     end state and on every state the writes pass through, for a scope that filters the nodes' own
-    traffic (cluster, node, security group). An insert that would drop the minion only until its move
-    is planned disabled, then enabled. Guests' rules never touch the nodes' traffic."""
+    traffic (cluster, node, security group). A change that would drop the minion only in between two
+    writes is planned in another order (the deletes last), or with each insert sent disabled and
+    enabled once in place; ``steps`` is the plan to send. Guests' rules never touch the nodes' traffic."""
     if decl.scope.env in ("vm", "ct") or not steps:
         return [], [], steps
     before, nodes = standing_firewall(ctx)
@@ -449,15 +451,20 @@ def lockout_check(
     if refusals:
         return refusals, notes, steps
     passing = _passing(before, decl, steps, traffic)
-    if passing:
-        steps = _enabled_after(live, decl.rules, steps)
-        passing = _passing(before, decl, steps, traffic)
-        if passing:
-            return passing, notes, steps
-        notes.append(
-            "an insert that would drop this minion until its move is sent disabled and enabled after it"
-        )
-    return [], notes, steps
+    if not passing:
+        return [], notes, steps
+    # Other orders of the same writes, then inserts sent disabled and enabled once in place (one
+    # more write each): the first whose every state lets the minion through.
+    for deletes_last, quiet in ((True, False), (False, True), (True, True)):
+        other = moves.plan(live, list(decl.rules), deletes_last)
+        if quiet:
+            other = _enabled_after(live, decl.rules, other, deletes_last)
+        if not _passing(before, decl, other, traffic):
+            how = ["the deletes are sent last"] if deletes_last else []
+            how += ["an insert is sent disabled and enabled once in place"] if quiet else []
+            notes.append("so that no write leaves a state that drops this minion, " + " and ".join(how))
+            return [], notes, other
+    return passing, notes, steps
 
 
 def _passing(before: model.Firewall, decl: Declared, steps: list[moves.Step], traffic) -> list[str]:
@@ -473,11 +480,13 @@ def _passing(before: model.Firewall, decl: Declared, steps: list[moves.Step], tr
     return []
 
 
-def _enabled_after(live: list[Rule], declared: tuple[Rule, ...], steps: list[moves.Step]) -> list[moves.Step]:
+def _enabled_after(
+    live: list[Rule], declared: tuple[Rule, ...], steps: list[moves.Step], deletes_last: bool = False
+) -> list[moves.Step]:
     """The plan with each enabled rule it inserts sent disabled, and enabled once the list is in order."""
     inserted = {frozen(step.rule) for step in steps if step.op == "insert" and step.rule.get("enable")}
     quiet = [dict(rule, enable=0) if frozen(rule) in inserted else dict(rule) for rule in declared]
-    out = moves.plan(live, quiet)
+    out = moves.plan(live, quiet, deletes_last)
     current = [dict(rule) for rule in out[-1].after] if out else [dict(rule) for rule in live]
     for pos, rule in enumerate(declared):
         if frozen(rule) in inserted and not current[pos].get("enable"):

@@ -266,3 +266,23 @@ def test_pve_inserts_at_the_top_whatever_pos_says_and_a_move_ignores_every_other
     assert _live(fresh_cluster) == ["IN ACCEPT -p tcp -dport 80", "IN ACCEPT -p tcp -dport 22"]
     admin("PUT", f"{path}/0", moveto="2", comment="ignored", enable="0")
     assert _live(fresh_cluster) == ["IN ACCEPT -p tcp -dport 22", "IN ACCEPT -p tcp -dport 80"]
+
+
+def test_deletes_go_last_when_deleting_first_would_cut_the_minion_off_in_between(guarded):
+    """Deleting the first ACCEPT before the second one moves above the DROP would drop the minion in
+    between, though the end state lets it through: the same writes go with the delete last."""
+    minion = Minion(guarded)
+    guarded.pve.firewall_config("cluster")["options"]["policy_in"] = "ACCEPT"
+    first = {"type": "in", "action": "ACCEPT", "source": "10.9.9.0/24", "enable": 1, "comment": "one"}
+    rest = {"type": "in", "action": "DROP", "enable": 1, "comment": "the rest"}
+    second = {"type": "in", "action": "ACCEPT", "source": "10.9.9.9", "enable": 1, "comment": "two"}
+    assert minion.run(False, scope="cluster", rules=[first, rest, second], allow_lockout=True)[0].result
+    plan, sent = minion.run(True, scope="cluster", rules=[second, rest])
+    assert plan.result is None and sent == [], plan.comment
+    writes_planned = plan.changes["writes"]
+    assert writes_planned[0].startswith("move ") and writes_planned[1:] == [
+        "delete `IN ACCEPT -source 10.9.9.0/24 # one`"
+    ]
+    assert any("the deletes are sent last" in line for line in plan.comment)
+    done, sent = minion.run(False, scope="cluster", rules=[second, rest])
+    assert done.result is True and [m for m, *_ in sent] == ["PUT", "DELETE"], done.comment

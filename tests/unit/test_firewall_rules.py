@@ -212,6 +212,12 @@ def test_the_plan_reaches_the_declaration_with_the_fewest_writes(live, declared)
         assert tuple(frozen(r) for r in current) == step.after
     assert [frozen(r) for r in current] == [frozen(r) for r in declared]
     assert len(steps) == _bfs(live, declared)
+    # The lockout check's other order: the same list reached with the deletes sent last.
+    current = live
+    for step in moves.plan(live, declared, deletes_last=True):
+        current = moves.simulate(current, step)
+        assert tuple(frozen(r) for r in current) == step.after
+    assert [frozen(r) for r in current] == [frozen(r) for r in declared]
 
 
 A, B, C, D = (_rule(port) for port in ("22", "80", "443", "53"))
@@ -364,3 +370,20 @@ def test_the_state_passes_test_state_id_and_every_key(test):
 
 
 SSH_RULE = {"type": "in", "action": "ACCEPT", "macro": "SSH", "enable": 1}
+
+
+def test_a_state_between_two_writes_that_drops_the_minion_is_named_by_its_write():
+    """lockout_check judges every state the writes pass through, not only the end."""
+    first = canonical({"type": "in", "action": "ACCEPT", "source": "10.0.0.0/24", "enable": 1}, "cluster")
+    rest = canonical({"type": "in", "action": "DROP", "enable": 1}, "cluster")
+    second = canonical({"type": "in", "action": "ACCEPT", "source": "10.0.0.5", "enable": 1}, "cluster")
+    before = _fw([first, rest, second], options={"enable": 1, "policy_in": "ACCEPT"})
+    decl = rules.declare("s", "t", "cluster", [second, rest])
+    deletes_first = moves.plan([first, rest, second], [second, rest])
+    assert [step.op for step in deletes_first] == ["delete", "move"]
+    named = rules._passing(before, decl, deletes_first, [API])
+    assert named == [
+        "after write 1 of 2 (delete `IN ACCEPT -source 10.0.0.0/24`): cluster rule 0 `IN DROP` would drop "
+        "this minion's API traffic (tcp 10.0.0.5 → 10.0.0.11:8006 on node pve1)"
+    ]
+    assert rules._passing(before, decl, moves.plan([first, rest, second], [second, rest], True), [API]) == []
