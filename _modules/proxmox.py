@@ -696,7 +696,11 @@ def _object_twins(family):
 
     def keys_of(chunk, default):
         kind = declaring.kind_of(chunk.fun) if chunk.state == declaring.state else None
-        return simple.chunk_keys(families[kind.name], chunk, default) if kind else frozenset()
+        if kind is None:
+            return frozenset()
+        if kind.keys is not None:  # a kind the simple lifecycle does not run (a firewall rule list)
+            return kind.row_keys(chunk, default)
+        return simple.chunk_keys(families[kind.name], chunk, default)
 
     return (declaring.state,), keys_of
 
@@ -909,6 +913,90 @@ def firewall_alias_absent(name, test=False, target=None, removal="retain", state
         salt-call proxmox.firewall_alias_absent web_hosts removal=destroy test=True
     """
     return _object_absent("firewall_alias", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def firewall_rules_get(name, target=None):
+    """
+    The rule list of one scope (``cluster``, ``node/<node>``, ``vm/<vmid>``, ``ct/<vmid>``,
+    ``group/<name>``) as this module compares it: each rule's ``.fw`` line, first rule first.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_rules_get vm/510
+    """
+    from salt_proxmox.firewall import rules as firewall_rules
+    from salt_proxmox.firewall.ruleset import line
+
+    ctx = _context(target)
+    scope = _call(firewall_rules.identify, "adhoc", ctx.target.name, name)
+    firewall = _call(firewall_rules.base, ctx, scope)
+    if firewall is None:
+        return None
+    live = _call(firewall_rules.read, ctx, firewall_rules.rules_path(scope, firewall))
+    return [line(rule) for rule in live.rules]
+
+
+def firewall_rules_present(
+    name, rules=None, test=False, target=None, adopt=False, allow_lockout=False, state_id=None, **extra
+):
+    """
+    Plan (``test=True``) or apply the whole ordered rule list of scope ``name``; returns a state return
+    dict. This is what the ``proxmox_firewall.rules`` state calls.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_rules_present vm/510 \\
+            rules='[{type: in, action: ACCEPT, macro: SSH, enable: 1}]' test=True
+    """
+    from salt_proxmox.firewall import rules as firewall_rules
+
+    run = run_config.run_of(extra, __context__)
+    return _state(
+        name,
+        target,
+        firewall_rules.present,
+        _switch("test", test),
+        state_id or name,
+        firewall_rules.run_guests(run),
+        run=extra,
+        twins=_object_twins("firewall_rules"),
+        name=name,
+        rules=rules,
+        adopt=adopt,
+        allow_lockout=allow_lockout,
+        **declared_keys(extra),
+    )
+
+
+def firewall_rules_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing the rule list of scope ``name``: ``removal=retain`` (default) forgets it,
+    ``removal=destroy`` deletes its rules while they are exactly the last declaration.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.firewall_rules_absent node/pve2 removal=destroy test=True
+    """
+    from salt_proxmox.firewall import rules as firewall_rules
+
+    return _state(
+        name,
+        target,
+        firewall_rules.absent,
+        _switch("test", test),
+        state_id or name,
+        run=extra,
+        twins=_object_twins("firewall_rules"),
+        name=name,
+        removal=removal,
+        **declared_keys(extra),
+    )
 
 
 def pool_get(name, target=None):

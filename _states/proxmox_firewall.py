@@ -1,5 +1,6 @@
-"""State module ``proxmox_firewall``: the PVE firewall's options, IP sets and security groups, planned
-with ``test=True`` and applied without it, by the same decision.
+"""State module ``proxmox_firewall``: the PVE firewall of the cluster, its nodes, guests and security
+groups — options, ordered rule lists, IP sets and security groups — planned with ``test=True`` and
+applied without it, by the same decision.
 
 .. code-block:: yaml
 
@@ -8,6 +9,14 @@ with ``test=True`` and applied without it, by the same decision.
         - ebtables: 0                  # the scope's options as PVE spells them; PVE's defaults are no drift
         - policy_in: DROP
         - allow_lockout: false         # true lets a change through that would cut this minion off
+
+    vm/510:
+      proxmox_firewall.rules:
+        - rules:                            # the whole ordered list, first rule first
+          - {type: in, action: ACCEPT, macro: SSH, source: +admins, enable: 1, comment: ssh}
+          - {type: group, action: webgrp, enable: 1}
+        - adopt: false                      # true: own a list this minion did not write, whole
+        - allow_lockout: false              # true: allow a change the model says drops this minion
 
     admins:
       proxmox_firewall.ipset:
@@ -25,7 +34,9 @@ with ``test=True`` and applied without it, by the same decision.
       proxmox_firewall.ipset_absent:
         - removal: destroy             # refused while rules still name it
 
-IP set and group names are lower case (PVE reads them back so). The logic lives in
+A rule list's name is its scope: ``cluster``, ``node/<node>``, ``vm/<vmid>``, ``ct/<vmid>`` or
+``group/<name>``; a rule without ``enable`` is stored disabled, as PVE stores it. IP set and group names
+are lower case (PVE reads them back so). The logic lives in
 ``salt_proxmox.firewall`` behind the ``proxmox`` execution module."""
 
 __virtualname__ = "proxmox_firewall"
@@ -65,3 +76,19 @@ def group_absent(name, target=None, removal="retain"):
     """Stop managing security group ``name``: retain (default) or destroy an owned, unchanged, empty,
     unused one."""
     return __salt__["proxmox.run_state"](globals(), "group_absent", locals())
+
+
+def rules(name, rules=None, target=None, adopt=False, allow_lockout=False, **kwargs):
+    """Ensure the rule list of scope ``name`` is ``rules``, in order: the fewest inserts, moves, updates
+    and deletes, each sent after a read that shows the list as planned (a PUT or DELETE with its
+    digest). Rules this minion did not write are refused unless ``adopt: true``; a change that would
+    drop this minion's API or SSH traffic unless ``allow_lockout: true``.
+    """
+    return __salt__["proxmox.run_state"](globals(), "rules", locals())
+
+
+def rules_absent(name, target=None, removal="retain", **kwargs):
+    """Stop managing the rule list of scope ``name``: ``removal: retain`` forgets it, ``removal:
+    destroy`` deletes its rules when they are still exactly the last declaration.
+    """
+    return __salt__["proxmox.run_state"](globals(), "rules_absent", locals())

@@ -144,6 +144,17 @@ proxmox:
     groups:
       webgrp:                                          # rules use it with type: group, action: webgrp
         comment: Web tier
+    # Rule lists, keyed by scope (cluster, node/<node>, vm/<vmid>, ct/<vmid>, group/<name>): the
+    # whole ordered list, first rule first, planned as the fewest inserts, moves, updates and deletes.
+    # Rules the list holds that this minion did not write are refused unless `adopt: true`; a change
+    # that would cut this minion off the API or SSH unless `allow_lockout: true`. A rule without
+    # `enable` is stored disabled, as PVE stores it: write `enable: 1`.
+    rules:
+      ct/120:                   # the resolver's own firewall (Firewall of CT 120)
+        rules:
+          - {type: in, action: ACCEPT, macro: DNS, source: lab_net, enable: 1, comment: lab clients}
+          - {type: in, action: ACCEPT, macro: SSH, source: lab_net, enable: 1, comment: ssh from the lab}
+          - {type: in, action: DROP, enable: 1, log: info, comment: the rest}
 
   # Resource pools; members are not managed here.
   pools:

@@ -63,6 +63,18 @@ class Kind:
     absent: str = "absent"
     spec: str | None = None
     examples: Examples | None = None
+    #: ``"module:function"`` keying a chunk of a kind without ``spec`` (``(chunk, default_target) ->
+    #: row keys``): a firewall rule list by its scope.
+    keys: str | None = None
+    #: ``"module:function"`` exporting a kind without ``spec`` (``(ctx, bao, keep) -> Found``,
+    #: ``salt_proxmox.export``).
+    export: str | None = None
+
+    def row_keys(self, chunk: object, default_target: str | None) -> frozenset[str]:
+        """The ownership row keys ``chunk`` declares, by ``keys``. Raises LookupError without it."""
+        if self.keys is None:
+            raise LookupError(f"{self.name}: no keys function")
+        return _imported(self.keys)(chunk, default_target)
 
     def load(self) -> object:
         """Its ``ObjectSpec``, imported. Raises LookupError for a kind without one."""
@@ -220,6 +232,14 @@ _VNET = {"name": "exvnet", "zone": "exzone", "alias": "Example"}
 _SUBNET = {"name": "10.9.8.0/24", "vnet": "exvnet", "gateway": "10.9.8.1", "snat": False}
 #: The zone (and for a subnet the vnet) the vnet and subnet examples are made in.
 _SDN_GIVEN = (("proxmox_sdn", "zone", {"name": "exzone", "type": "simple"}),)
+#: One cluster rule (a rule list whose scope is ``cluster``): PVE's POST puts it at the top of the empty
+#: list (pve-firewall ``API2/Firewall/Rules.pm`` ``create_rule``), a comment change is one PUT.
+_FW_RULES = {
+    "name": "cluster",
+    "rules": [
+        {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22", "enable": 1, "comment": "Example"}
+    ],
+}
 _CT = {
     "name": "example-ct",
     "vmid": 190,
@@ -518,6 +538,8 @@ FAMILIES: tuple[Family, ...] = (
         state="proxmox_firewall",
         module="proxmox",
         calls=_calls(
+            rules=Call("proxmox.firewall_rules_present"),
+            rules_absent=Call("proxmox.firewall_rules_absent"),
             group=Call("proxmox.firewall_group_present"),
             group_absent=Call("proxmox.firewall_absent", fixed=MappingProxyType({"kind": "group"})),
             ipset=Call("proxmox.firewall_ipset_present"),
@@ -531,6 +553,23 @@ FAMILIES: tuple[Family, ...] = (
                 present="group",
                 absent="group_absent",
                 spec="salt_proxmox.firewall.group:SPEC",
+            ),
+            Kind(
+                "firewall_rules",
+                present="rules",
+                absent="rules_absent",
+                keys="salt_proxmox.firewall.rules:declared_keys",
+                export="salt_proxmox.firewall.rules:export",
+                examples=Examples(
+                    create=_FW_RULES,
+                    update={**_FW_RULES, "rules": [{**_FW_RULES["rules"][0], "comment": "Example, changed"}]},
+                    clear={**_FW_RULES, "rules": [{**_FW_RULES["rules"][0], "comment": None}]},
+                    delete={"name": "cluster", "removal": "destroy"},
+                    bad={
+                        **_bad(_FW_RULES, {"name": "cluster"}, "rules", "rules_absent"),
+                        "wrong type": ("rules", {**_FW_RULES, "rules": "allow ssh"}, "rules"),
+                    },
+                ),
             ),
             Kind(
                 "firewall_ipset",

@@ -39,7 +39,10 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    target; apply: true adds proxmox_sdn.applied.
   proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
                                    proxmox_firewall.ipset (scope, comment, cidrs)}, groups: {<name>:
-                                   proxmox_firewall.group (comment)}; target. ensure: absent as above.
+                                   proxmox_firewall.group (comment)}, rules: {<scope>:
+                                   proxmox_firewall.rules (rules, adopt, allow_lockout), the scope
+                                   cluster, node/<node>, vm/<vmid>, ct/<vmid> or group/<name>}; target.
+                                   ensure: absent as above.
 
 The key of a simple object or policy is its name unless the entry says ``name:``. Targets
 (proxmox:targets) and OpenBao (openbao) are read by the modules with config.get, so they may live in
@@ -68,6 +71,8 @@ dependencies are requisites, so a family fails alone:
 - the firewall runs after the guests (LATE): a guest scope's options, IP sets and aliases
   (``vm/<vmid>``, ``ct/<vmid>``) require the container or VM of that vmid, and an IP set requires the aliases its
   entries name, when this pillar declares them present.
+- a firewall rule list requires the aliases, IP sets and security groups its rules name and, for a
+  guest's scope (vm/<vmid>, ct/<vmid>), the guest, when this pillar declares them present.
 
 A policy is not a requisite of the PVE states: it runs before them, but a failed or refused policy
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
@@ -310,13 +315,20 @@ SECRETS = {
     "proxmox:storage": ("encryption-key", "keyring", "master-pubkey", "password"),
 }
 
+# proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope
+# (cluster, node/<node>, vm/<vmid>, ct/<vmid>, group/<name>); its state requires the aliases, IP sets and
+# security groups its rules name and, for a guest's scope, the guest, when this pillar declares them
+# present. FIREWALL_OBJECTS: the state id prefix of an IP set's and a group's state.
+FIREWALL_OBJECTS = {"ipset": "proxmox-firewall-ipset-", "group": "proxmox-firewall-group-"}
+FIREWALL_RULE_ABSENT_KEYS = ["target", "removal"]
+
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
 NETWORK_ABSENT_KEYS = ["target", "removal"]
 # The keys of a node under proxmox:networks, and of proxmox:sdn.
 NODE_KEYS = {"interfaces", "apply", "target"}
 SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
 # The keys of proxmox:firewall, and what each kind's absent state passes on besides target and removal.
-FIREWALL_KEYS = {"options", "ipsets", "groups", "target"}
+FIREWALL_KEYS = {"options", "ipsets", "groups", "rules", "target"}
 
 
 def _shape(value):
@@ -703,7 +715,7 @@ def _firewall(pillar, states, guests, aliases):
     firewall = _lookup(pillar, "proxmox:firewall", states, "proxmox-firewall-")
     if not isinstance(firewall, Mapping):
         if firewall is not None:
-            what = f"pillar proxmox:firewall is {_shape(firewall)}, not a mapping of options, ipsets, groups."
+            what = f"pillar proxmox:firewall is {_shape(firewall)}, not a mapping of options, ipsets, groups, rules."
             _failing(states, "proxmox-firewall-pillar", "proxmox:firewall", what)
         return
     _unknown_keys(states, "proxmox-firewall-pillar", "proxmox:firewall", firewall, FIREWALL_KEYS)
@@ -733,6 +745,7 @@ def _firewall(pillar, states, guests, aliases):
             needs = [need for i, need in enumerate(needs) if need is not None and need not in needs[:i]]
             if needs:
                 states[prefix + key][f"proxmox_firewall.{fun}"].append({"require": needs})
+    _firewall_rules(pillar, states, aliases, guests, target)
 
 
 def _bridge_needs(declared, bridges):
@@ -770,6 +783,55 @@ def _storage_needs(declared, storages):
             if need is not None and need not in needs:
                 needs.append(need)
     return needs
+
+
+def _rule_names(rules):
+    """``[(kind, name)]`` of the aliases, IP sets and security groups a rule list names (a rule's
+    ``source``/``dest`` alias or ``+ipset``, a group rule's ``action``), as pve-firewall reads them."""
+    names = []
+    for rule in rules if isinstance(rules, list) else []:
+        if not isinstance(rule, Mapping):
+            continue
+        for key in ("source", "dest"):
+            value = _text(rule.get(key)) or ""
+            found = re.fullmatch(r"(\+)?(?:dc/|guest/)?([A-Za-z][A-Za-z0-9_-]+)", value)
+            if found:
+                names.append(("ipset" if found.group(1) else "alias", found.group(2)))
+        if rule.get("type") == "group" and _text(rule.get("action")):
+            names.append(("group", rule["action"]))
+    return names
+
+
+def _firewall_rules(pillar, states, aliases, guests, target):
+    """The ``proxmox:firewall:rules`` states (after the firewall's objects). ``aliases``: the alias
+    states by lower-case name; ``guests``: the container and VM states by vmid."""
+    prefix = "proxmox-firewall-rules-"
+    for key, declared in _entries(pillar, "proxmox:firewall:rules", prefix, "rule list (rules, adopt, ...)", states):
+        if target is not None and "target" not in declared:
+            declared = {**declared, "target": target}
+        name = declared.get("name", key)
+        if not _present(declared):
+            args = _arguments(name, declared, [], FIREWALL_RULE_ABSENT_KEYS)
+            states[prefix + key] = {"proxmox_firewall.rules_absent": args}
+            continue
+        needs = []
+        for kind, named in _rule_names(declared.get("rules")):
+            if kind == "alias":
+                needs.append(aliases.get(named.lower()))
+            else:
+                state_id = FIREWALL_OBJECTS[kind] + named
+                needs.append({"proxmox_firewall": state_id} if state_id in states else None)
+        scope = _text(name) or ""
+        kind, _, ident = scope.partition("/")
+        if kind == "group":
+            state_id = FIREWALL_OBJECTS["group"] + ident
+            needs.append({"proxmox_firewall": state_id} if state_id in states else None)
+        needs.append(guests.get(int(ident)) if kind in ("vm", "ct") and ident.isdigit() else None)
+        needs = [need for index, need in enumerate(needs) if need is not None and need not in needs[:index]]
+        args = _arguments(name, declared, ["ensure", "name", "removal"])
+        if needs:
+            args.append({"require": needs})
+        states[prefix + key] = {"proxmox_firewall.rules": args}
 
 
 def estate(pillar):

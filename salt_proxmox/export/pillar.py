@@ -80,6 +80,8 @@ def exporter(family: registry.Family, kind: registry.Kind) -> Callable[..., Foun
         return lambda ctx, bao, keep: guests.export(ctx, guest, keep)
     if family.module == "openbao":
         return lambda ctx, bao, keep: policies.export(bao, keep)
+    if kind.export is not None:
+        return registry._imported(kind.export)
     raise LookupError(f"{family.name}: no export (salt_proxmox.export.pillar.exporter)")
 
 
@@ -93,7 +95,12 @@ def _unique(section: Mapping, key: str, suffix: object) -> str:
 
 
 #: The firewall's kinds by their key under ``proxmox:firewall`` (the formula's ``FIREWALL_KEYS``).
-FIREWALL = {"firewall_options": "options", "firewall_ipset": "ipsets", "firewall_group": "groups"}
+FIREWALL = {
+    "firewall_options": "options",
+    "firewall_ipset": "ipsets",
+    "firewall_group": "groups",
+    "firewall_rules": "rules",
+}
 
 
 def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exported) -> None:

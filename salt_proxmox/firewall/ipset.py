@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -392,21 +392,19 @@ def notes(decl: Declared) -> list[str]:
     return []
 
 
-#: The no-lockout check a change to ``management`` or ``blacklist`` is handed to: ``(ctx, decl, before,
-#: after) -> refusals``; None until it is installed (``salt_proxmox.firewall.lockout``).
-LOCKOUT: Callable[[PveContext, Declared, list, list], list[str]] | None = None
-
-
 def lockout_refusals(ctx: PveContext, decl: Declared, live: Mapping[str, object] | None) -> list[str]:
-    """The one call site of the no-lockout check for IP sets: a change to a cluster ``management`` or
-    ``blacklist`` set handed to ``LOCKOUT``; ``[]`` when none is installed or the set is another."""
-    if (
-        decl.names["scope"] != "cluster"
-        or decl.names["name"] not in ("management", "blacklist")
-        or LOCKOUT is None
-    ):
+    """The one call site of the no-lockout check for IP sets: a change to the cluster's ``management``
+    or ``blacklist`` set judged by ``firewall.guard.ipset_lockout``; ``[]`` for another set or with
+    ``allow_lockout: true``. Raises what its reads raise."""
+    if decl.names["scope"] != "cluster" or decl.names["name"] not in ("management", "blacklist"):
         return []
-    return LOCKOUT(ctx, decl, list((live or {}).get("cidrs", [])), list(decl.values["cidrs"]))
+    if decl.names.get("allow_lockout"):
+        return []
+    from salt_proxmox.firewall import guard  # rules → … → ipset: imported when judged
+
+    return guard.ipset_lockout(
+        ctx, decl.names["name"], list((live or {}).get("cidrs", [])), list(decl.values["cidrs"])
+    )
 
 
 def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> Outcome:

@@ -40,7 +40,7 @@ What PVE does, and so how this family compares and writes:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -345,19 +345,16 @@ def dropping(decl: Declared, live: Mapping[str, object] | None) -> dict[str, obj
     return cut
 
 
-#: The no-lockout check a dropping change is handed to: ``(ctx, scope, changes) -> refusals``. None
-#: until the check is installed (``salt_proxmox.firewall.lockout``); then it is set at import.
-LOCKOUT: Callable[[PveContext, str, Mapping[str, object]], list[str]] | None = None
-
-
 def lockout_refusals(ctx: PveContext, decl: Declared, live: Mapping[str, object] | None) -> list[str]:
     """The one call site of the no-lockout check for options: the dropping changes (``dropping``) of
-    ``decl`` handed to ``LOCKOUT`` unless the declaration says ``allow_lockout: true``; ``[]`` when
-    no check is installed."""
+    ``decl`` judged by ``firewall.guard.options_lockout`` unless the declaration says
+    ``allow_lockout: true``. Raises what its reads raise."""
     cut = dropping(decl, live)
-    if not cut or decl.names.get("allow_lockout") or LOCKOUT is None:
+    if not cut or decl.names.get("allow_lockout"):
         return []
-    return LOCKOUT(ctx, decl.names["name"], cut)
+    from salt_proxmox.firewall import guard  # rules → … → options: imported when judged
+
+    return guard.options_lockout(ctx, decl.names["name"], cut)
 
 
 def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:

@@ -37,6 +37,8 @@ def chunk_row_keys(chunk: Chunk, default_target: str | None) -> frozenset[str]:
         from salt_proxmox.openbao_policy.lifecycle import chunk_keys as policy_keys
 
         return policy_keys(chunk)
+    if kind.keys is not None:
+        return kind.row_keys(chunk, default_target)
     raise LookupError(f"{family.name}: no rule keys its declarations (run.declared.chunk_row_keys)")
 
 

@@ -68,6 +68,15 @@ RESETS = ("firewall_options",)
 #: (old and new lists) names the entries added, removed and changed: one write each.
 ENTRIES: dict[str, str] = {"firewall_ipset": "cidrs"}
 
+#: Kinds whose state writes an ordered list with several writes, and lists them in its plan's
+#: ``changes["writes"]`` in words (``insert `IN ACCEPT …```, ``move …``, ``update …``, ``delete …``): the
+#: apply must send exactly that sequence, each word's method (a firewall rule list: pve-firewall
+#: ``API2/Firewall/Rules.pm`` ``create_rule`` POST, ``update_rule`` PUT with or without ``moveto``,
+#: ``delete_rule`` DELETE).
+LISTED_WRITES: dict[str, dict[str, str]] = {
+    "firewall_rules": {"insert": "POST", "move": "PUT", "update": "PUT", "delete": "DELETE"},
+}
+
 #: Body keys that guard or steer a write rather than set a field: PVE's digest, the apply's lock token,
 #: ``delete`` (its values are the fields it clears; ``delete=1`` on ``PUT /access/acl`` removes the entry).
 GUARDS = ("digest", "lock-token", "delete", "allow-pending")
@@ -144,8 +153,8 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}
     if family.section == "proxmox:firewall":
-        kind = {"group": "groups", "ipset": "ipsets", "options": "options"}[fun.removesuffix("_absent")]
-        return {top: {section: {kind: {name: entry}}}}
+        kind = fun.removesuffix("_absent")
+        return {top: {section: {kind if kind in ("rules", "options") else f"{kind}s": {name: entry}}}}
     if not section:
         raise LookupError(f"{family.name}: pillar section {family.section} is not one pillar_of knows")
     nested: dict = {name: entry}
@@ -298,6 +307,8 @@ def write_problems(
             f"{[w.line for w in applies] or 'none'}"
         )
     planned = [ret for ret in plan if set(ret.get("changes") or {}) - {RELOAD, *ROW_ONLY, entry_field}]
+    if kind in LISTED_WRITES:
+        return problems + _listed_problems(LISTED_WRITES[kind], planned, objects)
     if len(objects) != len(planned):
         problems.append(
             f"the plan lists {len(planned)} object write(s), the apply sent {[w.line for w in objects]}"
@@ -333,6 +344,18 @@ def write_problems(
             if key in write.deleted or write.fields.get(key) not in known:
                 problems.append(f"{ret['__id__']}: {write.line} sends {key}, which the plan does not change")
     return problems
+
+
+def _listed_problems(methods: Mapping[str, str], planned: list[dict], objects: list[Write]) -> list[str]:
+    """Where the writes sent differ from the ones the plans list in words, in order."""
+    listed = [
+        (ret["__id__"], methods.get(str(said).split(" ", 1)[0], "?"))
+        for ret in planned
+        for said in (ret["changes"].get("writes") or [])
+    ]
+    if [method for _, method in listed] != [w.line.split(" ", 1)[0] for w in objects]:
+        return [f"the plans list writes {listed}, the apply sent {[w.line for w in objects]}"]
+    return []
 
 
 # ----------------------------------------------------------------------------------- reads

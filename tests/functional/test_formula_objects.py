@@ -23,11 +23,11 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 26, (
+    assert len(pve) == 27, (
         "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one Ceph pool, two "
         "storages, one interface, two node applies, one SDN zone, one vnet, the SDN apply, the cluster's "
-        "firewall options, one IP set and one security group (no PBS datastore nor pbs storage: no "
-        "proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out)"
+        "firewall options, one IP set, one security group and one firewall rule list (no PBS datastore nor "
+        "pbs storage: no proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out)"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -43,6 +43,12 @@ def test_rendered_requisites(tmp_path):
         # web names pool prod (pool:), which the pillar declares: PVE refuses a create into a pool
         # that does not exist.
         "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
+        # CT 120's rules name alias lab_net (PVE refuses a rule naming a missing alias: verify_rule)
+        # and are the container's.
+        "proxmox-firewall-rules-ct/120": [
+            {"proxmox_firewall_alias": "proxmox-firewall-alias-lab_net"},
+            {"proxmox_lxc": "proxmox-lxc-dns"},
+        ],
         "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
         "proxmox-sdn-apply": [
@@ -81,7 +87,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 29, raw  # the example's 27 states and the two pool keys
+    assert len(rows) == 30, raw  # the example's 28 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -112,7 +118,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 27, raw
+        assert len(rows) == 28, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

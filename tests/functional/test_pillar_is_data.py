@@ -86,7 +86,7 @@ def test_salt_keywords_in_entries_run_nothing_and_fail_by_name(fresh_cluster, ba
         "openbao-policy-salt-proxmox-creds": "the value of fragments:2 starts with __slot__:",
     }
     for rows, _requests, raw in _runs(fresh_cluster, config_dir):
-        assert len(rows) == 27 and "evil" not in raw, raw  # one state per entry of the example
+        assert len(rows) == 28 and "evil" not in raw, raw  # one state per entry of the example
         failed = {sid: row["comment"] for sid, row in rows.items() if row["result"] is False}
         assert set(failed) == set(named), raw
         for sid, words in named.items():
@@ -138,8 +138,12 @@ def test_values_that_steer_a_state_and_sections_are_checked(fresh_cluster, bao_c
         assert (
             rows["proxmox-qemu-app"]["result"] is not False and rows["proxmox-lxc-db"]["result"] is not False
         )
+        # CT 120's firewall rule list is an entry of its own (proxmox:firewall:rules:ct/120): it plans and
+        # applies as if the refused container entry were not there, and writes only the rule list.
         assert not any(
-            "/lxc/120" in path or path[-15:] == "/nodes/pve1/lxc" for _m, path, _b in requests if _m != "GET"
+            ("/lxc/120" in path and "/lxc/120/firewall/rules" not in path) or path[-15:] == "/nodes/pve1/lxc"
+            for _m, path, _b in requests
+            if _m != "GET"
         )
     assert fresh_cluster.pve.ct(150) is None and fresh_cluster.pve.vm(211) is None
     assert fresh_cluster.pve.ct(120) is not None and fresh_cluster.pve.ct(160) is None

@@ -65,7 +65,11 @@ def test_log_ratelimit_compares_with_its_defaults_filled_in():
 
 def test_a_dropping_options_change_is_handed_to_the_lockout_check(monkeypatch):
     seen = []
-    monkeypatch.setattr(options, "LOCKOUT", lambda ctx, scope, cut: seen.append((scope, dict(cut))) or ["no"])
+    from salt_proxmox.firewall import guard
+
+    monkeypatch.setattr(
+        guard, "options_lockout", lambda ctx, scope, cut: seen.append((scope, dict(cut))) or ["no"]
+    )
     decl = _opts(enable=1, policy_in="REJECT", ebtables=0)
     assert options.refusals(None, decl, "update", {"enable": None, "policy_in": None, "ebtables": None}) == [
         "no"

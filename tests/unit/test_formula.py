@@ -74,9 +74,11 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-group-webgrp",
         "proxmox-firewall-ipset-admins",
         "proxmox-firewall-options-cluster",
+        "proxmox-firewall-rules-ct/120",
     ], (
         "policies first, networks and SDN before the guests, then containers and VMs, then the firewall "
-        "(a guest's firewall needs its guest), each family in key order"
+        "(a guest's firewall needs its guest): its objects, then the rule lists naming them, each family "
+        "in key order"
     )
     requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
     # Only an ACL entry needs what it names: PVE refuses an entry for a role that does not exist
@@ -99,6 +101,12 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         ],
         # web is created in pool prod, and PVE refuses a create into a pool that does not exist.
         "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
+        # PVE refuses a rule naming an alias that does not exist (pve-firewall verify_rule: no such
+        # alias), and a guest's firewall is the guest's.
+        "proxmox-firewall-rules-ct/120": [
+            {"proxmox_firewall_alias": "proxmox-firewall-alias-lab_net"},
+            {"proxmox_lxc": "proxmox-lxc-dns"},
+        ],
     }
     assert not any("require_in" in args(state)[1] for state in states.values())
     function, web = args(states["proxmox-lxc-web"])
@@ -120,6 +128,54 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-qemu-app": "running",
         "proxmox-qemu-ci": None,
     }
+
+
+def test_a_rule_list_requires_what_its_rules_name_and_its_guest():
+    states = {
+        "proxmox-firewall-group-webgrp": {"proxmox_firewall.group": [{"name": "webgrp"}]},
+        "proxmox-firewall-ipset-admins": {"proxmox_firewall.ipset": [{"name": "admins"}]},
+    }
+    pillar = {
+        "proxmox": {
+            "qemu": {"app": {"vmid": 510, "node": "pve1"}},
+            "firewall_aliases": {"Lab_Net": {"cidr": "10.0.0.0/24"}},
+            "firewall": {
+                "target": "homelab",
+                "rules": {
+                    "vm/510": {
+                        "rules": [
+                            {"type": "in", "action": "ACCEPT", "source": "+dc/admins", "dest": "dc/lab_net"},
+                            {"type": "group", "action": "webgrp"},
+                        ]
+                    },
+                    "group/webgrp": {"rules": [{"type": "in", "action": "ACCEPT", "source": "other"}]},
+                    "node/pve2": {"ensure": "absent", "removal": "destroy", "rules": []},
+                },
+            },
+        }
+    }
+    rendered = render(pillar)
+    function, vm = args(rendered["proxmox-firewall-rules-vm/510"])
+    assert function == "proxmox_firewall.rules" and vm["name"] == "vm/510" and vm["target"] == "homelab"
+    assert vm["require"] == [
+        {"proxmox_firewall_alias": "proxmox-firewall-alias-Lab_Net"},
+        {"proxmox_qemu": "proxmox-qemu-app"},
+    ]
+    function, absent = args(rendered["proxmox-firewall-rules-node/pve2"])
+    assert (function, absent) == (
+        "proxmox_firewall.rules_absent",
+        {"name": "node/pve2", "removal": "destroy", "target": "homelab"},
+    )
+    # An IP set's and a group's states, when the pillar declares them, are required by name.
+    with_objects = dict(states)
+    formula()._firewall(pillar, with_objects, {}, {})
+    assert args(with_objects["proxmox-firewall-rules-vm/510"])[1]["require"] == [
+        {"proxmox_firewall": "proxmox-firewall-ipset-admins"},
+        {"proxmox_firewall": "proxmox-firewall-group-webgrp"},
+    ]
+    assert args(with_objects["proxmox-firewall-rules-group/webgrp"])[1]["require"] == [
+        {"proxmox_firewall": "proxmox-firewall-group-webgrp"}
+    ]
 
 
 def test_a_container_requires_its_declared_pool_and_an_acl_its_pool():

@@ -1,0 +1,864 @@
+"""Plan and apply of ``proxmox_firewall.rules``: one scope's whole ordered rule list (docs/design.md §7c).
+
+A declaration owns the list of its scope (``cluster``, ``node/<node>``, ``vm/<vmid>``, ``ct/<vmid>``,
+``group/<name>``): the judge reads it (``GET …/rules``), compares it rule by rule in PVE's stored
+spellings (``salt_proxmox.firewall.ruleset``) and plans the fewest inserts, moves, updates and deletes
+(``salt_proxmox.firewall.moves``). The plan shows the list before and after as a diff of the rules'
+``.fw`` lines, and the writes in words; the apply sends exactly those writes.
+
+What it refuses at plan, besides a rule PVE would refuse (``ruleset.canonical``):
+
+- **a rule it did not write**: a live list with no ownership row, or rules neither declared nor
+  recorded as written by this minion (added by hand since), unless ``adopt: true``; the refusal names
+  each. With ``adopt: true`` the declaration owns the whole list;
+- **a name that names nothing**: an alias, IP set or security group a rule names that neither exists
+  nor is created or declared earlier in this run (the run memo's ``expect``/``remember``, which the
+  alias, IP set and group states fill). PVE refuses a missing alias or IP set at the write
+  (``verify_rule``: ``no such alias``, ``no such ipset``) but takes a group rule naming a missing group,
+  which then matches nothing (``generate_group_rules``);
+- **a lockout**: a plan whose end state, or any state its writes pass through, would drop this
+  minion's connection to a member's API or a node's SSH that the firewall lets through now
+  (``salt_proxmox.firewall.lockout``), unless ``allow_lockout: true``. A change that would drop it
+  only in between two writes is sent in another order (the deletes last), or with each insert sent
+  disabled and enabled once in place.
+
+Concurrency: PVE's POST takes no digest and always inserts at position 0; a PUT with ``moveto``
+ignores every other field. So before every write the list is read again and must be exactly the list
+the plan expects at that point (the plan's read with the writes so far carried out): any other rule,
+order or value stops the apply, naming how many writes were made, and nothing more is sent. A PUT and
+a DELETE carry the digest of that read, so PVE refuses them too if the list changed in between; a POST
+cannot, and the read before the next write (or the read-back after the last) catches a change made
+around it. A rule somebody added meanwhile is never overwritten or deleted.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from salt_proxmox.errors import DeclarationError, SaltProxmoxError, boolean_problem
+from salt_proxmox.firewall import lockout as model
+from salt_proxmox.firewall import moves, reach
+from salt_proxmox.firewall.ruleset import (
+    Rule,
+    Scope,
+    canonical,
+    from_live,
+    frozen,
+    line,
+    parse_scope,
+    references,
+)
+from salt_proxmox.guest.absence import index_rows
+from salt_proxmox.outcome import Outcome, forget_ownership
+from salt_proxmox.ownership.rows import destroy_path, removal_problem, row_key
+from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
+from salt_proxmox.pve.listing import rows_of
+from salt_proxmox.run.context import PveContext
+from salt_proxmox.simple.spec import planned, remember, will_exist
+
+FAMILY = "firewall_rules"
+#: The run memo families of the objects rules name, as their states record them (``expect``).
+ALIAS, IPSET, GROUP = "firewall_alias", "firewall_ipset", "firewall_group"
+#: What an apply names when it stops on a list somebody changed.
+CHANGED = (
+    "the rule list changed since it was read (somebody edited it meanwhile): stopped before write "
+    "{done_next} of {total}; nothing of theirs was overwritten. Run again to plan anew."
+)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One checked ``rules`` declaration: the scope, the canonical rules first rule first, ``adopt``,
+    ``allow_lockout``, and the plan notes it brings (rules declared without ``enable``)."""
+
+    state_id: str
+    target: str
+    scope: Scope
+    rules: tuple[Rule, ...]
+    adopt: bool = False
+    allow_lockout: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return row_key(self.target, FAMILY, self.scope.name)
+
+    def stored(self) -> dict:
+        return {"scope": self.scope.name, "rules": [dict(rule) for rule in self.rules]}
+
+
+def identify(state_id: str, target: str, name: object = None, **extra: object) -> Scope:
+    """The scope a state names (``name``). Raises DeclarationError for an unknown key or a bad scope."""
+    if extra:
+        raise DeclarationError(
+            f"unknown key(s) {', '.join(sorted(extra))}: rules_absent has name and removal"
+        )
+    try:
+        return parse_scope(name)
+    except ValueError as exc:
+        raise DeclarationError(f"name: {exc}") from None
+
+
+def declare(
+    state_id: str,
+    target: str,
+    name: object = None,
+    rules: object = None,
+    adopt: object = False,
+    allow_lockout: object = False,
+    **extra: object,
+) -> Declared:
+    """A checked declaration. ``rules``: a list of rule mappings, first rule first (``[]``: no rules).
+    Raises DeclarationError naming each problem (``rules[2]: dport: invalid port '70000'``)."""
+    problems: list[str] = []
+    if extra:
+        problems.append(
+            f"unknown key(s) {', '.join(sorted(extra))}: a rule list has name (the scope), rules, adopt, "
+            "allow_lockout"
+        )
+    try:
+        scope = parse_scope(name)
+    except ValueError as exc:
+        problems.append(f"name: {exc}")
+        scope = None
+    for key, value in (("adopt", adopt), ("allow_lockout", allow_lockout)):
+        problem = boolean_problem(key, value)
+        if problem:
+            problems.append(problem)
+    if rules is None:
+        rules = []
+    if not isinstance(rules, list):
+        problems.append("rules: expected the list of rules, first rule first")
+        rules = []
+    out: list[Rule] = []
+    notes = []
+    for index, entry in enumerate(rules):
+        if scope is None:
+            break
+        try:
+            rule = canonical(entry, scope.env)
+        except ValueError as exc:
+            problems += [f"rules[{index}]: {part}" for part in str(exc).split("; ")]
+            continue
+        if isinstance(entry, Mapping) and "enable" not in entry:
+            notes.append(
+                f"rules[{index}] `{line(rule)}` declares no enable: PVE stores a rule created without one "
+                "disabled (create_rule), and so does this plan; declare enable: 1 to make it act"
+            )
+        out.append(rule)
+    if problems or scope is None:
+        raise DeclarationError(problems)
+    return Declared(state_id, target, scope, tuple(out), bool(adopt), bool(allow_lockout), tuple(notes))
+
+
+# ------------------------------------------------------------------------------------ reads
+
+
+def _rows(ctx: PveContext, path: str, what: str) -> list[Mapping]:
+    try:
+        return rows_of(ctx.client.request("GET", path, ctx.broker.read()), what)
+    except ValueError as why:
+        raise PveMalformed("GET", path, str(why)) from None
+
+
+def base(ctx: PveContext, scope: Scope) -> str | None:
+    """The API path of the scope's firewall (``cluster/firewall``, ``nodes/pve1/qemu/510/firewall``),
+    or None for a guest the cluster's index does not list. Raises DeclarationError for a vmid that is
+    the other kind of guest, and what the index read raises."""
+    if scope.env == "cluster":
+        return "cluster/firewall"
+    if scope.env == "group":
+        return "cluster/firewall"
+    if scope.env == "host":
+        return f"nodes/{api_path(scope.key)}/firewall"
+    row = next((row for row in index_rows(ctx) if str(row["vmid"]) == scope.key), None)
+    if row is None:
+        return None
+    kind = "qemu" if scope.env == "vm" else "lxc"
+    if row["type"] != kind:
+        other = "ct" if scope.env == "vm" else "vm"
+        raise DeclarationError(
+            f"name: guest {scope.key} is a {row['type']} guest: its scope is {other}/{scope.key}"
+        )
+    return f"nodes/{api_path(str(row['node']))}/{kind}/{scope.key}/firewall"
+
+
+def rules_path(scope: Scope, firewall: str) -> str:
+    """``…/rules``, or a security group's ``cluster/firewall/groups/<name>``."""
+    return f"{firewall}/groups/{api_path(scope.key)}" if scope.env == "group" else f"{firewall}/rules"
+
+
+@dataclass
+class Live:
+    """The list as read: canonical ``rules`` and the ``digest`` PVE gave it (None when empty)."""
+
+    rules: list[Rule]
+    digest: str | None
+    errors: list[str] = field(default_factory=list)
+
+
+def read(ctx: PveContext, path: str) -> Live:
+    """``GET path`` → Live. Raises PveError, PveMalformed (a row without type and action, rows
+    with different digests), PveUnreachable."""
+    rows = _rows(ctx, path, "rules")
+    rules, digests, errors = [], set(), []
+    for row in rows:
+        try:
+            rule = from_live(row)
+        except ValueError as why:
+            raise PveMalformed("GET", path, str(why)) from None
+        rules.append(rule)
+        digests.add(row.get("digest"))
+        if row.get("errors"):
+            errors.append(
+                f"rule {len(rules) - 1} `{line(rule)}` has errors PVE leaves it out for: {row['errors']}"
+            )
+    if len(digests) > 1 or (None in digests and rules):
+        raise PveMalformed("GET", path, "the rules do not carry one digest")
+    return Live(rules, next(iter(digests)) if rules else None, errors)
+
+
+# ------------------------------------------------------------------------------ the judge
+
+
+@dataclass
+class Decision:
+    """What a ``rules`` state would do: ``action`` ``noop``, ``write`` or ``refuse``."""
+
+    action: str
+    path: str = ""
+    live: Live | None = None
+    steps: list[moves.Step] = field(default_factory=list)
+    changes: dict = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    row: dict | None = None
+
+
+def _multiset(rules) -> Counter:
+    return Counter(frozen(rule) for rule in rules)
+
+
+def foreign(live: list[Rule], declared: tuple[Rule, ...], row: Mapping | None) -> list[tuple[int, Rule]]:
+    """The live rules (with their positions) the declaration does not have and the row does not record
+    as written by this minion; every one when there is no row."""
+    declared_left = _multiset(declared)
+    recorded = (row or {}).get("declared")
+    recorded_left = _multiset(recorded.get("rules", []) if isinstance(recorded, Mapping) else [])
+    out = []
+    for pos, rule in enumerate(live):
+        key = frozen(rule)
+        if declared_left[key]:
+            declared_left[key] -= 1
+        elif row is not None and recorded_left[key]:
+            recorded_left[key] -= 1
+        else:
+            out.append((pos, rule))
+    return out
+
+
+def describe(step: moves.Step, final: list[Rule]) -> str:
+    """A write in words, without positions (``insert `IN SSH(ACCEPT)```, ``move `…` below `…```)."""
+    text = f"`{line(step.rule)}`"
+    if step.op == "insert":
+        return f"insert {text}"
+    if step.op == "delete":
+        return f"delete {text}"
+    if step.op == "update":
+        old = f"`{line(step.before or {})}`"
+        return f"update {old} to {text}"
+    after = [dict(rule) for rule in step.after]
+    index = next(i for i, rule in enumerate(after) if frozen(rule) == frozen(step.rule))
+    return f"move {text} " + ("to the top" if index == 0 else f"below `{line(dict(after[index - 1]))}`")
+
+
+def diff(old: list[Rule], new: list[Rule], label: str) -> str:
+    """The list before and after as a unified diff of the rules' ``.fw`` lines."""
+    return "".join(
+        difflib.unified_diff(
+            [line(rule) + "\n" for rule in old],
+            [line(rule) + "\n" for rule in new],
+            fromfile=f"{label} (PVE)",
+            tofile=f"{label} (declared)",
+            n=len(old) + len(new),
+        )
+    )
+
+
+def reference_refusals(ctx: PveContext, decl: Declared, firewall: str | None) -> list[str]:
+    """Each alias, IP set and group a declared rule names that neither exists nor is created or
+    declared earlier in this run. Raises what the reads raise (a failed read is never "exists")."""
+    wanted = [(index, ref) for index, rule in enumerate(decl.rules) for ref in references(rule)]
+    if not wanted:
+        return []
+    guest = decl.scope.env in ("vm", "ct") and firewall is not None
+    have: dict[str, set[str]] = {"alias": set(), "ipset": set(), "group": set(), "guest alias": set(),
+                                 "guest ipset": set()}  # fmt: skip
+    kinds = {kind for _, (kind, *_rest) in wanted}
+    if "alias" in kinds:
+        have["alias"] = {
+            str(r.get("name", "")).lower() for r in _rows(ctx, "cluster/firewall/aliases", "aliases")
+        }
+        if guest:
+            have["guest alias"] = {
+                str(r.get("name", "")).lower() for r in _rows(ctx, f"{firewall}/aliases", "aliases")
+            }
+    if "ipset" in kinds:
+        have["ipset"] = {str(r.get("name", "")) for r in _rows(ctx, "cluster/firewall/ipset", "IP sets")}
+        if guest:
+            have["guest ipset"] = {str(r.get("name", "")) for r in _rows(ctx, f"{firewall}/ipset", "IP sets")}
+    if "group" in kinds:
+        have["group"] = {
+            str(r.get("group", "")) for r in _rows(ctx, "cluster/firewall/groups", "security groups")
+        }
+    refusals = []
+    for index, (kind, name, key, prefix) in wanted:
+        rule = decl.rules[index]
+        where = f"rules[{index}] `{line(rule)}`"
+        if kind == "ipset" and name != name.lower():
+            refusals.append(
+                f"{where}: {key} names IP set {name}, but pve-firewall keys IP sets in lower case and looks "
+                f"the name up as written (verify_rule: no such ipset '{name}'): write +{prefix}{name.lower()}"
+            )
+            continue
+        if _exists(ctx, decl, kind, name, prefix, have):
+            continue
+        noun = {"alias": "alias", "ipset": "IP set", "group": "security group"}[kind]
+        section = {"alias": "firewall_aliases", "ipset": "firewall:ipsets", "group": "firewall:groups"}[kind]
+        refusals.append(
+            f"{where}: {key} names {noun} {prefix}{name}, which does not exist and is not declared earlier "
+            f"in this run. Declare it (proxmox:{section}) or correct the name"
+            + (
+                "; PVE would take the rule and it would match nothing (generate_group_rules)."
+                if kind == "group"
+                else f"; PVE would refuse the rule (verify_rule: no such {kind})"
+            )
+        )
+    return refusals
+
+
+def _exists(ctx: PveContext, decl: Declared, kind: str, name: str, prefix: str, have) -> bool:
+    """Whether ``kind`` ``name`` exists (cluster scope unless ``guest/``; the guest's own unless
+    ``dc/``) or is created or declared earlier in this run."""
+    family = {"alias": ALIAS, "ipset": IPSET, "group": GROUP}[kind]
+    cluster_ok = prefix != "guest/"
+    own_ok = decl.scope.env in ("vm", "ct") and prefix != "dc/"
+    if cluster_ok and (name in have[kind] or will_exist(ctx, family, name) or name in planned(ctx, family)):
+        return True
+    own = f"{decl.scope.name}/{name}"
+    return own_ok and (
+        name in have.get(f"guest {kind}", set())
+        or will_exist(ctx, family, own)
+        or own in planned(ctx, family)
+    )
+
+
+def standing_firewall(ctx: PveContext) -> tuple[model.Firewall, dict[str, str]]:
+    """The firewall as it stands, as ``lockout`` models it, and ``{node: address}`` (``GET
+    /cluster/status``), read with the read credential: what a judge of options or rules hands
+    ``lockout.lockout`` as ``before`` and ``reach.traffic`` as the nodes. Raises what the reads raise."""
+    status = _rows(ctx, "cluster/status", "status rows")
+    nodes = {
+        str(r["name"]): str(r.get("ip", "")) for r in status if r.get("type") == "node" and r.get("name")
+    }
+    options = ctx.client.request("GET", "cluster/firewall/options", ctx.broker.read()) or {}
+    node_options = {
+        node: ctx.client.request("GET", f"nodes/{api_path(node)}/firewall/options", ctx.broker.read()) or {}
+        for node in nodes
+    }
+    node_rules = {node: read(ctx, f"nodes/{api_path(node)}/firewall/rules").rules for node in nodes}
+    groups = {
+        str(r["group"]): read(ctx, f"cluster/firewall/groups/{api_path(str(r['group']))}").rules
+        for r in _rows(ctx, "cluster/firewall/groups", "security groups")
+        if r.get("group")
+    }
+    aliases = {
+        str(r.get("name", "")).lower(): str(r.get("cidr", ""))
+        for r in _rows(ctx, "cluster/firewall/aliases", "aliases")
+    }
+    ipsets = {
+        str(r["name"]): [
+            dict(e) for e in _rows(ctx, f"cluster/firewall/ipset/{api_path(str(r['name']))}", "entries")
+        ]
+        for r in _rows(ctx, "cluster/firewall/ipset", "IP sets")
+        if r.get("name")
+    }
+    fw = model.Firewall(
+        dict(options),
+        node_options,
+        read(ctx, "cluster/firewall/rules").rules,
+        node_rules,
+        groups,
+        aliases,
+        ipsets,
+    )
+    return fw, {node: ip for node, ip in nodes.items() if ip}
+
+
+def with_list(fw: model.Firewall, scope: Scope, rules: list[Rule]) -> model.Firewall:
+    """``fw`` with ``scope``'s list replaced by ``rules``."""
+    if scope.env == "cluster":
+        return replace(fw, cluster_rules=list(rules))
+    if scope.env == "host":
+        return replace(fw, node_rules={**fw.node_rules, scope.key: list(rules)})
+    if scope.env == "group":
+        return replace(fw, groups={**fw.groups, scope.key: list(rules)})
+    return fw
+
+
+def with_run_plans(ctx: PveContext, fw: model.Firewall, scope: Scope | None = None) -> model.Firewall:
+    """``fw`` with what earlier states of this run write (or would): rule lists but ``scope``'s own,
+    and the cluster's and nodes' ``enable``/``policy_in`` as the options states record them
+    (``remember``)."""
+    for name, values in planned(ctx, FAMILY).items():
+        if scope is not None and name == scope.name:
+            continue
+        try:
+            fw = with_list(fw, parse_scope(name), [dict(rule) for rule in values.get("rules", [])])
+        except ValueError:
+            continue
+    for name, values in planned(ctx, "firewall_options").items():
+        if name == "cluster":
+            fw = replace(fw, cluster_options={**fw.cluster_options, **values})
+        elif name.startswith("node/"):
+            node = name.removeprefix("node/")
+            fw = replace(
+                fw, node_options={**fw.node_options, node: {**fw.node_options.get(node, {}), **values}}
+            )
+    return fw
+
+
+def lockout_check(
+    ctx: PveContext, decl: Declared, live: list[Rule], steps: list[moves.Step]
+) -> tuple[list[str], list[str], list[moves.Step]]:
+    """``(refusals, notes, steps)``: the lockout model (``salt_proxmox.firewall.lockout``) run on the
+    end state and on every state the writes pass through, for a scope that filters the nodes' own
+    traffic (cluster, node, security group). A change that would drop the minion only in between two
+    writes is planned in another order (the deletes last), or with each insert sent disabled and
+    enabled once in place; ``steps`` is the plan to send. Guests' rules never touch the nodes' traffic."""
+    if decl.scope.env in ("vm", "ct") or not steps:
+        return [], [], steps
+    before, nodes = standing_firewall(ctx)
+    before = with_run_plans(ctx, before, decl.scope)
+    traffic, notes = reach.traffic(ctx.target.members, nodes)
+    final = with_list(before, decl.scope, list(decl.rules))
+    refusals, more = model.lockout(final, traffic, before)
+    notes += more
+    if refusals:
+        return refusals, notes, steps
+    passing = _passing(before, decl, steps, traffic)
+    if not passing:
+        return [], notes, steps
+    # Other orders of the same writes, then inserts sent disabled and enabled once in place (one
+    # more write each): the first whose every state lets the minion through.
+    for deletes_last, quiet in ((True, False), (False, True), (True, True)):
+        other = moves.plan(live, list(decl.rules), deletes_last)
+        if quiet:
+            other = _enabled_after(live, decl.rules, other, deletes_last)
+        if not _passing(before, decl, other, traffic):
+            how = ["the deletes are sent last"] if deletes_last else []
+            how += ["an insert is sent disabled and enabled once in place"] if quiet else []
+            notes.append("so that no write leaves a state that drops this minion, " + " and ".join(how))
+            return [], notes, other
+    return passing, notes, steps
+
+
+def _passing(before: model.Firewall, decl: Declared, steps: list[moves.Step], traffic) -> list[str]:
+    """The lockout refusals of the states ``steps`` pass through, each naming the write after which."""
+    for number, step in enumerate(steps, 1):
+        state = with_list(before, decl.scope, [dict(rule) for rule in step.after])
+        refusals, _ = model.lockout(state, traffic, before)
+        if refusals:
+            return [
+                f"after write {number} of {len(steps)} ({describe(step, list(decl.rules))}): {r}"
+                for r in refusals
+            ]
+    return []
+
+
+def _enabled_after(
+    live: list[Rule], declared: tuple[Rule, ...], steps: list[moves.Step], deletes_last: bool = False
+) -> list[moves.Step]:
+    """The plan with each enabled rule it inserts sent disabled, and enabled once the list is in order."""
+    inserted = {frozen(step.rule) for step in steps if step.op == "insert" and step.rule.get("enable")}
+    quiet = [dict(rule, enable=0) if frozen(rule) in inserted else dict(rule) for rule in declared]
+    out = moves.plan(live, quiet, deletes_last)
+    current = [dict(rule) for rule in out[-1].after] if out else [dict(rule) for rule in live]
+    for pos, rule in enumerate(declared):
+        if frozen(rule) in inserted and not current[pos].get("enable"):
+            step = moves.Step("update", dict(rule), pos=pos, before=current[pos], put={"enable": "1"})
+            current = moves.simulate(current, step)
+            out.append(replace(step, after=tuple(frozen(r) for r in current)))
+    return out
+
+
+def decide(ctx: PveContext, decl: Declared, guests: frozenset[str] = frozenset()) -> Decision:
+    """The one decision plan and apply share. ``guests``: the guest scopes a plan's run creates
+    earlier (``run_guests``): a guest it lists and the cluster does not have yet starts with no
+    rules. Raises what the reads raise."""
+    row = ctx.ownership.row(decl.key)
+    previous = ctx.ownership.for_state(decl.target, FAMILY, decl.state_id)
+    if previous is not None and previous[0] != decl.key:
+        old = previous[0].split("/", 2)[-1]
+        return Decision("refuse", reasons=[
+            f"state {decl.state_id} declared the rules of {old} before and now declares {decl.scope.name}: "
+            f"declare {old} absent in its own state first, or give this declaration its own state id."
+        ])  # fmt: skip
+    firewall = base(ctx, decl.scope)
+    if firewall is None and decl.scope.name in guests:
+        return _planned_guest(ctx, decl, row)
+    if firewall is None:
+        return Decision("refuse", reasons=[
+            f"{decl.scope.label}: the cluster lists no guest {decl.scope.key} (GET /cluster/resources); "
+            "create it first (the formula orders a guest's rules after the guest)."
+        ])  # fmt: skip
+    path = rules_path(decl.scope, firewall)
+    try:
+        live = read(ctx, path)
+    except PveError as error:
+        if decl.scope.env == "group" and "no such security group" in error.message:
+            if will_exist(ctx, GROUP, decl.scope.key) or decl.scope.key in planned(ctx, GROUP):
+                return _planned_group(ctx, decl, path, row)
+            return Decision("refuse", path=path, reasons=[
+                f"security group {decl.scope.key} does not exist and is not declared earlier in this run: "
+                "declare it (proxmox:firewall:groups) first."
+            ])  # fmt: skip
+        raise
+    notes = list(decl.notes) + live.errors
+    strangers = foreign(live.rules, decl.rules, row)
+    if strangers and not decl.adopt:
+        named = "; ".join(f"rule {pos} `{line(rule)}`" for pos, rule in strangers)
+        why = (
+            "this minion has no record of the list" if row is None else "they were not written by this minion"
+        )
+        return Decision("refuse", path=path, live=live, row=row, reasons=[
+            f"{decl.scope.label} hold rules the declaration does not have ({named}): {why}. They are never "
+            "deleted or changed silently: declare them, or declare adopt: true to own the whole list."
+        ])  # fmt: skip
+    if row is None and live.rules and not decl.adopt:
+        return Decision("refuse", path=path, live=live, reasons=[
+            f"{decl.scope.label} exist and this minion did not write them (they match the declaration). "
+            "Nothing is taken over silently: declare adopt: true to manage them."
+        ])  # fmt: skip
+    refusals = reference_refusals(ctx, decl, firewall)
+    if refusals:
+        return Decision("refuse", path=path, live=live, row=row, reasons=refusals)
+    steps = moves.plan(live.rules, list(decl.rules))
+    if decl.allow_lockout:
+        lock, more, _ = lockout_check(ctx, decl, live.rules, steps)
+        notes += more + [f"allow_lockout: true, so this is not refused: {r}" for r in lock]
+    else:
+        lock, more, steps = lockout_check(ctx, decl, live.rules, steps)
+        notes += more
+        if lock:
+            return Decision("refuse", path=path, live=live, row=row, notes=notes, reasons=[
+                *lock, "Nothing was written: change the declaration, or declare allow_lockout: true if this "
+                "minion reaches the cluster another way."
+            ])  # fmt: skip
+    remember(ctx, FAMILY, decl.scope.name, decl.stored())
+    if not steps:
+        return Decision("noop", path=path, live=live, notes=notes, row=row)
+    return _writing(decl, path, live, steps, notes, row)
+
+
+def _writing(
+    decl: Declared, path: str, live: Live, steps: list[moves.Step], notes: list[str], row
+) -> Decision:
+    """The ``write`` decision: the diff, the writes in words, and ``created`` for a list written from
+    none (the plan's summary counts it as a create)."""
+    changes: dict = {"created": {"old": None, "new": decl.scope.label}} if not live.rules else {}
+    changes["rules"] = {"diff": diff(live.rules, list(decl.rules), decl.scope.name)}
+    changes["writes"] = [describe(step, list(decl.rules)) for step in steps]
+    return Decision("write", path=path, live=live, steps=steps, changes=changes, notes=notes, row=row)
+
+
+def _planned_guest(ctx: PveContext, decl: Declared, row) -> Decision:
+    """A plan's guest created earlier in its run: its list starts empty."""
+    return _planned_group(ctx, decl, "", row, f"guest {decl.scope.key} is created earlier in this run", None)
+
+
+def _planned_group(
+    ctx: PveContext,
+    decl: Declared,
+    path: str,
+    row,
+    said: str | None = None,
+    firewall: str | None = "cluster/firewall",
+) -> Decision:
+    """A group (or, ``said``, a guest) created earlier in this run or, in a plan, to be: its list
+    starts empty."""
+    live = Live([], None)
+    steps = moves.plan([], list(decl.rules))
+    remember(ctx, FAMILY, decl.scope.name, decl.stored())
+    refusals = reference_refusals(ctx, decl, firewall)
+    if refusals:
+        return Decision("refuse", path=path, live=live, reasons=refusals)
+    notes = [*decl.notes, said or f"security group {decl.scope.key} is created earlier in this run"]
+    if not steps:
+        return Decision("noop", path=path, live=live, notes=notes, row=row)
+    return _writing(decl, path, live, steps, notes, row)
+
+
+# ------------------------------------------------------------------------------ the apply
+
+
+def _form(rule: Rule) -> dict[str, str]:
+    return {key: str(value) for key, value in rule.items()}
+
+
+def send(ctx: PveContext, path: str, step: moves.Step, digest: str | None) -> None:
+    """One write with a fresh provision credential: POST (no digest: ``create_rule`` takes none),
+    PUT with ``moveto`` or fields, DELETE; the PUT and DELETE with ``digest``."""
+    credential = ctx.broker.provision()
+    ctx.reads.drop_listings()
+    guard = {"digest": digest} if digest else {}
+    if step.op == "insert":
+        ctx.client.request("POST", path, credential, form=_form(step.rule))
+    elif step.op == "move":
+        ctx.client.request(
+            "PUT", f"{path}/{step.pos}", credential, form={"moveto": str(step.moveto), **guard}
+        )
+    elif step.op == "update":
+        form = {**step.put, **({"delete": ",".join(step.clear)} if step.clear else {}), **guard}
+        ctx.client.request("PUT", f"{path}/{step.pos}", credential, form=form)
+    else:
+        ctx.client.request("DELETE", f"{path}/{step.pos}", credential, params=guard)
+
+
+def carry_out(
+    ctx: PveContext, decl: Declared, decision: Decision, outcome: Outcome, record: bool = True
+) -> Outcome:
+    """Send the decision's writes, each after a read that must show the list the plan expects at that
+    point (module docstring), then read back and judge again; ``record``: the row is ours after it
+    (a destroy forgets it instead). Never raises for a known failure."""
+    assert decision.live is not None
+    expected = [dict(rule) for rule in decision.live.rules]
+    total = len(decision.steps)
+    if record and decision.row is None:
+        ctx.ownership.mark_creating(decl.key, decl.state_id, decl.stored())
+    done = 0
+    sending = False
+    try:
+        for step in decision.steps:
+            now = read(ctx, decision.path)
+            if [frozen(r) for r in now.rules] != [frozen(r) for r in expected]:
+                outcome.changes = {"writes": outcome.changes.get("writes", [])[:done]} if done else {}
+                return outcome.fail(CHANGED.format(done_next=done + 1, total=total))
+            sending = True
+            send(ctx, decision.path, step, now.digest)
+            sending = False
+            expected = moves.simulate(expected, step)
+            done += 1
+        after = read(ctx, decision.path)
+    except SaltProxmoxError as exc:
+        # A write PVE answered with an error wrote nothing; one whose answer was lost may have.
+        unsent = not sending or isinstance(exc, PveError | PveUnreachable)
+        outcome.changes = {"writes": outcome.changes.get("writes", [])[:done]} if done else {}
+        said = f" after {done} of {total} writes" if done else ""
+        nothing = ["Nothing was written."] if not done and unsent else []
+        return outcome.fail(f"{decl.scope.label}: {exc}{said}", *nothing)
+    if [frozen(r) for r in after.rules] != [frozen(r) for r in decl.rules]:
+        return outcome.fail(
+            f"{decl.scope.label}: after the writes the list is not the declared one (somebody changed it "
+            "meanwhile, or PVE stores another spelling): run again to plan anew."
+        )
+    if record:
+        ctx.ownership.mark_owned(decl.key, decl.state_id, decl.stored())
+    outcome.comment.append(f"{decl.scope.label}: {total} write(s) made; the list is as declared")
+    return outcome
+
+
+def run_guests(run: object) -> frozenset[str]:
+    """The guest scopes (``ct/<vmid>``, ``vm/<vmid>``) the ``proxmox_lxc``/``proxmox_qemu`` present
+    states of a state run (``salt_proxmox.run.lowstate.Run``, None outside one) declare: a guest
+    the run creates before its rules (the formula's requisite)."""
+    if run is None:
+        return frozenset()
+    found = set()
+    for state, kind in (("proxmox_lxc", "ct"), ("proxmox_qemu", "vm")):
+        for chunk in run.declared(state):
+            if chunk.fun == "present" and chunk.args.get("vmid") is not None:
+                found.add(f"{kind}/{chunk.args['vmid']}")
+    return frozenset(found)
+
+
+def present(
+    ctx: PveContext,
+    test: bool,
+    state_id: str,
+    guests: frozenset[str] = frozenset(),
+    /,
+    name: object = None,
+    rules: object = None,
+    adopt: object = False,
+    allow_lockout: object = False,
+    **extra: object,
+) -> Outcome:
+    """Plan (``test``) or apply one rule list; never raises for a known failure. Changes:
+    ``{rules: {diff}, writes: [...]}`` (and ``ownership`` when only the row is written)."""
+    outcome = Outcome()
+    try:
+        decl = declare(state_id, ctx.target.name, name, rules, adopt, allow_lockout, **extra)
+        decision = decide(ctx, decl, guests if test else frozenset())
+    except DeclarationError as exc:
+        return outcome.refuse(exc)
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
+    if decision.action == "refuse":
+        outcome.comment.extend(decision.notes)
+        said = "Nothing was written" in " ".join(decision.reasons)
+        return outcome.fail(*decision.reasons, *([] if said else ["Nothing was written."]))
+    outcome.comment.extend(decision.notes)
+    outcome.changes.update(decision.changes)
+    if decision.action == "noop":
+        row = decision.row
+        if row is None or row.get("phase") != "owned":
+            outcome.changes["ownership"] = {"old": (row or {}).get("phase"), "new": "owned"}
+            if test:
+                outcome.result = None
+                outcome.comment.append(f"{decl.scope.label} are as declared; would record them as ours")
+                return outcome
+            ctx.ownership.mark_owned(decl.key, decl.state_id, decl.stored())
+            outcome.comment.append(f"{decl.scope.label} are as declared; recorded as ours")
+            return outcome
+        if row.get("declared") != decl.stored() and not test:
+            ctx.ownership.mark_owned(decl.key, decl.state_id, decl.stored())
+        outcome.comment.append(f"{decl.scope.label} are as declared")
+        return outcome
+    if test:
+        outcome.result = None
+        counted = ", ".join(f"{n} {op}(s)" for op, n in moves.counts(decision.steps).items())
+        outcome.comment.append(f"{decl.scope.label}: would send {len(decision.steps)} write(s): {counted}")
+        return outcome
+    return carry_out(ctx, decl, decision, outcome)
+
+
+def absent(ctx: PveContext, test: bool, state_id: str, name: object = None, removal: object = "retain",
+           **extra: object) -> Outcome:  # fmt: skip
+    """Stop managing a rule list: ``removal: retain`` (default) forgets its row and touches nothing;
+    ``removal: destroy`` deletes every rule, only when the row says the list is ours and it is still
+    exactly the last declaration (each delete guarded as ``present``'s writes are). Never raises for a
+    known failure."""
+    outcome = Outcome()
+    try:
+        problem = removal_problem(removal)
+        if problem:
+            raise DeclarationError(problem)
+        scope = identify(state_id, ctx.target.name, name, **extra)
+    except DeclarationError as exc:
+        return outcome.refuse(exc)
+    key = row_key(ctx.target.name, FAMILY, scope.name)
+    row = ctx.ownership.row(key)
+    if removal == "retain":
+        return forget_ownership(outcome, ctx.ownership, key, row, scope.label, test)
+    try:
+        firewall = base(ctx, scope)
+        if firewall is None:
+            return forget_ownership(outcome, ctx.ownership, key, row, scope.label, test, already_absent=True)
+        path = rules_path(scope, firewall)
+        try:
+            live = read(ctx, path)
+        except PveError as error:
+            if scope.env == "group" and "no such security group" in error.message:
+                return forget_ownership(
+                    outcome, ctx.ownership, key, row, scope.label, test, already_absent=True
+                )
+            raise
+        if row is None:
+            if not live.rules:
+                outcome.comment.append(f"{scope.label}: none, and none recorded as ours")
+                return outcome
+            return outcome.fail(destroy_path(scope.label))
+        recorded = (row.get("declared") or {}).get("rules", [])
+        if [frozen(r) for r in live.rules] != [frozen(dict(r)) for r in recorded]:
+            return outcome.fail(
+                f"destroy {scope.label}: the list is no longer its last declaration, so it may hold rules "
+                "this minion did not write. Nothing was deleted: delete them by hand if they should go."
+            )
+        if not live.rules:
+            return forget_ownership(outcome, ctx.ownership, key, row, scope.label, test, already_absent=True)
+        decl = Declared(state_id, ctx.target.name, scope, tuple(), adopt=True)
+        steps = moves.plan(live.rules, [])
+        lock, notes, steps = lockout_check(ctx, decl, live.rules, steps)
+        if lock:
+            return outcome.fail(*notes, *lock, "Nothing was deleted.")
+        outcome.comment.extend(notes)
+    except DeclarationError as exc:
+        return outcome.refuse(exc)
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was deleted.")
+    outcome.changes = {
+        "deleted": {"old": scope.label, "new": None},
+        "rules": {"diff": diff(live.rules, [], scope.name)},
+        "writes": [describe(step, []) for step in steps],
+    }
+    if test:
+        outcome.result = None
+        outcome.comment.append(f"{scope.label}: would delete {len(steps)} rule(s)")
+        return outcome
+    decision = Decision("write", path=path, live=live, steps=steps, row=row)
+    result = carry_out(ctx, decl, decision, outcome, record=False)
+    if result.result is not False:
+        ctx.ownership.forget(key)
+        result.comment[-1] = f"{scope.label}: {len(steps)} rule(s) deleted"
+    return result
+
+
+def declared_keys(chunk, default_target: str | None) -> frozenset[str]:
+    """``chunk_keys`` of a run's chunk (``salt_proxmox.run.lowstate.Chunk``): the registry's
+    ``Kind.keys`` of rule lists."""
+    return chunk_keys(chunk.state, chunk.fun, chunk.name, chunk.target(default_target))
+
+
+def chunk_keys(state: str, fun: str, name: object, target: str | None) -> frozenset[str]:
+    """The ownership row key a ``rules``/``rules_absent`` chunk declares (for the one-object-one-state
+    check), or none when its scope cannot be read (it is refused when it runs)."""
+    if target is None:
+        return frozenset()
+    try:
+        return frozenset({row_key(target, FAMILY, parse_scope(name).name)})
+    except ValueError:
+        return frozenset()
+
+
+def export(ctx: PveContext, bao: object, keep) -> object:
+    """``proxmox.export`` of rule lists (the registry's ``Kind.export``): every scope holding rules —
+    the cluster, each node (``GET /cluster/status``), each security group, each guest of the cluster's
+    index — as ``{name: <scope>, rules: [...], adopt: true}`` in the canonical spellings a declaration
+    takes, ``keep({"name": scope})`` true. Returns ``salt_proxmox.export.objects.Found``. Raises what
+    the reads raise (PveError, PveMalformed, PveUnreachable): an export never leaves a list out
+    silently."""
+    from salt_proxmox.export.objects import Exported, Found
+
+    found = Found()
+    names = ["cluster"]
+    names += [
+        f"node/{r['name']}" for r in _rows(ctx, "cluster/status", "status rows") if r.get("type") == "node"
+    ]
+    names += [
+        f"group/{r['group']}"
+        for r in _rows(ctx, "cluster/firewall/groups", "security groups")
+        if r.get("group")
+    ]
+    names += [
+        f"{'vm' if row['type'] == 'qemu' else 'ct'}/{row['vmid']}"
+        for row in index_rows(ctx)
+        if row.get("type") in ("qemu", "lxc") and not row.get("template")
+    ]
+    for name in names:
+        if not keep({"name": name}):
+            continue
+        scope = parse_scope(name)
+        firewall = base(ctx, scope)
+        if firewall is None:
+            continue
+        live = read(ctx, rules_path(scope, firewall))
+        if not live.rules:
+            continue
+        declaration = {"name": name, "rules": [dict(rule) for rule in live.rules], "adopt": True}
+        found.objects.append(Exported({"name": name}, declaration, scope.label))
+    return found
