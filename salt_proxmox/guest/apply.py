@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from salt_proxmox.errors import Refused, SaltProxmoxError
+from salt_proxmox.errors import Refused, SaltProxmoxError, Uncertain
 from salt_proxmox.guest.decide import Decision, reboot_problem
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import guest_path, read_live, styled
@@ -168,6 +168,15 @@ def create_guest(
     while step is not None:
         if sending is not None and step.path.endswith("/config"):
             sending[:] = form_keys(step.form)
+        if not step.task:
+            ctx.client.request(step.method, step.path, credential(), form=dict(step.form))
+            if sending:
+                sending.clear()
+            if written is not None:
+                written.append(step.what)
+            first = False
+            step = next(steps, None)
+            continue
         try:
             upid = start_task(ctx.client, credential(), step.method, step.path, step.what, step.form)
         except (PveError, PveUnreachable):
@@ -180,7 +189,10 @@ def create_guest(
             ctx.ownership.note_task(key, upid)
         try:
             ctx.await_task(credential(), decl.node, upid, step.what, ctx.create_polls)
-        except TaskFailed:
+        except TaskFailed as exc:
+            if step.uncertain:
+                # The row stays creating: the guest is neither proven absent nor ours.
+                raise Uncertain(f"{exc} {step.uncertain}") from exc
             if first:
                 ctx.ownership.restore(key, earlier)
             raise

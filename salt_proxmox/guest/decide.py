@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest import identity, nics
+from salt_proxmox.guest import identity, nics, restore
 from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import read_live, styled
@@ -260,6 +260,9 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
     change = verdict.change
     refused, notes = family.update_checks(ctx, decl, change)
     change.refuse.extend(refused)
+    archive = getattr(decl, "restore", None)
+    if archive is not None:
+        notes.insert(0, restore.ignored_note(family.what(decl.vmid, decl.node), archive))
     live = config.merged()
     # Adopt checks judge what the guest runs with, not what waits for its next start.
     differs = verdict.drift_in_effect

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.guest.props import config_problems, guest_problems, secret_problem, wired_value
+from salt_proxmox.guest.restore import archive_problem
 from salt_proxmox.guest.schema import PropString
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.schema import parse_mountpoint
@@ -36,6 +37,8 @@ class LxcDeclaration:
     removal: str = "retain"
     config: dict[str, str] = field(default_factory=dict)
     ostemplate: str | None = None
+    #: A create by restore: the backup volume (``guest.restore``), in place of ``ostemplate``.
+    restore: str | None = None
     start: bool = False
     reboot_for_pending: bool = False
     #: The resource pool the guest belongs to: None leaves membership alone, ``''`` is no pool.
@@ -52,6 +55,8 @@ class LxcDeclaration:
         out["vmid"] = self.vmid
         if self.ostemplate is not None:
             out["ostemplate"] = self.ostemplate
+        if self.restore is not None:
+            out["restore"] = self.restore
         return out
 
 
@@ -119,9 +124,15 @@ def parse_declaration(
     number, problems = guest_problems(vmid, node, target, adopt, removal, reboot_for_pending)
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
-    once: dict[str, object] = {"ostemplate": None, "start": False}
+    once: dict[str, object] = {"ostemplate": None, "start": False, "restore": None}
 
     def take(key: str, raw: object) -> list[str]:
+        if key == schema.RESTORE:
+            problem = archive_problem("lxc", raw) if isinstance(raw, str) else "expected a backup volume id"
+            if problem:
+                return [f"restore: {problem}"]
+            once["restore"] = raw
+            return []
         if key in schema.CREATE_SECRETS:
             problem = secret_problem(key, raw)
             if problem:
@@ -160,6 +171,10 @@ def parse_declaration(
     found, pool = config_problems(config, take)
     problems += found
     ostemplate, start = once["ostemplate"], once["start"]
+    if ostemplate is not None and once["restore"] is not None:
+        problems.append(
+            "restore: a container is created from an ostemplate or restored from a backup, not both; drop one"
+        )
     if problems:
         raise DeclarationError(problems)
     return LxcDeclaration(
@@ -171,6 +186,7 @@ def parse_declaration(
         removal=str(removal),
         config=wired,
         ostemplate=ostemplate,  # type: ignore[arg-type]
+        restore=once["restore"],  # type: ignore[arg-type]
         start=start is True,
         reboot_for_pending=reboot_for_pending is True,
         secrets=secrets,

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
-from tests.support.ceph import CephPve
+from tests.support.restore import RestorePve
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
     from typing import Self
@@ -179,6 +179,44 @@ STORAGES: dict[str, dict[str, Any]] = {
     "local-zfs": {"type": "zfspool", "pool": "rpool/data", "sparse": 1, "content": "images,rootdir"},
 }
 
+# Backup archives on `local` that the example pillar restores (tests.support.restore): a container 150 and a
+# VM 250 that no longer exist, each archive holding the config vzdump saved. PVE lists a backup only to a
+# caller with Datastore.AllocateSpace on its storage and VM.Backup on the archived vmid (pve-storage
+# PVE/Storage.pm check_volume_access): both tokens get them there (ARCHIVE_PRIVS).
+CT_ARCHIVE = "local:backup/vzdump-lxc-150-2026_11_30-02_00_00.tar.zst"
+CT_ARCHIVE_CONFIG: dict[str, Any] = {
+    "hostname": "web-old",
+    "memory": 1024,
+    "swap": 512,
+    "cores": 2,
+    "rootfs": "local-lvm:vm-150-disk-0,size=8G",
+    "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:15:00:01,ip=dhcp,type=veth",
+    "ostype": "debian",
+    "arch": "amd64",
+    "unprivileged": 1,
+}
+VM_ARCHIVE = "local:backup/vzdump-qemu-250-2026_11_30-02_00_00.vma.zst"
+VM_ARCHIVE_CONFIG: dict[str, Any] = {
+    "name": "app-old",
+    "memory": 2048,
+    "cores": 2,
+    "sockets": 1,
+    "ostype": "l26",
+    "scsihw": "virtio-scsi-single",
+    "scsi0": "local-lvm:vm-250-disk-0,iothread=1,size=8G",
+    "net0": "virtio=BC:24:11:25:00:01,bridge=vmbr0",
+    "boot": "order=scsi0",
+    "smbios1": "uuid=2a1c3a4e-8d2b-4f5a-9c7e-1b2d3e4f5a25",
+    "vmgenid": "1a7d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e25",
+}
+ARCHIVE_SIZE = 412 * 1024**2
+ARCHIVE_CTIME = 1796004000  # 2026-11-30 02:00:00 UTC
+ARCHIVE_PRIVS = {
+    "/storage/local": ("Datastore.AllocateSpace",),
+    "/vms/150": ("VM.Backup",),
+    "/vms/250": ("VM.Backup",),
+}
+
 T = TypeVar("T")
 
 
@@ -234,11 +272,17 @@ def seed(pve: FakePve) -> Seeded:
         config=CLOUD_TEMPLATE_CONFIG,
     )
 
+    if isinstance(pve, RestorePve):
+        pve.add_archive(CT_ARCHIVE, CT_ARCHIVE_CONFIG, ARCHIVE_SIZE, ARCHIVE_CTIME)
+        pve.add_archive(VM_ARCHIVE, VM_ARCHIVE_CONFIG, ARCHIVE_SIZE, ARCHIVE_CTIME)
+
     tokens = {}
     for token_id, privs in ((READ_TOKEN_ID, READ_PRIVS), (PROVISION_TOKEN_ID, PROVISION_PRIVS)):
         secret = secrets.token_hex(16)
         pve.apitokens[token_id] = secret
         pve.grant(token_id, "/", *privs)
+        for path, more in ARCHIVE_PRIVS.items():
+            pve.grant(token_id, path, *more)
         tokens[token_id] = (token_id, secret)
     return Seeded(read_token=tokens[READ_TOKEN_ID], provision_token=tokens[PROVISION_TOKEN_ID])
 
@@ -285,7 +329,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = CephPve(host=HOST, port=0)
+            pve = RestorePve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve
