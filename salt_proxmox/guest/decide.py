@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest import identity, nics, restore
+from salt_proxmox.guest import ha_owned, identity, nics, restore
 from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import read_live, styled
@@ -228,6 +228,10 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
             f"{what} is declared by state {row.get('state_id')!r} already; two states cannot manage one "
             "guest. Remove one declaration, or declare adopt: true here to move it to this state."
         ])  # fmt: skip
+    if power.status is not None:
+        owned = ha_owned.status_refusal(ctx, family.ha_type, what, decl.vmid, power.status)
+        if owned:
+            return Decision("refuse", reasons=[owned], row_key=key, row=row)
     config = read_live(ctx, family, decl.node, decl.vmid)
     if config is None:
         plan = family.plan_create(ctx, decl)

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
+from tests.support.ha import HaPve
 from tests.support.restore import RestorePve
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
@@ -98,6 +99,9 @@ PROVISION_PRIVS = (
     # Node interfaces and their reload need Sys.Modify on /nodes/<node> (above); SDN zones, vnets, subnets,
     # the SDN lock and the SDN apply SDN.Allocate (pve-network PVE/API2/Network/SDN*.pm).
     "SDN.Allocate",
+    # HA resources, groups and rules: every write needs Sys.Console on / (pve-ha-manager
+    # API2/HA/{Resources,Groups,Rules}.pm permissions).
+    "Sys.Console",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
@@ -329,7 +333,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = RestorePve(host=HOST, port=0)
+            pve = HaPve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve
