@@ -61,12 +61,12 @@ class HaPve(RestorePve):
     def _major(self) -> int:
         return int(str(self.release_version).split(".")[0])
 
-    def _guest_of(self, sid: str):
+    def _ha_guest(self, sid: str):
         kind, _, vmid = sid.partition(":")
         return self.vm(int(vmid)) if kind == "vm" else self.ct(int(vmid))
 
     def _sync_guest(self, sid: str) -> None:
-        guest = self._guest_of(sid)
+        guest = self._ha_guest(sid)
         if guest is None:
             return
         options = self.ha_resources.get(sid)
@@ -132,7 +132,7 @@ class HaPve(RestorePve):
         sid = v["sid"]
         if v.get("group") is not None and self._major() >= 9:
             raise die("invalid parameter 'group': ha groups have been migrated to rules")
-        if self._guest_of(sid) is None:
+        if self._ha_guest(sid) is None:
             raise die(f"resource '{sid}' does not exist in cluster")
         if v.get("group") is not None and v["group"] not in self.ha_groups:
             raise die(f"HA group '{v['group']}' does not exist")
