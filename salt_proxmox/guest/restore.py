@@ -42,10 +42,12 @@ PVE's rules, each from its source:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from salt_proxmox.guest.family import CreatePlan
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError
 
@@ -155,6 +157,29 @@ def find_archive(ctx: PveContext, node: str, volid: str) -> tuple[Archive | None
         f"/storage/{storage} and VM.Backup on /vms/{owner}, or Datastore.Allocate: pve-storage Storage.pm "
         f"check_volume_access). Name an archive `pvesm list {storage} --content backup` shows, or grant the "
         "read token those privileges."
+    )
+
+
+def create_plan(
+    what: str,
+    archive: Archive,
+    config: Mapping[str, str],
+    key_change: Callable[[str, str | None, str | None], dict],
+    written: Iterable[str],
+) -> CreatePlan:
+    """What a plan says of a create by restore of guest ``what`` from ``archive``: the archive with its
+    size and time, the declared ``config`` keys as the return's changes (``key_change``: the family's),
+    and a note naming ``written``, the keys then written onto the restored guest where they differ."""
+    changes: dict[str, object] = {"restore": {"old": None, "new": archive.shown()}}
+    changes.update({key: key_change(key, None, value) for key, value in config.items()})
+    rest = sorted(written)
+    return CreatePlan(
+        source=f"by restoring {archive.shown()} with new MACs (unique=1)",
+        again=f"by restoring {archive.volid} again",
+        notes=[f"{what}: then written onto the restored guest where it differs: {', '.join(rest)}"]
+        if rest
+        else [],
+        changes=changes,
     )
 
 

@@ -19,13 +19,14 @@ Source: pve-ha-manager ``src/PVE/API2/HA/{Resources,Groups,Rules}.pm`` and ``src
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from salt_proxmox.errors import Refused
+from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.guest.ha_owned import SID
+from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.facts import release
-from salt_proxmox.simple.fields import Field
-from salt_proxmox.simple.spec import Declared
+from salt_proxmox.simple.fields import Field, live_values
+from salt_proxmox.simple.spec import Call, Declared
 from salt_proxmox.wire.propstring import text_problem
 
 #: ``pve-configid`` (pve-common ``JSONSchema.pm`` ``pve_verify_configid``): an HA group's or rule's id.
@@ -79,3 +80,69 @@ def release_refusal(ctx, decl: Declared, wants: int) -> None:
         "9, pve-ha-manager API2/HA/Rules.pm). Declare an HA group under proxmox:ha_groups instead, or "
         "upgrade the cluster. Nothing was written."
     )
+
+
+def identify_by_id(noun: str, fields: Mapping[str, Field]) -> Callable[..., Declared]:
+    """The ``identify`` of an HA family keyed by a pve-configid (a group, a rule): ``name`` checked
+    against ``CONFIG_ID``; another key is refused naming ``fields``. Raises DeclarationError."""
+
+    def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
+        if extra:
+            raise DeclarationError(
+                f"unknown key(s) {', '.join(sorted(extra))}: an {noun} has name, {', '.join(fields)}"
+            )
+        if not isinstance(name, str) or not CONFIG_ID.match(name):
+            raise DeclarationError(
+                f"name: {shown(name)} is not an {noun} id (a letter, then letters, digits, - or _)"
+            )
+        return Declared(state_id, target, identity=name, label=f"{noun} {name}", names={"name": name})
+
+    return identify
+
+
+def parse_section(fields: Mapping[str, Field], noun: str) -> Callable[[object, Declared], dict]:
+    """The ``parse`` of an HA family's read (``GET /cluster/ha/<kind>/<id>``: one section of its
+    config and the file's ``digest``): the canonical ``fields`` values and the ``digest``. The
+    parse raises ValueError for another shape."""
+
+    def parse(data: object, decl: Declared) -> dict:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"expected the {noun} as an object")
+        values = live_values(fields, data)
+        values["digest"] = str(data.get("digest") or "")
+        return values
+
+    return parse
+
+
+def form_of(
+    fields: Mapping[str, Field], values: Mapping[str, object], wire: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The form keys of canonical ``values``: every value but a cleared text (``''``), a 0 included
+    (``max_restart: 0`` is not PVE's default), each under PVE's name (``wire``: declared key -> PVE's)."""
+    names = wire or {}
+    return {names.get(key, key): fields[key].wire(value) for key, value in values.items() if value != ""}
+
+
+def section_path(kind: str, decl: Declared) -> str:
+    """``cluster/ha/<kind>/<id>``: one object of an HA section config (``kind``: resources, groups,
+    rules)."""
+    return api_path("cluster", "ha", kind, decl.names["name"])
+
+
+def section_calls(
+    kind: str, id_key: str, fields: Mapping[str, Field], wire: Mapping[str, str] | None = None
+) -> dict[str, object]:
+    """The ``ObjectSpec`` calls every HA family shares: the read and delete of ``section_path``, the
+    create ``POST cluster/ha/<kind>`` with ``id_key`` and the declared values (``form_of``), and the
+    digest each update carries (``digest_guard``)."""
+    return {
+        "read": lambda decl: Call("GET", section_path(kind, decl)),
+        "create": lambda decl: Call(
+            "POST",
+            f"cluster/ha/{kind}",
+            form={id_key: decl.names["name"], **form_of(fields, decl.values, wire)},
+        ),
+        "delete": lambda decl, live: Call("DELETE", section_path(kind, decl)),
+        "write_guard": digest_guard,
+    }

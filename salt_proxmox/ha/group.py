@@ -17,12 +17,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.ha.common import COMMENT, CONFIG_ID, NODES, digest_guard, release_refusal
-from salt_proxmox.ha.resource import form_of
-from salt_proxmox.pve.client import api_path
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.ha.common import (
+    COMMENT,
+    CONFIG_ID,
+    NODES,
+    form_of,
+    identify_by_id,
+    parse_section,
+    release_refusal,
+    section_calls,
+    section_path,
+)
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, live_values
+from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,17 +49,7 @@ CREATE = Endpoint("POST /cluster/ha/groups", ("group", "nodes"), _RULES.get)
 UPDATE = Endpoint("PUT /cluster/ha/groups/{group}", (), _RULES.get)
 
 
-def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
-    """A group by its id (``name``, pve-configid). Raises DeclarationError."""
-    if extra:
-        raise DeclarationError(
-            f"unknown key(s) {', '.join(sorted(extra))}: an HA group has name, {', '.join(FIELDS)}"
-        )
-    if not isinstance(name, str) or not CONFIG_ID.match(name):
-        raise DeclarationError(
-            f"name: {shown(name)} is not an HA group id (a letter, then letters, digits, - or _)"
-        )
-    return Declared(state_id, target, identity=name, label=f"HA group {name}", names={"name": name})
+identify = identify_by_id("HA group", FIELDS)
 
 
 def declare(state_id: str, target: str, name: object = None, adopt: object = False, **declared) -> Declared:
@@ -63,13 +61,7 @@ def declare(state_id: str, target: str, name: object = None, adopt: object = Fal
     return probe.declaring(values, adopt)
 
 
-def parse(data: object, decl: Declared) -> dict:
-    """``GET /cluster/ha/groups/{group}`` → the canonical values and the ``digest``."""
-    if not isinstance(data, Mapping):
-        raise ValueError("expected the group as an object")
-    values = live_values(FIELDS, data)
-    values["digest"] = str(data.get("digest") or "")
-    return values
+parse = parse_section(FIELDS, "group")
 
 
 def _update(decl: Declared, live: Mapping[str, object]) -> Call | None:
@@ -77,7 +69,7 @@ def _update(decl: Declared, live: Mapping[str, object]) -> Call | None:
     gone = [key for key in deleted_keys(decl.values, live) if key != "nodes"]
     if gone:
         form["delete"] = ",".join(gone)
-    return Call("PUT", api_path("cluster", "ha", "groups", decl.names["name"]), form=form)
+    return Call("PUT", section_path("groups", decl), form=form)
 
 
 def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
@@ -91,17 +83,12 @@ SPEC = ObjectSpec(
     noun="HA group",
     declare=declare,
     identify=identify,
-    read=lambda decl: Call("GET", api_path("cluster", "ha", "groups", decl.names["name"])),
     absence="HTTP 500 \"no such ha group '<group>'\" (pve-ha-manager API2/HA/Groups.pm read)",
     is_absent=exact_message(500, "no such ha group '{name}'"),
     parse=parse,
-    create=lambda decl: Call(
-        "POST", "cluster/ha/groups", form={"group": decl.names["name"], **form_of(FIELDS, decl.values)}
-    ),
     create_endpoint=CREATE,
     update=_update,
     update_endpoint=UPDATE,
-    delete=lambda decl, live: Call("DELETE", api_path("cluster", "ha", "groups", decl.names["name"])),
-    write_guard=digest_guard,
+    **section_calls("groups", "group", FIELDS),
     for_cluster=for_cluster,
 )

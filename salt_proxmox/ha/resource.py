@@ -25,8 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, shown
-from salt_proxmox.ha.common import COMMENT, CONFIG_ID, SID, digest_guard
-from salt_proxmox.pve.client import api_path
+from salt_proxmox.ha.common import COMMENT, CONFIG_ID, SID, form_of, section_calls, section_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, live_values
@@ -119,18 +118,12 @@ def listed(rows: object, decl: Declared) -> dict | None:
     return None if row is None else _live(row)
 
 
-def form_of(fields: Mapping[str, Field], values: Mapping[str, object]) -> dict[str, str]:
-    """The form keys of canonical ``values``: every value but a cleared text (``''``), a 0 included
-    (``max_restart: 0`` is not PVE's default), each under PVE's name (``WIRE``)."""
-    return {WIRE.get(key, key): fields[key].wire(value) for key, value in values.items() if value != ""}
-
-
 def _update(decl: Declared, live: Mapping[str, object]) -> Call | None:
-    form = form_of(FIELDS, {key: value for key, value in decl.values.items() if live.get(key) != value})
+    form = form_of(FIELDS, {key: value for key, value in decl.values.items() if live.get(key) != value}, WIRE)
     gone = deleted_keys(decl.values, live, skip=tuple(DEFAULTS))
     if gone:
         form["delete"] = ",".join(gone)
-    return Call("PUT", api_path("cluster", "ha", "resources", decl.names["name"]), form=form)
+    return Call("PUT", section_path("resources", decl), form=form)
 
 
 def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
@@ -158,20 +151,13 @@ SPEC = ObjectSpec(
     noun="HA resource",
     declare=declare,
     identify=identify,
-    read=lambda decl: Call("GET", api_path("cluster", "ha", "resources", decl.names["name"])),
     absence="HTTP 500 \"no such resource '<sid>'\" (pve-ha-manager API2/HA/Resources.pm read)",
     is_absent=exact_message(500, "no such resource '{name}'"),
     parse=parse,
-    create=lambda decl: Call(
-        "POST",
-        "cluster/ha/resources",
-        form={"sid": decl.names["name"], **form_of(FIELDS, decl.values)},
-    ),
     create_endpoint=CREATE,
     update=_update,
     update_endpoint=UPDATE,
-    delete=lambda decl, live: Call("DELETE", api_path("cluster", "ha", "resources", decl.names["name"])),
-    write_guard=digest_guard,
+    **section_calls("resources", "sid", FIELDS, WIRE),
     listing=Call("GET", "cluster/ha/resources"),
     listed=listed,
     for_cluster=for_cluster,

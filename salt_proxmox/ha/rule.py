@@ -21,12 +21,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.ha.common import COMMENT, CONFIG_ID, NODES, check_sids, digest_guard, release_refusal
-from salt_proxmox.ha.resource import form_of
-from salt_proxmox.pve.client import api_path
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.ha.common import (
+    COMMENT,
+    CONFIG_ID,
+    NODES,
+    check_sids,
+    form_of,
+    identify_by_id,
+    parse_section,
+    release_refusal,
+    section_calls,
+    section_path,
+)
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, live_values
+from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,17 +63,7 @@ CREATE = Endpoint("POST /cluster/ha/rules", ("rule", "type", "resources"), _RULE
 UPDATE = Endpoint("PUT /cluster/ha/rules/{rule}", ("type",), _RULES.get)
 
 
-def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
-    """A rule by its id (``name``, pve-configid). Raises DeclarationError."""
-    if extra:
-        raise DeclarationError(
-            f"unknown key(s) {', '.join(sorted(extra))}: an HA rule has name, {', '.join(FIELDS)}"
-        )
-    if not isinstance(name, str) or not CONFIG_ID.match(name):
-        raise DeclarationError(
-            f"name: {shown(name)} is not an HA rule id (a letter, then letters, digits, - or _)"
-        )
-    return Declared(state_id, target, identity=name, label=f"HA rule {name}", names={"name": name})
+identify = identify_by_id("HA rule", FIELDS)
 
 
 def declare(state_id: str, target: str, name: object = None, adopt: object = False, **declared) -> Declared:
@@ -91,13 +90,7 @@ def declare(state_id: str, target: str, name: object = None, adopt: object = Fal
     return probe.declaring({k: v for k, v in values.items() if k in OF_TYPE[kind]}, adopt)
 
 
-def parse(data: object, decl: Declared) -> dict:
-    """``GET /cluster/ha/rules/{rule}`` → the canonical values of its type and the ``digest``."""
-    if not isinstance(data, Mapping):
-        raise ValueError("expected the rule as an object")
-    values = live_values(FIELDS, data)
-    values["digest"] = str(data.get("digest") or "")
-    return values
+parse = parse_section(FIELDS, "rule")
 
 
 def _update(decl: Declared, live: Mapping[str, object]) -> Call | None:
@@ -109,7 +102,7 @@ def _update(decl: Declared, live: Mapping[str, object]) -> Call | None:
         form["delete"] = ",".join(gone)
     return Call(
         "PUT",
-        api_path("cluster", "ha", "rules", decl.names["name"]),
+        section_path("rules", decl),
         form={"type": decl.values["type"], **form},
     )
 
@@ -135,18 +128,13 @@ SPEC = ObjectSpec(
     noun="HA rule",
     declare=declare,
     identify=identify,
-    read=lambda decl: Call("GET", api_path("cluster", "ha", "rules", decl.names["name"])),
     absence="HTTP 500 \"no such ha rule '<rule>'\" (pve-ha-manager API2/HA/Rules.pm read_rule)",
     is_absent=exact_message(500, "no such ha rule '{name}'"),
     parse=parse,
-    create=lambda decl: Call(
-        "POST", "cluster/ha/rules", form={"rule": decl.names["name"], **form_of(FIELDS, decl.values)}
-    ),
     create_endpoint=CREATE,
     update=_update,
     update_endpoint=UPDATE,
-    delete=lambda decl, live: Call("DELETE", api_path("cluster", "ha", "rules", decl.names["name"])),
-    write_guard=digest_guard,
+    **section_calls("rules", "rule", FIELDS),
     refusals=refusals,
     for_cluster=for_cluster,
 )

@@ -20,9 +20,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import Refused
 from salt_proxmox.guest import restore
-from salt_proxmox.guest.apply import config_form
+from salt_proxmox.guest.apply import written_onto
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
 from salt_proxmox.guest.live import styled
@@ -139,17 +138,8 @@ def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> 
     if archive is None or refusals:
         return CreatePlan(refusals=refusals)
     form = _restore_form(decl)
-    rest = sorted(key for key in decl.config if key not in form)
-    changes = {"restore": {"old": None, "new": archive.shown()}}
-    changes.update({key: judge.key_change(key, None, value) for key, value in decl.config.items()})
-    notes = [f"CT {decl.vmid} on {decl.node}: then written onto the restored container where it differs: "
-             f"{', '.join(rest)}"] if rest else []  # fmt: skip
-    return CreatePlan(
-        source=f"by restoring {archive.shown()} with new MACs (unique=1)",
-        again=f"by restoring {decl.restore} again",
-        notes=notes,
-        changes=changes,
-    )
+    rest = [key for key in decl.config if key not in form]
+    return restore.create_plan(LXC.what(decl.vmid, decl.node), archive, decl.config, judge.key_change, rest)
 
 
 def _restore_form(decl: LxcDeclaration) -> dict[str, str]:
@@ -201,18 +191,8 @@ def _restored(
         form,
     )
     made = dict(ctx.client.request("GET", f"{path}/config", credential()) or {})
-    change = judge.judge(decl, made, styled(ctx, decl))
-    if change.refuse:
-        raise Refused(" ".join(change.refuse))
-    written = config_form(LXC, change, {}, str(made.get("digest", "")))
-    if written is not None:
-        yield CreateStep(
-            "PUT", f"{path}/config", f"configure CT {decl.vmid} as declared", written, task=False
-        )
-    for disk, size in change.resize:
-        resize = {"disk": disk, "size": size}
-        check_form(schema.RESIZE, resize, presence=True)
-        yield CreateStep("PUT", f"{path}/resize", f"grow {disk} of CT {decl.vmid} to {size}", resize)
+    # pve-container has the synchronous PUT …/config only.
+    yield from written_onto(LXC, decl, judge.judge(decl, made, styled(ctx, decl)), made, path, task=False)
 
 
 def update_checks(ctx: PveContext, decl: LxcDeclaration, change: Change) -> tuple[list[str], list[str]]:

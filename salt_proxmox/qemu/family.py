@@ -200,16 +200,8 @@ def restore_plan(ctx: PveContext, decl: QemuDeclaration, refusals: list[str]) ->
     refusals = [*refusals, *([refusal] if refusal else [])]
     if archive is None or refusals:
         return CreatePlan(refusals=refusals)
-    changes = {"restore": {"old": None, "new": archive.shown()}}
-    changes.update({key: judge.key_change(key, None, value) for key, value in decl.config.items()})
-    notes = [f"VM {decl.vmid} on {decl.node}: then written onto the restored VM where it differs: "
-             f"{', '.join(sorted(decl.config))}"] if decl.config else []  # fmt: skip
-    return CreatePlan(
-        source=f"by restoring {archive.shown()} with new MACs (unique=1)",
-        again=f"by restoring {decl.restore} again",
-        notes=notes,
-        changes=changes,
-    )
+    what = QEMU.what(decl.vmid, decl.node)
+    return restore.create_plan(what, archive, decl.config, judge.key_change, decl.config)
 
 
 #: Why a failed VM restore leaves the guest uncertain (``CreateStep.uncertain``).
@@ -248,21 +240,12 @@ def _restored(
 def _configured(
     ctx: PveContext, decl: QemuDeclaration, credential: Callable[[], Credential], path: str
 ) -> Iterator[CreateStep]:
-    """The declaration written onto a VM a clone or a restore made: one ``POST …/config`` task with
-    its digest, then a ``PUT …/resize`` per disk that grows. Raises Refused when the VM as made
-    cannot take the declaration (its row stays ``creating``)."""
+    """The declaration written onto a VM a clone or a restore made (``guest.apply.written_onto``:
+    one ``POST …/config`` task with its digest, then a resize task per disk that grows), judged
+    against the VM as made (``_onto``). Raises Refused when it cannot take the declaration (its row
+    stays ``creating``)."""
     made = dict(ctx.client.request("GET", f"{path}/config", credential()) or {})
-    change = _onto(decl, made)
-    if change.refuse:
-        raise Refused(" ".join(change.refuse))
-    secrets = {key: decl.secrets[key] for key in change.secrets}
-    form = shared.config_form(QEMU, change, secrets, str(made.get("digest", "")))
-    if form is not None:
-        yield CreateStep("POST", f"{path}/config", f"configure VM {decl.vmid} as declared", form)
-    for disk, size in change.resize:
-        resize = {"disk": disk, "size": size}
-        check_form(schema.RESIZE, resize, presence=True)
-        yield CreateStep("PUT", f"{path}/resize", f"grow {disk} of VM {decl.vmid} to {size}", resize)
+    yield from shared.written_onto(QEMU, decl, _onto(decl, made), made, path)
 
 
 def create(

@@ -5,26 +5,11 @@ manager); the run's HA resources reach the guest's state through the run's lowst
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
-import yaml
 
-from tests.support.saltrun import PILLAR, salt_call, state_rows, write_minion_config
+from tests.support.saltrun import edited_pillar, salt_call, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
-
-
-def _pillar(tmp_path: Path, change) -> Path:
-    root = tmp_path / "pillar"
-    root.mkdir(exist_ok=True)
-    for name in ("top.sls", "secrets.sls"):
-        shutil.copy(PILLAR / name, root / name)
-    data = yaml.safe_load((PILLAR / "proxmox.sls").read_text())
-    change(data)
-    (root / "proxmox.sls").write_text(yaml.safe_dump(data))
-    return root
 
 
 def test_status_on_a_guest_an_ha_resource_of_the_run_manages_is_refused(fresh_cluster, bao_creds, tmp_path):
@@ -38,7 +23,7 @@ def test_status_on_a_guest_an_ha_resource_of_the_run_manages_is_refused(fresh_cl
         fresh_cluster.url,
         fresh_cluster.cafile,
         openbao=bao_creds,
-        pillar_roots=[str(_pillar(tmp_path, change))],
+        pillar_roots=[str(edited_pillar(tmp_path, change))],
     )
     start = len(fresh_cluster.pve.requests)
     ret, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")

@@ -15,6 +15,7 @@ from salt_proxmox.errors import DeclarationError
 from salt_proxmox.guest import ha_owned
 from salt_proxmox.guest.restore import Archive, archive_problem, archived_vmid
 from salt_proxmox.ha import group, resource, rule
+from salt_proxmox.ha.common import form_of
 from salt_proxmox.lxc.props import parse_declaration as lxc_declaration
 from salt_proxmox.qemu.props import parse_declaration as qemu_declaration
 from salt_proxmox.run.lowstate import Run
@@ -71,7 +72,7 @@ def test_an_ha_resource_declares_ha_state_and_its_read_fills_pve_s_defaults():
     decl = resource.declare("s", "t", name="ct:150", ha_state="enabled", max_restart=0)
     # HA/Resources.pm: `enabled` is an alias of `started`; a max_restart of 0 is sent, not PVE's default 1.
     assert decl.values == {"ha_state": "started", "max_restart": 0}
-    assert resource.form_of(resource.FIELDS, decl.values) == {"state": "started", "max_restart": "0"}
+    assert form_of(resource.FIELDS, decl.values, resource.WIRE) == {"state": "started", "max_restart": "0"}
     with pytest.raises(DeclarationError, match="declared as ha_state"):
         resource.declare("s", "t", name="ct:150", state="started")
     with pytest.raises(DeclarationError, match="vm:<vmid> for a VM"):
