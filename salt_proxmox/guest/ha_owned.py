@@ -33,6 +33,10 @@ STATE = "proxmox_ha_resource"
 SID = re.compile(r"^(vm|ct):([1-9][0-9]{2,8})$", re.ASCII)
 #: The run memo's key of the run's declared HA resources: ``{sid: state}``.
 _DECLARED = "salt_proxmox.ha-declared"
+#: The run memo's key of the guests the run declares present: ``{"ct:<vmid>", "vm:<vmid>"}``.
+_GUESTS = "salt_proxmox.ha-declared-guests"
+#: The guest state modules by the HA type of their guests.
+GUEST_STATES = {"ct": "proxmox_lxc", "vm": "proxmox_qemu"}
 #: The HA state a guest's ``status`` maps to.
 HA_STATE = {"running": "started", "stopped": "stopped"}
 
@@ -57,6 +61,18 @@ def remember_run(ctx: PveContext, run: Run | None, default: str | None) -> None:
         return
     chunks = run.declared(STATE, ctx.target.name, default)
     remember_declared(ctx, [{**chunk.args, "name": chunk.name} for chunk in chunks if chunk.fun == "present"])
+    ctx.memo[_GUESTS] = {
+        f"{ha_type}:{chunk.args.get('vmid')}"
+        for ha_type, state in GUEST_STATES.items()
+        for chunk in run.declared(state, ctx.target.name, default)
+        if chunk.fun == "present"
+    }
+
+
+def guest_declared(ctx: PveContext, sid: str) -> bool:
+    """Whether the run declares the guest of HA resource ``sid`` present (``remember_run``), so a
+    create earlier in the apply makes it."""
+    return sid in (ctx.memo.get(_GUESTS) or ())
 
 
 def status_refusal(ctx: PveContext, ha_type: str, what: str, vmid: int, status: str) -> str | None:

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, shown
+from salt_proxmox.guest import ha_owned
+from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.ha.common import COMMENT, CONFIG_ID, SID, form_of, section_calls, section_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import release
@@ -138,6 +140,24 @@ def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
     return SPEC
 
 
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """A create for a guest the cluster does not hold and this run does not declare: PVE refuses it
+    (``Resources/PVEVM.pm``/``PVECT.pm`` ``exists``: ``resource '<sid>' does not exist in cluster``).
+    The guest is looked up in the cluster's guest index with the read credential (``guest.absence``)."""
+    sid = decl.names["name"]
+    if action != "create" or ha_owned.guest_declared(ctx, sid):
+        return []
+    row = indexed_guest(ctx, int(sid[3:]))
+    if row is not None and row.get("type") == ("lxc" if sid.startswith("ct:") else "qemu"):
+        return []
+    held = f" (vmid {sid[3:]} is a {row['type']} guest on {row['node']})" if row is not None else ""
+    return [
+        f"{decl.label}: the cluster holds no such guest{held}, and PVE refuses the resource (`resource "
+        f"'{sid}' does not exist in cluster`, pve-ha-manager Resources/PVE{'CT' if sid[:2] == 'ct' else 'VM'}"
+        ".pm exists). Declare the guest in this run, or name one the read token can see."
+    ]
+
+
 def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
     """The plan's note of what PVE does besides: a delete on PVE 9 takes the resource out of the HA
     rules naming it (``Resources.pm`` ``delete``: ``purge`` defaults to 1)."""
@@ -160,6 +180,7 @@ SPEC = ObjectSpec(
     **section_calls("resources", "sid", FIELDS, WIRE),
     listing=Call("GET", "cluster/ha/resources"),
     listed=listed,
+    refusals=refusals,
     for_cluster=for_cluster,
     side_effects=side_effects,
 )

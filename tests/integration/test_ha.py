@@ -12,6 +12,7 @@ from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.ha import group, resource, rule
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.run.lowstate import Run
 from salt_proxmox.simple.lifecycle import absent, present
 from tests.support.cluster import DNS1_VMID, ROUTER_VMID
 from tests.support.guests import dns1, make_context, requests_since, static_targets, writes
@@ -136,3 +137,25 @@ def test_a_guest_an_ha_resource_of_the_run_manages_refuses_status(fresh_cluster)
     )
     assert plan.result is not False, plan.comment
     assert not any("owns its power state" in line for line in plan.comment)
+
+
+def test_a_resource_for_a_guest_the_cluster_lacks_is_refused_unless_the_run_declares_it(
+    fresh_cluster,
+):
+    # pve-ha-manager Resources/PVECT.pm exists: `resource 'ct:199' does not exist in cluster`.
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, resource.SPEC, True, "ha", name="ct:199")
+    assert plan.result is False and "does not exist in cluster" in " ".join(plan.comment), plan.comment
+    # vm:120 names a container's vmid: the type is part of the id.
+    plan = present(ctx, resource.SPEC, True, "ha", name=f"vm:{DNS1_VMID}")
+    assert plan.result is False and "is a lxc guest on pve1" in " ".join(plan.comment), plan.comment
+    assert writes(requests_since(fresh_cluster, 0)) == []
+    # A guest the run declares is created before its resource (the formula's requisite): no refusal.
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    lowstate = [
+        {"state": "proxmox_ha_resource", "fun": "present", "__id__": "ha", "name": "ct:199"},
+        {"state": "proxmox_lxc", "fun": "present", "__id__": "new", "name": "new", "vmid": 199},
+    ]
+    ha_owned.remember_run(ctx, Run(lowstate), ctx.target.name)
+    plan = present(ctx, resource.SPEC, True, "ha", name="ct:199")
+    assert plan.result is None, plan.comment
