@@ -453,7 +453,8 @@ def parse_declaration(
         problems.append("restore: a VM is cloned or restored from a backup, not both; drop one")
     if "storage" in extra and "clone" not in extra and "restore" not in extra:
         problems.append(
-            "storage: only a create by clone takes it (a new disk names its storage: scsi0: local-lvm:32)"
+            "storage: only a create by clone or restore takes it (a new disk names its storage: "
+            "scsi0: local-lvm:32)"
         )
     if "storage" in extra and "clone" in extra and extra.get("full") is not True:
         # clone_vm: `$full = $param->{full} // !is_template`, and only templates are cloned here, so
