@@ -1,12 +1,14 @@
 """A seeded fake PVE cluster, served over TLS on loopback.
 
 The cluster is what the example pillar expects to find: two nodes (``pve1``, ``pve2``); storages ``local``
-(dir, holding the Debian 13 OS template and a Debian 13 installer ISO), ``local-lvm`` (lvmthin) and
+(dir, holding the Debian 13 OS template, a Debian 13 installer ISO and the vzdump backups of a container
+150 and a VM 250 that no longer exist), ``local-lvm`` (lvmthin) and
 ``local-zfs`` (zfspool); a running container 120 (``dns1`` on pve1) for the pillar to adopt; a QEMU VM 300
 (``router`` on pve2) holding a vmid no container may take; and a VM template 9000 (``debian-13-cloud`` on
 pve1: a cloud-image disk and a cloud-init drive) for the pillar to clone. Two API tokens carry the
-privileges the plan and apply steps need, granted on ``/`` (fakepve has privileges but no roles, so each
-token gets its list of privileges directly).
+privileges the plan and apply steps need, granted on ``/``, and each the privileges that read the backups
+on their storage and archived vmids (fakepve has privileges but no roles, so each token gets its list of
+privileges directly).
 
 Used three ways:
 
@@ -16,7 +18,10 @@ Used three ways:
 - ``python -m tests.support.cluster --state-dir DIR``, the process the sandbox (``scripts/sandbox``)
   starts and stops by its PID: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
-The served fake is ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
+The served fake is ``tests.support.ha.HaPve`` (HA resources, groups and rules by release) over
+``tests.support.restore.RestorePve`` (backup archives holding a guest's config, and restores of them:
+the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``) over
+``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
 (``tests.support.network.NetworkPve``), which fakepve itself only answers with synthesised values, and
