@@ -25,8 +25,10 @@ PVE's rules, each from its source:
   offline; that answer is PVE's reason, named in the refusal.
 - ``unique=1`` (``create_vm``, both families) gives each NIC of the archive a new MAC (and a VM a
   new ``vmgenid`` and ``smbios1`` uuid), so the restored guest never clashes with the original;
-  sent always. ``force`` is never sent: a present guest is never overwritten (``create_vm``
-  without ``force`` dies ``CT/VM <vmid> already exists``).
+  sent unless the declaration says ``unique: false`` (then ``unique=0``: the archive's MACs are
+  kept, for a guest restored in place of its lost original). ``force`` is never sent: a present
+  guest is never overwritten (``create_vm`` without ``force`` dies ``CT/VM <vmid> already
+  exists``).
 - A container restore allocates its volumes on the target storage, which must hold containers
   (content ``rootdir``): the declared ``rootfs`` (``storage:GiB``) is sent with the restore
   (``create_vm``'s ``$mp_param``; without one, every volume goes to ``storage``, default
@@ -166,15 +168,18 @@ def create_plan(
     config: Mapping[str, str],
     key_change: Callable[[str, str | None, str | None], dict],
     written: Iterable[str],
+    unique: bool = True,
 ) -> CreatePlan:
     """What a plan says of a create by restore of guest ``what`` from ``archive``: the archive with its
     size and time, the declared ``config`` keys as the return's changes (``key_change``: the family's),
-    and a note naming ``written``, the keys then written onto the restored guest where they differ."""
+    and a note naming ``written``, the keys then written onto the restored guest where they differ;
+    ``unique``: whether the restore draws new MACs."""
     changes: dict[str, object] = {"restore": {"old": None, "new": archive.shown()}}
     changes.update({key: key_change(key, None, value) for key, value in config.items()})
     rest = sorted(written)
     return CreatePlan(
-        source=f"by restoring {archive.shown()} with new MACs (unique=1)",
+        source=f"by restoring {archive.shown()} "
+        + ("with new MACs (unique=1)" if unique else "keeping the archive's MACs (unique: false)"),
         again=f"by restoring {archive.volid} again",
         notes=[f"{what}: then written onto the restored guest where it differs: {', '.join(rest)}"]
         if rest

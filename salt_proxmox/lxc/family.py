@@ -139,7 +139,8 @@ def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> 
         return CreatePlan(refusals=refusals)
     form = _restore_form(decl)
     rest = [key for key in decl.config if key not in form]
-    return restore.create_plan(LXC.what(decl.vmid, decl.node), archive, decl.config, judge.key_change, rest)
+    what = LXC.what(decl.vmid, decl.node)
+    return restore.create_plan(what, archive, decl.config, judge.key_change, rest, decl.unique)
 
 
 def _restore_form(decl: LxcDeclaration) -> dict[str, str]:
@@ -147,7 +148,12 @@ def _restore_form(decl: LxcDeclaration) -> dict[str, str]:
     ``restore=1`` and ``unique=1`` (new MACs), the target ``rootfs`` and ``pool``; never ``force``.
     Every other declared key is written after it (``create``)."""
     assert decl.restore is not None
-    form = {"vmid": str(decl.vmid), "ostemplate": decl.restore, "restore": "1", "unique": "1"}
+    form = {
+        "vmid": str(decl.vmid),
+        "ostemplate": decl.restore,
+        "restore": "1",
+        "unique": str(int(decl.unique)),
+    }
     form["rootfs"] = decl.config["rootfs"]
     if decl.pool:
         form["pool"] = decl.pool

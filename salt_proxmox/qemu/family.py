@@ -201,7 +201,7 @@ def restore_plan(ctx: PveContext, decl: QemuDeclaration, refusals: list[str]) ->
     if archive is None or refusals:
         return CreatePlan(refusals=refusals)
     what = QEMU.what(decl.vmid, decl.node)
-    return restore.create_plan(what, archive, decl.config, judge.key_change, decl.config)
+    return restore.create_plan(what, archive, decl.config, judge.key_change, decl.config, decl.unique)
 
 
 #: Why a failed VM restore leaves the guest uncertain (``CreateStep.uncertain``).
@@ -220,7 +220,7 @@ def _restored(
     ``storage``, ``pool``; never ``force``, never a drive key: ``create_vm`` refuses them beside
     ``archive``), then the declaration written onto the restored VM as onto a clone."""
     assert decl.restore is not None
-    form = {"vmid": str(decl.vmid), "archive": decl.restore, "unique": "1"}
+    form = {"vmid": str(decl.vmid), "archive": decl.restore, "unique": "1" if decl.unique else "0"}
     if decl.storage:
         form["storage"] = decl.storage
     if decl.pool:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.guest.props import CONTROL, config_problems, guest_problems, secret_problem, wired_value
 from salt_proxmox.guest.restore import archive_problem
 from salt_proxmox.pve.constraints import (
@@ -273,6 +273,9 @@ class QemuDeclaration:
     #: A create by restore: the backup volume (``guest.restore``), in place of a create from scratch
     #: or by clone; ``storage`` then names where its disks go.
     restore: str | None = None
+    #: A restore's ``unique`` (new MACs, vmgenid, smbios1 uuid; ``guest.restore``): true unless declared
+    #: false.
+    unique: bool = True
     full: bool | None = None
     storage: str | None = None
     pool: str | None = None
@@ -296,7 +299,7 @@ class QemuDeclaration:
 
 
 #: Keys that shape the create only; never config.
-CREATE_ONLY = frozenset({"clone", "full", "storage", "restore"})
+CREATE_ONLY = frozenset({"clone", "full", "storage", "restore", "unique"})
 
 
 def _problem_for(key: str, value: str) -> str | None:
@@ -370,6 +373,13 @@ def parse_declaration(
             extra[key], problem = _serial(raw)
             if problem:
                 problems.append(f"{key}: {problem}")
+            return
+        if key == "unique":
+            problem = boolean_problem("unique", raw)
+            if problem:
+                problems.append(problem)
+            else:
+                extra["unique"] = raw
             return
         if key == "restore":
             problem = archive_problem("qemu", raw) if isinstance(raw, str) else "expected a backup volume id"
@@ -449,6 +459,8 @@ def parse_declaration(
     problems += found
     if "full" in extra and "clone" not in extra:
         problems.append("full: only a create by clone takes it; declare clone: <template vmid>")
+    if "unique" in extra and "restore" not in extra:
+        problems.append("unique: only a create by restore takes it; declare restore: <backup volume>")
     if "restore" in extra and "clone" in extra:
         problems.append("restore: a VM is cloned or restored from a backup, not both; drop one")
     if "storage" in extra and "clone" not in extra and "restore" not in extra:
@@ -476,6 +488,7 @@ def parse_declaration(
         config=wired,
         clone=extra.get("clone"),  # type: ignore[arg-type]
         restore=extra.get("restore"),  # type: ignore[arg-type]
+        unique=extra.get("unique") is not False,
         full=extra.get("full"),  # type: ignore[arg-type]
         storage=extra.get("storage"),  # type: ignore[arg-type]
         pool=extra.get("pool"),  # type: ignore[arg-type]

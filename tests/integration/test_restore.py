@@ -155,3 +155,13 @@ def test_a_failed_vm_restore_is_uncertain_and_its_row_stays_creating(fresh_clust
     )
     assert again.result is False, again.comment
     assert "would be created" not in " ".join(again.comment)
+
+
+def test_unique_false_keeps_the_archive_s_macs(fresh_cluster):
+    # pve-container create_vm: without unique the restored NICs keep the archive's hwaddr.
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = lifecycle.present(ctx, LXC, "restored", True, **_ct(unique=False))
+    assert "keeping the archive's MACs (unique: false)" in plan.comment[0], plan.comment
+    done = lifecycle.present(ctx, LXC, "restored", False, **_ct(unique=False))
+    assert done.result is True, done.comment
+    assert _hwaddr(fresh_cluster.pve.ct(160).config["net0"]) == _hwaddr(CT_ARCHIVE_CONFIG["net0"])

@@ -54,6 +54,17 @@ def test_restore_is_a_create_only_key_of_both_families_and_excludes_the_other_wa
         "app2", vmid=260, node="pve1", target="t", config={"restore": VM_ARCHIVE, "storage": "local-lvm"}
     )
     assert (vm.restore, vm.storage) == (VM_ARCHIVE, "local-lvm"), "create_vm's storage is where disks go"
+    assert ct.unique and vm.unique, "unique=1 unless declared otherwise"
+    kept = lxc_declaration(
+        "w", vmid=160, node="pve1", target="t", config={"restore": CT_ARCHIVE, "unique": False}
+    )
+    assert kept.unique is False
+    with pytest.raises(DeclarationError, match="unique: only a create by restore takes it"):
+        qemu_declaration("x", vmid=260, node="pve1", target="t", config={"unique": True})
+    with pytest.raises(DeclarationError, match="unique: expected true or false"):
+        lxc_declaration(
+            "x", vmid=160, node="pve1", target="t", config={"restore": CT_ARCHIVE, "unique": "no"}
+        )
     with pytest.raises(DeclarationError, match="not both"):
         lxc_declaration(
             "x",
