@@ -80,10 +80,11 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, **kwar
     except Exception as exc:
         return refused_return(name, exc)
     entered = run_config.enter_run(ctx, run or {}, __context__)
-    # What the run declares about HA: a guest's status yields to its HA resource, an HA resource needs
-    # its guest (salt_proxmox.guest.ha_owned).
-    default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
-    guest_ha_owned.remember_run(ctx, entered, default)
+    if fun is guest_lifecycle.present or getattr(args[0] if args else None, "family", None) == "ha_resource":
+        # What the run declares about HA: a guest's status yields to its HA resource, an HA resource
+        # needs its guest (salt_proxmox.guest.ha_owned).
+        default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
+        guest_ha_owned.remember_run(ctx, entered, default)
     if twins is not None:
         states, keys_of = twins
         default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
