@@ -19,6 +19,7 @@ __outputter__ = {"owned": "proxmox_owned"}
 try:
     from salt_proxmox.errors import SaltProxmoxError, boolean
     from salt_proxmox.guest import adhoc as guest_adhoc
+    from salt_proxmox.guest import ha_owned as guest_ha_owned
     from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.guest import live as guest_live
     from salt_proxmox.lxc import schema as lxc_schema
@@ -100,6 +101,11 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, target
     except Exception as exc:
         return refused_return(name, exc)
     entered = run_config.enter_run(ctx, run or {}, __context__)
+    if fun is guest_lifecycle.present or getattr(args[0] if args else None, "family", None) == "ha_resource":
+        # What the run declares about HA: a guest's status yields to its HA resource, an HA resource
+        # needs its guest (salt_proxmox.guest.ha_owned).
+        default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
+        guest_ha_owned.remember_run(ctx, entered, default)
     if twins is not None:
         states, keys_of = twins
         default = run_config.default_target(funcs["config.get"](section, {}))
@@ -1698,3 +1704,88 @@ def firewall_absent(kind, name, test=False, target=None, removal="retain", state
         twins=_object_twins(family),
         **declared_keys(dict(names, name=name)),
     )
+
+
+def ha_resource_present(name, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one HA resource (sid ``name``: ``vm:<vmid>``/``ct:<vmid>``; ``state``,
+    ``max_restart``, ``max_relocate``, ``comment``, ``group`` on PVE 8); returns a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ha_resource_present ct:150 state=started max_restart=2 test=True
+    """
+    return _object_present("ha_resource", name, test, target, state_id, dict(extra, name=name, adopt=adopt))
+
+
+def ha_resource_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing an HA resource: ``removal=retain`` (default) forgets it, ``removal=destroy`` takes an
+    owned, unchanged guest out of HA (the guest itself stays).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ha_resource_absent ct:150 removal=destroy test=True
+    """
+    return _object_absent("ha_resource", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def ha_group_present(name, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one HA group (PVE 8; ``nodes``, ``restricted``, ``nofailback``, ``comment``);
+    returns a state return dict. Refused on PVE 9, which migrated groups to HA rules.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ha_group_present prefer-pve1 nodes='[pve1:2, pve2:1]' test=True
+    """
+    return _object_present("ha_group", name, test, target, state_id, dict(extra, name=name, adopt=adopt))
+
+
+def ha_group_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing an HA group: ``removal=retain`` (default) forgets it, ``removal=destroy`` deletes an
+    owned, unchanged group no resource names.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ha_group_absent prefer-pve1 removal=destroy test=True
+    """
+    return _object_absent("ha_group", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def ha_rule_present(name, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one HA rule (PVE 9; ``type`` node-affinity or resource-affinity, ``resources``,
+    ``nodes``/``strict`` or ``affinity``, ``disable``, ``comment``); returns a state return dict.
+    Refused on PVE 8, which has HA groups instead.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ha_rule_present web type=node-affinity resources='[ct:150]' nodes=pve1 test=True
+    """
+    return _object_present("ha_rule", name, test, target, state_id, dict(extra, name=name, adopt=adopt))
+
+
+def ha_rule_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing an HA rule: ``removal=retain`` (default) forgets it, ``removal=destroy`` deletes an
+    owned, unchanged rule.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.ha_rule_absent web-on-pve1 removal=destroy test=True
+    """
+    return _object_absent("ha_rule", name, test, target, state_id, removal, dict(extra, name=name))

@@ -63,6 +63,18 @@ proxmox:
       # reboots it once written, so that it runs as declared. Without this, nothing is rebooted.
       reboot_for_pending: true
 
+    # Restored from last night's backup of web (CT 150) as a second front end, in place of an
+    # ostemplate: the restore gives its NIC a new MAC (unique=1), so it never clashes with web; then the
+    # keys below are written onto it. Restored once: on later runs restore: is noted as ignored.
+    web2:
+      vmid: 152
+      node: pve2
+      restore: local:backup/vzdump-lxc-150-2026_11_30-02_00_00.tar.zst
+      rootfs: local-lvm:8   # the restore's new volume, on a storage that holds containers
+      hostname: web2
+      net0: name=eth0,bridge=vmbr0,ip=10.0.0.60/24,gw=10.0.0.1
+      description: Second web front end, restored from web's backup
+
   # QEMU VMs. Keys are spelled as `qm` and the API spell them; sizes in GiB (storage:GiB allocates a
   # new disk; a larger N on an existing disk grows it in place; a smaller one is refused).
   qemu:
@@ -110,6 +122,21 @@ proxmox:
       tags: ci
       onboot: true
       description: CI runner, cloned from the cloud-init template
+
+  # High availability (pve-ha-manager). An HA resource owns its guest's power state: declare
+  # ha_state (PVE's state: started, stopped, disabled, ignored) here, never status: on the guest.
+  ha_resources:
+    ct:120:                   # dns: restarted by HA, relocated when its node fails
+      ha_state: started
+      max_restart: 2
+      max_relocate: 1
+      comment: Resolver for the lab
+  # PVE 9: node-affinity and resource-affinity rules (PVE 8 has ha_groups instead, refused on 9).
+  ha_rules:
+    dns-on-pve1:
+      type: node-affinity
+      resources: [ct:120]
+      nodes: [pve1:2, pve2:1]
 
   # Cluster firewall aliases (Datacenter → Firewall → Alias). Names compare case-insensitively;
   # a /32 (or /128) is PVE's bare address. To rename one, key it by the new name and add
@@ -248,6 +275,13 @@ proxmox:
         - Pool.Allocate        # pools
         - Permissions.Modify   # ACL entries
         - SDN.Allocate         # SDN zones, vnets, subnets, the SDN lock and apply
+        - Sys.Console          # HA resources, groups and rules (pve-ha-manager API2/HA/*.pm)
+        - VM.Backup            # restoring a backup (pve-storage check_volume_access)
+    # Reading a backup archive (a restore's plan lists it with the read token): PVE shows a backup only
+    # to a caller with Datastore.AllocateSpace on its storage and VM.Backup on the guest it was taken
+    # from (pve-storage Storage.pm check_volume_access), so grant them there only (acls below).
+    SaltProxmoxArchiveRead:
+      privs: [Datastore.AllocateSpace, VM.Backup]
 
   # ACL entries: one role for one user, group or API token on one path.
   acls:
@@ -259,6 +293,14 @@ proxmox:
       path: /
       role: SaltProxmoxProvision
       token: salt-provision@pve!apply
+    salt-read-on-backups:        # the storage holding the archive web2 is restored from
+      path: /storage/local
+      role: SaltProxmoxArchiveRead
+      token: salt-read@pve!plan
+    salt-read-on-web-backups:    # the guest that archive was taken from
+      path: /vms/150
+      role: SaltProxmoxArchiveRead
+      token: salt-read@pve!plan
 
 openbao:
   # ACL policies, assembled from ordered fragments (inline HCL or salt:// files) and compared by

@@ -224,6 +224,17 @@ _PBS_DATASTORE = {
     "comment": "Example",
     "gc-schedule": "daily",
 }
+#: HA (pve-ha-manager): a resource for the seeded container 120; a PVE 9 node-affinity rule naming the
+#: seeded router VM 300 once it is an HA resource; a PVE 8 group (its conformance cluster runs PVE 8).
+_HA_RESOURCE = {"name": "ct:120", "ha_state": "started", "max_restart": 2, "comment": "Example"}
+_HA_RULE = {
+    "name": "example-rule",
+    "type": "node-affinity",
+    "resources": ["ct:120"],
+    "nodes": ["pve1:2", "pve2:1"],
+    "comment": "Example",
+}
+_HA_GROUP = {"name": "example-group", "nodes": ["pve1:2", "pve2:1"], "restricted": 0, "comment": "Example"}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -327,8 +338,8 @@ def _guest(kind: str, guest: str, create: Mapping[str, object]) -> Family:
 
 #: Every family, in the order the formula runs their states: OpenBao policies first (the credentials
 #: the PVE states mint), then the simple objects, Ceph pools, PBS datastores and storage (a ``pbs``
-#: storage backs up to a datastore), node networks and SDN (the bridges
-#: guests use), then containers and VMs.
+#: storage backs up to a datastore), node networks and SDN (the bridges guests use), then containers
+#: and VMs; HA states require the guests and resources they name; the firewall runs last.
 FAMILIES: tuple[Family, ...] = (
     Family(
         name="policy",
@@ -427,6 +438,19 @@ FAMILIES: tuple[Family, ...] = (
         {"content": "iso,backup,vztmpl"},
         {"prune-backups": ""},
         {"max-protected-backups": "many"},
+    ),
+    _simple("ha_group", "ha.group", "ha_groups", _HA_GROUP, {"restricted": 1}, {"comment": ""}, {"nodes": 7}),
+    _simple(
+        "ha_resource",
+        "ha.resource",
+        "ha_resources",
+        _HA_RESOURCE,
+        {"max_restart": 3},
+        {"comment": ""},
+        {"max_restart": "often"},
+    ),
+    _simple(
+        "ha_rule", "ha.rule", "ha_rules", _HA_RULE, {"strict": 1}, {"comment": ""}, {"type": "anti-affinity"}
     ),
     Family(
         name="network",

@@ -213,6 +213,30 @@ SECTIONS = [
         ["ensure", "name", "type", "adopt", "secret_serial"],
     ),
     (
+        "proxmox:ha_groups",
+        "proxmox-ha-group-",
+        "proxmox_ha_group",
+        "HA group (nodes, restricted, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "nodes", "restricted", "nofailback", "comment", "adopt"],
+    ),
+    (
+        "proxmox:ha_resources",
+        "proxmox-ha-resource-",
+        "proxmox_ha_resource",
+        "HA resource (ha_state, max_restart, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "ha_state", "max_restart", "max_relocate", "comment", "group", "adopt"],
+    ),
+    (
+        "proxmox:ha_rules",
+        "proxmox-ha-rule-",
+        "proxmox_ha_rule",
+        "HA rule (type, resources, nodes, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "type", "resources", "nodes", "strict", "affinity", "disable", "comment", "adopt"],
+    ),
+    (
         "proxmox:lxc",
         "proxmox-lxc-",
         "proxmox_lxc",
@@ -260,7 +284,7 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, pbs, storage, "
-    "networks, sdn, firewall"
+    "networks, sdn, ha_groups, ha_resources, ha_rules, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -775,6 +799,10 @@ def _storage_needs(declared, storages):
     """The storage states a guest requires: those its volume keys name (``<storage>:...``), when this
     pillar declares them present."""
     needs = []
+    archive = declared.get("restore")
+    if isinstance(archive, str) and storages.get(archive.split(":", 1)[0]) is not None:
+        # A restored guest reads its archive from that storage (salt_proxmox.guest.restore).
+        needs.append(storages[archive.split(":", 1)[0]])
     for key, value in sorted(declared.items()):
         if isinstance(key, str) and VOLUME_KEY.match(key) and isinstance(value, str) and ":" in value:
             volume = value.split(",", 1)[0]
@@ -783,6 +811,22 @@ def _storage_needs(declared, storages):
             if need is not None and need not in needs:
                 needs.append(need)
     return needs
+
+
+def _guest_of_sid(sid, sections):
+    """The guest state an HA resource id (``ct:<vmid>``, ``vm:<vmid>``) names, when this pillar declares
+    that guest present, else None."""
+    if sid is None or sid[:3] not in ("ct:", "vm:"):
+        return None
+    path, prefix, module = (
+        ("proxmox:lxc", "proxmox-lxc-", "proxmox_lxc")
+        if sid.startswith("ct:")
+        else ("proxmox:qemu", "proxmox-qemu-", "proxmox_qemu")
+    )
+    for key, declared in sections.get(path, ()):
+        if _present(declared) and str(declared.get("vmid")) == sid[3:]:
+            return {module: prefix + key}
+    return None
 
 
 def _rule_names(rules):
@@ -898,6 +942,15 @@ def estate(pillar):
             elif path == "proxmox:storage" and declared.get("type") == "pbs":
                 # A pbs storage backs up to its datastore (pve-storage PBSPlugin: datastore).
                 needs.append(present["proxmox:pbs:datastores"].get(_text(declared.get("datastore"))))
+            elif path == "proxmox:ha_resources":
+                # An HA resource needs its guest (Resources/PVEVM.pm, PVECT.pm exists) and, on PVE 8, its group.
+                needs.append(_guest_of_sid(_text(name), sections))
+                needs.append(present["proxmox:ha_groups"].get(_text(declared.get("group"))))
+            elif path == "proxmox:ha_rules":
+                # A rule names HA resources that must exist (API2/HA/Rules.pm: `cannot use unmanaged resource(s)`).
+                resources = declared.get("resources")
+                for sid in resources if isinstance(resources, list) else [resources]:
+                    needs.append(present["proxmox:ha_resources"].get(_text(sid)))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
                 acl_path = _text(declared.get("path")) or ""

@@ -6,11 +6,11 @@ each with a freshly minted ``provision`` credential polled by its owner.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
-from salt_proxmox.errors import Refused, SaltProxmoxError
+from salt_proxmox.errors import Refused, SaltProxmoxError, Uncertain
 from salt_proxmox.guest.decide import Decision, reboot_problem
-from salt_proxmox.guest.family import Declaration, Family
+from salt_proxmox.guest.family import CreateStep, Declaration, Family
 from salt_proxmox.guest.live import guest_path, read_live, styled
 from salt_proxmox.guest.power import (
     Power,
@@ -168,6 +168,15 @@ def create_guest(
     while step is not None:
         if sending is not None and step.path.endswith("/config"):
             sending[:] = form_keys(step.form)
+        if not step.task:
+            ctx.client.request(step.method, step.path, credential(), form=dict(step.form))
+            if sending:
+                sending.clear()
+            if written is not None:
+                written.append(step.what)
+            first = False
+            step = next(steps, None)
+            continue
         try:
             upid = start_task(ctx.client, credential(), step.method, step.path, step.what, step.form)
         except (PveError, PveUnreachable):
@@ -180,7 +189,10 @@ def create_guest(
             ctx.ownership.note_task(key, upid)
         try:
             ctx.await_task(credential(), decl.node, upid, step.what, ctx.create_polls)
-        except TaskFailed:
+        except TaskFailed as exc:
+            if step.uncertain:
+                # The row stays creating: the guest is neither proven absent nor ours.
+                raise Uncertain(f"{exc} {step.uncertain}") from exc
             if first:
                 ctx.ownership.restore(key, earlier)
             raise
@@ -230,6 +242,34 @@ def send_config(
     else:
         ctx.client.request("PUT", path, ctx.broker.provision(), form=form)
     sending.clear()
+
+
+def written_onto(
+    family: Family,
+    decl: Declaration,
+    change: Change,
+    made: Mapping[str, object],
+    path: str,
+    task: bool = True,
+) -> Iterator[CreateStep]:
+    """The create steps that write ``decl`` onto the guest a clone or a restore made (``made``: its
+    config, ``change``: the judge's verdict of ``decl`` against it; ``path``: the guest's path): one
+    config write with ``made``'s digest (a ``POST …/config`` task, or with ``task`` False the
+    synchronous ``PUT`` of a family that has no task), then a ``PUT …/resize`` task per disk that
+    grows. Raises Refused when the guest as made cannot take the declaration (its row stays
+    ``creating``), DeclarationError (``check_form``)."""
+    if change.refuse:
+        raise Refused(" ".join(change.refuse))
+    secrets = {key: decl.secrets[key] for key in getattr(change, "secrets", ())}
+    form = config_form(family, change, secrets, str(made.get("digest", "")))
+    what = f"{family.label} {decl.vmid}"
+    if form is not None:
+        method = "POST" if task else "PUT"
+        yield CreateStep(method, f"{path}/config", f"configure {what} as declared", form, task=task)
+    for disk, size in change.resize:
+        resize = {"disk": disk, "size": size}
+        check_form(family.resize, resize, presence=True)
+        yield CreateStep("PUT", f"{path}/resize", f"grow {disk} of {what} to {size}", resize)
 
 
 def form_keys(form: Mapping[str, str]) -> list[str]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest import identity, nics
+from salt_proxmox.guest import ha_owned, identity, nics, restore
 from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import read_live, styled
@@ -228,6 +228,10 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
             f"{what} is declared by state {row.get('state_id')!r} already; two states cannot manage one "
             "guest. Remove one declaration, or declare adopt: true here to move it to this state."
         ])  # fmt: skip
+    if power.status is not None:
+        owned = ha_owned.status_refusal(ctx, family.ha_type, what, decl.vmid, power.status)
+        if owned:
+            return Decision("refuse", reasons=[owned], row_key=key, row=row)
     config = read_live(ctx, family, decl.node, decl.vmid)
     if config is None:
         plan = family.plan_create(ctx, decl)
@@ -260,6 +264,9 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
     change = verdict.change
     refused, notes = family.update_checks(ctx, decl, change)
     change.refuse.extend(refused)
+    archive = getattr(decl, "restore", None)
+    if archive is not None:
+        notes.insert(0, restore.ignored_note(family.what(decl.vmid, decl.node), archive))
     live = config.merged()
     # Adopt checks judge what the guest runs with, not what waits for its next start.
     differs = verdict.drift_in_effect

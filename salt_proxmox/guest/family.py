@@ -110,12 +110,17 @@ class CreatePlan:
 @dataclass(frozen=True)
 class CreateStep:
     """One request of a create that starts a task: ``method`` and ``path`` (``POST``,
-    ``nodes/pve1/lxc``), ``what`` (the task's name in messages) and its ``form``."""
+    ``nodes/pve1/lxc``), ``what`` (the task's name in messages) and its ``form``. ``task`` False:
+    a synchronous request that starts none (a container's ``PUT …/config`` after a restore).
+    ``uncertain``: why a failure of this step leaves the guest neither absent nor ours (a VM
+    restore's config may stay at the vmid), so its ownership row stays ``creating``."""
 
     method: str
     path: str
     what: str
     form: Mapping[str, str] = field(default_factory=dict)
+    task: bool = True
+    uncertain: str = ""
 
 
 #: ``Family.config_task``: ``(put, clear, config, running) -> why the write is a task, or None``.

@@ -43,6 +43,7 @@ from salt_proxmox.guest.apply import (
     power_after,
     power_failed,
     update_guest,
+    written_onto,  # noqa: F401
 )
 from salt_proxmox.guest.decide import changes_of, decide, waiting_changes
 from salt_proxmox.guest.family import Family

@@ -20,16 +20,19 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from salt_proxmox.guest import restore
+from salt_proxmox.guest.apply import written_onto
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
+from salt_proxmox.guest.live import styled
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.lxc import judge, schema
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.lxc.refusals import check_own_sys_modify, privileged_create_check
 from salt_proxmox.lxc.schema import parse_mountpoint
 from salt_proxmox.pve.client import Credential, api_path
-from salt_proxmox.pve.constraints import check_form
-from salt_proxmox.pve.facts import Release, release
+from salt_proxmox.pve.constraints import check_form, split_list
+from salt_proxmox.pve.facts import Release, release, storages
 from salt_proxmox.wire.propstring import pairs
 from salt_proxmox.wire.volumes import size_option
 
@@ -71,9 +74,12 @@ def _needs_sys_modify(decl: LxcDeclaration, cluster: Release) -> bool:
 def plan_create(ctx: PveContext, decl: LxcDeclaration) -> CreatePlan:
     """What a plan says of creating ``decl``: ``judge.create_refusals`` on the cluster's release,
     then (for a privileged create on PVE 9) the provision token's Sys.Modify; the note names the
-    template and, when ``unprivileged`` is not declared, the kind the release's default makes."""
+    template and, when ``unprivileged`` is not declared, the kind the release's default makes. A
+    create by restore: ``restore_plan``."""
     cluster = release(ctx)
     refusals = judge.create_refusals(decl, cluster)
+    if decl.restore is not None:
+        return restore_plan(ctx, decl, refusals)
     checked: list[str] = []
     if not refusals and _needs_sys_modify(decl, cluster):
         refusals, checked = privileged_create_check(ctx)
@@ -90,12 +96,82 @@ def plan_create(ctx: PveContext, decl: LxcDeclaration) -> CreatePlan:
     )
 
 
+def _restore_storage_refusal(ctx: PveContext, decl: LxcDeclaration) -> str | None:
+    """Why the restore's target storage cannot take it, or None: ``rootfs`` must be declared as a new
+    volume (``storage:GiB``) on a storage that holds containers (content ``rootdir``): pve-container
+    ``create_vm`` allocates the restored volumes there (``$mp_param``; without one, on ``storage``,
+    default ``local``), and ``PVE::LXC::create_disks`` dies on a storage without ``rootdir``."""
+    rootfs = decl.config.get("rootfs")
+    volume = parse_mountpoint(rootfs).volume if rootfs else ""
+    storage, _, size = volume.partition(":")
+    if not rootfs or not size.replace(".", "", 1).isdigit():
+        return (
+            f"restore: declare rootfs as the new volume the restore allocates (rootfs: <storage>:<GiB>, on a "
+            f"storage that holds containers); without it pve-container create_vm restores onto storage "
+            f"local. Declared: {rootfs or 'no rootfs'}."
+        )
+    known = storages(ctx).get(storage)
+    if known is None or "rootdir" not in split_list(str(known.get("content") or "")):
+        return (
+            f"restore: rootfs is on storage {storage}, which "
+            + (
+                "the read token does not list"
+                if known is None
+                else f"holds {known.get('content') or 'nothing'}"
+            )
+            + ", not containers (content rootdir): pve-container create_vm would refuse the restore's "
+            "volumes there. Name a storage with content rootdir."
+        )
+    return None
+
+
+def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> CreatePlan:
+    """A create by restore: the archive as the node lists it (``guest.restore.find_archive``), the
+    target storage (``_restore_storage_refusal``); the plan names the archive with its size and time
+    and says the other declared keys are written onto the restored container."""
+    assert decl.restore is not None
+    archive, refusal = restore.find_archive(ctx, decl.node, decl.restore)
+    refusals = [*refusals, *([refusal] if refusal else [])]
+    problem = _restore_storage_refusal(ctx, decl)
+    if problem:
+        refusals.append(problem)
+    if archive is None or refusals:
+        return CreatePlan(refusals=refusals)
+    form = _restore_form(decl)
+    rest = [key for key in decl.config if key not in form]
+    what = LXC.what(decl.vmid, decl.node)
+    return restore.create_plan(what, archive, decl.config, judge.key_change, rest, decl.unique)
+
+
+def _restore_form(decl: LxcDeclaration) -> dict[str, str]:
+    """``POST /nodes/{node}/lxc`` of a restore (``create_vm``): the archive as ``ostemplate`` with
+    ``restore=1`` and ``unique=1`` (new MACs), the target ``rootfs`` and ``pool``; never ``force``.
+    Every other declared key is written after it (``create``)."""
+    assert decl.restore is not None
+    form = {
+        "vmid": str(decl.vmid),
+        "ostemplate": decl.restore,
+        "restore": "1",
+        "unique": str(int(decl.unique)),
+    }
+    form["rootfs"] = decl.config["rootfs"]
+    if decl.pool:
+        form["pool"] = decl.pool
+    return form
+
+
 def create(
     ctx: PveContext, decl: LxcDeclaration, credential: Callable[[], Credential]
 ) -> Iterator[CreateStep]:
     """The one request of a container create: ``POST /nodes/{node}/lxc`` (pve-container
     ``src/PVE/API2/LXC.pm`` ``create_vm``), a task. Before it, a privileged create on PVE 9 checks
-    the minted credential's own Sys.Modify (raises Refused: nothing sent)."""
+    the minted credential's own Sys.Modify (raises Refused: nothing sent). A create by restore:
+    the restore task (``_restore_form``), then the declaration judged against the restored
+    container and written with its digest (``PUT …/config``: a declared ``netN`` keeps the MAC
+    the restore drew, ``judge``), then a resize task per volume that grows."""
+    if decl.restore is not None:
+        yield from _restored(ctx, decl, credential)
+        return
     # The create secrets go with this one POST and nowhere else (schema.CREATE_SECRETS).
     form = {**judge.create_form(decl), **decl.secrets}
     check_form(schema.CREATE, form, presence=True, secrets=decl.secrets)
@@ -105,6 +181,24 @@ def create(
     yield CreateStep(
         "POST", api_path("nodes", decl.node, "lxc"), f"create CT {decl.vmid} on {decl.node}", form
     )
+
+
+def _restored(
+    ctx: PveContext, decl: LxcDeclaration, credential: Callable[[], Credential]
+) -> Iterator[CreateStep]:
+    """The steps of a create by restore (``create``)."""
+    form = _restore_form(decl)
+    check_form(schema.CREATE, form, presence=True)
+    path = api_path("nodes", decl.node, "lxc", decl.vmid)
+    yield CreateStep(
+        "POST",
+        api_path("nodes", decl.node, "lxc"),
+        f"restore CT {decl.vmid} on {decl.node} from {decl.restore}",
+        form,
+    )
+    made = dict(ctx.client.request("GET", f"{path}/config", credential()) or {})
+    # pve-container has the synchronous PUT …/config only.
+    yield from written_onto(LXC, decl, judge.judge(decl, made, styled(ctx, decl)), made, path, task=False)
 
 
 def update_checks(ctx: PveContext, decl: LxcDeclaration, change: Change) -> tuple[list[str], list[str]]:

@@ -305,10 +305,11 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
     """
     reasons = list(release_refusals(decl, release))
     vmid = decl.vmid
-    if decl.ostemplate is None:
+    if decl.ostemplate is None and decl.restore is None:
         reasons.append(
             f"{schema.WORDS.label} {vmid} does not exist and the declaration has no ostemplate, so it cannot "
-            "be created. Declare ostemplate, or declare the node and vmid of the guest that exists."
+            "be created. Declare ostemplate (or restore: <backup volume>), or declare the node and vmid of "
+            "the guest that exists."
         )
     unprivileged = creates_unprivileged(decl, release)
     for key, value in decl.config.items():

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.guest.props import config_problems, guest_problems, secret_problem, wired_value
+from salt_proxmox.guest.restore import archive_problem
 from salt_proxmox.guest.schema import PropString
 from salt_proxmox.lxc import schema
 from salt_proxmox.lxc.schema import parse_mountpoint
@@ -36,6 +37,10 @@ class LxcDeclaration:
     removal: str = "retain"
     config: dict[str, str] = field(default_factory=dict)
     ostemplate: str | None = None
+    #: A create by restore: the backup volume (``guest.restore``), in place of ``ostemplate``.
+    restore: str | None = None
+    #: A restore's ``unique`` (new MACs; ``guest.restore``): true unless declared false.
+    unique: bool = True
     start: bool = False
     reboot_for_pending: bool = False
     #: The resource pool the guest belongs to: None leaves membership alone, ``''`` is no pool.
@@ -52,6 +57,8 @@ class LxcDeclaration:
         out["vmid"] = self.vmid
         if self.ostemplate is not None:
             out["ostemplate"] = self.ostemplate
+        if self.restore is not None:
+            out["restore"] = self.restore
         return out
 
 
@@ -119,9 +126,19 @@ def parse_declaration(
     number, problems = guest_problems(vmid, node, target, adopt, removal, reboot_for_pending)
     wired: dict[str, str] = {}
     secrets: dict[str, str] = {}
-    once: dict[str, object] = {"ostemplate": None, "start": False}
+    once: dict[str, object] = {"ostemplate": None, "start": False, "restore": None, "unique": None}
 
     def take(key: str, raw: object) -> list[str]:
+        if key == "unique":
+            problem = boolean_problem("unique", raw)
+            once["unique"] = raw
+            return [problem] if problem else []
+        if key == schema.RESTORE:
+            problem = archive_problem("lxc", raw) if isinstance(raw, str) else "expected a backup volume id"
+            if problem:
+                return [f"restore: {problem}"]
+            once["restore"] = raw
+            return []
         if key in schema.CREATE_SECRETS:
             problem = secret_problem(key, raw)
             if problem:
@@ -160,6 +177,12 @@ def parse_declaration(
     found, pool = config_problems(config, take)
     problems += found
     ostemplate, start = once["ostemplate"], once["start"]
+    if once["unique"] is not None and once["restore"] is None:
+        problems.append("unique: only a create by restore takes it; declare restore: <backup volume>")
+    if ostemplate is not None and once["restore"] is not None:
+        problems.append(
+            "restore: a container is created from an ostemplate or restored from a backup, not both; drop one"
+        )
     if problems:
         raise DeclarationError(problems)
     return LxcDeclaration(
@@ -171,6 +194,8 @@ def parse_declaration(
         removal=str(removal),
         config=wired,
         ostemplate=ostemplate,  # type: ignore[arg-type]
+        restore=once["restore"],  # type: ignore[arg-type]
+        unique=once["unique"] is not False,
         start=start is True,
         reboot_for_pending=reboot_for_pending is True,
         secrets=secrets,

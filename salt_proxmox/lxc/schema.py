@@ -261,6 +261,11 @@ def property_format(key: str) -> PropString | None:
 
 #: Consumed at create, never read back: ``ostemplate`` is identity, ``start`` a one-off act.
 CREATE_ONLY = frozenset({"ostemplate", "start"})
+#: A create by restore (``guest.restore``): ``restore: <backup volume id>`` in place of ``ostemplate``;
+#: the form sends the archive as ``ostemplate`` with ``restore=1`` and ``unique=1`` (pve-container
+#: ``API2/LXC.pm`` ``create_vm``).
+RESTORE = "restore"
+RESTORE_FORM = ("restore", "unique")
 #: Secrets a create may carry: sent with ``POST /nodes/{node}/lxc`` once, never shown in a return,
 #: kept in grains or compared after (PVE never reads them back: they live inside the guest).
 #: pve-container ``src/PVE/API2/LXC.pm`` ``create_vm``: ``password`` (minLength 5),
@@ -312,6 +317,8 @@ def _rule_for_create(key: str) -> Rule | None:
         return Rule()  # checked by props.secret_problem, whose messages never repeat the value
     if key == "vmid":
         return Rule("integer", minimum=100, maximum=999_999_999)
+    if key in RESTORE_FORM:
+        return Rule("boolean")
     return _rule_for(key)
 
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest import lifecycle as shared
+from salt_proxmox.guest import restore
 from salt_proxmox.guest.change import live_text
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
@@ -143,6 +144,8 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     the config write onto the clone would meet (judged against the template's config)."""
     refusals = judge.create_refusals(decl)
     what = f"VM {decl.vmid} on {decl.node}"
+    if decl.restore is not None:
+        return restore_plan(ctx, decl, refusals)
     notes = [f"{what}: the create needs {use}" for use in judge.mapping_uses(decl)]
     if "name" not in decl.config and decl.default_name:
         notes.append(
@@ -193,6 +196,63 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     )
 
 
+def restore_plan(ctx: PveContext, decl: QemuDeclaration, refusals: list[str]) -> CreatePlan:
+    """A create by restore: the archive as the node lists it (``guest.restore.find_archive``); the
+    plan names it with its size and time and says the declared keys, disks included (``create_vm``
+    refuses them beside ``archive``), are written onto the restored VM where they differ."""
+    assert decl.restore is not None
+    archive, refusal = restore.find_archive(ctx, decl.node, decl.restore)
+    refusals = [*refusals, *([refusal] if refusal else [])]
+    if archive is None or refusals:
+        return CreatePlan(refusals=refusals)
+    what = QEMU.what(decl.vmid, decl.node)
+    return restore.create_plan(what, archive, decl.config, judge.key_change, decl.config, decl.unique)
+
+
+#: Why a failed VM restore leaves the guest uncertain (``CreateStep.uncertain``).
+RESTORE_UNCERTAIN = (
+    "A failed qemu-server restore can leave the config create_vm locked at the vmid "
+    "(restore_file_archive dies after create_and_lock_config): the VM is neither absent nor ours. "
+    "Read `qm config {vmid}` on the node; remove what the restore left (`qm destroy {vmid}`) or declare "
+    "adopt: true once it is what you want."
+)
+
+
+def _restored(
+    ctx: PveContext, decl: QemuDeclaration, credential: Callable[[], Credential]
+) -> Iterator[CreateStep]:
+    """A create by restore: ``POST /nodes/{node}/qemu`` with ``archive`` and ``unique=1`` (and
+    ``storage``, ``pool``; never ``force``, never a drive key: ``create_vm`` refuses them beside
+    ``archive``), then the declaration written onto the restored VM as onto a clone."""
+    assert decl.restore is not None
+    form = {"vmid": str(decl.vmid), "archive": decl.restore, "unique": "1" if decl.unique else "0"}
+    if decl.storage:
+        form["storage"] = decl.storage
+    if decl.pool:
+        form["pool"] = decl.pool
+    check_form(schema.CREATE, form, presence=True)
+    path = api_path("nodes", decl.node, "qemu", decl.vmid)
+    yield CreateStep(
+        "POST",
+        api_path("nodes", decl.node, "qemu"),
+        f"restore VM {decl.vmid} on {decl.node} from {decl.restore}",
+        form,
+        uncertain=RESTORE_UNCERTAIN.format(vmid=decl.vmid),
+    )
+    yield from _configured(ctx, decl, credential, path)
+
+
+def _configured(
+    ctx: PveContext, decl: QemuDeclaration, credential: Callable[[], Credential], path: str
+) -> Iterator[CreateStep]:
+    """The declaration written onto a VM a clone or a restore made (``guest.apply.written_onto``:
+    one ``POST …/config`` task with its digest, then a resize task per disk that grows), judged
+    against the VM as made (``_onto``). Raises Refused when it cannot take the declaration (its row
+    stays ``creating``)."""
+    made = dict(ctx.client.request("GET", f"{path}/config", credential()) or {})
+    yield from shared.written_onto(QEMU, decl, _onto(decl, made), made, path)
+
+
 def create(
     ctx: PveContext, decl: QemuDeclaration, credential: Callable[[], Credential]
 ) -> Iterator[CreateStep]:
@@ -204,6 +264,9 @@ def create(
     (nothing sent) when the template is gone or not a template; after the clone, Refused when the
     clone as made cannot take the declaration (its row stays ``creating``)."""
     path = api_path("nodes", decl.node, "qemu", decl.vmid)
+    if decl.restore is not None:
+        yield from _restored(ctx, decl, credential)
+        return
     if decl.clone is None:
         form = judge.create_form(decl)
         check_form(schema.CREATE, form, presence=True)
@@ -231,18 +294,7 @@ def create(
         f"clone VM {decl.clone} to VM {decl.vmid} on {decl.node}",
         judge.clone_form(decl, node),
     )
-    made = dict(ctx.client.request("GET", f"{path}/config", credential()) or {})
-    change = _onto(decl, made)
-    if change.refuse:
-        raise Refused(" ".join(change.refuse))
-    secrets = {key: decl.secrets[key] for key in change.secrets}
-    form = shared.config_form(QEMU, change, secrets, str(made.get("digest", "")))
-    if form is not None:
-        yield CreateStep("POST", f"{path}/config", f"configure VM {decl.vmid} as declared", form)
-    for disk, size in change.resize:
-        resize = {"disk": disk, "size": size}
-        check_form(schema.RESIZE, resize, presence=True)
-        yield CreateStep("PUT", f"{path}/resize", f"grow {disk} of VM {decl.vmid} to {size}", resize)
+    yield from _configured(ctx, decl, credential, path)
 
 
 def update_checks(

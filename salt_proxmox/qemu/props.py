@@ -16,6 +16,7 @@ from urllib.parse import quote, unquote
 
 from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.guest.props import CONTROL, config_problems, guest_problems, secret_problem, wired_value
+from salt_proxmox.guest.restore import archive_problem
 from salt_proxmox.pve.constraints import (
     check_size,
     options_problem,
@@ -272,6 +273,12 @@ class QemuDeclaration:
     removal: str = "retain"
     config: dict[str, str] = field(default_factory=dict)
     clone: int | None = None
+    #: A create by restore: the backup volume (``guest.restore``), in place of a create from scratch
+    #: or by clone; ``storage`` then names where its disks go.
+    restore: str | None = None
+    #: A restore's ``unique`` (new MACs, vmgenid, smbios1 uuid; ``guest.restore``): true unless declared
+    #: false.
+    unique: bool = True
     full: bool | None = None
     storage: str | None = None
     pool: str | None = None
@@ -288,13 +295,15 @@ class QemuDeclaration:
         out["vmid"] = self.vmid
         if self.clone is not None:
             out["clone"] = self.clone
+        if self.restore is not None:
+            out["restore"] = self.restore
         if self.cipassword_serial is not None:
             out["cipassword_serial"] = self.cipassword_serial
         return out
 
 
 #: Keys that shape the create only; never config.
-CREATE_ONLY = frozenset({"clone", "full", "storage"})
+CREATE_ONLY = frozenset({"clone", "full", "storage", "restore", "unique"})
 
 
 def _problem_for(key: str, value: str) -> str | None:
@@ -368,6 +377,20 @@ def parse_declaration(
             extra[key], problem = _serial(raw)
             if problem:
                 problems.append(f"{key}: {problem}")
+            return
+        if key == "unique":
+            problem = boolean_problem("unique", raw)
+            if problem:
+                problems.append(problem)
+            else:
+                extra["unique"] = raw
+            return
+        if key == "restore":
+            problem = archive_problem("qemu", raw) if isinstance(raw, str) else "expected a backup volume id"
+            if problem:
+                problems.append(f"restore: {problem}")
+            else:
+                extra["restore"] = raw
             return
         if key == "clone":
             try:
@@ -448,9 +471,14 @@ def parse_declaration(
     problems += found
     if "full" in extra and "clone" not in extra:
         problems.append("full: only a create by clone takes it; declare clone: <template vmid>")
-    if "storage" in extra and "clone" not in extra:
+    if "unique" in extra and "restore" not in extra:
+        problems.append("unique: only a create by restore takes it; declare restore: <backup volume>")
+    if "restore" in extra and "clone" in extra:
+        problems.append("restore: a VM is cloned or restored from a backup, not both; drop one")
+    if "storage" in extra and "clone" not in extra and "restore" not in extra:
         problems.append(
-            "storage: only a create by clone takes it (a new disk names its storage: scsi0: local-lvm:32)"
+            "storage: only a create by clone or restore takes it (a new disk names its storage: "
+            "scsi0: local-lvm:32)"
         )
     if "storage" in extra and "clone" in extra and extra.get("full") is not True:
         # clone_vm: `$full = $param->{full} // !is_template`, and only templates are cloned here, so
@@ -471,6 +499,8 @@ def parse_declaration(
         removal=str(removal),
         config=wired,
         clone=extra.get("clone"),  # type: ignore[arg-type]
+        restore=extra.get("restore"),  # type: ignore[arg-type]
+        unique=extra.get("unique") is not False,
         full=extra.get("full"),  # type: ignore[arg-type]
         storage=extra.get("storage"),  # type: ignore[arg-type]
         pool=extra.get("pool"),  # type: ignore[arg-type]

@@ -691,7 +691,14 @@ def _rule_for_create(key: str) -> Rule | None:
         return Rule("integer", minimum=100, maximum=999_999_999)
     if key == "pool":
         return Rule()  # checked at parse by the pool family's poolid rule
+    if key in RESTORE_FORM:
+        return RESTORE_FORM[key]
     return _rule_for(key)
+
+
+#: A create by restore (``guest.restore``): ``create_vm``'s ``archive`` (the backup volume), ``unique``
+#: (new MACs, vmgenid, smbios1 uuid) and ``storage`` (where the restored disks go).
+RESTORE_FORM = {"archive": Rule(), "unique": Rule("boolean"), "storage": Rule()}
 
 
 def _rule_for_resize(key: str) -> Rule | None:

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from salt_proxmox.registry import FAMILIES
+from tests.conformance.contract import CLUSTER_FOR
 from tests.faults.harness import debug_log
 from tests.support.cluster import ServedCluster
 from tests.support.guests import requests_since, static_targets
@@ -93,7 +94,13 @@ def minion(
     fresh_cluster: ServedCluster, openbao: DevOpenBao, tmp_path: Path, monkeypatch, request
 ) -> Iterator[Minion]:
     """A minion on a fresh cluster and a fresh PBS (``proxmox:pbs_targets``) with static credentials,
-    OpenBao's dev server as its ``openbao:``."""
+    OpenBao's dev server as its ``openbao:``; the cluster as the test's family needs it
+    (``contract.CLUSTER_FOR``)."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    tested = params.get("family") or getattr(params.get("case"), "family", None)
+    prepare = CLUSTER_FOR.get(getattr(tested, "name", ""))
+    if prepare is not None:
+        prepare(fresh_cluster.pve)
     tap = Tap(bao=openbao.url)
     original = requests.Session.send
     monkeypatch.setattr(

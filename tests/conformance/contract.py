@@ -40,11 +40,26 @@ APPLY_WRITES: dict[str, tuple[str, ...]] = {
     "sdn": (r"POST /cluster/sdn/lock", r"PUT /cluster/sdn", r"DELETE /cluster/sdn/lock"),
 }
 
+
+def _pve8(pve: Any) -> None:
+    pve.version, pve.release_version = "8.4.14", "8.4"
+
+
+def _ha_resource_of_ct120(pve: Any) -> None:
+    pve.ha_resources["ct:120"] = {}
+
+
+#: The cluster a family's examples need besides the seeded one, by family: an HA group exists on PVE 8
+#: only, and an HA rule names HA resources that must exist (pve-ha-manager API2/HA/Groups.pm, Rules.pm).
+CLUSTER_FOR: dict[str, Any] = {"ha_group": _pve8, "ha_rule": _ha_resource_of_ct120}
+
 #: Plan changes that describe a family's written value rather than name a field of the write, by family:
 #: a policy's plan shows its text's digest, grants and diff, and the write sends the text
 #: (``PUT /v1/sys/policy/<name>`` ``{"policy": text}``, salt_proxmox/openbao_policy/lifecycle.py).
 FIELD_OF: dict[str, dict[str, str]] = {
     "policy": {"sha256": "policy", "path_grants": "policy", "diff": "policy"},
+    # An HA resource's ha_state is PVE's state (Salt keeps state in every chunk: salt_proxmox/ha/resource.py).
+    "ha_resource": {"ha_state": "state"},
 }
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write

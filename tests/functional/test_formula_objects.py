@@ -23,11 +23,12 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 27, (
-        "three containers, two VMs, three aliases, two pools, two roles, two ACL entries, one Ceph pool, two "
-        "storages, one interface, two node applies, one SDN zone, one vnet, the SDN apply, the cluster's "
-        "firewall options, one IP set, one security group and one firewall rule list (no PBS datastore nor "
-        "pbs storage: no proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out)"
+    assert len(pve) == 33, (
+        "four containers, two VMs, three aliases, two pools, three roles, four ACL entries, one Ceph pool, "
+        "two storages, one HA resource, one HA rule, one interface, two node applies, one SDN zone, one "
+        "vnet, the SDN apply, the cluster's firewall options, one IP set, one security group and one "
+        "firewall rule list (no PBS datastore nor pbs storage: no proxmox:pbs_targets is configured, so "
+        "top.sls leaves pbs.sls out)"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -37,6 +38,11 @@ def test_rendered_requisites(tmp_path):
     assert required == {
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
+        "proxmox-acl-salt-read-on-backups": [{"proxmox_role": "proxmox-role-SaltProxmoxArchiveRead"}],
+        "proxmox-acl-salt-read-on-web-backups": [{"proxmox_role": "proxmox-role-SaltProxmoxArchiveRead"}],
+        # An HA resource needs its guest, an HA rule the resources it names (pve-ha-manager).
+        "proxmox-ha-resource-ct:120": [{"proxmox_lxc": "proxmox-lxc-dns"}],
+        "proxmox-ha-rule-dns-on-pve1": [{"proxmox_ha_resource": "proxmox-ha-resource-ct:120"}],
         "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
         # An rbd storage requires the Ceph pool it names (pve-storage RBDPlugin: pool).
         "proxmox-storage-ceph-vm": [{"proxmox_ceph_pool": "proxmox-ceph-pool-vmdisks"}],
@@ -87,7 +93,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 30, raw  # the example's 28 states and the two pool keys
+    assert len(rows) == 36, raw  # the example's 34 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -118,7 +124,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 28, raw
+        assert len(rows) == 34, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

@@ -33,7 +33,12 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
 
     (plan, plan_log), (apply, apply_log), (replan, replan_log) = runs
     lxc = [row for row in plan if row["function"] == "proxmox_lxc.present"]
-    assert {row["id"] for row in lxc} == {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns"}
+    assert {row["id"] for row in lxc} == {
+        "proxmox-lxc-web",
+        "proxmox-lxc-db",
+        "proxmox-lxc-dns",
+        "proxmox-lxc-web2",
+    }
     qemu = [row for row in plan if row["function"] == "proxmox_qemu.present"]
     assert {row["id"] for row in qemu} == {"proxmox-qemu-app", "proxmox-qemu-ci"}
     every = plan + apply + replan
@@ -115,6 +120,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         "demo/lxc/120": "owned",
         "demo/lxc/150": "owned",
         "demo/lxc/151": "owned",
+        "demo/lxc/152": "owned",
     }
     assert {key: row["phase"] for key, row in owned.items() if "/qemu/" in key} == {
         "demo/qemu/210": "owned",

@@ -139,7 +139,11 @@ def test_tokens_hold_their_privileges_and_no_more(cluster: ServedCluster) -> Non
     assert cluster.seeded.provision_token[0] == PROVISION_TOKEN_ID
     held = pve_get(cluster, "/access/permissions", cluster.seeded.read_token).json()["data"]
     assert held == {
-        "/": {"Datastore.Audit": 1, "Pool.Audit": 1, "SDN.Audit": 1, "Sys.Audit": 1, "VM.Audit": 1}
+        "/": {"Datastore.Audit": 1, "Pool.Audit": 1, "SDN.Audit": 1, "Sys.Audit": 1, "VM.Audit": 1},
+        # Reading the seeded backup archives (pve-storage Storage.pm check_volume_access), there only.
+        "/storage/local": {"Datastore.AllocateSpace": 1},
+        "/vms/150": {"VM.Backup": 1},
+        "/vms/250": {"VM.Backup": 1},
     }
     wrong = (READ_TOKEN_ID, "0" * 32)
     refused = pve_get(cluster, "/cluster/resources", wrong, type="vm")

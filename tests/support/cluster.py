@@ -1,12 +1,14 @@
 """A seeded fake PVE cluster, served over TLS on loopback.
 
 The cluster is what the example pillar expects to find: two nodes (``pve1``, ``pve2``); storages ``local``
-(dir, holding the Debian 13 OS template and a Debian 13 installer ISO), ``local-lvm`` (lvmthin) and
+(dir, holding the Debian 13 OS template, a Debian 13 installer ISO and the vzdump backups of a container
+150 and a VM 250 that no longer exist), ``local-lvm`` (lvmthin) and
 ``local-zfs`` (zfspool); a running container 120 (``dns1`` on pve1) for the pillar to adopt; a QEMU VM 300
 (``router`` on pve2) holding a vmid no container may take; and a VM template 9000 (``debian-13-cloud`` on
 pve1: a cloud-image disk and a cloud-init drive) for the pillar to clone. Two API tokens carry the
-privileges the plan and apply steps need, granted on ``/`` (fakepve has privileges but no roles, so each
-token gets its list of privileges directly).
+privileges the plan and apply steps need, granted on ``/``, and each the privileges that read the backups
+on their storage and archived vmids (fakepve has privileges but no roles, so each token gets its list of
+privileges directly).
 
 Used three ways:
 
@@ -16,8 +18,14 @@ Used three ways:
 - ``python -m tests.support.cluster --state-dir DIR``, the process the sandbox (``scripts/sandbox``)
   starts and stops by its PID: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
-The served fake is ``tests.support.firewall.FirewallRulesPve`` (firewall rules read back as PVE writes
-and parses them) over ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
+The served fake is ``ServedPve``: every staging fake below over one another, each adding what
+fakepve lacks for its family (they share ``tests.support.ceph.CephPve`` as their base and call
+``super()``, so their order is Python's method resolution order):
+``tests.support.ha.HaPve`` (HA resources, groups and rules by release) over
+``tests.support.restore.RestorePve`` (backup archives holding a guest's config, and restores of them:
+the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
+``tests.support.firewall.FirewallRulesPve`` (firewall rules read back as PVE writes and parses them),
+then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
 (``tests.support.network.NetworkPve``), which fakepve itself only answers with synthesised values, and
@@ -50,6 +58,13 @@ from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
 from tests.support.firewall import FirewallRulesPve
+from tests.support.ha import HaPve
+from tests.support.restore import RestorePve
+
+
+class ServedPve(HaPve, FirewallRulesPve):
+    """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
+
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
     from typing import Self
@@ -99,6 +114,9 @@ PROVISION_PRIVS = (
     # Node interfaces and their reload need Sys.Modify on /nodes/<node> (above); SDN zones, vnets, subnets,
     # the SDN lock and the SDN apply SDN.Allocate (pve-network PVE/API2/Network/SDN*.pm).
     "SDN.Allocate",
+    # HA resources, groups and rules: every write needs Sys.Console on / (pve-ha-manager
+    # API2/HA/{Resources,Groups,Rules}.pm permissions).
+    "Sys.Console",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
@@ -180,6 +198,44 @@ STORAGES: dict[str, dict[str, Any]] = {
     "local-zfs": {"type": "zfspool", "pool": "rpool/data", "sparse": 1, "content": "images,rootdir"},
 }
 
+# Backup archives on `local` that the example pillar restores (tests.support.restore): a container 150 and a
+# VM 250 that no longer exist, each archive holding the config vzdump saved. PVE lists a backup only to a
+# caller with Datastore.AllocateSpace on its storage and VM.Backup on the archived vmid (pve-storage
+# PVE/Storage.pm check_volume_access): both tokens get them there (ARCHIVE_PRIVS).
+CT_ARCHIVE = "local:backup/vzdump-lxc-150-2026_11_30-02_00_00.tar.zst"
+CT_ARCHIVE_CONFIG: dict[str, Any] = {
+    "hostname": "web-old",
+    "memory": 1024,
+    "swap": 512,
+    "cores": 2,
+    "rootfs": "local-lvm:vm-150-disk-0,size=8G",
+    "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:15:00:01,ip=dhcp,type=veth",
+    "ostype": "debian",
+    "arch": "amd64",
+    "unprivileged": 1,
+}
+VM_ARCHIVE = "local:backup/vzdump-qemu-250-2026_11_30-02_00_00.vma.zst"
+VM_ARCHIVE_CONFIG: dict[str, Any] = {
+    "name": "app-old",
+    "memory": 2048,
+    "cores": 2,
+    "sockets": 1,
+    "ostype": "l26",
+    "scsihw": "virtio-scsi-single",
+    "scsi0": "local-lvm:vm-250-disk-0,iothread=1,size=8G",
+    "net0": "virtio=BC:24:11:25:00:01,bridge=vmbr0",
+    "boot": "order=scsi0",
+    "smbios1": "uuid=2a1c3a4e-8d2b-4f5a-9c7e-1b2d3e4f5a25",
+    "vmgenid": "1a7d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e25",
+}
+ARCHIVE_SIZE = 412 * 1024**2
+ARCHIVE_CTIME = 1796004000  # 2026-11-30 02:00:00 UTC
+ARCHIVE_PRIVS = {
+    "/storage/local": ("Datastore.AllocateSpace",),
+    "/vms/150": ("VM.Backup",),
+    "/vms/250": ("VM.Backup",),
+}
+
 T = TypeVar("T")
 
 
@@ -235,11 +291,17 @@ def seed(pve: FakePve) -> Seeded:
         config=CLOUD_TEMPLATE_CONFIG,
     )
 
+    if isinstance(pve, RestorePve):
+        pve.add_archive(CT_ARCHIVE, CT_ARCHIVE_CONFIG, ARCHIVE_SIZE, ARCHIVE_CTIME)
+        pve.add_archive(VM_ARCHIVE, VM_ARCHIVE_CONFIG, ARCHIVE_SIZE, ARCHIVE_CTIME)
+
     tokens = {}
     for token_id, privs in ((READ_TOKEN_ID, READ_PRIVS), (PROVISION_TOKEN_ID, PROVISION_PRIVS)):
         secret = secrets.token_hex(16)
         pve.apitokens[token_id] = secret
         pve.grant(token_id, "/", *privs)
+        for path, more in ARCHIVE_PRIVS.items():
+            pve.grant(token_id, path, *more)
         tokens[token_id] = (token_id, secret)
     return Seeded(read_token=tokens[READ_TOKEN_ID], provision_token=tokens[PROVISION_TOKEN_ID])
 
@@ -286,7 +348,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = FirewallRulesPve(host=HOST, port=0)
+            pve = ServedPve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve

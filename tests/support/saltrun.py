@@ -222,3 +222,16 @@ def summary(title: str, rows: list[dict[str, Any]]) -> str:
         f"  {len(rows)} states: {counts['ok']} ok, {counts['pending']} pending, {counts['failed']} failed"
     )
     return "\n".join(lines)
+
+
+def edited_pillar(tmp_path: Path, change: Callable[[dict], None]) -> Path:
+    """A pillar root under ``tmp_path`` holding ``pillar_examples`` with its ``proxmox.sls`` edited by
+    ``change(data)`` (``top.sls`` and ``secrets.sls`` copied as they are)."""
+    root = tmp_path / "pillar"
+    root.mkdir(exist_ok=True)
+    for name in ("top.sls", "secrets.sls"):
+        shutil.copy(PILLAR / name, root / name)
+    data = yaml.safe_load((PILLAR / "proxmox.sls").read_text())
+    change(data)
+    (root / "proxmox.sls").write_text(yaml.safe_dump(data))
+    return root

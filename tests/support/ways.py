@@ -23,8 +23,8 @@ from tests.support.openbao import CREDS_PATH
 from tests.support.saltrun import state_rows, summary
 
 TARGET = "demo"
-STATE_IDS = {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns"}
-OWNED_ROWS = {f"{TARGET}/lxc/120", f"{TARGET}/lxc/150", f"{TARGET}/lxc/151"}
+STATE_IDS = {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns", "proxmox-lxc-web2"}
+OWNED_ROWS = {f"{TARGET}/lxc/120", f"{TARGET}/lxc/150", f"{TARGET}/lxc/151", f"{TARGET}/lxc/152"}
 #: The guests pillar_examples declares ``status: running``, by state id: (type, node, vmid). Both are
 #: created, so stopped; each is started by its own ``POST …/status/start`` task after the create
 #: (salt_proxmox/guest/power.py), and every later run reads ``GET …/status/current`` only.

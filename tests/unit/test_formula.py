@@ -53,13 +53,18 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-alias-lab_net",
         "proxmox-pool-lab",
         "proxmox-pool-prod",
+        "proxmox-role-SaltProxmoxArchiveRead",
         "proxmox-role-SaltProxmoxProvision",
         "proxmox-role-SaltProxmoxRead",
         "proxmox-acl-salt-provision-on-root",
+        "proxmox-acl-salt-read-on-backups",
         "proxmox-acl-salt-read-on-root",
+        "proxmox-acl-salt-read-on-web-backups",
         "proxmox-ceph-pool-vmdisks",
         "proxmox-storage-backups",
         "proxmox-storage-ceph-vm",
+        "proxmox-ha-resource-ct:120",
+        "proxmox-ha-rule-dns-on-pve1",
         "proxmox-network-pve1-vmbr1",
         "proxmox-network-apply-pve1",
         "proxmox-network-apply-pve2",
@@ -69,6 +74,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web",
+        "proxmox-lxc-web2",
         "proxmox-qemu-app",
         "proxmox-qemu-ci",
         "proxmox-firewall-group-webgrp",
@@ -88,6 +94,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
     assert {sid: need for sid, need in requisites.items() if need} == {
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
+        "proxmox-acl-salt-read-on-backups": [{"proxmox_role": "proxmox-role-SaltProxmoxArchiveRead"}],
+        "proxmox-acl-salt-read-on-web-backups": [{"proxmox_role": "proxmox-role-SaltProxmoxArchiveRead"}],
         "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
         "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
         # An rbd storage needs the Ceph pool it names (pve-storage RBDPlugin: pool).
@@ -107,6 +115,10 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
             {"proxmox_firewall_alias": "proxmox-firewall-alias-lab_net"},
             {"proxmox_lxc": "proxmox-lxc-dns"},
         ],
+        # An HA resource needs its guest (pve-ha-manager Resources/PVECT.pm exists), a rule the HA
+        # resources it names (API2/HA/Rules.pm: `cannot use unmanaged resource(s)`).
+        "proxmox-ha-resource-ct:120": [{"proxmox_lxc": "proxmox-lxc-dns"}],
+        "proxmox-ha-rule-dns-on-pve1": [{"proxmox_ha_resource": "proxmox-ha-resource-ct:120"}],
     }
     assert not any("require_in" in args(state)[1] for state in states.values())
     function, web = args(states["proxmox-lxc-web"])
@@ -125,6 +137,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-db": None,
         "proxmox-lxc-dns": None,
         "proxmox-lxc-web": "running",
+        "proxmox-lxc-web2": None,
         "proxmox-qemu-app": "running",
         "proxmox-qemu-ci": None,
     }
@@ -176,6 +189,29 @@ def test_a_rule_list_requires_what_its_rules_name_and_its_guest():
     assert args(with_objects["proxmox-firewall-rules-group/webgrp"])[1]["require"] == [
         {"proxmox_firewall": "proxmox-firewall-group-webgrp"}
     ]
+
+
+def test_a_restored_guest_requires_its_archive_s_storage_and_an_ha_resource_its_guest_and_group():
+    pillar = {
+        "proxmox": {
+            "storage": {"nas": {"type": "nfs"}},
+            "lxc": {"web2": {"vmid": 160, "node": "pve1", "restore": "nas:backup/vzdump-lxc-150-x.tar.zst"}},
+            "qemu": {"app": {"vmid": 210, "node": "pve1"}},
+            "ha_groups": {"prefer-pve1": {"nodes": ["pve1:2"]}},
+            "ha_resources": {"ct:160": {}, "vm:210": {"group": "prefer-pve1"}, "vm:999": {}},
+        }
+    }
+    states = render(pillar)
+    assert not failing(states)
+    requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
+    # The restore reads its archive from storage nas (salt_proxmox.guest.restore).
+    assert requisites["proxmox-lxc-web2"] == [{"proxmox_storage": "proxmox-storage-nas"}]
+    assert requisites["proxmox-ha-resource-ct:160"] == [{"proxmox_lxc": "proxmox-lxc-web2"}]
+    assert requisites["proxmox-ha-resource-vm:210"] == [
+        {"proxmox_qemu": "proxmox-qemu-app"},
+        {"proxmox_ha_group": "proxmox-ha-group-prefer-pve1"},
+    ]
+    assert requisites["proxmox-ha-resource-vm:999"] is None, "a guest this pillar does not declare"
 
 
 def test_a_container_requires_its_declared_pool_and_an_acl_its_pool():
@@ -705,9 +741,9 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, ceph_pools, firewall, firewall_aliases, lxc, networks, pbs, pools, qemu, "
-            "roles, sdn, storage, and ownership_file, pbs_targets, targets are the configuration read with "
-            "config.get." in problems[sid]
+            "the sections are acls, ceph_pools, firewall, firewall_aliases, ha_groups, ha_resources, "
+            "ha_rules, lxc, networks, pbs, pools, qemu, roles, sdn, storage, and ownership_file, "
+            "pbs_targets, targets are the configuration read with config.get." in problems[sid]
         )
 
 

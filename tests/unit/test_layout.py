@@ -25,7 +25,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "salt_proxmox"
 
 #: The packages of one family each (a ``registry`` entry's code), and the simple families' modules.
-FAMILIES = ("lxc", "qemu", "network", "sdn", "firewall", "openbao_policy")
+FAMILIES = ("lxc", "qemu", "network", "sdn", "firewall", "openbao_policy", "ha")
 SIMPLE_FAMILIES = ("simple.pool", "simple.role", "simple.acl")
 
 #: The shared layers that import neither ``guest/`` nor a family.

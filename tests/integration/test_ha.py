@@ -1,0 +1,161 @@
+"""HA resources, groups and rules through the simple-object lifecycle, against the served fake cluster's
+HA configuration (``tests.support.ha.HaPve``, from pve-ha-manager ``API2/HA/{Resources,Groups,Rules}.pm``:
+fakepve 0.5.0 stores none); and a guest whose power state an HA resource of the run owns refusing
+``status:`` (pve-ha-manager ``HA/Config.pm`` ``vm_is_ha_managed``)."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from salt_proxmox.guest import ha_owned
+from salt_proxmox.guest import lifecycle as guest_lifecycle
+from salt_proxmox.ha import group, resource, rule
+from salt_proxmox.lxc.family import LXC
+from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.run.lowstate import Run
+from salt_proxmox.simple.lifecycle import absent, present
+from tests.support.cluster import DNS1_VMID, ROUTER_VMID
+from tests.support.guests import dns1, make_context, requests_since, static_targets, writes
+
+
+def _form(body: bytes) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(body.decode(), keep_blank_values=True).items()}
+
+
+def _plan_apply_replan(served, ctx, spec, state_id, **declared):
+    start = len(served.pve.requests)
+    plan = present(ctx, spec, True, state_id, **declared)
+    assert plan.result is None, plan.comment
+    assert writes(requests_since(served, start)) == [], "a plan never writes"
+    start = len(served.pve.requests)
+    done = present(ctx, spec, False, state_id, **declared)
+    assert done.result is True, done.comment
+    assert done.changes == plan.changes, "the apply did what the plan showed"
+    log = requests_since(served, start)
+    again = present(ctx, spec, True, state_id, **declared)
+    assert (again.result, again.changes) == (True, {}), again.comment
+    return plan, done, log
+
+
+def _on_pve8(served):
+    served.pve.version, served.pve.release_version = "8.4.14", "8.4"
+
+
+def test_a_resource_is_created_updated_and_replanned_clean_and_its_guest_shows_it_managed(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    sid = f"ct:{DNS1_VMID}"
+    _, _, log = _plan_apply_replan(fresh_cluster, ctx, resource.SPEC, "dns-ha", name=sid, max_restart=2)
+    (create,) = writes(log)
+    assert create[:2] == ("POST", "/cluster/ha/resources")
+    assert _form(create[2]) == {"sid": sid, "max_restart": "2"}
+    assert fresh_cluster.pve.ct(DNS1_VMID).ha_state == "started", "PVE's default state"
+    # A max_restart of 0 is sent (not PVE's default 1); the update carries the digest it was judged on.
+    _, _, log = _plan_apply_replan(
+        fresh_cluster, ctx, resource.SPEC, "dns-ha", name=sid, max_restart=0, ha_state="stopped"
+    )
+    (update,) = writes(log)
+    assert update[:2] == ("PUT", f"/cluster/ha/resources/{sid}")
+    sent = _form(update[2])
+    assert sent["max_restart"] == "0" and sent["state"] == "stopped" and sent["digest"]
+    # The delete takes it out of HA: the guest is no longer managed.
+    gone = absent(ctx, resource.SPEC, False, "dns-ha", "destroy", name=sid)
+    assert gone.result is True, gone.comment
+    assert fresh_cluster.pve.ct(DNS1_VMID).ha_state is None
+
+
+def test_a_pve8_group_goes_through_on_8_and_is_refused_on_9_naming_rules(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    declared = {"name": "prefer-pve1", "nodes": ["pve1:2", "pve2:1"], "restricted": 0}
+    # PVE 9: GET /cluster/ha/groups answers 500 (migrated), never an empty list; refused at plan.
+    plan = present(ctx, group.SPEC, True, "prefer", **declared)
+    assert plan.result is False, plan.comment
+    text = " ".join(plan.comment)
+    assert "migrated HA groups to HA rules" in text and "node-affinity rule under proxmox:ha_rules" in text
+    assert writes(requests_since(fresh_cluster, 0)) == []
+
+    _on_pve8(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    _, _, log = _plan_apply_replan(fresh_cluster, ctx, group.SPEC, "prefer", **declared)
+    assert _form(writes(log)[0][2])["nodes"] in ("pve1:2,pve2:1", "pve2:1,pve1:2")
+    # A resource on 8 may name its group.
+    _plan_apply_replan(
+        fresh_cluster, ctx, resource.SPEC, "dns-ha", name=f"ct:{DNS1_VMID}", group="prefer-pve1"
+    )
+
+
+def test_a_pve9_rule_goes_through_on_9_and_is_refused_on_8_naming_groups(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    sid = f"ct:{DNS1_VMID}"
+    _plan_apply_replan(fresh_cluster, ctx, resource.SPEC, "dns-ha", name=sid)
+    declared = {
+        "name": "dns-on-pve1",
+        "type": "node-affinity",
+        "resources": [sid],
+        "nodes": ["pve1:2", "pve2:1"],
+    }
+    _, _, log = _plan_apply_replan(fresh_cluster, ctx, rule.SPEC, "dns-on-pve1", **declared)
+    assert writes(log)[0][:2] == ("POST", "/cluster/ha/rules")
+    assert fresh_cluster.pve.ha_rules["dns-on-pve1"]["type"] == "node-affinity"
+    # A group on a resource is refused on 9 (Resources.pm: groups migrated to rules).
+    refused = present(ctx, resource.SPEC, True, "dns-ha", name=sid, group="prefer-pve1")
+    assert refused.result is False and "invalid parameter 'group'" in " ".join(refused.comment)
+
+    _on_pve8(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, rule.SPEC, True, "other", **{**declared, "name": "other"})
+    assert plan.result is False, plan.comment
+    assert "has no HA rules" in " ".join(plan.comment) and "proxmox:ha_groups" in " ".join(plan.comment)
+
+
+def test_a_rule_of_a_type_is_checked_before_anything_is_sent(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(
+        ctx, rule.SPEC, True, "r", name="r1", type="resource-affinity", resources=["ct:120"], nodes="pve1"
+    )
+    assert plan.result is False
+    text = " ".join(plan.comment)
+    assert "nodes: not a key of a resource-affinity rule" in text and "affinity:" in text
+
+
+def test_a_guest_an_ha_resource_of_the_run_manages_refuses_status(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    ha_owned.remember_declared(
+        ctx, [{"name": f"ct:{DNS1_VMID}", "ha_state": "started"}, {"name": f"vm:{ROUTER_VMID}"}]
+    )
+    plan = guest_lifecycle.present(
+        ctx, LXC, "dns1", True, **dns1(description="Resolver for the lab", status="running", adopt=True)
+    )
+    assert plan.result is False, plan.comment
+    text = " ".join(plan.comment)
+    assert f"HA resource ct:{DNS1_VMID} (declared in this run, state started) owns its power state" in text
+    assert "declare ha_state: started on HA resource" in text
+    assert writes(requests_since(fresh_cluster, 0)) == []
+    # A resource in state ignored does not manage its guest (HA/Config.pm $service_check_ha_state).
+    ha_owned.remember_declared(ctx, [{"name": f"ct:{DNS1_VMID}", "ha_state": "ignored"}])
+    plan = guest_lifecycle.present(
+        ctx, LXC, "dns1", True, **dns1(description="Resolver for the lab", status="running", adopt=True)
+    )
+    assert plan.result is not False, plan.comment
+    assert not any("owns its power state" in line for line in plan.comment)
+
+
+def test_a_resource_for_a_guest_the_cluster_lacks_is_refused_unless_the_run_declares_it(
+    fresh_cluster,
+):
+    # pve-ha-manager Resources/PVECT.pm exists: `resource 'ct:199' does not exist in cluster`.
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, resource.SPEC, True, "ha", name="ct:199")
+    assert plan.result is False and "does not exist in cluster" in " ".join(plan.comment), plan.comment
+    # vm:120 names a container's vmid: the type is part of the id.
+    plan = present(ctx, resource.SPEC, True, "ha", name=f"vm:{DNS1_VMID}")
+    assert plan.result is False and "is a lxc guest on pve1" in " ".join(plan.comment), plan.comment
+    assert writes(requests_since(fresh_cluster, 0)) == []
+    # A guest the run declares is created before its resource (the formula's requisite): no refusal.
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    lowstate = [
+        {"state": "proxmox_ha_resource", "fun": "present", "__id__": "ha", "name": "ct:199"},
+        {"state": "proxmox_lxc", "fun": "present", "__id__": "new", "name": "new", "vmid": 199},
+    ]
+    ha_owned.remember_run(ctx, Run(lowstate), ctx.target.name)
+    plan = present(ctx, resource.SPEC, True, "ha", name="ct:199")
+    assert plan.result is None, plan.comment

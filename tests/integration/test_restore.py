@@ -1,0 +1,167 @@
+"""Restore as a way to create, against the fake cluster's backup archives (tests.support.restore):
+a container and a VM restored with new MACs, the rest of the declaration written after, then
+re-planned clean; a missing archive and an unreadable storage refused at plan; ``restore:`` on a
+present guest noted as ignored; a failed VM restore reported uncertain."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from salt_proxmox.guest import lifecycle
+from salt_proxmox.lxc.family import LXC
+from salt_proxmox.ownership.rows import CREATING, OWNED, row_key
+from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.qemu.family import QEMU
+from salt_proxmox.qemu.props import parse_net
+from tests.support.cluster import CT_ARCHIVE, CT_ARCHIVE_CONFIG, VM_ARCHIVE, VM_ARCHIVE_CONFIG
+from tests.support.guests import TARGET, make_context, requests_since, static_targets, writes
+
+
+def _ct(**over: Any) -> dict[str, Any]:
+    declared = {
+        "vmid": 160,
+        "node": "pve1",
+        "restore": CT_ARCHIVE,
+        "rootfs": "local-lvm:8",
+        "hostname": "web-restored",
+        # The archive's NIC takes DHCP: this address is written after the restore.
+        "net0": "name=eth0,bridge=vmbr0,ip=10.0.0.60/24,gw=10.0.0.1",
+        **over,
+    }
+    return {key: value for key, value in declared.items() if value is not None}
+
+
+def _vm(**over: Any) -> dict[str, Any]:
+    declared = {"vmid": 260, "node": "pve1", "restore": VM_ARCHIVE, "name": "app-restored", "memory": 4096}
+    declared.update(over)
+    return {key: value for key, value in declared.items() if value is not None}
+
+
+def _form(body: bytes) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(body.decode()).items()}
+
+
+def _hwaddr(value: str) -> str:
+    return dict(part.split("=", 1) for part in value.split(","))["hwaddr"]
+
+
+def test_a_container_is_restored_with_a_new_mac_then_written_as_declared_and_replanned_clean(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    plan = lifecycle.present(ctx, LXC, "restored", True, **_ct())
+    assert plan.result is None, plan.comment
+    # The plan names the archive with its size and time from the content listing.
+    assert (
+        f"would be created by restoring {CT_ARCHIVE} (412.0 MiB, made 2026-11-30 02:00:00 UTC) with new MACs"
+        in plan.comment[0]
+    ), plan.comment
+    assert plan.changes["restore"]["new"].startswith(CT_ARCHIVE)
+    assert writes(requests_since(fresh_cluster, 0)) == []
+
+    start = len(fresh_cluster.pve.requests)
+    done = lifecycle.present(ctx, LXC, "restored", False, **_ct())
+    assert done.result is True, done.comment
+    sent = writes(requests_since(fresh_cluster, start))
+    assert [(m, p) for m, p, _ in sent] == [
+        ("POST", "/nodes/pve1/lxc"),
+        ("PUT", "/nodes/pve1/lxc/160/config"),
+    ]
+    restore_form = _form(sent[0][2])
+    # pve-container create_vm: the archive as ostemplate, restore=1, unique=1 (new MACs), never force.
+    assert restore_form["ostemplate"] == CT_ARCHIVE and restore_form["restore"] == "1"
+    assert "force" not in restore_form and restore_form["unique"] == "1"
+    live = fresh_cluster.pve.ct(160).config
+    assert live["hostname"] == "web-restored" and live["ostype"] == "debian"
+    mac = _hwaddr(live["net0"])
+    assert mac != _hwaddr(CT_ARCHIVE_CONFIG["net0"]), "unique=1 gives the restored NIC a new MAC"
+    assert f"hwaddr={mac}" in _form(sent[1][2])["net0"], "the declared net0 is written keeping the new MAC"
+    assert _hwaddr(live["net0"]) == mac
+    assert store.rows[row_key(TARGET, "lxc", 160)]["phase"] == OWNED
+
+    again = lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "restored", True, **_ct()
+    )
+    assert again.result is True and again.changes == {}, again.comment
+    # restore: on a present guest is said to be ignored, never silent.
+    assert any("restore: " + CT_ARCHIVE + " is ignored, the guest exists" in line for line in again.comment)
+
+
+def test_a_vm_is_restored_with_new_macs_and_ids_then_written_as_declared_and_replanned_clean(fresh_cluster):
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    plan = lifecycle.present(ctx, QEMU, "app", True, **_vm())
+    assert plan.result is None and f"by restoring {VM_ARCHIVE} (412.0 MiB" in plan.comment[0], plan.comment
+
+    start = len(fresh_cluster.pve.requests)
+    done = lifecycle.present(ctx, QEMU, "app", False, **_vm())
+    assert done.result is True, done.comment
+    sent = writes(requests_since(fresh_cluster, start))
+    assert [(m, p) for m, p, _ in sent] == [
+        ("POST", "/nodes/pve1/qemu"),
+        ("POST", "/nodes/pve1/qemu/260/config"),
+    ]
+    # qemu-server create_vm: archive and unique=1 only, no drive key beside the archive.
+    assert set(_form(sent[0][2])) <= {"vmid", "archive", "unique", "storage", "pool"}, sent[0][2]
+    live = fresh_cluster.pve.vm(260).config
+    assert live["name"] == "app-restored" and int(live["memory"]) == 4096
+    assert parse_net(live["net0"])["macaddr"] != parse_net(VM_ARCHIVE_CONFIG["net0"])["macaddr"]
+    assert live["vmgenid"] != VM_ARCHIVE_CONFIG["vmgenid"]
+    assert store.rows[row_key(TARGET, "qemu", 260)]["phase"] == OWNED
+
+    again = lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), QEMU, "app", True, **_vm()
+    )
+    assert again.result is True and again.changes == {}, again.comment
+
+
+def test_a_missing_archive_is_refused_at_plan_and_nothing_is_written(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    missing = "local:backup/vzdump-lxc-150-2026_01_01-00_00_00.tar.zst"
+    plan = lifecycle.present(ctx, LXC, "restored", True, **_ct(restore=missing))
+    assert plan.result is False, plan.comment
+    text = " ".join(plan.comment)
+    assert f"lists no archive {missing}" in text and "check_volume_access" in text
+    assert writes(requests_since(fresh_cluster, 0)) == []
+
+
+def test_an_archive_on_a_storage_the_node_cannot_read_is_refused_with_pve_s_reason(fresh_cluster):
+    fresh_cluster.pve.storages["local"]["nodes"] = "pve2"
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = lifecycle.present(ctx, LXC, "restored", True, **_ct())
+    assert plan.result is False
+    assert "which pve1 cannot read" in " ".join(plan.comment), plan.comment
+
+
+def test_a_container_restore_onto_a_storage_without_containers_is_refused_at_plan(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = lifecycle.present(ctx, LXC, "restored", True, **_ct(rootfs="local:8"))
+    assert plan.result is False
+    assert "not containers (content rootdir)" in " ".join(plan.comment), plan.comment
+
+
+def test_a_failed_vm_restore_is_uncertain_and_its_row_stays_creating(fresh_cluster):
+    fresh_cluster.pve.failing_restores.add(VM_ARCHIVE)
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    done = lifecycle.present(ctx, QEMU, "app", False, **_vm())
+    assert done.result is False
+    text = " ".join(done.comment)
+    assert "can leave" in text and "neither absent nor ours" in text, done.comment
+    assert store.rows[row_key(TARGET, "qemu", 260)]["phase"] == CREATING
+    # The next plan does not call it absent, nor ours.
+    again = lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), QEMU, "app", True, **_vm()
+    )
+    assert again.result is False, again.comment
+    assert "would be created" not in " ".join(again.comment)
+
+
+def test_unique_false_keeps_the_archive_s_macs(fresh_cluster):
+    # pve-container create_vm: without unique the restored NICs keep the archive's hwaddr.
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = lifecycle.present(ctx, LXC, "restored", True, **_ct(unique=False))
+    assert "keeping the archive's MACs (unique: false)" in plan.comment[0], plan.comment
+    done = lifecycle.present(ctx, LXC, "restored", False, **_ct(unique=False))
+    assert done.result is True, done.comment
+    assert _hwaddr(fresh_cluster.pve.ct(160).config["net0"]) == _hwaddr(CT_ARCHIVE_CONFIG["net0"])
