@@ -199,6 +199,12 @@ class CredentialBroker:
             token_id, secret, role=role, lease_id=str(lease_id), lease_seconds=lease, minted_at=now
         )
 
+    def bao(self):
+        """The run's authenticated OpenBao client (the ``openbao:`` block), for a family that keeps a
+        secret there (an API token's, ``salt_proxmox.access.token``). Raises CredentialError when no
+        ``openbao:`` block is configured or the login fails."""
+        return self._client()
+
     def _client(self):
         key = "salt_proxmox.openbao.client"
         client = self.cache.get(key)

@@ -257,7 +257,11 @@ def _send_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, w
     """Send one write of ``spec``'s family with a fresh provision credential: as PVE's task on
     ``spec.task_node`` when the family's writes are tasks (``PveContext.task``: started and awaited
     by that credential), else as one call (``send``). Raises what those raise (PveError, TaskFailed,
-    TaskUncertain, Uncertain, PveUnreachable, CredentialError)."""
+    TaskUncertain, Uncertain, PveUnreachable, CredentialError). A family that sends its writes itself
+    (``spec.send``) is handed the call."""
+    if spec.send is not None:
+        spec.send(ctx, decl, call, what)
+        return
     if spec.task_node is None:
         send(ctx, ctx.broker.provision(), call)
         return

@@ -46,6 +46,9 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   registered in its zone's IPAM at write time; a storage's data left in place by its delete), as plan
   lines; the plan and the apply both say them.
 - ``recorded``: values compared with the ownership row rather than PVE (a storage's ``secret_serial``).
+- ``send``: for a family whose write is more than its one call, the function that sends it (given the
+  context, the declaration, the call and what it does): an API token's create, whose answer holds the
+  secret PVE shows once, which it stores in OpenBao before anything else happens to it.
 - ``refusals``: PVE's deterministic refusals of the write, predicted at plan from what the
   ``read`` credential can see (a pool that still has members, an ACL entry naming a role that
   does not exist, a privilege this PVE release does not know): sentences naming what and what to
@@ -228,6 +231,7 @@ class ObjectSpec:
     recorded: tuple[str, ...] = ()
     moving: Callable[[Mapping[str, object], Declared], frozenset[str]] | None = None
     task_node: Callable[[Declared], str] | None = None
+    send: Callable[[PveContext, Declared, Call, str], None] | None = None
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

@@ -16,7 +16,8 @@ Used three ways:
 - ``python -m tests.support.cluster --state-dir DIR``, the process the sandbox (``scripts/sandbox``)
   starts and stops by its PID: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
-The served fake is ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
+The served fake is ``tests.support.usercfg.UserCfgPve`` (users, groups, API tokens and realms) over
+``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
 (``tests.support.network.NetworkPve``), which fakepve itself only answers with synthesised values, and
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
-from tests.support.ceph import CephPve
+from tests.support.usercfg import UserCfgPve
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
     from typing import Self
@@ -98,6 +99,14 @@ PROVISION_PRIVS = (
     # Node interfaces and their reload need Sys.Modify on /nodes/<node> (above); SDN zones, vnets, subnets,
     # the SDN lock and the SDN apply SDN.Allocate (pve-network PVE/API2/Network/SDN*.pm).
     "SDN.Allocate",
+    # Users, groups, API tokens and realms (pve-access-control src/PVE/API2/User.pm create_user,
+    # update_user, generate_token: Realm.AllocateUser on /access/realm/<realm> and User.Modify on
+    # /access/groups; Group.pm: Group.Allocate on /access/groups; Domains.pm: Realm.Allocate on
+    # /access/realm).
+    "User.Modify",
+    "Realm.AllocateUser",
+    "Group.Allocate",
+    "Realm.Allocate",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
@@ -285,7 +294,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = CephPve(host=HOST, port=0)
+            pve = UserCfgPve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve

@@ -633,9 +633,9 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, ceph_pools, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, "
-            "storage, and ownership_file, targets are the configuration read with config.get."
-            in problems[sid]
+            "the sections are acls, ceph_pools, firewall_aliases, groups, lxc, networks, pools, qemu, "
+            "realms, roles, sdn, storage, tokens, users, and ownership_file, targets are the configuration "
+            "read with config.get." in problems[sid]
         )
 
 
@@ -665,6 +665,7 @@ def test_a_refused_entry_is_no_requisite_and_the_others_render():
 def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
+    from salt_proxmox.access import realm, user
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
@@ -676,6 +677,8 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:lxc": tuple(sorted(lxc_schema.SECRETS)),
         "proxmox:qemu": tuple(sorted(qemu_schema.SECRETS)),
         "proxmox:storage": tuple(sorted(LEGACY_SENSITIVE)),
+        "proxmox:users": tuple(sorted(user.SECRETS)),
+        "proxmox:realms": tuple(sorted(realm.SECRETS)),
     } == module.SECRETS
 
 
