@@ -292,7 +292,8 @@ def declare(
             else:
                 secrets[SECRET_KEYS[key][0]] = value
         elif key in _SERIALS:
-            serials[key] = value
+            if value is not None:
+                serials[key] = value
         elif key not in FIELDS:
             problems.append(f"{key}: not a realm option (unknown key)")
         elif key not in kind.options:
