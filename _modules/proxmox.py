@@ -1266,3 +1266,32 @@ def token_absent(name, test=False, target=None, removal="retain", state_id=None,
         salt-call proxmox.token_absent 'ci@pve!deploy' removal=destroy test=True
     """
     return _object_absent("token", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def privileges_needed(mods=None, target=None, saltenv=None):
+    """
+    What the declared estate needs of the ``read`` and ``provision`` credentials, as PVE checks each
+    method's permissions on each ACL path (``salt_proxmox.access.privileges``): the least role of each
+    as a ``proxmox:roles`` entry and the ``proxmox:acls`` entries granting it, ready to declare; what
+    each token lacks today (``GET /access/permissions``) with the ``pveum`` lines that grant it. The
+    estate is the highstate's lowstate, or that of ``mods`` (``proxmox``).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.privileges_needed
+        salt-call proxmox.privileges_needed mods=proxmox
+    """
+    from salt_proxmox.access import estate
+
+    kwargs = {"saltenv": saltenv} if saltenv else {}
+    if mods:
+        lowstate = __salt__["state.show_low_sls"](mods, **kwargs)
+    else:
+        lowstate = __salt__["state.show_lowstate"](**kwargs)
+    if not isinstance(lowstate, list):
+        from salt.exceptions import CommandExecutionError
+
+        raise CommandExecutionError(f"the state does not render: {lowstate}")
+    return _call(estate.needed, _context(target), lowstate)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from salt_proxmox.access import privileges
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.rows import absent_note, claim, removal_problem, row_key
@@ -170,15 +171,17 @@ def decide(
         except DeclarationError as exc:
             return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
         refusals = spec.refusals(ctx, decl, "create", None) if spec.refusals else []
-        if refusals:
-            return Decision("refuse", reasons=refusals, row_key=key, row=row)
+        lacking, unchecked = provision_check(ctx, spec, decl, "create")
+        if refusals or lacking:
+            return Decision("refuse", reasons=[*refusals, *lacking], row_key=key, row=row)
         expect(ctx, spec.family, decl.identity)
         remember(ctx, spec.family, decl.identity, decl.values)
         note = absent_note(row, decl.label, "PVE")
         changes = {"created": {"old": None, "new": decl.label}}
         changes.update({k: {"old": None, "new": v} for k, v in decl.values.items()})
         effects = spec.side_effects(ctx, decl, "create") if spec.side_effects else []
-        return Decision("create", call=call, changes=changes, notes=[note, *effects], row_key=key, row=row)
+        notes = [note, *effects, *unchecked]
+        return Decision("create", call=call, changes=changes, notes=notes, row_key=key, row=row)
     diffs = spec.differences(live, decl)
     matches = spec.is_match(live, decl)
     refusal, note = claim(
@@ -216,13 +219,27 @@ def decide(
     except DeclarationError as exc:
         return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
     refusals = spec.refusals(ctx, decl, "update", live) if spec.refusals else []
-    if refusals:
-        return Decision("refuse", live=live, reasons=refusals, row_key=key, row=row)
+    lacking, unchecked = provision_check(ctx, spec, decl, "update")
+    if refusals or lacking:
+        return Decision("refuse", live=live, reasons=[*refusals, *lacking], row_key=key, row=row)
     remember(ctx, spec.family, decl.identity, decl.values)
     notes += spec.side_effects(ctx, decl, "update") if spec.side_effects else []
+    notes += unchecked
     return Decision(
         "update", live=live, call=call, changes=diffs, notes=notes, row_key=key, row=row, record=record
     )
+
+
+def provision_check(
+    ctx: PveContext, spec: ObjectSpec, decl: Declared, action: str
+) -> tuple[list[str], list[str]]:
+    """``(refusals, notes)`` for the privileges ``action`` (create, update, delete) on ``decl`` needs of
+    the provision token, as PVE checks them (``access.privileges.SIMPLE``): a privilege it lacks is
+    refused at plan with the command that grants it. Raises what the permission reads raise."""
+    needs = [
+        need for need in privileges.simple_needs(spec.family, action, decl) if need.credential == "provision"
+    ]
+    return privileges.check(ctx, needs)
 
 
 def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision) -> None:
@@ -393,8 +410,10 @@ def absent(
                 "it may not be what this state made. Nothing was deleted: delete it by hand if it should go."
             )
         refusals = spec.refusals(ctx, last, "delete", live) if spec.refusals else []
-        if refusals:
-            return outcome.fail(*refusals, "Nothing was deleted.")
+        lacking, unchecked = provision_check(ctx, spec, last, "delete")
+        if refusals or lacking:
+            return outcome.fail(*refusals, *lacking, "Nothing was deleted.")
+        outcome.comment.extend(unchecked)
         outcome.changes = {"deleted": {"old": probe.label, "new": None}}
         outcome.comment.extend(spec.side_effects(ctx, last, "delete") if spec.side_effects else [])
         if test:
