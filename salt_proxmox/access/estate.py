@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from salt_proxmox.access.privileges import (
     ROLES,
     Need,
+    bridge_of,
     grant_command,
     guest_needs,
     held,
@@ -54,9 +55,24 @@ _GUEST_META = frozenset(
 )
 
 
-def chunk_needs(chunk: Chunk, target: str) -> list[Need]:
+def _zones(ctx: PveContext | None, config: Mapping[str, str]) -> dict[str, str]:
+    """The zone ``check_vnet_access`` names for each bridge a NIC of ``config`` names
+    (``guest.nics.bridge_zone``: its vnet's, else ``localnetwork``)."""
+    if ctx is None:
+        return {}
+    from salt_proxmox.guest.nics import bridge_zone
+
+    zones = {}
+    for key, value in config.items():
+        bridge = bridge_of(value) if key.startswith("net") else None
+        if bridge:
+            zones[bridge] = bridge_zone(ctx, bridge) or "localnetwork"
+    return zones
+
+
+def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> list[Need]:
     """The needs of one declaration (a chunk of the run). A chunk that is not of this product, or whose
-    declaration is refused, needs nothing (its state says why)."""
+    declaration is refused, needs nothing (its state says why). ``ctx``: where a NIC's vnet zone is read."""
     family = BY_STATE.get(chunk.state)
     if family is None or family.module != "proxmox":
         return []
@@ -79,7 +95,7 @@ def chunk_needs(chunk: Chunk, target: str) -> list[Need]:
             vmid,
             config,
             "create",
-            None,
+            _zones(ctx, config),
             str(pool) if pool else None,
             int(clone) if isinstance(clone, int) or (isinstance(clone, str) and clone.isdigit()) else None,
         )
@@ -105,7 +121,7 @@ def chunk_needs(chunk: Chunk, target: str) -> list[Need]:
     ]
 
 
-def estate_needs(chunks: Iterable[Chunk], target: str) -> list[Need]:
+def estate_needs(chunks: Iterable[Chunk], target: str, ctx: PveContext | None = None) -> list[Need]:
     """Every need of the run's chunks, and the read credential's Sys.Audit on ``/access``."""
     needs = [
         Need(
@@ -116,7 +132,7 @@ def estate_needs(chunks: Iterable[Chunk], target: str) -> list[Need]:
         )
     ]
     for chunk in chunks:
-        needs.extend(chunk_needs(chunk, target))
+        needs.extend(chunk_needs(chunk, target, ctx))
     return needs
 
 
@@ -153,7 +169,7 @@ def needed(ctx: PveContext, lowstate: Iterable[Mapping]) -> dict:
     """``report`` of the run's ``lowstate`` (Salt's low chunks) for ``ctx``'s target."""
     chunks = [chunk for chunk in (Chunk.of(low) for low in lowstate) if chunk is not None]
     mine = [chunk for chunk in chunks if chunk.target(ctx.target.name) == ctx.target.name]
-    return report(ctx, estate_needs(mine, ctx.target.name))
+    return report(ctx, estate_needs(mine, ctx.target.name, ctx))
 
 
 __all__ = ["ROLES", "chunk_needs", "estate_needs", "needed", "report"]

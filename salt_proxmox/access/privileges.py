@@ -284,7 +284,7 @@ def _storage_of(value: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _bridge(value: str) -> str | None:
+def bridge_of(value: str) -> str | None:
     for part in value.split(","):
         key, _, text = part.partition("=")
         if key == "bridge":
@@ -304,8 +304,10 @@ def guest_needs(
 ) -> list[Need]:
     """What writing ``config`` (key → value; ``''`` clears) to guest ``vmid`` of ``kind`` (``lxc``,
     ``qemu``) needs of the provision credential; ``action``: ``create`` (VM.Allocate too) or ``update``.
-    ``zones``: the SDN zone of each vnet a NIC may name (a plain bridge's zone is ``localnetwork``);
-    ``dedicated``: include the Sys.Modify checks the families make themselves (``STARTUP``)."""
+    ``zones``: the SDN zone of each bridge a NIC names (``guest.nics.bridge_zone``; ``localnetwork``
+    when not given); ``dedicated``: include the checks the guest families make themselves, with their
+    own remedies: a VM's ``startup`` (``STARTUP``) and each NIC's SDN.Use (``guest.nics.access_checks``,
+    tags and trunks included)."""
     vm = f"/vms/{vmid}"
     label = f"{'VM' if kind == 'qemu' else 'CT'} {vmid}"
     source = "qemu-server API2/Qemu.pm" if kind == "qemu" else "pve-container LXC.pm"
@@ -325,8 +327,8 @@ def guest_needs(
         where = f"{key} of {label} ({source})"
         if key.startswith("net") and key[3:].isdigit():
             needs.append(Need("provision", vm, ("VM.Config.Network",), where))
-            bridge = _bridge(value)
-            if bridge:
+            bridge = bridge_of(value)
+            if bridge and dedicated:
                 zone = (zones or {}).get(bridge, "localnetwork")
                 needs.append(
                     Need("provision", f"/sdn/zones/{zone}/{bridge}", ("SDN.Use",),
@@ -471,29 +473,6 @@ def least_roles(needs: Iterable[Need]) -> dict:
     return {"roles": roles, "acls": acls}
 
 
-def vnet_zones(ctx: PveContext) -> dict[str, str]:
-    """``{vnet: zone}`` of the SDN vnets this run declares (``simple.spec.planned``) and those the read
-    credential may list (``GET /cluster/sdn/vnets``, read once per run; a 403 lists none), for a NIC's
-    ``check_vnet_access`` path. Raises what the read raises but 403."""
-    from salt_proxmox.pve.listing import get_rows
-    from salt_proxmox.simple.spec import planned
-
-    key = f"salt_proxmox.vnet-zones/{ctx.target.name}"
-    if key not in ctx.memo:
-        try:
-            rows = get_rows(ctx.client, "cluster/sdn/vnets", ctx.broker.read(), what="vnets", reads=ctx.reads)
-        except PveError as error:
-            if error.status != 403:
-                raise
-            rows = []
-        ctx.memo[key] = {str(row.get("vnet")): str(row.get("zone")) for row in rows if row.get("zone")}
-    zones = dict(ctx.memo[key])  # type: ignore[arg-type]
-    for vnet, values in planned(ctx, "sdn_vnet").items():
-        if values.get("zone"):
-            zones[vnet] = str(values["zone"])
-    return zones
-
-
 def guest_check(
     ctx: PveContext,
     kind: str,
@@ -503,7 +482,7 @@ def guest_check(
     pool: str | None = None,
     clone: int | None = None,
 ) -> tuple[list[str], list[str]]:
-    """``check`` of ``guest_needs`` for a guest write (the Sys.Modify checks its family makes itself
-    left out). Raises what the reads raise."""
-    needs = guest_needs(kind, vmid, config, action, vnet_zones(ctx), pool, clone, dedicated=False)
+    """``check`` of ``guest_needs`` for a guest write (the checks the guest families make themselves
+    left out: ``dedicated``). Raises what the reads raise."""
+    needs = guest_needs(kind, vmid, config, action, None, pool, clone, dedicated=False)
     return check(ctx, needs)

@@ -155,9 +155,15 @@ def identity_refusal(
 
 
 def decide(
-    ctx: PveContext, spec: ObjectSpec, decl: Declared, allowed_previous: Iterable[str] = ()
+    ctx: PveContext,
+    spec: ObjectSpec,
+    decl: Declared,
+    allowed_previous: Iterable[str] = (),
+    plan: bool = True,
 ) -> Decision:
-    """The one decision plan and apply share. Raises what ``read`` raises."""
+    """The one decision plan and apply share. ``plan``: also judge the provision token's privileges
+    (``provision_check``); an apply leaves that to PVE, which checks them before it writes. Raises what
+    ``read`` raises."""
     key = row_key(decl.target, spec.family, decl.identity)
     row = ctx.ownership.row(key)
     refusal = identity_refusal(ctx, spec, decl, allowed_previous)
@@ -171,7 +177,7 @@ def decide(
         except DeclarationError as exc:
             return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
         refusals = spec.refusals(ctx, decl, "create", None) if spec.refusals else []
-        lacking, unchecked = provision_check(ctx, spec, decl, "create")
+        lacking, unchecked = provision_check(ctx, spec, decl, "create") if plan else ([], [])
         if refusals or lacking:
             return Decision("refuse", reasons=[*refusals, *lacking], row_key=key, row=row)
         expect(ctx, spec.family, decl.identity)
@@ -219,7 +225,7 @@ def decide(
     except DeclarationError as exc:
         return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
     refusals = spec.refusals(ctx, decl, "update", live) if spec.refusals else []
-    lacking, unchecked = provision_check(ctx, spec, decl, "update")
+    lacking, unchecked = provision_check(ctx, spec, decl, "update") if plan else ([], [])
     if refusals or lacking:
         return Decision("refuse", live=live, reasons=[*refusals, *lacking], row_key=key, row=row)
     remember(ctx, spec.family, decl.identity, decl.values)
@@ -314,7 +320,7 @@ def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **decl
     outcome = Outcome()
     try:
         decl = spec.declare(state_id, ctx.target.name, **declared)
-        decision = decide(ctx, spec, decl)
+        decision = decide(ctx, spec, decl, plan=test)
     except DeclarationError as exc:
         return outcome.refuse(exc)
     except SaltProxmoxError as exc:
@@ -410,7 +416,7 @@ def absent(
                 "it may not be what this state made. Nothing was deleted: delete it by hand if it should go."
             )
         refusals = spec.refusals(ctx, last, "delete", live) if spec.refusals else []
-        lacking, unchecked = provision_check(ctx, spec, last, "delete")
+        lacking, unchecked = provision_check(ctx, spec, last, "delete") if test else ([], [])
         if refusals or lacking:
             return outcome.fail(*refusals, *lacking, "Nothing was deleted.")
         outcome.comment.extend(unchecked)
