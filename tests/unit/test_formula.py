@@ -730,3 +730,68 @@ def test_an_rbd_storage_requires_the_ceph_pool_it_names():
     assert needs("proxmox-storage-backups") == []
     order = list(states)
     assert order.index("proxmox-ceph-pool-vmdata") < order.index("proxmox-storage-ceph-vm")
+
+
+def test_access_objects_require_what_they_name():
+    # A token needs its user (User.pm generate_token: "no such user"), a user its realm and groups
+    # (create_user: "no such group"), an ACL entry its user, group or token (ACL.pm update_acl); each
+    # only when this pillar declares it present, and each runs after what it requires.
+    pillar = {
+        "proxmox": {
+            "realms": {"corp": {"type": "ldap", "server1": "l", "base_dn": "dc=x", "user_attr": "uid"}},
+            "groups": {"automation": {}, "ops": {}, "old": {"ensure": "absent"}},
+            "users": {
+                "ci@pve": {"groups": ["automation", "elsewhere"]},
+                "jo@corp": {"groups": "ops,old"},
+            },
+            "tokens": {"ci@pve!deploy": {"store": "secret/data/ci"}, "nobody@pve!x": {"store": "s/x"}},
+            "acls": {
+                "ci": {"path": "/vms", "role": "PVEAuditor", "token": "ci@pve!deploy"},
+                "ops": {"path": "/vms", "role": "PVEAuditor", "group": "ops"},
+                "jo": {"path": "/", "role": "PVEAuditor", "user": "jo@corp"},
+            },
+        }
+    }
+    states = render(pillar)
+    need = {sid: args(state)[1].get("require") for sid, state in states.items()}
+    assert need["proxmox-user-ci@pve"] == [{"proxmox_group": "proxmox-group-automation"}]
+    assert need["proxmox-user-jo@corp"] == [
+        {"proxmox_realm": "proxmox-realm-corp"},
+        {"proxmox_group": "proxmox-group-ops"},
+    ]
+    assert need["proxmox-token-ci@pve!deploy"] == [{"proxmox_user": "proxmox-user-ci@pve"}]
+    assert need["proxmox-token-nobody@pve!x"] is None
+    assert need["proxmox-acl-ci"] == [{"proxmox_token": "proxmox-token-ci@pve!deploy"}]
+    assert need["proxmox-acl-ops"] == [{"proxmox_group": "proxmox-group-ops"}]
+    assert need["proxmox-acl-jo"] == [{"proxmox_user": "proxmox-user-jo@corp"}]
+    order = list(states)
+    assert (
+        order.index("proxmox-realm-corp")
+        < order.index("proxmox-group-ops")
+        < order.index("proxmox-user-jo@corp")
+    )
+    assert (
+        order.index("proxmox-user-ci@pve")
+        < order.index("proxmox-token-ci@pve!deploy")
+        < order.index("proxmox-acl-ci")
+    )
+
+
+def test_a_user_password_and_a_realm_bind_password_go_as_their_pillar_path():
+    pillar = {
+        "proxmox": {
+            "users": {"ci@pve": {"password": "s3cret-pass", "password_serial": 1}},
+            "realms": {
+                "corp": {
+                    "type": "ldap",
+                    "server1": "l",
+                    "base_dn": "d",
+                    "user_attr": "uid",
+                    "bind_password": "b1nd-pass",
+                }
+            },
+        }
+    }
+    text = repr(render(pillar))
+    assert "s3cret-pass" not in text and "b1nd-pass" not in text
+    assert "['proxmox', 'users', 'ci@pve']" in text and "['proxmox', 'realms', 'corp']" in text
