@@ -33,6 +33,8 @@ from salt_proxmox.run.lowstate import Chunk
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
 
+#: Guest arguments that start, stop or reboot the guest (VM.PowerMgmt).
+_GUEST_POWER = ("status", "start", "reboot_for_pending")
 #: Guest arguments that are no PVE config key.
 _GUEST_META = frozenset(
     [
@@ -88,6 +90,18 @@ def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> lis
                 Need("provision", f"/vms/{vmid}", ("VM.Allocate",), f"destroy {vmid} (destroy_vm)"),
             ]
         config = {k: str(v) for k, v in chunk.args.items() if k not in _GUEST_META and v is not None}
+        power = [k for k in _GUEST_POWER if chunk.args.get(k) not in (None, False, "")]
+        config = {k: v for k, v in config.items() if k not in _GUEST_POWER}
+        if power:
+            # pve-container API2/LXC/Status.pm, qemu-server API2/Qemu.pm vm_start/vm_reboot: VM.PowerMgmt.
+            read.append(Need("provision", f"/vms/{vmid}", ("VM.PowerMgmt",), f"{', '.join(power)} of {vmid}"))
+        template = str(chunk.args.get("ostemplate") or "")
+        if ":" in template:
+            storage = template.split(":", 1)[0]
+            # pve-storage Storage.pm check_volume_access: a template needs one of these on its storage.
+            either = ("Datastore.AllocateSpace", "Datastore.Audit")
+            why = f"the template of {vmid} (check_volume_access)"
+            read.append(Need("provision", f"/storage/{storage}", either, why, True))
         clone = chunk.args.get("clone")
         pool = chunk.args.get("pool")
         return read + guest_needs(
@@ -113,7 +127,12 @@ def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> lis
             if args.get("removal") != "destroy":
                 return []
             return simple_needs(kind.name, "read", decl) + simple_needs(kind.name, "delete", decl)
-        decl = spec.declare(chunk.state_id, target, **{**args, "name": chunk.name})
+        try:
+            decl = spec.declare(chunk.state_id, target, **{**args, "name": chunk.name})
+        except (DeclarationError, TypeError):
+            # Values the state reads from pillar (a password beside its serial) are not in the chunk:
+            # the object's identity still says where its writes go.
+            decl = spec.identify(chunk.state_id, target, **names)
     except (DeclarationError, TypeError):
         return []
     return [

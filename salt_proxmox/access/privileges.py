@@ -427,9 +427,11 @@ def check(ctx: PveContext, needs: Iterable[Need]) -> tuple[list[str], list[str]]
     for need in needs:
         have = held(ctx, need.credential, need.path)
         if isinstance(have, str):
-            note = f"the {need.credential} token's privileges on {need.path} are not checked at plan: {have}"
-            if note not in notes:
-                notes.append(note)
+            # Said once per run: every state of the run meets the same reason.
+            said = ctx.memo.setdefault(f"salt_proxmox.unchecked/{ctx.target.name}", set())
+            if (need.credential, have) not in said:
+                said.add((need.credential, have))
+                notes.append(f"the {need.credential} token's privileges are not checked at plan: {have}")
             continue
         lacking = need.missing(have)
         if lacking:

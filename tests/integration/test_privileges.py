@@ -132,3 +132,24 @@ def test_the_estate_needs_a_least_role_per_credential_and_lists_what_is_missing(
     assert (
         f"pveum acl modify /sdn/zones/localnetwork/vmbr0 --tokens '{PROVISION_TOKEN_ID}'" in lacking["grant"]
     )
+
+
+def test_the_example_estates_roles_hold_what_the_estate_needs(fresh_cluster, tmp_path):
+    """pillar_examples declares the two roles of its own credentials: each holds every privilege
+    proxmox.privileges_needed derives from that same estate."""
+    from pathlib import Path
+
+    import yaml
+
+    from salt_proxmox.access import estate
+    from tests.support.guests import make_context
+
+    pillar = yaml.safe_load((Path(__file__).parents[2] / "pillar_examples" / "proxmox.sls").read_text())
+    world = SaltWorld({"proxmox": {"targets": static_targets(fresh_cluster)}}, {}, tmp_path / "owned.json")
+    found = estate.needed(make_context(static_targets(fresh_cluster)), _lowstate(world, pillar))
+    declared = pillar["proxmox"]["roles"]
+    for role, entry in found["proxmox"]["roles"].items():
+        assert set(entry["privs"]) <= set(declared[role]["privs"]), (
+            role,
+            set(entry["privs"]) - set(declared[role]["privs"]),
+        )

@@ -53,8 +53,14 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-alias-lab_net",
         "proxmox-pool-lab",
         "proxmox-pool-prod",
+        "proxmox-role-CiDeploy",
         "proxmox-role-SaltProxmoxProvision",
         "proxmox-role-SaltProxmoxRead",
+        "proxmox-group-automation",
+        "proxmox-user-ci@pve",
+        "proxmox-token-ci@pve!deploy",
+        "proxmox-acl-automation-on-prod",
+        "proxmox-acl-ci-deploy-on-prod",
         "proxmox-acl-salt-provision-on-root",
         "proxmox-acl-salt-read-on-root",
         "proxmox-storage-backups",
@@ -76,6 +82,20 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
     # A node's apply reloads what its interfaces staged, after the node before it; the SDN apply commits
     # every SDN object and reloads every node (pve-network PVE/API2/Network/SDN.pm reload).
     assert {sid: need for sid, need in requisites.items() if need} == {
+        # A user needs its groups, a token its user, an ACL entry the group or token it names and the
+        # pool of its /pool/<poolid> path (User.pm create_user, generate_token; ACL.pm update_acl).
+        "proxmox-user-ci@pve": [{"proxmox_group": "proxmox-group-automation"}],
+        "proxmox-token-ci@pve!deploy": [{"proxmox_user": "proxmox-user-ci@pve"}],
+        "proxmox-acl-automation-on-prod": [
+            {"proxmox_role": "proxmox-role-CiDeploy"},
+            {"proxmox_group": "proxmox-group-automation"},
+            {"proxmox_pool": "proxmox-pool-prod"},
+        ],
+        "proxmox-acl-ci-deploy-on-prod": [
+            {"proxmox_role": "proxmox-role-CiDeploy"},
+            {"proxmox_token": "proxmox-token-ci@pve!deploy"},
+            {"proxmox_pool": "proxmox-pool-prod"},
+        ],
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-network-apply-pve1": [{"proxmox_network": "proxmox-network-pve1-vmbr1"}],
