@@ -184,8 +184,12 @@ def decide(
         remember(ctx, spec.family, decl.identity, decl.values)
         note = absent_note(row, decl.label, "PVE")
         changes = {"created": {"old": None, "new": decl.label}}
-        changes.update({k: {"old": None, "new": v} for k, v in decl.values.items()})
+        # Recorded values (a secret's serial, a token's store) are no field PVE is sent: a note says them.
+        changes.update({k: {"old": None, "new": v} for k, v in decl.values.items() if k not in spec.recorded})
         effects = spec.side_effects(ctx, decl, "create") if spec.side_effects else []
+        kept = [f"{key} {decl.values[key]}" for key in spec.recorded if key in decl.values]
+        if kept:
+            effects.append(f"{decl.label}: recorded with it, never sent to PVE: {', '.join(kept)}")
         notes = [note, *effects, *unchecked]
         return Decision("create", call=call, changes=changes, notes=notes, row_key=key, row=row)
     diffs = spec.differences(live, decl)

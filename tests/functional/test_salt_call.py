@@ -81,7 +81,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert 150 in fresh_cluster.pve.pools["prod"]
     web = next(row for row in plan if row["id"] == "proxmox-lxc-web")
     assert web["changes"]["pool"] == {"old": None, "new": "prod"}, web["changes"]
-    # Each create secret went with its guest's create and with no other request (fakepve logs it as
+    # Each create secret went with its object's create and with no other request (fakepve logs it as
     # ***): web's password with POST …/lxc, app's cloud-init password with the config write after
     # POST …/qemu (create_vm would keep it in clear in /etc/pve; update_vm_api hashes it).
 
@@ -92,7 +92,11 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
             if key in parse_qs(bytes(body or b"").decode(errors="replace"), keep_blank_values=True)
         ]
 
-    assert carried("password") == [("POST", "/api2/json/nodes/pve1/lxc")], carried("password")
+    # ci@pve's password (pve realm) went with its user's create only (User.pm create_user).
+    assert carried("password") == [
+        ("POST", "/api2/json/access/users"),
+        ("POST", "/api2/json/nodes/pve1/lxc"),
+    ], carried("password")
     assert carried("cipassword") == [("POST", "/api2/json/nodes/pve1/qemu/210/config")], carried("cipassword")
     assert all("password" not in str(row["changes"]) for row in every)
 
