@@ -265,7 +265,6 @@ openbao:
           path "sys/policy/salt-proxmox-*" {
             capabilities = ["create", "read", "update", "delete"]
           }
-        - |
           # ...and keeps the secrets of the API tokens it creates (proxmox:tokens store:), read back
           # once written. Nothing else of salt-proxmox reads them: hand each to its consumer.
           path "secret/data/pve-tokens/*" {

@@ -18,4 +18,4 @@ proxmox:
   # A user's password (pve realm): sent with the create only; PVE lets no API token change it later.
   users:
     ci@pve:
-      password: lab-only-Ci-Pass-7
+      password: ci-account-Pass-7
