@@ -475,6 +475,16 @@ def least_roles(needs: Iterable[Need]) -> dict:
     return {"roles": roles, "acls": acls}
 
 
+def planning(ctx: PveContext, test: bool | None = None) -> bool:
+    """Whether this run plans (Salt's ``test``, the same for every state of a run): set by the guest
+    lifecycle as a state starts (``test`` given), read by ``guest_check``. The provision token's
+    privileges are judged at plan; an apply leaves them to PVE, which checks them before it writes."""
+    key = f"salt_proxmox.planning/{ctx.target.name}"
+    if test is not None:
+        ctx.memo[key] = bool(test)
+    return bool(ctx.memo.get(key, True))
+
+
 def guest_check(
     ctx: PveContext,
     kind: str,
@@ -485,6 +495,8 @@ def guest_check(
     clone: int | None = None,
 ) -> tuple[list[str], list[str]]:
     """``check`` of ``guest_needs`` for a guest write (the checks the guest families make themselves
-    left out: ``dedicated``). Raises what the reads raise."""
+    left out: ``dedicated``), at plan only (``planning``). Raises what the reads raise."""
+    if not planning(ctx):
+        return [], []
     needs = guest_needs(kind, vmid, config, action, None, pool, clone, dedicated=False)
     return check(ctx, needs)
