@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 from salt_proxmox.access.names import BUILTIN_REALMS, realm_problem
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
+from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import package_at_least
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, live_values
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message
+from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, live_values, serial
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, identify_by_name
 from salt_proxmox.wire.propstring import flag, pairs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -240,29 +240,20 @@ CREATE = Endpoint("POST /access/domains", ("realm", "type"), _rule)
 UPDATE = Endpoint("PUT /access/domains/{realm}", (), _rule)
 
 
-def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
-    """A realm by its name. Raises DeclarationError for an unknown key, a bad name, ``pam`` and ``pve``."""
-    if extra:
-        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: absent takes name, removal")
-    if not isinstance(name, str) or not name:
-        raise DeclarationError("name: the realm is required (text)")
-    problem = realm_problem(name)
-    if problem:
-        raise DeclarationError(f"name: {problem}")
+def _realm_problem(name: str) -> str | None:
     if name in BUILTIN_REALMS:
-        raise DeclarationError(
-            f"name: {name} is a built-in realm; PVE deletes it on request and re-creates it bare (Domains.pm "
+        return (
+            f"{name} is a built-in realm; PVE deletes it on request and re-creates it bare (Domains.pm "
             "delete, Auth/Plugin.pm parse_config), so this product never declares, deletes or re-creates it"
         )
-    return Declared(state_id, target, identity=name, label=f"realm {name}", names={"name": name})
+    return realm_problem(name)
 
 
-def _serial(key: str, value: object) -> tuple[int | None, str | None]:
-    if isinstance(value, bool) or not (
-        isinstance(value, int) or (isinstance(value, str) and INTEGER.match(value))
-    ):
-        return None, f"{key}: expected an integer, got {shown(value)}"
-    return int(value), None
+def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
+    """A realm by its name. Raises DeclarationError for an unknown key, a bad name, ``pam`` and ``pve``."""
+    return identify_by_name(
+        state_id, target, name, extra, noun="realm", has="name, type and its options", check=_realm_problem
+    )
 
 
 def declare(
@@ -311,7 +302,7 @@ def declare(
     for secret, (_, serial_key) in SECRET_KEYS.items():
         if serial_key not in serials:
             continue
-        number, problem = _serial(serial_key, serials[serial_key])
+        number, problem = serial(serial_key, serials[serial_key])
         if problem:
             problems.append(problem)
         elif secret not in options:

@@ -44,12 +44,12 @@ from salt_proxmox.openbao.client import describe_failure
 from salt_proxmox.openbao.creds import kv_payload
 from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
+from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.facts import package_at_least
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.simple.fields import Field, canonical_values
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, will_exist
+from salt_proxmox.simple.fields import Field, canonical_values, serial
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, identify_by_name, will_exist
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
@@ -76,28 +76,23 @@ CREATE = Endpoint("POST /access/users/{userid}/token/{tokenid}", (), _rule)
 UPDATE = Endpoint("PUT /access/users/{userid}/token/{tokenid}", (), _rule)
 
 
+def _tokenid_problem(name: str) -> str | None:
+    parts = split_tokenid(name)
+    if parts is None:
+        return f"{shown(name)} is not a token id user@realm!tokenid (a letter, then letters, digits, ., -, _)"
+    if parts[0] == "root@pam":
+        return (
+            "a token of root@pam holds every privilege on the cluster; declare a token of a user of your own"
+        )
+    return None
+
+
 def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
     """A token by its full id (``name``: ``user@realm!tokenid``). Raises DeclarationError naming the key."""
-    if extra:
-        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: absent takes name, removal")
-    parts = split_tokenid(name) if isinstance(name, str) else None
-    if parts is None:
-        raise DeclarationError(
-            f"name: {shown(name)} is not a token id user@realm!tokenid (a letter, then letters, digits, "
-            "., -, _)"
-        )
-    if parts[0] == "root@pam":
-        raise DeclarationError(
-            "name: a token of root@pam holds every privilege on the cluster; declare a token of a user of "
-            "your own"
-        )
-    return Declared(
-        state_id,
-        target,
-        identity=str(name),
-        label=f"token {name}",
-        names={"name": str(name)},
-    )
+    return identify_by_name(
+        state_id, target, name, extra, noun="token", has="name (user@realm!tokenid), store and its fields",
+        check=_tokenid_problem,
+    )  # fmt: skip
 
 
 def _userid(decl: Declared) -> str:
@@ -142,13 +137,11 @@ def declare(
     else:
         values["store"] = store
     if secret_serial is not None:
-        if isinstance(secret_serial, bool) or not (
-            isinstance(secret_serial, int)
-            or (isinstance(secret_serial, str) and INTEGER.match(secret_serial))
-        ):
-            problems.append(f"secret_serial: expected an integer, got {shown(secret_serial)}")
+        number, problem = serial("secret_serial", secret_serial)
+        if problem:
+            problems.append(problem)
         else:
-            values["secret_serial"] = int(secret_serial)
+            values["secret_serial"] = number
     if problems:
         raise DeclarationError(problems)
     return probe.declaring(values, adopt)

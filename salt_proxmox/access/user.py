@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 from salt_proxmox.access.names import groupid_problem, userid_problem
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
+from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.simple.fields import Field, canonical_values, live_values
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, will_exist
+from salt_proxmox.simple.fields import Field, canonical_values, live_values, serial
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, identify_by_name, will_exist
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
@@ -93,22 +93,27 @@ CREATE = Endpoint("POST /access/users", ("userid",), _rule)
 UPDATE = Endpoint("PUT /access/users/{userid}", (), _rule)
 
 
+def _userid_problem(name: str) -> str | None:
+    if name == "root@pam":
+        return (
+            "root@pam is the cluster's superuser; PVE lets it be deleted and re-creates it bare "
+            "(pve-access-control Auth/Plugin.pm parse_config), so this product never manages it"
+        )
+    return userid_problem(name)
+
+
 def identify(state_id: str, target: str, name: object = None, **extra: object) -> Declared:
     """A user by its userid (``name``, ``name@realm``). Raises DeclarationError for an unknown key, a
     userid PVE refuses, and ``root@pam``."""
-    if extra:
-        raise DeclarationError(f"unknown key(s) {', '.join(sorted(extra))}: absent takes name, removal")
-    if not isinstance(name, str) or not name:
-        raise DeclarationError("name: the userid (name@realm) is required")
-    problem = userid_problem(name)
-    if problem:
-        raise DeclarationError(f"name: {problem}")
-    if name == "root@pam":
-        raise DeclarationError(
-            "name: root@pam is the cluster's superuser; PVE lets it be deleted and re-creates it bare "
-            "(pve-access-control Auth/Plugin.pm parse_config), so this product never manages it"
-        )
-    return Declared(state_id, target, identity=name, label=f"user {name}", names={"name": name})
+    return identify_by_name(
+        state_id,
+        target,
+        name,
+        extra,
+        noun="user",
+        has="name (name@realm) and its fields",
+        check=_userid_problem,
+    )
 
 
 def declare(
@@ -146,15 +151,13 @@ def declare(
         else:
             secrets["password"] = password
     if password_serial is not None:
-        if isinstance(password_serial, bool) or not (
-            isinstance(password_serial, int)
-            or (isinstance(password_serial, str) and INTEGER.match(password_serial))
-        ):
-            problems.append(f"password_serial: expected an integer, got {shown(password_serial)}")
+        number, problem = serial("password_serial", password_serial)
+        if problem:
+            problems.append(problem)
         elif password is None:
             problems.append("password_serial: the declaration holds no password")
         else:
-            values["password_serial"] = int(password_serial)
+            values["password_serial"] = number
     if problems:
         raise DeclarationError(problems)
     found = probe.declaring(values, adopt)
