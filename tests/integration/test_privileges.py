@@ -153,3 +153,19 @@ def test_the_example_estates_roles_hold_what_the_estate_needs(fresh_cluster, tmp
             role,
             set(entry["privs"]) - set(declared[role]["privs"]),
         )
+
+
+def test_the_execution_functions_print_the_roles_and_run_a_sync_ad_hoc(fresh_cluster, tmp_path):
+    """proxmox.privileges_needed reads the run's lowstate (state.show_low_sls) and prints the roles as a
+    proxmox: pillar entry; proxmox.realm_sync runs Domains.pm sync as a task, a dry run by default."""
+    world = SaltWorld({"proxmox": {"targets": static_targets(fresh_cluster)}}, {}, tmp_path / "owned.json")
+    lowstate = _lowstate(world, ESTATE)
+    world.salt["state.show_low_sls"] = lambda mods, **_: lowstate
+    found = world.salt["proxmox.privileges_needed"](mods="proxmox")
+    assert "VM.Allocate" in found["proxmox"]["roles"]["SaltProxmoxProvision"]["privs"]
+    assert found["missing"] == {}
+    corp = {"type": "ldap", "server1": "ldap.example.org", "base_dn": "dc=example,dc=org", "user_attr": "uid"}
+    (made,) = world.run([Low("proxmox_realm", "present", {"name": "corp", **corp})], False)
+    assert made["result"] is True, made["comment"]
+    synced = world.salt["proxmox.realm_sync"](realm="corp")
+    assert synced["dry_run"] is True and fresh_cluster.pve.syncs == [{"realm": "corp", "dry-run": 1}]
