@@ -711,7 +711,9 @@ def _object_twins(family):
     return (declaring.state,), keys_of
 
 
-def _object_present(family, name, test, target, state_id, declared):
+def _object_present(family, name, test, target, state_id, declared, secrets=None):
+    """``secrets``: values read from pillar (``_pillar_secrets``), handed to the declaration beside the
+    state's arguments, never among them."""
     from salt_proxmox.network import apply
     from salt_proxmox.simple import lifecycle as simple
 
@@ -727,6 +729,7 @@ def _object_present(family, name, test, target, state_id, declared):
         run=declared,
         twins=_object_twins(family),
         **declared_keys(declared),
+        **(secrets or {}),
     )
 
 
@@ -1789,3 +1792,193 @@ def ha_rule_absent(name, test=False, target=None, removal="retain", state_id=Non
         salt-call proxmox.ha_rule_absent web-on-pve1 removal=destroy test=True
     """
     return _object_absent("ha_rule", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+# ----------------------------------------------------------------------------- access control
+#
+# Realms, groups, users and API tokens (salt_proxmox.access) share the simple lifecycle; a user's password
+# and a realm's bind password or client key come from pillar (``_pillar_secrets``), a token's secret goes
+# to OpenBao and nowhere else.
+
+
+def _secret_present(family, secrets, name, test, target, state_id, secrets_pillar, declared):
+    read, refused = _pillar_secrets(name, secrets, declared, secrets_pillar)
+    if refused is not None:
+        return refused
+    return _object_present(family, name, test, target, state_id, declared, read)
+
+
+def realm_present(
+    name, type=None, test=False, target=None, adopt=False, state_id=None, secrets_pillar=None, **extra
+):
+    """
+    Plan or apply one authentication realm (``name``; ``type`` ldap, ad or openid; the type's options as
+    the API spells them). ``secrets_pillar``: the pillar path of the mapping holding its
+    ``bind_password``/``client-key`` (written at create and when ``bind_password_serial``/
+    ``client_key_serial`` changes, never read back or shown).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.realm_present corp type=ldap server1=ldap.example.org \\
+            base_dn=dc=example,dc=org user_attr=uid test=True
+    """
+    from salt_proxmox.access.realm import SECRETS
+
+    declared = dict(extra, name=name, type=type, adopt=adopt)
+    return _secret_present("realm", SECRETS, name, test, target, state_id, secrets_pillar, declared)
+
+
+def realm_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a realm: retain (default) forgets it; destroy deletes an owned, unchanged one (never
+    ``pam`` or ``pve``); its users stay.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.realm_absent corp removal=destroy test=True
+    """
+    return _object_absent("realm", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def realm_sync(realm, dry_run=True, target=None, **options):
+    """
+    Sync the users and groups of LDAP/AD ``realm`` from its directory now (``POST
+    /access/domains/{realm}/sync`` as a task, awaited): ``dry_run`` (default True) writes nothing.
+    ``scope``, ``remove-vanished``, ``enable-new`` as PVE takes them, else the realm's
+    ``sync-defaults-options``. Never a side effect of a plan. Returns ``{realm, dry_run, upid}``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.realm_sync realm=corp dry_run=True
+    """
+    from salt_proxmox.access.realm import sync
+
+    ctx = _context(target)
+    return _call(sync, ctx, realm, _switch("dry_run", dry_run), **declared_keys(options))
+
+
+def group_present(name, comment=None, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one group (groupid ``name``, ``comment``); members are the users' ``groups``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.group_present automation comment='CI systems' test=True
+    """
+    return _object_present(
+        "group", name, test, target, state_id, dict(extra, name=name, comment=comment, adopt=adopt)
+    )
+
+
+def group_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a group: retain (default) forgets it; destroy deletes an owned, unchanged one (PVE
+    drops it from its users and removes its ACL entries).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.group_absent automation removal=destroy test=True
+    """
+    return _object_absent("group", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def user_present(name, test=False, target=None, adopt=False, state_id=None, secrets_pillar=None, **extra):
+    """
+    Plan or apply one user (userid ``name``: ``email``, ``firstname``, ``lastname``, ``comment``,
+    ``enable``, ``expire``, ``groups``, ``keys``). ``secrets_pillar``: the pillar path of the mapping
+    holding its ``password`` (pve realm; sent at create only, never read, shown, stored or compared).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.user_present ci@pve groups=automation email=ci@example.org test=True
+    """
+    from salt_proxmox.access.user import SECRETS
+
+    declared = dict(extra, name=name, adopt=adopt)
+    return _secret_present("user", SECRETS, name, test, target, state_id, secrets_pillar, declared)
+
+
+def user_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a user: retain (default) forgets it; destroy deletes an owned, unchanged one with its
+    tokens, memberships and ACL entries (never root@pam).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.user_absent ci@pve removal=destroy test=True
+    """
+    return _object_absent("user", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def token_present(name, store=None, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one API token (``name``: ``user@realm!tokenid``; ``privsep``, ``expire``, ``comment``).
+    Its secret, shown by PVE once, is written to OpenBao at ``store`` and nowhere else;
+    ``secret_serial`` draws a new one.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.token_present 'ci@pve!deploy' store=secret/data/pve-tokens/ci privsep=1 test=True
+    """
+    return _object_present(
+        "token", name, test, target, state_id, dict(extra, name=name, store=store, adopt=adopt)
+    )
+
+
+def token_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a token: retain (default) forgets it; destroy deletes an owned, unchanged one (its
+    secret in OpenBao stops working).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.token_absent 'ci@pve!deploy' removal=destroy test=True
+    """
+    return _object_absent("token", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def privileges_needed(mods=None, target=None, saltenv=None):
+    """
+    What the declared estate needs of the ``read`` and ``provision`` credentials, as PVE checks each
+    method's permissions on each ACL path (``salt_proxmox.access.privileges``): the least role of each
+    as a ``proxmox:roles`` entry and the ``proxmox:acls`` entries granting it, ready to declare; what
+    each token lacks today (``GET /access/permissions``) with the ``pveum`` lines that grant it. The
+    estate is the highstate's lowstate, or that of ``mods`` (``proxmox``).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.privileges_needed
+        salt-call proxmox.privileges_needed mods=proxmox
+    """
+    from salt_proxmox.access import estate
+
+    kwargs = {"saltenv": saltenv} if saltenv else {}
+    if mods:
+        lowstate = __salt__["state.show_low_sls"](mods, **kwargs)
+    else:
+        lowstate = __salt__["state.show_lowstate"](**kwargs)
+    if not isinstance(lowstate, list):
+        from salt.exceptions import CommandExecutionError
+
+        raise CommandExecutionError(f"the state does not render: {lowstate}")
+    return _call(estate.needed, _context(target), lowstate)

@@ -132,6 +132,19 @@ def main() -> int:
                 now, _ = salt_call(config_dir, "proxmox.guest_status", f"vmid={vmid}")
                 if now.get("status") != "running":
                     failures.append(f"guest {vmid} does not run after the apply: {now.get('status')}")
+            # What the estate needs of each credential, and what each token lacks (the read token's own
+            # privileges are read; the provision token's id is known once minted).
+            needed, _ = salt_call(config_dir, "proxmox.privileges_needed", "mods=proxmox")
+            roles = (needed.get("proxmox") or {}).get("roles") or {}
+            print("== privileges the estate needs (proxmox.privileges_needed) ==")
+            for role, entry in sorted(roles.items()):
+                print(f"{role}: {', '.join(entry['privs'])}")
+            lacking = (needed.get("missing") or {}).get("read")
+            print(f"the read token lacks: {lacking or 'nothing'}\n")
+            if not roles or lacking:
+                failures.append(
+                    "proxmox.privileges_needed found no role, or the read token lacks a privilege"
+                )
             rows_file = config_dir / ROWS_FILE
             grains = rows_file.read_text() if rows_file.exists() else ""
             if any(secret and secret in grains for secret in secrets):

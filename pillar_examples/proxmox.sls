@@ -250,6 +250,9 @@ proxmox:
   # The two roles salt-proxmox's own API tokens hold (docs/design.md §4): `read` for every plan, `provision`
   # for writes — containers, VMs, and the firewall aliases, pools, roles and ACL entries declared here.
   roles:
+    # What the CI system may do with the guests of pool prod (granted below to its group and token).
+    CiDeploy:
+      privs: [VM.Audit, VM.Console, VM.PowerMgmt, VM.Backup]
     SaltProxmoxRead:
       privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit]   # SDN.Audit: bridges, zones, vnets
     SaltProxmoxProvision:
@@ -277,11 +280,36 @@ proxmox:
         - SDN.Allocate         # SDN zones, vnets, subnets, the SDN lock and apply
         - Sys.Console          # HA resources, groups and rules (pve-ha-manager API2/HA/*.pm)
         - VM.Backup            # restoring a backup (pve-storage check_volume_access)
+        - User.Modify          # users and their API tokens (pve-access-control API2/User.pm)
+        - Realm.AllocateUser   # users of the pve realm
+        - Group.Allocate       # groups
     # Reading a backup archive (a restore's plan lists it with the read token): PVE shows a backup only
     # to a caller with Datastore.AllocateSpace on its storage and VM.Backup on the guest it was taken
     # from (pve-storage Storage.pm check_volume_access), so grant them there only (acls below).
     SaltProxmoxArchiveRead:
       privs: [Datastore.AllocateSpace, VM.Backup]
+  # `salt-call proxmox.privileges_needed` prints the least of these two roles for the estate declared
+  # here, and what each token lacks today with the pveum lines that grant it.
+
+  # Access as code. Membership lives on the user (`groups`); the group never compares its members.
+  groups:
+    automation:
+      comment: CI systems
+  users:
+    ci@pve:
+      groups: [automation]
+      email: ci@example.org
+      comment: The CI system's account
+      # password: from secrets.sls (pve realm), sent with the create only, never shown or compared
+      password_serial: 1
+  # An API token for the CI system: PVE shows its secret once, at create; it goes straight to OpenBao
+  # at `store` ({token_id, secret}) and nowhere else. Raise secret_serial to draw a new one.
+  tokens:
+    ci@pve!deploy:
+      privsep: 1                # its own ACL entries, within its user's
+      comment: CI deployments
+      store: secret/data/pve-tokens/ci-deploy
+      secret_serial: 1
 
   # ACL entries: one role for one user, group or API token on one path.
   acls:
@@ -301,6 +329,15 @@ proxmox:
       path: /vms/150
       role: SaltProxmoxArchiveRead
       token: salt-read@pve!plan
+    # The CI system manages the guests of pool prod: its group, and its token (privilege separated).
+    automation-on-prod:
+      path: /pool/prod
+      role: CiDeploy
+      group: automation
+    ci-deploy-on-prod:
+      path: /pool/prod
+      role: CiDeploy
+      token: ci@pve!deploy
 
 openbao:
   # ACL policies, assembled from ordered fragments (inline HCL or salt:// files) and compared by
@@ -320,4 +357,9 @@ openbao:
           # proxmox.export lists the policies (their names only; it reads those above).
           path "sys/policies/acl" {
             capabilities = ["list"]
+          }
+          # ...and keeps the secrets of the API tokens it creates (proxmox:tokens store:), read back
+          # once written. Nothing else of salt-proxmox reads them: hand each to its consumer.
+          path "secret/data/pve-tokens/*" {
+            capabilities = ["create", "read", "update"]
           }

@@ -15,3 +15,7 @@ proxmox:
   qemu:
     app:
       cipassword: lab-only-4Hk9-cloud-init
+  # A user's password (pve realm): sent with the create only; PVE lets no API token change it later.
+  users:
+    ci@pve:
+      password: ci-account-Pass-7

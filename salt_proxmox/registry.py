@@ -191,6 +191,24 @@ _POLICY = {
 _ALIAS = {"name": "example_net", "cidr": "10.9.0.0/24", "comment": "Example"}
 _POOL = {"name": "example", "comment": "Example pool"}
 _ROLE = {"name": "SaltExample", "privs": ["VM.Audit"]}
+#: Access control: an LDAP realm, a group, a user of the pve realm, and an API token of a user the
+#: cluster has, its secret kept in the OpenBao dev server's KV version 2 mount.
+_REALM = {
+    "name": "example-ldap",
+    "type": "ldap",
+    "server1": "ldap.example.org",
+    "base_dn": "dc=example,dc=org",
+    "user_attr": "uid",
+    "comment": "Example directory",
+}
+_GROUP = {"name": "example-group", "comment": "Example group"}
+_USER = {"name": "example@pve", "email": "example@example.org", "firstname": "Example"}
+_TOKEN = {
+    "name": "salt-read@pve!example",
+    "privsep": 1,
+    "comment": "Example",
+    "store": "secret/data/salt-proxmox/example-token",
+}
 #: An ACL entry for a user the cluster has (PVE refuses one naming a missing user or group:
 #: pve-access-control ``API2/ACL.pm`` ``update_acl``).
 _ACL = {"name": "example-acl", "path": "/vms", "role": "PVEAuditor", "user": "salt-read@pve"}
@@ -337,9 +355,10 @@ def _guest(kind: str, guest: str, create: Mapping[str, object]) -> Family:
 
 
 #: Every family, in the order the formula runs their states: OpenBao policies first (the credentials
-#: the PVE states mint), then the simple objects, Ceph pools, PBS datastores and storage (a ``pbs``
-#: storage backs up to a datastore), node networks and SDN (the bridges guests use), then containers
-#: and VMs; HA states require the guests and resources they name; the firewall runs last.
+#: the PVE states mint), then the simple objects (realms, groups, users and tokens before the ACL
+#: entries naming them), Ceph pools, PBS datastores and storage (a ``pbs`` storage backs up to a
+#: datastore), node networks and SDN (the bridges guests use), then containers and VMs; HA states
+#: require the guests and resources they name; the firewall runs last.
 FAMILIES: tuple[Family, ...] = (
     Family(
         name="policy",
@@ -389,6 +408,42 @@ FAMILIES: tuple[Family, ...] = (
         {"privs": ["VM.Audit", "Sys.Audit"]},
         {"privs": []},
         {"privs": 7},
+    ),
+    _simple(
+        "realm",
+        "access.realm",
+        "realms",
+        _REALM,
+        {"comment": "Example directory, moved"},
+        {"comment": None},
+        {"port": "ldaps"},
+    ),
+    _simple(
+        "group",
+        "access.group",
+        "groups",
+        _GROUP,
+        {"comment": "Example group, renamed"},
+        {"comment": ""},
+        {"comment": ["Example", "group"]},
+    ),
+    _simple(
+        "user",
+        "access.user",
+        "users",
+        _USER,
+        {"email": "ops@example.org"},
+        {"firstname": None},
+        {"enable": "maybe"},
+    ),
+    _simple(
+        "token",
+        "access.token",
+        "tokens",
+        _TOKEN,
+        {"comment": "Example, changed"},
+        {"comment": None},
+        {"privsep": "maybe"},
     ),
     _simple(
         "acl",

@@ -23,6 +23,13 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:firewall_aliases:<name>  proxmox_firewall_alias: cidr, comment, target, adopt, rename_from.
   proxmox:pools:<poolid>           proxmox_pool: comment, target, adopt (removal for absent).
   proxmox:roles:<roleid>           proxmox_role: privs, target, adopt (removal for absent).
+  proxmox:realms:<realm>           proxmox_realm: type (ldap, ad, openid), the type's options,
+                                   bind_password (ldap, ad) or client-key (openid) and their serials.
+  proxmox:groups:<groupid>         proxmox_group: comment, target, adopt (removal for absent).
+  proxmox:users:<userid>           proxmox_user: email, firstname, lastname, comment, enable, expire,
+                                   groups, keys, password (pve realm) and password_serial.
+  proxmox:tokens:<user!tokenid>    proxmox_token: privsep, expire, comment, store (the OpenBao KV path
+                                   its secret goes to), secret_serial.
   proxmox:acls:<label>             proxmox_acl: path, role, user|group|token, propagate, target, adopt.
   proxmox:ceph_pools:<name>        proxmox_ceph_pool: node, size, min_size, pg_num, pg_num_min,
                                    pg_autoscale_mode, crush_rule, application, target_size,
@@ -49,14 +56,18 @@ The key of a simple object or policy is its name unless the entry says ``name:``
 the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
-policies first, then aliases, pools, roles, ACL entries, Ceph pools, PBS datastores, storage, node
-networks, SDN, containers, VMs, then the firewall; a pool declared absent runs after the guests (they
-move out of it first, so one apply empties and deletes it). Only real
+policies first, then aliases, pools, roles, realms, groups, users, tokens, ACL entries, Ceph pools, PBS
+datastores, storage, node networks, SDN, containers, VMs, then the firewall; a pool declared absent runs
+after the guests (they move out of it first, so one apply empties and deletes it). Only real
 dependencies are requisites, so a family fails alone:
 
-- an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
-  declares them present (PVE refuses an ACL entry naming a role that does not exist:
-  pve-access-control ``src/PVE/API2/ACL.pm`` ``update_acl``);
+- an ACL entry requires the role it grants, the user, group or token it names and the pool of a
+  ``/pool/<poolid>`` path, when this pillar declares them present (PVE refuses an ACL entry naming a
+  role, user, group or token that does not exist: pve-access-control ``src/PVE/API2/ACL.pm``
+  ``update_acl``);
+- a user requires its realm and the groups its ``groups`` names, and a token its user, when this
+  pillar declares them present (``User.pm`` ``create_user``: "no such group"; ``generate_token``:
+  "no such user");
 - a container or VM requires the pool its ``pool:`` key names, when this pillar declares it present;
 - a container or VM requires the storage its volume keys name, and an ``rbd`` storage the Ceph pool its
   ``pool:`` names (``rbd`` when unset, as pve-storage ``RBDPlugin`` reads it), when this pillar declares
@@ -89,7 +100,8 @@ configuration read with config.get (CONFIG_KEYS) is a misspelt section, one fail
 known ones. An absent entry passes only its identity, target and removal; the rest of what it declared
 when present is kept and changes nothing.
 
-Secrets (SECRETS: a container's password, a VM's cipassword) are never state arguments: Salt keeps a
+Secrets (SECRETS: a container's password, a VM's cipassword, a user's password, a realm's bind
+password and client key) are never state arguments: Salt keeps a
 highstate's arguments in highstate.cache.p in its cachedir. The entry's state gets ``secrets_pillar``,
 the pillar path of the entry as a list of keys, and reads the value from pillar itself.
 
@@ -145,6 +157,61 @@ SECTIONS = [
         "role (privs, ...)",
         ["ensure", "name", "removal"],
         ["ensure", "name", "privs", "adopt"],
+    ),
+    (
+        "proxmox:realms",
+        "proxmox-realm-",
+        "proxmox_realm",
+        "realm (type, server1, base_dn, ...)",
+        ["ensure", "name", "removal"],
+        [
+            "ensure",
+            "name",
+            "type",
+            "adopt",
+            "bind_password",
+            "client-key",
+            "bind_password_serial",
+            "client_key_serial",
+        ],
+    ),
+    (
+        "proxmox:groups",
+        "proxmox-group-",
+        "proxmox_group",
+        "group (comment, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "comment", "adopt"],
+    ),
+    (
+        "proxmox:users",
+        "proxmox-user-",
+        "proxmox_user",
+        "user (email, groups, ...)",
+        ["ensure", "name", "removal"],
+        [
+            "ensure",
+            "name",
+            "adopt",
+            "email",
+            "firstname",
+            "lastname",
+            "comment",
+            "enable",
+            "expire",
+            "groups",
+            "keys",
+            "password",
+            "password_serial",
+        ],
+    ),
+    (
+        "proxmox:tokens",
+        "proxmox-token-",
+        "proxmox_token",
+        "API token (store, privsep, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "adopt", "privsep", "expire", "comment", "store", "secret_serial"],
     ),
     (
         "proxmox:acls",
@@ -283,8 +350,8 @@ LAST_ABSENT = ("proxmox:pools",)
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
-    "targets, pbs_targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, pbs, storage, "
-    "networks, sdn, ha_groups, ha_resources, ha_rules, firewall"
+    "targets, pbs_targets, lxc, qemu, firewall_aliases, pools, roles, realms, groups, users, tokens, acls, "
+    "ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -337,6 +404,8 @@ SECRETS = {
     "proxmox:lxc": ("password",),
     "proxmox:qemu": ("cipassword",),
     "proxmox:storage": ("encryption-key", "keyring", "master-pubkey", "password"),
+    "proxmox:users": ("password",),
+    "proxmox:realms": ("bind_password", "client-key"),
 }
 
 # proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope
@@ -813,6 +882,21 @@ def _storage_needs(declared, storages):
     return needs
 
 
+def _user_needs(name, declared, present):
+    """The states a user requires: its realm and the groups its ``groups`` names (a list, or a
+    comma/space separated text), when this pillar declares them present."""
+    needs = []
+    if _text(name):
+        needs.append(present["proxmox:realms"].get(name.rpartition("@")[2]))
+    groups = declared.get("groups")
+    items = re.split(r"[\s,;]+", groups) if isinstance(groups, str) else groups
+    for group in items if isinstance(items, list) else []:
+        need = present["proxmox:groups"].get(_text(group))
+        if need is not None and need not in needs:
+            needs.append(need)
+    return needs
+
+
 def _guest_of_sid(sid, sections):
     """The guest state an HA resource id (``ct:<vmid>``, ``vm:<vmid>``) names, when this pillar declares
     that guest present, else None."""
@@ -951,8 +1035,15 @@ def estate(pillar):
                 resources = declared.get("resources")
                 for sid in resources if isinstance(resources, list) else [resources]:
                     needs.append(present["proxmox:ha_resources"].get(_text(sid)))
+            elif path == "proxmox:users":
+                needs.extend(_user_needs(name, declared, present))
+            elif path == "proxmox:tokens":
+                user = _text(name).rpartition("!")[0] if _text(name) else None
+                needs.append(present["proxmox:users"].get(user))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
+                for kind in ("user", "group", "token"):
+                    needs.append(present[f"proxmox:{kind}s"].get(_text(declared.get(kind))))
                 acl_path = _text(declared.get("path")) or ""
                 if acl_path.startswith("/pool/"):
                     needs.append(present["proxmox:pools"].get(acl_path.removeprefix("/pool/")))

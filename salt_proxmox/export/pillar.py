@@ -72,6 +72,10 @@ def exporter(family: registry.Family, kind: registry.Kind) -> Callable[..., Foun
     without an exporter here)."""
     if kind.spec is not None:
         spec = kind.load()
+        if spec.not_exported is not None:
+            return lambda ctx, bao, keep: objects.Found(
+                notes=[f"{spec.noun}s are not exported: {spec.not_exported}"]
+            )
         if spec.export_names is None:
             raise LookupError(f"{family.name}: its ObjectSpec {kind.name} has no export_names")
         return lambda ctx, bao, keep: objects.export(ctx, spec, keep)

@@ -76,7 +76,7 @@ def present(
                 old = None
                 outcome.comment.append(rename.same_name(RULES, decl.label, rename_from))
         if old is None:
-            decision = simple.decide(ctx, SPEC, decl)
+            decision = simple.decide(ctx, SPEC, decl, plan=test)
             return simple.carry_out(ctx, SPEC, decl, decision, test, outcome)
         return _rename(ctx, decl, old, test, outcome)
     except DeclarationError as exc:
@@ -89,7 +89,7 @@ def _rename(ctx: PveContext, decl: Declared, old: Declared, test: bool, outcome:
     old_key = row_key(old.target, SPEC.family, old.identity)
     new_key = row_key(decl.target, SPEC.family, decl.identity)
     old_name, new_name = old.names["name"], decl.names["name"]
-    decision = simple.decide(ctx, SPEC, decl, allowed_previous=(old_key,))
+    decision = simple.decide(ctx, SPEC, decl, allowed_previous=(old_key,), plan=test)
     if decision.live is not None and ctx.ownership.row(new_key) is None:
         return outcome.fail(rename.taken(RULES, old_name, new_name, decl.label))
     if decision.action == "refuse":

@@ -30,6 +30,7 @@ membership) and ``adhoc`` (the ad-hoc calls on one guest); this module is their 
 
 from __future__ import annotations
 
+from salt_proxmox.access.privileges import planning
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.guest import identity
 
@@ -103,6 +104,7 @@ def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declar
     pending change is one this state declares.
     """
     vmid, node, pool = declared.get("vmid"), declared.get("node"), declared.get("pool")
+    planning(ctx, test)
     outcome = _present(ctx, family, state_id, test, declared)
     if pool is not None and outcome.result is not False and "created" not in outcome.changes:
         # Validated by _present's parse (a bad pool fails it, result False).

@@ -307,7 +307,7 @@ def _access_paths(nic: Nic, zone: str) -> list[str]:
     return [f"{base}/{tag}" for tag in dict.fromkeys(tags)] if tags else [base]
 
 
-def _zone(ctx: PveContext, name: str) -> str | None:
+def bridge_zone(ctx: PveContext, name: str) -> str | None:
     """The zone ``check_vnet_access`` names for bridge ``name``: its vnet's in the pending SDN
     configuration, else ``localnetwork``; None when a vnet the read token may not see could hold
     the name."""
@@ -350,7 +350,7 @@ def access_checks(ctx: PveContext, family: Family, decl: Declaration, nics: Iter
         return found
     seen: set[str] = set()
     for nic in nics:
-        zone = _zone(ctx, nic.bridge)
+        zone = bridge_zone(ctx, nic.bridge)
         if zone is None:
             found.notes.append(
                 f"{family.what(decl.vmid, decl.node)}: {nic.key}: the SDN.Use PVE checks on vnet "

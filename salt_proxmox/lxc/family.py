@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from salt_proxmox.access import privileges
 from salt_proxmox.guest import restore
 from salt_proxmox.guest.apply import written_onto
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
@@ -83,6 +84,9 @@ def plan_create(ctx: PveContext, decl: LxcDeclaration) -> CreatePlan:
     checked: list[str] = []
     if not refusals and _needs_sys_modify(decl, cluster):
         refusals, checked = privileged_create_check(ctx)
+    if not refusals:
+        refusals, unchecked = privileges.guest_check(ctx, "lxc", decl.vmid, decl.config, "create", decl.pool)
+        checked += unchecked
     suffix = ""
     if "unprivileged" not in decl.config:
         kind = "unprivileged" if judge.creates_unprivileged(decl, cluster) else "privileged"
@@ -203,9 +207,13 @@ def _restored(
 
 def update_checks(ctx: PveContext, decl: LxcDeclaration, change: Change) -> tuple[list[str], list[str]]:
     """Refusals: options ``decl`` names that the cluster's release does not know
-    (``judge.release_refusals``); the release is read only when ``decl`` names such an option.
-    No notes."""
-    return (judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []), []
+    (``judge.release_refusals``; the release is read only when ``decl`` names such an option), and the
+    privileges the keys written need that the provision token lacks (``access.privileges``); notes
+    where those cannot be read."""
+    refusals = judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []
+    written = {**change.put, **dict.fromkeys(change.clear, "")}
+    lacking, notes = privileges.guest_check(ctx, "lxc", decl.vmid, written, "update") if written else ([], [])
+    return [*refusals, *lacking], notes
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:

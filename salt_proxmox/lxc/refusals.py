@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from salt_proxmox.access.privileges import PRIVILEGED_CT
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest.refusals import protected, provision_privilege_check
 from salt_proxmox.lxc.schema import WORDS
@@ -60,8 +61,7 @@ def privileged_create_check(ctx: PveContext) -> tuple[list[str], list[str]]:
     own privileges (``check_own_sys_modify``). Raises PveMalformed, PveUnreachable."""
     return provision_privilege_check(
         ctx,
-        "Sys.Modify",
-        "/",
+        *PRIVILEGED_CT,
         "needed for a privileged create on PVE 9",
         _sys_modify_refusal,
         "is checked by the apply before the create is sent",
@@ -72,5 +72,6 @@ def check_own_sys_modify(ctx: PveContext, credential: Credential) -> None:
     """At apply, right before a privileged create on PVE 9: the minted provision credential's own
     privileges on ``/``. Raises Refused when it lacks Sys.Modify (nothing is sent), PveError,
     PveMalformed."""
-    if "Sys.Modify" not in held_privileges(ctx, credential, "/"):
+    privilege, path = PRIVILEGED_CT
+    if privilege not in held_privileges(ctx, credential, path):
         raise Refused(_sys_modify_refusal("the provision credential"))

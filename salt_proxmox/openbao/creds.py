@@ -201,8 +201,9 @@ class CredentialBroker:
 
     def openbao_client(self):
         """The run's authenticated OpenBao client (``hvac.Client``, made once per run from the
-        ``openbao:`` block), for what a family keeps there itself (a PBS token's secret). Raises
-        CredentialError when no block is configured or it cannot log in."""
+        ``openbao:`` block), for what a family keeps there itself (a PBS token's secret, an API
+        token's: ``salt_proxmox.access.token``). Raises CredentialError when no block is configured or
+        it cannot log in."""
         return self._client()
 
     def _client(self):

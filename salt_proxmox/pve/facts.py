@@ -368,3 +368,25 @@ def package_version(ctx: PveContext, node: str, package: str) -> Installed:
         return Installed(said=rows)
     version = rows.get(package)  # type: ignore[union-attr]
     return Installed(version) if version else Installed(said=f"{package} is not listed as installed")
+
+
+def package_at_least(ctx: PveContext, package: str, version: tuple[int, ...]) -> tuple[bool, str]:
+    """``(True, what each node runs)`` when every node of the cluster (``GET /nodes``) runs ``package``
+    at ``version`` or later (``package_version``), else ``(False, why)``: a node with an older one, or
+    one whose version cannot be read (a 403 names the privilege). For a rule a package added within a
+    major release (pve-access-control 9.1.0's token ``regenerate``). Raises what the reads raise."""
+    from salt_proxmox.pve.listing import get_rows
+
+    wanted = ".".join(map(str, version))
+    nodes = get_rows(ctx.client, "nodes", ctx.broker.read(), what="nodes", reads=ctx.reads)
+    seen = []
+    for row in sorted(nodes, key=lambda row: str(row.get("node"))):
+        node = str(row.get("node"))
+        installed = package_version(ctx, node, package)
+        found = version_tuple(installed.version) if installed.version else None
+        if found is None:
+            return False, f"{package} on {node} is not known ({installed.said}; Sys.Audit on /nodes/{node})"
+        if found < version:
+            return False, f"{node} runs {package} {installed.version}, older than {wanted}"
+        seen.append(f"{node} {installed.version}")
+    return True, f"{package} {', '.join(seen)}"

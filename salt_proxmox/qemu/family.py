@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from salt_proxmox.access import privileges
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest import lifecycle as shared
 from salt_proxmox.guest import restore
@@ -156,6 +157,11 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
         refusals += judge.release_refusals(decl.config, release(ctx))
     if decl.config.get("startup") and not refusals:
         refusals, said = startup_check(ctx, decl)
+        notes += said
+    if not refusals:
+        refusals, said = privileges.guest_check(
+            ctx, "qemu", decl.vmid, decl.config, "create", decl.pool, decl.clone
+        )
         notes += said
     if decl.clone is None:
         if not refusals:
@@ -310,6 +316,10 @@ def update_checks(
     if "startup" in change.put or "startup" in change.clear:
         more, said = startup_check(ctx, decl)
         refusals, notes = [*refusals, *more], [*notes, *said]
+    written = {**change.put, **dict.fromkeys(change.clear, "")}
+    if written:
+        more, said = privileges.guest_check(ctx, "qemu", decl.vmid, written, "update")
+        refusals, notes = [*refusals, *more], [*notes, *said]
     return refusals, [*notes, *getattr(change, "notes", [])]
 
 
@@ -319,8 +329,7 @@ def startup_check(ctx: PveContext, decl: QemuDeclaration) -> tuple[list[str], li
     Raises PveMalformed, PveUnreachable, PveError other than 403."""
     return provision_privilege_check(
         ctx,
-        "Sys.Modify",
-        "/",
+        *privileges.STARTUP,
         f"needed to set startup on VM {decl.vmid}",
         lambda who: judge.startup_refusal(decl, who),
         "is checked by PVE when the write is sent",

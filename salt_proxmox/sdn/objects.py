@@ -48,6 +48,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from salt_proxmox.access.privileges import listing_privileges
 from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, check_cidr
@@ -236,7 +237,7 @@ def zone_parse(data: object, decl: Declared) -> dict | None:
 zone_confirm_absent = audited_listing(
     "GET /cluster/sdn/zones",
     "zones",
-    ("SDN.Audit", "SDN.Allocate"),
+    listing_privileges("sdn_zone"),
     lambda decl: f"/sdn/zones/{decl.names['name']}",
     "SDN.Audit on /sdn",
 )

@@ -241,7 +241,8 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
     entry, predicted from ``known_names``: a role that does not exist ("role 'X' does not exist")
     unless a create earlier in this run makes it, a user ("user 'X' does not exist"), a group
     ("group 'X' does not exist") or a token (``check_token_exist``: "no such token 'T' for user
-    'U'") the complete listings do not hold."""
+    'U'") the complete listings do not hold, unless a create earlier in this run makes it
+    (``proxmox_user``, ``proxmox_group``, ``proxmox_token``)."""
     if action != "create":
         return []
     known = known_names(ctx)
@@ -255,7 +256,7 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             "exists."
         )
     names = known[f"{kind}s"]
-    if names is not None and ugid not in names:
+    if names is not None and ugid not in names and not will_exist(ctx, kind, ugid):
         owner, _, token = ugid.partition("!")
         said = (
             f"no such token '{token}' for user '{owner}'"
@@ -268,8 +269,9 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             "token": f"pveum user token add {owner} {token}",
         }[kind]
         reasons.append(
-            f"{decl.label}: {kind} {ugid} does not exist, and PVE refuses the entry (`{said}`). Create it "
-            f"(`{create}`) or name an existing one."
+            f"{decl.label}: {kind} {ugid} does not exist, and PVE refuses the entry (`{said}`). Declare it "
+            f"(proxmox:{kind}s, applied before the ACL entries), create it (`{create}`) or name an "
+            "existing one."
         )
     return reasons
 

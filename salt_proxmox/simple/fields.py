@@ -206,3 +206,13 @@ def deleted_keys(
         for key, value in values.items()
         if key not in skip and value in ("", 0, []) and live.get(key) not in (None, "", 0, [])
     ]
+
+
+def serial(key: str, value: object) -> tuple[int | None, str | None]:
+    """``(the integer, None)`` for a declared serial (``secret_serial``, ``password_serial``: a number
+    whose change writes a secret again), or ``(None, the reason naming key)``."""
+    if isinstance(value, bool) or not (
+        isinstance(value, int) or (isinstance(value, str) and INTEGER.match(value))
+    ):
+        return None, f"{key}: expected an integer, got {shown(value)}"
+    return int(value), None

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from salt_proxmox.access import privileges
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.rows import absent_note, claim, destroy_path, removal_problem, row_key
@@ -154,9 +155,15 @@ def identity_refusal(
 
 
 def decide(
-    ctx: PveContext, spec: ObjectSpec, decl: Declared, allowed_previous: Iterable[str] = ()
+    ctx: PveContext,
+    spec: ObjectSpec,
+    decl: Declared,
+    allowed_previous: Iterable[str] = (),
+    plan: bool = True,
 ) -> Decision:
-    """The one decision plan and apply share. Raises what ``read`` raises."""
+    """The one decision plan and apply share. ``plan``: also judge the provision token's privileges
+    (``provision_check``); an apply leaves that to PVE, which checks them before it writes. Raises what
+    ``read`` raises."""
     key = row_key(decl.target, spec.family, decl.identity)
     row = ctx.ownership.row(key)
     refusal = identity_refusal(ctx, spec, decl, allowed_previous)
@@ -170,20 +177,30 @@ def decide(
         except DeclarationError as exc:
             return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
         refusals = spec.refusals(ctx, decl, "create", None) if spec.refusals else []
-        if refusals:
-            return Decision("refuse", reasons=refusals, row_key=key, row=row)
+        lacking, unchecked = provision_check(ctx, spec, decl, "create") if plan else ([], [])
+        if refusals or lacking:
+            return Decision("refuse", reasons=[*refusals, *lacking], row_key=key, row=row)
         expect(ctx, spec.family, decl.identity)
         remember(ctx, spec.family, decl.identity, decl.values)
         note = absent_note(row, decl.label, "PVE")
         changes = {"created": {"old": None, "new": decl.label}}
         # A value left at PVE's default (a cleared flag, an empty text) is not sent by a create
-        # (``simple.fields.form_values``), so the plan does not list it either.
+        # (``simple.fields.form_values``), so the plan does not list it either; recorded values (a
+        # secret's serial, a token's store) are no field PVE is sent: a note says them.
         sent = call.payload()
         changes.update(
-            {k: {"old": None, "new": v} for k, v in decl.values.items() if k in sent or v not in ("", 0, [])}
+            {
+                k: {"old": None, "new": v}
+                for k, v in decl.values.items()
+                if k not in spec.recorded and (k in sent or v not in ("", 0, []))
+            }
         )
         effects = spec.side_effects(ctx, decl, "create") if spec.side_effects else []
-        return Decision("create", call=call, changes=changes, notes=[note, *effects], row_key=key, row=row)
+        kept = [f"{key} {decl.values[key]}" for key in spec.recorded if key in decl.values]
+        if kept:
+            effects.append(f"{decl.label}: recorded with it, never sent to PVE: {', '.join(kept)}")
+        notes = [note, *effects, *unchecked]
+        return Decision("create", call=call, changes=changes, notes=notes, row_key=key, row=row)
     diffs = spec.differences(live, decl)
     matches = spec.is_match(live, decl)
     refusal, note = claim(
@@ -221,13 +238,27 @@ def decide(
     except DeclarationError as exc:
         return Decision("refuse", reasons=exc.refusals(), row_key=key, row=row)
     refusals = spec.refusals(ctx, decl, "update", live) if spec.refusals else []
-    if refusals:
-        return Decision("refuse", live=live, reasons=refusals, row_key=key, row=row)
+    lacking, unchecked = provision_check(ctx, spec, decl, "update") if plan else ([], [])
+    if refusals or lacking:
+        return Decision("refuse", live=live, reasons=[*refusals, *lacking], row_key=key, row=row)
     remember(ctx, spec.family, decl.identity, decl.values)
     notes += spec.side_effects(ctx, decl, "update") if spec.side_effects else []
+    notes += unchecked
     return Decision(
         "update", live=live, call=call, changes=diffs, notes=notes, row_key=key, row=row, record=record
     )
+
+
+def provision_check(
+    ctx: PveContext, spec: ObjectSpec, decl: Declared, action: str
+) -> tuple[list[str], list[str]]:
+    """``(refusals, notes)`` for the privileges ``action`` (create, update, delete) on ``decl`` needs of
+    the provision token, as PVE checks them (``access.privileges.SIMPLE``): a privilege it lacks is
+    refused at plan with the command that grants it. Raises what the permission reads raise."""
+    needs = [
+        need for need in privileges.simple_needs(spec.family, action, decl) if need.credential == "provision"
+    ]
+    return privileges.check(ctx, needs)
 
 
 def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision) -> None:
@@ -265,7 +296,11 @@ def _send_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, w
     ``spec.task_node`` when the family's writes of this kind (``what``'s first word: ``create``,
     ``update``, ``delete``; ``spec.task_writes``) are tasks (``PveContext.task``: started and awaited
     by that credential), else as one call (``send``). Raises what those raise (PveError, TaskFailed,
-    TaskUncertain, Uncertain, PveUnreachable, CredentialError)."""
+    TaskUncertain, Uncertain, PveUnreachable, CredentialError). A family that sends its writes itself
+    (``spec.send``) is handed the call."""
+    if spec.send is not None:
+        spec.send(ctx, decl, call, what)
+        return
     if spec.task_node is None or what.split(" ", 1)[0] not in spec.task_writes:
         send(ctx, ctx.broker.provision(), call)
         return
@@ -301,7 +336,7 @@ def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **decl
     outcome = Outcome()
     try:
         decl = spec.declare(state_id, ctx.target.name, **declared)
-        decision = decide(ctx, spec, decl)
+        decision = decide(ctx, spec, decl, plan=test)
     except DeclarationError as exc:
         return outcome.refuse(exc)
     except SaltProxmoxError as exc:
@@ -394,8 +429,10 @@ def absent(
                 "it may not be what this state made. Nothing was deleted: delete it by hand if it should go."
             )
         refusals = spec.refusals(ctx, last, "delete", live) if spec.refusals else []
-        if refusals:
-            return outcome.fail(*refusals, "Nothing was deleted.")
+        lacking, unchecked = provision_check(ctx, spec, last, "delete") if test else ([], [])
+        if refusals or lacking:
+            return outcome.fail(*refusals, *lacking, "Nothing was deleted.")
+        outcome.comment.extend(unchecked)
         outcome.changes = {"deleted": {"old": probe.label, "new": None}}
         outcome.comment.extend(spec.side_effects(ctx, last, "delete") if spec.side_effects else [])
         if test:

@@ -51,6 +51,9 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   registered in its zone's IPAM at write time; a storage's data left in place by its delete), as plan
   lines; the plan and the apply both say them.
 - ``recorded``: values compared with the ownership row rather than PVE (a storage's ``secret_serial``).
+- ``send``: for a family whose write is more than its one call, the function that sends it (given the
+  context, the declaration, the call and what it does): an API token's create, whose answer holds the
+  secret PVE shows once, which it stores in OpenBao before anything else happens to it.
 - ``refusals``: PVE's deterministic refusals of the write, predicted at plan from what the
   ``read`` credential can see (a pool that still has members, an ACL entry naming a role that
   does not exist, a privilege this PVE release does not know): sentences naming what and what to
@@ -251,6 +254,9 @@ class ObjectSpec:
     #: How an export reads one object when not as a plan does (a scope's firewall options: every key
     #: it sets, where a plan reads only the declared ones): ``(ctx, probe) -> canonical attributes``.
     export_read: Callable[[PveContext, Declared], Mapping[str, object] | None] | None = None
+    #: Why this kind is never exported (an API token: its secret cannot be read back), said in the
+    #: export's notes in place of its objects.
+    not_exported: str | None = None
     #: Keys ``parse`` returns that are PVE's own and never declared (an SDN subnet's section ``id``,
     #: which its update and delete paths name): an export leaves them out.
     live_only: tuple[str, ...] = ()
@@ -259,6 +265,7 @@ class ObjectSpec:
     #: Which writes ``task_node`` runs as tasks (a PBS datastore's create and delete are, its update
     #: is not: proxmox-backup ``src/api2/config/datastore.rs``).
     task_writes: tuple[str, ...] = ("create", "update", "delete")
+    send: Callable[[PveContext, Declared, Call, str], None] | None = None
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

@@ -41,6 +41,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from salt_proxmox.access.privileges import listing_privileges
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.guest.absence import index_rows
 from salt_proxmox.pve.client import api_path
@@ -264,7 +265,7 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
 confirm_absent = audited_listing(
     "GET /storage",
     "storages",
-    ("Datastore.Audit", "Datastore.AllocateSpace"),
+    listing_privileges("storage"),
     lambda decl: f"/storage/{decl.names['name']}",
     "Datastore.Audit on /storage",
 )

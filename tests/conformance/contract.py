@@ -53,6 +53,14 @@ def _ha_resource_of_ct120(pve: Any) -> None:
 #: only, and an HA rule names HA resources that must exist (pve-ha-manager API2/HA/Groups.pm, Rules.pm).
 CLUSTER_FOR: dict[str, Any] = {"ha_group": _pve8, "ha_rule": _ha_resource_of_ct120}
 
+#: Writes a family sends to OpenBao as part of one object write, and the plan changes they carry: an API
+#: token's secret, shown by PVE once, stored at its ``store`` path after a check that it may be written
+#: there (``sys/capabilities-self``), at create and when the secret is drawn anew
+#: (salt_proxmox/access/token.py ``send``).
+STORE_WRITES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "token": ((r"POST /v1/sys/capabilities-self", r"(?:PUT|POST) /v1/.+"), ("store", "secret_serial")),
+}
+
 #: Plan changes that describe a family's written value rather than name a field of the write, by family:
 #: a policy's plan shows its text's digest, grants and diff, and the write sends the text
 #: (``PUT /v1/sys/policy/<name>`` ``{"policy": text}``, salt_proxmox/openbao_policy/lifecycle.py).
@@ -315,6 +323,14 @@ def write_problems(
     applies, objects = apply_writes(family, sent(log))
     objects, problems = _take_entry_writes(kind, plan, objects)
     entry_field = ENTRIES.get(kind or "")
+    patterns, carried = STORE_WRITES.get(family.name, ((), ()))
+    stores = [w for w in objects if any(re.fullmatch(p, w.line) for p in patterns)]
+    objects = [w for w in objects if w not in stores]
+    drawn = [ret for ret in plan if set(ret.get("changes") or {}) & {*CREATED, *carried}]
+    if patterns and bool(stores) != bool(drawn):
+        problems.append(
+            f"the plan {'draws' if drawn else 'draws no'} secret, the apply stored {[w.line for w in stores]}"
+        )
     reloads = [ret for ret in plan if RELOAD in (ret.get("changes") or {})]
     if bool(reloads) != bool(applies):
         problems.append(
@@ -344,7 +360,9 @@ def write_problems(
         if changes & set(CREATED) and not write.line.startswith(("POST ", "PUT ")):
             problems.append(f"{ret['__id__']}: planned a create, sent {write.line}")
         fields = {FIELD_OF.get(family.name, {}).get(key, key) for key in fields}
-        named = (set(write.fields) - set(GUARDS)) | write.deleted
+        named = (
+            (set(write.fields) - set(GUARDS)) | write.deleted | (set(carried) & fields if stores else set())
+        )
         if family.name in REPLACED_WHOLE:
             # A field the plan clears (new value empty) is one the replacing write leaves out.
             named |= {key for key in fields if not _flat((ret["changes"][key] or {}).get("new"))} - set(

@@ -23,12 +23,12 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 33, (
-        "four containers, two VMs, three aliases, two pools, three roles, four ACL entries, one Ceph pool, "
-        "two storages, one HA resource, one HA rule, one interface, two node applies, one SDN zone, one "
-        "vnet, the SDN apply, the cluster's firewall options, one IP set, one security group and one "
-        "firewall rule list (no PBS datastore nor pbs storage: no proxmox:pbs_targets is configured, so "
-        "top.sls leaves pbs.sls out)"
+    assert len(pve) == 39, (
+        "four containers, two VMs, three aliases, two pools, four roles, one group, one user, one token, "
+        "six ACL entries, one Ceph pool, two storages, one HA resource, one HA rule, one interface, two "
+        "node applies, one SDN zone, one vnet, the SDN apply, the cluster's firewall options, one IP set, "
+        "one security group and one firewall rule list (no PBS datastore nor pbs storage: no "
+        "proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out)"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -36,6 +36,19 @@ def test_rendered_requisites(tmp_path):
     assert not any(key in chunk for chunk in low for key in ("require_in", "watch_in", "prereq"))
     required = {chunk["__id__"]: chunk["require"] for chunk in low if "require" in chunk}
     assert required == {
+        # A user needs its groups, a token its user, an ACL entry its role, group or token and pool.
+        "proxmox-user-ci@pve": [{"proxmox_group": "proxmox-group-automation"}],
+        "proxmox-token-ci@pve!deploy": [{"proxmox_user": "proxmox-user-ci@pve"}],
+        "proxmox-acl-automation-on-prod": [
+            {"proxmox_role": "proxmox-role-CiDeploy"},
+            {"proxmox_group": "proxmox-group-automation"},
+            {"proxmox_pool": "proxmox-pool-prod"},
+        ],
+        "proxmox-acl-ci-deploy-on-prod": [
+            {"proxmox_role": "proxmox-role-CiDeploy"},
+            {"proxmox_token": "proxmox-token-ci@pve!deploy"},
+            {"proxmox_pool": "proxmox-pool-prod"},
+        ],
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
         "proxmox-acl-salt-read-on-backups": [{"proxmox_role": "proxmox-role-SaltProxmoxArchiveRead"}],
@@ -93,7 +106,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 36, raw  # the example's 34 states and the two pool keys
+    assert len(rows) == 42, raw  # the example's 40 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -124,7 +137,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 34, raw
+        assert len(rows) == 40, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken, raw
         assert "requisite" not in raw.lower()
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

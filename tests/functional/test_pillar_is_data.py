@@ -86,7 +86,7 @@ def test_salt_keywords_in_entries_run_nothing_and_fail_by_name(fresh_cluster, ba
         "openbao-policy-salt-proxmox-creds": "the value of fragments:2 starts with __slot__:",
     }
     for rows, _requests, raw in _runs(fresh_cluster, config_dir):
-        assert len(rows) == 34 and "evil" not in raw, raw  # one state per entry of the example
+        assert len(rows) == 40 and "evil" not in raw, raw  # one state per entry of the example
         failed = {sid: row["comment"] for sid, row in rows.items() if row["result"] is False}
         assert set(failed) == set(named), raw
         for sid, words in named.items():

@@ -15,7 +15,7 @@ from tests.support.ways import STARTED, expected_power, power_requests
 pytestmark = pytest.mark.functional
 
 
-def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, tmp_path):
+def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, openbao, tmp_path):
     config_dir = tmp_path / "etc"
     write_minion_config(config_dir, fresh_cluster.url, fresh_cluster.cafile, openbao=bao_creds)
     seeded = fresh_cluster.seeded
@@ -86,7 +86,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert 150 in fresh_cluster.pve.pools["prod"]
     web = next(row for row in plan if row["id"] == "proxmox-lxc-web")
     assert web["changes"]["pool"] == {"old": None, "new": "prod"}, web["changes"]
-    # Each create secret went with its guest's create and with no other request (fakepve logs it as
+    # Each create secret went with its object's create and with no other request (fakepve logs it as
     # ***): web's password with POST …/lxc, app's cloud-init password with the config write after
     # POST …/qemu (create_vm would keep it in clear in /etc/pve; update_vm_api hashes it).
 
@@ -97,7 +97,11 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
             if key in parse_qs(bytes(body or b"").decode(errors="replace"), keep_blank_values=True)
         ]
 
-    assert carried("password") == [("POST", "/api2/json/nodes/pve1/lxc")], carried("password")
+    # ci@pve's password (pve realm) went with its user's create only (User.pm create_user).
+    assert carried("password") == [
+        ("POST", "/api2/json/access/users"),
+        ("POST", "/api2/json/nodes/pve1/lxc"),
+    ], carried("password")
     assert carried("cipassword") == [("POST", "/api2/json/nodes/pve1/qemu/210/config")], carried("cipassword")
     assert all("password" not in str(row["changes"]) for row in every)
 
@@ -115,6 +119,13 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         "minion": [True]
     }, {path: len(found) for path, found in held.items()}
     assert (config_dir / "root" / "cache" / "highstate.cache.p").is_file(), "the scan saw Salt's state cache"
+    # The API token the estate declares (ci@pve!deploy): PVE showed its secret once, at create; it is in
+    # OpenBao at its store, works, and is in no output and no file of the minion (Salt's cache included).
+    token_secret = fresh_cluster.pve.apitokens["ci@pve!deploy"]
+    stored = openbao.client().read("secret/data/pve-tokens/ci-deploy")["data"]["data"]
+    assert stored == {"token_id": "ci@pve!deploy", "secret": token_secret}
+    assert not any(token_secret in text for text in outputs)
+    assert files_holding(config_dir, [token_secret]) == {}
     owned, _ = salt_call(config_dir, "grains.get", "salt_proxmox:owned")
     assert {key: row["phase"] for key, row in owned.items() if "/lxc/" in key} == {
         "demo/lxc/120": "owned",

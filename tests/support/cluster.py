@@ -25,6 +25,7 @@ fakepve lacks for its family (they share ``tests.support.ceph.CephPve`` as their
 ``tests.support.restore.RestorePve`` (backup archives holding a guest's config, and restores of them:
 the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.firewall.FirewallRulesPve`` (firewall rules read back as PVE writes and parses them),
+``tests.support.usercfg.UserCfgPve`` (users, groups, API tokens and realms),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -60,9 +61,10 @@ from fakepve.certs import make_cert
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.restore import RestorePve
+from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(HaPve, FirewallRulesPve):
+class ServedPve(HaPve, FirewallRulesPve, UserCfgPve):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
 
 
@@ -117,6 +119,14 @@ PROVISION_PRIVS = (
     # HA resources, groups and rules: every write needs Sys.Console on / (pve-ha-manager
     # API2/HA/{Resources,Groups,Rules}.pm permissions).
     "Sys.Console",
+    # Users, groups, API tokens and realms (pve-access-control src/PVE/API2/User.pm create_user,
+    # update_user, generate_token: Realm.AllocateUser on /access/realm/<realm> and User.Modify on
+    # /access/groups; Group.pm: Group.Allocate on /access/groups; Domains.pm: Realm.Allocate on
+    # /access/realm).
+    "User.Modify",
+    "Realm.AllocateUser",
+    "Group.Allocate",
+    "Realm.Allocate",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"

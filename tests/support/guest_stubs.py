@@ -16,6 +16,7 @@ from salt_proxmox.ownership.rows import OWNED
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.client import Credential, Target, api_path
 from salt_proxmox.pve.errors import PveError, classify
+from salt_proxmox.pve.facts import PRIVILEGES
 from salt_proxmox.run.context import PveContext
 
 READ_SECRET = "read-secret-0f0f0f0f"
@@ -117,6 +118,10 @@ class Sent:
     form: dict | None
 
 
+#: What the stub's provision token holds on any path: every privilege of PVE 9 (pve.facts).
+HELD = sorted(PRIVILEGES[9])
+
+
 class StubPve:
     """A duck-typed PveClient: ``routes[(method, path)]`` is a list of answers (the last repeats).
 
@@ -129,15 +134,15 @@ class StubPve:
         # GET /version answers a PVE 9 release unless a test says otherwise (pve.facts); GET
         # cluster/nextid?vmid=N answers N, as PVE does when no guest holds N (Cluster.pm nextid).
         # A NIC's checks (guest.nics) meet a cluster without SDN vnets, a node whose vmbr0 is live
-        # (pve-manager Network.pm index, nothing staged) and a provision token holding SDN.Use
-        # wherever asked (pve-access-control AccessControl.pm permissions) unless a test says
-        # otherwise.
+        # (pve-manager Network.pm index, nothing staged) and a provision token holding every privilege
+        # of PVE 9 wherever asked (pve-access-control AccessControl.pm permissions: SDN.Use for a NIC,
+        # each key's VM.Config.* for access.privileges) unless a test says otherwise.
         self.routes: dict[tuple[str, str], list] = {
             ("GET", "version"): [{"release": "9.0", "version": "9.0.10"}],
             ("GET", NEXTID): [lambda call: call.params["vmid"]],
             ("GET", "cluster/sdn/vnets"): [[]],
             ("GET", "nodes/pve1/network"): [{"data": [{"iface": "vmbr0", "type": "bridge"}]}],
-            ("GET", "access/permissions"): [lambda call: {call.params["path"]: {"SDN.Use": 1}}],
+            ("GET", "access/permissions"): [lambda call: {call.params["path"]: dict.fromkeys(HELD, 1)}],
         }
         self.sent: list[Sent] = []
 

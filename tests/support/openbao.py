@@ -54,14 +54,17 @@ CREDS_PATH = "proxmox/creds"
 READ_ROLE = "read"
 PROVISION_ROLE = "provision"
 CREDS_POLICY = "salt-proxmox-creds"
-#: What the salt-proxmox token may do: read the PVE tokens, and keep the ``salt-proxmox-*`` policies the
-#: estate declares (``openbao:policies``) in step — read them, write them, delete those it retires.
+#: What the salt-proxmox token may do: read the PVE tokens, keep the ``salt-proxmox-*`` policies the
+#: estate declares (``openbao:policies``) in step — read them, write them, delete those it retires — and
+#: store the secrets of the API tokens it creates.
 #: Whoever may write a policy may grant itself anything: keep the glob narrow and the token short-lived.
 CREDS_POLICY_HCL = (
     f'path "{CREDS_PATH}/*" {{\n  capabilities = ["read"]\n}}\n'
     'path "sys/policy/salt-proxmox-*" {\n  capabilities = ["create", "read", "update", "delete"]\n}\n'
     # The PBS token secrets a pbs storage keeps (salt_proxmox/pbs/wiring.py; pillar_examples/pbs.sls).
     'path "secret/data/salt-proxmox/pbs/*" {\n  capabilities = ["create", "read", "update"]\n}\n'
+    # The secrets of the API tokens the estate declares (proxmox:tokens store:), written once and read back.
+    'path "secret/data/pve-tokens/*" {\n  capabilities = ["create", "read", "update"]\n}\n'
 )
 
 

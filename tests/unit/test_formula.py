@@ -53,9 +53,15 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-alias-lab_net",
         "proxmox-pool-lab",
         "proxmox-pool-prod",
+        "proxmox-role-CiDeploy",
         "proxmox-role-SaltProxmoxArchiveRead",
         "proxmox-role-SaltProxmoxProvision",
         "proxmox-role-SaltProxmoxRead",
+        "proxmox-group-automation",
+        "proxmox-user-ci@pve",
+        "proxmox-token-ci@pve!deploy",
+        "proxmox-acl-automation-on-prod",
+        "proxmox-acl-ci-deploy-on-prod",
         "proxmox-acl-salt-provision-on-root",
         "proxmox-acl-salt-read-on-backups",
         "proxmox-acl-salt-read-on-root",
@@ -92,6 +98,20 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
     # A node's apply reloads what its interfaces staged, after the node before it; the SDN apply commits
     # every SDN object and reloads every node (pve-network PVE/API2/Network/SDN.pm reload).
     assert {sid: need for sid, need in requisites.items() if need} == {
+        # A user needs its groups, a token its user, an ACL entry the group or token it names and the
+        # pool of its /pool/<poolid> path (User.pm create_user, generate_token; ACL.pm update_acl).
+        "proxmox-user-ci@pve": [{"proxmox_group": "proxmox-group-automation"}],
+        "proxmox-token-ci@pve!deploy": [{"proxmox_user": "proxmox-user-ci@pve"}],
+        "proxmox-acl-automation-on-prod": [
+            {"proxmox_role": "proxmox-role-CiDeploy"},
+            {"proxmox_group": "proxmox-group-automation"},
+            {"proxmox_pool": "proxmox-pool-prod"},
+        ],
+        "proxmox-acl-ci-deploy-on-prod": [
+            {"proxmox_role": "proxmox-role-CiDeploy"},
+            {"proxmox_token": "proxmox-token-ci@pve!deploy"},
+            {"proxmox_pool": "proxmox-pool-prod"},
+        ],
         "proxmox-acl-salt-provision-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxProvision"}],
         "proxmox-acl-salt-read-on-root": [{"proxmox_role": "proxmox-role-SaltProxmoxRead"}],
         "proxmox-acl-salt-read-on-backups": [{"proxmox_role": "proxmox-role-SaltProxmoxArchiveRead"}],
@@ -741,9 +761,10 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, ceph_pools, firewall, firewall_aliases, ha_groups, ha_resources, "
-            "ha_rules, lxc, networks, pbs, pools, qemu, roles, sdn, storage, and ownership_file, "
-            "pbs_targets, targets are the configuration read with config.get." in problems[sid]
+            "the sections are acls, ceph_pools, firewall, firewall_aliases, groups, ha_groups, ha_resources, "
+            "ha_rules, lxc, networks, pbs, pools, qemu, realms, roles, sdn, storage, tokens, users, and "
+            "ownership_file, pbs_targets, targets are the configuration read with config.get."
+            in problems[sid]
         )
 
 
@@ -796,6 +817,7 @@ def test_a_refused_entry_is_no_requisite_and_the_others_render():
 def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
+    from salt_proxmox.access import realm, user
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
@@ -807,6 +829,8 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:lxc": tuple(sorted(lxc_schema.SECRETS)),
         "proxmox:qemu": tuple(sorted(qemu_schema.SECRETS)),
         "proxmox:storage": tuple(sorted(LEGACY_SENSITIVE)),
+        "proxmox:users": tuple(sorted(user.SECRETS)),
+        "proxmox:realms": tuple(sorted(realm.SECRETS)),
     } == module.SECRETS
 
 
@@ -907,3 +931,68 @@ def test_the_firewall_runs_after_the_guests_a_guest_scope_requiring_its_guest():
     assert args(states["proxmox-firewall-alias-own"])[1]["require"] == [{"proxmox_lxc": "proxmox-lxc-web"}]
     bad = render({"proxmox": {"firewall": {"option": {}}}})
     assert "proxmox:firewall has unknown key(s) option" in " ".join(failing(states=bad).values())
+
+
+def test_access_objects_require_what_they_name():
+    # A token needs its user (User.pm generate_token: "no such user"), a user its realm and groups
+    # (create_user: "no such group"), an ACL entry its user, group or token (ACL.pm update_acl); each
+    # only when this pillar declares it present, and each runs after what it requires.
+    pillar = {
+        "proxmox": {
+            "realms": {"corp": {"type": "ldap", "server1": "l", "base_dn": "dc=x", "user_attr": "uid"}},
+            "groups": {"automation": {}, "ops": {}, "old": {"ensure": "absent"}},
+            "users": {
+                "ci@pve": {"groups": ["automation", "elsewhere"]},
+                "jo@corp": {"groups": "ops,old"},
+            },
+            "tokens": {"ci@pve!deploy": {"store": "secret/data/ci"}, "nobody@pve!x": {"store": "s/x"}},
+            "acls": {
+                "ci": {"path": "/vms", "role": "PVEAuditor", "token": "ci@pve!deploy"},
+                "ops": {"path": "/vms", "role": "PVEAuditor", "group": "ops"},
+                "jo": {"path": "/", "role": "PVEAuditor", "user": "jo@corp"},
+            },
+        }
+    }
+    states = render(pillar)
+    need = {sid: args(state)[1].get("require") for sid, state in states.items()}
+    assert need["proxmox-user-ci@pve"] == [{"proxmox_group": "proxmox-group-automation"}]
+    assert need["proxmox-user-jo@corp"] == [
+        {"proxmox_realm": "proxmox-realm-corp"},
+        {"proxmox_group": "proxmox-group-ops"},
+    ]
+    assert need["proxmox-token-ci@pve!deploy"] == [{"proxmox_user": "proxmox-user-ci@pve"}]
+    assert need["proxmox-token-nobody@pve!x"] is None
+    assert need["proxmox-acl-ci"] == [{"proxmox_token": "proxmox-token-ci@pve!deploy"}]
+    assert need["proxmox-acl-ops"] == [{"proxmox_group": "proxmox-group-ops"}]
+    assert need["proxmox-acl-jo"] == [{"proxmox_user": "proxmox-user-jo@corp"}]
+    order = list(states)
+    assert (
+        order.index("proxmox-realm-corp")
+        < order.index("proxmox-group-ops")
+        < order.index("proxmox-user-jo@corp")
+    )
+    assert (
+        order.index("proxmox-user-ci@pve")
+        < order.index("proxmox-token-ci@pve!deploy")
+        < order.index("proxmox-acl-ci")
+    )
+
+
+def test_a_user_password_and_a_realm_bind_password_go_as_their_pillar_path():
+    pillar = {
+        "proxmox": {
+            "users": {"ci@pve": {"password": "s3cret-pass", "password_serial": 1}},
+            "realms": {
+                "corp": {
+                    "type": "ldap",
+                    "server1": "l",
+                    "base_dn": "d",
+                    "user_attr": "uid",
+                    "bind_password": "b1nd-pass",
+                }
+            },
+        }
+    }
+    text = repr(render(pillar))
+    assert "s3cret-pass" not in text and "b1nd-pass" not in text
+    assert "['proxmox', 'users', 'ci@pve']" in text and "['proxmox', 'realms', 'corp']" in text

@@ -26,7 +26,15 @@ PACKAGE = Path(__file__).resolve().parents[2] / "salt_proxmox"
 
 #: The packages of one family each (a ``registry`` entry's code), and the simple families' modules.
 FAMILIES = ("lxc", "qemu", "network", "sdn", "firewall", "openbao_policy", "ha")
-SIMPLE_FAMILIES = ("simple.pool", "simple.role", "simple.acl")
+SIMPLE_FAMILIES = (
+    "simple.pool",
+    "simple.role",
+    "simple.acl",
+    "access.user",
+    "access.group",
+    "access.token",
+    "access.realm",
+)
 
 #: The shared layers that import neither ``guest/`` nor a family.
 BELOW_GUESTS = ("pve", "openbao", "run", "ownership", "wire", "errors", "outcome", "registry")

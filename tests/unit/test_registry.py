@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from salt_proxmox import registry
+from salt_proxmox.access import realm, user
 from salt_proxmox.registry import FAMILIES, PILLAR_STATE
 from salt_proxmox.storage.types import LEGACY_SENSITIVE
 from tests.support.formula import formula
@@ -96,11 +97,16 @@ def test_the_formula_runs_the_registered_families_in_their_order():
         (f.section, f.prefix, f.state) for f in FAMILIES
     ]
     assert f"{PILLAR_STATE}.refused" == module.REFUSED
-    # Secrets are the guests' and the storage definitions' (pve-storage Plugin.pm sensitive_properties).
+    # Secrets are the guests' and the storage definitions' (pve-storage Plugin.pm sensitive_properties),
+    # a user's password and a realm's bind password and client key (pve-access-control Auth/*.pm).
     assert set(module.SECRETS) == {family.section for family in FAMILIES if family.guest} | {
-        "proxmox:storage"
+        "proxmox:storage",
+        "proxmox:users",
+        "proxmox:realms",
     }
     assert set(module.SECRETS["proxmox:storage"]) == LEGACY_SENSITIVE
+    assert set(module.SECRETS["proxmox:users"]) == set(user.SECRETS)
+    assert set(module.SECRETS["proxmox:realms"]) == set(realm.SECRETS)
 
 
 def test_the_outputter_names_each_family_as_the_registry_does():

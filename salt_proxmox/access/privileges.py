@@ -1,0 +1,514 @@
+"""The privileges a declared estate needs, per credential and ACL path, exactly as PVE checks them: one
+table, read by the plan of every family (``check``), by the checks a family makes itself (a VM's
+``startup``, a privileged container on PVE 9, a listing PVE filters by privilege) and by
+``proxmox.privileges_needed`` (the least role of each credential, ``least_roles``).
+
+Sources (the ``permissions`` of each API method; pve-access-control ``PVE/RPCEnvironment.pm``
+``check_vm_perm``: on ``/vms/<vmid>`` or the guest's pool):
+
+- qemu-server ``src/PVE/API2/Qemu.pm``: ``create_vm`` (VM.Allocate on ``/vms/<vmid>``, Pool.Allocate on
+  ``/pool/<pool>``; a new disk Datastore.AllocateSpace on ``/storage/<storage>``, ``check_storage_access``;
+  an ISO Datastore.AllocateSpace or Datastore.Audit, pve-storage ``Storage.pm`` ``check_volume_access``;
+  a CD-ROM VM.Config.CDROM and a cloud-init drive VM.Config.CDROM and VM.Config.Cloudinit,
+  ``check_drive_param``/``$check_storage_access``), ``clone_vm`` (VM.Clone on the source),
+  ``$check_vm_modify_config_perm`` (each key's class: ``$cpuoptions`` VM.Config.CPU, ``$memoryoptions``
+  VM.Config.Memory, ``$hwtypeoptions`` VM.Config.HWType, ``$generaloptions`` VM.Config.Options and for
+  ``startup`` Sys.Modify on ``/``, ``netN`` VM.Config.Network, ``$cloudinitoptions``/``ipconfigN``
+  VM.Config.Cloudinit or VM.Config.Network, ``boot`` VM.Config.Disk).
+- pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (cores/cpu* VM.Config.CPU, memory/swap
+  VM.Config.Memory, rootfs/mpN VM.Config.Disk and Datastore.AllocateSpace on a new volume's storage,
+  netN/hostname/nameserver/searchdomain VM.Config.Network, ``features: nesting`` VM.Allocate, the rest
+  VM.Config.Options), ``API2/LXC.pm`` ``create_vm`` (VM.Allocate; the template Datastore.AllocateSpace or
+  Datastore.Audit; PVE 9: Sys.Modify on ``/`` for a privileged container).
+- pve-guest-common ``GuestHelpers.pm`` ``check_vnet_access``: SDN.Use on ``/sdn/zones/<zone>/<bridge>``
+  for each NIC's bridge (zone ``localnetwork`` for a plain Linux bridge), PVE 8 and 9.
+- pve-manager ``PVE/API2/Pool.pm`` (Pool.Audit / Pool.Allocate on ``/pool/<poolid>``), ``Network.pm``
+  (Sys.Audit / Sys.Modify on ``/nodes/<node>``), ``API2/Ceph/Pool.pm`` (Sys.Audit or Datastore.Audit on
+  ``/``; Sys.Modify on ``/``); pve-firewall ``API2/Firewall/Aliases.pm`` (cluster: Sys.Audit / Sys.Modify
+  on ``/``); pve-storage ``API2/Storage/Config.pm`` (``index`` filtered by Datastore.Audit or
+  Datastore.AllocateSpace on ``/storage/<id>``; create and delete Datastore.Allocate on ``/storage``,
+  update on ``/storage/<id>``); pve-network ``API2/Network/SDN/{Zones,Vnets,Subnets}.pm`` (zones listed by
+  SDN.Audit or SDN.Allocate on ``/sdn/zones/<zone>``, created with SDN.Allocate on ``/sdn/zones``, changed
+  on ``/sdn/zones/<zone>``; vnets and subnets SDN.Allocate on ``/sdn/zones/<zone>[/<vnet>]``).
+- pve-access-control ``API2/Role.pm`` (Sys.Modify on ``/access``), ``ACL.pm`` (``GET /access/acl``
+  complete with Sys.Audit on ``/access``; ``update_acl`` Permissions.Modify on the entry's path),
+  ``User.pm`` (``read_user`` Sys.Audit or User.Modify on ``/access/groups``; ``create_user``
+  Realm.AllocateUser
+  on ``/access/realm/<realm>`` and User.Modify on ``/access/groups``; tokens User.Modify there),
+  ``Group.pm`` (Sys.Audit or Group.Allocate / Group.Allocate on ``/access/groups``), ``Domains.pm``
+  (Sys.Audit or Realm.Allocate / Realm.Allocate on ``/access/realm``).
+
+PVE 8 and 9 check the same privileges for these methods, with three differences the table keeps:
+``VM.Monitor`` exists on 8 only (no declared key needs it), a privileged container needs Sys.Modify on
+``/`` on 9 only, and ``VM.GuestAgent.*`` (9 only) guard agent calls this product does not make.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.permissions import held_privileges
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.run.context import PveContext
+    from salt_proxmox.simple.spec import Declared
+
+#: The role ``least_roles`` names for each credential, and the command lines grant.
+ROLES = {"read": "SaltProxmoxRead", "provision": "SaltProxmoxProvision"}
+
+
+@dataclass(frozen=True)
+class Need:
+    """One privilege check PVE makes: ``credential`` (``read`` or ``provision``) must hold
+    ``privileges`` on ``path`` (all of them, or one when ``any``); ``why``: what needs it and the source."""
+
+    credential: str
+    path: str
+    privileges: tuple[str, ...]
+    why: str
+    any: bool = False
+
+    def missing(self, held: set[str]) -> tuple[str, ...]:
+        """The privileges of this need ``held`` lacks (all of them for an ``any`` need none of which is
+        held)."""
+        if self.any:
+            return () if set(self.privileges) & held else self.privileges
+        return tuple(priv for priv in self.privileges if priv not in held)
+
+
+#: What a simple family's reads and writes need: ``{kind: {action: ((credential, path, privileges, any,
+#: source), ...)}}``; ``action`` is ``read``, ``create``, ``update`` or ``delete``; paths are templates of
+#: the declaration's names (``{name}``, ``{node}``, ``{path}``, ``{realm}``, ``{zone}``).
+_AUDIT = ("Sys.Audit",)
+SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], ...]]] = {
+    "firewall_alias": {
+        "read": (("read", "/", _AUDIT, False, "pve-firewall API2/Firewall/Aliases.pm get_aliases"),),
+        "write": (
+            ("provision", "/", ("Sys.Modify",), False, "pve-firewall Aliases.pm create/update/remove"),
+        ),
+    },
+    "pool": {
+        "read": (("read", "/pool/{name}", ("Pool.Audit",), False, "pve-manager API2/Pool.pm read_pool"),),
+        "write": (("provision", "/pool/{name}", ("Pool.Allocate",), False, "pve-manager API2/Pool.pm"),),
+    },
+    "role": {
+        "write": (("provision", "/access", ("Sys.Modify",), False, "pve-access-control API2/Role.pm"),),
+    },
+    "acl": {
+        "read": (("read", "/access", _AUDIT, False, "pve-access-control API2/ACL.pm read_acl (complete)"),),
+        "write": (("provision", "{path}", ("Permissions.Modify",), False, "ACL.pm update_acl perm-modify"),),
+    },
+    "ceph_pool": {
+        "read": (
+            ("read", "/", ("Sys.Audit", "Datastore.Audit"), True, "pve-manager API2/Ceph/Pool.pm lspools"),
+        ),
+        "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Ceph/Pool.pm"),),
+    },
+    "storage": {
+        "read": (
+            (
+                "read",
+                "/storage/{name}",
+                ("Datastore.Audit", "Datastore.AllocateSpace"),
+                True,
+                "pve-storage API2/Storage/Config.pm index",
+            ),
+        ),
+        "create": (("provision", "/storage", ("Datastore.Allocate",), False, "Storage/Config.pm create"),),
+        "update": (
+            ("provision", "/storage/{name}", ("Datastore.Allocate",), False, "Storage/Config.pm update"),
+        ),
+        "delete": (("provision", "/storage", ("Datastore.Allocate",), False, "Storage/Config.pm delete"),),
+    },
+    "network_interface": {
+        "read": (("read", "/nodes/{node}", _AUDIT, False, "pve-manager API2/Network.pm index"),),
+        "write": (("provision", "/nodes/{node}", ("Sys.Modify",), False, "pve-manager API2/Network.pm"),),
+    },
+    "sdn_zone": {
+        "read": (
+            (
+                "read",
+                "/sdn/zones/{name}",
+                ("SDN.Audit", "SDN.Allocate"),
+                True,
+                "pve-network SDN/Zones.pm index",
+            ),
+        ),
+        "create": (("provision", "/sdn/zones", ("SDN.Allocate",), False, "pve-network SDN/Zones.pm create"),),
+        "update": (("provision", "/sdn/zones/{name}", ("SDN.Allocate",), False, "SDN/Zones.pm update"),),
+        "delete": (("provision", "/sdn/zones/{name}", ("SDN.Allocate",), False, "SDN/Zones.pm delete"),),
+    },
+    "sdn_vnet": {
+        "write": (("provision", "/sdn/zones/{zone}", ("SDN.Allocate",), False, "pve-network SDN/Vnets.pm"),),
+    },
+    "firewall_group": {
+        "read": (("read", "/", _AUDIT, False, "pve-firewall API2/Firewall/Groups.pm list_security_groups"),),
+        "write": (("provision", "/", ("Sys.Modify",), False, "pve-firewall Groups.pm create/delete"),),
+    },
+    # pve-ha-manager API2/HA/{Resources,Groups,Rules}.pm: reads Sys.Audit, writes Sys.Console on /.
+    **{
+        kind: {
+            "read": (("read", "/", _AUDIT, False, f"pve-ha-manager API2/HA/{api}.pm index"),),
+            "write": (("provision", "/", ("Sys.Console",), False, f"pve-ha-manager API2/HA/{api}.pm"),),
+        }
+        for kind, api in (("ha_resource", "Resources"), ("ha_group", "Groups"), ("ha_rule", "Rules"))
+    },
+    "realm": {
+        "read": (
+            (
+                "read",
+                "/access/realm",
+                ("Sys.Audit", "Realm.Allocate"),
+                True,
+                "pve-access-control Domains.pm read",
+            ),
+        ),
+        "write": (
+            ("provision", "/access/realm", ("Realm.Allocate",), False, "Domains.pm create/update/delete"),
+        ),
+    },
+    "group": {
+        "read": (
+            (
+                "read",
+                "/access/groups",
+                ("Sys.Audit", "Group.Allocate"),
+                True,
+                "pve-access-control Group.pm read",
+            ),
+        ),
+        "write": (
+            ("provision", "/access/groups", ("Group.Allocate",), False, "Group.pm create/update/delete"),
+        ),
+    },
+    "user": {
+        "read": (
+            (
+                "read",
+                "/access/groups",
+                ("Sys.Audit", "User.Modify"),
+                True,
+                "pve-access-control User.pm read_user",
+            ),
+        ),
+        "create": (
+            ("provision", "/access/realm/{realm}", ("Realm.AllocateUser",), False, "User.pm create_user"),
+            ("provision", "/access/groups", ("User.Modify",), False, "User.pm create_user"),
+        ),
+        "update": (("provision", "/access/groups", ("User.Modify",), False, "User.pm update_user"),),
+        "delete": (
+            ("provision", "/access/realm/{realm}", ("Realm.AllocateUser",), False, "User.pm delete_user"),
+            ("provision", "/access/groups", ("User.Modify",), False, "User.pm delete_user"),
+        ),
+    },
+    "token": {
+        "read": (
+            (
+                "read",
+                "/access/groups",
+                ("Sys.Audit", "User.Modify"),
+                True,
+                "pve-access-control User.pm read_user",
+            ),
+        ),
+        "write": (("provision", "/access/groups", ("User.Modify",), False, "User.pm generate_token"),),
+    },
+}
+
+
+def _table(kind: str, action: str) -> tuple:
+    entry = SIMPLE.get(kind, {})
+    if action == "read":
+        return entry.get("read", ())
+    return entry.get(action, entry.get("write", ()))
+
+
+def listing_privileges(kind: str) -> tuple[str, ...]:
+    """The privileges one of which lets the read credential see ``kind``'s object in PVE's filtered
+    listing (``GET /storage``, ``GET /cluster/sdn/zones``): what ``simple.spec.audited_listing`` checks."""
+    (_, _, privileges, _, _), *_ = _table(kind, "read")
+    return privileges
+
+
+def _fields(decl: Declared) -> dict[str, str]:
+    names = {key: str(value) for key, value in {**dict(decl.names), **dict(decl.values)}.items()}
+    names.setdefault("realm", decl.identity.rpartition("@")[2].partition("!")[0])
+    return names
+
+
+def simple_needs(kind: str, action: str, decl: Declared) -> list[Need]:
+    """What ``action`` (read, create, update, delete) on a simple object of ``kind`` needs. A path whose
+    template names a field the declaration lacks is left out (the family's other checks see it)."""
+    fields = _fields(decl)
+    needs = []
+    for credential, template, privileges, anyof, source in _table(kind, action):
+        try:
+            path = template.format(**fields)
+        except KeyError:
+            continue
+        needs.append(Need(credential, path, privileges, f"{action} {decl.label} ({source})", anyof))
+    return needs
+
+
+# ------------------------------------------------------------------------------------------- guests
+
+#: qemu-server ``Qemu.pm`` ``$check_vm_modify_config_perm``: a VM config key's privilege on ``/vms/<vmid>``.
+QEMU_KEYS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("cores", "cpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus", "affinity"),
+                    ("VM.Config.CPU",)),
+    **dict.fromkeys(("memory", "balloon", "shares", "allow-ksm"), ("VM.Config.Memory",)),
+    **dict.fromkeys(("acpi", "hotplug", "kvm", "machine", "scsihw", "smbios1", "tablet", "vga", "watchdog",
+                     "audio0", "rng0"), ("VM.Config.HWType",)),
+    **dict.fromkeys(("agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime",
+                     "migrate_speed", "name", "onboot", "ostype", "protection", "reboot", "startdate",
+                     "startup", "tdf", "template"), ("VM.Config.Options",)),
+    **dict.fromkeys(("boot", "bootdisk", "vmstatestorage"), ("VM.Config.Disk",)),
+}  # fmt: skip
+#: ``$cloudinitoptions`` and ``ipconfigN``: VM.Config.Cloudinit or VM.Config.Network.
+QEMU_CLOUDINIT = ("cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver", "searchdomain",
+                  "sshkeys")  # fmt: skip
+#: pve-container ``LXC.pm`` ``check_ct_modify_config_perm``: a container key's privilege (the rest
+#: VM.Config.Options).
+LXC_KEYS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("cores", "cpuunits", "cpulimit"), ("VM.Config.CPU",)),
+    **dict.fromkeys(("memory", "swap"), ("VM.Config.Memory",)),
+    **dict.fromkeys(("hostname", "nameserver", "searchdomain"), ("VM.Config.Network",)),
+}
+#: Keys whose permission the families check themselves (``guest`` notes, or root only).
+_NO_KEY_CHECK = re.compile(r"^(?:unused|serial|usb|hostpci|virtiofs|dev)\d+$|^(?:tags|pool|lock|digest)$")
+_QEMU_DRIVE = re.compile(r"^(?:ide|sata|scsi|virtio)\d+$|^(?:efidisk0|tpmstate0)$")
+_NEW_VOLUME = re.compile(r"^(?:volume=)?([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)(?:,|$)", re.I)
+#: A VM's ``startup`` (``$check_vm_modify_config_perm``: "special case for startup since it changes host
+#: behaviour") and a privileged container on PVE 9 (pve-container ``API2/LXC.pm`` ``create_vm``): Sys.Modify
+#: on ``/``. The families check these themselves, with their own remedy (``qemu.family.startup_check``,
+#: ``lxc.refusals.privileged_create_check``).
+STARTUP = ("Sys.Modify", "/")
+PRIVILEGED_CT = ("Sys.Modify", "/")
+
+
+def _storage_of(value: str) -> str | None:
+    """The storage of a new volume (``local-lvm:8``), or None (an existing volume, none)."""
+    found = _NEW_VOLUME.match(value.split(",", 1)[0] if "=" not in value.split(",", 1)[0] else value)
+    return found.group(1) if found else None
+
+
+def bridge_of(value: str) -> str | None:
+    for part in value.split(","):
+        key, _, text = part.partition("=")
+        if key == "bridge":
+            return text
+    return None
+
+
+def guest_needs(
+    kind: str,
+    vmid: int,
+    config: Mapping[str, str],
+    action: str,
+    zones: Mapping[str, str] | None = None,
+    pool: str | None = None,
+    clone: int | None = None,
+    dedicated: bool = True,
+) -> list[Need]:
+    """What writing ``config`` (key → value; ``''`` clears) to guest ``vmid`` of ``kind`` (``lxc``,
+    ``qemu``) needs of the provision credential; ``action``: ``create`` (VM.Allocate too) or ``update``.
+    ``zones``: the SDN zone of each bridge a NIC names (``guest.nics.bridge_zone``; ``localnetwork``
+    when not given); ``dedicated``: include the checks the guest families make themselves, with their
+    own remedies: a VM's ``startup`` (``STARTUP``) and each NIC's SDN.Use (``guest.nics.access_checks``,
+    tags and trunks included)."""
+    vm = f"/vms/{vmid}"
+    label = f"{'VM' if kind == 'qemu' else 'CT'} {vmid}"
+    source = "qemu-server API2/Qemu.pm" if kind == "qemu" else "pve-container LXC.pm"
+    needs: list[Need] = []
+    if action == "create":
+        needs.append(Need("provision", vm, ("VM.Allocate",), f"create {label} ({source} create_vm)"))
+        if pool:
+            needs.append(Need("provision", f"/pool/{pool}", ("Pool.Allocate",), f"{label} in pool {pool}"))
+        if clone is not None:
+            needs.append(
+                Need("provision", f"/vms/{clone}", ("VM.Clone",), f"clone {label} ({source} clone_vm)")
+            )
+    for key, value in sorted(config.items()):
+        if _NO_KEY_CHECK.match(key):
+            continue
+        value = str(value)
+        where = f"{key} of {label} ({source})"
+        if key.startswith("net") and key[3:].isdigit():
+            needs.append(Need("provision", vm, ("VM.Config.Network",), where))
+            bridge = bridge_of(value)
+            if bridge and dedicated:
+                zone = (zones or {}).get(bridge, "localnetwork")
+                needs.append(
+                    Need("provision", f"/sdn/zones/{zone}/{bridge}", ("SDN.Use",),
+                         f"{key} of {label} on {bridge} (pve-guest-common GuestHelpers.pm check_vnet_access)")
+                )  # fmt: skip
+            continue
+        volume = key in ("rootfs",) or key.startswith("mp") if kind == "lxc" else bool(_QEMU_DRIVE.match(key))
+        if volume:
+            if kind == "qemu" and "media=cdrom" in value:
+                privs = (
+                    ("VM.Config.CDROM", "VM.Config.Cloudinit")
+                    if "cloudinit" in value
+                    else ("VM.Config.CDROM",)
+                )
+                needs.append(Need("provision", vm, privs, where))
+            else:
+                needs.append(Need("provision", vm, ("VM.Config.Disk",), where))
+            storage = _storage_of(value) if value else None
+            if storage:
+                needs.append(Need("provision", f"/storage/{storage}", ("Datastore.AllocateSpace",),
+                                  f"a new volume on {storage} for {where}"))  # fmt: skip
+            continue
+        if kind == "qemu":
+            if key in QEMU_CLOUDINIT or re.match(r"^ipconfig\d+$", key):
+                needs.append(Need("provision", vm, ("VM.Config.Cloudinit", "VM.Config.Network"), where, True))
+                continue
+            privs = QEMU_KEYS.get(key) or (("VM.Config.CPU",) if re.match(r"^numa\d+$", key) else None)
+            if privs is None:
+                continue  # root only: the family refuses it by name
+            needs.append(Need("provision", vm, privs, where))
+            if key == "startup" and dedicated:
+                why = f"startup of {label}: it changes host behaviour ({source} $check_vm_modify_config_perm)"
+                needs.append(Need("provision", STARTUP[1], (STARTUP[0],), why))
+            continue
+        if key == "features":
+            if "nesting" in value:
+                needs.append(
+                    Need("provision", vm, ("VM.Allocate",), f"features nesting of {label} ({source})")
+                )
+            continue
+        needs.append(Need("provision", vm, LXC_KEYS.get(key, ("VM.Config.Options",)), where))
+    return needs
+
+
+# --------------------------------------------------------------------------------------- comparing
+
+
+def held(ctx: PveContext, credential: str, path: str) -> set[str] | str:
+    """What ``credential`` holds on ``path``, read once per run and path: the read credential's own
+    (``GET /access/permissions?path=``); the provision token's with the read credential and ``userid``
+    (Sys.Audit on ``/access``), when its id is known without minting. A sentence when it cannot be
+    known. Raises PveError other than 403, PveMalformed, PveUnreachable."""
+    from salt_proxmox.guest.refusals import static_provision_token
+
+    who = ctx.broker.read().token_id if credential == "read" else static_provision_token(ctx)
+    if who is None:
+        return "the provision token's id is known only once it is minted (source: openbao)"
+    key = f"salt_proxmox.held/{ctx.target.name}/{who}/{path}"
+    if key not in ctx.memo:
+        try:
+            if credential == "read":
+                ctx.memo[key] = held_privileges(ctx, ctx.broker.read(), path)
+            else:
+                ctx.memo[key] = held_privileges(ctx, ctx.broker.read(), path, userid=who)
+        except PveError as error:
+            if error.status != 403:
+                raise
+            ctx.memo[key] = "the read token may not read another token's privileges (Sys.Audit on /access)"
+    return ctx.memo[key]  # type: ignore[return-value]
+
+
+def token_of(ctx: PveContext, credential: str) -> str | None:
+    """The token id of ``credential`` when known without minting a provision credential."""
+    from salt_proxmox.guest.refusals import static_provision_token
+
+    return ctx.broker.read().token_id if credential == "read" else static_provision_token(ctx)
+
+
+def grant_command(credential: str, token: str, path: str, privileges: Iterable[str]) -> str:
+    """The ``pveum`` lines that grant ``privileges`` on ``path`` to ``token`` through the credential's
+    role (``ROLES``: created by ``proxmox.privileges_needed``'s ``proxmox:roles`` entry, or by hand)."""
+    role = ROLES[credential]
+    privs = ",".join(sorted(privileges))
+    return (
+        f"pveum role modify {role} --append 1 --privs {privs} && "
+        f"pveum acl modify {path} --tokens '{token}' --roles {role}"
+    )
+
+
+def check(ctx: PveContext, needs: Iterable[Need]) -> tuple[list[str], list[str]]:
+    """``(refusals, notes)``: one refusal per credential and path whose token lacks a needed privilege
+    (PVE would answer ``403 Permission check failed (<path>, <privilege>)``), with the command that grants
+    it; a note where the credential's privileges cannot be read. Raises what the reads raise."""
+    missing: dict[tuple[str, str], tuple[set[str], list[str]]] = {}
+    notes: list[str] = []
+    for need in needs:
+        have = held(ctx, need.credential, need.path)
+        if isinstance(have, str):
+            # Said once per run: every state of the run meets the same reason.
+            said = ctx.memo.setdefault(f"salt_proxmox.unchecked/{ctx.target.name}", set())
+            if (need.credential, have) not in said:
+                said.add((need.credential, have))
+                notes.append(f"the {need.credential} token's privileges are not checked at plan: {have}")
+            continue
+        lacking = need.missing(have)
+        if lacking:
+            privs, whys = missing.setdefault((need.credential, need.path), (set(), []))
+            privs.update(lacking if not need.any else {" or ".join(lacking)})
+            whys.append(need.why)
+    refusals = []
+    for (credential, path), (privs, whys) in sorted(missing.items()):
+        token = token_of(ctx, credential) or credential
+        grantable = sorted(p.split(" or ")[0] for p in privs)
+        command = grant_command(credential, token, path, grantable)
+        refusals.append(
+            f"the {credential} token {token} lacks {', '.join(sorted(privs))} on {path}, which "
+            f"{'; '.join(dict.fromkeys(whys))} needs: PVE would refuse it (`Permission check failed ({path}, "
+            f"{grantable[0]})`). Grant it: `{command}` (with privsep its user needs them too)."
+        )
+    return refusals, notes
+
+
+# ------------------------------------------------------------------------------------ least roles
+
+
+def least_roles(needs: Iterable[Need]) -> dict:
+    """The least role of each credential that satisfies ``needs`` (an ``any`` need takes its first
+    privilege), and the ACL entries granting it: ``{"roles": {<role>: {"privs": [...]}}, "acls":
+    {<label>: {"path", "role", "token": <credential>}}}``, as the ``proxmox:`` pillar declares them. A
+    path one of whose parents needs the same role is kept: entries are granted without propagation
+    being assumed."""
+    privs: dict[str, set[str]] = {}
+    paths: dict[str, set[str]] = {}
+    for need in needs:
+        # An ``any`` need takes its first privilege (the narrower one, as the table lists them).
+        privs.setdefault(need.credential, set()).update(need.privileges[:1] if need.any else need.privileges)
+        paths.setdefault(need.credential, set()).add(need.path)
+    roles = {ROLES[cred]: {"privs": sorted(found)} for cred, found in sorted(privs.items())}
+    acls = {}
+    for cred, found in sorted(paths.items()):
+        for path in sorted(found):
+            label = f"{cred}-{path.strip('/').replace('/', '-') or 'root'}"
+            acls[label] = {"path": path, "role": ROLES[cred], "credential": cred}
+    return {"roles": roles, "acls": acls}
+
+
+def planning(ctx: PveContext, test: bool | None = None) -> bool:
+    """Whether this run plans (Salt's ``test``, the same for every state of a run): set by the guest
+    lifecycle as a state starts (``test`` given), read by ``guest_check``. The provision token's
+    privileges are judged at plan; an apply leaves them to PVE, which checks them before it writes."""
+    key = f"salt_proxmox.planning/{ctx.target.name}"
+    if test is not None:
+        ctx.memo[key] = bool(test)
+    return bool(ctx.memo.get(key, True))
+
+
+def guest_check(
+    ctx: PveContext,
+    kind: str,
+    vmid: int,
+    config: Mapping[str, str],
+    action: str,
+    pool: str | None = None,
+    clone: int | None = None,
+) -> tuple[list[str], list[str]]:
+    """``check`` of ``guest_needs`` for a guest write (the checks the guest families make themselves
+    left out: ``dedicated``), at plan only (``planning``). Raises what the reads raise."""
+    if not planning(ctx):
+        return [], []
+    needs = guest_needs(kind, vmid, config, action, None, pool, clone, dedicated=False)
+    return check(ctx, needs)
