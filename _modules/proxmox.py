@@ -1102,3 +1102,67 @@ def sdn_applied(name, test=False, target=None, state_id=None, **extra):
     from salt_proxmox.sdn import apply
 
     return _applied(apply.applied, name, test, target, state_id, extra)
+
+
+# --------------------------------------------------------------------------------------- backups
+
+
+def backup_job_get(name, target=None):
+    """
+    One backup job (``GET /cluster/backup/{id}``) as its canonical options; ``None`` only for PVE's
+    "No such job".
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_job_get nightly
+    """
+    return _object_get("backup_job", target, {"name": name})
+
+
+def backup_job_present(name, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one backup job ``name`` (``schedule``, ``enabled``, ``storage``, ``vmid``/``pool``/
+    ``all`` with ``exclude``, ``node``, ``mode``, ``compress``, ``prune-backups``, ``notes-template``,
+    ``protected``, ``notification-mode``, ``mailto``, ``mailnotification``, ``comment``, ...); returns
+    a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_job_present nightly schedule=02:00 storage=backups vmid=150,210 test=True
+    """
+    return _object_present("backup_job", name, test, target, state_id, dict(extra, name=name, adopt=adopt))
+
+
+def backup_job_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a backup job: ``removal=retain`` (default) forgets it, ``removal=destroy`` deletes an
+    owned, unchanged job (never a backup it made).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_job_absent nightly removal=destroy test=True
+    """
+    return _object_absent("backup_job", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def backup_coverage(target=None):
+    """
+    Which guests of the cluster no enabled backup job covers, and the enabled jobs covering every other
+    guest: ``{uncovered: [CT 150, ...], covered: {VM 210: [nightly]}, disabled: [job ids]}``. PVE's
+    ``/cluster/backup-info/not-backed-up`` counts disabled jobs as covering; this does not.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_coverage
+    """
+    from salt_proxmox.backup import coverage
+
+    return _call(coverage.report, _context(target))

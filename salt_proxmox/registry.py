@@ -181,6 +181,17 @@ _CEPH_POOL = {
     "application": "rbd",
     "target_size_ratio": 0.2,
 }
+#: A nightly job backing up the cluster's container 120 to a storage the
+#: cluster has (pve-manager ``PVE/API2/Backup.pm`` ``create_job``).
+_BACKUP_JOB = {
+    "name": "example-nightly",
+    "schedule": "02:00",
+    "storage": "local",
+    "vmid": "120",
+    "mode": "snapshot",
+    "compress": "zstd",
+    "comment": "Example",
+}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 _CT = {
@@ -417,6 +428,16 @@ FAMILIES: tuple[Family, ...] = (
     ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC", _CT),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU", _VM),
+    # Backups: after the guests and storage a job names (docs/design.md §9).
+    _simple(
+        "backup_job",
+        "backup.job",
+        "backup_jobs",
+        _BACKUP_JOB,
+        {"schedule": "03:30"},
+        {"comment": ""},
+        {"mode": "fast"},
+    ),
 )
 
 #: ``{state module: Family}``.

@@ -25,6 +25,10 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:ceph_pools:<name>        proxmox_ceph_pool: node, size, min_size, pg_num, pg_num_min,
                                    pg_autoscale_mode, crush_rule, application, target_size,
                                    target_size_ratio, target, adopt (node and removal for absent).
+  proxmox:backup_jobs:<id>         proxmox_backup_job: schedule, storage, vmid | pool | all (with
+                                   exclude), node, mode, compress, prune-backups, notes-template,
+                                   protected, notification-mode, mailto, mailnotification, enabled,
+                                   comment, target, adopt (removal for absent).
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
@@ -38,7 +42,7 @@ the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
 policies first, then aliases, pools, roles, ACL entries, Ceph pools, storage, node networks, SDN, containers,
-VMs. Only real
+VMs, backup jobs. Only real
 dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants and the pool of a ``/pool/<poolid>`` path, when this pillar
@@ -53,6 +57,8 @@ dependencies are requisites, so a family fails alone:
   (docs/design.md §7b);
 - SDN: a vnet requires its zone, a subnet its vnet, and the SDN apply every SDN object and every node
   apply (it reloads every node);
+- a backup job requires its storage, its pool and the containers and VMs its vmid lists, when this
+  pillar declares them present;
 - a container or VM requires the interface (on its node) or the vnet its ``netN`` bridge names, when
   this pillar declares it present, and the apply that runs it.
 
@@ -87,6 +93,16 @@ import unicodedata
 from collections.abc import Mapping
 
 import salt.state
+
+# A backup job's options (salt_proxmox/backup/job.py FIELDS; tests/unit/test_formula_backup.py pins them):
+# an absent job passes none of them.
+BACKUP_JOB_OPTIONS = frozenset(
+    {
+        "schedule", "enabled", "repeat-missed", "comment", "storage", "vmid", "pool", "all", "exclude",
+        "node", "mode", "compress", "prune-backups", "notes-template", "protected", "notification-mode",
+        "mailto", "mailnotification", "notification-policy", "notification-target", "maxfiles",
+    }
+)  # fmt: skip
 
 # The families, as salt_proxmox/registry.py FAMILIES lists them (this file cannot import it: synced
 # from file_roots, only Salt's loader reaches the library). tests/unit/test_registry.py pins SECTIONS,
@@ -181,6 +197,14 @@ SECTIONS = [
         ["ensure", "name"],
         None,
     ),
+    (
+        "proxmox:backup_jobs",
+        "proxmox-backup-job-",
+        "proxmox_backup_job",
+        "backup job (schedule, storage, vmid, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "adopt", *sorted(BACKUP_JOB_OPTIONS)],
+    ),
 ]
 
 # The sections whose entries nest (a node's interfaces, SDN zones, vnets and subnets), rendered by
@@ -200,7 +224,9 @@ GUESTS = ("proxmox:lxc", "proxmox:qemu")
 # The keys an absent container or VM passes on: the rest of its declaration is what it was, not what to do.
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
-SECTION_NAMES = "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn"
+SECTION_NAMES = (
+    "targets, lxc, qemu, firewall_aliases, pools, roles, acls, ceph_pools, storage, networks, sdn, backup_jobs"
+)
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
 # read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
@@ -657,6 +683,21 @@ def _storage_needs(declared, storages):
     return needs
 
 
+def _guest_needs(vmids, sections):
+    """The guest states a backup job requires: those of the vmids it lists (a list, or a comma
+    separated text), when this pillar declares them present."""
+    items = vmids if isinstance(vmids, (list, tuple)) else str(vmids or "").replace(";", ",").split(",")
+    wanted = {str(item).strip() for item in items}
+    needs = []
+    for path in GUESTS:
+        module = "proxmox_lxc" if path == "proxmox:lxc" else "proxmox_qemu"
+        prefix = "proxmox-lxc-" if path == "proxmox:lxc" else "proxmox-qemu-"
+        for key, declared in sections[path]:
+            if _present(declared) and str(declared.get("vmid")) in wanted:
+                needs.append({module: prefix + key})
+    return needs
+
+
 def estate(pillar):
     """The highstate for ``pillar``: state id -> ``{"<module>.<function>": [one {argument: value} per
     argument]}``, in run order."""
@@ -713,6 +754,12 @@ def estate(pillar):
             elif path == "proxmox:storage" and declared.get("type") == "rbd":
                 # An rbd storage names its Ceph pool (pve-storage RBDPlugin: pool, default rbd).
                 needs.append(present["proxmox:ceph_pools"].get(_text(declared.get("pool", "rbd"))))
+            elif path == "proxmox:backup_jobs":
+                # A job on its storage, its pool and the guests it names (pve-manager PVE/VZDump.pm
+                # get_included_guests), when this pillar declares them present.
+                needs.append(present["proxmox:storage"].get(_text(declared.get("storage"))))
+                needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))
+                needs.extend(_guest_needs(declared.get("vmid"), sections))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
                 acl_path = _text(declared.get("path")) or ""

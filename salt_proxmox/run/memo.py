@@ -73,3 +73,35 @@ def sdn_applied(memo: RunMemo, target: str) -> bool:
 def note_sdn_applied(memo: RunMemo, target: str) -> None:
     """Record that this run's SDN apply step planned or applied the pending SDN configuration."""
     memo[SDN_APPLIED.format(target=target)] = True
+
+
+#: The state run the current states belong to (``lowstate.Run``), kept by ``run.config.enter_run``
+#: for a check that reads every declaration of the run (backup coverage); absent outside a state run.
+RUN = "salt_proxmox.run"
+
+
+def keep_run(memo: RunMemo, run: object) -> None:
+    """Keep ``run`` (a ``lowstate.Run``, or None outside a state run) for this run's states."""
+    if run is None:
+        memo.pop(RUN, None)
+    else:
+        memo[RUN] = run
+
+
+def current_run(memo: RunMemo) -> object:
+    """The state run ``keep_run`` kept, or None (a call outside a state run)."""
+    return memo.get(RUN)
+
+
+#: The run-wide notes already given in this run (``note_once``), keyed by target and topic.
+NOTED = "salt_proxmox.noted/{target}/{topic}"
+
+
+def note_once(memo: RunMemo, target: str, topic: str) -> bool:
+    """True the first time a state of this run asks for ``topic`` on ``target`` (it gives the note),
+    False afterwards: a run-wide note (backup coverage) appears once per run, not once per state."""
+    key = NOTED.format(target=target, topic=topic)
+    if memo.get(key):
+        return False
+    memo[key] = True
+    return True

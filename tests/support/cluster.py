@@ -16,7 +16,8 @@ Used three ways:
 - ``python -m tests.support.cluster --state-dir DIR``, the process the sandbox (``scripts/sandbox``)
   starts and stops by its PID: it writes ``DIR/cluster.json`` and prints ``ready <url>``.
 
-The served fake is ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
+The served fake is ``tests.support.backup.BackupPve`` (backup jobs) over ``tests.support.ceph.CephPve`` (Ceph
+pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
 (``tests.support.network.NetworkPve``), which fakepve itself only answers with synthesised values, and
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
-from tests.support.ceph import CephPve
+from tests.support.backup import BackupPve
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
     from typing import Self
@@ -285,7 +286,7 @@ class ServedCluster:
         self._dir = tempfile.mkdtemp(prefix="salt-proxmox-pve-")
         try:
             certfile, keyfile, _der = make_cert(self._dir, hosts=(HOST,))
-            pve = CephPve(host=HOST, port=0)
+            pve = BackupPve(host=HOST, port=0)
             pve.time_scale = self.time_scale
             self.seeded = seed(pve)
             self.pve = pve

@@ -633,8 +633,8 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, ceph_pools, firewall_aliases, lxc, networks, pools, qemu, roles, sdn, "
-            "storage, and ownership_file, targets are the configuration read with config.get."
+            "the sections are acls, backup_jobs, ceph_pools, firewall_aliases, lxc, networks, pools, qemu, "
+            "roles, sdn, storage, and ownership_file, targets are the configuration read with config.get."
             in problems[sid]
         )
 
