@@ -17,8 +17,8 @@ Source: pve-manager ``PVE/API2/Backup.pm`` (``index``, ``create_job``, ``read_jo
 - ``schedule`` is kept as sent and compared by meaning (``backup.schedule``): another spelling of
   the same calendar event is no drift, and a live spelling that means the declared one is shown
   in the declaration's.
-- Selection: exactly one of ``vmid`` (a list), ``pool``, or ``all: true`` (with ``exclude``);
-  every selection key is compared, so a job moved to another selection is drift. A guest a
+- Selection: exactly one of ``vmid`` (a list), ``pool``, or ``all: true`` (with ``exclude``,
+  compared as none when not declared); a job on another selection is drift. A guest a
   ``vmid`` or ``exclude`` names must exist (the guest index) or be declared by this run; a
   ``pool`` must exist (``create_job``/``update_job`` ``check_pool_exist``) or be declared.
 - ``notes-template`` and ``protected`` need ``storage`` (``$confdesc``: ``requires => 'storage'``).
@@ -130,8 +130,6 @@ FIELDS: dict[str, Field] = {
 }
 #: The options a YAML list may give (``pve-vmid-list``, ``email-or-username-list``).
 LISTS = ("vmid", "exclude", "mailto")
-#: The keys choosing the guests (``get_included_guests``): every one is compared.
-SELECTION = ("vmid", "pool", "all", "exclude")
 #: ``(first (major, minor), last major or None)`` of options not on every supported release.
 RELEASES: dict[str, tuple[tuple[int, int], int | None]] = {
     "notification-mode": ((8, 1), None),
@@ -198,8 +196,10 @@ def declare(
     state_id: str, target: str, name: object = None, adopt: object = False, **options: object
 ) -> Declared:
     """A checked job declaration: ``name`` (the job id), ``adopt`` and the job's options as the API
-    spells them (``FIELDS``). Every selection key is given a value (cleared when not declared), so
-    another selection is drift. Raises DeclarationError naming each bad key."""
+    spells them (``FIELDS``). The declared selection key is compared, so a job on another selection
+    is drift (a PUT of ``vmid``, ``pool`` or ``all`` makes ``update_job`` drop the others); with
+    ``all``, ``exclude`` is compared even when not declared. Raises DeclarationError naming each
+    bad key."""
     decl = identify(state_id, target, name)
     problem = boolean_problem("adopt", adopt)
     problems = [problem] if problem else []
@@ -215,8 +215,9 @@ def declare(
         problems += exc.problems
         values = {}
     if not problems:
-        for key in SELECTION:
-            values.setdefault(key, FIELDS[key].cleared())
+        if values.get("all") == 1:
+            # update_job keeps a live exclude beside a new all: an undeclared one is compared as none.
+            values.setdefault("exclude", "")
         problems += selection_problems(values)
         if "schedule" not in values or values["schedule"] == "":
             problems.append(
