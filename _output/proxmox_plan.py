@@ -16,7 +16,8 @@ delete) or ``!`` (refused or failed), followed by what changes:
 
 then the comment lines of the state. States with nothing to do are counted, not listed. The last
 lines count, per family, what would be (or was) created, updated, destroyed, left pending a
-restart, refused, and what needs no change.
+restart, refused, and what needs no change; then the run's notes (a return's ``notes``, such as
+the backup coverage), each once, whichever state carried it.
 
 This module reads state returns only; it needs nothing of ``salt_proxmox``, so it runs wherever the
 output is printed (a master, a salt-ssh host). Colours follow Salt's ``color`` options
@@ -180,6 +181,7 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
         return json.dumps(data, indent=2, sort_keys=True, default=str)
     counts: dict[str, dict[str, int]] = {}
     out: list[str] = []
+    notes: list[str] = []
     for minion, returns in states.items():
         if len(states) > 1 or minion != "local":
             out.append(f"{minion}:")
@@ -190,6 +192,7 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
             counts["render"]["refuse"] += len(messages)
             continue
         for tag, ret in sorted(returns.items(), key=lambda item: item[1].get("__run_num__", 0)):
+            notes.extend(note for note in _notes(ret) if note not in notes)
             parts = tag.split("_|-")
             module = parts[0]
             state_id = parts[1] if len(parts) > 1 else tag
@@ -201,7 +204,10 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
             colour = colours.get(COLOURS[kind], "")
             out.append(f"{colour}{MARKS[kind]} {state_id}{end} ({module}.{parts[-1]})")
             out.extend(f"    {line}" for line in change_lines(module, ret.get("changes") or {}, kind))
-            out.extend(f"    # {line}" for line in str(ret.get("comment") or "").splitlines())
+            noted = set(_notes(ret))
+            out.extend(
+                f"    # {line}" for line in str(ret.get("comment") or "").splitlines() if line not in noted
+            )
     total = {name: sum(tally.get(name, 0) for tally in counts.values()) for name, *_ in BUCKETS}
     words = 1 if test else 2
     summary = ", ".join(f"{total[spec[0]]} {spec[words]}" for spec in BUCKETS)
@@ -210,7 +216,17 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
         out.append(
             f"  {name}: " + ", ".join(f"{counts[name].get(spec[0], 0)} {spec[words]}" for spec in BUCKETS)
         )
+    if notes:
+        out.append("Notes:")
+        out.extend(f"  * {note}" for note in notes)
     return "\n".join(out)
+
+
+def _notes(ret: dict) -> list[str]:
+    """The run notes a state return carries (``notes``: what the run as a whole has to say, such as
+    the backup coverage, given by one state of the run)."""
+    notes = ret.get("notes")
+    return [str(note) for note in notes] if isinstance(notes, list) else []
 
 
 def applied(data: object) -> bool:

@@ -440,6 +440,19 @@ FAMILIES: tuple[Family, ...] = (
     ),
 )
 
+#: Keys a container or VM declaration carries that another family judges: ``{key: "module:attribute"}``
+#: of a guard the guest lifecycle calls before it decides anything, as ``guard(ctx, kind, vmid, node,
+#: pool, value)`` (``value`` None when the declaration has no such key), returning ``(refusals, run
+#: notes)``: a refusal fails the guest's state with nothing written; a run note is said once per run
+#: (``Outcome.run_notes``).
+GUEST_KEYS: Mapping[str, str] = MappingProxyType({"backup": "salt_proxmox.backup.coverage:guest_guard"})
+
+
+def guest_guards() -> dict[str, object]:
+    """``{key: guard}`` of ``GUEST_KEYS``, imported."""
+    return {key: _imported(path) for key, path in GUEST_KEYS.items()}
+
+
 #: ``{state module: Family}``.
 BY_STATE: Mapping[str, Family] = MappingProxyType({family.state: family for family in FAMILIES})
 
