@@ -192,6 +192,9 @@ _BACKUP_JOB = {
     "compress": "zstd",
     "comment": "Example",
 }
+#: A snapshot of the cluster's container 120, whose volumes are on zfspool (snapshots: pve-storage
+#: ZFSPoolPlugin.pm volume_has_feature).
+_SNAPSHOT = {"name": "example-snap", "vmid": 120, "node": "pve1", "type": "lxc", "description": "Example"}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 _CT = {
@@ -437,6 +440,25 @@ FAMILIES: tuple[Family, ...] = (
         {"schedule": "03:30"},
         {"comment": ""},
         {"mode": "fast"},
+    ),
+    Family(
+        name="snapshot",
+        state="proxmox_snapshot",
+        module="proxmox",
+        calls=_present_absent("proxmox", "snapshot"),
+        kinds=(Kind("snapshot", spec="salt_proxmox.backup.snapshot:SPEC"),),
+        section="proxmox:{lxc,qemu}:<id>:snapshots",
+        prefix="proxmox-snapshot-",
+        examples=Examples(
+            create=_SNAPSHOT,
+            update={**_SNAPSHOT, "description": "Example, before the upgrade"},
+            clear={**_SNAPSHOT, "description": ""},
+            delete={key: _SNAPSHOT[key] for key in ("name", "vmid", "node", "type")} | {"removal": "destroy"},
+            bad={
+                **_bad(_SNAPSHOT, {key: _SNAPSHOT[key] for key in ("name", "vmid", "node", "type")}),
+                "wrong type": ("present", {**_SNAPSHOT, "vmid": "one-twenty"}, "vmid"),
+            },
+        ),
     ),
 )
 

@@ -29,6 +29,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    exclude), node, mode, compress, prune-backups, notes-template,
                                    protected, notification-mode, mailto, mailnotification, enabled,
                                    comment, target, adopt (removal for absent).
+  proxmox:lxc|qemu:<id>:snapshots  a list of {snapname, description, vmstate (VMs), adopt, ensure,
+                                   removal}: one proxmox_snapshot state each, requiring its guest; a
+                                   snapshot is never rolled back by a state.
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
@@ -59,6 +62,7 @@ dependencies are requisites, so a family fails alone:
   apply (it reloads every node);
 - a backup job requires its storage, its pool and the containers and VMs its vmid lists, when this
   pillar declares them present;
+- a snapshot requires its container or VM;
 - a container or VM requires the interface (on its node) or the vnet its ``netN`` bridge names, when
   this pillar declares it present, and the apply that runs it.
 
@@ -213,6 +217,13 @@ NESTED = [
     ("proxmox:networks", "proxmox-network-", "proxmox_network"),
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
 ]
+
+# What a container or VM entry nests: its snapshots (a list under ``snapshots:``), each one state of
+# proxmox_snapshot requiring its guest, run after every section: (pillar path, state id prefix, state module).
+GUEST_NESTED = [("proxmox:{lxc,qemu}:<id>:snapshots", "proxmox-snapshot-", "proxmox_snapshot")]
+# The keys a snapshot entry takes (salt_proxmox/backup/snapshot.py), and those its absent state passes.
+SNAPSHOT_KEYS = {"snapname", "description", "vmstate", "adopt", "ensure", "removal"}
+SNAPSHOT_ABSENT_KEYS = ["removal"]
 
 # The state that fails naming a pillar key (_states/proxmox_pillar.py). Salt's test.configurable_test_state
 # passes under test=True in Salt 3006, so a refused entry would not show in a plan.
@@ -729,6 +740,7 @@ def estate(pillar):
         present[path].pop(None, None)
 
     bridges = {}
+    snapshots = []
     for path, prefix, module, _what, skip_present, skip_absent in SECTIONS:
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
@@ -742,6 +754,9 @@ def estate(pillar):
                     args = _arguments(name, declared, skip_absent)
                 states[prefix + key] = {f"{module}.absent": args}
                 continue
+            if path in GUESTS and "snapshots" in declared:
+                snapshots.append((path, prefix + key, key, declared))
+                declared = {k: v for k, v in declared.items() if k != "snapshots"}
             secrets = [key for key in SECRETS.get(path, ()) if key in declared]
             args = _arguments(name, declared, [*skip_present, *secrets])
             if secrets:
@@ -769,7 +784,49 @@ def estate(pillar):
             if needs:
                 args.append({"require": needs})
             states[prefix + key] = {f"{module}.present": args}
+    for path, guest_id, key, declared in snapshots:
+        _snapshots(states, path, guest_id, key, declared)
     return states
+
+
+def _snapshots(states, path, guest_id, key, declared):
+    """One proxmox_snapshot state per entry of a guest's ``snapshots:`` list, requiring the guest: its
+    ``snapname`` is the state's name; the guest's vmid, node, family (type) and target go with it. An
+    entry of another shape, without a snapname or with another key is one failing state naming it."""
+    where = f"{path}:{_printable(key)}:snapshots"
+    raw = declared["snapshots"]
+    if raw is None:
+        return
+    if not isinstance(raw, (list, tuple)):
+        what = f"pillar {where} is {_shape(raw)}, not a list of snapshots ({{snapname: ..., description: ...}})."
+        _failing(states, f"proxmox-snapshot-{key}-pillar", where, what)
+        return
+    kind = path.partition(":")[2]
+    for index, entry in enumerate(raw):
+        shown = f"{where}:{index}"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("snapname"), str) or not entry["snapname"]:
+            what = f"pillar {shown} is {_shape(entry)}; a snapshot is a mapping with a snapname (text)."
+            _failing(states, f"proxmox-snapshot-{key}-{index}", shown, what)
+            continue
+        state_id = f"proxmox-snapshot-{key}-{entry['snapname']}"
+        unknown = sorted(_printable(k) for k in entry if k not in SNAPSHOT_KEYS)
+        problems = _problems(where, entry)
+        if unknown:
+            problems.append(f"unknown key(s) {', '.join(unknown)}: a snapshot takes {', '.join(sorted(SNAPSHOT_KEYS))}")
+        if problems:
+            _failing(states, state_id, shown, f"pillar {shown}: {'; '.join(problems)}.")
+            continue
+        guest = {"vmid": declared.get("vmid"), "node": declared.get("node"), "type": kind}
+        if declared.get("target") is not None:
+            guest["target"] = declared["target"]
+        if _present(entry):
+            own = {k: v for k, v in entry.items() if k not in ("snapname", "ensure", "removal")}
+            args = _arguments(entry["snapname"], {**guest, **own}, [])
+            args.append({"require": [{f"proxmox_{kind}": guest_id}]})
+            states[state_id] = {"proxmox_snapshot.present": args}
+        else:
+            absent = {k: v for k, v in entry.items() if k in SNAPSHOT_ABSENT_KEYS}
+            states[state_id] = {"proxmox_snapshot.absent": _arguments(entry["snapname"], {**guest, **absent}, [])}
 
 
 def run():

@@ -258,7 +258,7 @@ def _send_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, w
     ``spec.task_node`` when the family's writes are tasks (``PveContext.task``: started and awaited
     by that credential), else as one call (``send``). Raises what those raise (PveError, TaskFailed,
     TaskUncertain, Uncertain, PveUnreachable, CredentialError)."""
-    if spec.task_node is None:
+    if spec.task_node is None or call.method not in spec.task_methods:
         send(ctx, ctx.broker.provision(), call)
         return
     if call.json:

@@ -228,6 +228,9 @@ class ObjectSpec:
     recorded: tuple[str, ...] = ()
     moving: Callable[[Mapping[str, object], Declared], frozenset[str]] | None = None
     task_node: Callable[[Declared], str] | None = None
+    #: The write methods that are tasks when ``task_node`` is set (a snapshot's create and delete are;
+    #: its description's ``PUT …/config`` is not).
+    task_methods: tuple[str, ...] = ("POST", "PUT", "DELETE")
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

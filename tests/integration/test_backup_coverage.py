@@ -74,7 +74,7 @@ def test_backup_required_refuses_an_uncovered_guest_and_passes_a_covered_one(fre
     assert refused.result is False
     assert "Refused: backup: required, and no enabled backup job covers CT 150" in refused.comment[0]
     assert writes(requests_since(fresh_cluster, start)) == [], "nothing was written"
-    assert 150 not in fresh_cluster.pve.cts
+    assert fresh_cluster.pve.ct(150) is None
 
     # A job this run declares covers it: the plan goes through, before the job exists.
     _run(

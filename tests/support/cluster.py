@@ -99,6 +99,11 @@ PROVISION_PRIVS = (
     # Node interfaces and their reload need Sys.Modify on /nodes/<node> (above); SDN zones, vnets, subnets,
     # the SDN lock and the SDN apply SDN.Allocate (pve-network PVE/API2/Network/SDN*.pm).
     "SDN.Allocate",
+    # Snapshots: VM.Snapshot on the guest (pve-container API2/LXC/Snapshot.pm, qemu-server API2/Qemu.pm
+    # snapshot); a backup job of a pool: VM.Backup on /pool/<pool> (pve-manager API2/Backup.pm create_job).
+    "VM.Snapshot",
+    "VM.Snapshot.Rollback",
+    "VM.Backup",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"

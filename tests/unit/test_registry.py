@@ -93,7 +93,9 @@ def test_the_formula_runs_the_registered_families_in_their_order():
     # Node networks and SDN (NESTED) run right before the guests; what needs the guests (backup jobs) after.
     first_guest = next(at for at, section in enumerate(sections) if section[0] in module.GUESTS)
     before, rest = sections[:first_guest], sections[first_guest:]
-    assert [*before, *module.NESTED, *rest] == [(f.section, f.prefix, f.state) for f in FAMILIES]
+    # What a guest entry nests (its snapshots) comes last: each requires its guest.
+    nested = [*before, *module.NESTED, *rest, *module.GUEST_NESTED]
+    assert nested == [(f.section, f.prefix, f.state) for f in FAMILIES]
     assert f"{PILLAR_STATE}.refused" == module.REFUSED
     # Secrets are the guests' and the storage definitions' (pve-storage Plugin.pm sensitive_properties).
     assert set(module.SECRETS) == {family.section for family in FAMILIES if family.guest} | {
