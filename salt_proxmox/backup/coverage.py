@@ -146,7 +146,7 @@ def judge(jobs: Mapping[str, Job], guests: Iterable[tuple[str, int, str, str | N
 def _declared_coverage(ctx: PveContext, guests: list[declared.Guest]) -> Coverage:
     index = {int(row["vmid"]): row for row in index_rows(ctx)}
     rows = []
-    for guest in guests:
+    for guest in sorted(guests, key=lambda guest: guest.vmid):
         pool = guest.pool if guest.pool is not None else index.get(guest.vmid, {}).get("pool")
         rows.append((guest.kind, guest.vmid, guest.node, pool))
     return judge(run_jobs(ctx), rows)

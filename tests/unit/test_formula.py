@@ -69,7 +69,12 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-web",
         "proxmox-qemu-app",
         "proxmox-qemu-ci",
-    ], "policies first, networks and SDN before the guests, then containers and VMs, each family in key order"
+        "proxmox-backup-job-nightly",
+        "proxmox-snapshot-web-first-boot",
+    ], (
+        "policies first, networks and SDN before the guests, then containers and VMs, each family in key "
+        "order, then backup jobs and the guests' snapshots"
+    )
     requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
     # Only an ACL entry needs what it names: PVE refuses an entry for a role that does not exist
     # (pve-access-control src/PVE/API2/ACL.pm update_acl). A policy is no requisite of the PVE states.
@@ -89,6 +94,16 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         ],
         # web is created in pool prod, and PVE refuses a create into a pool that does not exist.
         "proxmox-lxc-web": [{"proxmox_pool": "proxmox-pool-prod"}],
+        # A backup job waits for its storage and the guests it lists; a snapshot for its guest.
+        "proxmox-backup-job-nightly": [
+            {"proxmox_storage": "proxmox-storage-backups"},
+            {"proxmox_lxc": "proxmox-lxc-db"},
+            {"proxmox_lxc": "proxmox-lxc-dns"},
+            {"proxmox_lxc": "proxmox-lxc-web"},
+            {"proxmox_qemu": "proxmox-qemu-app"},
+            {"proxmox_qemu": "proxmox-qemu-ci"},
+        ],
+        "proxmox-snapshot-web-first-boot": [{"proxmox_lxc": "proxmox-lxc-web"}],
     }
     assert not any("require_in" in args(state)[1] for state in states.values())
     function, web = args(states["proxmox-lxc-web"])
