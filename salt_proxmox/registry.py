@@ -431,7 +431,7 @@ FAMILIES: tuple[Family, ...] = (
     ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC", _CT),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU", _VM),
-    # Backups: after the guests and storage a job names (docs/design.md §9).
+    # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
     _simple(
         "backup_job",
         "backup.job",

@@ -31,7 +31,7 @@ Source: pve-manager ``PVE/API2/Backup.pm`` (``index``, ``create_job``, ``read_jo
 - No digest: ``/cluster/backup`` has none to send (a PUT carrying one is refused, 400 ``digest:
   property is not defined in schema``), so a concurrent edit is caught by reading the job again
   right before the PUT or DELETE and comparing it with the job the decision was made on
-  (``write_guard``, docs/design.md §9): any difference refuses the write.
+  (``write_guard``, docs/design.md §7c): any difference refuses the write.
 
 Privileges (the ``permissions`` of those methods): the read Sys.Audit on ``/``; create, update and
 delete Sys.Modify on ``/``, and, for a job naming a storage, Datastore.Allocate on
