@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from salt_proxmox.backup import snapshot
 from salt_proxmox.errors import DeclarationError, Refused, boolean_problem
-from salt_proxmox.guest.adhoc import owned_guest
+from salt_proxmox.guest.adhoc import owned_unless_adopted
 from salt_proxmox.guest.power import locate
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.run.context import PveContext
@@ -38,11 +38,7 @@ def _guest(
     if problem:
         raise DeclarationError(problem)
     family, where, number = locate(ctx, families, vmid, node)
-    if not adopt:
-        try:
-            owned_guest(ctx, family, where, number, action)
-        except Refused as exc:
-            raise Refused([*exc.reasons, "Or pass adopt=True to act on it without taking it over."]) from None
+    owned_unless_adopted(ctx, family, where, number, action, bool(adopt))
     return family.kind, where, number
 
 
