@@ -26,6 +26,8 @@ class RunMemo(dict):
     def __init__(self) -> None:
         super().__init__()
         self.run: object = None
+        #: The state run itself (``lowstate.Run``: its chunks), kept by ``keep_run``.
+        self.state_run: object = None
 
     def begin(self, run: object) -> None:
         """Serve run ``run`` (its key; None for a call outside a state run, which shares nothing):
@@ -33,6 +35,7 @@ class RunMemo(dict):
         if run is None or run != self.run:
             self.clear()
             self.run = run
+            self.state_run = None
 
 
 #: What the run's network and SDN steps leave for later states (``network.apply`` and ``sdn.apply``
@@ -75,22 +78,16 @@ def note_sdn_applied(memo: RunMemo, target: str) -> None:
     memo[SDN_APPLIED.format(target=target)] = True
 
 
-#: The state run the current states belong to (``lowstate.Run``), kept by ``run.config.enter_run``
-#: for a check that reads every declaration of the run (backup coverage); absent outside a state run.
-RUN = "salt_proxmox.run"
-
-
 def keep_run(memo: RunMemo, run: object) -> None:
-    """Keep ``run`` (a ``lowstate.Run``, or None outside a state run) for this run's states."""
-    if run is None:
-        memo.pop(RUN, None)
-    else:
-        memo[RUN] = run
+    """Keep ``run`` (the ``lowstate.Run`` the current states belong to, or None outside a state run),
+    kept by ``run.config.enter_run`` for a check that reads every declaration of the run (backup
+    coverage); dropped with the rest when another run begins."""
+    memo.state_run = run
 
 
 def current_run(memo: RunMemo) -> object:
     """The state run ``keep_run`` kept, or None (a call outside a state run)."""
-    return memo.get(RUN)
+    return memo.state_run
 
 
 #: The run-wide notes already given in this run (``note_once``), keyed by target and topic.
