@@ -163,3 +163,19 @@ def test_an_option_the_release_does_not_know_is_refused_by_release(
         assert plan.result is False and f"{key}: the cluster runs PVE {release[1]}" in text
     else:
         assert plan.result is None, text
+
+
+def test_a_put_carrying_a_digest_is_refused_as_pve_refuses_it(fresh_cluster):
+    """update_job's schema has no digest (pve-manager API2/Backup.pm): PVE answers 400, so the product
+    never sends one and guards the write by reading the job again instead."""
+    from salt_proxmox.pve.errors import PveError
+
+    fresh_cluster.pve.add_backup_job("nightly", schedule="02:00", storage="local", vmid="120")
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    with pytest.raises(PveError) as caught:
+        ctx.client.request(
+            "PUT", "cluster/backup/nightly", ctx.broker.provision(), form={"mode": "stop", "digest": "0" * 40}
+        )
+    assert caught.value.status == 400
+    assert "digest" in caught.value.errors
+    assert fresh_cluster.pve.backup_jobs["nightly"].get("mode") is None
