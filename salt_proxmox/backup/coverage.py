@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING
 from salt_proxmox.backup import declared
 from salt_proxmox.backup import job as backup_job
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError, shown
-from salt_proxmox.guest.absence import index_rows
+from salt_proxmox.guest.absence import INDEX, index_rows
 from salt_proxmox.pve.constraints import vmid_number
-from salt_proxmox.pve.listing import get_rows
+from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.run.memo import note_once
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,12 +145,24 @@ def judge(jobs: Mapping[str, Job], guests: Iterable[tuple[str, int, str, str | N
 
 
 def _declared_coverage(ctx: PveContext, guests: list[declared.Guest]) -> Coverage:
-    index = {int(row["vmid"]): row for row in index_rows(ctx)}
+    """Coverage of the run's ``guests`` by the run's jobs. The guest index (the run's shared read) is
+    asked only for the pools of guests that declare none, and only while an enabled job selects a
+    pool: a run costs one read of the jobs, not more."""
+    jobs = run_jobs(ctx)
+    index = {}
+    if any(job.enabled and job.pool for job in jobs.values()) and any(g.pool is None for g in guests):
+        data = ctx.reads.shared(ctx.client, INDEX, ctx.broker.read(), params={"type": "vm"})
+        try:
+            index = {
+                int(row["vmid"]): row for row in rows_of(data, "guests") if str(row.get("vmid")).isdigit()
+            }
+        except ValueError as why:
+            raise PveMalformed("GET", f"{INDEX}?type=vm", str(why)) from None
     rows = []
     for guest in sorted(guests, key=lambda guest: guest.vmid):
         pool = guest.pool if guest.pool is not None else index.get(guest.vmid, {}).get("pool")
         rows.append((guest.kind, guest.vmid, guest.node, pool))
-    return judge(run_jobs(ctx), rows)
+    return judge(jobs, rows)
 
 
 def note_text(result: Coverage) -> str:

@@ -12,7 +12,8 @@ pve-guest-common ``src/PVE/AbstractConfig.pm`` (``__snapshot_prepare``, ``snapsh
 - Create ``POST …/snapshot`` ``{snapname, description, vmstate}`` (a task: ``vzsnapshot`` /
   ``qmsnapshot``); ``description`` changes by ``PUT …/snapshot/{snapname}/config`` (no task; as
   JSON, so an empty one clears it);
-  ``vmstate`` is the snapshot's own (take another one to change it); delete ``DELETE
+  ``vmstate`` is the snapshot's own (take another one to change it); the description is compared but
+  never kept in the ownership row (notes a human wrote, as a guest's); delete ``DELETE
   …/snapshot/{snapname}`` (a task). Privileges: VM.Snapshot on ``/vms/{vmid}``.
 - Refused at plan, as ``__snapshot_prepare`` would refuse the task: a guest that is neither there
   nor declared by this run; a template ("you can't take a snapshot if it's a template"); a config
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.backup import declared
@@ -155,7 +157,7 @@ def declare(
             problems.append(f"{key}: {exc}")
     if problems:
         raise DeclarationError(problems)
-    return decl.declaring(values, adopt)
+    return replace(decl.declaring(values, adopt), unstored=frozenset({"description"}))
 
 
 def _base(decl: Declared) -> str:

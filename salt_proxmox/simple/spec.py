@@ -132,10 +132,14 @@ class Declared:
     values: Mapping[str, object] = field(default_factory=dict)
     adopt: bool = False
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    #: Values compared but never kept in the ownership row: notes a human wrote (a snapshot's
+    #: ``description``), as a guest's description is never stored (``lxc.schema.NEVER_STORED``).
+    unstored: frozenset[str] = frozenset()
 
     def stored(self) -> dict[str, object]:
-        """The declaration as the ownership row keeps it: names and canonical values."""
-        return {**dict(self.names), **dict(self.values)}
+        """The declaration as the ownership row keeps it: names and canonical values (``unstored``
+        ones left out)."""
+        return {**dict(self.names), **{k: v for k, v in self.values.items() if k not in self.unstored}}
 
     def declaring(self, values: Mapping[str, object], adopt: object) -> Declared:
         """This identity (an ``identify`` result) with its checked canonical ``values`` and

@@ -10,6 +10,7 @@ import pytest
 
 from salt_proxmox.backup import adhoc, snapshot
 from salt_proxmox.errors import Refused
+from salt_proxmox.ownership.rows import row_key
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.registry import guests
 from salt_proxmox.simple.lifecycle import absent, present
@@ -39,6 +40,10 @@ def test_a_snapshot_is_taken_by_a_task_and_replanned_clean(fresh_cluster):
     assert done.changes == plan.changes
     assert fresh_cluster.pve.ct(120).snapshots["before-upgrade"]["description"] == "pre 13.2"
     assert fresh_cluster.pve.tasklog[-1]["type"] == "vzsnapshot"
+    row = ctx.ownership.row(row_key(ctx.target.name, "snapshot", "120/before-upgrade"))
+    assert row["declared"] == {"name": "before-upgrade", "vmid": "120", "node": "pve1", "type": "lxc"}, (
+        "notes a human wrote are never kept in a row"
+    )
     start = len(fresh_cluster.pve.requests)
     again = present(ctx, snapshot.SPEC, True, "snap", **SNAP)
     assert (again.result, again.changes) == (True, {}), again.comment
