@@ -104,3 +104,18 @@ def test_the_coverage_report_lists_every_guest_of_the_cluster(fresh_cluster):
     assert report["covered"] == {"CT 120": ["nightly"]}
     assert "VM 300" in report["uncovered"] and "CT 120" not in report["uncovered"]
     assert report["disabled"] == ["old"]
+
+
+def test_backup_required_refuses_an_uncovered_vm_too(fresh_cluster):
+    """The guard is the guest lifecycle's, so VMs take backup: as containers do."""
+    from salt_proxmox.qemu.family import QEMU
+    from tests.support.guests import vm
+
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    declared = {**vm(210), "backup": "required"}
+    _run(ctx, _chunk("proxmox_qemu", "app", **declared))
+    start = len(fresh_cluster.pve.requests)
+    refused = guest_lifecycle.present(ctx, QEMU, "app", True, **declared)
+    assert refused.result is False
+    assert "Refused: backup: required, and no enabled backup job covers VM 210" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
