@@ -124,8 +124,8 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, target
 
 def _note_undeclared(ret, run, ctx, funcs):
     """``ret`` with, on the first state of a run, the note of owned objects the run no longer declares
-    (``salt_proxmox.owned.declared``): comment lines, and the same lines as ``owned_undeclared``, which
-    the ``proxmox_plan`` outputter prints once. Never a write; a row file that cannot be read notes
+    (``salt_proxmox.owned.declared``): comment lines, and the same lines as run ``notes``, which the
+    ``proxmox_plan`` outputter prints once. Never a write; a row file that cannot be read notes
     nothing (the state that needs a row says so)."""
     from salt_proxmox.owned import declared
 
@@ -137,7 +137,7 @@ def _note_undeclared(ret, run, ctx, funcs):
     notes = declared.undeclared_once(run, __context__, rows, default)
     if notes:
         ret["comment"] = "\n".join([ret["comment"], *notes]) if ret.get("comment") else "\n".join(notes)
-        ret["owned_undeclared"] = notes
+        ret["notes"] = [*(ret.get("notes") or []), *notes]
     return ret
 
 
@@ -1982,3 +1982,177 @@ def privileges_needed(mods=None, target=None, saltenv=None):
 
         raise CommandExecutionError(f"the state does not render: {lowstate}")
     return _call(estate.needed, _context(target), lowstate)
+
+
+# --------------------------------------------------------------------------------------- backups
+
+
+def backup_job_get(name, target=None):
+    """
+    One backup job (``GET /cluster/backup/{id}``) as its canonical options; ``None`` only for PVE's
+    "No such job".
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_job_get nightly
+    """
+    return _object_get("backup_job", target, {"name": name})
+
+
+def backup_job_present(name, test=False, target=None, adopt=False, state_id=None, **extra):
+    """
+    Plan or apply one backup job ``name`` (``schedule``, ``enabled``, ``storage``, ``vmid``/``pool``/
+    ``all`` with ``exclude``, ``node``, ``mode``, ``compress``, ``prune-backups``, ``notes-template``,
+    ``protected``, ``notification-mode``, ``mailto``, ``mailnotification``, ``comment``, ...); returns
+    a state return dict.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_job_present nightly schedule=02:00 storage=backups vmid=150,210 test=True
+    """
+    return _object_present("backup_job", name, test, target, state_id, dict(extra, name=name, adopt=adopt))
+
+
+def backup_job_absent(name, test=False, target=None, removal="retain", state_id=None, **extra):
+    """
+    Stop managing a backup job: ``removal=retain`` (default) forgets it, ``removal=destroy`` deletes an
+    owned, unchanged job (never a backup it made).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_job_absent nightly removal=destroy test=True
+    """
+    return _object_absent("backup_job", name, test, target, state_id, removal, dict(extra, name=name))
+
+
+def backup_coverage(target=None):
+    """
+    Which guests of the cluster no enabled backup job covers, and the enabled jobs covering every other
+    guest: ``{uncovered: [CT 150, ...], covered: {VM 210: [nightly]}, disabled: [job ids]}``. PVE's
+    ``/cluster/backup-info/not-backed-up`` counts disabled jobs as covering; this does not.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.backup_coverage
+    """
+    from salt_proxmox.backup import coverage
+
+    return _call(coverage.report, _context(target))
+
+
+def snapshot_present(
+    name, vmid=None, node=None, type=None, test=False, target=None, adopt=False, state_id=None, **extra
+):
+    """
+    Plan or apply one snapshot ``name`` of guest ``vmid`` (``type`` lxc or qemu, on ``node``):
+    ``description``, ``vmstate`` (VMs); returns a state return dict. The snapshot is a PVE task.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.snapshot_present before-upgrade vmid=150 node=pve1 type=lxc test=True
+    """
+    names = dict(extra, name=name, vmid=vmid, node=node, type=type, adopt=adopt)
+    return _object_present("snapshot", name, test, target, state_id, names)
+
+
+def snapshot_absent(
+    name, vmid=None, node=None, type=None, test=False, target=None, removal="retain", state_id=None, **extra
+):
+    """
+    Stop managing a snapshot: ``removal=retain`` (default) forgets it, ``removal=destroy`` deletes an
+    owned, unchanged snapshot (a PVE task).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.snapshot_absent before-upgrade vmid=150 node=pve1 type=lxc removal=destroy test=True
+    """
+    names = dict(extra, name=name, vmid=vmid, node=node, type=type)
+    return _object_absent("snapshot", name, test, target, state_id, removal, names)
+
+
+def snapshot_list(vmid, node=None, target=None):
+    """
+    The snapshots of guest ``vmid`` (``current`` left out), as PVE lists them: ``name``,
+    ``description``, ``snaptime``, ``parent``, ``vmstate`` (VMs).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.snapshot_list 150
+    """
+    from salt_proxmox.backup import adhoc
+    from salt_proxmox.registry import guests
+
+    return _call(adhoc.list_snapshots, _context(target), guests(), vmid, node)
+
+
+def snapshot_create(vmid, snapname, node=None, description=None, vmstate=None, target=None, adopt=False):
+    """
+    Take snapshot ``snapname`` of a guest this minion owns (a PVE task), after the checks a plan makes
+    (a config lock, a volume that cannot snapshot, ``vmstate`` of a stopped VM). A guest this minion did
+    not create or adopt, or one not carrying its recorded fingerprint, is refused unless ``adopt=True``.
+    Returns ``{vmid, node, type, snapname, upid}``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.snapshot_create 150 before-upgrade description='pre 13.2'
+    """
+    from salt_proxmox.backup import adhoc
+    from salt_proxmox.registry import guests
+
+    ctx = _context(target)
+    return _call(adhoc.create, ctx, guests(), vmid, snapname, node, description, vmstate, adopt)
+
+
+def snapshot_delete(vmid, snapname, node=None, target=None, adopt=False):
+    """
+    Delete snapshot ``snapname`` of a guest this minion owns (a PVE task; never forced). Ownership as
+    ``proxmox.snapshot_create``. Returns ``{vmid, node, type, snapname, upid}``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.snapshot_delete 150 before-upgrade
+    """
+    from salt_proxmox.backup import adhoc
+    from salt_proxmox.registry import guests
+
+    return _call(adhoc.delete, _context(target), guests(), vmid, snapname, node, adopt)
+
+
+def snapshot_rollback(vmid, snapname, node=None, target=None, adopt=False, test=False):
+    """
+    Roll a guest this minion owns back to snapshot ``snapname`` (a PVE task), saying what it discards:
+    ``discards: {config: {key: {old, new}}, later_snapshots: [...]}``. With ``test=True`` only that is
+    returned and nothing is sent. Ownership as ``proxmox.snapshot_create``. Returns ``{vmid, node,
+    type, snapname, discards, upid}``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.snapshot_rollback 150 before-upgrade test=True
+        salt-call proxmox.snapshot_rollback 150 before-upgrade
+    """
+    from salt_proxmox.backup import adhoc
+    from salt_proxmox.registry import guests
+
+    return _call(
+        adhoc.rollback, _context(target), guests(), vmid, snapname, node, adopt, _switch("test", test)
+    )

@@ -14,12 +14,13 @@ delete), ``o`` (ownership only) or ``!`` (refused or failed), followed by what c
 - a list (a role's privileges) by what it gains and loses; any other key as ``old → new``;
 - values PVE holds pending until a restart under ``pending``;
 
-then the comment lines of the state. States with nothing to do are counted, not listed; the owned
-objects the run no longer declares (a state's ``owned_undeclared``) are one ``#`` line each. The last
+then the comment lines of the state. States with nothing to do are counted, not listed. The last
 lines count, per family, what would be (or was) created, updated, destroyed, left pending a
 restart, refused, and what needs no change; a change to ownership alone (a row recorded by
 ``adopt: true`` with nothing to write, a row forgotten by ``removal: retain``: the ``ownership``
-and ``fingerprint`` keys) is counted apart from PVE writes, as ``ownership only``.
+and ``fingerprint`` keys) is counted apart from PVE writes, as ``ownership only``; then the run's
+notes (a return's ``notes``: the owned objects the run no longer declares, the backup coverage), each
+once, whichever state carried it.
 
 A VM's property strings (``netN``, drives, ``ipconfigN``, ``cpu``, ``agent`` ...) are shown per
 sub-key as a container's are. A node's network or the SDN apply states show in a plan the staged
@@ -298,7 +299,7 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
     fleet: dict[str, dict[str, int]] = {}
     total: dict[str, int] = {}
     out: list[str] = []
-    notes: list[str] = []  # owned objects the run no longer declares, once per run (never a write)
+    notes: list[str] = []  # the run's notes (a return's ``notes``), each once
     for minion in sorted(states, key=str):
         returns = states[minion]
         mine = fleet.setdefault(minion, {})
@@ -312,11 +313,11 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
             continue
         unreachable: dict[str, list[str]] = {}
         for tag, ret in sorted(returns.items(), key=lambda item: item[1].get("__run_num__", 0)):
+            notes.extend(note for note in _notes(ret) if note not in notes)
             parts = tag.split("_|-")
             module = parts[0]
             state_id = parts[1] if len(parts) > 1 else tag
             kind = bucket(ret)
-            notes.extend(ret.get("owned_undeclared") or [])
             _count([counts.setdefault(family(module), {}), mine, total], kind)
             if kind == "same":
                 continue
@@ -328,7 +329,8 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
             colour = colours.get(COLOURS[kind], "")
             out.append(f"{colour}{MARKS[kind]} {state_id}{end} ({module}.{parts[-1]})")
             out.extend(f"    {line}" for line in change_lines(module, ret.get("changes") or {}, kind))
-            out.extend(f"    # {line}" for line in comment.splitlines())
+            noted = set(_notes(ret))
+            out.extend(f"    # {line}" for line in comment.splitlines() if line not in noted)
         for target, comments in unreachable.items():
             colour = colours.get(COLOURS["unreachable"], "")
             number = len(comments)
@@ -337,7 +339,6 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
                 "not run"
             )
             out.extend(f"    # {line}" for line in comments[0].splitlines())
-    out.extend(f"# {note}" for note in notes)
     words = 1 if test else 2
     out.append(f"{'Plan' if test else 'Apply'}: {_summary(total, words, always=False)}.")
     for name in sorted(counts):
@@ -347,7 +348,17 @@ def render(data: object, test: bool, colours: dict[str, str] | None = None) -> s
             named = clusters(states[minion])
             where = f" (cluster {', '.join(named)})" if named else ""
             out.append(f"  minion {minion}{where}: {_summary(fleet[minion], words)}")
+    if notes:
+        out.append("Notes:")
+        out.extend(f"  * {note}" for note in notes)
     return "\n".join(out)
+
+
+def _notes(ret: dict) -> list[str]:
+    """The run notes a state return carries (``notes``: what the run as a whole has to say, such as
+    the backup coverage, given by one state of the run)."""
+    notes = ret.get("notes")
+    return [str(note) for note in notes] if isinstance(notes, list) else []
 
 
 def applied(data: object) -> bool:

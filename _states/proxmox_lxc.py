@@ -23,6 +23,7 @@ without it, by the same judge.
         - shutdown_timeout: 60       # seconds a shutdown waits (status: stopped only)
         - force_stop: false          # true lets PVE stop it hard after that timeout
         - removal: retain            # or destroy (used by absent)
+        - backup: required           # refused at plan while no enabled backup job covers it
         - secrets_pillar: secrets:web  # reads password from pillar secrets:web (never an argument)
 
 ``password`` is a secret and never a state argument (Salt keeps a state's arguments in

@@ -28,6 +28,7 @@ without it, by the same judge.
         - adopt: false               # true takes over a live VM this minion did not create
         - reboot_for_pending: false  # true reboots it when changes it wrote wait for a restart
         - removal: retain            # or destroy (used by absent)
+        - backup: required           # refused at plan while no enabled backup job covers it
 
     app:
       proxmox_qemu.present:

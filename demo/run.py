@@ -97,6 +97,9 @@ def main() -> int:
                 rows = state_rows(ret)
                 runs.append((rows, cluster.pve.requests[before:]))
                 pbs_writes = [m for m, _, _ in pbs.pbs.requests[pbs_before:] if m != "GET"]
+                notes = [note for r in ret.values() if isinstance(r, dict) for note in r.get("notes") or ()]
+                if not any(note.startswith("backup coverage: ") for note in notes):
+                    failures.append(f"{title}: the run did not note its backup coverage")
                 print(f"== {title} — {elapsed:.1f}s, {len(cluster.pve.requests) - before} PVE requests ==")
                 print(outputter.render({"local": ret}, test="test=True" in args, colours=colours))
                 print()

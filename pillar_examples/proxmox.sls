@@ -23,6 +23,10 @@ proxmox:
       status: running       # started by its own start task after the create; checked on every run
       pool: prod            # created in pool prod (declared below); a later change moves it
       # password: from secrets.sls, sent with the create only, never shown or kept
+      backup: required      # a plan refuses it while no enabled backup job covers it (see backup_jobs)
+      snapshots:            # one proxmox_snapshot state each, after the container; never rolled back by a state
+        - snapname: first-boot
+          description: As created by salt-proxmox
 
     db:
       vmid: 151
@@ -216,6 +220,18 @@ proxmox:
       content: images,rootdir
       krbd: false
 
+  # Backup jobs (Datacenter → Backup), cluster-wide. The schedule is a calendar event compared by
+  # meaning ('02:00' and '2:00' are one); every plan notes the declared guests no enabled job covers.
+  backup_jobs:
+    nightly:
+      schedule: '02:00'
+      storage: backups
+      vmid: [120, 150, 151, 210, 211]   # or pool: <poolid>, or all: true with exclude: [...]
+      mode: snapshot
+      compress: zstd
+      prune-backups: keep-daily=7,keep-weekly=4
+      comment: Every guest of this estate, nightly
+
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.
@@ -277,6 +293,9 @@ proxmox:
         - Sys.Modify           # the cluster firewall (aliases, options, IP sets, groups), custom roles, node interfaces and reloads
         - Pool.Allocate        # pools
         - Permissions.Modify   # ACL entries
+        - VM.Backup            # backup jobs of a pool (pve-manager API2/Backup.pm)
+        - VM.Snapshot          # snapshots (proxmox_snapshot, proxmox.snapshot_create/delete)
+        - VM.Snapshot.Rollback # proxmox.snapshot_rollback
         - SDN.Allocate         # SDN zones, vnets, subnets, the SDN lock and apply
         - Sys.Console          # HA resources, groups and rules (pve-ha-manager API2/HA/*.pm)
         - VM.Backup            # restoring a backup (pve-storage check_volume_access)

@@ -20,6 +20,9 @@ class Outcome:
     result: bool | None = True
     changes: dict = field(default_factory=dict)
     comment: list[str] = field(default_factory=list)
+    #: What the run as a whole has to say (backup coverage), given by one state of the run: the return
+    #: carries it as ``notes`` (the plan outputter prints it once, after the summary) and in the comment.
+    run_notes: list[str] = field(default_factory=list)
 
     def fail(self, *lines: str) -> Outcome:
         """Mark failed, adding each line to the comment."""
@@ -33,13 +36,16 @@ class Outcome:
         return self.fail(*exc.refusals(), "Nothing was written.")
 
     def salt_return(self, name: str) -> dict:
-        """The dict a Salt state function returns."""
-        return {
+        """The dict a Salt state function returns (with ``notes`` when the state carries run notes)."""
+        ret = {
             "name": name,
             "result": self.result,
             "changes": self.changes,
-            "comment": "\n".join(self.comment),
+            "comment": "\n".join([*self.comment, *self.run_notes]),
         }
+        if self.run_notes:
+            ret["notes"] = list(self.run_notes)
+        return ret
 
 
 def text_diff(old: str | None, new: str | None, old_label: str, new_label: str) -> str:

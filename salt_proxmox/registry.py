@@ -253,6 +253,20 @@ _HA_RULE = {
     "comment": "Example",
 }
 _HA_GROUP = {"name": "example-group", "nodes": ["pve1:2", "pve2:1"], "restricted": 0, "comment": "Example"}
+#: A nightly job backing up the cluster's container 120 to a storage the
+#: cluster has (pve-manager ``PVE/API2/Backup.pm`` ``create_job``).
+_BACKUP_JOB = {
+    "name": "example-nightly",
+    "schedule": "02:00",
+    "storage": "local",
+    "vmid": "120",
+    "mode": "snapshot",
+    "compress": "zstd",
+    "comment": "Example",
+}
+#: A snapshot of the cluster's container 120, whose volumes are on zfspool (snapshots: pve-storage
+#: ZFSPoolPlugin.pm volume_has_feature).
+_SNAPSHOT = {"name": "example-snap", "vmid": 120, "node": "pve1", "type": "lxc", "description": "Example"}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -611,6 +625,16 @@ FAMILIES: tuple[Family, ...] = (
     ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC", _CT),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU", _VM),
+    # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
+    _simple(
+        "backup_job",
+        "backup.job",
+        "backup_jobs",
+        _BACKUP_JOB,
+        {"schedule": "03:30"},
+        {"comment": ""},
+        {"mode": "fast"},
+    ),
     # The firewall runs after the guests: a guest's options, IP sets and aliases need their guest.
     Family(
         name="firewall",
@@ -710,7 +734,39 @@ FAMILIES: tuple[Family, ...] = (
             },
         ),
     ),
+    Family(
+        name="snapshot",
+        state="proxmox_snapshot",
+        module="proxmox",
+        calls=_present_absent("proxmox", "snapshot"),
+        kinds=(Kind("snapshot", spec="salt_proxmox.backup.snapshot:SPEC"),),
+        section="proxmox:{lxc,qemu}:<id>:snapshots",
+        prefix="proxmox-snapshot-",
+        examples=Examples(
+            create=_SNAPSHOT,
+            update={**_SNAPSHOT, "description": "Example, before the upgrade"},
+            clear={**_SNAPSHOT, "description": ""},
+            delete={key: _SNAPSHOT[key] for key in ("name", "vmid", "node", "type")} | {"removal": "destroy"},
+            bad={
+                **_bad(_SNAPSHOT, {key: _SNAPSHOT[key] for key in ("name", "vmid", "node", "type")}),
+                "wrong type": ("present", {**_SNAPSHOT, "vmid": "one-twenty"}, "vmid"),
+            },
+        ),
+    ),
 )
+
+#: Keys a container or VM declaration carries that another family judges: ``{key: "module:attribute"}``
+#: of a guard the guest lifecycle calls before it decides anything, as ``guard(ctx, kind, vmid, node,
+#: pool, value)`` (``value`` None when the declaration has no such key), returning ``(refusals, run
+#: notes)``: a refusal fails the guest's state with nothing written; a run note is said once per run
+#: (``Outcome.run_notes``).
+GUEST_KEYS: Mapping[str, str] = MappingProxyType({"backup": "salt_proxmox.backup.coverage:guest_guard"})
+
+
+def guest_guards() -> dict[str, object]:
+    """``{key: guard}`` of ``GUEST_KEYS``, imported."""
+    return {key: _imported(path) for key, path in GUEST_KEYS.items()}
+
 
 #: ``{state module: Family}``.
 BY_STATE: Mapping[str, Family] = MappingProxyType({family.state: family for family in FAMILIES})

@@ -38,6 +38,13 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    keep-*, notification-mode, notify, notify-user, tuning,
                                    maintenance-mode, verify-new, target (a proxmox:pbs_targets name),
                                    adopt; ``ensure: absent`` with removal and destroy_data.
+  proxmox:backup_jobs:<id>         proxmox_backup_job: schedule, storage, vmid | pool | all (with
+                                   exclude), node, mode, compress, prune-backups, notes-template,
+                                   protected, notification-mode, mailto, mailnotification, enabled,
+                                   comment, target, adopt (removal for absent).
+  proxmox:lxc|qemu:<id>:snapshots  a list of {snapname, description, vmstate (VMs), adopt, ensure,
+                                   removal}: one proxmox_snapshot state each, requiring its guest; a
+                                   snapshot is never rolled back by a state.
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
@@ -57,8 +64,9 @@ the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
 policies first, then aliases, pools, roles, realms, groups, users, tokens, ACL entries, Ceph pools, PBS
-datastores, storage, node networks, SDN, containers, VMs, then the firewall; a pool declared absent runs
-after the guests (they move out of it first, so one apply empties and deletes it). Only real
+datastores, storage, node networks, SDN, containers, VMs, backup jobs, then the firewall, then the
+guests' snapshots; a pool declared absent runs after the guests (they move out of it first, so one
+apply empties and deletes it). Only real
 dependencies are requisites, so a family fails alone:
 
 - an ACL entry requires the role it grants, the user, group or token it names and the pool of a
@@ -77,6 +85,9 @@ dependencies are requisites, so a family fails alone:
   (docs/design.md §7b);
 - SDN: a vnet requires its zone, a subnet its vnet, and the SDN apply every SDN object and every node
   apply (it reloads every node);
+- a backup job requires its storage, its pool and the containers and VMs its vmid lists, when this
+  pillar declares them present;
+- a snapshot requires its container or VM;
 - a container or VM requires the interface (on its node) or the vnet its ``netN`` bridge names, when
   this pillar declares it present, and the apply that runs it;
 - the firewall runs after the guests (LATE): a guest scope's options, IP sets and aliases
@@ -117,6 +128,16 @@ import unicodedata
 from collections.abc import Mapping
 
 import salt.state
+
+# A backup job's options (salt_proxmox/backup/job.py FIELDS; tests/unit/test_formula_backup.py pins them):
+# an absent job passes none of them.
+BACKUP_JOB_OPTIONS = frozenset(
+    {
+        "schedule", "enabled", "repeat-missed", "comment", "storage", "vmid", "pool", "all", "exclude",
+        "node", "mode", "compress", "prune-backups", "notes-template", "protected", "notification-mode",
+        "mailto", "mailnotification", "notification-policy", "notification-target", "maxfiles",
+    }
+)  # fmt: skip
 
 # The families, as salt_proxmox/registry.py FAMILIES lists them (this file cannot import it: synced
 # from file_roots, only Salt's loader reaches the library). tests/unit/test_registry.py pins SECTIONS,
@@ -319,6 +340,14 @@ SECTIONS = [
         ["ensure", "name"],
         None,
     ),
+    (
+        "proxmox:backup_jobs",
+        "proxmox-backup-job-",
+        "proxmox_backup_job",
+        "backup job (schedule, storage, vmid, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "adopt", *sorted(BACKUP_JOB_OPTIONS)],
+    ),
 ]
 
 # The sections whose entries nest (a node's interfaces, SDN zones, vnets and subnets), rendered by
@@ -333,6 +362,12 @@ NESTED = [
 LATE = [
     ("proxmox:firewall", "proxmox-firewall-", "proxmox_firewall"),
 ]
+# What a container or VM entry nests: its snapshots (a list under ``snapshots:``), each one state of
+# proxmox_snapshot requiring its guest, run after every section: (pillar path, state id prefix, state module).
+GUEST_NESTED = [("proxmox:{lxc,qemu}:<id>:snapshots", "proxmox-snapshot-", "proxmox_snapshot")]
+# The keys a snapshot entry takes (salt_proxmox/backup/snapshot.py), and those its absent state passes.
+SNAPSHOT_KEYS = {"snapname", "description", "vmstate", "adopt", "ensure", "removal"}
+SNAPSHOT_ABSENT_KEYS = ["removal"]
 
 # The state that fails naming a pillar key (_states/proxmox_pillar.py). Salt's test.configurable_test_state
 # passes under test=True in Salt 3006, so a refused entry would not show in a plan.
@@ -351,7 +386,7 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, pools, roles, realms, groups, users, tokens, acls, "
-    "ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, firewall"
+    "ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -962,6 +997,21 @@ def _firewall_rules(pillar, states, aliases, guests, target):
         states[prefix + key] = {"proxmox_firewall.rules": args}
 
 
+def _guest_needs(vmids, sections):
+    """The guest states a backup job requires: those of the vmids it lists (a list, or a comma
+    separated text), when this pillar declares them present."""
+    items = vmids if isinstance(vmids, (list, tuple)) else str(vmids or "").replace(";", ",").split(",")
+    wanted = {str(item).strip() for item in items}
+    needs = []
+    for path in GUESTS:
+        module = "proxmox_lxc" if path == "proxmox:lxc" else "proxmox_qemu"
+        prefix = "proxmox-lxc-" if path == "proxmox:lxc" else "proxmox-qemu-"
+        for key, declared in sections[path]:
+            if _present(declared) and str(declared.get("vmid")) in wanted:
+                needs.append({module: prefix + key})
+    return needs
+
+
 def estate(pillar):
     """The highstate for ``pillar``: state id -> ``{"<module>.<function>": [one {argument: value} per
     argument]}``, in run order."""
@@ -995,6 +1045,7 @@ def estate(pillar):
     bridges = {}
     # Pools declared absent run after the guests, which move their members out first (LAST_ABSENT).
     last = {}
+    snapshots = []
     for path, prefix, module, _what, skip_present, skip_absent in SECTIONS:
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
@@ -1008,6 +1059,9 @@ def estate(pillar):
                     args = _arguments(name, declared, skip_absent)
                 (last if path in LAST_ABSENT else states)[prefix + key] = {f"{module}.absent": args}
                 continue
+            if path in GUESTS and "snapshots" in declared:
+                snapshots.append((path, prefix + key, key, declared))
+                declared = {k: v for k, v in declared.items() if k != "snapshots"}
             secrets = [key for key in SECRETS.get(path, ()) if key in declared]
             args = _arguments(name, declared, [*skip_present, *secrets])
             if path == "proxmox:qemu" and "name" not in declared and "name_from_id" not in declared:
@@ -1040,6 +1094,12 @@ def estate(pillar):
             elif path == "proxmox:tokens":
                 user = _text(name).rpartition("!")[0] if _text(name) else None
                 needs.append(present["proxmox:users"].get(user))
+            elif path == "proxmox:backup_jobs":
+                # A job on its storage, its pool and the guests it names (pve-manager PVE/VZDump.pm
+                # get_included_guests), when this pillar declares them present.
+                needs.append(present["proxmox:storage"].get(_text(declared.get("storage"))))
+                needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))
+                needs.extend(_guest_needs(declared.get("vmid"), sections))
             elif path == "proxmox:acls":
                 needs.append(present["proxmox:roles"].get(_text(declared.get("role"))))
                 for kind in ("user", "group", "token"):
@@ -1067,8 +1127,51 @@ def estate(pillar):
             state.append({"require": [need]})
     aliases = {name.lower(): need for name, need in present["proxmox:firewall_aliases"].items()}
     _firewall(pillar, states, guests, aliases)
+    # A guest's snapshots come last: each requires its guest (GUEST_NESTED).
+    for path, guest_id, key, declared in snapshots:
+        _snapshots(states, path, guest_id, key, declared)
     states.update(last)
     return states
+
+
+def _snapshots(states, path, guest_id, key, declared):
+    """One proxmox_snapshot state per entry of a guest's ``snapshots:`` list, requiring the guest: its
+    ``snapname`` is the state's name; the guest's vmid, node, family (type) and target go with it. An
+    entry of another shape, without a snapname or with another key is one failing state naming it."""
+    where = f"{path}:{_printable(key)}:snapshots"
+    raw = declared["snapshots"]
+    if raw is None:
+        return
+    if not isinstance(raw, (list, tuple)):
+        what = f"pillar {where} is {_shape(raw)}, not a list of snapshots ({{snapname: ..., description: ...}})."
+        _failing(states, f"proxmox-snapshot-{key}-pillar", where, what)
+        return
+    kind = path.partition(":")[2]
+    for index, entry in enumerate(raw):
+        shown = f"{where}:{index}"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("snapname"), str) or not entry["snapname"]:
+            what = f"pillar {shown} is {_shape(entry)}; a snapshot is a mapping with a snapname (text)."
+            _failing(states, f"proxmox-snapshot-{key}-{index}", shown, what)
+            continue
+        state_id = f"proxmox-snapshot-{key}-{entry['snapname']}"
+        unknown = sorted(_printable(k) for k in entry if k not in SNAPSHOT_KEYS)
+        problems = _problems(where, entry)
+        if unknown:
+            problems.append(f"unknown key(s) {', '.join(unknown)}: a snapshot takes {', '.join(sorted(SNAPSHOT_KEYS))}")
+        if problems:
+            _failing(states, state_id, shown, f"pillar {shown}: {'; '.join(problems)}.")
+            continue
+        guest = {"vmid": declared.get("vmid"), "node": declared.get("node"), "type": kind}
+        if declared.get("target") is not None:
+            guest["target"] = declared["target"]
+        if _present(entry):
+            own = {k: v for k, v in entry.items() if k not in ("snapname", "ensure", "removal")}
+            args = _arguments(entry["snapname"], {**guest, **own}, [])
+            args.append({"require": [{f"proxmox_{kind}": guest_id}]})
+            states[state_id] = {"proxmox_snapshot.present": args}
+        else:
+            absent = {k: v for k, v in entry.items() if k in SNAPSHOT_ABSENT_KEYS}
+            states[state_id] = {"proxmox_snapshot.absent": _arguments(entry["snapname"], {**guest, **absent}, [])}
 
 
 def run():

@@ -145,6 +145,18 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
     "sdn_vnet": {
         "write": (("provision", "/sdn/zones/{zone}", ("SDN.Allocate",), False, "pve-network SDN/Vnets.pm"),),
     },
+    "backup_job": {
+        "read": (("read", "/", _AUDIT, False, "pve-manager API2/Backup.pm index"),),
+        "write": (
+            ("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Backup.pm create/update/delete_job"),
+        ),
+    },
+    "snapshot": {
+        "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-guest-common snapshot_list (VM.Audit)"),),
+        "write": (
+            ("provision", "/vms/{vmid}", ("VM.Snapshot",), False, "qemu-server, pve-container snapshot"),
+        ),
+    },
     "firewall_group": {
         "read": (("read", "/", _AUDIT, False, "pve-firewall API2/Firewall/Groups.pm list_security_groups"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-firewall Groups.pm create/delete"),),

@@ -17,6 +17,7 @@ from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.export.objects import EXPORT, Exported, Found
 from salt_proxmox.guest.family import Family
 from salt_proxmox.guest.live import operator_config
+from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.run.context import PveContext
 
@@ -27,6 +28,25 @@ GENERATED = ("vmgenid", "meta", "template")
 #: The create secrets a config shows only masked (qemu-server prints ``cipassword`` as ``**********``),
 #: by family kind: never exported; the note names where they go.
 SECRETS = {"lxc": ("password",), "qemu": ("cipassword",)}
+
+
+def _snapshots(ctx: PveContext, kind: str, vmid: int, node: str) -> list[dict]:
+    """The guest's snapshots as its ``snapshots:`` list declares them (``proxmox_snapshot``, each with
+    ``adopt: true``), from ``GET /nodes/{node}/{lxc|qemu}/{vmid}/snapshot`` (pve-guest-common
+    ``snapshot_list``: ``current`` is the running state, no snapshot). Raises what the read raises."""
+    path = f"nodes/{api_path(node)}/{kind}/{vmid}/snapshot"
+    rows = get_rows(ctx.client, path, ctx.broker.read(), what="snapshots")
+    out = []
+    for row in rows:
+        if row.get("name") in (None, "current"):
+            continue
+        entry: dict = {"snapname": str(row["name"])}
+        if row.get("description"):
+            entry["description"] = str(row["description"]).rstrip("\n")
+        if kind == "qemu" and row.get("vmstate"):
+            entry["vmstate"] = 1
+        out.append({**entry, "adopt": True})
+    return out
 
 
 def export(ctx: PveContext, family: Family, keep: Callable[[dict], bool]) -> Found:
@@ -57,6 +77,13 @@ def export(ctx: PveContext, family: Family, keep: Callable[[dict], bool]) -> Fou
         if pool:
             declared["pool"] = pool
         declaration = {"vmid": vmid, "node": node, **declared, "adopt": True}
+        try:
+            snapshots = _snapshots(ctx, family.kind, vmid, node)
+        except SaltProxmoxError as exc:
+            found.notes.append(f"{what}: its snapshots are not exported, they cannot be read: {exc}")
+            snapshots = []
+        if snapshots:
+            declaration["snapshots"] = snapshots
         try:
             family.parse(EXPORT, vmid=vmid, node=node, target=ctx.target.name, config=declared)
         except (DeclarationError, TypeError, ValueError) as exc:

@@ -69,6 +69,20 @@ def owned_guest(
     return decl, row
 
 
+def owned_unless_adopted(
+    ctx: PveContext, family: Family, node: str, vmid: int, action: tuple[str, str], adopt: bool
+) -> None:
+    """The ownership check of an ad-hoc call that may act without taking the guest over: with
+    ``adopt`` nothing is checked; else ``owned_guest``'s checks, whose refusal names ``adopt=True``.
+    Raises what ``owned_guest`` raises."""
+    if adopt:
+        return
+    try:
+        owned_guest(ctx, family, node, vmid, action)
+    except Refused as exc:
+        raise Refused([*exc.reasons, "Or pass adopt=True to act on it without taking it over."]) from None
+
+
 def resize(ctx: PveContext, family: Family, node: object, vmid: object, disk: object, size: object) -> str:
     """Grow one volume of a guest of ``family`` this minion owns (``proxmox.lxc_resize``,
     ``proxmox.qemu_resize``), as a task awaited with the provision credential that started it;

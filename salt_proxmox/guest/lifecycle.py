@@ -30,6 +30,7 @@ membership) and ``adhoc`` (the ad-hoc calls on one guest); this module is their 
 
 from __future__ import annotations
 
+from salt_proxmox import registry
 from salt_proxmox.access.privileges import planning
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.guest import identity
@@ -102,15 +103,29 @@ def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declar
     with ``reboot_for_pending: true`` does the apply reboot the guest (``POST …/status/reboot``, a
     task awaited by the credential that started it) so they take effect, and only when every
     pending change is one this state declares.
+
+    Keys another family judges (``registry.GUEST_KEYS``: ``backup``) are taken out first and handed
+    to that family's guard: its refusals refuse the state before anything is read or written for
+    the guest; its run notes (the run's backup coverage, once per run) ride on the return.
     """
     vmid, node, pool = declared.get("vmid"), declared.get("node"), declared.get("pool")
     planning(ctx, test)
+    refusals, run_notes = [], []
+    for key, guard in registry.guest_guards().items():
+        refused, notes = guard(ctx, family.kind, vmid, node, pool, declared.pop(key, None))
+        refusals += refused
+        run_notes += notes
+    if refusals:
+        outcome = Outcome(run_notes=run_notes).refuse(DeclarationError(refusals))
+        outcome.comment.extend(ctx.take_notes())
+        return outcome
     outcome = _present(ctx, family, state_id, test, declared)
     if pool is not None and outcome.result is not False and "created" not in outcome.changes:
         # Validated by _present's parse (a bad pool fails it, result False).
         what = family.what(vmid_number(vmid), str(node))
         outcome = pool_membership(ctx, what, vmid_number(vmid), str(pool), test, outcome)
     outcome.comment.extend(ctx.take_notes())
+    outcome.run_notes.extend(run_notes)
     return outcome
 
 

@@ -435,7 +435,7 @@ def power_call(
     Raises DeclarationError (vmid, node, timeout, adopt, force_stop malformed), Refused, PveError,
     TaskFailed, Uncertain.
     """
-    from salt_proxmox.guest.adhoc import owned_guest
+    from salt_proxmox.guest.adhoc import owned_unless_adopted
 
     needs, leaves, segment, done = CALLS[call]
     force_stop, force_problem = pve_boolean("force_stop", force_stop)
@@ -445,11 +445,7 @@ def power_call(
     if any(problems):
         raise DeclarationError([problem for problem in problems if problem])
     family, where, number = locate(ctx, families, vmid, node)
-    if not adopt:
-        try:
-            owned_guest(ctx, family, where, number, (call, done))
-        except Refused as exc:
-            raise Refused([*exc.reasons, "Or pass adopt=True to act on it without taking it over."]) from None
+    owned_unless_adopted(ctx, family, where, number, (call, done), bool(adopt))
     current = read_current(ctx, family.kind, where, number)
     now = str(current["status"])
     out = {"vmid": number, "node": where, "type": family.kind, "status": now, "changed": False, "upid": None}

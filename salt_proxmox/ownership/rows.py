@@ -171,9 +171,19 @@ def fingerprint_problem(value: object) -> str | None:
     return None
 
 
+#: The row families whose ``vmid`` is the guest's own (a backup job's is the list of guests it names).
+GUEST_ROWS = ("lxc", "qemu")
+
+
+def _records_guest(key: str) -> bool:
+    """Whether row ``key`` (``<target>/<family>/<identity>``) is a guest's."""
+    parts = key.split("/")
+    return len(parts) < 3 or parts[1] in GUEST_ROWS
+
+
 def check_row(key: str, row: dict) -> dict:
     """``row`` when it reads as a row: ``phase`` creating|owned, ``state_id`` a string and
-    ``declared`` a mapping (when present), whose ``vmid``, when it records one, is a number, and
+    ``declared`` a mapping (when present), whose ``vmid``, when a guest's row records one, is a number, and
     a ``fingerprint``, when present, a mapping of text to text (docs/design.md §8).
 
     Raises OwnershipCorrupt naming the row, what is wrong and how to repair it. Rows are written
@@ -187,7 +197,7 @@ def check_row(key: str, row: dict) -> dict:
         why = "its state_id is not a string"
     elif not isinstance(declared, dict):
         why = "its declared keys are not a mapping"
-    elif "vmid" in declared and not _is_number(declared["vmid"]):
+    elif "vmid" in declared and _records_guest(key) and not _is_number(declared["vmid"]):
         why = f"its recorded vmid {declared['vmid']!r:.40} is not a number"
     elif FINGERPRINT in row:
         why = fingerprint_problem(row[FINGERPRINT])

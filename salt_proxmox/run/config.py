@@ -24,7 +24,7 @@ from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.lowstate import KeysOf, Run, twins_refusal
-from salt_proxmox.run.memo import RunMemo
+from salt_proxmox.run.memo import RunMemo, keep_run
 
 #: The ``config.get`` key naming the JSON file that holds ownership rows instead of the grain.
 OWNERSHIP_FILE = "proxmox:ownership_file"
@@ -173,7 +173,7 @@ def enter_run(ctx: PveContext, kwargs: Mapping[str, object], cache: MutableMappi
     run = run_of(kwargs, cache)
     ctx.begin(None if run is None else run.key)
     if run is not None:
-        ctx.memo.chunks = run
+        keep_run(ctx.memo, run)
     return run
 
 

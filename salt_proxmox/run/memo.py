@@ -105,3 +105,29 @@ def leaving_pool(memo: RunMemo, target: str, poolid: str) -> set[tuple[str, int]
         kind, _, vmid = item.partition("/")
         found.add((kind, int(vmid)))
     return found
+
+
+def keep_run(memo: RunMemo, run: object) -> None:
+    """Keep ``run`` (the ``lowstate.Run`` the current states belong to, or None outside a state run),
+    kept by ``run.config.enter_run`` for a check that reads every declaration of the run (backup
+    coverage); dropped with the rest when another run begins."""
+    memo.chunks = run
+
+
+def current_run(memo: RunMemo) -> object:
+    """The state run ``keep_run`` kept, or None (a call outside a state run)."""
+    return memo.chunks
+
+
+#: The run-wide notes already given in this run (``note_once``), keyed by target and topic.
+NOTED = "salt_proxmox.noted/{target}/{topic}"
+
+
+def note_once(memo: RunMemo, target: str, topic: str) -> bool:
+    """True the first time a state of this run asks for ``topic`` on ``target`` (it gives the note),
+    False afterwards: a run-wide note (backup coverage) appears once per run, not once per state."""
+    key = NOTED.format(target=target, topic=topic)
+    if memo.get(key):
+        return False
+    memo[key] = True
+    return True

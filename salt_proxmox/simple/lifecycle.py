@@ -301,7 +301,11 @@ def _send_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, w
     if spec.send is not None:
         spec.send(ctx, decl, call, what)
         return
-    if spec.task_node is None or what.split(" ", 1)[0] not in spec.task_writes:
+    if (
+        spec.task_node is None
+        or what.split(" ", 1)[0] not in spec.task_writes
+        or call.method not in spec.task_methods
+    ):
         send(ctx, ctx.broker.provision(), call)
         return
     if call.json:

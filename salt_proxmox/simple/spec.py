@@ -140,10 +140,14 @@ class Declared:
     values: Mapping[str, object] = field(default_factory=dict)
     adopt: bool = False
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    #: Values compared but never kept in the ownership row: notes a human wrote (a snapshot's
+    #: ``description``), as a guest's description is never stored (``lxc.schema.NEVER_STORED``).
+    unstored: frozenset[str] = frozenset()
 
     def stored(self) -> dict[str, object]:
-        """The declaration as the ownership row keeps it: names and canonical values."""
-        return {**dict(self.names), **dict(self.values)}
+        """The declaration as the ownership row keeps it: names and canonical values (``unstored``
+        ones left out)."""
+        return {**dict(self.names), **{k: v for k, v in self.values.items() if k not in self.unstored}}
 
     def declaring(self, values: Mapping[str, object], adopt: object) -> Declared:
         """This identity (an ``identify`` result) with its checked canonical ``values`` and
@@ -266,6 +270,9 @@ class ObjectSpec:
     #: is not: proxmox-backup ``src/api2/config/datastore.rs``).
     task_writes: tuple[str, ...] = ("create", "update", "delete")
     send: Callable[[PveContext, Declared, Call, str], None] | None = None
+    #: The write methods that are tasks when ``task_node`` is set (a snapshot's create and delete are;
+    #: its description's ``PUT …/config`` is not).
+    task_methods: tuple[str, ...] = ("POST", "PUT", "DELETE")
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

@@ -175,6 +175,12 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:sdn":
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":
+        # A snapshot is an entry of its guest's snapshots list; the guest entry declares the guest too.
+        guest = {"vmid": entry.pop("vmid"), "node": entry.pop("node")}
+        kind = entry.pop("type")
+        snap = {"snapname": name, **{key: value for key, value in entry.items()}}
+        return {top: {kind: {f"guest-{guest['vmid']}": {**guest, "snapshots": [snap]}}}}
     if family.section == "proxmox:firewall":
         kind = fun.removesuffix("_absent")
         return {top: {section: {kind if kind in ("rules", "options") else f"{kind}s": {name: entry}}}}

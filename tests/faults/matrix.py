@@ -46,6 +46,7 @@ GROUPS = {
     "network": "Node networks and SDN: staged, then applied one node at a time with health checks",
     "vms": "VMs: created from scratch or by clone, configured, grown, refused, with the containers' rules",
     "power": "Power state: start and shutdown tasks, never a silent hard stop",
+    "backups": "Backups: a guest that must be backed up is covered by an enabled job, or refused",
 }
 
 
@@ -2699,6 +2700,57 @@ POWER = [
     ),
 ]
 SCENARIOS += POWER
+
+#: ``backup: required`` (salt_proxmox.backup.coverage.guest_guard): refused before anything is read of
+#: the guest, and never decided on PVE's not-backed-up list, which counts disabled jobs.
+REQUIRED = {**WEB, "backup": "required"}
+BACKUPS = [
+    Scenario(
+        "backup-required-uncovered",
+        "backups",
+        "backup: required and no backup job covers the container",
+        "refused at plan and apply, naming the remedy; nothing read of the guest, nothing written",
+        False,
+        ("no enabled backup job covers CT 150", "Declare a job whose vmid, pool or all covers it", NOTHING),
+        None,
+        REQUIRED,
+        never=("/lxc/150/pending",),
+    ),
+    Scenario(
+        "backup-required-disabled-job",
+        "backups",
+        "backup: required and only a disabled job names the container",
+        "a disabled job covers nothing (PVE's not-backed-up list would count it)",
+        False,
+        ("no enabled backup job covers CT 150", NOTHING),
+        lambda run: run.pve.add_backup_job("old", schedule="daily", vmid="150", enabled=0),
+        REQUIRED,
+        never=("/lxc/150/pending",),
+    ),
+    Scenario(
+        "backup-required-jobs-403",
+        "backups",
+        "backup: required and GET /cluster/backup answers 403 (the read token lacks Sys.Audit on /)",
+        "coverage that cannot be read is no coverage: refused, naming the read and the privilege",
+        False,
+        ("whether a job covers CT 150 cannot be read", "HTTP 403", NOTHING),
+        fail("GET", "/cluster/backup", status=403, message="Permission check failed (/, Sys.Audit)"),
+        REQUIRED,
+        never=("/lxc/150/pending",),
+    ),
+    Scenario(
+        "backup-required-covered",
+        "backups",
+        "backup: required and an enabled job lists the container",
+        "the guest plans as any other",
+        None,
+        ("CT 150 on pve1: would be created",),
+        lambda run: run.pve.add_backup_job("nightly", schedule="02:00", vmid="150"),
+        REQUIRED,
+        test=True,
+    ),
+]
+SCENARIOS += BACKUPS
 
 
 def by_id(scenario_id: str) -> Scenario:

@@ -114,8 +114,8 @@ def test_owned_lists_an_orphan_the_plan_notes_it_once_and_forget_drops_its_row(
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:]), "a plan never writes"
-    noted = [ret["owned_undeclared"] for ret in plan.values() if ret.get("owned_undeclared")]
-    assert len(noted) == 1 and len(noted[0]) == 1 and "lxc 151 on demo" in noted[0][0], raw
+    noted = [note for ret in plan.values() for note in ret.get("notes") or () if "no longer declared" in note]
+    assert len(noted) == 1 and "lxc 151 on demo" in noted[0], raw
     text = salt_call_text(config_dir, "state.apply", "proxmox", "test=True")
     assert text.count("no longer declared: lxc 151") == 1, text
 

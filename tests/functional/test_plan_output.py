@@ -76,12 +76,16 @@ def test_plan_reads_like_a_diff(fresh_cluster, bao_creds, tmp_path):
     at = lines.index("+ proxmox-lxc-web (proxmox_lxc.present)")
     assert lines[at + 1 : at + 3] == ["    created: CT 150 on pve1", f"    ostemplate: {TEMPLATE}"], text
     assert "! proxmox-pool-bad name (proxmox_pool.present)" in lines
-    assert lines[-4:] == [
+    assert lines[-6:] == [
         "Plan: 3 to create, 1 to update, 0 to destroy, 0 pending restart, 1 refused, 0 no change.",
         "  firewall_alias: 1 to create, 0 to update, 0 to destroy, 0 pending restart, 0 refused, 0 no change",
         "  lxc: 1 to create, 1 to update, 0 to destroy, 0 pending restart, 0 refused, 0 no change",
         "  pool: 1 to create, 0 to update, 0 to destroy, 0 pending restart, 1 refused, 0 no change",
+        # The run's backup coverage, once, whichever state carried it: no job covers the two containers.
+        "Notes:",
+        "  * backup coverage: no enabled backup job covers CT 120, CT 150",
     ], text
+    assert text.count("backup coverage:") == 1, text
     assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests), "a plan never writes"
 
 

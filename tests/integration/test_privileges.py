@@ -35,6 +35,10 @@ MISSING = {
     "ceph_pool": ("Sys.Modify", "/"),
     # pve-storage API2/Storage/Config.pm create: Datastore.Allocate on /storage.
     "storage": ("Datastore.Allocate", "/storage"),
+    # pve-manager API2/Backup.pm create_job: Sys.Modify on /.
+    "backup_job": ("Sys.Modify", "/"),
+    # pve-container API2/LXC/Snapshot.pm snapshot: VM.Snapshot on /vms/<vmid>.
+    "snapshot": ("VM.Snapshot", "/vms/120"),
     # pve-firewall API2/Firewall/Groups.pm create_security_group: Sys.Modify on /.
     "firewall": ("Sys.Modify", "/"),
     # pve-ha-manager API2/HA/{Resources,Groups,Rules}.pm create: Sys.Console on /.

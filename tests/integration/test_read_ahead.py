@@ -65,10 +65,11 @@ class Run:
 
     def state(self, vmid: int, test: bool, ahead: bool = True, **over: Any):
         ctx = self.context()
+        low = chunk(vmid, **over)
+        kwargs = {"__lowstate__": self.chunks, "__low__": low, "__instance_id__": id(self)}
+        # Every state enters its run (_modules/proxmox.py _state); only the read ahead is switched.
+        run_config.enter_run(ctx, kwargs, self.cache)
         if ahead:
-            low = chunk(vmid, **over)
-            kwargs = {"__lowstate__": self.chunks, "__low__": low, "__instance_id__": id(self)}
-            run_config.enter_run(ctx, kwargs, self.cache)
             self.sent_ahead += run_config.read_ahead(ctx, kwargs, LXC.state, TARGET, _lxc_ahead, self.cache)
         return guest_lifecycle.present(ctx, LXC, f"ct{vmid}", test, **declaration(vmid=vmid, **over))
 
@@ -101,8 +102,9 @@ def test_plan_and_no_drift_apply_read_each_config_once(fresh_cluster, bao_creds)
         log = requests_since(fresh_cluster, start)
         config_gets = sorted(p for m, p, _ in log if m == "GET" and p.endswith("/pending"))
         assert config_gets == sorted(f"/nodes/pve1/lxc/{vmid}/pending" for vmid in vmids), log
-        # Besides them, only what a run reads once (pve.facts: the datacenter's tag style).
-        assert [p for _, p, _ in log if not p.endswith("/pending")] == ["/cluster/options"]
+        # Besides them, only what a run reads once: the backup jobs for the run's coverage note
+        # (backup.coverage), the datacenter's tag style (pve.facts).
+        assert [p for _, p, _ in log if not p.endswith("/pending")] == ["/cluster/backup", "/cluster/options"]
         assert writes(log) == []
         assert run.sent_ahead == len(vmids), "the first state read every config ahead, later ones none"
         assert bao_seen == ["proxmox/creds/read"]

@@ -26,6 +26,7 @@ fakepve lacks for its family (they share ``tests.support.ceph.CephPve`` as their
 the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.firewall.FirewallRulesPve`` (firewall rules read back as PVE writes and parses them),
 ``tests.support.usercfg.UserCfgPve`` (users, groups, API tokens and realms),
+``tests.support.backup.BackupPve`` (backup jobs),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -58,13 +59,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
+from tests.support.backup import BackupPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.restore import RestorePve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(HaPve, FirewallRulesPve, UserCfgPve):
+class ServedPve(HaPve, FirewallRulesPve, UserCfgPve, BackupPve):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
 
 
@@ -127,6 +129,11 @@ PROVISION_PRIVS = (
     "Realm.AllocateUser",
     "Group.Allocate",
     "Realm.Allocate",
+    # Snapshots: VM.Snapshot on the guest (pve-container API2/LXC/Snapshot.pm, qemu-server API2/Qemu.pm
+    # snapshot); a backup job of a pool: VM.Backup on /pool/<pool> (pve-manager API2/Backup.pm create_job).
+    "VM.Snapshot",
+    "VM.Snapshot.Rollback",
+    "VM.Backup",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"

@@ -83,14 +83,16 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-web2",
         "proxmox-qemu-app",
         "proxmox-qemu-ci",
+        "proxmox-backup-job-nightly",
         "proxmox-firewall-group-webgrp",
         "proxmox-firewall-ipset-admins",
         "proxmox-firewall-options-cluster",
         "proxmox-firewall-rules-ct/120",
+        "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, networks and SDN before the guests, then containers and VMs, then the firewall "
-        "(a guest's firewall needs its guest): its objects, then the rule lists naming them, each family "
-        "in key order"
+        "policies first, networks and SDN before the guests, then containers and VMs, backup jobs, then "
+        "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
+        "then the guests' snapshots, each family in key order"
     )
     requisites = {sid: args(state)[1].get("require") for sid, state in states.items()}
     # Only an ACL entry needs what it names: PVE refuses an entry for a role that does not exist
@@ -139,6 +141,16 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         # resources it names (API2/HA/Rules.pm: `cannot use unmanaged resource(s)`).
         "proxmox-ha-resource-ct:120": [{"proxmox_lxc": "proxmox-lxc-dns"}],
         "proxmox-ha-rule-dns-on-pve1": [{"proxmox_ha_resource": "proxmox-ha-resource-ct:120"}],
+        # A backup job waits for its storage and the guests it lists; a snapshot for its guest.
+        "proxmox-backup-job-nightly": [
+            {"proxmox_storage": "proxmox-storage-backups"},
+            {"proxmox_lxc": "proxmox-lxc-db"},
+            {"proxmox_lxc": "proxmox-lxc-dns"},
+            {"proxmox_lxc": "proxmox-lxc-web"},
+            {"proxmox_qemu": "proxmox-qemu-app"},
+            {"proxmox_qemu": "proxmox-qemu-ci"},
+        ],
+        "proxmox-snapshot-web-first-boot": [{"proxmox_lxc": "proxmox-lxc-web"}],
     }
     assert not any("require_in" in args(state)[1] for state in states.values())
     function, web = args(states["proxmox-lxc-web"])
@@ -761,9 +773,9 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, ceph_pools, firewall, firewall_aliases, groups, ha_groups, ha_resources, "
-            "ha_rules, lxc, networks, pbs, pools, qemu, realms, roles, sdn, storage, tokens, users, and "
-            "ownership_file, pbs_targets, targets are the configuration read with config.get."
+            "the sections are acls, backup_jobs, ceph_pools, firewall, firewall_aliases, groups, ha_groups, "
+            "ha_resources, ha_rules, lxc, networks, pbs, pools, qemu, realms, roles, sdn, storage, tokens, "
+            "users, and ownership_file, pbs_targets, targets are the configuration read with config.get."
             in problems[sid]
         )
 

@@ -91,11 +91,13 @@ def test_the_guest_families_are_the_registered_ones():
 def test_the_formula_runs_the_registered_families_in_their_order():
     module = formula()
     sections = [(path, prefix, state) for path, prefix, state, *_ in module.SECTIONS]
-    guests = [section for section in sections if section[0] in module.GUESTS]
-    others = [section for section in sections if section[0] not in module.GUESTS]
-    assert [*others, *module.NESTED, *guests, *module.LATE] == [
-        (f.section, f.prefix, f.state) for f in FAMILIES
-    ]
+    # Node networks and SDN (NESTED) run right before the guests; what needs the guests (backup jobs)
+    # after them, then the firewall (LATE), then what a guest entry nests (its snapshots: each requires
+    # its guest).
+    first_guest = next(at for at, section in enumerate(sections) if section[0] in module.GUESTS)
+    before, rest = sections[:first_guest], sections[first_guest:]
+    nested = [*before, *module.NESTED, *rest, *module.LATE, *module.GUEST_NESTED]
+    assert nested == [(f.section, f.prefix, f.state) for f in FAMILIES]
     assert f"{PILLAR_STATE}.refused" == module.REFUSED
     # Secrets are the guests' and the storage definitions' (pve-storage Plugin.pm sensitive_properties),
     # a user's password and a realm's bind password and client key (pve-access-control Auth/*.pm).

@@ -1,0 +1,42 @@
+"""State module ``proxmox_snapshot``: a named snapshot of a container or VM exists. A state never rolls a
+guest back to a snapshot (``proxmox.snapshot_rollback`` does, ad hoc, showing first what it discards).
+
+.. code-block:: yaml
+
+    before-upgrade:                    # the snapname
+      proxmox_snapshot.present:
+        - vmid: 150
+        - node: pve1
+        - type: lxc                    # the guest's family: lxc or qemu
+        - description: pre 13.2        # may change later (PUT …/snapshot/{snapname}/config)
+        - vmstate: false               # VMs only: save the RAM too (the VM must be running)
+        - adopt: false                 # true takes over a snapshot this minion did not take
+
+    old-snapshot:
+      proxmox_snapshot.absent:
+        - vmid: 150
+        - node: pve1
+        - type: lxc
+        - removal: retain              # default: forget it; destroy: delete the snapshot
+
+The formula renders one per entry of a guest's ``snapshots:`` list, requiring the guest. The logic
+lives in ``salt_proxmox.backup`` behind the ``proxmox`` execution module."""
+
+__virtualname__ = "proxmox_snapshot"
+
+
+def __virtual__():
+    return __virtualname__ if "proxmox.run_state" in __salt__ else (False, "no proxmox execution module")
+
+
+def present(name, vmid=None, node=None, type=None, target=None, adopt=False, **kwargs):
+    """Ensure snapshot ``name`` of guest ``vmid`` exists as declared. Under ``test=True`` nothing is
+    written."""
+    return __salt__["proxmox.run_state"](globals(), "present", locals())
+
+
+def absent(name, vmid=None, node=None, type=None, target=None, removal="retain", **kwargs):
+    """Stop managing snapshot ``name``: ``removal: retain`` (default) forgets it; ``removal: destroy``
+    deletes it when this minion took it and it is unchanged.
+    """
+    return __salt__["proxmox.run_state"](globals(), "absent", locals())

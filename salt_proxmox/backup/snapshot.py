@@ -1,0 +1,325 @@
+"""Snapshots of a container or VM (``proxmox_snapshot``): a named snapshot exists. A state never rolls a
+guest back; the ad-hoc ``proxmox.snapshot_rollback`` does, and says first what it discards.
+
+Source: pve-container ``src/PVE/API2/LXC/Snapshot.pm`` and qemu-server ``PVE/API2/Qemu.pm``
+(``snapshot_list``, ``snapshot``, ``update_snapshot_config``, ``delsnapshot``, ``rollback``) over
+pve-guest-common ``src/PVE/AbstractConfig.pm`` (``__snapshot_prepare``, ``snapshot_create``,
+``snapshot_delete``, ``snapshot_rollback``, ``check_lock``).
+
+- Read ``GET /nodes/{node}/{lxc|qemu}/{vmid}/snapshot`` (VM.Audit): every snapshot of the guest
+  and the ``current`` row; a snapshot it does not list does not exist, and neither does one of a
+  guest whose config is missing.
+- Create ``POST …/snapshot`` ``{snapname, description, vmstate}`` (a task: ``vzsnapshot`` /
+  ``qmsnapshot``); ``description`` changes by ``PUT …/snapshot/{snapname}/config`` (no task; as
+  JSON, so an empty one clears it);
+  ``vmstate`` is the snapshot's own (take another one to change it); the description is compared but
+  never kept in the ownership row (notes a human wrote, as a guest's); delete ``DELETE
+  …/snapshot/{snapname}`` (a task). Privileges: VM.Snapshot on ``/vms/{vmid}``.
+- Refused at plan, as ``__snapshot_prepare`` would refuse the task: a guest that is neither there
+  nor declared by this run; a template ("you can't take a snapshot if it's a template"); a config
+  ``lock`` (``check_lock``: "CT is locked (backup)" / "VM is locked (...)"); a volume on a storage or
+  in a format that cannot snapshot (``has_feature('snapshot')``: pve-container ``LXC/Config.pm`` and
+  qemu-server ``QemuConfig.pm`` ask pve-storage ``volume_has_feature`` for every volume: ``SNAPSHOT``
+  below; "snapshot feature is not available"); and ``vmstate`` of a VM that is not running, which
+  PVE would silently leave out (``__snapshot_prepare`` saves the state only ``if
+  __snapshot_check_running``). A container has no ``vmstate``. A delete is refused under a lock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from salt_proxmox.backup import declared
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
+from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, vmid_number
+from salt_proxmox.pve.errors import PveConfigMissing, PveError
+from salt_proxmox.pve.facts import storages
+from salt_proxmox.simple.fields import Field
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.pve.client import Credential
+    from salt_proxmox.run.context import PveContext
+
+FAMILY = "snapshot"
+KINDS = {"lxc": "CT", "qemu": "VM"}
+
+#: pve-common ``JSONSchema.pm`` ``pve-snapshot-name`` (``verify_snapshot_name``, maxLength 40);
+#: ``current`` (and ``vzdump``, vzdump's own, and ``pending`` for a VM) are reserved.
+SNAPNAME = re.compile(r"^[a-z][a-z0-9_-]+\Z", re.IGNORECASE | re.ASCII)
+SNAPNAME_MAX = 40
+RESERVED = ("current", "vzdump", "pending")
+
+#: pve-storage ``volume_has_feature(..., 'snapshot', ...)`` by storage type: the volume formats that
+#: snapshot. ``Plugin.pm`` (dir, nfs, cifs, glusterfs, cephfs: ``qcow2`` only); ``LvmThinPlugin.pm``,
+#: ``RBDPlugin.pm``, ``ZFSPlugin.pm`` (raw); ``ZFSPoolPlugin.pm`` and ``BTRFSPlugin.pm`` (raw and
+#: subvol); ``LVMPlugin.pm``, ``ISCSIPlugin.pm``, ``ISCSIDirectPlugin.pm``: none (PVE 9's
+#: ``snapshot-as-volume-chain`` for LVM is not read here: a plan refuses what it cannot prove).
+SNAPSHOT = {
+    "dir": ("qcow2",),
+    "nfs": ("qcow2",),
+    "cifs": ("qcow2",),
+    "glusterfs": ("qcow2",),
+    "cephfs": ("qcow2",),
+    "lvmthin": ("raw",),
+    "rbd": ("raw",),
+    "zfs": ("raw",),
+    "zfspool": ("raw", "subvol"),
+    "btrfs": ("raw", "subvol"),
+    "lvm": (),
+    "iscsi": (),
+    "iscsidirect": (),
+}
+#: A guest's config keys holding a volume (qemu-server ``Drive.pm``; pve-container ``Config.pm``).
+VOLUME_KEY = re.compile(r"^(?:ide|sata|scsi|virtio|mp)\d+$|^(?:rootfs|efidisk0|tpmstate0)$")
+
+FIELDS = {"description": Field("text"), "vmstate": Field("flag")}
+_RULES = {"snapname": Rule(), "description": Rule(max_length=8192), "vmstate": Rule("boolean")}
+CREATE = Endpoint("POST /nodes/{node}/{type}/{vmid}/snapshot", ("snapname",), _RULES.get)
+UPDATE = Endpoint("PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config", (), _RULES.get)
+
+
+def _guest(kind: str, vmid: int) -> str:
+    return f"{KINDS[kind]} {vmid}"
+
+
+def identify(
+    state_id: str,
+    target: str,
+    name: object = None,
+    vmid: object = None,
+    node: object = None,
+    type: object = None,
+) -> Declared:
+    """A snapshot by its guest (``type`` lxc or qemu, ``vmid``, ``node``) and its name (``name``, the
+    snapname). Raises DeclarationError naming each bad key."""
+    problems = []
+    if type not in KINDS:
+        problems.append(f"type: {shown(type)} is not lxc or qemu (the guest's family)")
+    try:
+        number = vmid_number(vmid)
+    except DeclarationError as exc:
+        problems += exc.problems
+        number = 0
+    if not isinstance(node, str) or not NODE.match(node):
+        problems.append(f"node: {shown(node)} is not a PVE node name (pve-node)")
+    if not isinstance(name, str) or len(name) > SNAPNAME_MAX or not SNAPNAME.match(name):
+        problems.append(
+            f"name: {shown(name)} is not a snapshot name (pve-snapshot-name: a letter, then letters, digits, "
+            f"- or _; at most {SNAPNAME_MAX} characters)"
+        )
+    elif name.lower() in RESERVED:
+        problems.append(
+            f"name: {name} is reserved (PVE: unable to use snapshot name '{name}' (reserved name))"
+        )
+    if problems:
+        raise DeclarationError(problems)
+    return Declared(
+        state_id,
+        target,
+        identity=f"{number}/{name}",
+        label=f"snapshot {name} of {_guest(str(type), number)}",
+        names={"name": str(name), "vmid": str(number), "node": str(node), "type": str(type)},
+    )
+
+
+def declare(
+    state_id: str,
+    target: str,
+    name: object = None,
+    vmid: object = None,
+    node: object = None,
+    type: object = None,
+    adopt: object = False,
+    **options: object,
+) -> Declared:
+    """A checked snapshot declaration: its identity (``identify``), ``description`` (text) and, for a
+    VM, ``vmstate`` (a boolean: the VM's RAM saved with it). Raises DeclarationError naming each bad
+    key."""
+    decl = identify(state_id, target, name, vmid, node, type)
+    problems = [problem] if (problem := boolean_problem("adopt", adopt)) else []
+    values = {}
+    for key, value in options.items():
+        field = FIELDS.get(key)
+        if field is None:
+            problems.append(f"{key}: not a key of a snapshot (description, vmstate)")
+            continue
+        if key == "vmstate" and decl.names["type"] == "lxc":
+            problems.append("vmstate: a container snapshot has no RAM state (pve-container Snapshot.pm)")
+            continue
+        try:
+            values[key] = field.canonical(value)
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}")
+    if problems:
+        raise DeclarationError(problems)
+    return replace(decl.declaring(values, adopt), unstored=frozenset({"description"}))
+
+
+def _base(decl: Declared) -> str:
+    names = decl.names
+    return f"{api_path('nodes', names['node'], names['type'], int(names['vmid']))}/snapshot"
+
+
+def parse(data: object, decl: Declared) -> dict | None:
+    """The snapshot's row of the guest's snapshot list as ``{description, vmstate}``, or None when the
+    list does not hold it. Raises ValueError for another shape."""
+    if not isinstance(data, list) or not all(isinstance(row, Mapping) for row in data):
+        raise ValueError("expected the snapshot list (a list of objects)")
+    row = next((row for row in data if row.get("name") == decl.names["name"]), None)
+    if row is None:
+        return None
+    return {
+        "description": str(row.get("description") or "").rstrip("\n"),
+        "vmstate": 1 if row.get("vmstate") not in (None, 0, "0", "") else 0,
+        "snapstate": str(row.get("snapstate") or ""),
+    }
+
+
+def is_absent(error: PveError, decl: Declared) -> bool:
+    """A guest whose config is missing has no snapshot (its refusals then say whether it will exist)."""
+    return isinstance(error, PveConfigMissing)
+
+
+def create(decl: Declared) -> Call:
+    """``POST …/snapshot``: the snapname, a description, ``vmstate`` when set."""
+    form = {"snapname": decl.names["name"]}
+    if decl.values.get("description"):
+        form["description"] = str(decl.values["description"])
+    if decl.values.get("vmstate"):
+        form["vmstate"] = "1"
+    return Call("POST", _base(decl), form=form)
+
+
+def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
+    """``PUT …/snapshot/{snapname}/config`` of a changed description; None when ``vmstate`` differs
+    (the snapshot's own) or nothing does."""
+    if "vmstate" in decl.values and live.get("vmstate") != decl.values["vmstate"]:
+        return None
+    want = decl.values.get("description")
+    if want is None or live.get("description") == want:
+        return None
+    # As JSON: a form's ``description=`` would be no parameter at all, and ``update_snapshot_config``
+    # returns at once when ``description`` is not defined; '' clears it.
+    path = f"{_base(decl)}/{decl.names['name']}/config"
+    return Call("PUT", path, form={"description": str(want)}, json=True)
+
+
+def _format(volume: str, kind: str) -> str:
+    """A volume's format as pve-storage ``parse_volname`` gives it: a file's extension, ``subvol``
+    for a container's subvolume, else raw."""
+    volname = volume.split(":", 1)[1] if ":" in volume else volume
+    base = volname.rsplit("/", 1)[-1]
+    if base.startswith(("subvol-", "basevol-")):
+        return "subvol"
+    ext = base.rsplit(".", 1)[-1] if "." in base else ""
+    return ext if ext in ("qcow2", "raw", "vmdk") else "raw"
+
+
+def volume_problems(config: Mapping[str, object], kind: str, types: Mapping[str, Mapping]) -> list[str]:
+    """Each volume of a guest ``config`` that cannot snapshot (``SNAPSHOT``), as ``key (volume on
+    storage: type)``: a VM's CD-ROM, a cloud-init drive and ``none`` are skipped (qemu-server
+    ``QemuConfig.pm`` ``has_feature`` skips CD-ROMs), so is a container bind or device mount point
+    (not a volume)."""
+    found = []
+    for key, raw in sorted(config.items()):
+        if not VOLUME_KEY.match(key) or not isinstance(raw, str):
+            continue
+        volume = raw.split(",", 1)[0]
+        volume = volume.split("=", 1)[1] if "=" in volume else volume
+        if ":" not in volume or "media=cdrom" in raw or volume.endswith(":cloudinit") or volume == "none":
+            continue
+        storage = volume.split(":", 1)[0]
+        kind_of = str(types.get(storage, {}).get("type") or "")
+        if kind_of and _format(volume, kind) not in SNAPSHOT.get(kind_of, ("qcow2",)):
+            found.append(f"{key} ({volume}: {kind_of} storage, {_format(volume, kind)})")
+    return found
+
+
+def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
+    """PVE's refusals of the task, predicted with the read credential (module docstring)."""
+    names = decl.names
+    kind, vmid = names["type"], int(names["vmid"])
+    what = _guest(kind, vmid)
+    if action == "update":
+        if "vmstate" in decl.values and (live or {}).get("vmstate") != decl.values["vmstate"]:
+            return [
+                f"{decl.label}: vmstate is the snapshot's own and never changes. Take another snapshot (a "
+                "new name), or declare it as it is."
+            ]
+        return []
+    credential = ctx.broker.read()
+    path = api_path("nodes", names["node"], kind, vmid)
+    try:
+        config = ctx.client.request("GET", f"{path}/config", credential)
+    except PveConfigMissing:
+        if action == "create" and any(g.vmid == vmid and g.kind == kind for g in declared.guests(ctx)):
+            return []  # made by this run first: judged again, on its config, when the apply comes
+        return [
+            f"{decl.label}: {what} does not exist on {names['node']}, and no state of this run declares it."
+        ]
+    config = config if isinstance(config, Mapping) else {}
+    found = []
+    if config.get("lock"):
+        found.append(
+            f"{decl.label}: {what} is locked ({config['lock']}), and PVE refuses (pve-guest-common "
+            f"AbstractConfig.pm check_lock: '{what.split()[0]} is locked ({config['lock']})'). Wait until "
+            "what holds the lock ends, then run again."
+        )
+    if action == "delete":
+        return found
+    if str(config.get("template") or "0") not in ("0", ""):
+        found.append(
+            f"{decl.label}: {what} is a template, and PVE refuses (you can't take a snapshot if it's a "
+            "template)."
+        )
+    bad = volume_problems(config, kind, storages(ctx))
+    if bad:
+        found.append(
+            f"{decl.label}: {', '.join(bad)} cannot be snapshotted (pve-storage volume_has_feature "
+            "'snapshot'), and PVE refuses the whole snapshot (snapshot feature is not available). Move the "
+            "volume to a storage that snapshots (lvmthin, zfspool, rbd, btrfs, or qcow2 on a file storage)."
+        )
+    if decl.values.get("vmstate") == 1:
+        status = ctx.client.request("GET", f"{path}/status/current", credential)
+        if not isinstance(status, Mapping) or status.get("status") != "running":
+            found.append(
+                f"{decl.label}: vmstate asks for the RAM of a running VM, and {what} is not running: PVE "
+                "would take the snapshot without it (AbstractConfig.pm __snapshot_prepare saves it only "
+                "while running). Start the VM first, or declare vmstate: false."
+            )
+    return found
+
+
+def _confirm_absent(ctx: PveContext, credential: Credential, decl: Declared) -> None:
+    """The snapshot list holds every snapshot of the guest (VM.Audit): not listed is absent."""
+
+
+SPEC = ObjectSpec(
+    family=FAMILY,
+    noun="snapshot",
+    declare=declare,
+    identify=identify,
+    read=lambda decl: Call("GET", _base(decl)),
+    absence="not in GET /nodes/{node}/{type}/{vmid}/snapshot (every snapshot of the guest), or no guest",
+    is_absent=is_absent,
+    parse=parse,
+    create=create,
+    create_endpoint=CREATE,
+    update=update,
+    update_endpoint=UPDATE,
+    delete=lambda decl, live: Call("DELETE", f"{_base(decl)}/{decl.names['name']}"),
+    confirm_absent=_confirm_absent,
+    identity_keys=("name", "vmid", "node", "type"),
+    refusals=refusals,
+    task_node=lambda decl: decl.names["node"],
+    task_methods=("POST", "DELETE"),
+    not_exported=(
+        "a snapshot is exported with its guest: the guest's entry lists it under snapshots: "
+        "(salt_proxmox.export.guests)"
+    ),
+)

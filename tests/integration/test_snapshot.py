@@ -1,0 +1,149 @@
+"""Snapshots through the simple-object lifecycle and the ad-hoc calls, against the served fake cluster
+(fakepve models container and VM snapshots: pve-container ``API2/LXC/Snapshot.pm``, qemu-server
+``API2/Qemu.pm``). A plan only reads, the apply takes the snapshot as PVE's task, a second plan is clean;
+PVE's refusals of the task are predicted at plan (pve-guest-common ``AbstractConfig.pm``
+``__snapshot_prepare``: ``check_lock``, ``has_feature('snapshot')``; ``vmstate`` of a stopped VM)."""
+
+from __future__ import annotations
+
+import pytest
+
+from salt_proxmox.backup import adhoc, snapshot
+from salt_proxmox.errors import Refused
+from salt_proxmox.ownership.rows import row_key
+from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.registry import guests
+from salt_proxmox.simple.lifecycle import absent, present
+from tests.support.guests import make_context, requests_since, static_targets, writes
+
+SNAP = {"name": "before-upgrade", "vmid": 120, "node": "pve1", "type": "lxc", "description": "pre 13.2"}
+
+
+def _vm(served, vmid: int, disk: str, status: str = "running"):
+    config = {
+        "memory": 1024,
+        "scsihw": "virtio-scsi-single",
+        "scsi0": disk,
+        "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
+    }
+    return served.pve.add_vm(vmid, f"vm{vmid}", node="pve1", status=status, config=config)
+
+
+def test_a_snapshot_is_taken_by_a_task_and_replanned_clean(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, snapshot.SPEC, True, "snap", **SNAP)
+    assert plan.result is None, plan.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+    done = present(ctx, snapshot.SPEC, False, "snap", **SNAP)
+    assert done.result is True, done.comment
+    assert done.changes == plan.changes
+    assert fresh_cluster.pve.ct(120).snapshots["before-upgrade"]["description"] == "pre 13.2"
+    assert fresh_cluster.pve.tasklog[-1]["type"] == "vzsnapshot"
+    row = ctx.ownership.row(row_key(ctx.target.name, "snapshot", "120/before-upgrade"))
+    assert row["declared"] == {"name": "before-upgrade", "vmid": "120", "node": "pve1", "type": "lxc"}, (
+        "notes a human wrote are never kept in a row"
+    )
+    start = len(fresh_cluster.pve.requests)
+    again = present(ctx, snapshot.SPEC, True, "snap", **SNAP)
+    assert (again.result, again.changes) == (True, {}), again.comment
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+    # A new description is a PUT of the snapshot's config, no task; vmstate is the snapshot's own.
+    changed = present(ctx, snapshot.SPEC, False, "snap", **{**SNAP, "description": "pre 13.3"})
+    assert changed.result is True and changed.changes == {
+        "description": {"old": "pre 13.2", "new": "pre 13.3"}
+    }
+    gone = absent(
+        ctx,
+        snapshot.SPEC,
+        False,
+        "snap",
+        removal="destroy",
+        name="before-upgrade",
+        vmid=120,
+        node="pve1",
+        type="lxc",
+    )
+    assert gone.result is True, gone.comment
+    assert "before-upgrade" not in fresh_cluster.pve.ct(120).snapshots
+
+
+def test_a_locked_guest_is_refused_at_plan(fresh_cluster):
+    """check_lock: 'CT is locked (backup)' while vzdump holds the config."""
+    fresh_cluster.pve.ct(120).lock = "backup"
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, snapshot.SPEC, True, "snap", **SNAP)
+    assert plan.result is False
+    assert "CT 120 is locked (backup)" in " ".join(plan.comment)
+
+
+def test_a_vm_disk_on_a_storage_that_cannot_snapshot_is_refused_at_plan(fresh_cluster):
+    """A raw file on a dir storage has no snapshot (pve-storage Plugin.pm volume_has_feature: qcow2 only)."""
+    _vm(fresh_cluster, 310, "local:310/vm-310-disk-0.raw,size=8G")
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, snapshot.SPEC, True, "snap", name="s1", vmid=310, node="pve1", type="qemu")
+    assert plan.result is False
+    assert "scsi0 (local:310/vm-310-disk-0.raw: dir storage, raw) cannot be snapshotted" in " ".join(
+        plan.comment
+    )
+    # The same file as qcow2 snapshots.
+    _vm(fresh_cluster, 311, "local:311/vm-311-disk-0.qcow2,size=8G")
+    ok = present(ctx, snapshot.SPEC, True, "snap", name="s1", vmid=311, node="pve1", type="qemu")
+    assert ok.result is None, ok.comment
+
+
+def test_vmstate_of_a_stopped_vm_is_refused_at_plan_and_of_a_running_one_taken(fresh_cluster):
+    _vm(fresh_cluster, 320, "local-lvm:vm-320-disk-0,size=8G", status="stopped")
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    declared = {"name": "s1", "vmid": 320, "node": "pve1", "type": "qemu", "vmstate": True}
+    plan = present(ctx, snapshot.SPEC, True, "snap", **declared)
+    assert plan.result is False
+    assert "vmstate asks for the RAM of a running VM, and VM 320 is not running" in " ".join(plan.comment)
+    fresh_cluster.pve.find("pve1", 320).status = "running"
+    done = present(ctx, snapshot.SPEC, False, "snap", **declared)
+    assert done.result is True, done.comment
+    again = present(ctx, snapshot.SPEC, True, "snap", **declared)
+    assert (again.result, again.changes) == (True, {}), again.comment
+
+
+def test_a_container_has_no_vmstate(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, snapshot.SPEC, True, "snap", **{**SNAP, "vmstate": True})
+    assert plan.result is False and "vmstate: a container snapshot has no RAM state" in " ".join(plan.comment)
+
+
+def test_a_snapshot_of_a_guest_that_does_not_exist_is_refused(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, snapshot.SPEC, True, "snap", **{**SNAP, "vmid": 777})
+    assert plan.result is False
+    assert "CT 777 does not exist on pve1, and no state of this run declares it" in " ".join(plan.comment)
+
+
+def test_the_adhoc_calls_obey_ownership(fresh_cluster):
+    """Container 120 was made outside this minion: a snapshot of it is refused unless adopt=True."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    with pytest.raises(Refused, match="is not recorded as ours"):
+        adhoc.create(ctx, guests(), 120, "s1")
+    assert writes(requests_since(fresh_cluster, start)) == []
+    made = adhoc.create(ctx, guests(), 120, "s1", description="by hand", adopt=True)
+    assert made["upid"] and "s1" in fresh_cluster.pve.ct(120).snapshots
+    assert [row["name"] for row in adhoc.list_snapshots(ctx, guests(), 120)] == ["s1"]
+
+
+def test_a_rollback_says_what_it_discards_before_it_rolls_back(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    adhoc.create(ctx, guests(), 120, "s1", adopt=True)
+    ct = fresh_cluster.pve.ct(120)
+    ct.config["memory"] = 2048
+    adhoc.create(ctx, guests(), 120, "s2", adopt=True)
+    ct.snapshots["s2"]["snaptime"] = ct.snapshots["s1"]["snaptime"] + 10
+    start = len(fresh_cluster.pve.requests)
+    shown = adhoc.rollback(ctx, guests(), 120, "s1", adopt=True, test=True)
+    assert writes(requests_since(fresh_cluster, start)) == [], "test=True sends nothing"
+    assert shown["upid"] is None
+    assert shown["discards"]["config"]["memory"] == {"old": 2048, "new": 512}
+    assert shown["discards"]["later_snapshots"] == ["s2"]
+    done = adhoc.rollback(ctx, guests(), 120, "s1", adopt=True)
+    assert done["upid"] and ct.config["memory"] == 512
