@@ -375,7 +375,7 @@ def export_scope(row: Mapping[str, object]) -> Mapping[str, object] | None:
     return None
 
 
-def export_read(ctx: PveContext, probe: Declared) -> dict:
+def export_read(ctx: PveContext, probe: Declared) -> dict | None:
     """``proxmox.export``: every option the scope sets, canonical (PVE's defaults left out, as a
     declaration never needs them). Raises PveError, PveMalformed for a value PVE would not hold."""
     call = _bound(ctx, probe).read(probe)
@@ -383,7 +383,8 @@ def export_read(ctx: PveContext, probe: Declared) -> dict:
     if not isinstance(data, Mapping):
         raise PveMalformed("GET", call.path, "expected the options object")
     table = TABLES[scopes.parse(probe.names["name"]).kind]
-    return set_options(table, data, lambda why: PveMalformed("GET", call.path, why))
+    # A scope that sets none holds nothing to declare (PVE's defaults are nobody's).
+    return set_options(table, data, lambda why: PveMalformed("GET", call.path, why)) or None
 
 
 def set_options(table: Mapping[str, object], data: Mapping[str, object], error) -> dict:

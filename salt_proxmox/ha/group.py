@@ -30,6 +30,7 @@ from salt_proxmox.ha.common import (
     section_path,
 )
 from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.facts import release
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, export_by
 
@@ -93,5 +94,6 @@ SPEC = ObjectSpec(
     for_cluster=for_cluster,
     # GET /cluster/ha/groups (pve-ha-manager API2/HA/Groups.pm index) names each by ``group``.
     export_names=export_by("group"),
-    export_listings=lambda ctx: [(Call("GET", "cluster/ha/groups"), {})],
+    # PVE 9 migrated groups to rules and answers the listing with a 500: nothing to export there.
+    export_listings=lambda ctx: [] if release(ctx).major != 8 else [(Call("GET", "cluster/ha/groups"), {})],
 )
