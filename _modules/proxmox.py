@@ -134,7 +134,8 @@ def _note_undeclared(ret, run, ctx, funcs):
     except SaltProxmoxError:
         return ret
     default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
-    notes = declared.undeclared_once(run, __context__, rows, default)
+    pbs_default = run_config.default_target(funcs["config.get"]("proxmox:pbs_targets", {}) or {})
+    notes = declared.undeclared_once(run, __context__, rows, default, pbs_default)
     if notes:
         ret["comment"] = "\n".join([ret["comment"], *notes]) if ret.get("comment") else "\n".join(notes)
         ret["notes"] = [*(ret.get("notes") or []), *notes]
@@ -1449,7 +1450,8 @@ def _declared_rows(sls, saltenv):
         )
     chunks = [chunk for chunk in (Chunk.of(item) for item in low) if chunk is not None]
     default = run_config.default_target(__salt__["config.get"]("proxmox:targets", {}))
-    return declared_row_keys(chunks, default)
+    pbs_default = run_config.default_target(__salt__["config.get"]("proxmox:pbs_targets", {}) or {})
+    return declared_row_keys(chunks, default, pbs_default)
 
 
 def owned(check=False, sls="proxmox", saltenv=None):

@@ -226,7 +226,7 @@ proxmox:
     nightly:
       schedule: '02:00'
       storage: backups
-      vmid: [120, 150, 151, 210, 211]   # or pool: <poolid>, or all: true with exclude: [...]
+      vmid: [120, 150, 151, 152, 210, 211]   # or pool: <poolid>, or all: true with exclude: [...]
       mode: snapshot
       compress: zstd
       prune-backups: keep-daily=7,keep-weekly=4

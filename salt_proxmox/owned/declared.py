@@ -17,14 +17,19 @@ from salt_proxmox.ownership.report import undeclared_lines
 from salt_proxmox.run.lowstate import Chunk, Run
 
 
-def chunk_row_keys(chunk: Chunk, default_target: str | None) -> frozenset[str]:
+def chunk_row_keys(
+    chunk: Chunk, default_target: str | None, pbs_default: str | None = None
+) -> frozenset[str]:
     """The ownership row keys ``chunk`` declares (empty for a chunk of no family, an apply, or one
     whose identity cannot be read: it is refused when it runs). A ``rename_from`` names the old
-    object's row too: the rename forgets it."""
+    object's row too: the rename forgets it. A family on a PBS target (``proxmox:pbs:…``) names its
+    target from ``proxmox:pbs_targets``: ``pbs_default`` when the chunk names none."""
     family = registry.BY_STATE.get(chunk.state)
     kind = family.kind_of(chunk.fun) if family is not None else None
     if family is None or kind is None:
         return frozenset()
+    if family.section.startswith("proxmox:pbs:"):
+        default_target = pbs_default
     if kind.spec is not None:
         from salt_proxmox.simple.lifecycle import chunk_keys
 
@@ -42,12 +47,14 @@ def chunk_row_keys(chunk: Chunk, default_target: str | None) -> frozenset[str]:
     raise LookupError(f"{family.name}: no rule keys its declarations (run.declared.chunk_row_keys)")
 
 
-def declared_row_keys(chunks: Iterable[Chunk], default_target: str | None) -> set[str]:
+def declared_row_keys(
+    chunks: Iterable[Chunk], default_target: str | None, pbs_default: str | None = None
+) -> set[str]:
     """Every row key ``chunks`` declare present or absent (an absent entry still declares its object:
     it forgets or deletes it)."""
     found: set[str] = set()
     for chunk in chunks:
-        found |= chunk_row_keys(chunk, default_target)
+        found |= chunk_row_keys(chunk, default_target, pbs_default)
     return found
 
 
@@ -56,7 +63,11 @@ NOTED = "salt_proxmox.undeclared_noted"
 
 
 def undeclared_once(
-    run: Run | None, cache: MutableMapping, rows: Mapping[str, object], default_target: str | None
+    run: Run | None,
+    cache: MutableMapping,
+    rows: Mapping[str, object],
+    default_target: str | None,
+    pbs_default: str | None = None,
 ) -> list[str]:
     """The note of the owned objects ``run`` does not declare (``report.undeclared_lines``), for the
     first state of the run that asks; every later state of the run, and a call outside a run, gets
@@ -64,4 +75,4 @@ def undeclared_once(
     if run is None or cache.get(NOTED) == run.key:
         return []
     cache[NOTED] = run.key
-    return undeclared_lines(rows, declared_row_keys(run.chunks, default_target))
+    return undeclared_lines(rows, declared_row_keys(run.chunks, default_target, pbs_default))

@@ -82,6 +82,7 @@ def test_rendered_requisites(tmp_path):
             {"proxmox_lxc": "proxmox-lxc-db"},
             {"proxmox_lxc": "proxmox-lxc-dns"},
             {"proxmox_lxc": "proxmox-lxc-web"},
+            {"proxmox_lxc": "proxmox-lxc-web2"},
             {"proxmox_qemu": "proxmox-qemu-app"},
             {"proxmox_qemu": "proxmox-qemu-ci"},
         ],

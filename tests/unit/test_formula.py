@@ -147,6 +147,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
             {"proxmox_lxc": "proxmox-lxc-db"},
             {"proxmox_lxc": "proxmox-lxc-dns"},
             {"proxmox_lxc": "proxmox-lxc-web"},
+            {"proxmox_lxc": "proxmox-lxc-web2"},
             {"proxmox_qemu": "proxmox-qemu-app"},
             {"proxmox_qemu": "proxmox-qemu-ci"},
         ],

@@ -58,9 +58,10 @@ def _chunk(family: Family, fun: str, declared: dict) -> Chunk:
 def test_every_family_keys_its_declarations(family: Family) -> None:
     """A family whose declarations no rule keys would see every object it owns called an orphan: each
     registered family's example, present and absent, names exactly one row of its own family."""
-    for kind in family.kinds[:1]:
-        for fun, declared in ((kind.present, family.examples.create), (kind.absent, family.examples.delete)):
-            keys = chunk_row_keys(_chunk(family, fun, declared), "demo")
+    for kind in family.kinds:
+        examples = family.examples_of(kind)
+        for fun, declared in ((kind.present, examples.create), (kind.absent, examples.delete)):
+            keys = chunk_row_keys(_chunk(family, fun, declared), "demo", "demo")
             assert len(keys) == 1, (fun, keys)
             assert split_key(next(iter(keys)))[1] == kind.name
 
@@ -103,3 +104,16 @@ def test_the_table_marks_orphans_and_what_a_check_found() -> None:
     assert lines[3] == "    differs: net0 is X, recorded Y"
     assert lines[-1].startswith("3 owned, 2 no longer declared")
     assert _outputter().render({"local": {"x": 1}}).startswith("{"), "anything else is JSON"
+
+
+def test_a_pbs_family_is_keyed_on_its_pbs_target_not_the_pve_one() -> None:
+    """A PBS datastore's row names the PBS target (``proxmox:pbs_targets``): keyed on the PVE target,
+    every declared datastore would be noted as owned and no longer declared."""
+    (family,) = [family for family in FAMILIES if family.section.startswith("proxmox:pbs:")]
+    chunk = _chunk(family, family.kinds[0].present, dict(family.examples.create))
+    assert chunk_row_keys(chunk, "demo", "backup1") == {f"backup1/{family.kinds[0].name}/example-store"}
+    rows = {f"backup1/{family.kinds[0].name}/example-store": {"phase": "owned", "state_id": "x"}}
+    low = {"state": chunk.state, "fun": chunk.fun, "__id__": chunk.state_id, "name": chunk.name, **chunk.args}
+    run = Run([low], low, key="run-1")
+    assert undeclared_once(run, {}, rows, "demo", "backup1") == []
+    assert undeclared_once(Run([low], low, key="run-2"), {}, rows, "demo") != [], "keyed on the PVE target"
