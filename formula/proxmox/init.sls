@@ -1143,7 +1143,7 @@ def _snapshots(states, path, guest_id, key, declared):
     if raw is None:
         return
     if not isinstance(raw, (list, tuple)):
-        what = f"pillar {where} is {_shape(raw)}, not a list of snapshots ({{snapname: ..., description: ...}})."
+        what = f"pillar {where} is {_shape(raw)}, not a list of snapshots (each a mapping: snapname, description)."
         _failing(states, f"proxmox-snapshot-{key}-pillar", where, what)
         return
     kind = path.partition(":")[2]
