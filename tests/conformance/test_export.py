@@ -55,8 +55,9 @@ def test_the_export_applied_as_it_is_plans_only_ownership(case: contract.Case, m
     assert [w.line for w in contract.sent(log)] == [], f"adopting writes nothing to PVE\n{_shown(applied)}"
     example = contract.lows(case, "create")[0]
     chunk = Chunk.of(example.chunk(0))
-    targets = minion.world.config["proxmox"]["pbs_targets" if contract.on_pbs(family) else "targets"]
-    expected = chunk_row_keys(chunk, next(iter(targets)))
+    config = minion.world.config["proxmox"]
+    pbs = next(iter(config.get("pbs_targets") or {}), None)
+    expected = chunk_row_keys(chunk, next(iter(config["targets"])), pbs)
     rows = FileStore(minion.world.rows_file).load()
     assert expected and expected <= set(rows), f"the example object is exported and adopted: {sorted(rows)}"
     again, log = minion.run(lows, test=True)
