@@ -83,10 +83,8 @@ def ipset_lockout(ctx: PveContext, name: str, old: Sequence[object], new: Sequen
         return []
     before, nodes = rules.standing_firewall(ctx)
     before = rules.with_run_plans(ctx, before)
-    if not str(before.cluster_options.get("enable") or "0").isdigit() or not int(
-        str(before.cluster_options.get("enable") or "0")
-    ):
-        return []  # the cluster firewall is off (an enable above 1 is its time stamp): nothing is dropped
+    if not model.enabled(before.cluster_options.get("enable", 0)):
+        return []  # the cluster firewall is off: the blacklist drops nothing
     traffic, _notes = reach.traffic(ctx.target.members, nodes)
     refusals = []
     for each in traffic:

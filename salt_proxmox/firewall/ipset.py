@@ -394,11 +394,9 @@ def notes(decl: Declared) -> list[str]:
 
 def lockout_refusals(ctx: PveContext, decl: Declared, live: Mapping[str, object] | None) -> list[str]:
     """The one call site of the no-lockout check for IP sets: a change to the cluster's ``management``
-    or ``blacklist`` set judged by ``firewall.guard.ipset_lockout``; ``[]`` for another set or with
-    ``allow_lockout: true``. Raises what its reads raise."""
+    or ``blacklist`` set judged by ``firewall.guard.ipset_lockout``; ``[]`` for another set. Raises what
+    its reads raise."""
     if decl.names["scope"] != "cluster" or decl.names["name"] not in ("management", "blacklist"):
-        return []
-    if decl.names.get("allow_lockout"):
         return []
     from salt_proxmox.firewall import guard  # rules → … → ipset: imported when judged
 

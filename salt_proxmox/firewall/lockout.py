@@ -87,7 +87,10 @@ class Verdict:
     by: str
 
 
-def _enabled(value: object) -> bool:
+def enabled(value: object) -> bool:
+    """Whether a firewall ``enable`` option turns the firewall on: a positive integer (pve-firewall
+    ``Firewall.pm``: the cluster's is stored as a time stamp when set above 1), else off; a value that
+    is no integer is off."""
     try:
         return int(str(value)) > 0
     except ValueError:
@@ -239,7 +242,7 @@ def _walk(
 
 def verdict(fw: Firewall, traffic: Traffic) -> Verdict:
     """What the firewall ``fw`` does with ``traffic`` (see the module docstring for the order)."""
-    if not _enabled(fw.cluster_options.get("enable", 0)):
+    if not enabled(fw.cluster_options.get("enable", 0)):
         return Verdict(True, "the cluster firewall is off (enable: 0)")
     node = fw.node_options.get(traffic.node, {})
     if str(node.get("enable", "1")) == "0":

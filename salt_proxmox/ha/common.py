@@ -82,6 +82,15 @@ def release_refusal(ctx, decl: Declared, wants: int) -> None:
     )
 
 
+def release_listing(ctx, kind: str, wants: int | None) -> list[tuple[Call, dict]]:
+    """``proxmox.export``'s listing of HA ``kind`` (``groups``, ``rules``, ``resources``):
+    ``GET /cluster/ha/<kind>`` on PVE ``wants`` (any release when None), none on another release, where
+    the kind does not exist (PVE 9 answers groups with a 500; PVE 8 has no rules: ``release_refusal``)."""
+    if wants is not None and release(ctx).major != wants:
+        return []
+    return [(Call("GET", f"cluster/ha/{kind}"), {})]
+
+
 def identify_by_id(noun: str, fields: Mapping[str, Field]) -> Callable[..., Declared]:
     """The ``identify`` of an HA family keyed by a pve-configid (a group, a rule): ``name`` checked
     against ``CONFIG_ID``; another key is refused naming ``fields``. Raises DeclarationError."""

@@ -25,12 +25,12 @@ from salt_proxmox.ha.common import (
     form_of,
     identify_by_id,
     parse_section,
+    release_listing,
     release_refusal,
     section_calls,
     section_path,
 )
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.pve.facts import release
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, export_by
 
@@ -94,6 +94,5 @@ SPEC = ObjectSpec(
     for_cluster=for_cluster,
     # GET /cluster/ha/groups (pve-ha-manager API2/HA/Groups.pm index) names each by ``group``.
     export_names=export_by("group"),
-    # PVE 9 migrated groups to rules and answers the listing with a 500: nothing to export there.
-    export_listings=lambda ctx: [] if release(ctx).major != 8 else [(Call("GET", "cluster/ha/groups"), {})],
+    export_listings=lambda ctx: release_listing(ctx, "groups", 8),
 )

@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING
 from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.guest import ha_owned
 from salt_proxmox.guest.absence import indexed_guest
-from salt_proxmox.ha.common import COMMENT, CONFIG_ID, SID, form_of, section_calls, section_path
+from salt_proxmox.ha.common import (
+    COMMENT,
+    CONFIG_ID,
+    SID,
+    form_of,
+    release_listing,
+    section_calls,
+    section_path,
+)
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, live_values
@@ -185,5 +193,5 @@ SPEC = ObjectSpec(
     side_effects=side_effects,
     # GET /cluster/ha/resources (pve-ha-manager API2/HA/Resources.pm index) names each by ``sid``.
     export_names=export_by("sid"),
-    export_listings=lambda ctx: [(Call("GET", "cluster/ha/resources"), {})],
+    export_listings=lambda ctx: release_listing(ctx, "resources", None),
 )

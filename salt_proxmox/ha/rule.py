@@ -30,6 +30,7 @@ from salt_proxmox.ha.common import (
     form_of,
     identify_by_id,
     parse_section,
+    release_listing,
     release_refusal,
     section_calls,
     section_path,
@@ -139,5 +140,5 @@ SPEC = ObjectSpec(
     for_cluster=for_cluster,
     # GET /cluster/ha/rules (pve-ha-manager API2/HA/Rules.pm index) names each by ``rule``.
     export_names=export_by("rule"),
-    export_listings=lambda ctx: [(Call("GET", "cluster/ha/rules"), {})],
+    export_listings=lambda ctx: release_listing(ctx, "rules", 9),
 )

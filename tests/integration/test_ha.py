@@ -159,3 +159,23 @@ def test_a_resource_for_a_guest_the_cluster_lacks_is_refused_unless_the_run_decl
     ha_owned.remember_run(ctx, Run(lowstate), ctx.target.name)
     plan = present(ctx, resource.SPEC, True, "ha", name="ct:199")
     assert plan.result is None, plan.comment
+
+
+def test_an_export_lists_groups_on_pve8_only_and_rules_on_pve9_only(fresh_cluster):
+    """pve-ha-manager: PVE 9 migrated groups to rules (its group listing answers 500), PVE 8 has no
+    rules: an export reads each kind's listing on its own release only, never a failing read."""
+    from salt_proxmox.export import objects
+
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    on9 = [objects.export(ctx, spec).notes for spec in (group.SPEC, rule.SPEC)]
+    assert on9 == [[], []], on9
+    paths = [path for method, path, _ in requests_since(fresh_cluster, start) if method == "GET"]
+    assert "/cluster/ha/groups" not in paths and "/cluster/ha/rules" in paths, paths
+    _on_pve8(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    on8 = [objects.export(ctx, spec).notes for spec in (group.SPEC, rule.SPEC)]
+    assert on8 == [[], []], on8
+    paths = [path for method, path, _ in requests_since(fresh_cluster, start) if method == "GET"]
+    assert "/cluster/ha/rules" not in paths and "/cluster/ha/groups" in paths, paths
