@@ -1590,15 +1590,12 @@ def export(family=None, node=None, pool=None, vmid=None, path=None, target=None)
 def _noting_declared_rules(fun, run):
     """``fun`` (a library plan/apply taking the context first), run after recording the rule lists this
     state run declares (the ``proxmox_firewall.rules`` states on the context's target), which the
-    firewall's usage scan counts (``salt_proxmox.firewall.usage.declare_rules``)."""
+    firewall's usage scan counts (``salt_proxmox.firewall.usage.declare_run_rules``)."""
     from salt_proxmox.firewall import usage
     from salt_proxmox.run import config as run_config
 
     def call(ctx, *args, **kwargs):
-        found = run_config.run_of(run or {}, __context__)
-        if found is not None:
-            chunks = found.declared("proxmox_firewall", ctx.target.name, ctx.target.name)
-            usage.declare_rules(ctx, ((c.name, c.args.get("rules")) for c in chunks if c.fun == "rules"))
+        usage.declare_run_rules(ctx, run_config.run_of(run or {}, __context__))
         return fun(ctx, *args, **kwargs)
 
     return call

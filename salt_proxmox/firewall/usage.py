@@ -220,6 +220,15 @@ def _memo_key(ctx: PveContext) -> str:
     return f"salt_proxmox.firewall.declared-rules/{ctx.target.name}"
 
 
+def declare_run_rules(ctx: PveContext, run: object) -> None:
+    """``declare_rules`` with the ``proxmox_firewall.rules`` states of the state run ``run``
+    (``salt_proxmox.run.lowstate.Run``) on ``ctx``'s target; nothing outside a run (None)."""
+    if run is None:
+        return
+    chunks = run.declared("proxmox_firewall", ctx.target.name, ctx.target.name)
+    declare_rules(ctx, ((chunk.name, chunk.args.get("rules")) for chunk in chunks if chunk.fun == "rules"))
+
+
 def declare_rules(ctx: PveContext, declared: Iterable[tuple[str, object]]) -> None:
     """Record the rule lists this run declares (``(scope, rules)``: a ``proxmox_firewall.rules``
     state's name and its ``rules``), for the usage scan to count. A list that is not a list of
