@@ -19,6 +19,9 @@ TOKEN_SUBID = REALM
 #: The realms PVE keeps by itself (``Plugin.pm`` ``parse_config`` adds them; ``Domains.pm`` ``create``
 #: refuses their names and types). PVE deletes either on request: this product never does.
 BUILTIN_REALMS = ("pam", "pve")
+#: The cluster's superuser: PVE lets it be deleted and re-creates it bare (``Plugin.pm``
+#: ``parse_config``), so this product never manages it, nor a token of it.
+SUPERUSER = "root@pam"
 
 
 def userid_problem(userid: str) -> str | None:

@@ -473,7 +473,7 @@ SPEC = ObjectSpec(
     side_effects=side_effects,
     recorded=_SERIALS,
     # GET /access/domains (pve-access-control API2/Domains.pm index); pam and pve are PVE's own.
-    export_names=lambda row: None if row.get("realm") in ("pam", "pve") else export_by("realm")(row),
+    export_names=lambda row: None if row.get("realm") in BUILTIN_REALMS else export_by("realm")(row),
     export_listings=lambda ctx: [(Call("GET", "access/domains"), {})],
     export_values=lambda live, probe: export_values(live),
 )

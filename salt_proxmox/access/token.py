@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import hvac.exceptions
 import requests
 
-from salt_proxmox.access.names import split_tokenid
+from salt_proxmox.access.names import SUPERUSER, split_tokenid
 from salt_proxmox.errors import DeclarationError, Refused, Uncertain, shown
 from salt_proxmox.openbao.client import describe_failure
 from salt_proxmox.openbao.creds import kv_payload
@@ -80,7 +80,7 @@ def _tokenid_problem(name: str) -> str | None:
     parts = split_tokenid(name)
     if parts is None:
         return f"{shown(name)} is not a token id user@realm!tokenid (a letter, then letters, digits, ., -, _)"
-    if parts[0] == "root@pam":
+    if parts[0] == SUPERUSER:
         return (
             "a token of root@pam holds every privilege on the cluster; declare a token of a user of your own"
         )

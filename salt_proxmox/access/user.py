@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from salt_proxmox.access.names import groupid_problem, userid_problem
+from salt_proxmox.access.names import SUPERUSER, groupid_problem, userid_problem
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
@@ -102,7 +102,7 @@ UPDATE = Endpoint("PUT /access/users/{userid}", (), _rule)
 
 
 def _userid_problem(name: str) -> str | None:
-    if name == "root@pam":
+    if name == SUPERUSER:
         return (
             "root@pam is the cluster's superuser; PVE lets it be deleted and re-creates it bare "
             "(pve-access-control Auth/Plugin.pm parse_config), so this product never manages it"
@@ -279,6 +279,6 @@ SPEC = ObjectSpec(
     side_effects=side_effects,
     recorded=("password_serial",),
     # GET /access/users (pve-access-control API2/User.pm index); root@pam is never declared.
-    export_names=lambda row: None if row.get("userid") == "root@pam" else export_by("userid")(row),
+    export_names=lambda row: None if row.get("userid") == SUPERUSER else export_by("userid")(row),
     export_listings=lambda ctx: [(Call("GET", "access/users"), {})],
 )

@@ -173,10 +173,15 @@ def parse(data: object, decl: Declared) -> dict | None:
     row = next((row for row in data if row.get("name") == decl.names["name"]), None)
     if row is None:
         return None
+    return {**row_values(row), "snapstate": str(row.get("snapstate") or "")}
+
+
+def row_values(row: Mapping[str, object]) -> dict:
+    """One row of ``GET …/snapshot`` as a declaration spells it: ``{description, vmstate}`` (PVE keeps
+    a description's trailing newline; ``vmstate`` 1 when the snapshot saved the VM's RAM)."""
     return {
         "description": str(row.get("description") or "").rstrip("\n"),
         "vmstate": 1 if row.get("vmstate") not in (None, 0, "0", "") else 0,
-        "snapstate": str(row.get("snapstate") or ""),
     }
 
 

@@ -38,14 +38,17 @@ def _snapshots(ctx: PveContext, kind: str, vmid: int, node: str) -> list[dict]:
     ``snapshot_list``: ``current`` is the running state, no snapshot). Raises what the read raises."""
     path = f"nodes/{api_path(node)}/{kind}/{vmid}/snapshot"
     rows = get_rows(ctx.client, path, ctx.broker.read(), what="snapshots")
+    from salt_proxmox.backup.snapshot import RESERVED, row_values
+
     out = []
     for row in rows:
-        if row.get("name") in (None, "current"):
+        if row.get("name") in (None, *RESERVED):
             continue
+        values = row_values(row)
         entry: dict = {"snapname": str(row["name"])}
-        if row.get("description"):
-            entry["description"] = str(row["description"]).rstrip("\n")
-        if kind == "qemu" and row.get("vmstate"):
+        if values["description"]:
+            entry["description"] = values["description"]
+        if kind == "qemu" and values["vmstate"]:
             entry["vmstate"] = 1
         out.append({**entry, "adopt": True})
     return out
