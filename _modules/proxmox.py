@@ -941,10 +941,10 @@ def firewall_rules_get(name, target=None):
 
     ctx = _context(target)
     scope = _call(firewall_rules.identify, "adhoc", ctx.target.name, name)
-    firewall = _call(firewall_rules.base, ctx, scope)
-    if firewall is None:
+    located = _call(firewall_rules.firewall_of, ctx, scope)
+    if located is None:
         return None
-    live = _call(firewall_rules.read, ctx, firewall_rules.rules_path(scope, firewall))
+    live = _call(firewall_rules.read, ctx, firewall_rules.rules_path(scope, located.path))
     return [line(rule) for rule in live.rules]
 
 
@@ -964,14 +964,12 @@ def firewall_rules_present(
     """
     from salt_proxmox.firewall import rules as firewall_rules
 
-    run = run_config.run_of(extra, __context__)
     return _state(
         name,
         target,
         firewall_rules.present,
         _switch("test", test),
         state_id or name,
-        firewall_rules.run_guests(run),
         run=extra,
         twins=_object_twins("firewall_rules"),
         name=name,

@@ -501,8 +501,9 @@ def least_roles(needs: Iterable[Need]) -> dict:
 
 def planning(ctx: PveContext, test: bool | None = None) -> bool:
     """Whether this run plans (Salt's ``test``, the same for every state of a run): set by the guest
-    lifecycle as a state starts (``test`` given), read by ``guest_check``. The provision token's
-    privileges are judged at plan; an apply leaves them to PVE, which checks them before it writes."""
+    lifecycle, the simple lifecycle and the firewall's states as a state starts (``test`` given), read by
+    ``guest_check`` and ``firewall.scope.run_guests``. The provision token's privileges are judged at
+    plan; an apply leaves them to PVE, which checks them before it writes."""
     key = f"salt_proxmox.planning/{ctx.target.name}"
     if test is not None:
         ctx.memo[key] = bool(test)

@@ -292,7 +292,11 @@ def _path(decl: Declared, collection: str = COLLECTION) -> str:
 
 
 def _base(ctx: PveContext, decl: Declared) -> str:
-    return scopes.base(ctx, scopes.parse(decl.names.get("scope", "cluster")))
+    return scopes.base(ctx, _scope(decl)).path
+
+
+def _scope(decl: Declared) -> scopes.Scope:
+    return scopes.parse(decl.names.get("scope", "cluster"))
 
 
 def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
@@ -361,4 +365,5 @@ SPEC = ObjectSpec(
     export_names=export_by("name"),
     for_cluster=for_cluster,
     create_on_cluster=True,
+    unborn=lambda ctx, decl: scopes.unborn(ctx, _scope(decl)),
 )

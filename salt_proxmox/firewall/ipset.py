@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from salt_proxmox.access import privileges
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.firewall import scope as scopes
 from salt_proxmox.firewall import usage
@@ -223,8 +224,12 @@ def is_absent(error: PveError, decl: Declared) -> bool:
     return error.status == 500 and error.message == f"no such IPSet '{decl.names['name']}'"
 
 
+def _scope(decl: Declared) -> scopes.Scope:
+    return scopes.parse(decl.names["scope"], ("cluster", "vm", "ct"))
+
+
 def _base(ctx: PveContext, decl: Declared) -> str:
-    return scopes.base(ctx, scopes.parse(decl.names["scope"]))
+    return scopes.base(ctx, _scope(decl)).path
 
 
 def _set_path(base: str, decl: Declared) -> str:
@@ -333,9 +338,11 @@ def _shown(entries: list[Mapping]) -> list[str]:
     ]
 
 
-def reference_refusals(ctx: PveContext, decl: Declared, base: str) -> list[str]:
+def reference_refusals(ctx: PveContext, decl: Declared, base: str, unborn: bool = False) -> list[str]:
     """Entries naming an alias that neither exists nor is declared earlier in this run: PVE's
-    ``create_ip`` refuses them (``resolve_alias``: ``no such alias``). Raises what the reads raise."""
+    ``create_ip`` refuses them (``resolve_alias``: ``no such alias``). ``unborn``: the set's guest is
+    created earlier in this plan's run, so it has no aliases of its own yet. Raises what the reads
+    raise."""
     named = [entry["cidr"] for entry in decl.values["cidrs"] if ALIAS_REF.match(entry["cidr"])]
     if not named:
         return []
@@ -350,7 +357,7 @@ def reference_refusals(ctx: PveContext, decl: Declared, base: str) -> list[str]:
             fold_alias(str(row.get("name", "")))
             for row in get_rows(ctx.client, f"{base}/aliases", credential, what="aliases")
         }
-        if guest
+        if guest and not unborn
         else set()
     )
     found = []
@@ -408,6 +415,7 @@ def lockout_refusals(ctx: PveContext, decl: Declared, live: Mapping[str, object]
 def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> Outcome:
     """Plan (``test``) or apply one IP set declaration; never raises for a known failure. Changes:
     ``{created}``, ``{comment: {old, new}}``, ``{cidrs: {old, new}}`` (entries as ``_shown`` spells them)."""
+    privileges.planning(ctx, test)
     outcome = Outcome()
     try:
         decl = declare(state_id, ctx.target.name, **declared)
@@ -418,6 +426,7 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
             return outcome.fail(refusal, "Nothing was written.")
         live = simple.read(ctx, SPEC, decl)
         base = _base(ctx, decl)
+        unborn = SPEC.unborn(ctx, decl)
         record = False
         if live is not None:
             matches = dict(live) == dict(decl.values)
@@ -436,8 +445,8 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
                 outcome.comment.append(note)
                 record = True
         elif test:
-            outcome.comment.append(absent_note(row, decl.label, "PVE"))
-        refusals = reference_refusals(ctx, decl, base) + lockout_refusals(ctx, decl, live)
+            outcome.comment += [absent_note(row, decl.label, "PVE"), *([unborn] if unborn else [])]
+        refusals = reference_refusals(ctx, decl, base, bool(unborn)) + lockout_refusals(ctx, decl, live)
         if refusals:
             return outcome.fail(*refusals, "Nothing was written.")
         plan = steps(base, decl, live)
@@ -543,6 +552,7 @@ SPEC = ObjectSpec(
     refusals=refusals,
     for_cluster=_bound,
     create_on_cluster=True,
+    unborn=lambda ctx, decl: scopes.unborn(ctx, _scope(decl)),
     # The cluster's sets (GET /cluster/firewall/ipset); a guest's own sets are not exported yet.
     export_names=export_by("name"),
     export_listings=lambda ctx: [(Call("GET", "cluster/firewall/ipset"), {})],

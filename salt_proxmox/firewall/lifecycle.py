@@ -13,6 +13,7 @@ IP set that names the old alias pointing at nothing; move those in the same chan
 
 from __future__ import annotations
 
+from salt_proxmox.access import privileges
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.firewall import alias, usage
 from salt_proxmox.outcome import Outcome
@@ -55,6 +56,7 @@ def present(
 
     Returns an Outcome whose changes are ``{cidr|comment: {old, new}}`` for an update,
     ``{created, cidr, comment}`` for a create, plus ``{renamed: {old, new}}`` for a rename."""
+    privileges.planning(ctx, test)
     outcome = Outcome()
     try:
         decl = alias.declare(

@@ -300,7 +300,7 @@ def _put(base: str, decl: Declared, live: Mapping[str, object]) -> Call | None:
 
 
 def _bound(ctx: PveContext, decl: Declared) -> ObjectSpec:
-    base = scopes.base(ctx, scopes.parse(decl.names["name"]))
+    base = scopes.base(ctx, scopes.parse(decl.names["name"])).path
     return replace(
         SPEC,
         read=lambda d: Call("GET", f"{base}/options"),
@@ -314,7 +314,7 @@ def digest_guard(ctx: PveContext, credential: Credential, decl: Declared, live: 
     """The write guard: ``{digest}`` of the scope's options, read now and checked to show them as judged
     (``live``; ``{}`` before the first write: none of the declared keys set). Raises PveMalformed for
     options without a digest, Refused when they changed between the two reads."""
-    base = scopes.base(ctx, scopes.parse(decl.names["name"]))
+    base = scopes.base(ctx, scopes.parse(decl.names["name"])).path
     data = ctx.client.request("GET", f"{base}/options", credential)
     digest = data.get("digest") if isinstance(data, Mapping) else None
     if not isinstance(digest, str) or not digest:
@@ -425,6 +425,8 @@ SPEC = ObjectSpec(
     for_cluster=_bound,
     create_on_cluster=True,
     create_guard=True,
+    # A guest's options, planned in the run that creates the guest: PVE's defaults, nothing set.
+    unborn=lambda ctx, decl: scopes.unborn(ctx, scopes.parse(decl.names["name"])),
     # The cluster's and each node's options, named by GET /cluster/status (its ``cluster`` row and one
     # ``node`` row per member); a guest's options are exported with its firewall rules, not here.
     export_names=export_scope,

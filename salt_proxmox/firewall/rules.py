@@ -38,9 +38,11 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from salt_proxmox.access import privileges
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError, boolean_problem
 from salt_proxmox.firewall import lockout as model
 from salt_proxmox.firewall import moves, reach
+from salt_proxmox.firewall import scope as scopes
 from salt_proxmox.firewall.ruleset import (
     Rule,
     Scope,
@@ -165,26 +167,11 @@ def _rows(ctx: PveContext, path: str, what: str) -> list[Mapping]:
         raise PveMalformed("GET", path, str(why)) from None
 
 
-def base(ctx: PveContext, scope: Scope) -> str | None:
-    """The API path of the scope's firewall (``cluster/firewall``, ``nodes/pve1/qemu/510/firewall``),
-    or None for a guest the cluster's index does not list. Raises DeclarationError for a vmid that is
-    the other kind of guest, and what the index read raises."""
-    if scope.env == "cluster":
-        return "cluster/firewall"
-    if scope.env == "group":
-        return "cluster/firewall"
-    if scope.env == "host":
-        return f"nodes/{api_path(scope.key)}/firewall"
-    row = next((row for row in index_rows(ctx) if str(row["vmid"]) == scope.key), None)
-    if row is None:
-        return None
-    kind = "qemu" if scope.env == "vm" else "lxc"
-    if row["type"] != kind:
-        other = "ct" if scope.env == "vm" else "vm"
-        raise DeclarationError(
-            f"name: guest {scope.key} is a {row['type']} guest: its scope is {other}/{scope.key}"
-        )
-    return f"nodes/{api_path(str(row['node']))}/{kind}/{scope.key}/firewall"
+def firewall_of(ctx: PveContext, scope: Scope) -> scopes.Firewall | None:
+    """Where the list's firewall is (``firewall.scope.locate``: None for a guest the cluster does not
+    list and this plan's run does not create); a security group's is the cluster's (``[group <name>]``
+    sections of ``cluster.fw``). Raises what ``locate`` raises (Refused for the other kind of guest)."""
+    return scopes.locate(ctx, scopes.parse("cluster" if scope.env == "group" else scope.name))
 
 
 def rules_path(scope: Scope, firewall: str) -> str:
@@ -496,10 +483,9 @@ def _enabled_after(
     return out
 
 
-def decide(ctx: PveContext, decl: Declared, guests: frozenset[str] = frozenset()) -> Decision:
-    """The one decision plan and apply share. ``guests``: the guest scopes a plan's run creates
-    earlier (``run_guests``): a guest it lists and the cluster does not have yet starts with no
-    rules. Raises what the reads raise."""
+def decide(ctx: PveContext, decl: Declared) -> Decision:
+    """The one decision plan and apply share. A guest an earlier state of the plan's run creates
+    (``firewall.scope.run_guests``) starts with no rules. Raises what the reads raise."""
     row = ctx.ownership.row(decl.key)
     previous = ctx.ownership.for_state(decl.target, FAMILY, decl.state_id)
     if previous is not None and previous[0] != decl.key:
@@ -508,14 +494,12 @@ def decide(ctx: PveContext, decl: Declared, guests: frozenset[str] = frozenset()
             f"state {decl.state_id} declared the rules of {old} before and now declares {decl.scope.name}: "
             f"declare {old} absent in its own state first, or give this declaration its own state id."
         ])  # fmt: skip
-    firewall = base(ctx, decl.scope)
-    if firewall is None and decl.scope.name in guests:
-        return _planned_guest(ctx, decl, row)
-    if firewall is None:
-        return Decision("refuse", reasons=[
-            f"{decl.scope.label}: the cluster lists no guest {decl.scope.key} (GET /cluster/resources); "
-            "create it first (the formula orders a guest's rules after the guest)."
-        ])  # fmt: skip
+    located = firewall_of(ctx, decl.scope)
+    if located is None:
+        return Decision("refuse", reasons=[scopes.missing(scopes.parse(decl.scope.name))])
+    if located.planned_on:
+        return _planned_guest(ctx, decl, row, located.note(scopes.parse(decl.scope.name)))
+    firewall = located.path
     path = rules_path(decl.scope, firewall)
     try:
         live = read(ctx, path)
@@ -576,9 +560,9 @@ def _writing(
     return Decision("write", path=path, live=live, steps=steps, changes=changes, notes=notes, row=row)
 
 
-def _planned_guest(ctx: PveContext, decl: Declared, row) -> Decision:
+def _planned_guest(ctx: PveContext, decl: Declared, row, said: str) -> Decision:
     """A plan's guest created earlier in its run: its list starts empty."""
-    return _planned_group(ctx, decl, "", row, f"guest {decl.scope.key} is created earlier in this run", None)
+    return _planned_group(ctx, decl, "", row, said, None)
 
 
 def _planned_group(
@@ -672,25 +656,10 @@ def carry_out(
     return outcome
 
 
-def run_guests(run: object) -> frozenset[str]:
-    """The guest scopes (``ct/<vmid>``, ``vm/<vmid>``) the ``proxmox_lxc``/``proxmox_qemu`` present
-    states of a state run (``salt_proxmox.run.lowstate.Run``, None outside one) declare: a guest
-    the run creates before its rules (the formula's requisite)."""
-    if run is None:
-        return frozenset()
-    found = set()
-    for state, kind in (("proxmox_lxc", "ct"), ("proxmox_qemu", "vm")):
-        for chunk in run.declared(state):
-            if chunk.fun == "present" and chunk.args.get("vmid") is not None:
-                found.add(f"{kind}/{chunk.args['vmid']}")
-    return frozenset(found)
-
-
 def present(
     ctx: PveContext,
     test: bool,
     state_id: str,
-    guests: frozenset[str] = frozenset(),
     /,
     name: object = None,
     rules: object = None,
@@ -700,10 +669,11 @@ def present(
 ) -> Outcome:
     """Plan (``test``) or apply one rule list; never raises for a known failure. Changes:
     ``{rules: {diff}, writes: [...]}`` (and ``ownership`` when only the row is written)."""
+    privileges.planning(ctx, test)
     outcome = Outcome()
     try:
         decl = declare(state_id, ctx.target.name, name, rules, adopt, allow_lockout, **extra)
-        decision = decide(ctx, decl, guests if test else frozenset())
+        decision = decide(ctx, decl)
     except DeclarationError as exc:
         return outcome.refuse(exc)
     except SaltProxmoxError as exc:
@@ -756,10 +726,11 @@ def absent(ctx: PveContext, test: bool, state_id: str, name: object = None, remo
     if removal == "retain":
         return forget_ownership(outcome, ctx.ownership, key, row, scope.label, test)
     try:
-        firewall = base(ctx, scope)
-        if firewall is None:
+        privileges.planning(ctx, test)
+        located = firewall_of(ctx, scope)
+        if located is None or located.planned_on:
             return forget_ownership(outcome, ctx.ownership, key, row, scope.label, test, already_absent=True)
-        path = rules_path(scope, firewall)
+        path = rules_path(scope, located.path)
         try:
             live = read(ctx, path)
         except PveError as error:
@@ -853,10 +824,10 @@ def export(ctx: PveContext, bao: object, keep) -> object:
         if not keep({"name": name}):
             continue
         scope = parse_scope(name)
-        firewall = base(ctx, scope)
-        if firewall is None:
+        located = firewall_of(ctx, scope)
+        if located is None:
             continue
-        live = read(ctx, rules_path(scope, firewall))
+        live = read(ctx, rules_path(scope, located.path))
         if not live.rules:
             continue
         declaration = {"name": name, "rules": [dict(rule) for rule in live.rules], "adopt": True}

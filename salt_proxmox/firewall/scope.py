@@ -84,28 +84,110 @@ def parse(value: object, allowed: tuple[str, ...] = ("cluster", "node", "vm", "c
     return Scope(kind, vmid=int(rest))
 
 
-def base(ctx: PveContext, scope: Scope) -> str:
-    """The API path of ``scope``'s firewall (``cluster/firewall``, ``nodes/pve1/firewall``,
-    ``nodes/pve1/qemu/510/firewall``), a guest's node read from the run's guest index.
+@dataclass(frozen=True)
+class Firewall:
+    """Where a scope's firewall is: ``path``, its API path (``cluster/firewall``, ``nodes/pve1/firewall``,
+    ``nodes/pve1/qemu/510/firewall``); ``planned_on``, for a guest the cluster does not hold yet but an
+    earlier state of this plan's run creates (``run_guests``), the node its declaration names (``path`` is
+    on it): nothing lives at ``path`` yet, so nothing is read there and every object is planned as a
+    create."""
 
-    Raises Refused when the index does not list the guest or lists it as the other kind, and what
-    ``guest.absence.hinted_guest`` raises (PveError, PveMalformed, PveUnreachable)."""
-    from salt_proxmox.guest.absence import hinted_guest
+    path: str
+    planned_on: str = ""
+
+    def note(self, scope: Scope) -> str:
+        """What a plan says of a firewall planned on a guest the run creates first; '' otherwise."""
+        if not self.planned_on:
+            return ""
+        return (
+            f"{scope.label} is created earlier in this run (on {self.planned_on}): its firewall is planned "
+            "from nothing, as PVE holds none for a new guest"
+        )
+
+
+def run_guests(ctx: PveContext) -> dict[str, str]:
+    """``{scope: node}`` (``ct/150: pve1``) of the guests the ``proxmox_lxc``/``proxmox_qemu`` ``present``
+    states of this plan's run declare on this target (the run kept by ``run.config.enter_run``), each
+    on the node its declaration names; empty outside a state run and in an apply
+    (``access.privileges.planning``: there a guest's own state has run before its firewall, the formula
+    ordering it so with a ``require``, and the cluster lists the guest or its state failed)."""
+    from salt_proxmox.access.privileges import planning
+    from salt_proxmox.run.memo import current_run
+
+    run = current_run(ctx.memo)
+    if run is None or not planning(ctx):
+        return {}
+    found = {}
+    for kind, type_ in GUEST_TYPES.items():
+        for chunk in run.declared(f"proxmox_{type_}", ctx.target.name, ctx.target.name):
+            vmid, node = chunk.args.get("vmid"), chunk.args.get("node")
+            if chunk.fun == "present" and isinstance(vmid, int | str) and isinstance(node, str):
+                found.setdefault(f"{kind}/{vmid}", node)
+    return found
+
+
+def _other(scope: Scope) -> str:
+    return f"{'ct' if scope.kind == 'vm' else 'vm'}/{scope.vmid}"
+
+
+def locate(ctx: PveContext, scope: Scope) -> Firewall | None:
+    """Where ``scope``'s firewall is, or None for a guest that the cluster's guest index does not list
+    and this plan's run does not create (``run_guests``). A guest's node is read from the run's guest
+    index (``guest.absence.hinted_guest``), and, when that does not list it and no state of the plan
+    creates it, from the index read now (a hint never proves absence: a guest created earlier in an
+    apply's run is listed there).
+
+    Raises Refused for a vmid the index lists as the other kind of guest, and what the index reads
+    raise (PveError, PveMalformed, PveUnreachable)."""
+    from salt_proxmox.guest.absence import hinted_guest, indexed_guest
 
     if scope.kind == "cluster":
-        return "cluster/firewall"
+        return Firewall("cluster/firewall")
     if scope.kind == "node":
-        return f"nodes/{api_path(scope.node)}/firewall"
-    row = hinted_guest(ctx, scope.vmid, ctx.broker.read())
+        return Firewall(f"nodes/{api_path(scope.node)}/firewall")
+    credential = ctx.broker.read()
+    row = hinted_guest(ctx, scope.vmid, credential)
     if row is None:
-        raise Refused(
-            f"{scope}: the cluster's guest index lists no guest {scope.vmid} (or the read credential may not "
-            "audit it: VM.Audit), so its firewall cannot be read. Create the guest first (declare its "
-            "firewall after it, with a require), or grant the read token VM.Audit on it; nothing was written."
-        )
+        declared = run_guests(ctx)
+        node = declared.get(str(scope))
+        if node is not None:
+            return Firewall(f"nodes/{api_path(node)}/{GUEST_TYPES[scope.kind]}/{scope.vmid}/firewall", node)
+        if _other(scope) in declared:
+            row = {"type": GUEST_TYPES[_other(scope).partition("/")[0]]}
+        else:
+            row = indexed_guest(ctx, scope.vmid, credential)
+    if row is None:
+        return None
     if row.get("type") != GUEST_TYPES[scope.kind]:
-        other = "ct" if scope.kind == "vm" else "vm"
         raise Refused(
-            f"{scope}: guest {scope.vmid} is a {row.get('type')} guest: declare it as {other}/{scope.vmid}"
+            f"{scope}: guest {scope.vmid} is a {row.get('type')} guest: declare it as {_other(scope)}"
         )
-    return f"nodes/{api_path(str(row['node']))}/{row['type']}/{scope.vmid}/firewall"
+    return Firewall(f"nodes/{api_path(str(row['node']))}/{row['type']}/{scope.vmid}/firewall")
+
+
+def missing(scope: Scope) -> str:
+    """The refusal of a guest scope ``locate`` finds no firewall for."""
+    return (
+        f"{scope}: the cluster's guest index lists no guest {scope.vmid} (or the read credential may not "
+        "audit it: VM.Audit), and no state of this run creates it, so its firewall cannot be read. Declare "
+        "the guest (the formula orders its firewall after it), or grant the read token VM.Audit on it; "
+        "nothing was written."
+    )
+
+
+def base(ctx: PveContext, scope: Scope) -> Firewall:
+    """``locate``, for a family that needs the firewall to be somewhere. Raises Refused (``missing``) for a
+    guest it finds nowhere, and what ``locate`` raises."""
+    found = locate(ctx, scope)
+    if found is None:
+        raise Refused(missing(scope))
+    return found
+
+
+def unborn(ctx: PveContext, scope: Scope) -> str | None:
+    """``ObjectSpec.unborn`` of a firewall object at ``scope``: the plan note when its guest is one this
+    plan's run creates first (``Firewall.note``), else None. Raises what ``locate`` raises."""
+    if not scope.guest:
+        return None
+    found = locate(ctx, scope)
+    return found.note(scope) if found is not None and found.planned_on else None

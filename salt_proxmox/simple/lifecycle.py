@@ -45,10 +45,15 @@ def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False
     when it holds the object; a plan's and an apply's judgement do, the read-back after a write
     does not.
 
+    An object whose parent an earlier state of this plan creates (``ObjectSpec.unborn``) is absent
+    without a read.
+
     Raises PveError (any answer but the family's exact absence answer), PveMalformed (a 200
     without the promised shape), Refused (a listing that cannot be proven complete),
     PveUnreachable or CredentialError. Never folds a failure into absence.
     """
+    if spec.unborn is not None and spec.unborn(ctx, decl):
+        return None
     credential = ctx.broker.read()
     if shared and spec.listing is not None and spec.listed is not None:
         live = _listed(ctx, spec, decl, credential)
@@ -183,6 +188,7 @@ def decide(
         expect(ctx, spec.family, decl.identity)
         remember(ctx, spec.family, decl.identity, decl.values)
         note = absent_note(row, decl.label, "PVE")
+        unborn = spec.unborn(ctx, decl) if spec.unborn is not None else None
         changes = {"created": {"old": None, "new": decl.label}}
         # A value left at PVE's default (a cleared flag, an empty text) is not sent by a create
         # (``simple.fields.form_values``), so the plan does not list it either; recorded values (a
@@ -199,7 +205,7 @@ def decide(
         kept = [f"{key} {decl.values[key]}" for key in spec.recorded if key in decl.values]
         if kept:
             effects.append(f"{decl.label}: recorded with it, never sent to PVE: {', '.join(kept)}")
-        notes = [note, *effects, *unchecked]
+        notes = [note, *([unborn] if unborn else []), *effects, *unchecked]
         return Decision("create", call=call, changes=changes, notes=notes, row_key=key, row=row)
     diffs = spec.differences(live, decl)
     matches = spec.is_match(live, decl)
@@ -337,6 +343,7 @@ def _plan_lines(decision: Decision, decl: Declared) -> list[str]:
 def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **declared) -> Outcome:
     """Plan (``test``) or apply one declaration of ``spec``'s family; never raises for a known
     failure. ``declared``: the state's arguments (``adopt`` and the family's keys)."""
+    privileges.planning(ctx, test)
     outcome = Outcome()
     try:
         decl = spec.declare(state_id, ctx.target.name, **declared)
@@ -403,6 +410,7 @@ def absent(
     touches nothing; ``removal: destroy`` deletes it, only when this minion owns it and it still
     matches its last declaration, then reads it back to prove it gone. ``names``: the family's
     identity keys. Never raises for a known failure."""
+    privileges.planning(ctx, test)
     outcome = Outcome()
     try:
         problem = removal_problem(removal)

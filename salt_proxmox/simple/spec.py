@@ -44,6 +44,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   calls is about to be made, so a judgement from the shared listing reads nothing more.
 - ``create_on_cluster``: the create too is the one ``for_cluster`` gives (a guest's firewall objects:
   their path names the guest's node, read from the guest index);
+- ``unborn``: for a family whose objects live under an object an earlier state of the same plan creates
+  (a guest's firewall objects, under a guest the run creates before them): the plan's note when the
+  object is such a one, else None. It is then absent without a read (there is nothing to read yet: PVE
+  would answer that the guest's config does not exist), and its create is the one ``for_cluster`` gives
+  on the path the declaration of the parent names;
 - ``create_guard``: the create carries ``write_guard`` too (firewall options: settings PVE always
   has, whose ``PUT`` takes the digest of them all, pve-firewall ``API2/Firewall/Cluster.pm``
   ``set_options``); ``write_guard`` is then handed ``{}`` as the live attributes;
@@ -266,6 +271,7 @@ class ObjectSpec:
     live_only: tuple[str, ...] = ()
     create_on_cluster: bool = False
     create_guard: bool = False
+    unborn: Callable[[PveContext, Declared], str | None] | None = None
     #: Which writes ``task_node`` runs as tasks (a PBS datastore's create and delete are, its update
     #: is not: proxmox-backup ``src/api2/config/datastore.rs``).
     task_writes: tuple[str, ...] = ("create", "update", "delete")

@@ -10,6 +10,8 @@ import pytest
 from salt_proxmox.firewall import reach, rules
 from salt_proxmox.firewall.lifecycle import present as alias_present
 from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.run.lowstate import Run
+from salt_proxmox.run.memo import keep_run
 from tests.support.cluster import ROUTER_NODE, ROUTER_VMID
 from tests.support.firewall import firewall_admin
 from tests.support.guests import make_context, requests_since, static_targets, writes
@@ -245,12 +247,14 @@ def test_a_guest_the_run_creates_first_plans_its_rules_from_an_empty_list(fresh_
     """The formula makes a guest's rules require the guest; a plan of both has no guest to read yet."""
     minion = Minion(fresh_cluster)
     start = len(fresh_cluster.pve.requests)
-    plan = rules.present(
-        minion.context(), True, "rules-vm/290", frozenset({"vm/290"}), name="vm/290", rules=[SSH]
-    )
+    ctx = minion.context()
+    guest = {"state": "proxmox_qemu", "fun": "present", "__id__": "vm290", "vmid": 290, "node": "pve1"}
+    ctx.begin("run")
+    keep_run(ctx.memo, Run([guest], None, "run"))
+    plan = rules.present(ctx, True, "rules-vm/290", name="vm/290", rules=[SSH])
     assert plan.result is None, plan.comment
     assert plan.changes["writes"] == ["insert `IN SSH(ACCEPT) # ssh`"]
-    assert "guest 290 is created earlier in this run" in plan.comment
+    assert any("VM 290 is created earlier in this run (on pve1)" in line for line in plan.comment)
     assert writes(requests_since(fresh_cluster, start)) == []
     # Not in the run, the same guest is refused: its firewall has no place to be written.
     alone = rules.present(minion.context(), True, "rules-vm/290", name="vm/290", rules=[SSH])
