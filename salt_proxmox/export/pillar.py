@@ -128,7 +128,7 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         return
     if kind.name in FIREWALL:
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
-        entries[str(entry.pop("name"))] = entry
+        entries[_named(entry)] = entry
         return
     entries = pillar.setdefault(top, {})
     for part in section.split(":"):  # proxmox:pbs:datastores nests one level deeper
@@ -143,7 +143,17 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         base = _label(f"{names['role']}-{names[kind_key]}-on-{where}")
         entries[_unique(entries, base, len(entries))] = entry
         return
-    entries[str(entry.pop("name"))] = entry
+    entries[_named(entry)] = entry
+
+
+def _named(entry: dict) -> str:
+    """The key of an entry named by its ``name``: the name (taken out of the entry), or, for a guest's own
+    firewall IP set or alias (``scope: vm/<vmid>``), ``<scope>-<name>`` as a label with ``name`` kept in
+    the entry, since the cluster and other guests may hold one of the same name."""
+    scope = entry.get("scope")
+    if isinstance(scope, str) and scope != "cluster":
+        return _label(f"{scope}-{entry['name']}")
+    return str(entry.pop("name"))
 
 
 def export(ctx, bao, filters: Filters, pbs: Mapping[str, object] | None = None) -> Export:

@@ -363,6 +363,8 @@ SPEC = ObjectSpec(
     identity_keys=("name", "scope"),
     refusals=refusals,
     export_names=export_by("name"),
+    # The cluster's aliases, then each guest's own with its scope.
+    export_listings=lambda ctx: scopes.export_listings(ctx, "aliases"),
     for_cluster=for_cluster,
     create_on_cluster=True,
     unborn=lambda ctx, decl: scopes.unborn(ctx, _scope(decl)),

@@ -553,7 +553,7 @@ SPEC = ObjectSpec(
     for_cluster=_bound,
     create_on_cluster=True,
     unborn=lambda ctx, decl: scopes.unborn(ctx, _scope(decl)),
-    # The cluster's sets (GET /cluster/firewall/ipset); a guest's own sets are not exported yet.
+    # The cluster's sets (GET /cluster/firewall/ipset), then each guest's own with its scope.
     export_names=export_by("name"),
-    export_listings=lambda ctx: [(Call("GET", "cluster/firewall/ipset"), {})],
+    export_listings=lambda ctx: scopes.export_listings(ctx, "ipset"),
 )

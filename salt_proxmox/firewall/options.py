@@ -366,13 +366,15 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
 
 
 def export_scope(row: Mapping[str, object]) -> Mapping[str, object] | None:
-    """``proxmox.export``: the options scope a ``GET /cluster/status`` row names (``cluster``,
-    ``node/<name>``), None for another row."""
+    """``proxmox.export``: the options scope a ``GET /cluster/status`` row (``cluster``, ``node/<name>``)
+    or a guest index row (``vm/<vmid>``, ``ct/<vmid>``: ``scope.guest_scope``) names, None for another
+    row."""
     if row.get("type") == "cluster":
         return {"name": "cluster"}
     if row.get("type") == "node" and isinstance(row.get("name"), str):
         return {"name": f"node/{row['name']}"}
-    return None
+    guest = scopes.guest_scope(row)
+    return None if guest is None else {"name": guest}
 
 
 def export_read(ctx: PveContext, probe: Declared) -> dict | None:
@@ -428,8 +430,11 @@ SPEC = ObjectSpec(
     # A guest's options, planned in the run that creates the guest: PVE's defaults, nothing set.
     unborn=lambda ctx, decl: scopes.unborn(ctx, scopes.parse(decl.names["name"])),
     # The cluster's and each node's options, named by GET /cluster/status (its ``cluster`` row and one
-    # ``node`` row per member); a guest's options are exported with its firewall rules, not here.
+    # ``node`` row per member), and each guest's, named by the guest index.
     export_names=export_scope,
     export_read=lambda ctx, probe: export_read(ctx, probe),
-    export_listings=lambda ctx: [(Call("GET", "cluster/status"), {})],
+    export_listings=lambda ctx: [
+        (Call("GET", "cluster/status"), {}),
+        (Call("GET", "cluster/resources", params={"type": "vm"}), {}),
+    ],
 )

@@ -53,7 +53,6 @@ from salt_proxmox.firewall.ruleset import (
     parse_scope,
     references,
 )
-from salt_proxmox.guest.absence import index_rows
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.rows import destroy_path, removal_problem, row_key
 from salt_proxmox.pve.client import api_path
@@ -815,11 +814,7 @@ def export(ctx: PveContext, bao: object, keep) -> object:
         for r in _rows(ctx, "cluster/firewall/groups", "security groups")
         if r.get("group")
     ]
-    names += [
-        f"{'vm' if row['type'] == 'qemu' else 'ct'}/{row['vmid']}"
-        for row in index_rows(ctx)
-        if row.get("type") in ("qemu", "lxc") and not row.get("template")
-    ]
+    names += [name for name, _path in scopes.guest_firewalls(ctx)]
     for name in names:
         if not keep({"name": name}):
             continue

@@ -14,6 +14,7 @@ Security groups live in the cluster's file (``[group <name>]``) and are a scope 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from salt_proxmox.pve.client import api_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
+    from salt_proxmox.simple.spec import Call
 
 #: pve-common ``pve-node`` (``PVE::JSONSchema::pve_verify_node_name``): a host name label.
 _NODE = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?\Z")
@@ -151,7 +153,7 @@ def locate(ctx: PveContext, scope: Scope) -> Firewall | None:
         declared = run_guests(ctx)
         node = declared.get(str(scope))
         if node is not None:
-            return Firewall(f"nodes/{api_path(node)}/{GUEST_TYPES[scope.kind]}/{scope.vmid}/firewall", node)
+            return Firewall(_guest_path(node, GUEST_TYPES[scope.kind], scope.vmid), node)
         if _other(scope) in declared:
             row = {"type": GUEST_TYPES[_other(scope).partition("/")[0]]}
         else:
@@ -162,7 +164,12 @@ def locate(ctx: PveContext, scope: Scope) -> Firewall | None:
         raise Refused(
             f"{scope}: guest {scope.vmid} is a {row.get('type')} guest: declare it as {_other(scope)}"
         )
-    return Firewall(f"nodes/{api_path(str(row['node']))}/{row['type']}/{scope.vmid}/firewall")
+    return Firewall(_guest_path(str(row["node"]), str(row["type"]), scope.vmid))
+
+
+def _guest_path(node: str, type_: str, vmid: object) -> str:
+    """``nodes/<node>/<qemu|lxc>/<vmid>/firewall`` (pve-firewall ``API2/Firewall/VM.pm``)."""
+    return f"nodes/{api_path(node)}/{type_}/{vmid}/firewall"
 
 
 def missing(scope: Scope) -> str:
@@ -191,3 +198,37 @@ def unborn(ctx: PveContext, scope: Scope) -> str | None:
         return None
     found = locate(ctx, scope)
     return found.note(scope) if found is not None and found.planned_on else None
+
+
+def guest_scope(row: Mapping[str, object]) -> str | None:
+    """``proxmox.export``: the scope (``vm/<vmid>``, ``ct/<vmid>``) of a guest index row (``GET
+    /cluster/resources?type=vm``), or None for another row and for a template (nobody adopts one:
+    ``export.guests``)."""
+    kind = {qemu_or_lxc: kind for kind, qemu_or_lxc in GUEST_TYPES.items()}.get(str(row.get("type")))
+    if kind is None or row.get("template") in (1, "1", True) or row.get("vmid") is None:
+        return None
+    return f"{kind}/{row['vmid']}"
+
+
+def guest_firewalls(ctx: PveContext) -> list[tuple[str, str]]:
+    """``[(scope, firewall path)]`` of every guest the cluster's guest index lists (read now with the
+    read credential; ``guest_scope``): where an export reads a guest's own firewall objects. Raises what
+    the index read raises (PveError, PveMalformed, PveUnreachable)."""
+    from salt_proxmox.guest.absence import index_rows
+
+    found = []
+    for row in index_rows(ctx):
+        name = guest_scope(row)
+        if name is not None:
+            found.append((name, _guest_path(str(row["node"]), str(row["type"]), row["vmid"])))
+    return found
+
+
+def export_listings(ctx: PveContext, collection: str) -> list[tuple[Call, Mapping[str, object]]]:
+    """``ObjectSpec.export_listings`` of a kind kept at the cluster's and at each guest's scope
+    (``collection``: ``ipset``, ``aliases``): the cluster's listing, then each guest's
+    (``guest_firewalls``) with its ``scope``. Raises what the index read raises."""
+    from salt_proxmox.simple.spec import Call
+
+    own = [(Call("GET", f"{path}/{collection}"), {"scope": name}) for name, path in guest_firewalls(ctx)]
+    return [(Call("GET", f"cluster/firewall/{collection}"), {}), *own]
