@@ -328,6 +328,8 @@ def disagreements(
     for key, row in rows.items():
         if not isinstance(row, dict):
             continue  # a malformed row the state refused to read; it is reported, not repaired
+        if key.split("/", 2)[1] not in ("lxc", "qemu"):
+            continue  # another family's row (a firewall rule list): its row pins its phase
         vmid = int(key.rsplit("/", 1)[1])
         node = (row.get("declared") or {}).get("node")
         if row.get("phase") == OWNED and now.get(vmid) != node:

@@ -47,6 +47,7 @@ GROUPS = {
     "vms": "VMs: created from scratch or by clone, configured, grown, refused, with the containers' rules",
     "power": "Power state: start and shutdown tasks, never a silent hard stop",
     "backups": "Backups: a guest that must be backed up is covered by an enabled job, or refused",
+    "firewall": "Firewall: a concurrent edit is never overwritten, a failed read is never PVE's defaults",
 }
 
 
@@ -2753,6 +2754,119 @@ BACKUPS = [
 SCENARIOS += BACKUPS
 
 
+# ------------------------------------------------------------------------------------------ firewall
+
+#: VM 300's firewall (pve2): two rules this minion wrote, as PVE stores them after the ``.fw`` round trip.
+FW_300 = "/nodes/pve2/qemu/300/firewall"
+FW_SSH = {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "22", "enable": 1, "comment": "ssh"}
+FW_WEB = {"type": "in", "action": "ACCEPT", "proto": "tcp", "dport": "443", "enable": 1, "comment": "web"}
+FW_ROW = f"{TARGET}/firewall_rules/vm/300"
+OWNED_FW_300 = {
+    FW_ROW: {"phase": "owned", "instance": "seeded", "state_id": "vm/300",
+             "declared": {"scope": "vm/300", "rules": [FW_SSH, FW_WEB]}}
+}  # fmt: skip
+
+
+def fw_rules_300(run: Run) -> None:
+    """VM 300's firewall holds the two rules of ``OWNED_FW_300``, SSH first."""
+    run.pve.firewall_config("vm", vmid=300)["rules"][:] = [dict(FW_SSH), dict(FW_WEB)]
+
+
+def fw_edit_300(run: Run) -> None:
+    """Somebody (the GUI) changes the comment of VM 300's first rule: the list's digest changes."""
+    run.pve.firewall_config("vm", vmid=300)["rules"][0]["comment"] = "ssh, from the GUI"
+
+
+def fw_insert_300(run: Run) -> None:
+    """Somebody (the GUI) puts a rule on top of VM 300's list."""
+    rule = {"type": "in", "action": "DROP", "source": "198.51.100.7", "enable": 1}
+    run.pve.firewall_config("vm", vmid=300)["rules"].insert(0, rule)
+
+
+FIREWALL = [
+    Scenario(
+        "firewall-rules-digest-changed-before-a-move",
+        "firewall",
+        "a rule list is reordered (one move) and somebody edits a rule between the apply's read and the PUT",
+        "the PUT carries the digest of the read before it: PVE refuses it, nothing of theirs is overwritten",
+        False,
+        ("detected modified configuration", "plan again", NOTHING),
+        both(fw_rules_300, lambda run: run.before("PUT", "/firewall/rules/0", fw_edit_300)),
+        {"name": "vm/300", "rules": [FW_WEB, FW_SSH]},
+        name="vm/300",
+        state="firewall_rules",
+        writes=(f"PUT {FW_300}/rules/0",),
+        rows={FW_ROW: "owned"},
+        seed_rows=OWNED_FW_300,
+    ),
+    Scenario(
+        "firewall-rules-insert-meanwhile",
+        "firewall",
+        "a new list of two rules (two POSTs) and somebody adds a rule just before the first POST",
+        "a POST takes no digest, so the read before the next write catches the change: stopped after one "
+        "write, their rule left in place",
+        False,
+        (
+            "the rule list changed since it was read",
+            "stopped before write 2 of 2",
+            "nothing of theirs was overwritten",
+        ),
+        lambda run: run.before("POST", "/firewall/rules", fw_insert_300),
+        {"name": "vm/300", "rules": [FW_SSH, FW_WEB]},
+        name="vm/300",
+        state="firewall_rules",
+        writes=(f"POST {FW_300}/rules",),
+        rows={FW_ROW: "creating"},
+    ),
+    Scenario(
+        "firewall-ipset-entry-answer-lost",
+        "firewall",
+        "a new IP set: the answer to its entry's POST is lost (a gateway's 504) after PVE stored the entry",
+        "reported as uncertain, nothing more sent; the row stays creating, so the next plan finds the set "
+        "as declared and records it as ours (tests/faults/test_bespoke.py)",
+        False,
+        (
+            "POST cluster/firewall/ipset/admins: HTTP 504",
+            "may or may not have acted",
+            "nothing was retried",
+            "Nothing more was written.",
+        ),
+        lose("POST", "/cluster/firewall/ipset/admins", "504"),
+        {"name": "admins", "cidrs": ["192.0.2.0/24"]},
+        name="admins",
+        state="firewall_ipset",
+        writes=("POST /cluster/firewall/ipset", "POST /cluster/firewall/ipset/admins"),
+        rows={f"{TARGET}/firewall_ipset/admins": "creating"},
+        uncertain=True,
+    ),
+    Scenario(
+        "firewall-options-read-500",
+        "firewall",
+        "the read of a node's firewall options answers HTTP 500",
+        "a failed read is never PVE's defaults: the state fails naming the read, nothing is written",
+        False,
+        ("GET nodes/pve1/firewall/options: HTTP 500", "Nothing was written."),
+        fail("GET", "/nodes/pve1/firewall/options", status=500, message="unable to open file"),
+        {"name": "node/pve1", "nf_conntrack_max": 1048576},
+        name="node/pve1",
+        state="firewall_options",
+    ),
+    Scenario(
+        "firewall-options-read-html",
+        "firewall",
+        "the read of a node's firewall options answers an HTML page with 200 (a portal between)",
+        "an answer without the options is never PVE's defaults: the state fails, nothing is written",
+        False,
+        ("malformed answer from PVE", "Nothing was written."),
+        lose("GET", "/nodes/pve1/firewall/options", "html-200"),
+        {"name": "node/pve1", "nf_conntrack_max": 1048576},
+        name="node/pve1",
+        state="firewall_options",
+    ),
+]
+SCENARIOS += FIREWALL
+
+
 def by_id(scenario_id: str) -> Scenario:
     """The scenario with this id."""
     return next(s for s in SCENARIOS if s.id == scenario_id)
@@ -2774,7 +2888,8 @@ def markdown() -> str:
         "tests/faults/test_matrix.py fails when this file differs. -->",
         "",
         "Every row below is a test in `tests/faults/`: the real `proxmox_lxc`, `proxmox_qemu`,",
-        "`proxmox_network.applied` and `proxmox_sdn.applied` states (through the library, with a context",
+        "`proxmox_network.applied`, `proxmox_sdn.applied` and `proxmox_firewall` states (through the",
+        "library, with a context",
         "built as the Salt module builds it, or through a real `salt-call`) against a freshly seeded fake",
         "cluster and a real",
         "OpenBao dev server, with the fault injected by fakepve's own switches (`fail()`, `lose_quorum()`,",

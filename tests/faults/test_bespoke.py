@@ -8,6 +8,7 @@ import traceback
 import pytest
 
 from salt_proxmox.errors import SaltProxmoxError
+from salt_proxmox.firewall import ipset
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.rows import CREATING, OWNED
@@ -135,3 +136,31 @@ def test_exception_texts_carry_no_secret(fresh_cluster, bao_creds, monkeypatch, 
     texts["exception"] = f"{exc}\n{exc!r}\n{''.join(traceback.format_exception(exc))}"
     assert "HTTP 401" in str(exc)
     assert leaks(texts, secrets) == []
+
+
+def test_an_ip_set_whose_entry_answer_was_lost_is_finished_by_the_next_run(
+    fresh_cluster: ServedCluster,
+) -> None:
+    """The answer to an IP set entry's POST is lost after PVE stored it (matrix row
+    ``firewall-ipset-entry-answer-lost``): the row stays ``creating``. The next plan finds the set as
+    declared and would only record it as ours; its apply sends nothing and the plan after is clean."""
+    store = MemoryStore()
+    run = _run(fresh_cluster, store)
+    run.lose_answer("POST", "/cluster/firewall/ipset/admins", "504")
+    ctx = make_context(run.targets, store=store)
+    install_hooks(ctx, run)
+    declared = {"name": "admins", "cidrs": ["192.0.2.0/24"]}
+    first = ipset.present(ctx, False, "admins", **declared)
+    assert first.result is False and "may or may not have acted" in "\n".join(first.comment)
+    row = f"{TARGET}/firewall_ipset/admins"
+    assert store.rows[row]["phase"] == CREATING
+
+    start = len(fresh_cluster.pve.requests)
+    plan = ipset.present(make_context(run.targets, store=store), True, "admins", **declared)
+    assert plan.result is None and set(plan.changes) == {"ownership"}, plan.comment
+    done = ipset.present(make_context(run.targets, store=store), False, "admins", **declared)
+    assert done.result is True, done.comment
+    assert store.rows[row]["phase"] == OWNED
+    again = ipset.present(make_context(run.targets, store=store), True, "admins", **declared)
+    assert again.result is True and again.changes == {}, again.comment
+    assert write_lines(pve_log(run, start)) == []

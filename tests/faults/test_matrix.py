@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from salt_proxmox.errors import SaltProxmoxError
+from salt_proxmox.firewall import ipset as firewall_ipset
+from salt_proxmox.firewall import options as firewall_options
+from salt_proxmox.firewall import rules as firewall_rules
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.network.apply import applied as network_applied
@@ -20,6 +23,7 @@ from salt_proxmox.ownership.stores import ROWS_FILE, MemoryStore
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.run.config import refused_return
 from salt_proxmox.sdn.apply import applied as sdn_applied
+from salt_proxmox.simple import lifecycle as simple
 from tests.faults.harness import (
     Run,
     debug_log,
@@ -51,6 +55,11 @@ STATES = {
     ),
     "qemu_absent": lambda ctx, state_id, test, /, **kw: guest_lifecycle.absent(
         ctx, QEMU, state_id, test, **kw
+    ),
+    "firewall_rules": lambda ctx, state_id, test, /, **kw: firewall_rules.present(ctx, test, state_id, **kw),
+    "firewall_ipset": lambda ctx, state_id, test, /, **kw: firewall_ipset.present(ctx, test, state_id, **kw),
+    "firewall_options": lambda ctx, state_id, test, /, **kw: simple.present(
+        ctx, firewall_options.SPEC, test, state_id, **kw
     ),
 }
 
