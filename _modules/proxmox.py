@@ -1625,12 +1625,15 @@ def firewall_ipset_present(
     test=False,
     target=None,
     adopt=False,
+    allow_lockout=False,
     state_id=None,
     **extra,
 ):
     """
     Plan (``test=True``) or apply one IP set at ``scope`` (``cluster``, ``vm/<vmid>``, ``ct/<vmid>``)
     with its ``cidrs`` (entries ``{cidr, nomatch, comment}``); returns a state return dict.
+    ``allow_lockout=True`` lets a change to the cluster's ``management`` or ``blacklist`` set through
+    that would drop this minion's traffic.
 
     CLI Example:
 
@@ -1653,6 +1656,7 @@ def firewall_ipset_present(
         comment=comment,
         cidrs=cidrs,
         adopt=adopt,
+        allow_lockout=allow_lockout,
         **declared_keys(extra),
     )
 

@@ -22,6 +22,7 @@ applied without it, by the same decision.
       proxmox_firewall.ipset:
         - scope: cluster               # or vm/<vmid>, ct/<vmid> (the guest must exist)
         - comment: admin hosts
+        - allow_lockout: false         # true: allow a management/blacklist change that drops this minion
         - cidrs:
           - {cidr: 192.0.2.0/24, comment: admin lan}
           - {cidr: 192.0.2.128/25, nomatch: true}
@@ -51,8 +52,12 @@ def options(name, target=None, adopt=False, **kwargs):
     return __salt__["proxmox.run_state"](globals(), "options", locals())
 
 
-def ipset(name, scope="cluster", comment=None, cidrs=None, target=None, adopt=False, **kwargs):
-    """Ensure IP set ``name`` at ``scope`` holds exactly ``cidrs`` (entries written one by one)."""
+def ipset(
+    name, scope="cluster", comment=None, cidrs=None, target=None, adopt=False, allow_lockout=False, **kwargs
+):
+    """Ensure IP set ``name`` at ``scope`` holds exactly ``cidrs`` (entries written one by one). A change
+    to the cluster's ``management`` or ``blacklist`` set that would drop this minion's API or SSH traffic
+    is refused unless ``allow_lockout: true``."""
     return __salt__["proxmox.run_state"](globals(), "ipset", locals())
 
 

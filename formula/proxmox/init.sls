@@ -52,8 +52,8 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
                                    target; apply: true adds proxmox_sdn.applied.
   proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
-                                   proxmox_firewall.ipset (scope, comment, cidrs)}, groups: {<name>:
-                                   proxmox_firewall.group (comment)}, rules: {<scope>:
+                                   proxmox_firewall.ipset (scope, comment, cidrs, allow_lockout)},
+                                   groups: {<name>: proxmox_firewall.group (comment)}, rules: {<scope>:
                                    proxmox_firewall.rules (rules, adopt, allow_lockout), the scope
                                    cluster, node/<node>, vm/<vmid>, ct/<vmid> or group/<name>}; target.
                                    ensure: absent as above.

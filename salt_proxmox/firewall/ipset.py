@@ -36,7 +36,8 @@ What PVE does, and so what this family does:
   ``enable_host_firewall``) and ``blacklist`` (its members are dropped before any rule); at a guest's,
   ``ipfilter-net<N>`` (the addresses NIC N may send from: ``ruleset_create_vm_chain``). PVE treats
   them as ordinary sets otherwise; the plan says what they do, and a change to ``management`` or
-  ``blacklist`` is handed to the no-lockout check.
+  ``blacklist`` is handed to the no-lockout check (``lockout_refusals``), refused when it would cut
+  this minion off unless ``allow_lockout: true``, as a rule list's or the options' change is.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.access import privileges
-from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError, boolean_problem
 from salt_proxmox.firewall import scope as scopes
 from salt_proxmox.firewall import usage
 from salt_proxmox.firewall.alias import canonical_comment, check_comment, declared_comment
@@ -160,7 +161,8 @@ def identify(
     guest's. Raises DeclarationError naming the key and rule."""
     if extra:
         raise DeclarationError(
-            f"unknown key(s) {', '.join(sorted(extra))}: an IP set has name, scope, comment, cidrs"
+            f"unknown key(s) {', '.join(sorted(extra))}: an IP set has name, scope, comment, cidrs, adopt, "
+            "allow_lockout"
         )
     where = scopes.parse("cluster" if scope is None else scope, ("cluster", "vm", "ct"))
     if not isinstance(name, str):
@@ -183,12 +185,17 @@ def declare(
     comment: object = None,
     cidrs: object = None,
     adopt: object = False,
+    allow_lockout: object = False,
     **extra: object,
 ) -> Declared:
     """A checked IP set: ``name``, ``scope``, ``comment``, ``cidrs`` (a list of entries ``{cidr, nomatch,
-    comment}`` or bare cidrs; None or [] for an empty set), ``adopt``. Raises DeclarationError naming
-    every problem."""
+    comment}`` or bare cidrs; None or [] for an empty set), ``adopt``, ``allow_lockout`` (a change to the
+    cluster's ``management`` or ``blacklist`` set that would cut this minion off goes through, the plan
+    saying so). Raises DeclarationError naming every problem."""
     problems: list[str] = []
+    lockout = boolean_problem("allow_lockout", allow_lockout)
+    if lockout:
+        problems.append(lockout)
     try:
         probe = identify(state_id, target, name=name, scope=scope, **extra)
     except DeclarationError as exc:
@@ -216,7 +223,9 @@ def declare(
         entries.append(found)
     if problems or probe is None:
         raise DeclarationError(problems)
-    return probe.declaring({"comment": note, "cidrs": _sorted(entries)}, adopt)
+    decl = probe.declaring({"comment": note, "cidrs": _sorted(entries)}, adopt)
+    # Kept with the names, only when true, as the options keep it.
+    return replace(decl, names={**decl.names, **({"allow_lockout": True} if allow_lockout else {})})
 
 
 def is_absent(error: PveError, decl: Declared) -> bool:
@@ -399,17 +408,23 @@ def notes(decl: Declared) -> list[str]:
     return []
 
 
-def lockout_refusals(ctx: PveContext, decl: Declared, live: Mapping[str, object] | None) -> list[str]:
-    """The one call site of the no-lockout check for IP sets: a change to the cluster's ``management``
-    or ``blacklist`` set judged by ``firewall.guard.ipset_lockout``; ``[]`` for another set. Raises what
-    its reads raise."""
+def lockout_refusals(
+    ctx: PveContext, decl: Declared, live: Mapping[str, object] | None
+) -> tuple[list[str], list[str]]:
+    """The one call site of the no-lockout check for IP sets: ``(refusals, notes)`` of a change to the
+    cluster's ``management`` or ``blacklist`` set judged by ``firewall.guard.ipset_lockout``; with
+    ``allow_lockout: true`` each refusal becomes a plan note instead; nothing for another set. Raises
+    what its reads raise."""
     if decl.names["scope"] != "cluster" or decl.names["name"] not in ("management", "blacklist"):
-        return []
+        return [], []
     from salt_proxmox.firewall import guard  # rules → … → ipset: imported when judged
 
-    return guard.ipset_lockout(
+    refusals = guard.ipset_lockout(
         ctx, decl.names["name"], list((live or {}).get("cidrs", [])), list(decl.values["cidrs"])
     )
+    if decl.names.get("allow_lockout"):
+        return [], [f"allow_lockout: true, so this is not refused: {refusal}" for refusal in refusals]
+    return refusals, []
 
 
 def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> Outcome:
@@ -427,7 +442,7 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
         live = simple.read(ctx, SPEC, decl)
         base = _base(ctx, decl)
         unborn = SPEC.unborn(ctx, decl)
-        record = False
+        record, taken = False, []
         if live is not None:
             matches = dict(live) == dict(decl.values)
             differ = ", ".join(k for k in decl.values if live.get(k) != decl.values[k])
@@ -442,13 +457,15 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
             if refusal:
                 return outcome.fail(refusal, "Nothing was written.")
             if note:
-                outcome.comment.append(note)
-                record = True
+                # Said once nothing refuses the declaration: a refused one takes nothing over.
+                taken, record = [note], True
         elif test:
             outcome.comment += [absent_note(row, decl.label, "PVE"), *([unborn] if unborn else [])]
-        refusals = reference_refusals(ctx, decl, base, bool(unborn)) + lockout_refusals(ctx, decl, live)
+        lockout, allowed = lockout_refusals(ctx, decl, live)
+        refusals = reference_refusals(ctx, decl, base, bool(unborn)) + lockout
         if refusals:
             return outcome.fail(*refusals, "Nothing was written.")
+        outcome.comment += taken + allowed
         plan = steps(base, decl, live)
         if live is None:
             expect(ctx, FAMILY, decl.identity)
