@@ -690,6 +690,7 @@ FAMILIES: tuple[Family, ...] = (
                         # pve-firewall Firewall.pm parse_ip_or_cidr: a prefix of 0 is refused.
                         "zero prefix": ("ipset", {**_IPSET, "cidrs": ["10.0.0.0/0"]}, "cidrs[0]"),
                         "upper case": ("ipset", {**_IPSET, "name": "Examples"}, "name"),
+                        "not a switch": ("ipset", {**_IPSET, "allow_lockout": "yes"}, "allow_lockout"),
                     },
                 ),
             ),
