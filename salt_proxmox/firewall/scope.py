@@ -6,7 +6,11 @@ pve-firewall 6.0.4 (git 6f1311f) keeps one configuration per scope, each behind 
 - ``node/<node>``: ``/etc/pve/nodes/<node>/host.fw``, ``/nodes/{node}/firewall`` (``Host.pm``);
 - ``vm/<vmid>`` and ``ct/<vmid>``: ``/etc/pve/firewall/<vmid>.fw``, ``/nodes/{node}/qemu/{vmid}/firewall``
   and ``/nodes/{node}/lxc/{vmid}/firewall`` (``VM.pm``), the node being the one the guest is on (the
-  cluster's guest index, ``GET /cluster/resources?type=vm``).
+  cluster's guest index, ``GET /cluster/resources?type=vm``), or, in a plan whose run creates the guest
+  first, the one its declaration names; a new guest has no ``<vmid>.fw``, which pve-firewall reads as an
+  empty firewall (``load_vmfw_conf``), so such a plan reads nothing there.
+
+``locate`` is the one place a scope becomes its API path, for every firewall kind.
 
 Security groups live in the cluster's file (``[group <name>]``) and are a scope of rules only.
 """
