@@ -503,7 +503,8 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
     if after is None or dict(after) != dict(decl.values):
         outcome.changes = {}
         return outcome.fail(f"{decl.label}: after the writes it still differs from the declaration.")
-    if plan or record:
+    if plan or record or (row is not None and row.get("declared") != decl.stored()):
+        # The row keeps the last declaration (allow_lockout with it) for a later destroy to judge by.
         ctx.ownership.mark_owned(key, decl.state_id, decl.stored())
     outcome.comment.append(
         f"{decl.label} has been written ({len(plan)} write(s))" if plan else f"{decl.label} is as declared"
@@ -541,12 +542,17 @@ def _send(ctx: PveContext, decl: Declared, base: str, step: Step, before: list[d
 
 
 def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
-    """A delete while rules still name the set (``usage``). Raises what the scan raises."""
+    """A delete while rules still name the set (``usage``), or that would cut this minion off: the
+    cluster's ``management`` set going empty (``lockout_refusals``; pve-firewall then lets in only the
+    local network, ``enable_host_firewall``), unless its last declaration said ``allow_lockout: true``.
+    Raises what the scan and the check raise."""
     if action != "delete":
         return []
     where = decl.names["scope"]
     remedy = "Point them at another set first (proxmox_firewall.rules), then run again."
-    return usage.refusal_for(ctx, usage.Target("ipset", decl.names["name"], where), remedy)
+    found = usage.refusal_for(ctx, usage.Target("ipset", decl.names["name"], where), remedy)
+    gone, _allowed = lockout_refusals(ctx, replace(decl, values={**decl.values, "cidrs": []}), live)
+    return found + gone
 
 
 _RULES = {"name": Rule(check=check_name), "comment": Rule(check=check_comment)}

@@ -70,3 +70,30 @@ def test_an_ip_set_change_that_locks_out_is_refused_and_allowed_with_allow_locko
 def test_allow_lockout_is_a_switch():
     with pytest.raises(ipset.DeclarationError, match="allow_lockout"):
         ipset.declare("set", "lab", name="management", cidrs=[], allow_lockout="yes")
+
+
+def test_destroying_the_management_set_that_lets_the_minion_in_is_refused_unless_it_allowed_lockout(guarded):
+    """pve-firewall compiles the management set as its entries plus the local network
+    (``enable_host_firewall``), so deleting it drops what only its entries let in."""
+    from salt_proxmox.simple import lifecycle as simple
+
+    store = MemoryStore()
+    declared = {"name": "management", "cidrs": ["10.9.9.0/24"], "adopt": True}
+    assert ipset.present(make_context(static_targets(guarded), store=store), False, "mgmt", **declared).result
+    start = len(guarded.pve.requests)
+    for test in (True, False):
+        ctx = make_context(static_targets(guarded), store=store)
+        done = simple.absent(ctx, ipset.SPEC, test, "mgmt", removal="destroy", name="management")
+        text = "\n".join(done.comment)
+        assert done.result is False and "IP set management: the cluster's policy_in DROP" in text, text
+        assert "declare allow_lockout: true" in text and "Nothing was deleted." in text
+    assert writes(requests_since(guarded, start)) == []
+
+    allowed = {**declared, "allow_lockout": True}
+    assert ipset.present(make_context(static_targets(guarded), store=store), False, "mgmt", **allowed).result
+    ctx = make_context(static_targets(guarded), store=store)
+    done = simple.absent(ctx, ipset.SPEC, False, "mgmt", removal="destroy", name="management")
+    assert done.result is True, done.comment
+    assert [(m, p) for m, p, _ in writes(requests_since(guarded, start))] == [
+        ("DELETE", "/cluster/firewall/ipset/management")
+    ]
