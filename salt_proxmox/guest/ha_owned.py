@@ -1,18 +1,28 @@
-"""A guest under HA has its power state owned by HA: ``status:`` on a guest an HA resource declared in
-this run manages is refused, naming the HA ``state`` to declare instead.
+"""A guest under HA has its power state owned by HA: ``status:`` on a guest an HA resource manages,
+declared in this run or live, is refused, naming the HA ``state`` to declare instead.
 
 pve-ha-manager ``src/PVE/HA/Config.pm`` ``vm_is_ha_managed``/``$service_check_ha_state``: a guest
 whose ``vm:<vmid>``/``ct:<vmid>`` resource is configured is HA-managed unless its state is
-``ignored``; qemu-server ``API2/Qemu.pm`` ``vm_start``/``vm_shutdown`` (pve-container
-``API2/LXC/Status.pm`` alike) then hand a start or shutdown to the HA manager, which carries out
-the resource's requested ``state`` and reverts any other. Two declarations of one power state
-would fight, so the guest's ``status:`` yields to the HA resource's ``state``: ``started`` for
-``running``, ``stopped`` for ``stopped``.
+``ignored`` (or the cluster is disarmed with ``--resource-mode ignore``); qemu-server ``API2/Qemu.pm``
+``vm_start``/``vm_shutdown`` (pve-container ``API2/LXC/Status.pm`` alike) then hand a start or
+shutdown to the HA manager, which carries out the resource's requested ``state`` and reverts any
+other. Two declarations of one power state would fight, so the guest's ``status:`` yields to the HA
+resource's ``state`` (``started`` for ``running``, ``stopped`` for ``stopped``), even when both say
+the same today: one of them would be edited alone later.
 
-The run's declared HA resources come from the state run (``remember_declared``, once per run and
-target, kept in the run's memo); a guest HA manages live without a declaration in this run is
-handled by ``guest.power.ha_route``, which routes the declared power through the HA manager and
-says so.
+Two sources, one refusal (``status_refusal``):
+
+- declared: the run's ``proxmox_ha_resource.present`` chunks (``remember_declared``, once per run and
+  target, kept in the run's memo), judged before anything is read;
+- live: ``GET …/status/current``'s ``ha`` (pve-ha-manager ``Config.pm`` ``get_service_status``:
+  ``managed: 1`` exactly when ``$service_check_ha_state`` holds, so an ``ignored`` resource or a
+  disarmed cluster reads ``managed: 0``), read by the guest's decision when ``status:`` is declared
+  (``guest.refusals.ha_managed``). A guest that does not exist has no live resource: PVE refuses a
+  resource for a missing guest (``Resources/PVEVM.pm``/``PVECT.pm`` ``exists``) and ``destroy_vm``
+  refuses an HA-managed guest without ``purge``, which removes the resource with it.
+
+The ad-hoc power calls (``proxmox.guest_start``, …) ask for one action now and do not own the
+guest's power: they keep ``guest.power.ha_route``, which says what the HA manager does with them.
 """
 
 from __future__ import annotations
@@ -75,17 +85,45 @@ def guest_declared(ctx: PveContext, sid: str) -> bool:
     return sid in (ctx.memo.get(_GUESTS) or ())
 
 
-def status_refusal(ctx: PveContext, ha_type: str, what: str, vmid: int, status: str) -> str | None:
+def declared_state(ctx: PveContext, sid: str) -> str | None:
+    """The ``ha_state`` this run declares for HA resource ``sid`` (``remember_declared``), or None."""
+    return (ctx.memo.get(_DECLARED) or {}).get(sid)
+
+
+def status_refusal(
+    ctx: PveContext, ha_type: str, what: str, vmid: int, status: str, live: str | None = None
+) -> str | None:
     """Why ``status`` (``running``/``stopped``) may not be declared on guest ``vmid`` (``ha_type``
-    ``ct``/``vm``; ``what``: how messages name it), or None: an HA resource of this run manages it
-    (its state is not ``ignored``)."""
+    ``ct``/``vm``; ``what``: how messages name it), or None: an HA resource manages it, declared in
+    this run in a state other than ``ignored``, or live (``live``: the ``ha.state`` PVE reports for a
+    guest it reports ``managed: 1``, ``guest.refusals.ha_managed``; None when not managed or not
+    read). A resource declared ``ignored`` while PVE still reports it managed is refused too: the
+    guest's state runs before its HA resource's (the formula makes the resource require its guest),
+    so PVE would still hand the power to HA."""
     sid = f"{ha_type}:{vmid}"
-    state = (ctx.memo.get(_DECLARED) or {}).get(sid)
-    if state is None or state == "ignored":
+    declared = declared_state(ctx, sid)
+    wanted = HA_STATE.get(status, status)
+    said = f"{what}: status: {status} is refused: HA resource {sid}"
+    why = (
+        "owns its power state, and PVE hands every start and shutdown of an HA-managed guest to the HA "
+        "manager (pve-ha-manager HA/Config.pm vm_is_ha_managed), which keeps its own requested state"
+    )
+    if declared == "ignored" and live is not None:
+        return (
+            f"{said} (live, ha.state {live or 'not given'}) {why}. It is declared ignored in this run, but "
+            f"that is written after this guest's state (the resource requires its guest), so PVE would "
+            f"still hand this power to HA. Set it ignored first (`ha-manager set {sid} --state ignored`, "
+            "or one run with status left out here), then declare status."
+        )
+    if declared is not None and declared != "ignored":
+        owner = f"declared in this run, state {declared}"
+    elif live is not None and declared is None:
+        owner = f"live, ha.state {live or 'not given'}"
+    else:
         return None
     return (
-        f"{what}: status: {status} is refused: HA resource {sid} (declared in this run, state {state}) owns "
-        f"its power state, and PVE hands every start and shutdown of an HA-managed guest to the HA manager "
-        f"(pve-ha-manager HA/Config.pm vm_is_ha_managed). Drop status here and declare ha_state: "
-        f"{HA_STATE.get(status, status)} on HA resource {sid} instead."
+        f"{said} ({owner}) {why}. Two owners of one power state would fight, even while both say the "
+        f"same. Drop status here and declare proxmox:ha_resources:{sid}: {{ha_state: {wanted}}} (or "
+        f"`ha-manager set {sid} --state {wanted}`), or set the resource to ignored (ha_state: ignored, "
+        f"`ha-manager set {sid} --state ignored`) to manage its power here."
     )

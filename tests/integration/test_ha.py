@@ -128,13 +128,42 @@ def test_a_guest_an_ha_resource_of_the_run_manages_refuses_status(fresh_cluster)
     assert plan.result is False, plan.comment
     text = " ".join(plan.comment)
     assert f"HA resource ct:{DNS1_VMID} (declared in this run, state started) owns its power state" in text
-    assert "declare ha_state: started on HA resource" in text
+    assert f"declare proxmox:ha_resources:ct:{DNS1_VMID}: {{ha_state: started}}" in text
     assert writes(requests_since(fresh_cluster, 0)) == []
     # A resource in state ignored does not manage its guest (HA/Config.pm $service_check_ha_state).
     ha_owned.remember_declared(ctx, [{"name": f"ct:{DNS1_VMID}", "ha_state": "ignored"}])
     plan = guest_lifecycle.present(
         ctx, LXC, "dns1", True, **dns1(description="Resolver for the lab", status="running", adopt=True)
     )
+    assert plan.result is not False, plan.comment
+    assert not any("owns its power state" in line for line in plan.comment)
+
+
+def test_a_guest_a_live_ha_resource_manages_refuses_status_until_the_resource_is_ignored(fresh_cluster):
+    """pve-ha-manager ``HA/Config.pm``: ``get_service_status`` (``status/current``'s ``ha``) reads
+    ``managed: 1`` for a guest whose resource is configured and not ``ignored``; PVE then hands its
+    start and shutdown to the HA manager (``vm_is_ha_managed``). A resource no state of the run
+    declares owns the guest's power as a declared one does: ``status:`` is refused, even the status
+    HA holds; once the resource is ``ignored`` the guest's status is its own again."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    sid = f"ct:{DNS1_VMID}"
+    assert present(ctx, resource.SPEC, False, "dns-ha", name=sid).result is True
+    start = len(fresh_cluster.pve.requests)
+    declared = dns1(description="Resolver for the lab", status="running", adopt=True)
+    for test in (True, False):
+        fresh = make_context(static_targets(fresh_cluster), store=MemoryStore())
+        refused = guest_lifecycle.present(fresh, LXC, "dns1", test, **declared)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert (
+            f"status: running is refused: HA resource {sid} (live, ha.state started) owns its power" in text
+        )
+        assert "even while both say the same" in text
+        assert f"declare proxmox:ha_resources:{sid}: {{ha_state: started}}" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert present(ctx, resource.SPEC, False, "dns-ha", name=sid, ha_state="ignored").result is True
+    fresh = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = guest_lifecycle.present(fresh, LXC, "dns1", True, **declared)
     assert plan.result is not False, plan.comment
     assert not any("owns its power state" in line for line in plan.comment)
 

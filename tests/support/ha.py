@@ -14,7 +14,9 @@ hand. ``HaPve`` adds stateful routes written from pve-ha-manager ``src/PVE/API2/
   digest (``assert_if_modified``) and takes ``delete``; ``DELETE`` dies ``cannot delete service
   '<sid>', not HA managed!`` and on PVE 9 takes the resource out of the rules naming it (``purge``,
   default 1; a rule left without resources is deleted). A resource sets its guest's ``ha_state`` to
-  its ``state`` (default ``started``), so ``status/current`` shows it managed, as the CRM does.
+  its ``state`` (default ``started``), so ``status/current`` shows it managed, as the CRM does; one in
+  state ``ignored`` clears it (``HA/Config.pm`` ``get_service_status``: ``managed: 0``, and a start
+  or shutdown is PVE's own, not HA's: ``vm_is_ha_managed`` is false).
 - ``ha_groups`` (PVE 8): ``/cluster/ha/groups`` with ``no such ha group '<group>'``, ``ha group ID
   '<group>' already defined`` and ``ha group is used by service '<sid>'``; on PVE 9 every group method
   dies ``cannot index groups: ha groups have been migrated to rules`` (``cannot read group``,
@@ -70,7 +72,9 @@ class HaPve(RestorePve):
         if guest is None:
             return
         options = self.ha_resources.get(sid)
-        guest.ha_state = None if options is None else options.get("state", "started")
+        state = None if options is None else options.get("state", "started")
+        # Config.pm get_service_status: an ignored resource reads managed: 0 ($service_check_ha_state).
+        guest.ha_state = None if state == "ignored" else state
 
     def _groups_gone(self, verb: str) -> None:
         if self._major() >= 9:

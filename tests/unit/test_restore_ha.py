@@ -140,7 +140,16 @@ def test_status_yields_to_an_ha_resource_of_the_run_unless_it_is_ignored():
     ha_owned.remember_run(ctx, Run(lowstate), "t")
     refusal = ha_owned.status_refusal(ctx, "ct", "CT 150 on pve1", 150, "running")
     assert "HA resource ct:150 (declared in this run, state stopped) owns its power state" in refusal
-    assert "declare ha_state: started on HA resource ct:150" in refusal
+    assert "declare proxmox:ha_resources:ct:150: {ha_state: started}" in refusal
+    # Declared and live share one refusal; a live resource with none declared refuses as well.
+    live = ha_owned.status_refusal(_ctx(), "ct", "CT 150 on pve1", 150, "stopped", live="started")
+    assert "HA resource ct:150 (live, ha.state started) owns its power state" in live
+    assert "declare proxmox:ha_resources:ct:150: {ha_state: stopped}" in live
+    assert refusal.split("owns its power state")[1] != live.split("owns its power state")[1]
+    # Declared ignored while PVE still manages it: the guest's state runs first, so it is refused.
+    ignored = ha_owned.status_refusal(ctx, "vm", "VM 210 on pve1", 210, "running", live="started")
+    assert "declared ignored in this run, but that is written after this guest's state" in ignored
+    assert "`ha-manager set vm:210 --state ignored`" in ignored
     assert ha_owned.status_refusal(ctx, "vm", "VM 210 on pve1", 210, "running") is None, "ignored"
     assert ha_owned.status_refusal(ctx, "ct", "CT 151 on pve1", 151, "stopped") is None, "declared absent"
     assert ha_owned.status_refusal(ctx, "vm", "VM 150 on pve1", 150, "running") is None, (
