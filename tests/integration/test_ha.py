@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
+import pytest
+
 from salt_proxmox.guest import ha_owned
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.ha import group, resource, rule
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.pve.errors import PveError
 from salt_proxmox.run.lowstate import Run
 from salt_proxmox.simple.lifecycle import absent, present
 from tests.support.cluster import DNS1_VMID, ROUTER_VMID
@@ -208,3 +211,75 @@ def test_an_export_lists_groups_on_pve8_only_and_rules_on_pve9_only(fresh_cluste
     assert on8 == [[], []], on8
     paths = [path for method, path, _ in requests_since(fresh_cluster, start) if method == "GET"]
     assert "/cluster/ha/rules" not in paths and "/cluster/ha/groups" in paths, paths
+
+
+def test_a_rule_naming_a_node_outside_the_cluster_or_an_unmanaged_resource_is_refused_at_plan(fresh_cluster):
+    """pve-ha-manager ``API2/HA/Rules.pm`` ``create_rule``/``update_rule``: ``$assert_valid_nodes_param``
+    dies ``cannot use non-existent node(s) <nodes>.`` (``PVE::Cluster::check_node_exists``) and
+    ``$assert_valid_resources_param`` ``cannot use unmanaged resource(s) <sids>.``
+    (``HA/Config.pm`` ``service_is_configured``). Both are judged at plan from ``GET /nodes`` and ``GET
+    /cluster/ha/resources`` with the read token; a resource the run declares is made first. The fake
+    refuses both as PVE does, so the plan's refusal is PVE's."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    sid = f"ct:{DNS1_VMID}"
+    _plan_apply_replan(fresh_cluster, ctx, resource.SPEC, "dns-ha", name=sid)
+    declared = {
+        "name": "dns-on-pve3",
+        "type": "node-affinity",
+        "resources": [sid],
+        "nodes": ["pve1", "pve3:2"],
+    }
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = present(ctx, rule.SPEC, test, "dns-on-pve3", **declared)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert "HA rule dns-on-pve3: pve3 is not a node of the cluster (GET /nodes)" in text
+        assert "`cannot use non-existent node(s) pve3.`" in text and "$assert_valid_nodes_param" in text
+    other = f"vm:{ROUTER_VMID}"
+    refused = present(ctx, rule.SPEC, True, "pair", name="pair", type="resource-affinity",
+                      resources=[sid, other], affinity="negative")  # fmt: skip
+    assert refused.result is False, refused.comment
+    text = " ".join(refused.comment)
+    assert f"HA rule pair: {other} is no HA resource and no state of this run declares one" in text
+    assert f"`cannot use unmanaged resource(s) {other}.`" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
+    # PVE says the same: the fake refuses the create the plan refused.
+    form = {"rule": "x", "type": "node-affinity", "resources": sid, "nodes": "pve3"}
+    with pytest.raises(PveError, match=r"cannot use non-existent node\(s\) pve3\."):
+        ctx.client.request("POST", "cluster/ha/rules", ctx.broker.provision(), form=form)
+    # A resource the run declares present is made before the rule (the formula's requisite).
+    lowstate = [{"state": "proxmox_ha_resource", "fun": "present", "__id__": "r", "name": other}]
+    ha_owned.remember_run(ctx, Run(lowstate), ctx.target.name)
+    plan = present(ctx, rule.SPEC, True, "pair", name="pair", type="resource-affinity",
+                   resources=[sid, other], affinity="negative")  # fmt: skip
+    assert plan.result is None, plan.comment
+    # An update judges what it sends: nodes changed to a member plan, to a stranger are refused.
+    _plan_apply_replan(
+        fresh_cluster, ctx, rule.SPEC, "dns-on", **{**declared, "name": "dns-on", "nodes": ["pve1"]}
+    )
+    assert (
+        present(ctx, rule.SPEC, True, "dns-on", **{**declared, "name": "dns-on", "nodes": ["pve2"]}).result
+        is None
+    )
+    refused = present(ctx, rule.SPEC, True, "dns-on", **{**declared, "name": "dns-on"})
+    assert refused.result is False and "`cannot use non-existent node(s) pve3.`" in " ".join(refused.comment)
+
+
+def test_a_pve8_group_naming_a_node_outside_the_cluster_is_noted_as_pve_8_stores_it(fresh_cluster):
+    """pve-ha-manager ``HA/Groups.pm`` ``decode_value`` checks a group node's form only
+    (``pve_verify_ha_node``), and ``API2/HA/Groups.pm`` ``create`` no membership: PVE 8 stores a node
+    that is not a member. The plan notes it, and the group goes through as PVE takes it."""
+    _on_pve8(fresh_cluster)
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan, _, _ = _plan_apply_replan(
+        fresh_cluster, ctx, group.SPEC, "later", name="later", nodes=["pve1:2", "pve9:1"]
+    )
+    assert (
+        "HA group later: pve9 is not a node of the cluster (GET /nodes); PVE 8 stores it as given "
+        "(pve-ha-manager HA/Groups.pm checks only its form), and HA places no resource there until such a "
+        "node joins"
+    ) in plan.comment
+    assert fresh_cluster.pve.ha_groups["later"]["nodes"] in ("pve1:2,pve9:1", "pve9:1,pve1:2")
+    members = present(ctx, group.SPEC, True, "prefer", name="prefer", nodes=["pve1:2", "pve2:1"])
+    assert not any("not a node of the cluster" in line for line in members.comment)

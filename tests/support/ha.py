@@ -22,8 +22,9 @@ hand. ``HaPve`` adds stateful routes written from pve-ha-manager ``src/PVE/API2/
   dies ``cannot index groups: ha groups have been migrated to rules`` (``cannot read group``,
   ``cannot create group``, … for the others), HTTP 500, never an empty list.
 - ``ha_rules`` (PVE 9): ``/cluster/ha/rules`` with ``no such ha rule '<rule>'``, ``HA rule '<rule>'
-  already defined``, ``cannot use unmanaged resource(s) <sids>.``, ``HA rule '<rule>' does not
-  exist``; on PVE 8 the path does not exist: HTTP 501 ``Method '<method> <path>' not implemented``.
+  already defined``, ``cannot use unmanaged resource(s) <sids>.``, ``cannot use non-existent
+  node(s) <nodes>.`` (``$assert_valid_nodes_param``), ``HA rule '<rule>' does not exist``; on PVE 8
+  the path does not exist: HTTP 501 ``Method '<method> <path>' not implemented``.
 
 Differences from PVE: no CRM runs (a resource's state is its guest's ``ha_state`` at once), and the
 digest is one hash of each file's sections, not the file's bytes.
@@ -228,6 +229,14 @@ class HaPve(RestorePve):
         if unknown:
             raise die(f"cannot use unmanaged resource(s) {', '.join(unknown)}.")
 
+    def _check_nodes(self, nodes: object) -> None:
+        """``Rules.pm`` ``$assert_valid_nodes_param``: every node a cluster member
+        (``PVE::Cluster::check_node_exists``; the fake's nodes are its members)."""
+        named = sorted({item.split(":", 1)[0] for item in split_list(nodes)})
+        unknown = [node for node in named if node not in self.nodes]
+        if unknown:
+            raise die(f"cannot use non-existent node(s) {', '.join(unknown)}.")
+
     async def _ha_rule_index(self, v, user):
         self._no_rules("GET", "/cluster/ha/rules")
         return [self._rule_row(rule) for rule in sorted(self.ha_rules)]
@@ -243,6 +252,8 @@ class HaPve(RestorePve):
         if v["rule"] in self.ha_rules:
             raise die(f"HA rule '{v['rule']}' already defined")
         self._check_resources(v.get("resources"))
+        if v.get("nodes"):
+            self._check_nodes(v["nodes"])
         section: dict = {"type": v["type"]}
         self._set(section, v, RULE_KEYS)
         self.ha_rules[v["rule"]] = section
@@ -257,6 +268,8 @@ class HaPve(RestorePve):
             raise die("types does not match")
         if v.get("resources"):
             self._check_resources(v["resources"])
+        if v.get("nodes"):
+            self._check_nodes(v["nodes"])
         self._set(self.ha_rules[v["rule"]], v, RULE_KEYS)
         return None
 
