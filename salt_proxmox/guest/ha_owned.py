@@ -31,6 +31,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.errors import PveError
+
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
     from salt_proxmox.run.lowstate import Run
@@ -126,4 +129,27 @@ def status_refusal(
         f"same. Drop status here and declare proxmox:ha_resources:{sid}: {{ha_state: {wanted}}} (or "
         f"`ha-manager set {sid} --state {wanted}`), or set the resource to ignored (ha_state: ignored, "
         f"`ha-manager set {sid} --state ignored`) to manage its power here."
+    )
+
+
+def destroy_refusal(ctx: PveContext, ha_type: str, what: str, vmid: int) -> str | None:
+    """Why PVE refuses to destroy guest ``vmid`` for its HA resource, or None: qemu-server
+    ``API2/Qemu.pm`` and pve-container ``API2/LXC.pm`` ``destroy_vm`` die ``unable to remove <VM|CT>
+    <vmid> - used in HA resources and purge parameter not set.`` when ``HA/Config.pm``
+    ``service_is_configured`` (any state, ``ignored`` included, so ``status/current``'s ``ha`` cannot
+    tell), and this product never sends ``purge``. Read with the read credential (``GET
+    /cluster/ha/resources/<sid>``, Sys.Audit on ``/``); a read token without it learns nothing here,
+    and PVE's own refusal then reaches the apply. Raises what the client raises otherwise."""
+    sid = f"{ha_type}:{vmid}"
+    try:
+        ctx.client.request("GET", api_path("cluster", "ha", "resources", sid), ctx.broker.read())
+    except PveError as exc:
+        if exc.status == 403 or (exc.status == 500 and f"no such resource '{sid}'" in exc.message):
+            return None
+        raise
+    return (
+        f"{what} is HA resource {sid}, and PVE refuses to destroy it (`used in HA resources and purge "
+        f"parameter not set`, destroy_vm; purge is never sent). Take it out of HA first (its "
+        f"proxmox:ha_resources:{sid} entry with ensure: absent and removal: destroy, or `ha-manager remove "
+        f"{sid}`), then destroy it."
     )

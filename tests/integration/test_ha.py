@@ -283,3 +283,33 @@ def test_a_pve8_group_naming_a_node_outside_the_cluster_is_noted_as_pve_8_stores
     assert fresh_cluster.pve.ha_groups["later"]["nodes"] in ("pve1:2,pve9:1", "pve9:1,pve1:2")
     members = present(ctx, group.SPEC, True, "prefer", name="prefer", nodes=["pve1:2", "pve2:1"])
     assert not any("not a node of the cluster" in line for line in members.comment)
+
+
+def test_a_guest_under_an_ha_resource_even_an_ignored_one_is_not_destroyed_and_the_plan_says_why(
+    fresh_cluster,
+):
+    """qemu-server and pve-container ``destroy_vm``: ``unable to remove CT <vmid> - used in HA
+    resources and purge parameter not set.`` whenever ``HA/Config.pm`` ``service_is_configured``,
+    ``ignored`` included (its guest reads ``managed: 0``, so the plan asks ``GET
+    /cluster/ha/resources/<sid>``); ``purge`` is never sent. Refused at plan and apply, nothing sent;
+    once the resource is gone the stopped container is destroyed."""
+    from tests.support.guests import declaration
+
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert guest_lifecycle.present(ctx, LXC, "web", False, **declaration(vmid=160)).result
+    sid = "ct:160"
+    assert present(ctx, resource.SPEC, False, "web-ha", name=sid, ha_state="ignored").result is True
+    fresh_cluster.pve.ct(160).status = "stopped"
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = guest_lifecycle.absent(ctx, LXC, "web", test, vmid=160, node="pve1", removal="destroy")
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert "CT 160 on pve1 is HA resource ct:160, and PVE refuses to destroy it" in text
+        assert "`ha-manager remove ct:160`" in text
+    assert writes(requests_since(fresh_cluster, start)) == [] and fresh_cluster.pve.ct(160) is not None
+    assert absent(ctx, resource.SPEC, False, "web-ha", "destroy", name=sid).result is True
+    destroyed = guest_lifecycle.absent(ctx, LXC, "web", False, vmid=160, node="pve1", removal="destroy")
+    assert destroyed.result is True, destroyed.comment
+    assert fresh_cluster.pve.ct(160) is None

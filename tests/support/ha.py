@@ -16,7 +16,8 @@ hand. ``HaPve`` adds stateful routes written from pve-ha-manager ``src/PVE/API2/
   default 1; a rule left without resources is deleted). A resource sets its guest's ``ha_state`` to
   its ``state`` (default ``started``), so ``status/current`` shows it managed, as the CRM does; one in
   state ``ignored`` clears it (``HA/Config.pm`` ``get_service_status``: ``managed: 0``, and a start
-  or shutdown is PVE's own, not HA's: ``vm_is_ha_managed`` is false).
+  or shutdown is PVE's own, not HA's: ``vm_is_ha_managed`` is false), while a destroy without
+  ``purge`` is still refused (``destroy_vm`` asks ``service_is_configured``).
 - ``ha_groups`` (PVE 8): ``/cluster/ha/groups`` with ``no such ha group '<group>'``, ``ha group ID
   '<group>' already defined`` and ``ha group is used by service '<sid>'``; on PVE 9 every group method
   dies ``cannot index groups: ha groups have been migrated to rules`` (``cannot read group``,
@@ -176,6 +177,31 @@ class HaPve(RestorePve):
                 else:
                     rule["resources"] = ",".join(left)
         return None
+
+    # a guest's destroy (qemu-server API2/Qemu.pm / pve-container API2/LXC.pm destroy_vm)
+
+    def _ignored_without_purge(self, sid: str, v: dict) -> bool:
+        """``destroy_vm`` asks ``service_is_configured``, which counts an ``ignored`` resource too
+        (fakepve asks whether the guest reads managed, which an ignored one does not)."""
+        return (self.ha_resources.get(sid) or {}).get("state") == "ignored" and not v.get("purge")
+
+    async def _lxc_destroy(self, user, v):
+        ct = self._find_ct(v["node"], v["vmid"])
+        if self._ignored_without_purge(f"ct:{ct.vmid}", v):
+            self._check_protection(ct, f"can't remove CT {ct.vmid}")
+            raise PveError(
+                500, f"unable to remove CT {ct.vmid} - used in HA resources and purge parameter not set."
+            )
+        return await super()._lxc_destroy(user, v)
+
+    async def _qm_destroy(self, v, user):
+        vm = self.find(v["node"], v["vmid"])
+        if self._ignored_without_purge(f"vm:{vm.vmid}", v):
+            self._qm_check_protection(vm, f"can't remove VM {vm.vmid}")
+            raise PveError(
+                500, f"unable to remove VM {vm.vmid} - used in HA resources and purge parameter not set."
+            )
+        return await super()._qm_destroy(v, user)
 
     # groups (Groups.pm, PVE 8)
 
