@@ -180,27 +180,24 @@ class HaPve(RestorePve):
 
     # a guest's destroy (qemu-server API2/Qemu.pm / pve-container API2/LXC.pm destroy_vm)
 
-    def _ignored_without_purge(self, sid: str, v: dict) -> bool:
+    def _ignored_destroy(self, label: str, guest, v: dict, protection) -> None:
         """``destroy_vm`` asks ``service_is_configured``, which counts an ``ignored`` resource too
-        (fakepve asks whether the guest reads managed, which an ignored one does not)."""
-        return (self.ha_resources.get(sid) or {}).get("state") == "ignored" and not v.get("purge")
+        (fakepve asks whether the guest reads managed, which an ignored one does not): after the
+        protection check (``protection``), refused without ``purge``."""
+        sid = f"{'ct' if label == 'CT' else 'vm'}:{guest.vmid}"
+        if (self.ha_resources.get(sid) or {}).get("state") != "ignored" or v.get("purge"):
+            return
+        protection(guest, f"can't remove {label} {guest.vmid}")
+        raise PveError(
+            500, f"unable to remove {label} {guest.vmid} - used in HA resources and purge parameter not set."
+        )
 
     async def _lxc_destroy(self, user, v):
-        ct = self._find_ct(v["node"], v["vmid"])
-        if self._ignored_without_purge(f"ct:{ct.vmid}", v):
-            self._check_protection(ct, f"can't remove CT {ct.vmid}")
-            raise PveError(
-                500, f"unable to remove CT {ct.vmid} - used in HA resources and purge parameter not set."
-            )
+        self._ignored_destroy("CT", self._find_ct(v["node"], v["vmid"]), v, self._check_protection)
         return await super()._lxc_destroy(user, v)
 
     async def _qm_destroy(self, v, user):
-        vm = self.find(v["node"], v["vmid"])
-        if self._ignored_without_purge(f"vm:{vm.vmid}", v):
-            self._qm_check_protection(vm, f"can't remove VM {vm.vmid}")
-            raise PveError(
-                500, f"unable to remove VM {vm.vmid} - used in HA resources and purge parameter not set."
-            )
+        self._ignored_destroy("VM", self.find(v["node"], v["vmid"]), v, self._qm_check_protection)
         return await super()._qm_destroy(v, user)
 
     # groups (Groups.pm, PVE 8)
