@@ -48,6 +48,10 @@ SID = re.compile(r"^(vm|ct):([1-9][0-9]{2,8})$", re.ASCII)
 _DECLARED = "salt_proxmox.ha-declared"
 #: The run memo's key of the guests the run declares present: ``{"ct:<vmid>", "vm:<vmid>"}``.
 _GUESTS = "salt_proxmox.ha-declared-guests"
+#: The run memo's key of the HA groups the run declares present (PVE 8): ``{group}``.
+_GROUPS = "salt_proxmox.ha-declared-groups"
+#: The HA group family's state module (``salt_proxmox.registry``).
+GROUP_STATE = "proxmox_ha_group"
 #: The guest state modules by the HA type of their guests.
 GUEST_STATES = {"ct": "proxmox_lxc", "vm": "proxmox_qemu"}
 #: The HA state a guest's ``status`` maps to.
@@ -69,11 +73,15 @@ def remember_declared(ctx: PveContext, declarations: Iterable[Mapping[str, objec
 
 def remember_run(ctx: PveContext, run: Run | None, default: str | None) -> None:
     """``remember_declared`` with the ``proxmox_ha_resource.present`` chunks of ``run`` on ``ctx``'s
-    target (``default``: the target of a chunk naming none), once per run; nothing outside a run."""
+    target (``default``: the target of a chunk naming none), and the guests and HA groups it declares
+    present, once per run; nothing outside a run."""
     if run is None or _DECLARED in ctx.memo:
         return
     chunks = run.declared(STATE, ctx.target.name, default)
     remember_declared(ctx, [{**chunk.args, "name": chunk.name} for chunk in chunks if chunk.fun == "present"])
+    ctx.memo[_GROUPS] = {
+        chunk.name for chunk in run.declared(GROUP_STATE, ctx.target.name, default) if chunk.fun == "present"
+    }
     ctx.memo[_GUESTS] = {
         f"{ha_type}:{chunk.args.get('vmid')}"
         for ha_type, state in GUEST_STATES.items()
@@ -86,6 +94,12 @@ def guest_declared(ctx: PveContext, sid: str) -> bool:
     """Whether the run declares the guest of HA resource ``sid`` present (``remember_run``), so a
     create earlier in the apply makes it."""
     return sid in (ctx.memo.get(_GUESTS) or ())
+
+
+def group_declared(ctx: PveContext, group: str) -> bool:
+    """Whether the run declares HA group ``group`` present (``remember_run``), so the resource naming
+    it, which requires it, finds it made."""
+    return group in (ctx.memo.get(_GROUPS) or ())
 
 
 def declared_state(ctx: PveContext, sid: str) -> str | None:

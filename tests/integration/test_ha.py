@@ -313,3 +313,39 @@ def test_a_guest_under_an_ha_resource_even_an_ignored_one_is_not_destroyed_and_t
     destroyed = guest_lifecycle.absent(ctx, LXC, "web", False, vmid=160, node="pve1", removal="destroy")
     assert destroyed.result is True, destroyed.comment
     assert fresh_cluster.pve.ct(160) is None
+
+
+def test_a_resource_s_group_and_error_state_are_judged_as_pve_8_judges_them(fresh_cluster):
+    """pve-ha-manager ``API2/HA/Resources.pm``: ``create`` stores a group that does not exist (noted at
+    plan), ``update`` dies ``HA group '<group>' does not exist`` for one it sends, unless the run
+    declares the group (the resource requires it); ``check_service_state`` refuses any update of a
+    service the HA manager holds in ``error`` but one to ``disabled``."""
+    _on_pve8(fresh_cluster)
+    sid = f"ct:{DNS1_VMID}"
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan, _, _ = _plan_apply_replan(fresh_cluster, ctx, resource.SPEC, "dns-ha", name=sid, group="later")
+    assert (
+        f"HA resource {sid} (CT {DNS1_VMID}): HA group later does not exist and no state of this run "
+        "declares it; PVE stores it as given"
+    ) in " ".join(plan.comment)
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = present(ctx, resource.SPEC, test, "dns-ha", name=sid, group="other")
+        assert refused.result is False, refused.comment
+        assert "`HA group 'other' does not exist`" in " ".join(refused.comment)
+    assert writes(requests_since(fresh_cluster, start)) == []
+    lowstate = [{"state": "proxmox_ha_group", "fun": "present", "__id__": "g", "name": "other"}]
+    declared = make_context(static_targets(fresh_cluster), store=ctx.ownership.store)
+    ha_owned.remember_run(declared, Run(lowstate), declared.target.name)
+    assert present(declared, resource.SPEC, True, "dns-ha", name=sid, group="other").result is None
+
+    fresh_cluster.pve.ct(DNS1_VMID).ha_state = "error"  # the CRM gave up on it
+    for test in (True, False):
+        refused = present(ctx, resource.SPEC, test, "dns-ha", name=sid, group="later", max_restart=3)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert f"`service '{sid}' in error state, must be disabled and fixed first`" in text
+        assert "Declare ha_state: disabled" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
+    done = present(ctx, resource.SPEC, False, "dns-ha", name=sid, group="later", ha_state="disabled")
+    assert done.result is True, done.comment

@@ -10,14 +10,16 @@ hand. ``HaPve`` adds stateful routes written from pve-ha-manager ``src/PVE/API2/
   answers one or dies ``no such resource '<sid>'``; ``POST`` dies ``resource '<sid>' does not exist in
   cluster`` for a guest that is not there (``Resources/PVEVM.pm``/``PVECT.pm`` ``exists``), ``resource
   ID '<sid>' already defined``, and on PVE 9 ``invalid parameter 'group': ha groups have been migrated
-  to rules``; on PVE 8 ``HA group '<group>' does not exist`` for an unknown group. ``PUT`` checks the
-  digest (``assert_if_modified``) and takes ``delete``; ``DELETE`` dies ``cannot delete service
-  '<sid>', not HA managed!`` and on PVE 9 takes the resource out of the rules naming it (``purge``,
-  default 1; a rule left without resources is deleted). A resource sets its guest's ``ha_state`` to
-  its ``state`` (default ``started``), so ``status/current`` shows it managed, as the CRM does; one in
-  state ``ignored`` clears it (``HA/Config.pm`` ``get_service_status``: ``managed: 0``, and a start
-  or shutdown is PVE's own, not HA's: ``vm_is_ha_managed`` is false), while a destroy without
-  ``purge`` is still refused (``destroy_vm`` asks ``service_is_configured``).
+  to rules`` (a create stores an unknown group as given, as ``create`` checks none). ``PUT`` checks the
+  digest (``assert_if_modified``), dies ``HA group '<group>' does not exist`` for an unknown group and
+  ``service '<sid>' in error state, must be disabled and fixed first`` for a guest whose ``ha_state`` is
+  ``error`` unless it sets ``disabled`` (``check_service_state``), and takes ``delete``; ``DELETE`` dies
+  ``cannot delete service '<sid>', not HA managed!`` and on PVE 9 takes the resource out of the rules
+  naming it (``purge``, default 1; a rule left without resources is deleted). A resource sets its
+  guest's ``ha_state`` to its ``state`` (default ``started``), so ``status/current`` shows it managed,
+  as the CRM does; one in state ``ignored`` clears it (``HA/Config.pm`` ``get_service_status``:
+  ``managed: 0``, and a start or shutdown is PVE's own, not HA's: ``vm_is_ha_managed`` is false), while
+  a destroy without ``purge`` is still refused (``destroy_vm`` asks ``service_is_configured``).
 - ``ha_groups`` (PVE 8): ``/cluster/ha/groups`` with ``no such ha group '<group>'``, ``ha group ID
   '<group>' already defined`` and ``ha group is used by service '<sid>'``; on PVE 9 every group method
   dies ``cannot index groups: ha groups have been migrated to rules`` (``cannot read group``,
@@ -140,8 +142,6 @@ class HaPve(RestorePve):
             raise die("invalid parameter 'group': ha groups have been migrated to rules")
         if self._ha_guest(sid) is None:
             raise die(f"resource '{sid}' does not exist in cluster")
-        if v.get("group") is not None and v["group"] not in self.ha_groups:
-            raise die(f"HA group '{v['group']}' does not exist")
         if sid in self.ha_resources:
             raise die(f"resource ID '{sid}' already defined")
         section: dict = {}
@@ -159,6 +159,9 @@ class HaPve(RestorePve):
             raise die("invalid parameter 'group': ha groups have been migrated to rules")
         if v.get("group") is not None and v["group"] not in self.ha_groups:
             raise die(f"HA group '{v['group']}' does not exist")
+        guest = self._ha_guest(sid)
+        if guest is not None and guest.ha_state == "error" and v.get("state") != "disabled":
+            raise die(f"service '{sid}' in error state, must be disabled and fixed first")
         self._set(self.ha_resources[sid], v, RESOURCE_KEYS)
         self._sync_guest(sid)
         return None
