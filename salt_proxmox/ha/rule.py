@@ -42,6 +42,7 @@ from salt_proxmox.ha.common import (
     unknown_nodes,
 )
 from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, export_by
 
@@ -124,7 +125,9 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
       ``service_is_configured``, ``ignored`` included), ``cannot use unmanaged resource(s) <sids>.``;
       a resource this run declares present is made first (the formula makes the rule require it);
     - ``$assert_valid_nodes_param``: every node must be a cluster member
-      (``PVE::Cluster::check_node_exists``), ``cannot use non-existent node(s) <nodes>.``.
+      (``PVE::Cluster::check_node_exists``), ``cannot use non-existent node(s) <nodes>.``;
+    - ``$assert_feasibility``: a resource in one enabled node-affinity rule only
+      (``_shared_resources``).
 
     Raises what ``common.configured_sids`` and ``common.unknown_nodes`` raise."""
     if action == "update" and live is not None and live.get("type") != decl.values.get("type"):
@@ -153,6 +156,7 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 "pve-ha-manager API2/HA/Rules.pm $assert_valid_resources_param). Declare the resource under "
                 "proxmox:ha_resources, or leave it out of the rule."
             )
+    found += _shared_resources(ctx, decl)
     unknown = unknown_nodes(ctx, sent("nodes")) if sent("nodes") else []
     if unknown:
         found.append(
@@ -162,6 +166,34 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             "cluster's nodes (`pvecm nodes`)."
         )
     return found
+
+
+def _shared_resources(ctx: PveContext, decl: Declared) -> list[str]:
+    """``$assert_feasibility`` on a node-affinity rule that is not disabled: no resource in two such
+    rules (``Rules/NodeAffinity.pm`` ``check_single_resource_reference``, over the enabled rules:
+    ``resource '<sid>' is already used in another node affinity rule``, HTTP 400 ``Rule '<rule>' is
+    invalid.``), judged on every create and update against the other rules ``GET /cluster/ha/rules``
+    lists (read credential)."""
+    if decl.values.get("type") != "node-affinity" or decl.values.get("disable") == 1:
+        return []
+    mine = set(str(decl.values.get("resources") or "").split(","))
+    rows = get_rows(ctx.client, "cluster/ha/rules", ctx.broker.read(), what="HA rules")
+    taken = {
+        sid: str(row.get("rule"))
+        for row in rows
+        if row.get("type") == "node-affinity"
+        and str(row.get("rule")) != decl.names["name"]
+        and str(row.get("disable") or "0") in ("0", "")
+        for sid in str(row.get("resources") or "").split(",")
+        if sid in mine
+    }
+    return [
+        f"{decl.label}: {sid} is in node-affinity rule {other} already, and PVE refuses the rule (`Rule "
+        f"'{decl.names['name']}' is invalid.`: `resource '{sid}' is already used in another node affinity "
+        "rule`, pve-ha-manager HA/Rules/NodeAffinity.pm check_single_resource_reference). Name each "
+        f"resource in one node-affinity rule: change {other} or this one, or disable one."
+        for sid, other in sorted(taken.items())
+    ]
 
 
 def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:

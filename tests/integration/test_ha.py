@@ -349,3 +349,32 @@ def test_a_resource_s_group_and_error_state_are_judged_as_pve_8_judges_them(fres
     assert writes(requests_since(fresh_cluster, start)) == []
     done = present(ctx, resource.SPEC, False, "dns-ha", name=sid, group="later", ha_state="disabled")
     assert done.result is True, done.comment
+
+
+def test_a_resource_in_two_node_affinity_rules_is_refused_at_plan_as_pve_finds_the_rules_infeasible(
+    fresh_cluster,
+):
+    """pve-ha-manager ``API2/HA/Rules.pm`` ``$assert_feasibility``: ``Rules/NodeAffinity.pm``
+    ``check_single_resource_reference`` over the enabled node-affinity rules, ``Rule '<rule>' is
+    invalid.`` with ``resource '<sid>' is already used in another node affinity rule``. A disabled rule
+    does not count, and a resource-affinity rule may name it."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    sid = f"ct:{DNS1_VMID}"
+    _plan_apply_replan(fresh_cluster, ctx, resource.SPEC, "dns-ha", name=sid)
+    first = {"type": "node-affinity", "resources": [sid], "nodes": ["pve1"]}
+    _plan_apply_replan(fresh_cluster, ctx, rule.SPEC, "on-pve1", name="on-pve1", **first)
+    start = len(fresh_cluster.pve.requests)
+    second = {**first, "nodes": ["pve2"]}
+    for test in (True, False):
+        refused = present(ctx, rule.SPEC, test, "on-pve2", name="on-pve2", **second)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert f"HA rule on-pve2: {sid} is in node-affinity rule on-pve1 already" in text
+        assert f"`resource '{sid}' is already used in another node affinity rule`" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
+    form = {"rule": "x", "type": "node-affinity", "resources": sid, "nodes": "pve2"}
+    with pytest.raises(PveError, match=r"Rule 'x' is invalid"):
+        ctx.client.request("POST", "cluster/ha/rules", ctx.broker.provision(), form=form)
+    assert present(ctx, rule.SPEC, True, "on-pve2", name="on-pve2", disable=True, **second).result is None
+    _plan_apply_replan(fresh_cluster, ctx, rule.SPEC, "on-pve1", name="on-pve1", disable=True, **first)
+    assert present(ctx, rule.SPEC, True, "on-pve2", name="on-pve2", **second).result is None

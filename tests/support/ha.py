@@ -26,7 +26,9 @@ hand. ``HaPve`` adds stateful routes written from pve-ha-manager ``src/PVE/API2/
   ``cannot create group``, … for the others), HTTP 500, never an empty list.
 - ``ha_rules`` (PVE 9): ``/cluster/ha/rules`` with ``no such ha rule '<rule>'``, ``HA rule '<rule>'
   already defined``, ``cannot use unmanaged resource(s) <sids>.``, ``cannot use non-existent
-  node(s) <nodes>.`` (``$assert_valid_nodes_param``), ``HA rule '<rule>' does not exist``; on PVE 8
+  node(s) <nodes>.`` (``$assert_valid_nodes_param``), ``Rule '<rule>' is invalid.`` for a resource in
+  two enabled node-affinity rules (``$assert_feasibility``, its other checks not modelled), ``HA rule
+  '<rule>' does not exist``; on PVE 8
   the path does not exist: HTTP 501 ``Method '<method> <path>' not implemented``.
 
 Differences from PVE: no CRM runs (a resource's state is its guest's ``ha_state`` at once), and the
@@ -263,6 +265,23 @@ class HaPve(RestorePve):
         if unknown:
             raise die(f"cannot use non-existent node(s) {', '.join(unknown)}.")
 
+    def _check_feasible(self, rule_id: str, rule: dict) -> None:
+        """``Rules.pm`` ``$assert_feasibility``, its ``NodeAffinity.pm``
+        ``check_single_resource_reference`` only: a resource in two enabled node-affinity rules."""
+        if rule.get("type") != "node-affinity" or str(rule.get("disable") or "0") not in ("0", ""):
+            return
+        for other_id, other in sorted(self.ha_rules.items()):
+            if other_id == rule_id or other.get("type") != "node-affinity":
+                continue
+            if str(other.get("disable") or "0") not in ("0", ""):
+                continue
+            shared = sorted(set(split_list(rule.get("resources"))) & set(split_list(other.get("resources"))))
+            if shared:
+                errors = ", ".join(
+                    f"resource '{sid}' is already used in another node affinity rule" for sid in shared
+                )
+                raise PveError(400, f"Rule '{rule_id}' is invalid.", {"resources": errors})
+
     async def _ha_rule_index(self, v, user):
         self._no_rules("GET", "/cluster/ha/rules")
         return [self._rule_row(rule) for rule in sorted(self.ha_rules)]
@@ -282,6 +301,7 @@ class HaPve(RestorePve):
             self._check_nodes(v["nodes"])
         section: dict = {"type": v["type"]}
         self._set(section, v, RULE_KEYS)
+        self._check_feasible(v["rule"], section)
         self.ha_rules[v["rule"]] = section
         return None
 
@@ -296,7 +316,10 @@ class HaPve(RestorePve):
             self._check_resources(v["resources"])
         if v.get("nodes"):
             self._check_nodes(v["nodes"])
-        self._set(self.ha_rules[v["rule"]], v, RULE_KEYS)
+        updated = dict(self.ha_rules[v["rule"]])
+        self._set(updated, v, RULE_KEYS)
+        self._check_feasible(v["rule"], updated)
+        self.ha_rules[v["rule"]] = updated
         return None
 
     async def _ha_rule_delete(self, v, user):
