@@ -101,9 +101,12 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, target
     except Exception as exc:
         return refused_return(name, exc)
     entered = run_config.enter_run(ctx, run or {}, __context__)
-    if fun is guest_lifecycle.present or getattr(args[0] if args else None, "family", None) == "ha_resource":
+    if fun is guest_lifecycle.present or getattr(args[0] if args else None, "family", None) in (
+        "ha_resource",
+        "ha_rule",
+    ):
         # What the run declares about HA: a guest's status yields to its HA resource, an HA resource
-        # needs its guest (salt_proxmox.guest.ha_owned).
+        # needs its guest, a rule its resources (salt_proxmox.guest.ha_owned).
         default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
         guest_ha_owned.remember_run(ctx, entered, default)
     if twins is not None:

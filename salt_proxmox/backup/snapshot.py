@@ -20,7 +20,8 @@ pve-guest-common ``src/PVE/AbstractConfig.pm`` (``__snapshot_prepare``, ``snapsh
   ``lock`` (``check_lock``: "CT is locked (backup)" / "VM is locked (...)"); a volume on a storage or
   in a format that cannot snapshot (``has_feature('snapshot')``: pve-container ``LXC/Config.pm`` and
   qemu-server ``QemuConfig.pm`` ask pve-storage ``volume_has_feature`` for every volume: ``SNAPSHOT``
-  below; "snapshot feature is not available"); and ``vmstate`` of a VM that is not running, which
+  below, by the cluster's release: PVE 9 snapshots a qcow2 volume on LVM; "snapshot feature is not
+  available"); and ``vmstate`` of a VM that is not running, which
   PVE would silently leave out (``__snapshot_prepare`` saves the state only ``if
   __snapshot_check_running``). A container has no ``vmstate``. A delete is refused under a lock.
 """
@@ -37,7 +38,7 @@ from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, vmid_number
 from salt_proxmox.pve.errors import PveConfigMissing, PveError
-from salt_proxmox.pve.facts import storages
+from salt_proxmox.pve.facts import release, storages
 from salt_proxmox.simple.fields import Field
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
 
@@ -57,8 +58,8 @@ RESERVED = ("current", "vzdump", "pending")
 #: pve-storage ``volume_has_feature(..., 'snapshot', ...)`` by storage type: the volume formats that
 #: snapshot. ``Plugin.pm`` (dir, nfs, cifs, glusterfs, cephfs: ``qcow2`` only); ``LvmThinPlugin.pm``,
 #: ``RBDPlugin.pm``, ``ZFSPlugin.pm`` (raw); ``ZFSPoolPlugin.pm`` and ``BTRFSPlugin.pm`` (raw and
-#: subvol); ``LVMPlugin.pm``, ``ISCSIPlugin.pm``, ``ISCSIDirectPlugin.pm``: none (PVE 9's
-#: ``snapshot-as-volume-chain`` for LVM is not read here: a plan refuses what it cannot prove).
+#: subvol); ``LVMPlugin.pm``, ``ISCSIPlugin.pm``, ``ISCSIDirectPlugin.pm``: none on PVE 8 (``RELEASE``
+#: holds what PVE 9 adds).
 SNAPSHOT = {
     "dir": ("qcow2",),
     "nfs": ("qcow2",),
@@ -74,6 +75,13 @@ SNAPSHOT = {
     "iscsi": (),
     "iscsidirect": (),
 }
+#: What a release adds to ``SNAPSHOT``, by major (``GET /version``, ``facts.release``): pve-storage 9.0
+#: ``LVMPlugin.pm`` ``volume_has_feature`` snapshots an LVM volume in qcow2 (``snapshot => {current =>
+#: {qcow2 => 1}}``, the volume chain of ``snapshot-as-volume-chain``; ``parse_volname`` reads the
+#: format from a ``.qcow2`` name, which only such a storage allocates: ``alloc_image``
+#: "snapshot-as-volume-chain option need to be enabled to use qcow2 format"); a raw LVM volume still
+#: has no snapshot. PVE 8's ``LVMPlugin.pm`` has no snapshot feature at all.
+RELEASE = {9: {"lvm": ("qcow2",)}}
 #: A guest's config keys holding a volume (qemu-server ``Drive.pm``; pve-container ``Config.pm``).
 VOLUME_KEY = re.compile(r"^(?:ide|sata|scsi|virtio|mp)\d+$|^(?:rootfs|efidisk0|tpmstate0)$")
 
@@ -225,11 +233,19 @@ def _format(volume: str, kind: str) -> str:
     return ext if ext in ("qcow2", "raw", "vmdk") else "raw"
 
 
-def volume_problems(config: Mapping[str, object], kind: str, types: Mapping[str, Mapping]) -> list[str]:
-    """Each volume of a guest ``config`` that cannot snapshot (``SNAPSHOT``), as ``key (volume on
-    storage: type)``: a VM's CD-ROM, a cloud-init drive and ``none`` are skipped (qemu-server
-    ``QemuConfig.pm`` ``has_feature`` skips CD-ROMs), so is a container bind or device mount point
-    (not a volume)."""
+def snapshot_formats(storage_type: str, major: int) -> tuple[str, ...]:
+    """The volume formats a storage of ``storage_type`` snapshots on PVE ``major`` (``SNAPSHOT``,
+    ``RELEASE``); a type not known here is judged as a file storage (``qcow2``)."""
+    return {**SNAPSHOT, **RELEASE.get(major, {})}.get(storage_type, ("qcow2",))
+
+
+def volume_problems(
+    config: Mapping[str, object], kind: str, types: Mapping[str, Mapping], major: int
+) -> list[str]:
+    """Each volume of a guest ``config`` that cannot snapshot on PVE ``major``
+    (``snapshot_formats``), as ``key (volume on storage: type)``: a VM's CD-ROM, a cloud-init drive
+    and ``none`` are skipped (qemu-server ``QemuConfig.pm`` ``has_feature`` skips CD-ROMs), so is a
+    container bind or device mount point (not a volume)."""
     found = []
     for key, raw in sorted(config.items()):
         if not VOLUME_KEY.match(key) or not isinstance(raw, str):
@@ -240,7 +256,7 @@ def volume_problems(config: Mapping[str, object], kind: str, types: Mapping[str,
             continue
         storage = volume.split(":", 1)[0]
         kind_of = str(types.get(storage, {}).get("type") or "")
-        if kind_of and _format(volume, kind) not in SNAPSHOT.get(kind_of, ("qcow2",)):
+        if kind_of and _format(volume, kind) not in snapshot_formats(kind_of, major):
             found.append(f"{key} ({volume}: {kind_of} storage, {_format(volume, kind)})")
     return found
 
@@ -282,12 +298,19 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             f"{decl.label}: {what} is a template, and PVE refuses (you can't take a snapshot if it's a "
             "template)."
         )
-    bad = volume_problems(config, kind, storages(ctx))
+    major = release(ctx).major
+    bad = volume_problems(config, kind, storages(ctx), major)
     if bad:
+        chain = (
+            ", qcow2 on an LVM storage with snapshot-as-volume-chain"
+            if "qcow2" in snapshot_formats("lvm", major)
+            else ""
+        )
         found.append(
             f"{decl.label}: {', '.join(bad)} cannot be snapshotted (pve-storage volume_has_feature "
             "'snapshot'), and PVE refuses the whole snapshot (snapshot feature is not available). Move the "
-            "volume to a storage that snapshots (lvmthin, zfspool, rbd, btrfs, or qcow2 on a file storage)."
+            "volume to a storage that snapshots (lvmthin, zfspool, rbd, btrfs, qcow2 on a file "
+            f"storage{chain})."
         )
     if decl.values.get("vmstate") == 1:
         status = ctx.client.request("GET", f"{path}/status/current", credential)

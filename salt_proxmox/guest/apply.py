@@ -48,9 +48,7 @@ def power_after(
     assert decision.power is not None
     apply_power(ctx, family, decl.node, decl.vmid, decision.power, power)
     outcome.changes["status"] = {"old": decision.status, "new": power.status}
-    outcome.comment.append(
-        power_lines(what, decision.power, power, done=True, ha=decision.ha, paused=decision.paused)
-    )
+    outcome.comment.append(power_lines(what, decision.power, power, done=True, paused=decision.paused))
     decision.running = decision.power == "start"
     if decision.power == "start" and settled.waiting:
         final = read_live(ctx, family, decl.node, decl.vmid)

@@ -15,11 +15,7 @@ from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import read_live, styled
 from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.guest.power import (
-    Power,
-    ha_route,
-    paused_route,
-)
+from salt_proxmox.guest.power import Power, paused_route
 from salt_proxmox.guest.refusals import ha_managed, paused_state, read_current
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.ownership.rows import CREATING, claim, row_key
@@ -96,8 +92,6 @@ class Decision:
     #: status word it was judged on (read only when ``status`` is declared).
     power: str | None = None
     status: str | None = None
-    #: For a guest HA manages: what the HA manager does with ``power`` (``guest.power.ha_route``).
-    ha: str | None = None
     #: For a paused VM: what PVE does with its forced shutdown (``guest.power.paused_route``).
     paused: str | None = None
     #: A paused VM's qmpstatus, when its status was read (``guest.refusals.paused_state``).
@@ -349,6 +343,11 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
     )
     if power.status is not None:
         current = read_current(ctx, family.kind, decl.node, decl.vmid)
+        owned = ha_owned.status_refusal(
+            ctx, family.ha_type, what, decl.vmid, power.status, live=ha_managed(current)
+        )
+        if owned:
+            return Decision("refuse", **found, reasons=[owned], notes=notes, others=True)
         decision.status = str(current["status"])
         decision.running = decision.status == "running"
         power = decision.shutdown = power.for_guest(family, config.current)
@@ -356,17 +355,12 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
             decision.power = power.action(decision.status)
         except Refused as exc:
             return Decision("refuse", **found, reasons=[f"{what}: {exc}"], notes=notes)
-        ha_state = ha_managed(current)
         qmp = decision.qmp = paused_state(current) if family.pauses else None
-        try:
-            # vm_shutdown judges a paused VM before it hands one to HA.
-            if qmp is not None:
+        if qmp is not None:
+            try:
                 decision.paused = paused_route(family, decl.vmid, decl.node, decision.power, power, qmp)
-            elif decision.power and ha_state is not None:
-                timeout, force = power.shutdown_timeout, power.force_stop
-                decision.ha = ha_route(family, decl.vmid, decl.node, decision.power, timeout, force, ha_state)
-        except Refused as exc:
-            return Decision("refuse", **found, reasons=exc.reasons, notes=notes, others=True)
+            except Refused as exc:
+                return Decision("refuse", **found, reasons=exc.reasons, notes=notes, others=True)
     if decision.running is None and nics.writes_nic(change):
         current = read_current(ctx, family.kind, decl.node, decl.vmid)
         decision.running = current["status"] == "running"

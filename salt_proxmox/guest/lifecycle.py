@@ -203,7 +203,7 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
         if decision.power:
             outcome.changes["status"] = {"old": decision.status, "new": power.status}
             outcome.comment.append(
-                power_lines(what, decision.power, power, done=False, ha=decision.ha, paused=decision.paused)
+                power_lines(what, decision.power, power, done=False, paused=decision.paused)
             )
         if decision.action == "noop" and not decision.record and not waiting and not decision.power:
             outcome.comment.append(f"{what} is as declared")

@@ -168,9 +168,10 @@ HA_ACTS = {"start": ("stopped", "request_stop", "started"), "shutdown": ("starte
 def ha_route(
     family: Family, vmid: int, node: str, action: str, timeout: int, force_stop: bool, state: str
 ) -> str:
-    """What the HA manager does with ``action`` (``start``, ``shutdown``, ``stop``) on guest ``vmid``
-    it manages (``state``: its ``ha.state``), as the plan and the apply say it. ``timeout``: the
-    shutdown's seconds. PVE hands the call to HA (qemu-server ``API2/Qemu.pm``
+    """What the HA manager does with an ad-hoc ``action`` (``start``, ``shutdown``, ``stop``:
+    ``power_call``) on guest ``vmid`` it manages (``state``: its ``ha.state``). A state's ``status:``
+    on such a guest is refused instead (``guest.ha_owned.status_refusal``): HA owns its power.
+    ``timeout``: the shutdown's seconds. PVE hands the call to HA (qemu-server ``API2/Qemu.pm``
     ``vm_start``/``vm_shutdown``/``vm_stop``, pve-container ``API2/LXC/Status.pm`` alike, when
     ``PVE::HA::Config::vm_is_ha_managed``): a start runs ``ha-manager set <sid> --state started``; a
     shutdown ``ha-manager crm-command stop <sid> <timeout>`` (``forceStop`` ignored), a stop the same
@@ -209,7 +210,7 @@ def ha_route(
             raise Refused(
                 f"{manages} (`ha-manager crm-command stop {sid} {timeout}`), which {does} "
                 f"(pve-ha-manager {source}); "
-                f"status: stopped never stops a {family.noun} hard unless asked. Declare force_stop: true to "
+                f"a shutdown never stops a {family.noun} hard unless asked. Pass force_stop=True to "
                 f"accept it, or take it out of HA first (`ha-manager remove {sid}`)."
             )
     else:
@@ -313,21 +314,14 @@ def apply_power(ctx: PveContext, family: Family, node: str, vmid: int, action: s
     return upid
 
 
-def power_lines(
-    what: str, action: str, power: Power, done: bool, ha: str | None = None, paused: str | None = None
-) -> str:
-    """What a plan (``done`` False) or an apply says of a power action; ``ha``: what the HA manager
-    does with it (``ha_route``) for a guest it manages; ``paused``: what PVE does with a paused VM
-    (``paused_route``)."""
+def power_lines(what: str, action: str, power: Power, done: bool, paused: str | None = None) -> str:
+    """What a plan (``done`` False) or an apply says of a state's power action; ``paused``: what PVE
+    does with a paused VM (``paused_route``). A guest HA manages never gets here: its ``status:`` is
+    refused (``guest.ha_owned.status_refusal``)."""
     if paused is not None:
         return (
             f"{what} has been stopped hard: {paused}" if done else f"{what}: would be stopped hard: {paused}"
         )
-    if ha is not None:
-        verb = "started" if action == "start" else "shut down"
-        if done:
-            return f"{what} has been {verb} by the HA manager ({ha})"
-        return f"{what}: would be {verb} by the HA manager, which decides ({ha})"
     if action == "start":
         return f"{what} has been started" if done else f"{what}: would start"
     seconds = f"{power.shutdown_timeout} s" + (f" ({power.timeout_from})" if power.timeout_from else "")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from salt_proxmox.guest import ha_owned
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.pve.permissions import held_privileges
@@ -91,8 +92,9 @@ def paused_state(current: Mapping[str, object]) -> str | None:
 def destroy_refusals(
     ctx: PveContext, family: Family, node: str, vmid: int, live: Mapping[str, object]
 ) -> list[str]:
-    """Why PVE would refuse to destroy guest ``vmid``: protection (from ``live``), then a running
-    state (one status read). Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
+    """Why PVE would refuse to destroy guest ``vmid``, in ``destroy_vm``'s order: protection (from
+    ``live``), its HA resource (``guest.ha_owned.destroy_refusal``), then a running state (one status
+    read). Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
     what, label, command = family.what(vmid, node), family.label, family.command
     if protected(live):
         return [
@@ -100,6 +102,9 @@ def destroy_refusals(
             f"{vmid} - protection mode enabled`). Clear it first in a run of its own (declare protection: 0 "
             f"in its present state and apply, or `{command} set {vmid} --protection 0`), then destroy it."
         ]
+    held = ha_owned.destroy_refusal(ctx, family.ha_type, what, vmid)
+    if held:
+        return [held]
     status = read_status(ctx, family.kind, node, vmid)
     if status != "stopped":
         refusal = family.destroy_running.format(vmid=vmid)

@@ -34,7 +34,12 @@ PVE's rules, each from its source:
   (``create_vm``'s ``$mp_param``; without one, every volume goes to ``storage``, default
   ``local``).
 - A VM restore refuses drive keys beside ``archive`` (``create_vm``: ``option conflicts with option
-  'archive'``): they are written after the restore, as every other declared key.
+  'archive'``): they are written after the restore, as every other declared key. So the plan reads
+  the archive's config (``archived_config``: pve-manager ``API2/VZDump.pm`` ``extractconfig``, the
+  same ``check_volume_access`` as the listing, read token) and judges the declaration against the VM
+  the restore will make, as a clone's plan judges it against the template's config: what the write
+  after the restore changes, and what it cannot (a disk smaller than the archive's, on another
+  storage), is said at plan, before anything is restored.
 - A failed VM restore can leave the config ``create_vm`` locked at the vmid (``restore_vma_archive``
   and ``restore_file_archive`` die after ``create_and_lock_config``): the guest is then neither
   proven absent nor ours, so the apply reports it uncertain and its ownership row stays
@@ -48,10 +53,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from salt_proxmox.guest.family import CreatePlan
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.errors import PveError, PveMalformed
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
@@ -162,6 +168,63 @@ def find_archive(ctx: PveContext, node: str, volid: str) -> tuple[Archive | None
     )
 
 
+@dataclass(frozen=True)
+class ArchivedConfig:
+    """The config file a vzdump archive holds, as ``extractconfig`` answers it: ``config`` the main
+    section's keys (``description`` from its ``#`` lines), ``disks`` each saved drive's storage by
+    its key (the ``#qmdump#map:<virtdev>:<device>:<storage>:<format>:`` lines qemu-server
+    ``VZDump/QemuServer.pm`` writes; ``''`` when none was recorded)."""
+
+    config: dict[str, str]
+    disks: dict[str, str]
+
+
+#: qemu-server ``QemuServer.pm`` ``$parse_backup_hints``: a saved drive's map line.
+_MAP = re.compile(r"^#qmdump#map:(\S+):(\S+):(\S*):(\S*):$")
+
+
+def parse_archived_config(text: str) -> ArchivedConfig:
+    """``extractconfig``'s text as ``ArchivedConfig``: the lines before the first ``[section]`` (a
+    snapshot's, ``[PENDING]``), ``key: value`` each (qemu-server ``parse_vm_config``), ``#`` lines
+    the description (``decode_text``: URI-escaped), ``#qmdump#``/``#vzdump#`` lines vzdump's own."""
+    config: dict[str, str] = {}
+    disks: dict[str, str] = {}
+    description: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("["):
+            break
+        found = _MAP.match(line)
+        if found:
+            disks[found[1]] = found[3]
+        elif line.startswith(("#qmdump#", "#vzdump#")):
+            continue
+        elif line.startswith("#"):
+            description.append(unquote(line[1:]))
+        elif ":" in line:
+            key, _, value = line.partition(":")
+            config[key.strip()] = value.strip()
+    if description:
+        config["description"] = "\n".join(description)
+    return ArchivedConfig(config, disks)
+
+
+def archived_config(ctx: PveContext, node: str, volid: str) -> ArchivedConfig:
+    """The config archive ``volid`` holds, read on ``node`` with the read credential (``GET
+    /nodes/{node}/vzdump/extractconfig?volume=<volid>``: pve-manager ``API2/VZDump.pm``
+    ``extractconfig``, ``check_volume_access`` as for the content listing, so ``find_archive``'s
+    privileges serve), once per archive and run. Raises PveMalformed for an answer that is not text,
+    and what the client raises."""
+    key = f"salt_proxmox.archived/{ctx.target.name}/{volid}"
+    found = ctx.memo.get(key)
+    if found is None:
+        path = f"{api_path('nodes', node, 'vzdump', 'extractconfig')}"
+        text = ctx.client.request("GET", path, ctx.broker.read(), params={"volume": volid})
+        if not isinstance(text, str):
+            raise PveMalformed("GET", f"{path}?volume={volid}", "expected the archive's config as text")
+        found = ctx.memo[key] = parse_archived_config(text)
+    return found
+
+
 def create_plan(
     what: str,
     archive: Archive,
@@ -169,13 +232,18 @@ def create_plan(
     key_change: Callable[[str, str | None, str | None], dict],
     written: Iterable[str],
     unique: bool = True,
+    changes: Mapping[str, object] | None = None,
 ) -> CreatePlan:
     """What a plan says of a create by restore of guest ``what`` from ``archive``: the archive with its
-    size and time, the declared ``config`` keys as the return's changes (``key_change``: the family's),
-    and a note naming ``written``, the keys then written onto the restored guest where they differ;
-    ``unique``: whether the restore draws new MACs."""
-    changes: dict[str, object] = {"restore": {"old": None, "new": archive.shown()}}
-    changes.update({key: key_change(key, None, value) for key, value in config.items()})
+    size and time, the return's changes (``changes`` when the restored config was judged, else the
+    declared ``config`` keys, ``key_change``: the family's), and a note naming ``written``, the keys
+    then written onto the restored guest where they differ; ``unique``: whether the restore draws new
+    MACs."""
+    shown: dict[str, object] = {"restore": {"old": None, "new": archive.shown()}}
+    if changes is None:
+        shown.update({key: key_change(key, None, value) for key, value in config.items()})
+    else:
+        shown.update(changes)
     rest = sorted(written)
     return CreatePlan(
         source=f"by restoring {archive.shown()} "
@@ -184,7 +252,7 @@ def create_plan(
         notes=[f"{what}: then written onto the restored guest where it differs: {', '.join(rest)}"]
         if rest
         else [],
-        changes=changes,
+        changes=shown,
     )
 
 

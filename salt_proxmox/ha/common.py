@@ -25,6 +25,7 @@ from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.guest.ha_owned import SID
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.facts import release
+from salt_proxmox.pve.listing import get_rows, node_names
 from salt_proxmox.simple.fields import Field, live_values
 from salt_proxmox.simple.spec import Call, Declared
 from salt_proxmox.wire.propstring import text_problem
@@ -46,6 +47,24 @@ def check_sids(value: str) -> str | None:
     """None when every item of a canonical ``resources`` set is ``vm:<vmid>``/``ct:<vmid>``."""
     bad = [item for item in value.split(",") if not SID.match(item)]
     return f"{', '.join(bad)}: not vm:<vmid> or ct:<vmid>" if bad else None
+
+
+def unknown_nodes(ctx, nodes: str) -> list[str]:
+    """The nodes of a canonical ``nodes`` set (``<node>[:<priority>],…``) that are not cluster members:
+    not in ``GET /nodes`` (pve-manager ``API2/Nodes.pm`` ``index``, read credential), the list
+    ``PVE::Cluster::check_node_exists`` consults (a standalone node lists itself, as ``Rules.pm``
+    exempts the local node). Raises what ``listing.get_rows`` raises."""
+    members = set(node_names(ctx.client, ctx.broker.read()))
+    named = sorted({item.split(":", 1)[0] for item in nodes.split(",") if item})
+    return [node for node in named if node not in members]
+
+
+def configured_sids(ctx) -> set[str]:
+    """The sids of every HA resource configured, ``ignored`` ones included (``GET
+    /cluster/ha/resources``, Sys.Audit on ``/``, read credential): what ``HA/Config.pm``
+    ``service_is_configured`` tests. Raises what ``listing.get_rows`` raises."""
+    rows = get_rows(ctx.client, "cluster/ha/resources", ctx.broker.read(), what="HA resources")
+    return {str(row["sid"]) for row in rows if row.get("sid")}
 
 
 def check_comment(value: str) -> str | None:

@@ -8,6 +8,8 @@ order carries nothing), ``restricted`` and ``nofailback`` (booleans, default 0),
   '<group>'``. Create ``POST /cluster/ha/groups``; update ``PUT /cluster/ha/groups/{group}`` with
   the digest read and ``delete`` for a cleared key; delete ``DELETE /cluster/ha/groups/{group}``
   (PVE refuses a group a resource names: ``ha group is used by service '<sid>'``).
+- ``nodes`` naming a node that is not a cluster member is stored by PVE 8 as given; the plan notes
+  it (``side_effects``).
 - PVE 9 migrated groups to rules: every group method dies there (``common``), so a group on 9 is
   refused at plan naming the rules (``ObjectSpec.for_cluster``).
 """
@@ -29,6 +31,7 @@ from salt_proxmox.ha.common import (
     release_refusal,
     section_calls,
     section_path,
+    unknown_nodes,
 )
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys
@@ -73,6 +76,24 @@ def _update(decl: Declared, live: Mapping[str, object]) -> Call | None:
     return Call("PUT", section_path("groups", decl), form=form)
 
 
+def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
+    """The plan's note of a group naming nodes that are not cluster members (``common.unknown_nodes``):
+    PVE 8 stores them (``HA/Groups.pm`` ``decode_value`` checks only the ``<node>[:<pri>]`` form,
+    ``pve_verify_ha_node``; ``API2/HA/Groups.pm`` ``create``/``update`` check no membership, unlike
+    PVE 9's rules), and the HA manager places no resource on a node that is not online in the cluster
+    (``Manager.pm`` ``select_service_node`` reads only the online nodes)."""
+    if action not in ("create", "update"):
+        return []
+    unknown = unknown_nodes(ctx, str(decl.values.get("nodes") or ""))
+    if not unknown:
+        return []
+    return [
+        f"{decl.label}: {', '.join(unknown)} is not a node of the cluster (GET /nodes); PVE 8 stores it as "
+        "given (pve-ha-manager HA/Groups.pm checks only its form), and HA places no resource there until "
+        "such a node joins"
+    ]
+
+
 def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
     """``SPEC`` on PVE 8; raises Refused on 9 (``common.release_refusal``)."""
     release_refusal(ctx, decl, 8)
@@ -92,6 +113,7 @@ SPEC = ObjectSpec(
     update_endpoint=UPDATE,
     **section_calls("groups", "group", FIELDS),
     for_cluster=for_cluster,
+    side_effects=side_effects,
     # GET /cluster/ha/groups (pve-ha-manager API2/HA/Groups.pm index) names each by ``group``.
     export_names=export_by("group"),
     export_listings=lambda ctx: release_listing(ctx, "groups", 8),

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.guest import ha_owned
 from salt_proxmox.guest.absence import indexed_guest
+from salt_proxmox.guest.refusals import ha_managed, read_current
 from salt_proxmox.ha.common import (
     COMMENT,
     CONFIG_ID,
@@ -38,6 +39,7 @@ from salt_proxmox.ha.common import (
 )
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import release
+from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, live_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, exact_message, export_by, listed_row
 
@@ -148,11 +150,60 @@ def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
     return SPEC
 
 
+def _sent(decl: Declared, key: str, action: str, live: Mapping[str, object] | None) -> object:
+    """The value of ``key`` a create or an update (``_update``: only what differs) sends, or None."""
+    value = decl.values.get(key)
+    if value in (None, "") or (action == "update" and (live or {}).get(key) == value):
+        return None
+    return value
+
+
+def _unknown_group(ctx: PveContext, decl: Declared, group: object) -> bool:
+    """Whether HA group ``group`` neither exists (``GET /cluster/ha/groups``, read credential) nor is
+    declared present in the run (``guest.ha_owned.group_declared``: the resource requires it)."""
+    if not group or ha_owned.group_declared(ctx, str(group)):
+        return False
+    rows = get_rows(ctx.client, "cluster/ha/groups", ctx.broker.read(), what="HA groups")
+    return str(group) not in {str(row.get("group")) for row in rows}
+
+
+def _update_refusals(ctx: PveContext, decl: Declared, live: Mapping[str, object] | None) -> list[str]:
+    """``Resources.pm`` ``update``: a ``group`` sent must exist (``HA group '<group>' does not
+    exist``), and ``check_service_state`` refuses every update of a service the HA manager holds in
+    ``error`` (``get_service_status``, the guest's ``status/current`` ``ha``) unless it sends state
+    ``disabled``: ``service '<sid>' in error state, must be disabled and fixed first``."""
+    sid, found = decl.names["name"], []
+    group = _sent(decl, "group", "update", live)
+    if _unknown_group(ctx, decl, group):
+        found.append(
+            f"{decl.label}: HA group {group} does not exist and no state of this run declares it, and PVE "
+            f"refuses the update (`HA group '{group}' does not exist`, pve-ha-manager API2/HA/Resources.pm "
+            "update). Declare the group under proxmox:ha_groups, or name one that exists."
+        )
+    if _sent(decl, "ha_state", "update", live) != "disabled":
+        row = indexed_guest(ctx, int(sid[3:]))
+        kind = "lxc" if sid.startswith("ct:") else "qemu"
+        if row is not None and row.get("type") == kind:
+            held = ha_managed(read_current(ctx, kind, str(row["node"]), int(sid[3:])))
+            if held == "error":
+                found.append(
+                    f"{decl.label}: the HA manager holds it in error state, and PVE refuses any change but "
+                    f"to disabled (`service '{sid}' in error state, must be disabled and fixed first`, "
+                    "pve-ha-manager API2/HA/Resources.pm check_service_state). Declare ha_state: disabled "
+                    f"and apply (or `ha-manager set {sid} --state disabled`), fix what failed, then declare "
+                    "the state you want."
+                )
+    return found
+
+
 def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
-    """A create for a guest the cluster does not hold and this run does not declare: PVE refuses it
-    (``Resources/PVEVM.pm``/``PVECT.pm`` ``exists``: ``resource '<sid>' does not exist in cluster``).
-    The guest is looked up in the cluster's guest index with the read credential (``guest.absence``)."""
+    """PVE's refusals of the write, predicted with the read credential: an update as
+    ``_update_refusals`` says; a create for a guest the cluster does not hold and this run does not
+    declare (``Resources/PVEVM.pm``/``PVECT.pm`` ``exists``: ``resource '<sid>' does not exist in
+    cluster``), the guest looked up in the cluster's guest index (``guest.absence``)."""
     sid = decl.names["name"]
+    if action == "update":
+        return _update_refusals(ctx, decl, live)
     if action != "create" or ha_owned.guest_declared(ctx, sid):
         return []
     row = indexed_guest(ctx, int(sid[3:]))
@@ -168,9 +219,18 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
 
 def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
     """The plan's note of what PVE does besides: a delete on PVE 9 takes the resource out of the HA
-    rules naming it (``Resources.pm`` ``delete``: ``purge`` defaults to 1)."""
+    rules naming it (``Resources.pm`` ``delete``: ``purge`` defaults to 1); a create naming a group
+    that neither exists nor is declared is stored as given (``Resources.pm`` ``create`` checks no
+    group, unlike ``update``; its ``index`` then flags ``group '<group>' does not exist``)."""
     if action == "delete" and release(ctx).major >= 9:
         return [f"{decl.label}: PVE 9 also takes it out of every HA rule naming it (purge, default 1)"]
+    group = decl.values.get("group")
+    if action == "create" and _unknown_group(ctx, decl, group):
+        return [
+            f"{decl.label}: HA group {group} does not exist and no state of this run declares it; PVE "
+            "stores it as given (pve-ha-manager API2/HA/Resources.pm create checks no group) and lists the "
+            f"resource with `group '{group}' does not exist`; an update naming it is refused until it exists"
+        ]
     return []
 
 

@@ -202,17 +202,61 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     )
 
 
+def _restore_storage_refusals(
+    ctx: PveContext, decl: QemuDeclaration, made: Mapping[str, object]
+) -> list[str]:
+    """Why the restore cannot allocate a drive of the VM it makes (``made``:
+    ``judge.restored_config``): qemu-server ``QemuServer.pm`` ``$parse_backup_hints`` dies ``Content
+    type 'images' is not available on storage '<storage>'`` (and ``storage_config`` on a storage that
+    does not exist) before anything is restored. A storage the read token does not list is refused
+    too: nothing proves it takes the drive."""
+    found = []
+    known = storages(ctx)
+    for key in sorted(made):
+        text = live_text(made[key])
+        if not schema.is_drive(key) or not text or "media=cdrom" in text:
+            continue
+        storage = text.split(":", 1)[0]
+        held = known.get(storage)
+        if held is None or "images" not in re.split(r"[\s,;]+", str(held.get("content") or "")):
+            said = (
+                "the read token does not list"
+                if held is None
+                else f"holds {held.get('content') or 'nothing'}"
+            )
+            found.append(
+                f"restore: {key} would be restored onto storage {storage}, which {said}, not VM disks "
+                f"(content images): qemu-server refuses the restore (`Content type 'images' is not available "
+                f"on storage '{storage}'`, QemuServer.pm parse_backup_hints). Declare storage: naming a "
+                "storage with content images."
+            )
+    return found
+
+
 def restore_plan(ctx: PveContext, decl: QemuDeclaration, refusals: list[str]) -> CreatePlan:
-    """A create by restore: the archive as the node lists it (``guest.restore.find_archive``); the
-    plan names it with its size and time and says the declared keys, disks included (``create_vm``
-    refuses them beside ``archive``), are written onto the restored VM where they differ."""
+    """A create by restore: the archive as the node lists it (``guest.restore.find_archive``), and
+    the config it holds (``guest.restore.archived_config``), from which the VM the restore makes is
+    known (``judge.restored_config``). The plan names the archive with its size and time, refuses a
+    drive the restore cannot allocate (``_restore_storage_refusals``) and what the write after it
+    cannot do (a disk smaller than the archive's, on another storage: the judge, as onto a clone),
+    and lists what that write changes; the declared drives are never sent with ``archive``
+    (``create_vm`` refuses them)."""
     assert decl.restore is not None
     archive, refusal = restore.find_archive(ctx, decl.node, decl.restore)
     refusals = [*refusals, *([refusal] if refusal else [])]
     if archive is None or refusals:
         return CreatePlan(refusals=refusals)
+    archived = restore.archived_config(ctx, decl.node, decl.restore)
+    made = judge.restored_config(decl, archived.config, archived.disks)
+    onto = _onto(decl, made)
+    refusals = [*_restore_storage_refusals(ctx, decl, made), *onto.refuse]
+    if refusals:
+        return CreatePlan(refusals=refusals)
     what = QEMU.what(decl.vmid, decl.node)
-    return restore.create_plan(what, archive, decl.config, judge.key_change, decl.config, decl.unique)
+    changes = shared.changes_of(QEMU, onto, made)
+    return restore.create_plan(
+        what, archive, decl.config, judge.key_change, onto.drift, decl.unique, changes=changes
+    )
 
 
 #: Why a failed VM restore leaves the guest uncertain (``CreateStep.uncertain``).

@@ -71,6 +71,7 @@ from salt_proxmox.wire.propstring import (
     canonical_option,
     carry,
     changed_options,
+    flag,
     option_map,
     pairs,
     print_pairs,
@@ -1135,6 +1136,61 @@ def cloned_config(decl: QemuDeclaration, source: Mapping[str, object]) -> dict[s
         out[key] = value
     name = decl.config.get("name") or decl.default_name
     out["name"] = name or f"Copy-of-VM-{live_text(source.get('name')) or decl.clone}"
+    return out
+
+
+def _not_backed_up(value: object) -> bool:
+    """A drive's ``backup=0`` (any boolean spelling; one that does not parse counts as saved)."""
+    try:
+        return value is not None and flag(value) == "0"
+    except ValueError:
+        return False
+
+
+def restored_config(
+    decl: QemuDeclaration, archived: Mapping[str, str], saved: Mapping[str, str]
+) -> dict[str, object]:
+    """The config of the VM a restore of an archive holding ``archived`` will make (``saved``: each
+    saved drive's storage by key, ``guest.restore.ArchivedConfig``), as qemu-server ``QemuServer.pm``
+    writes it: ``restore_update_config_line`` drops ``lock``, ``unusedN`` and ``parent``, gives each
+    ``netN`` a new MAC and ``smbios1`` a new uuid under ``unique`` and always a new ``vmgenid`` (left
+    out here, as PVE draws them), keeps a drive with ``backup=0`` only as a comment, and puts every
+    saved drive on a new volume (``$restore_allocate_devices``: on the declared ``storage``, else the
+    one it was saved from, else ``local``, ``$parse_backup_hints``; its ``format`` dropped, its
+    ``size`` kept); a cloud-init drive gets a new one on the same storage. The judge compares a
+    drive's storage and size, not its name. Pure."""
+    out: dict[str, object] = {}
+    disks = 0
+    for key, value in archived.items():
+        if key in ("lock", "parent", "digest") or schema.family_of(key) == "unused":
+            continue
+        text = live_text(value)
+        if text and schema.family_of(key) == "net" and decl.unique:
+            out[key] = print_net({k: v for k, v in parse_net(text).items() if k != "macaddr"})
+            continue
+        if key == "vmgenid" and text != "0":
+            continue
+        if key == "smbios1" and decl.unique:
+            kept = ",".join(part for part in text.split(",") if not part.startswith("uuid="))
+            if kept:
+                out[key] = kept
+            continue
+        if text and schema.is_drive(key):
+            drive = parse_drive(text)
+            if _not_backed_up(drive.options.get("backup")):
+                continue
+            if key in saved or drive.kind == "cloudinit":
+                storage = decl.storage or (saved.get(key) if key in saved else drive.storage) or "local"
+                name = (
+                    f"vm-{decl.vmid}-cloudinit"
+                    if drive.kind == "cloudinit"
+                    else f"vm-{decl.vmid}-disk-{disks}"
+                )
+                disks += drive.kind != "cloudinit"
+                options = {k: v for k, v in drive.options.items() if k != "format"}
+                out[key] = ",".join([f"{storage}:{name}", *(f"{k}={v}" for k, v in options.items())])
+                continue
+        out[key] = value
     return out
 
 

@@ -2543,27 +2543,26 @@ def start_fails(vmid: int) -> Callable[[Run], None]:
     return setup
 
 
-def ha_holds_120(run: Run) -> None:
-    """CT 120 is stopped and HA-managed (``ha-manager add ct:120 --state stopped``), and the HA
-    manager does not carry out a request for it (a node in maintenance): a start task only queues
-    one (pve-container ``vm_start``) and ends OK (the fake's ``ha_holds``)."""
+def ha_stopped_120(run: Run) -> None:
+    """CT 120 is stopped and an HA resource manages it (``ha-manager add ct:120 --state stopped``):
+    ``status/current`` reads ``ha: {managed: 1, state: stopped}``."""
     stopped_120(run)
-    run.pve.ct(120).ha_state = "stopped"
-    run.pve.ha_holds.add(120)
+    run.pve.ha_resources["ct:120"] = {"state": "stopped"}
+    run.pve._sync_guest("ct:120")
 
 
 def ha_started_120(run: Run) -> None:
-    """CT 120 runs and is HA-managed (``ha-manager add ct:120``, its HA state ``started``): a
-    shutdown goes to the HA manager as ``crm-command stop ct:120 <timeout>``."""
-    run.pve.ct(120).ha_state = "started"
+    """CT 120 runs and an HA resource manages it (``ha-manager add ct:120``, its state ``started``)."""
+    run.pve.ha_resources["ct:120"] = {}
+    run.pve._sync_guest("ct:120")
 
 
-def ha_rounds_120(run: Run) -> None:
-    """CT 120 is stopped and HA-managed; the HA manager carries out a queued request two
-    ``status/current`` reads later (the fake's ``ha_rounds``)."""
+def ha_ignored_120(run: Run) -> None:
+    """CT 120 is stopped and its HA resource is ``ignored`` (``ha-manager add ct:120 --state
+    ignored``): PVE reads it ``managed: 0`` (``HA/Config.pm`` ``$service_check_ha_state``)."""
     stopped_120(run)
-    run.pve.ct(120).ha_state = "stopped"
-    run.pve.ha_rounds[120] = 2
+    run.pve.ha_resources["ct:120"] = {"state": "ignored"}
+    run.pve._sync_guest("ct:120")
 
 
 SHUTDOWN_120 = "POST /nodes/pve1/lxc/120/status/shutdown"
@@ -2653,46 +2652,51 @@ POWER = [
         rows={f"{TARGET}/lxc/150": "owned"},
     ),
     Scenario(
-        "power-ha-start-only-queued",
+        "power-ha-live-status-refused",
         "power",
-        "status: running on a stopped HA-managed container: its start task ends OK, HA leaves it stopped",
-        "the status is read back after the task: the state fails naming what PVE reports and that HA decides",
+        "status: running on a stopped container a live HA resource manages (ha.state stopped), none declared",
+        "refused before any power call (plan and apply share one decision): HA owns its power; names "
+        "the HA state to declare",
         False,
         (
-            "the start task ended OK, but PVE reports the container stopped, not running",
-            "It is HA-managed (ha.managed: 1, ha.state started)",
-            "`ha-manager status`",
+            "HA resource ct:120 (live, ha.state stopped) owns its power state",
+            "HA/Config.pm vm_is_ha_managed",
+            "declare proxmox:ha_resources:ct:120: {ha_state: started}",
+            "set the resource to ignored",
         ),
-        ha_holds_120,
+        ha_stopped_120,
         dns(status="running"),
         name="dns",
-        writes=(START_120,),
+        never=("/status/start", "/status/shutdown", "/cluster/ha/"),
         seed_rows=OWNED_120,
         rows={f"{TARGET}/lxc/120": "owned"},
     ),
     Scenario(
-        "power-ha-hard-stop-refused",
+        "power-ha-held-status-refused",
         "power",
-        "status: stopped with shutdown_timeout: 0 on a running HA-managed container, force_stop not declared",
-        "the HA manager would stop it hard at once (crm-command stop ct:120 0): refused with the remedy, "
-        "nothing sent",
+        "status: running on a running container a live HA resource keeps started",
+        "refused although both say the same: two owners of one power state; nothing sent",
         False,
-        ("`ha-manager crm-command stop ct:120 0`), which stops it hard at once", "Declare force_stop: true"),
+        (
+            "HA resource ct:120 (live, ha.state started) owns its power state",
+            "even while both say the same",
+            "declare proxmox:ha_resources:ct:120: {ha_state: started}",
+        ),
         ha_started_120,
-        dns(status="stopped", shutdown_timeout=0),
+        dns(status="running"),
         name="dns",
-        never=("/status/",),
+        never=("/status/start", "/status/shutdown", "/cluster/ha/"),
         seed_rows=OWNED_120,
         rows={f"{TARGET}/lxc/120": "owned"},
     ),
     Scenario(
-        "power-ha-start-carried-out-later",
+        "power-ha-ignored-starts",
         "power",
-        "status: running on a stopped HA-managed container: the start task ends OK, HA starts it later",
-        "the start goes to the HA manager; its status is read again until it runs, then reported started",
+        "status: running on a stopped container whose HA resource is ignored",
+        "PVE reads it managed: 0 and starts it itself: one start task, reported started",
         True,
-        ("has been started by the HA manager (`ha-manager set ct:120 --state started`",),
-        ha_rounds_120,
+        ("CT 120 on pve1 has been started",),
+        ha_ignored_120,
         dns(status="running"),
         name="dns",
         writes=(START_120,),

@@ -31,7 +31,7 @@ def test_status_on_a_guest_an_ha_resource_of_the_run_manages_is_refused(fresh_cl
     web = rows["proxmox-lxc-web"]
     assert web["result"] is False, raw
     assert "HA resource ct:150 (declared in this run, state started) owns its power state" in web["comment"]
-    assert "declare ha_state: started on HA resource ct:150" in web["comment"]
+    assert "declare proxmox:ha_resources:ct:150: {ha_state: started}" in web["comment"]
     # The other guests plan as before: dns, an HA resource too, declares no status.
     assert rows["proxmox-lxc-dns"]["result"] is not False and rows["proxmox-qemu-app"]["result"] is not False
     assert all(method == "GET" for method, _, _ in fresh_cluster.pve.requests[start:]), "a plan never writes"

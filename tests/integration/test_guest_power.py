@@ -161,12 +161,13 @@ def test_a_vm_gets_the_same_power_state_and_calls(fresh_cluster):
     assert plan.comment[-1] == "VM 150 on pve1: would start"
 
 
-def test_an_ha_managed_vm_whose_start_task_ends_ok_while_it_stays_stopped_is_not_reported_started(
+def test_an_ha_managed_vm_refuses_a_state_s_status_while_the_adhoc_start_goes_to_ha_and_is_read_back(
     fresh_cluster,
 ):
-    """qemu-server ``vm_start``: for an HA-managed VM the start task only runs ``ha-manager set
-    vm:<vmid> --state started`` and ends OK; the HA manager starts it later, or not at all. The
-    status is read back after the task, and a VM still stopped fails the state naming what PVE
+    """pve-ha-manager ``HA/Config.pm`` ``vm_is_ha_managed``: HA owns an HA-managed VM's power, so the
+    state's ``status:`` is refused at plan and at apply, nothing sent. The ad-hoc start is one action
+    asked now: qemu-server ``vm_start`` only runs ``ha-manager set vm:<vmid> --state started`` and
+    ends OK; the status is read back after the task, and a VM still stopped fails naming what PVE
     reports and that HA decides (the fake's ``ha_holds``: the request is queued, never carried out)."""
     from salt_proxmox.guest import lifecycle
     from salt_proxmox.qemu.family import QEMU
@@ -177,36 +178,36 @@ def test_an_ha_managed_vm_whose_start_task_ends_ok_while_it_stays_stopped_is_not
     assert lifecycle.present(ctx, QEMU, "web", False, **vm()).result is True
     fresh_cluster.pve.vm(150).ha_state = "stopped"
     fresh_cluster.pve.ha_holds.add(150)
-    plan = lifecycle.present(ctx, QEMU, "web", True, **vm(status="running"))
-    assert plan.comment[-1] == (
-        "VM 150 on pve1: would be started by the HA manager, which decides (`ha-manager set vm:150 --state "
-        "started`: the HA manager starts it in a later round)"
-    )
     start = len(fresh_cluster.pve.requests)
-    done = lifecycle.present(ctx, QEMU, "web", False, **vm(status="running"))
-    assert done.result is False, done.comment
-    text = " ".join(done.comment)
-    assert "VM 150 on pve1: the start task ended OK, but PVE reports the VM stopped, not running." in text
-    assert "It is HA-managed (ha.managed: 1, ha.state started)" in text
-    assert "`ha-manager status` on a node for what HA does with vm:150" in text
-    assert "has been started" not in text and "status" not in done.changes
-    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
-        ("POST", "/nodes/pve1/qemu/150/status/start")
-    ]
-    assert fresh_cluster.pve.vm(150).status == "stopped"
+    for test in (True, False):
+        refused = lifecycle.present(ctx, QEMU, "web", test, **vm(status="running"))
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert (
+            "VM 150 on pve1: status: running is refused: HA resource vm:150 (live, ha.state stopped)" in text
+        )
+        assert "declare proxmox:ha_resources:vm:150: {ha_state: started}" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
     with pytest.raises(
         power.PowerNotReached, match=r"PVE reports the VM stopped, not running\. It is HA-managed"
     ):
         power.power_call(ctx, GUESTS, "start", 150)
+    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
+        ("POST", "/nodes/pve1/qemu/150/status/start")
+    ]
+    assert fresh_cluster.pve.vm(150).status == "stopped"
 
 
-def test_an_ha_managed_vm_goes_plan_apply_plan_clean_as_the_ha_manager_acts(fresh_cluster):
+def test_an_ha_managed_vm_is_powered_only_through_ha_and_the_adhoc_calls_as_the_ha_manager_acts(
+    fresh_cluster,
+):
     """qemu-server ``API2/Qemu.pm`` ``vm_start``/``vm_shutdown`` hand an HA-managed VM to the HA
     manager (``ha-manager set vm:<vmid> --state started``, ``ha-manager crm-command stop vm:<vmid>
     <timeout>``) and end once the request is queued; the CRM carries it out rounds later (the fake's
-    ``ha_rounds``), so the apply waits, bounded, for the status to turn. pve-ha-manager
-    ``Resources/PVEVM.pm`` ``shutdown`` sends ``forceStop=1``: without force_stop the shutdown is
-    refused at plan and at apply, nothing sent; with it, the plan says HA stops it hard at the timeout."""
+    ``ha_rounds``). The state's ``status:`` is refused whatever it asks, even the status HA holds (two
+    owners of one power state); the ad-hoc calls wait, bounded, for the status to turn.
+    pve-ha-manager ``Resources/PVEVM.pm`` ``shutdown`` sends ``forceStop=1``: the ad-hoc shutdown
+    without force_stop is refused, nothing sent."""
     from salt_proxmox.guest import lifecycle
     from salt_proxmox.qemu.family import QEMU
     from tests.support.guests import vm
@@ -217,51 +218,32 @@ def test_an_ha_managed_vm_goes_plan_apply_plan_clean_as_the_ha_manager_acts(fres
         ctx = make_context(static_targets(fresh_cluster), store=store)
         return lifecycle.present(ctx, QEMU, "web", test, **vm(**over))
 
+    ctx = make_context(static_targets(fresh_cluster), store=store)
     assert run(False).result is True
     fresh_cluster.pve.vm(150).ha_state = "stopped"  # ha-manager add vm:150 --state stopped
     fresh_cluster.pve.ha_rounds[150] = 3
-    plan = run(True, status="running")
-    assert plan.result is None and plan.changes == {"status": {"old": "stopped", "new": "running"}}
-    assert "would be started by the HA manager, which decides (`ha-manager set vm:150" in plan.comment[-1]
     start = len(fresh_cluster.pve.requests)
-    done = run(False, status="running")
-    assert done.result is True, done.comment
-    assert "VM 150 on pve1 has been started by the HA manager" in done.comment[-1]
+    started = power.power_call(ctx, GUESTS, "start", 150)
+    assert started["status"] == "running" and started["changed"] is True
+    assert fresh_cluster.pve.vm(150).ha_state == "started"
+    for status in ("running", "stopped"):  # running: what HA holds now
+        for test in (True, False):
+            refused = run(test, status=status, **({"force_stop": True} if status == "stopped" else {}))
+            assert refused.result is False, refused.comment
+            text = " ".join(refused.comment)
+            assert "HA resource vm:150 (live, ha.state started) owns its power state" in text
+            assert "even while both say the same" in text
+    with pytest.raises(Refused, match=r"a shutdown never stops a VM hard unless asked"):
+        power.power_call(ctx, GUESTS, "shutdown", 150)
+    down = power.power_call(ctx, GUESTS, "shutdown", 150, force_stop=True)
+    assert down["status"] == "stopped"
     assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
-        ("POST", "/nodes/pve1/qemu/150/status/start")
-    ]
-    assert fresh_cluster.pve.vm(150).status == "running"
-    again = run(True, status="running")
-    assert again.result is True and again.changes == {}, again.comment
-
-    for test in (True, False):
-        start = len(fresh_cluster.pve.requests)
-        refused = run(test, status="stopped")
-        assert refused.result is False, refused.comment
-        text = " ".join(refused.comment)
-        assert (
-            "`ha-manager crm-command stop vm:150 60`), which shuts it down within 60 s, then stops it hard"
-            in (text)
-        )
-        assert (
-            "Declare force_stop: true to accept it, or take it out of HA first (`ha-manager remove vm:150`)"
-            in (text)
-        )
-        assert writes(requests_since(fresh_cluster, start)) == []
-    plan = run(True, status="stopped", force_stop=True)
-    assert plan.result is None and "shut down (within" not in plan.comment[-1]
-    assert plan.comment[-1] == (
-        "VM 150 on pve1: would be shut down by the HA manager, which decides (`ha-manager crm-command stop "
-        "vm:150 60`: the HA manager shuts it down within 60 s, then stops it hard)"
-    )
-    start = len(fresh_cluster.pve.requests)
-    done = run(False, status="stopped", force_stop=True)
-    assert done.result is True, done.comment
-    assert [(m, p) for m, p, _ in writes(requests_since(fresh_cluster, start))] == [
-        ("POST", "/nodes/pve1/qemu/150/status/shutdown")
+        ("POST", "/nodes/pve1/qemu/150/status/start"),
+        ("POST", "/nodes/pve1/qemu/150/status/shutdown"),
     ]
     assert fresh_cluster.pve.vm(150).status == "stopped" and fresh_cluster.pve.vm(150).ha_state == "stopped"
-    assert run(True, status="stopped", force_stop=True).changes == {}
+    # Without a status the state plans clean: HA's power is left alone.
+    assert run(True).changes == {}
 
 
 def test_a_vm_s_shutdown_waits_its_startup_down_and_a_paused_vm_is_planned_as_pve_acts(fresh_cluster):

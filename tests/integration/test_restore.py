@@ -165,3 +165,53 @@ def test_unique_false_keeps_the_archive_s_macs(fresh_cluster):
     done = lifecycle.present(ctx, LXC, "restored", False, **_ct(unique=False))
     assert done.result is True, done.comment
     assert _hwaddr(fresh_cluster.pve.ct(160).config["net0"]) == _hwaddr(CT_ARCHIVE_CONFIG["net0"])
+
+
+def test_a_vm_restore_is_judged_at_plan_against_the_config_the_archive_holds(fresh_cluster):
+    """qemu-server ``API2/Qemu.pm`` ``create_vm`` refuses drive keys beside ``archive`` (``option
+    conflicts with option 'archive'``), so the declaration is written onto the restored VM. The plan
+    reads the archive's config (pve-manager ``API2/VZDump.pm`` ``extractconfig``) and judges the
+    declaration against the VM the restore makes (``QemuServer.pm`` ``restore_update_config_line``):
+    only what differs is written, a disk that grows is resized, one smaller than the archive's is
+    refused before anything is restored, as is a ``storage`` without content images
+    (``$parse_backup_hints``: ``Content type 'images' is not available on storage``)."""
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    # memory 2048 is the archive's: nothing to write; name differs; scsi0 grows 8G -> 16G.
+    declared = _vm(memory=2048, scsi0="local-lvm:16,iothread=1")
+    plan = lifecycle.present(ctx, QEMU, "app", True, **declared)
+    assert plan.result is None, plan.comment
+    assert (
+        "VM 260 on pve1: then written onto the restored guest where it differs: name, scsi0" in plan.comment
+    )
+    assert plan.changes["name"] == {"old": "app-old", "new": "app-restored"}
+    assert plan.changes["disks"] == {"scsi0": {"old": "8G", "new": "16G"}}
+    assert "memory" not in plan.changes
+    start = len(fresh_cluster.pve.requests)
+    done = lifecycle.present(ctx, QEMU, "app", False, **declared)
+    assert done.result is True, done.comment
+    sent = writes(requests_since(fresh_cluster, start))
+    assert [(m, p) for m, p, _ in sent] == [
+        ("POST", "/nodes/pve1/qemu"),
+        ("POST", "/nodes/pve1/qemu/260/config"),
+        ("PUT", "/nodes/pve1/qemu/260/resize"),
+    ]
+    assert "memory" not in _form(sent[1][2])
+    again = lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), QEMU, "app", True, **declared
+    )
+    assert again.result is True and again.changes == {}, again.comment
+
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+        smaller = lifecycle.present(ctx, QEMU, "app2", test, **_vm(vmid=261, scsi0="local-lvm:4,iothread=1"))
+        assert smaller.result is False, smaller.comment
+        assert "shrinking disks is not supported" in " ".join(smaller.comment), smaller.comment
+        onto_dir = lifecycle.present(ctx, QEMU, "app3", test, **_vm(vmid=262, storage="local"))
+        assert onto_dir.result is False, onto_dir.comment
+        text = " ".join(onto_dir.comment)
+        assert "scsi0 would be restored onto storage local, which holds iso,vztmpl,backup" in text
+        assert "`Content type 'images' is not available on storage 'local'`" in text
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert fresh_cluster.pve.vm(261) is None and fresh_cluster.pve.vm(262) is None

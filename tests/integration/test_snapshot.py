@@ -93,6 +93,37 @@ def test_a_vm_disk_on_a_storage_that_cannot_snapshot_is_refused_at_plan(fresh_cl
     assert ok.result is None, ok.comment
 
 
+def test_a_qcow2_volume_on_lvm_snapshots_on_pve_9_only_and_a_raw_one_never(fresh_cluster):
+    """pve-storage 9.0 ``LVMPlugin.pm`` ``volume_has_feature``: ``snapshot => {current => {qcow2 =>
+    1}}``, the volume chain of a storage with ``snapshot-as-volume-chain`` (``parse_volname`` reads
+    the format from the ``.qcow2`` name); a raw LVM volume has none. PVE 8's ``LVMPlugin.pm`` has no
+    snapshot feature. The rule follows ``GET /version``."""
+    fresh_cluster.pve.storages["san"] = {
+        "type": "lvm", "vgname": "san", "content": "images", "snapshot-as-volume-chain": 1,
+        "active": 1, "files": set(), "volumes": {},
+    }  # fmt: skip
+    _vm(fresh_cluster, 330, "san:vm-330-disk-0.qcow2,size=8G")
+    _vm(fresh_cluster, 331, "san:vm-331-disk-0,size=8G")
+    declared = {"name": "s1", "node": "pve1", "type": "qemu"}
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    ok = present(ctx, snapshot.SPEC, True, "snap", vmid=330, **declared)
+    assert ok.result is None, ok.comment
+    raw = present(ctx, snapshot.SPEC, True, "snap", vmid=331, **declared)
+    assert raw.result is False
+    text = " ".join(raw.comment)
+    assert "scsi0 (san:vm-331-disk-0: lvm storage, raw) cannot be snapshotted" in text
+    assert "qcow2 on an LVM storage with snapshot-as-volume-chain" in text
+
+    fresh_cluster.pve.version, fresh_cluster.pve.release_version = "8.4.14", "8.4"
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    refused = present(ctx, snapshot.SPEC, True, "snap", vmid=330, **declared)
+    assert refused.result is False, refused.comment
+    text = " ".join(refused.comment)
+    assert "scsi0 (san:vm-330-disk-0.qcow2: lvm storage, qcow2) cannot be snapshotted" in text
+    assert "snapshot-as-volume-chain" not in text, "PVE 8 has no volume chain to name"
+    assert writes(requests_since(fresh_cluster, 0)) == []
+
+
 def test_vmstate_of_a_stopped_vm_is_refused_at_plan_and_of_a_running_one_taken(fresh_cluster):
     _vm(fresh_cluster, 320, "local-lvm:vm-320-disk-0,size=8G", status="stopped")
     ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())

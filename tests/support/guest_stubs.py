@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from salt_proxmox.guest import identity as guest_identity
 from salt_proxmox.guest import lifecycle as guest_lifecycle
@@ -127,7 +128,9 @@ class StubPve:
 
     A ``GET …/pending`` without a route of its own takes the answer of the ``GET …/config`` route
     and gives it as PVE's pending rows with nothing pending (pve-guest-common
-    ``config_with_pending_array``: one ``{key, value}`` row per key, the digest one of them).
+    ``config_with_pending_array``: one ``{key, value}`` row per key, the digest one of them). A
+    ``GET cluster/ha/resources/<sid>`` without one answers that no HA resource is configured
+    (pve-ha-manager ``API2/HA/Resources.pm`` ``read``: HTTP 500 ``no such resource '<sid>'``).
     """
 
     def __init__(self) -> None:
@@ -157,6 +160,9 @@ class StubPve:
         convert = answers is None and method == "GET" and path.endswith("/pending")
         if convert:
             answers = self.routes.get((method, path.removesuffix("/pending") + "/config"))
+        if answers is None and method == "GET" and path.startswith("cluster/ha/resources/"):
+            sid = unquote(path.rsplit("/", 1)[1])
+            answers = [PveError(method, path, 500, f"no such resource '{sid}'")]
         if not answers:
             raise AssertionError(f"unexpected request {method} {path}")
         answer = answers.pop(0) if len(answers) > 1 else answers[0]

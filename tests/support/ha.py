@@ -10,18 +10,26 @@ hand. ``HaPve`` adds stateful routes written from pve-ha-manager ``src/PVE/API2/
   answers one or dies ``no such resource '<sid>'``; ``POST`` dies ``resource '<sid>' does not exist in
   cluster`` for a guest that is not there (``Resources/PVEVM.pm``/``PVECT.pm`` ``exists``), ``resource
   ID '<sid>' already defined``, and on PVE 9 ``invalid parameter 'group': ha groups have been migrated
-  to rules``; on PVE 8 ``HA group '<group>' does not exist`` for an unknown group. ``PUT`` checks the
-  digest (``assert_if_modified``) and takes ``delete``; ``DELETE`` dies ``cannot delete service
-  '<sid>', not HA managed!`` and on PVE 9 takes the resource out of the rules naming it (``purge``,
-  default 1; a rule left without resources is deleted). A resource sets its guest's ``ha_state`` to
-  its ``state`` (default ``started``), so ``status/current`` shows it managed, as the CRM does.
+  to rules`` (a create stores an unknown group as given, as ``create`` checks none). ``PUT`` checks the
+  digest (``assert_if_modified``), dies ``HA group '<group>' does not exist`` for an unknown group and
+  ``service '<sid>' in error state, must be disabled and fixed first`` for a guest whose ``ha_state`` is
+  ``error`` unless it sets ``disabled`` (``check_service_state``), and takes ``delete``; ``DELETE`` dies
+  ``cannot delete service '<sid>', not HA managed!`` and on PVE 9 takes the resource out of the rules
+  naming it (``purge``, default 1; a rule left without resources is deleted). A resource sets its
+  guest's ``ha_state`` to its ``state`` (default ``started``), so ``status/current`` shows it managed,
+  as the CRM does; one in state ``ignored`` clears it (``HA/Config.pm`` ``get_service_status``:
+  ``managed: 0``, and a start or shutdown is PVE's own, not HA's: ``vm_is_ha_managed`` is false), while
+  a destroy without ``purge`` is still refused (``destroy_vm`` asks ``service_is_configured``).
 - ``ha_groups`` (PVE 8): ``/cluster/ha/groups`` with ``no such ha group '<group>'``, ``ha group ID
   '<group>' already defined`` and ``ha group is used by service '<sid>'``; on PVE 9 every group method
   dies ``cannot index groups: ha groups have been migrated to rules`` (``cannot read group``,
   ``cannot create group``, … for the others), HTTP 500, never an empty list.
 - ``ha_rules`` (PVE 9): ``/cluster/ha/rules`` with ``no such ha rule '<rule>'``, ``HA rule '<rule>'
-  already defined``, ``cannot use unmanaged resource(s) <sids>.``, ``HA rule '<rule>' does not
-  exist``; on PVE 8 the path does not exist: HTTP 501 ``Method '<method> <path>' not implemented``.
+  already defined``, ``cannot use unmanaged resource(s) <sids>.``, ``cannot use non-existent
+  node(s) <nodes>.`` (``$assert_valid_nodes_param``), ``Rule '<rule>' is invalid.`` for a resource in
+  two enabled node-affinity rules (``$assert_feasibility``, its other checks not modelled), ``HA rule
+  '<rule>' does not exist``; on PVE 8
+  the path does not exist: HTTP 501 ``Method '<method> <path>' not implemented``.
 
 Differences from PVE: no CRM runs (a resource's state is its guest's ``ha_state`` at once), and the
 digest is one hash of each file's sections, not the file's bytes.
@@ -70,7 +78,9 @@ class HaPve(RestorePve):
         if guest is None:
             return
         options = self.ha_resources.get(sid)
-        guest.ha_state = None if options is None else options.get("state", "started")
+        state = None if options is None else options.get("state", "started")
+        # Config.pm get_service_status: an ignored resource reads managed: 0 ($service_check_ha_state).
+        guest.ha_state = None if state == "ignored" else state
 
     def _groups_gone(self, verb: str) -> None:
         if self._major() >= 9:
@@ -134,8 +144,6 @@ class HaPve(RestorePve):
             raise die("invalid parameter 'group': ha groups have been migrated to rules")
         if self._ha_guest(sid) is None:
             raise die(f"resource '{sid}' does not exist in cluster")
-        if v.get("group") is not None and v["group"] not in self.ha_groups:
-            raise die(f"HA group '{v['group']}' does not exist")
         if sid in self.ha_resources:
             raise die(f"resource ID '{sid}' already defined")
         section: dict = {}
@@ -153,6 +161,9 @@ class HaPve(RestorePve):
             raise die("invalid parameter 'group': ha groups have been migrated to rules")
         if v.get("group") is not None and v["group"] not in self.ha_groups:
             raise die(f"HA group '{v['group']}' does not exist")
+        guest = self._ha_guest(sid)
+        if guest is not None and guest.ha_state == "error" and v.get("state") != "disabled":
+            raise die(f"service '{sid}' in error state, must be disabled and fixed first")
         self._set(self.ha_resources[sid], v, RESOURCE_KEYS)
         self._sync_guest(sid)
         return None
@@ -171,6 +182,28 @@ class HaPve(RestorePve):
                 else:
                     rule["resources"] = ",".join(left)
         return None
+
+    # a guest's destroy (qemu-server API2/Qemu.pm / pve-container API2/LXC.pm destroy_vm)
+
+    def _ignored_destroy(self, label: str, guest, v: dict, protection) -> None:
+        """``destroy_vm`` asks ``service_is_configured``, which counts an ``ignored`` resource too
+        (fakepve asks whether the guest reads managed, which an ignored one does not): after the
+        protection check (``protection``), refused without ``purge``."""
+        sid = f"{'ct' if label == 'CT' else 'vm'}:{guest.vmid}"
+        if (self.ha_resources.get(sid) or {}).get("state") != "ignored" or v.get("purge"):
+            return
+        protection(guest, f"can't remove {label} {guest.vmid}")
+        raise PveError(
+            500, f"unable to remove {label} {guest.vmid} - used in HA resources and purge parameter not set."
+        )
+
+    async def _lxc_destroy(self, user, v):
+        self._ignored_destroy("CT", self._find_ct(v["node"], v["vmid"]), v, self._check_protection)
+        return await super()._lxc_destroy(user, v)
+
+    async def _qm_destroy(self, v, user):
+        self._ignored_destroy("VM", self.find(v["node"], v["vmid"]), v, self._qm_check_protection)
+        return await super()._qm_destroy(v, user)
 
     # groups (Groups.pm, PVE 8)
 
@@ -224,6 +257,31 @@ class HaPve(RestorePve):
         if unknown:
             raise die(f"cannot use unmanaged resource(s) {', '.join(unknown)}.")
 
+    def _check_nodes(self, nodes: object) -> None:
+        """``Rules.pm`` ``$assert_valid_nodes_param``: every node a cluster member
+        (``PVE::Cluster::check_node_exists``; the fake's nodes are its members)."""
+        named = sorted({item.split(":", 1)[0] for item in split_list(nodes)})
+        unknown = [node for node in named if node not in self.nodes]
+        if unknown:
+            raise die(f"cannot use non-existent node(s) {', '.join(unknown)}.")
+
+    def _check_feasible(self, rule_id: str, rule: dict) -> None:
+        """``Rules.pm`` ``$assert_feasibility``, its ``NodeAffinity.pm``
+        ``check_single_resource_reference`` only: a resource in two enabled node-affinity rules."""
+        if rule.get("type") != "node-affinity" or str(rule.get("disable") or "0") not in ("0", ""):
+            return
+        for other_id, other in sorted(self.ha_rules.items()):
+            if other_id == rule_id or other.get("type") != "node-affinity":
+                continue
+            if str(other.get("disable") or "0") not in ("0", ""):
+                continue
+            shared = sorted(set(split_list(rule.get("resources"))) & set(split_list(other.get("resources"))))
+            if shared:
+                errors = ", ".join(
+                    f"resource '{sid}' is already used in another node affinity rule" for sid in shared
+                )
+                raise PveError(400, f"Rule '{rule_id}' is invalid.", {"resources": errors})
+
     async def _ha_rule_index(self, v, user):
         self._no_rules("GET", "/cluster/ha/rules")
         return [self._rule_row(rule) for rule in sorted(self.ha_rules)]
@@ -239,8 +297,11 @@ class HaPve(RestorePve):
         if v["rule"] in self.ha_rules:
             raise die(f"HA rule '{v['rule']}' already defined")
         self._check_resources(v.get("resources"))
+        if v.get("nodes"):
+            self._check_nodes(v["nodes"])
         section: dict = {"type": v["type"]}
         self._set(section, v, RULE_KEYS)
+        self._check_feasible(v["rule"], section)
         self.ha_rules[v["rule"]] = section
         return None
 
@@ -253,7 +314,12 @@ class HaPve(RestorePve):
             raise die("types does not match")
         if v.get("resources"):
             self._check_resources(v["resources"])
-        self._set(self.ha_rules[v["rule"]], v, RULE_KEYS)
+        if v.get("nodes"):
+            self._check_nodes(v["nodes"])
+        updated = dict(self.ha_rules[v["rule"]])
+        self._set(updated, v, RULE_KEYS)
+        self._check_feasible(v["rule"], updated)
+        self.ha_rules[v["rule"]] = updated
         return None
 
     async def _ha_rule_delete(self, v, user):

@@ -25,6 +25,10 @@ request alone (with the ``ostype`` guessed from the archive's file name), and a 
   leaving a config holding only ``lock: create`` at the vmid, as a failed ``restore_file_archive``
   can.
 
+- ``GET /nodes/{node}/vzdump/extractconfig`` (pve-manager ``API2/VZDump.pm`` ``extractconfig``):
+  ``check_volume_access``, then the archive's config as the text file vzdump wrote, a VM's with its
+  ``#qmdump#map`` lines.
+
 Differences from PVE: the restore's task type is the create's (``qmcreate``; PVE's is ``qmrestore``),
 no data is read from the archive, and a VM restore's other keys (``name``, ``memory``) are not
 merged over the archive's (this product never sends them with ``archive``).
@@ -35,7 +39,7 @@ from __future__ import annotations
 import re
 
 from fakepve.model import FakeVm, TaskError
-from fakepve.routing import param_error
+from fakepve.routing import die, param_error
 
 from tests.support.ceph import CephPve
 
@@ -82,6 +86,34 @@ class RestorePve(CephPve):
         if volid not in self.archives:
             raise TaskError(f"volume '{volid}' does not exist")
         return dict(self.archives[volid])
+
+    def _routes_restore(self):
+        return [("GET", "/nodes/{node}/vzdump/extractconfig", self._extract_config)]
+
+    async def _extract_config(self, v, user):
+        """pve-manager ``API2/VZDump.pm`` ``extractconfig``: ``check_volume_access`` on the archive, then
+        the config file it holds as text (pve-storage ``extract_vzdump_config``). A VM's carries the
+        ``#qmdump#map:<virtdev>:drive-<virtdev>:<storage>:<format>:`` line vzdump writes for each disk
+        it saved (qemu-server ``VZDump/QemuServer.pm``): every drive but a CD-ROM, a cloud-init drive
+        and one with ``backup=0``."""
+        volid = v["volume"]
+        try:
+            archive = self._archive(user, volid)
+        except TaskError as exc:
+            raise die(str(exc)) from None
+        lines = [f"{key}: {value}" for key, value in archive.items() if key != "description"]
+        lines[:0] = [f"#{line}" for line in str(archive.get("description") or "").splitlines()]
+        if "-qemu-" in volid:
+            for key, value in archive.items():
+                text = str(value)
+                if not _DRIVE.fullmatch(key) or "media=cdrom" in text or "cloudinit" in text:
+                    continue
+                if re.search(r"(?:^|,)backup=(?:0|no|off|false)(?:,|$)", text):
+                    continue
+                volume = text.split(",", 1)[0]
+                fmt = "qcow2" if volume.endswith(".qcow2") else ""
+                lines.append(f"#qmdump#map:{key}:drive-{key}:{volume.split(':', 1)[0]}:{fmt}:")
+        return "\n".join(lines) + "\n"
 
     async def _lxc_create(self, user, v):
         if not v.get("restore"):

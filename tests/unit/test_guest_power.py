@@ -597,7 +597,7 @@ def test_ha_route_plans_what_the_ha_manager_does() -> None:
         "`ha-manager crm-command stop vm:150 90`: the HA manager shuts it down within 90 s, then stops it "
         "hard"
     )
-    with pytest.raises(Refused, match=r"forceStop=1\); status: stopped never stops a VM hard unless asked"):
+    with pytest.raises(Refused, match=r"forceStop=1\); a shutdown never stops a VM hard unless asked"):
         power.ha_route(qemu, 150, "pve1", "shutdown", 90, False, "started")
     assert power.ha_route(lxc, 120, "pve1", "shutdown", 60, True, "started") == (
         "`ha-manager crm-command stop ct:120 60`: the HA manager shuts it down within 60 s, never forced "
@@ -632,15 +632,49 @@ def test_ha_route_refuses_what_the_ha_manager_will_not_carry_out_now(
     assert remedy in text
 
 
-def test_a_state_shutdown_of_an_ha_managed_vm_without_force_stop_is_refused_at_plan() -> None:
-    """The state's plan reads ``ha`` from the ``status/current`` it reads for ``status`` and refuses
-    what the HA manager would stop hard; nothing is sent."""
-    ha = {"status": "running", "ha": {"managed": 1, "state": "started"}}
-    stub, store = owned(StubPve().on("GET", STATUS, ha))
-    outcome = plan(stub, store, test=True, status="stopped", shutdown_timeout=0)
-    assert outcome.result is False
-    assert "which stops it hard at once" in " ".join(outcome.comment)
-    assert stub.calls("POST") == []
+@pytest.mark.parametrize(
+    ("now", "status", "over"),
+    [
+        pytest.param("running", "stopped", {"shutdown_timeout": 0}, id="stop-hard"),
+        pytest.param("running", "stopped", {"force_stop": True}, id="stop-forced"),
+        pytest.param("stopped", "running", {}, id="start"),
+        # Two owners of one power state, even while both say the same.
+        pytest.param("running", "running", {}, id="as-ha-holds-it"),
+    ],
+)
+def test_a_state_status_on_a_guest_a_live_ha_resource_manages_is_refused(
+    now: str, status: str, over: dict
+) -> None:
+    """pve-ha-manager ``HA/Config.pm`` ``vm_is_ha_managed``: PVE hands every start and shutdown of
+    a guest whose resource is not ``ignored`` to the HA manager, and ``get_service_status`` shows it
+    as ``status/current``'s ``ha.managed: 1``. HA owns that guest's power: a declared ``status`` is
+    refused at plan and at apply (the one decision), naming the HA state to declare, nothing sent."""
+    ha = {"status": now, "ha": {"managed": 1, "state": "started"}}
+    for test in (True, False):
+        stub, store = owned(StubPve().on("GET", STATUS, ha))
+        outcome = plan(stub, store, test=test, status=status, **over)
+        assert outcome.result is False, outcome.comment
+        text = " ".join(outcome.comment)
+        wanted = "started" if status == "running" else "stopped"
+        assert (
+            f"CT 150 on pve1: status: {status} is refused: HA resource ct:150 (live, ha.state started) owns "
+            "its power state" in text
+        )
+        assert "(pve-ha-manager HA/Config.pm vm_is_ha_managed)" in text
+        assert "even while both say the same" in text
+        assert f"declare proxmox:ha_resources:ct:150: {{ha_state: {wanted}}}" in text
+        assert f"`ha-manager set ct:150 --state {wanted}`" in text
+        assert "set the resource to ignored" in text
+        assert stub.calls("POST") == [] and stub.calls("PUT") == []
+
+
+def test_a_guest_whose_ha_resource_is_ignored_takes_its_declared_status() -> None:
+    """``HA/Config.pm`` ``$service_check_ha_state``: an ``ignored`` resource does not manage its
+    guest, and ``get_service_status`` reads it ``managed: 0``: PVE starts it itself."""
+    stub, store = owned(StubPve().on("GET", STATUS, {"status": "stopped", "ha": {"managed": 0}}))
+    outcome = plan(stub, store, test=True, status="running")
+    assert outcome.result is None, outcome.comment
+    assert outcome.comment[-1] == "CT 150 on pve1: would start"
 
 
 def test_a_vm_s_shutdown_timeout_defaults_to_its_startup_down_a_container_s_to_60() -> None:

@@ -13,10 +13,11 @@ import pytest
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.guest import ha_owned
-from salt_proxmox.guest.restore import Archive, archive_problem, archived_vmid
+from salt_proxmox.guest.restore import Archive, archive_problem, archived_vmid, parse_archived_config
 from salt_proxmox.ha import group, resource, rule
 from salt_proxmox.ha.common import form_of
 from salt_proxmox.lxc.props import parse_declaration as lxc_declaration
+from salt_proxmox.qemu.judge import restored_config
 from salt_proxmox.qemu.props import parse_declaration as qemu_declaration
 from salt_proxmox.run.lowstate import Run
 
@@ -77,6 +78,64 @@ def test_restore_is_a_create_only_key_of_both_families_and_excludes_the_other_wa
         qemu_declaration(
             "x", vmid=260, node="pve1", target="t", config={"restore": VM_ARCHIVE, "clone": 9000}
         )
+
+
+#: What ``extractconfig`` answers for a VM archive (pve-manager ``API2/VZDump.pm``): the config file
+#: vzdump wrote, description lines first, its ``#qmdump#map`` lines, then a snapshot section.
+ARCHIVED_VM = """#Built%20by%20hand
+#second line
+boot: order=scsi0
+lock: backup
+memory: 2048
+net0: virtio=BC:24:11:25:00:01,bridge=vmbr0
+parent: before
+scsi0: local-lvm:vm-250-disk-0,iothread=1,size=8G
+scsi1: local-lvm:vm-250-disk-1,backup=0,size=100G
+ide2: local:iso/debian.iso,media=cdrom
+ide0: local-lvm:vm-250-cloudinit,media=cdrom
+smbios1: uuid=2a1c3a4e-8d2b-4f5a-9c7e-1b2d3e4f5a25,manufacturer=QUNNRQ==,base64=1
+unused0: local-lvm:vm-250-disk-9
+vmgenid: 1a7d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e25
+#qmdump#map:scsi0:drive-scsi0:local-lvm:raw:
+#vzdump#
+[before]
+memory: 1024
+"""
+
+
+def test_an_archived_config_is_read_as_vzdump_wrote_it():
+    """qemu-server ``parse_vm_config``: ``#`` lines are the description (URI-escaped), ``[name]`` opens a
+    snapshot; ``$parse_backup_hints`` reads each saved drive's storage from its ``#qmdump#map`` line."""
+    archived = parse_archived_config(ARCHIVED_VM)
+    assert archived.config["description"] == "Built by hand\nsecond line"
+    assert archived.config["memory"] == "2048", "the main section, not the snapshot's"
+    assert archived.disks == {"scsi0": "local-lvm"}
+    assert "#vzdump#" not in archived.config and not any(key.startswith("#") for key in archived.config)
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_the_restored_vm_is_what_restore_update_config_line_makes_of_the_archive(unique):
+    """qemu-server ``QemuServer.pm`` ``restore_update_config_line``: ``lock``, ``unusedN``, ``parent``
+    dropped; a new MAC per NIC and a new ``smbios1`` uuid under ``unique``, a new ``vmgenid`` always
+    (PVE draws them: left out); a ``backup=0`` drive kept only as a comment; each saved drive a new
+    volume on ``storage`` or the one it was saved from (``$parse_backup_hints``), ``format`` dropped;
+    a cloud-init drive a new one; a CD-ROM as it was."""
+    archived = parse_archived_config(ARCHIVED_VM)
+    config = {"restore": VM_ARCHIVE, "unique": unique}
+    decl = qemu_declaration("app", vmid=260, node="pve1", target="t", config=config)
+    made = restored_config(decl, archived.config, archived.disks)
+    assert {"lock", "parent", "unused0", "vmgenid", "scsi1"}.isdisjoint(made)
+    assert made["scsi0"] == "local-lvm:vm-260-disk-0,iothread=1,size=8G"
+    assert made["ide0"] == "local-lvm:vm-260-cloudinit,media=cdrom"
+    assert made["ide2"] == "local:iso/debian.iso,media=cdrom"
+    assert ("BC:24:11:25:00:01" in str(made["net0"])) is not unique
+    assert ("uuid=" in str(made["smbios1"])) is not unique
+    assert "manufacturer=QUNNRQ==" in str(made["smbios1"])
+    elsewhere = qemu_declaration(
+        "app", vmid=260, node="pve1", target="t", config={**config, "storage": "local-zfs"}
+    )
+    moved = restored_config(elsewhere, archived.config, archived.disks)
+    assert moved["scsi0"].startswith("local-zfs:vm-260-disk-0,") and moved["ide0"].startswith("local-zfs:")
 
 
 def test_an_ha_resource_declares_ha_state_and_its_read_fills_pve_s_defaults():
@@ -140,7 +199,16 @@ def test_status_yields_to_an_ha_resource_of_the_run_unless_it_is_ignored():
     ha_owned.remember_run(ctx, Run(lowstate), "t")
     refusal = ha_owned.status_refusal(ctx, "ct", "CT 150 on pve1", 150, "running")
     assert "HA resource ct:150 (declared in this run, state stopped) owns its power state" in refusal
-    assert "declare ha_state: started on HA resource ct:150" in refusal
+    assert "declare proxmox:ha_resources:ct:150: {ha_state: started}" in refusal
+    # Declared and live share one refusal; a live resource with none declared refuses as well.
+    live = ha_owned.status_refusal(_ctx(), "ct", "CT 150 on pve1", 150, "stopped", live="started")
+    assert "HA resource ct:150 (live, ha.state started) owns its power state" in live
+    assert "declare proxmox:ha_resources:ct:150: {ha_state: stopped}" in live
+    assert refusal.split("owns its power state")[1] != live.split("owns its power state")[1]
+    # Declared ignored while PVE still manages it: the guest's state runs first, so it is refused.
+    ignored = ha_owned.status_refusal(ctx, "vm", "VM 210 on pve1", 210, "running", live="started")
+    assert "declared ignored in this run, but that is written after this guest's state" in ignored
+    assert "`ha-manager set vm:210 --state ignored`" in ignored
     assert ha_owned.status_refusal(ctx, "vm", "VM 210 on pve1", 210, "running") is None, "ignored"
     assert ha_owned.status_refusal(ctx, "ct", "CT 151 on pve1", 151, "stopped") is None, "declared absent"
     assert ha_owned.status_refusal(ctx, "vm", "VM 150 on pve1", 150, "running") is None, (
