@@ -166,7 +166,11 @@ def test_a_store_openbao_refuses_is_refused_before_pve_draws_a_secret(fresh_clus
     bao = {"url": openbao.url, "auth": {"method": "token", "token": limited}}
     ctx = make_context(static_targets(fresh_cluster), openbao=bao)
     start = len(fresh_cluster.pve.requests)
-    done = present(ctx, token.SPEC, False, "t", name="salt-read@pve!ci", store=STORE)
+    try:
+        done = present(ctx, token.SPEC, False, "t", name="salt-read@pve!ci", store=STORE)
+    finally:
+        # The session's OpenBao is shared: an export run later must not find this test's policy.
+        client.sys.delete_policy("salt-proxmox-test-read-only")
     assert done.result is False and "may not write" in " ".join(done.comment), done.comment
     assert writes(requests_since(fresh_cluster, start)) == []
     assert "salt-read@pve!ci" not in fresh_cluster.pve.apitokens
