@@ -1,0 +1,190 @@
+"""The overlapping-creates benchmark (``bench/salt_run.py --creates N… --task-concurrency C``): one
+``salt-call --local state.apply proxmox`` creating N containers spread over two nodes, against a fake
+cluster whose tasks take PVE-like time (fakepve's ``ct_secs`` in PVE seconds, ``time_scale`` turning
+them into real ones), with ``proxmox:targets:<t>:task_concurrency`` C.
+
+It prints, per N: the wall time, the start-up (a ``test.ping``), the CPU seconds of salt-call and
+the processes Salt forked for it (``wait4`` counts waited-for children), the sum of the task times
+(N·T, T the create task's real seconds), the floor N·T/C, and the wall's ratio to the floor and to
+``1.5 × floor + start-up`` (the target). After every run it checks that every state succeeded, every
+container exists, and the rows file holds one ``owned`` row per container whose lines, read in
+order, took each row through ``creating`` (with its task's UPID) to ``owned`` with no line torn or
+lost. With ``--compare-sequential`` it runs the same creates with C = 1 too and compares the requests
+each sent (method and path; task status polls, whose count follows the clock, and UPIDs aside) and
+the writes. Figures, not assertions: CI never runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: PVE seconds of a container create (pve-container ``create_vm`` extracting a template: tens of
+#: seconds on a real node), and fakepve's ``time_scale`` giving the real seconds (T = 40 × 0.1 = 4 s).
+CREATE_SECS = 40.0
+TIME_SCALE = 0.1
+#: The create task's poll interval (``salt_proxmox.pve.tasks.POLL_INTERVAL``): a task is seen to end
+#: up to one interval after it did.
+POLL = 1.0
+#: What a create's row goes through, line by line (salt_proxmox.guest.apply.create_guest).
+LIFE = ["creating", "creating+upid", "owned"]
+
+
+def _normal(path: str) -> str:
+    # UPIDs differ between runs; the path they sit in does not.
+    return re.sub(r"UPID:[^/]+", "UPID", path)
+
+
+def request_counts(requests: list[tuple[str, str]]) -> Counter:
+    """``{(method, path): count}`` without task status polls (their number follows the clock)."""
+    return Counter(
+        (method, _normal(path))
+        for method, path in requests
+        if not (method == "GET" and "/tasks/" in path and path.endswith("/status"))
+    )
+
+
+def check_rows(rows_file: Path, vmids: range, target: str) -> str:
+    """Why the rows file does not show each container taken from ``creating`` (with its UPID) to
+    ``owned`` in order, every line whole; '' when it does."""
+    if not rows_file.exists():
+        return f"{rows_file} does not exist"
+    text = rows_file.read_text()
+    if not text.endswith("\n"):
+        return "the rows file ends in an unfinished line"
+    decoder = json.JSONDecoder()
+    snapshot, end = decoder.raw_decode(text)
+    rows = dict(snapshot.get("owned", {}))
+    history: dict[str, list[str]] = {}
+    for number, line in enumerate(text[end:].split("\n")):
+        if not line.strip():
+            continue
+        try:
+            change = json.loads(line)
+        except ValueError:
+            return f"line {number} after the snapshot is not JSON: {line[:80]!r}"
+        row = change.get("row")
+        phase = "dropped" if row is None else f"{row.get('phase')}{'+upid' if row.get('upid') else ''}"
+        history.setdefault(change["key"], []).append(phase)
+        if row is None:
+            rows.pop(change["key"], None)
+        else:
+            rows[change["key"]] = row
+    for vmid in vmids:
+        key = f"{target}/lxc/{vmid}"
+        if (rows.get(key) or {}).get("phase") != "owned":
+            return f"{key} is not owned: {rows.get(key)}"
+        # The first change may have written the file as a snapshot: the lines then hold the rest.
+        seen = history.get(key, [])
+        if seen != LIFE[len(LIFE) - len(seen) :]:
+            return f"{key} went through {seen}, not {', '.join(LIFE)} in order"
+    return ""
+
+
+def run_creates(
+    size: int, concurrency: int, per_node: int | None, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One apply creating ``size`` containers with ``task_concurrency`` ``concurrency``; returns its
+    figures and the problems found."""
+    from bench import salt_run as bench
+    from tests.support.cluster import ServedCluster
+
+    with (
+        tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp,
+        ServedCluster(args.time_scale) as cluster,
+    ):
+        assert cluster.pve is not None
+        cluster.pve.max_requests = 10**8
+        cluster.pve.ct_secs["create"] = args.create_secs
+        work = Path(tmp)
+        vmids = range(bench.FIRST_VMID, bench.FIRST_VMID + size)
+        bench.write_pillar(work / "pillar", vmids)
+        config_dir = bench.minion(cluster, work, args.concurrency)
+        path = config_dir / "minion"
+        config = yaml.safe_load(path.read_text())
+        target = config["proxmox"]["targets"][bench.TARGET]
+        target["task_concurrency"] = concurrency
+        if per_node is not None:
+            target["task_concurrency_per_node"] = per_node
+        path.write_text(yaml.safe_dump(config))
+        ping = bench.salt_call(cluster, config_dir, "test.ping")
+        start = len(cluster.pve.requests)
+        run = bench.salt_call(cluster, config_dir, "state.apply", "proxmox")
+        problems = []
+        if run.failure:
+            problems.append(run.failure)
+        failed = [row for row in run.rows if row.get("result") is not True]
+        if failed or len(run.rows) != size:
+            problems.append(f"{len(run.rows)} states, {len(failed)} not successful: {str(failed[:1])[:400]}")
+        missing = [vmid for vmid in vmids if cluster.pve.guest(vmid) is None]
+        if missing:
+            problems.append(f"containers missing: {missing[:5]}")
+        rows = check_rows(_rows_file(config_dir), vmids, bench.TARGET)
+        if rows:
+            problems.append(rows)
+        requests = [(method, path) for method, path, _body in cluster.pve.requests[start:]]
+        return {"run": run, "ping": ping, "problems": problems, "requests": requests}
+
+
+def _rows_file(config_dir: Path) -> Path:
+    from salt_proxmox.ownership.stores import ROWS_FILE
+
+    # Beside the minion's grains file: <config dir>/<ROWS_FILE> (salt_proxmox.ownership.stores.rows_file).
+    return config_dir / ROWS_FILE
+
+
+def overlapping_creates(args: argparse.Namespace) -> int:
+    """Print the overlap table for each of ``args.creates``; returns the number of runs not clean."""
+    concurrency = args.task_concurrency
+    task = args.create_secs * args.time_scale
+    print(
+        f"# creates: task T = {args.create_secs:g} PVE s x time_scale {args.time_scale:g} = {task:g} s "
+        f"(polled every {POLL:g} s); task_concurrency C = {concurrency}"
+        + (f", per node {args.task_concurrency_per_node}" if args.task_concurrency_per_node else "")
+        + "; two nodes",
+        flush=True,
+    )
+    print(
+        f"{'N':>5} {'C':>3} {'wall s':>8} {'start-up':>8} {'CPU s':>6} {'sum T s':>8} {'floor s':>8} "
+        f"{'x floor':>7} {'target s':>8} {'met':>4}  requests (no polls)"
+    )
+    failures = 0
+    for size in args.creates:
+        runs = [(concurrency, args.task_concurrency_per_node)]
+        if args.compare_sequential and concurrency > 1:
+            runs.append((1, None))
+        seen = {}
+        for c, per_node in runs:
+            found = run_creates(size, c, per_node, args)
+            run, ping = found["run"], found["ping"]
+            floor = size * task / c
+            target = 1.5 * floor + ping.wall
+            counts = request_counts(found["requests"])
+            seen[c] = (counts, sorted(m for m, _ in found["requests"] if m != "GET"))
+            met = "yes" if run.wall <= target else "NO"
+            print(
+                f"{size:>5} {c:>3} {run.wall:>8.2f} {ping.wall:>8.2f} {run.cpu:>6.2f} {size * task:>8.1f} "
+                f"{floor:>8.1f} {run.wall / floor:>7.2f} {target:>8.1f} {met:>4}  "
+                f"{sum(counts.values())} ({sum(counts.values()) / size:.2f} per container)",
+                flush=True,
+            )
+            for problem in found["problems"]:
+                failures += 1
+                print(f"  ! N={size} C={c}: {problem}", flush=True)
+        if len(seen) == 2:
+            (a, writes_a), (b, writes_b) = seen[concurrency], seen[1]
+            same = a == b and writes_a == writes_b
+            print(f"  requests and writes as sequential: {'the same' if same else 'DIFFER'}", flush=True)
+            if not same:
+                failures += 1
+                for key in sorted(set(a) | set(b)):
+                    if a[key] != b[key]:
+                        print(f"    {key}: overlapped {a[key]}, sequential {b[key]}", flush=True)
+    return failures
