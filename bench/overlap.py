@@ -17,14 +17,13 @@ the writes. Figures, not assertions: CI never runs it.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.support.overlap import request_counts, rows_problem
 
 #: PVE seconds of a container create (pve-container ``create_vm`` extracting a template: tens of
 #: seconds on a real node), and fakepve's ``time_scale`` giving the real seconds (T = 40 × 0.1 = 4 s).
@@ -33,59 +32,6 @@ TIME_SCALE = 0.1
 #: The create task's poll interval (``salt_proxmox.pve.tasks.POLL_INTERVAL``): a task is seen to end
 #: up to one interval after it did.
 POLL = 1.0
-#: What a create's row goes through, line by line (salt_proxmox.guest.apply.create_guest).
-LIFE = ["creating", "creating+upid", "owned"]
-
-
-def _normal(path: str) -> str:
-    # UPIDs differ between runs; the path they sit in does not.
-    return re.sub(r"UPID:[^/]+", "UPID", path)
-
-
-def request_counts(requests: list[tuple[str, str]]) -> Counter:
-    """``{(method, path): count}`` without task status polls (their number follows the clock)."""
-    return Counter(
-        (method, _normal(path))
-        for method, path in requests
-        if not (method == "GET" and "/tasks/" in path and path.endswith("/status"))
-    )
-
-
-def check_rows(rows_file: Path, vmids: range, target: str) -> str:
-    """Why the rows file does not show each container taken from ``creating`` (with its UPID) to
-    ``owned`` in order, every line whole; '' when it does."""
-    if not rows_file.exists():
-        return f"{rows_file} does not exist"
-    text = rows_file.read_text()
-    if not text.endswith("\n"):
-        return "the rows file ends in an unfinished line"
-    decoder = json.JSONDecoder()
-    snapshot, end = decoder.raw_decode(text)
-    rows = dict(snapshot.get("owned", {}))
-    history: dict[str, list[str]] = {}
-    for number, line in enumerate(text[end:].split("\n")):
-        if not line.strip():
-            continue
-        try:
-            change = json.loads(line)
-        except ValueError:
-            return f"line {number} after the snapshot is not JSON: {line[:80]!r}"
-        row = change.get("row")
-        phase = "dropped" if row is None else f"{row.get('phase')}{'+upid' if row.get('upid') else ''}"
-        history.setdefault(change["key"], []).append(phase)
-        if row is None:
-            rows.pop(change["key"], None)
-        else:
-            rows[change["key"]] = row
-    for vmid in vmids:
-        key = f"{target}/lxc/{vmid}"
-        if (rows.get(key) or {}).get("phase") != "owned":
-            return f"{key} is not owned: {rows.get(key)}"
-        # The first change may have written the file as a snapshot: the lines then hold the rest.
-        seen = history.get(key, [])
-        if seen != LIFE[len(LIFE) - len(seen) :]:
-            return f"{key} went through {seen}, not {', '.join(LIFE)} in order"
-    return ""
 
 
 def run_creates(
@@ -126,7 +72,7 @@ def run_creates(
         missing = [vmid for vmid in vmids if cluster.pve.guest(vmid) is None]
         if missing:
             problems.append(f"containers missing: {missing[:5]}")
-        rows = check_rows(_rows_file(config_dir), vmids, bench.TARGET)
+        rows = rows_problem(_rows_file(config_dir), [f"{bench.TARGET}/lxc/{vmid}" for vmid in vmids])
         if rows:
             problems.append(rows)
         requests = [(method, path) for method, path, _body in cluster.pve.requests[start:]]
