@@ -65,7 +65,7 @@ def _context(target=None, funcs=None):
         funcs["config.get"]("openbao", None),
         __context__,
         _store(funcs),
-        overlap.slots_dir(__opts__["cachedir"]),
+        overlap.slots_dir(__opts__.get("cachedir")),
     )
 
 

@@ -1,5 +1,5 @@
 """Long tasks of different guests overlapping within one state run, bounded per target and per node
-(docs/design.md §8b).
+(docs/design.md §5c).
 
 Salt runs a state marked ``parallel: True`` in a forked process of its own (Salt 3006-3008
 ``salt/state.py`` ``State.call_parallel``, ``_call_parallel_target``) and makes every state that
@@ -66,9 +66,10 @@ def parse_bounds(section: str, name: str, raw: Mapping[str, object]) -> tuple[tu
     return (total, min(per_node, total)), problems
 
 
-def slots_dir(cachedir: str) -> str:
-    """Where a minion keeps its slot files: ``<cachedir>/salt_proxmox/slots``."""
-    return os.path.join(cachedir, "salt_proxmox", "slots")
+def slots_dir(cachedir: object) -> str | None:
+    """Where a minion keeps its slot files: ``<cachedir>/salt_proxmox/slots``; None without a cachedir
+    (a module loaded outside Salt), where no slot is ever taken."""
+    return os.path.join(cachedir, "salt_proxmox", "slots") if isinstance(cachedir, str) and cachedir else None
 
 
 def _file_label(text: str) -> str:

@@ -1,5 +1,5 @@
 """Guest creates that overlap within one ``salt-call --local state.apply`` (``salt_proxmox.run.overlap``,
-docs/design.md §8b), run for real: Salt forks the states the formula marks ``parallel`` (Salt
+docs/design.md §5c), run for real: Salt forks the states the formula marks ``parallel`` (Salt
 ``salt/state.py`` ``State.call_parallel``) and the product bounds them with task slots.
 
 Not timed: each test counts what PVE saw (tasks at once per node and overall, requests, writes) and
@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +236,52 @@ def test_a_killed_overlapping_apply_leaves_rows_the_next_apply_resolves(tmp_path
                 ]
         final = FileStore(rows_file).load()
         assert all(final[f"{TARGET}/lxc/{vmid}"]["phase"] == "owned" for vmid in range(3201, 3206)), final
+
+
+MASTER_GUESTS = {f"ct{vmid}": _container(vmid, "pve1" if vmid % 2 else "pve2") for vmid in range(3301, 3306)}
+
+
+@pytest.fixture(scope="module")
+def overlap_master(salt_factories: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from saltfactories.utils import random_string
+
+    from tests.support.saltrun import FORMULA
+
+    pillar = _pillar(tmp_path_factory.mktemp("overlap-pillar"), MASTER_GUESTS)
+    factory = salt_factories.salt_master_daemon(
+        random_string("pve-overlap-master-"),
+        overrides={
+            "interface": "127.0.0.1",
+            "file_roots": {"base": [str(FORMULA)]},
+            "pillar_roots": {"base": [str(pillar)]},
+        },
+    )
+    with factory.started():
+        yield factory
+
+
+def test_a_master_driven_apply_overlaps_creates_on_the_minion(overlap_master: Any, estate: Any) -> None:
+    """From a master: the minion's state run forks the creates the formula marks (the formula renders on
+    the minion, which reads its own rows), at most ``task_concurrency`` at once; every state succeeds and
+    the minion's rows file takes each container through creating to owned, line by line."""
+    from saltfactories.utils import random_string
+
+    pve = estate.cluster.pve
+    pve.time_scale, pve.ct_secs["create"] = 0.05, 20  # 1 s each
+    peaks = TaskPeaks(pve, "vzcreate")
+    config = estate.proxmox_config()
+    ((_name, target),) = config["targets"].items()
+    target["task_concurrency"] = 3
+    minion = overlap_master.salt_minion_daemon(
+        random_string("pve-overlap-minion-"),
+        overrides={"proxmox": config, "openbao": estate.openbao_config()},
+    )
+    with minion.started():
+        ret = overlap_master.salt_cli(timeout=300).run("state.apply", "proxmox", minion_tgt=minion.id)
+        assert isinstance(ret.data, dict), ret.stdout + ret.stderr
+        rows = state_rows(ret.data)
+        assert len(rows) == len(MASTER_GUESTS) and all(row["result"] is True for row in rows), rows
+        keys = [f"{_name}/lxc/{vmid}" for vmid in range(3301, 3306)]
+        problem = rows_problem(Path(minion.config_dir) / ROWS_FILE, keys)
+        assert not problem, problem
+    assert 1 < peaks.peak <= 3, peaks.peak

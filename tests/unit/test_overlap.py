@@ -1,4 +1,4 @@
-"""Overlapping guest tasks (``salt_proxmox.run.overlap``, docs/design.md §8b) without a server: the
+"""Overlapping guest tasks (``salt_proxmox.run.overlap``, docs/design.md §5c) without a server: the
 target's bounds, the task slots that enforce them across processes, a forked state's own connections,
 which states the formula marks ``parallel`` (Salt ``salt/state.py`` ``State.call_parallel`` forks
 each), and the rows file under processes that write at once."""
