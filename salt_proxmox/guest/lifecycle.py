@@ -80,7 +80,7 @@ from salt_proxmox.ownership.rows import CREATING, destroy_path, row_key
 from salt_proxmox.pve.constraints import vmid_number
 from salt_proxmox.run import overlap
 from salt_proxmox.run.context import PveContext
-from salt_proxmox.run.memo import note_leaving_pool
+from salt_proxmox.run.memo import current_run, note_leaving_pool
 
 
 def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declared) -> Outcome:
@@ -178,7 +178,8 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             outcome.comment.append(f"{what}: {', '.join(sorted(decl.secrets))} {family.secrets_rule}")
         if test and ctx.target.task_concurrency > 1:
             bounds = (ctx.target.task_concurrency, ctx.target.task_concurrency_per_node)
-            outcome.comment.append(overlap.plan_line(what, ctx.target.name, *bounds))
+            leads = overlap.leads_its_kind(current_run(ctx.memo))
+            outcome.comment.append(overlap.plan_line(what, ctx.target.name, *bounds, leads=leads))
     else:
         outcome.changes = changes_of(family, decision.change, decision.live or {})
     if decision.fingerprint is not None:

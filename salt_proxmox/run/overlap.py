@@ -154,10 +154,26 @@ def own_connections(cache: MutableMapping) -> bool:
     return bool(inherited)
 
 
-def plan_line(what: str, target: str, total: int, per_node: int) -> str:
-    """The plan's line for a guest create that the apply runs beside the run's other creates."""
+def leads_its_kind(run: object) -> bool:
+    """Whether the current state of ``run`` (``run.lowstate.Run``, None outside a state run) is the
+    first of its state module and function in the run: the formula never marks it ``parallel``, so it
+    runs in the run's own process and reads ahead for the others before Salt forks them."""
+    current = getattr(run, "current", None)
+    if current is None:
+        return False
+    chunks = getattr(run, "chunks", [])
+    first = next((c for c in chunks if (c.state, c.fun) == (current.state, current.fun)), None)
+    return first is not None and first.same_as(current)
+
+
+def plan_line(what: str, target: str, total: int, per_node: int, leads: bool = False) -> str:
+    """The plan's line for a guest create on a target whose creates overlap; ``leads``: the first guest
+    state of its kind in the run (``leads_its_kind``), created before the others start."""
     node = f", {per_node} per node" if per_node < total else ""
+    bound = f"at most {total} at once on {target}{node} (task_concurrency)"
+    if leads:
+        return f"{what}: created first, alone; then the run's other creates overlap, {bound}"
     return (
-        f"{what}: its create would run beside the run's other creates, at most {total} at once on "
-        f"{target}{node} (task_concurrency); the states that require it wait for it"
+        f"{what}: its create would run beside the run's other creates, {bound}; the states that require "
+        "it wait for it"
     )

@@ -328,3 +328,26 @@ def test_rows_problem_names_a_torn_line_and_a_row_out_of_order(tmp_path):
     assert "not JSON" in rows_problem(path, ["lab/lxc/1"])
     Path(path).write_text('{"owned": {}}\n{"key": "lab/lxc/1", "row": {"phase": "owned"}}')
     assert "unfinished line" in rows_problem(path, ["lab/lxc/1"])
+
+
+def test_the_plan_says_which_create_runs_first_and_alone_and_which_overlap():
+    """The plan names the bound on each create, and which one leads (the first guest state of its kind,
+    which the formula never marks ``parallel``): it is created alone, the others beside each other."""
+    from salt_proxmox.run.lowstate import Run
+
+    lowstate = [
+        {"__id__": "pool", "state": "proxmox_pool", "fun": "present", "name": "prod"},
+        *({"__id__": f"ct{v}", "state": "proxmox_lxc", "fun": "present", "name": f"ct{v}"} for v in (1, 2)),
+        {"__id__": "vm3", "state": "proxmox_qemu", "fun": "present", "name": "vm3"},
+    ]
+    run = Run(lowstate)
+    assert [overlap.leads_its_kind(run.at(low)) for low in lowstate] == [True, True, False, True]
+    assert overlap.leads_its_kind(None) is False
+    assert overlap.plan_line("CT 2 on pve1", "lab", 8, 8) == (
+        "CT 2 on pve1: its create would run beside the run's other creates, at most 8 at once on lab "
+        "(task_concurrency); the states that require it wait for it"
+    )
+    assert overlap.plan_line("CT 1 on pve1", "lab", 8, 2, leads=True) == (
+        "CT 1 on pve1: created first, alone; then the run's other creates overlap, at most 8 at once on lab, "
+        "2 per node (task_concurrency)"
+    )
