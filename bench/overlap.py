@@ -29,8 +29,8 @@ import yaml
 from tests.support.overlap import TaskPeaks, request_counts, rows_problem
 
 #: PVE seconds of a container create (pve-container ``create_vm`` extracting a template: tens of
-#: seconds on a real node), and fakepve's ``time_scale`` giving the real seconds (T = 40 × 0.1 = 4 s).
-CREATE_SECS = 40.0
+#: seconds on a real node), and fakepve's ``time_scale`` giving the real seconds (T = 100 × 0.1 = 10 s).
+CREATE_SECS = 100.0
 TIME_SCALE = 0.1
 #: The create task's poll interval (``salt_proxmox.pve.tasks.POLL_INTERVAL``): a task is seen to end
 #: up to one interval after it did.
@@ -51,7 +51,7 @@ def run_creates(
 
     with (
         tempfile.TemporaryDirectory(prefix="salt-proxmox-bench-") as tmp,
-        ServedCluster(args.time_scale) as cluster,
+        ServedCluster(args.time_scale if time_scale is None else time_scale) as cluster,
     ):
         assert cluster.pve is not None
         cluster.pve.max_requests = 10**8

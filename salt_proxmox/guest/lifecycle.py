@@ -155,6 +155,10 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             raise DeclarationError([*exc.problems, *problems]) from None
         if problems:
             raise DeclarationError(problems)
+        if not test and overlap.forked(current_run(ctx.memo)):
+            # A create Salt forked waits for its slot before the read it decides on: what it writes is
+            # judged on what PVE holds when its turn comes, not when Salt forked it.
+            ctx.write_slot(decl.node)
         decision = decide(ctx, family, decl, power)
     except DeclarationError as exc:
         return outcome.refuse(exc)

@@ -154,6 +154,13 @@ def own_connections(cache: MutableMapping) -> bool:
     return bool(inherited)
 
 
+def forked(run: object) -> bool:
+    """Whether the current state of ``run`` (``run.lowstate.Run``, None outside a state run) is one
+    Salt runs in a process of its own (``parallel: True``, which the formula sets on creates)."""
+    current = getattr(run, "current", None)
+    return current is not None and current.args.get("parallel") is True
+
+
 def leads_its_kind(run: object) -> bool:
     """Whether the current state of ``run`` (``run.lowstate.Run``, None outside a state run) is the
     first of its state module and function in the run: the formula never marks it ``parallel``, so it

@@ -343,6 +343,12 @@ def test_the_plan_says_which_create_runs_first_and_alone_and_which_overlap():
     run = Run(lowstate)
     assert [overlap.leads_its_kind(run.at(low)) for low in lowstate] == [True, True, False, True]
     assert overlap.leads_its_kind(None) is False
+    marked = {**lowstate[2], "parallel": True}
+    assert [overlap.forked(Run([*lowstate, marked]).at(low)) for low in (lowstate[1], marked)] == [
+        False,
+        True,
+    ]
+    assert overlap.forked(None) is False
     assert overlap.plan_line("CT 2 on pve1", "lab", 8, 8) == (
         "CT 2 on pve1: its create would run beside the run's other creates, at most 8 at once on lab "
         "(task_concurrency); the states that require it wait for it"
