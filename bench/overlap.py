@@ -118,9 +118,10 @@ def overlapping_creates(args: argparse.Namespace) -> int:
         target = 1.5 * floor + ping.wall
         counts = request_counts(found["requests"])
         met = "yes" if run.wall <= target else "NO"
+        ratio = run.wall / floor if floor else 0.0
         print(
             f"{size:>5} {run.wall:>8.2f} {ping.wall:>8.2f} {run.cpu:>6.2f} {load:>5.2f} {size * task:>8.1f} "
-            f"{floor:>8.1f} {run.wall / floor:>7.2f} {target:>8.1f} {met:>4} {found['peak']:>4}  "
+            f"{floor:>8.1f} {ratio:>7.2f} {target:>8.1f} {met:>4} {found['peak']:>4}  "
             f"{sum(counts.values())} ({sum(counts.values()) / size:.2f} per container)",
             flush=True,
         )
