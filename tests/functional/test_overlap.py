@@ -109,7 +109,9 @@ def test_creates_overlap_within_their_bounds_with_the_requests_writes_and_rows_o
             ]
             assert len(named) == (len(GUESTS) if bounds else 0), lines
             first = [line for line in named if "created first, alone" in line]
-            assert len(first) == (1 if bounds else 0) and "CT 3001" in "".join(first), named
+            assert [line.partition(":")[0] for line in first] == (["CT 3001 on pve1"] if bounds else []), (
+                named
+            )
             start = len(cluster.pve.requests)
             rows = _rows(config_dir)
             assert len(rows) == len(GUESTS) and all(row["result"] is True for row in rows.values()), rows
