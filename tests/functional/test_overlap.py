@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import salt.version
 import yaml
 
 from salt_proxmox.ownership.files import FileStore
@@ -297,6 +298,10 @@ from tests.functional.test_salt_ssh import TARGET as SSH_TARGET  # noqa: E402
 from tests.functional.test_salt_ssh import layout, salt_ssh, sshd  # noqa: E402, F401
 
 
+@pytest.mark.skipif(
+    salt.version.__saltstack_version__.major < 3008,
+    reason="salt-ssh ways run on the default Salt only, as tests/functional/test_salt_ssh.py (scripts/test)",
+)
 def test_over_salt_ssh_the_formula_marks_no_state_parallel(salt_ssh: Any, estate: Any, layout: dict) -> None:  # noqa: F811
     """Under salt-ssh the formula renders on the master (``_ssh_version`` in its options) and marks no
     state ``parallel``, even with ``task_concurrency`` above 1 and creates to make: the apply stays
