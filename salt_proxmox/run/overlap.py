@@ -4,19 +4,22 @@
 Salt runs a state marked ``parallel: True`` in a forked process of its own (Salt 3006-3008
 ``salt/state.py`` ``State.call_parallel``, ``_call_parallel_target``) and makes every state that
 requires it wait for its return (``check_requisite`` reconciles the running processes first). The
-formula marks only the guest creates of an apply (``parallel_states``), and this module bounds them:
+formula (``formula/proxmox/init.sls`` ``overlap``) marks only the guest creates of an apply, and this
+module bounds them:
 
 - ``task_concurrency`` (``proxmox:targets:<t>:task_concurrency``, default 1: no state is marked, the
   run stays sequential) and ``task_concurrency_per_node`` (default: ``task_concurrency``) bound how
   many guest states write at once on a target and on one node. Salt 3006 and 3007 start every
   parallel state at once (3008's ``state_max_parallel`` is a minion-wide count, not a target's or a
   node's), so the bound is the product's: ``TaskSlots``, ``flock``-ed slot files under the minion's
-  cachedir, one set per target and one per node, held from a state's first write to its last
-  read-back. A process that dies lets go of its slot (the kernel drops a dead process's locks).
+  cachedir, one set per target and one per node, taken by a forked state before the read it decides
+  on (by a state of the run's own process before its first write) and held to its last read-back. A
+  process that dies lets go of its slot (the kernel drops a dead process's locks).
 - A forked state inherits the run memo and reads ahead of its parent as they were when Salt forked
   it, and what it learns dies with it: the formula keeps the first guest state of each kind in the
-  parent, which reads ahead the run's guests (configs, the guest index) and the cluster's facts
-  before any fork, so every fork reads what the sequential run would read, no more.
+  run's process (``leads_its_kind``), which reads ahead the run's guests and what the forks would
+  each read again (``guest.live.read_ahead``) before any fork, so every fork reads what the
+  sequential run would read, no more.
 - A forked state must not talk over its parent's connections: ``own_connections`` drops, in a new
   process, the cached sessions and clients it inherited (without closing them: they are its
   parent's) so that it opens its own.
