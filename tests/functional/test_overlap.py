@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import salt.version
 import yaml
 
 from salt_proxmox.ownership.files import FileStore
@@ -290,58 +289,3 @@ def test_a_master_driven_apply_overlaps_creates_on_the_minion(overlap_master: An
         problem = rows_problem(Path(minion.config_dir) / ROWS_FILE, keys)
         assert not problem, problem
     assert 1 < peaks.peak <= 3, peaks.peak
-
-
-# salt-ssh's own fixtures (sshd on 127.0.0.1, the roster, a master config serving the formula), made anew
-# for this module.
-from tests.functional.test_salt_ssh import TARGET as SSH_TARGET  # noqa: E402
-from tests.functional.test_salt_ssh import layout, salt_ssh, sshd  # noqa: E402, F401
-
-
-@pytest.mark.skipif(
-    salt.version.__saltstack_version__.major < 3008,
-    reason="salt-ssh ways run on the default Salt only, as tests/functional/test_salt_ssh.py (scripts/test)",
-)
-def test_over_salt_ssh_the_formula_marks_no_state_parallel(salt_ssh: Any, estate: Any, layout: dict) -> None:  # noqa: F811
-    """Under salt-ssh the formula renders on the master (``_ssh_version`` in its options) and marks no
-    state ``parallel``, even with ``task_concurrency`` above 1 and creates to make: the apply stays
-    sequential. Rendered without salt-ssh, the same pillar marks the second create."""
-    extra = {
-        "proxmox": {
-            "lxc": {f"overlap{vmid}": _container(vmid, "pve1") for vmid in (3401, 3402)},
-            "targets": {"lab": {"task_concurrency": 4}},
-        }
-    }
-    config = estate.proxmox_config()
-    ((name, target),) = config["targets"].items()
-    target["task_concurrency"] = 4
-    connection = layout["pillar"] / "proxmox_connection.sls"
-    connection.write_text(yaml.safe_dump({"proxmox": config, "openbao": estate.openbao_config()}))
-    (layout["pillar"] / "overlap.sls").write_text(
-        yaml.safe_dump({"proxmox": {"lxc": extra["proxmox"]["lxc"]}})
-    )
-    top = {"base": {"*": ["proxmox", "secrets", "proxmox_connection", "overlap"]}}
-    (layout["pillar"] / "top.sls").write_text(yaml.safe_dump(top))
-    ret = salt_ssh.run("state.show_sls", "proxmox", minion_tgt=SSH_TARGET)
-    assert isinstance(ret.data, dict), ret.stdout + ret.stderr
-    assert "proxmox-lxc-overlap3402" in ret.data, sorted(ret.data)
-    assert [sid for sid, state in ret.data.items() if state.get("parallel")] == []
-    marked_over_ssh = [
-        sid
-        for sid, state in ret.data.items()
-        for args in state.values()
-        if isinstance(args, list) and {"parallel": True} in args
-    ]
-    assert marked_over_ssh == []
-    # The same render outside salt-ssh marks it (tests/unit/test_overlap.py renders the formula likewise).
-    from tests.support.formula import formula
-
-    module = formula()
-    module.__pillar__ = {"proxmox": {"lxc": extra["proxmox"]["lxc"]}}
-    module.__opts__ = {"test": False}
-    module.__salt__ = {
-        "config.get": lambda key, default=None: {name: target},
-        "proxmox.owned": lambda sls: [],
-    }
-    marked = [sid for sid, state in module.run().items() for a in state.values() if {"parallel": True} in a]
-    assert marked == ["proxmox-lxc-overlap3402"]
