@@ -29,6 +29,7 @@ try:
     from salt_proxmox.qemu import schema as qemu_schema
     from salt_proxmox.qemu.family import QEMU
     from salt_proxmox.run import config as run_config
+    from salt_proxmox.run import overlap
     from salt_proxmox.run.config import declared_keys, refused_return
 
     HAS_LIBS = True
@@ -64,6 +65,7 @@ def _context(target=None, funcs=None):
         funcs["config.get"]("openbao", None),
         __context__,
         _store(funcs),
+        overlap.slots_dir(__opts__.get("cachedir")),
     )
 
 

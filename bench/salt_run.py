@@ -17,9 +17,11 @@ written; a run that breaks this is reported and the script exits 1.
 
 ``--rows-in grains`` seeds the rows into the grains file, where an earlier version kept them, to
 measure what Salt's start-up cost then (it parses that file with pure-Python YAML before any
-state runs). ``--creates`` measures creating N containers from nothing with one apply (fakepve finishes its
-tasks at once), per container. ``--profile N`` writes a cProfile of the no-drift apply (or with
-``--profile-run plan`` the plan) of N containers and prints its top functions by cumulative time.
+state runs). ``--creates`` measures creating N containers from nothing with one apply (fakepve finishes
+its tasks at once), per container; with ``--task-concurrency C`` the tasks take time and overlap
+(``bench/overlap.py``: wall against the floor N·T/C, rows and requests checked). ``--profile N``
+writes a cProfile of the no-drift apply (or with ``--profile-run plan`` the plan) of N containers
+and prints its top functions by cumulative time.
 
 Figures, not assertions: the test suite asserts the request counts; CI never runs this.
 
@@ -50,6 +52,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import overlap  # noqa: E402
 from salt_proxmox.guest import identity as guest_identity  # noqa: E402
 from salt_proxmox.guest import lifecycle as guest_lifecycle  # noqa: E402
 from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT  # noqa: E402
@@ -406,6 +409,20 @@ def main() -> int:
         help="where the seeded rows are: the rows file, or the grains file (as an earlier version kept them)",
     )
     parser.add_argument("--creates", type=int, nargs="*", default=[], help="sizes of the create measurement")
+    parser.add_argument(
+        "--task-concurrency",
+        type=int,
+        default=None,
+        help="with --creates: proxmox:targets:<t>:task_concurrency; tasks take time (bench/overlap.py)",
+    )
+    parser.add_argument("--task-concurrency-per-node", type=int, default=None)
+    parser.add_argument(
+        "--create-secs", type=float, default=overlap.CREATE_SECS, help="PVE seconds of a create"
+    )
+    parser.add_argument("--time-scale", type=float, default=overlap.TIME_SCALE, help="fakepve's time_scale")
+    parser.add_argument(
+        "--compare-sequential", action="store_true", help="run each size with task_concurrency 1 too"
+    )
     parser.add_argument("--profile", type=int, default=None, help="cProfile the no-drift apply of N")
     parser.add_argument("--profile-run", choices=("apply", "plan"), default="apply")
     parser.add_argument("--profile-out", default=None, help="where to keep the profile (.prof)")
@@ -419,7 +436,7 @@ def main() -> int:
     if args.sizes:
         failures += measure(args)
     if args.creates:
-        failures += creates(args)
+        failures += overlap.overlapping_creates(args) if args.task_concurrency else creates(args)
     return 1 if failures else 0
 
 

@@ -1174,7 +1174,63 @@ def _snapshots(states, path, guest_id, key, declared):
             states[state_id] = {"proxmox_snapshot.absent": _arguments(entry["snapname"], {**guest, **absent}, [])}
 
 
+# The guest states whose create may overlap others' (salt_proxmox/run/overlap.py): Salt forks each state
+# marked parallel (salt/state.py call_parallel), and the product bounds them with task slots.
+OVERLAP_STATES = ("proxmox_lxc.present", "proxmox_qemu.present")
+
+
+def overlap(states, opts, salt):
+    """Mark ``parallel: True`` the guest creates of an apply on a target whose ``task_concurrency`` is
+    above 1 (salt_proxmox/run/overlap.py bounds them per target and node), in place.
+
+    Only a guest with no ``owned`` row (``proxmox.owned``): a create, a clone, a restore, or the finish of
+    an interrupted one. Owned guests, whose apply is a read (or a short write), stay in the run's own
+    process: a fork per guest would cost a no-drift run of 1000 guests seconds. The first guest state of
+    each kind stays too: it reads the run's guests, the guest index and the cluster's facts ahead in the
+    run's process, before Salt forks the others, which inherit them. Nothing is marked in a plan
+    (``test``), which runs in one process and says what the apply would overlap, nor under salt-ssh,
+    whose state run forks on the target from a lowstate the master compiled (and rows this minion keeps
+    in ``proxmox:ownership_file``): it stays sequential."""
+    if opts.get("test") or "_ssh_version" in opts or "__master_opts__" in opts:
+        return
+    targets = salt["config.get"]("proxmox:targets", {})
+    if not isinstance(targets, Mapping):
+        return
+    bounds = {}
+    for name, target in targets.items():
+        value = target.get("task_concurrency", 1) if isinstance(target, Mapping) else 1
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+            bounds[str(name)] = value
+    if not bounds:
+        return
+    only = next(iter(targets)) if len(targets) == 1 else None
+    try:
+        rows = salt["proxmox.owned"](sls="")
+    except Exception:  # noqa: BLE001 - rows that cannot be read: run sequentially, each state says why
+        return
+    owned = {(entry["target"], entry["family"], entry["id"]) for entry in rows if entry.get("phase") == "owned"}
+    first = set()
+    for state in states.values():
+        ((function, arguments),) = state.items()
+        if function not in OVERLAP_STATES:
+            continue
+        module = function.partition(".")[0]
+        if module not in first:
+            first.add(module)
+            continue
+        declared = {}
+        for argument in arguments:
+            declared.update(argument)
+        target = declared.get("target", only)
+        kind = "lxc" if module == "proxmox_lxc" else "qemu"
+        if target in bounds and (target, kind, str(declared.get("vmid"))) not in owned:
+            arguments.append({"parallel": True})
+
+
 def run():
     """The py renderer's entry point."""
     # Salt hands the pillar in a loader context object that reads as a mapping but is no dict.
-    return estate(dict(__pillar__))  # noqa: F821 - set by Salt's py renderer
+    states = estate(dict(__pillar__))  # noqa: F821 - set by Salt's py renderer
+    if "__opts__" in globals():
+        overlap(states, __opts__, __salt__)  # noqa: F821 - set by Salt's py renderer
+    return states

@@ -78,8 +78,9 @@ from salt_proxmox.guest.verdict import judge_guest
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.rows import CREATING, destroy_path, row_key
 from salt_proxmox.pve.constraints import vmid_number
+from salt_proxmox.run import overlap
 from salt_proxmox.run.context import PveContext
-from salt_proxmox.run.memo import note_leaving_pool
+from salt_proxmox.run.memo import current_run, note_leaving_pool
 
 
 def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declared) -> Outcome:
@@ -119,7 +120,10 @@ def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declar
         outcome = Outcome(run_notes=run_notes).refuse(DeclarationError(refusals))
         outcome.comment.extend(ctx.take_notes())
         return outcome
-    outcome = _present(ctx, family, state_id, test, declared)
+    try:
+        outcome = _present(ctx, family, state_id, test, declared)
+    finally:
+        ctx.release_slots()
     if pool is not None and outcome.result is not False and "created" not in outcome.changes:
         # Validated by _present's parse (a bad pool fails it, result False).
         what = family.what(vmid_number(vmid), str(node))
@@ -151,6 +155,10 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             raise DeclarationError([*exc.problems, *problems]) from None
         if problems:
             raise DeclarationError(problems)
+        if not test and overlap.forked(current_run(ctx.memo)):
+            # A create Salt forked waits for its slot before the read it decides on: what it writes is
+            # judged on what PVE holds when its turn comes, not when Salt forked it.
+            ctx.write_slot(decl.node)
         decision = decide(ctx, family, decl, power)
     except DeclarationError as exc:
         return outcome.refuse(exc)
@@ -172,6 +180,10 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             )
         if decl.secrets:
             outcome.comment.append(f"{what}: {', '.join(sorted(decl.secrets))} {family.secrets_rule}")
+        if test and ctx.target.task_concurrency > 1:
+            bounds = (ctx.target.task_concurrency, ctx.target.task_concurrency_per_node)
+            leads = overlap.leads_its_kind(current_run(ctx.memo))
+            outcome.comment.append(overlap.plan_line(what, ctx.target.name, *bounds, leads=leads))
     else:
         outcome.changes = changes_of(family, decision.change, decision.live or {})
     if decision.fingerprint is not None:
@@ -213,6 +225,9 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
     # The keys of a config write under way: set while it is sent, emptied once it went through.
     sending: list[str] = []
     try:
+        if decision.action != "noop" or decision.power or decision.reboot:
+            # Held to the end of the state (present: release_slots): writes, tasks, read-backs.
+            ctx.write_slot(decl.node)
         if decision.action == "create":
             create_guest(ctx, family, decl, written, decision.row, sending)
         elif decision.action == "update":

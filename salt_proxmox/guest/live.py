@@ -9,14 +9,15 @@ the same credential (``salt_proxmox.guest.absence``; docs/design.md §6).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 
 from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
-from salt_proxmox.guest.absence import indexed_guest, locate_missing
+from salt_proxmox.guest.absence import hinted_guest, indexed_guest, locate_missing
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.pending import GuestConfig, PendingRowsError
 from salt_proxmox.ownership.rows import row_key
-from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import vmid_number
 from salt_proxmox.pve.errors import PveConfigMissing, PveMalformed
 from salt_proxmox.pve.facts import DEFAULT_TAG_STYLE, TagStyle, tag_style
@@ -75,7 +76,30 @@ def read_ahead(ctx: PveContext, family: Family, declarations: Iterable[Mapping[s
         credential = ctx.broker.read()
     except SaltProxmoxError:
         return 0
-    return ctx.reads.fill(ctx.client, credential, paths, ctx.target.concurrency)
+    sent = ctx.reads.fill(ctx.client, credential, paths, ctx.target.concurrency)
+    forked = [declared for declared in declarations if declared.get("parallel") is True]
+    if forked:
+        _ahead_of_forks(ctx, credential, forked, paths)
+    return sent
+
+
+def _ahead_of_forks(
+    ctx: PveContext, credential: Credential, forked: list[Mapping[str, object]], paths: list[str]
+) -> None:
+    """Read, in the run's own process, what the states Salt forks (``parallel``: overlapping creates,
+    ``salt_proxmox.run.overlap``) would each read again, where a sequential run reads it once for all:
+    the guest index hint the first absent guest reads (``absence.hinted_guest``) and the network listing
+    of each node a forked guest with a NIC is created on (``guest.nics``). The forks inherit them. A
+    failure keeps nothing: the state that needs it reads it and meets the failure itself."""
+    from salt_proxmox.guest.nics import NIC, node_listing
+
+    with contextlib.suppress(SaltProxmoxError):
+        if any(isinstance(ctx.reads.held_error(path), PveConfigMissing) for path in paths):
+            hinted_guest(ctx, 0, credential)
+    nodes = {str(declared.get("node")) for declared in forked if any(NIC.fullmatch(str(k)) for k in declared)}
+    for node in sorted(nodes):
+        with contextlib.suppress(SaltProxmoxError):
+            node_listing(ctx, node)
 
 
 def operator_config(ctx: PveContext, family: Family, vmid: int, node: str | None = None) -> dict[str, str]:

@@ -150,7 +150,7 @@ def _vnet_rows(ctx: PveContext) -> dict[str, Mapping]:
     return {str(row["vnet"]): row for row in rows if isinstance(row.get("vnet"), str)}
 
 
-def _node_listing(ctx: PveContext, node: str) -> tuple[dict[str, Mapping], str]:
+def node_listing(ctx: PveContext, node: str) -> tuple[dict[str, Mapping], str]:
     """``({iface: row}, staged diff)`` of ``GET /nodes/{node}/network`` (shared by the run)."""
     path = api_path("nodes", node, "network")
     body = ctx.reads.shared(ctx.client, path, ctx.broker.read(), envelope=True)
@@ -223,7 +223,7 @@ def bridge_state(ctx: PveContext, node: str, name: str) -> Bridge:
     made_vnet = planned(ctx, "sdn_vnet").get(name)
     if name in vnets or made_vnet is not None:
         return _vnet_state(ctx, name, vnets.get(name), made_vnet)
-    rows, diff = _node_listing(ctx, node)
+    rows, diff = node_listing(ctx, node)
     covered = node_applied(ctx.memo, ctx.target.name, node)
     made = planned(ctx, "network_interface").get(f"{node}/{name}")
     gone = name in removed(ctx.memo, ctx.target.name, f"node {node}")

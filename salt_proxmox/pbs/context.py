@@ -15,6 +15,7 @@ from salt_proxmox.ownership.stores import OwnershipStore
 from salt_proxmox.pbs.client import PBS_TARGETS, PbsClient, parse_pbs_target
 from salt_proxmox.pve.client import new_session
 from salt_proxmox.pve.readahead import ReadAhead
+from salt_proxmox.run import overlap
 from salt_proxmox.run.config import pick_target
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.memo import RunMemo
@@ -35,6 +36,7 @@ def pbs_context_for(
     """
     chosen = pick_target(targets, name, PBS_TARGETS)
     target = parse_pbs_target(chosen, targets[chosen])
+    overlap.own_connections(cache)
     kept = {}
     for what, kind, make in (
         ("session", requests.Session, lambda: new_session(target)),

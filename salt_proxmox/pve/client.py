@@ -34,6 +34,7 @@ from requests.adapters import HTTPAdapter
 
 from salt_proxmox.errors import DeclarationError, Uncertain
 from salt_proxmox.pve.errors import PveMalformed, PveRequestFailed, PveUnreachable, classify
+from salt_proxmox.run import overlap
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,10 @@ class Target:
     verify: bool | str = True
     timeout: float = DEFAULT_TIMEOUT
     concurrency: int = DEFAULT_CONCURRENCY
+    #: The most guest tasks an apply runs at once on the target, and on one node
+    #: (``salt_proxmox.run.overlap``; a PVE target's ``task_concurrency``, ``task_concurrency_per_node``).
+    task_concurrency: int = 1
+    task_concurrency_per_node: int = 1
     credentials: Mapping[str, object] = field(default_factory=dict, repr=False)
     #: The configuration section it is read from: ``proxmox:targets`` (PVE clusters) or
     #: ``proxmox:pbs_targets`` (Proxmox Backup Servers, ``salt_proxmox.pbs.client``).
@@ -133,12 +138,16 @@ def parse_target(
     Raises DeclarationError naming the key: ``members`` must be a non-empty list of https URLs
     (http only for loopback test servers is still refused: PVE serves https only),
     ``verify`` a bool or a path, ``timeout`` a positive number of seconds, ``concurrency`` a
-    whole number from 1 to ``MAX_CONCURRENCY``.
+    whole number from 1 to ``MAX_CONCURRENCY``; ``task_concurrency`` and ``task_concurrency_per_node``
+    (a PVE target only) as ``salt_proxmox.run.overlap.parse_bounds`` checks them.
     """
     if not isinstance(raw, Mapping):
         raise DeclarationError(f"{section}:{name}: expected a mapping")
     problems = []
-    unknown = sorted(set(raw) - {"members", "verify", "timeout", "concurrency", "credentials"})
+    known = {"members", "verify", "timeout", "concurrency", "credentials"}
+    # Guest tasks overlap on a PVE cluster only (salt_proxmox.run.overlap): a PBS target has none.
+    known.update(overlap.KEYS if section == TARGETS else ())
+    unknown = sorted(set(raw) - known)
     if unknown:
         problems.append(f"{section}:{name}: unknown key(s) {', '.join(map(str, unknown))}")
     members = raw.get("members")
@@ -162,6 +171,8 @@ def parse_target(
         problems.append(
             f"{section}:{name}:concurrency: expected a whole number of reads, 1 to {MAX_CONCURRENCY}"
         )
+    (tasks, tasks_per_node), task_problems = overlap.parse_bounds(section, name, raw)
+    problems.extend(task_problems)
     credentials = raw.get("credentials")
     if not isinstance(credentials, Mapping):
         problems.append(f"{section}:{name}:credentials: expected a mapping (source: openbao|static)")
@@ -174,6 +185,8 @@ def parse_target(
         verify=verify,
         timeout=float(timeout),
         concurrency=concurrency,
+        task_concurrency=tasks,
+        task_concurrency_per_node=tasks_per_node,
         credentials=credentials,
         section=section,
     )

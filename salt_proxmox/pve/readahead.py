@@ -91,6 +91,11 @@ class ReadAhead:
             raise answer.error
         return answer.value
 
+    def held_error(self, path: str) -> SaltProxmoxError | None:
+        """The error read ahead for ``path`` and not yet handed out, else None (nothing is handed out)."""
+        answer = self.answers.get(path)
+        return None if answer is None else answer.error
+
     def shared(
         self,
         client: PveClient,

@@ -22,6 +22,7 @@ from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.stores import OwnershipStore, grains_file, rows_file
 from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
+from salt_proxmox.run import overlap
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.lowstate import KeysOf, Run, twins_refusal
 from salt_proxmox.run.memo import RunMemo, keep_run
@@ -232,14 +233,18 @@ def context_for(
     openbao: Mapping | None,
     cache: MutableMapping,
     store: OwnershipStore,
+    slots_dir: str | None = None,
 ) -> PveContext:
     """A ``PveContext`` for one target, reusing the run's HTTP session, read credential and
-    reads ahead.
+    reads ahead (in a process Salt forked for a ``parallel`` state, its own connections:
+    ``overlap.own_connections``). ``slots_dir``: where the minion keeps its task slots
+    (``overlap.slots_dir``), used when the target's guest tasks overlap (``task_concurrency`` above 1).
 
     Raises DeclarationError for a missing or malformed target.
     """
     chosen = pick_target(targets, name)
     target = parse_target(chosen, targets[chosen])
+    overlap.own_connections(cache)
     session_key = f"salt_proxmox.session/{chosen}"
     session = cache.get(session_key)
     if not isinstance(session, requests.Session):
@@ -263,6 +268,16 @@ def context_for(
     broker = CredentialBroker(target, cache, openbao)
     # ``extra`` is the run's cache, so what is read once per run (pve.facts) is read once, and a
     # failed network apply stops the later ones of the run.
+    slots = None
+    if slots_dir is not None and target.task_concurrency > 1:
+        bounds = (target.task_concurrency, target.task_concurrency_per_node)
+        slots = overlap.TaskSlots(slots_dir, target.name, *bounds)
     return PveContext(
-        target=target, client=client, broker=broker, ownership=Ownership(store), reads=reads, memo=memo
+        target=target,
+        client=client,
+        broker=broker,
+        ownership=Ownership(store),
+        reads=reads,
+        memo=memo,
+        slots=slots,
     )

@@ -4,6 +4,7 @@ family (guests, simple objects, networks, SDN, firewall aliases)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ from salt_proxmox.pve.tasks import (
     warnings_note,
 )
 from salt_proxmox.run.memo import RunMemo
+from salt_proxmox.run.overlap import TaskSlots
 
 
 @dataclass
@@ -36,6 +38,8 @@ class PveContext:
     style, planned creates and stagings, a failed apply), both dropped when another run begins
     (``begin``).
     ``notes`` collects what a task that succeeded with warnings left to say (``take_notes``).
+    ``slots``: the target's task slots when its guest tasks may overlap (``salt_proxmox.run.overlap``,
+    ``task_concurrency`` above 1), else None.
     """
 
     target: Target
@@ -49,6 +53,9 @@ class PveContext:
     reads: ReadAhead = field(default_factory=ReadAhead)
     memo: RunMemo = field(default_factory=RunMemo)
     notes: list[str] = field(default_factory=list)
+    slots: TaskSlots | None = None
+    _held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+    _holding: bool = field(default=False, repr=False)
 
     def begin(self, run: object) -> None:
         """Serve run ``run`` (its key; None outside a state run): the reads ahead and the memo of
@@ -81,6 +88,20 @@ class PveContext:
         count = await_task(self.client, credential, node, upid, what, polls, self.poll_interval, **kwargs)
         if count:
             self.notes.append(warnings_note(what, upid_node(upid) or node, upid, count))
+
+    def write_slot(self, node: str) -> None:
+        """Hold a task slot of ``node`` and of the target (``TaskSlots.held``, waiting for one) until
+        ``release_slots``; nothing when the target's tasks do not overlap or a slot is held already.
+        Raises Refused when a slot cannot be taken (``TaskSlots.held``)."""
+        if self.slots is None or self._holding:
+            return
+        self._held.enter_context(self.slots.held(node))
+        self._holding = True
+
+    def release_slots(self) -> None:
+        """Let go of the slot ``write_slot`` took, if any."""
+        self._holding = False
+        self._held.close()
 
     def take_notes(self) -> list[str]:
         """The task notes gathered since the last call, handed over once."""

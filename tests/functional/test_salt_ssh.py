@@ -25,6 +25,8 @@ import yaml
 from saltfactories.utils import random_string, running_username
 
 from salt_proxmox.ownership.files import FileStore
+from tests.support.formula import formula
+from tests.support.guests import declaration
 from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,
@@ -176,3 +178,41 @@ def test_plan_apply_plan_over_salt_ssh(salt_ssh: Any, estate: Estate, layout: di
     texts |= text_files(layout["thin_dir"])
     texts |= text_files(salt_ssh.config["root_dir"])
     assert_no_secret(texts, estate.secrets)
+
+
+def test_over_salt_ssh_the_formula_marks_no_state_parallel(
+    salt_ssh: Any, estate: Estate, layout: dict[str, Path]
+) -> None:
+    """Under salt-ssh the formula renders on the master (``_ssh_version`` in its options) and marks no
+    state ``parallel``, even with ``task_concurrency`` above 1 and creates to make: the apply stays
+    sequential. Rendered without salt-ssh, the same pillar marks the second create."""
+    guests = {f"overlap{vmid}": declaration(vmid=vmid, node="pve1", mp0=None) for vmid in (3401, 3402)}
+    config = estate.proxmox_config()
+    ((name, target),) = config["targets"].items()
+    target["task_concurrency"] = 4
+    connection = layout["pillar"] / "proxmox_connection.sls"
+    connection.write_text(yaml.safe_dump({"proxmox": config, "openbao": estate.openbao_config()}))
+    (layout["pillar"] / "overlap.sls").write_text(yaml.safe_dump({"proxmox": {"lxc": guests}}))
+    top = {"base": {"*": ["proxmox", "secrets", "proxmox_connection", "overlap"]}}
+    (layout["pillar"] / "top.sls").write_text(yaml.safe_dump(top))
+    ret = salt_ssh.run("state.show_sls", "proxmox", minion_tgt=TARGET)
+    assert isinstance(ret.data, dict), ret.stdout + ret.stderr
+    assert "proxmox-lxc-overlap3402" in ret.data, sorted(ret.data)
+    assert [sid for sid, state in ret.data.items() if state.get("parallel")] == []
+    marked_over_ssh = [
+        sid
+        for sid, state in ret.data.items()
+        for args in state.values()
+        if isinstance(args, list) and {"parallel": True} in args
+    ]
+    assert marked_over_ssh == []
+    # The same render outside salt-ssh marks it (tests/unit/test_overlap.py renders the formula likewise).
+    module = formula()
+    module.__pillar__ = {"proxmox": {"lxc": guests}}
+    module.__opts__ = {"test": False}
+    module.__salt__ = {
+        "config.get": lambda key, default=None: {name: target},
+        "proxmox.owned": lambda sls: [],
+    }
+    marked = [sid for sid, state in module.run().items() for a in state.values() if {"parallel": True} in a]
+    assert marked == ["proxmox-lxc-overlap3402"]
