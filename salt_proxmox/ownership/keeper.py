@@ -49,6 +49,11 @@ from salt_proxmox.ownership.rows import (
 from salt_proxmox.ownership.stores import OwnershipFileError, OwnershipStore
 
 
+def as_stored(rows: Mapping[str, dict]) -> Mapping[str, dict]:
+    """The rows themselves, for ``OwnershipStore.derived``: read, never changed, by the caller."""
+    return rows
+
+
 class Ownership:
     """Reads and writes ownership rows through a store. Every change saves at once, under the
     store's lock and against the rows as stored now, so an error later in the run never leaves a
@@ -70,7 +75,8 @@ class Ownership:
         ``check_row``): deciding on it would crash or misread its identity; OwnershipFileError
         when the store cannot be read.
         """
-        row = self.store.load().get(key)
+        # The rows as stored now, not a copy of them all (``as_stored``): each state reads its own row.
+        row = self.store.derived(as_stored).get(key)
         found = copy.deepcopy(check_row(key, row)) if isinstance(row, dict) else None
         self._seen[key] = row_version(found)
         return found

@@ -98,3 +98,77 @@ def test_the_skin_reads_salts_opts_without_sizing_them():
     )
     assert (function, kwargs["test"], kwargs["vmid"]) == ("proxmox.lxc_present", True, 150)
     assert opts.sized == 0
+
+
+def test_a_state_that_asks_for_its_run_several_times_parses_its_chunk_once(monkeypatch):
+    """Each guest state asks for its run four times (config read once per run, entering the run,
+    the check of twin declarations, the read ahead): the chunk running is parsed once per state, and
+    the run's chunks once per run."""
+    from salt_proxmox.run import lowstate
+
+    parsed = []
+    real = lowstate.Chunk.of.__func__
+    monkeypatch.setattr(
+        lowstate.Chunk, "of", classmethod(lambda cls, low: parsed.append(1) or real(cls, low))
+    )
+    chunks = [_low(vmid) for vmid in range(100, 110)]
+    cache: dict = {}
+    for low in chunks:
+        kwargs = {"__lowstate__": chunks, "__low__": low, "__instance_id__": 7}
+        runs = [lowstate.Run.of(kwargs, cache) for _ in range(4)]
+        assert all(run.current.state_id == f"ct{low['vmid']}" for run in runs)
+        assert {run.key for run in runs} == {7}
+    assert len(parsed) == 10 + 10, "the run's 10 chunks once, then each state's own chunk once"
+
+
+def test_a_state_reads_its_own_ownership_row_without_copying_every_row(tmp_path, monkeypatch):
+    """``Ownership.row`` reads the rows as stored (the store's ``derived``) and copies only the row it
+    returns: copying every row for each state cost N² at N states."""
+    from salt_proxmox.ownership import files
+    from salt_proxmox.ownership.keeper import Ownership
+
+    rows = {
+        f"lab/lxc/{vmid}": {"phase": "owned", "instance": f"i{vmid}", "state_id": f"ct{vmid}", "declared": {}}
+        for vmid in range(100, 150)
+    }
+    store = files.FileStore(tmp_path / "owned.json")
+    store.save(rows)
+    loads = []
+    real = files.FileStore.load
+    monkeypatch.setattr(files.FileStore, "load", lambda self: loads.append(1) or real(self))
+    row = Ownership(store).row("lab/lxc/107")
+    assert row == rows["lab/lxc/107"] and loads == []
+    row["instance"] = "changed"
+    assert Ownership(store).row("lab/lxc/107")["instance"] == "i107", "the row returned is a copy"
+    assert Ownership(store).row("lab/lxc/999") is None
+
+
+def test_the_note_of_undeclared_rows_reads_the_rows_for_the_first_state_of_a_run_only():
+    """Every state of a run asks for the note of owned objects the run no longer declares; only the
+    first gives it, so only the first reads the rows, and a read that fails leaves the note to a
+    later state of the run."""
+    import pytest
+
+    from salt_proxmox.errors import SaltProxmoxError
+    from salt_proxmox.owned.declared import undeclared_once
+
+    rows = {"lab/lxc/200": {"phase": "owned", "instance": "a", "state_id": "old", "declared": {}}}
+    reads = []
+
+    def failing():
+        raise SaltProxmoxError("owned.json: cannot be read")
+
+    def reading():
+        reads.append(1)
+        return rows
+
+    run = Run([_low(100)], _low(100), "run-1")
+    cache: dict = {}
+    with pytest.raises(SaltProxmoxError):
+        undeclared_once(run, cache, failing, "lab")
+    notes = [undeclared_once(run, cache, reading, "lab") for _ in range(5)]
+    assert notes[0] == [
+        "owned by this minion, no longer declared: lxc 200 on lab (state old); declare it, or ensure: "
+        "absent to forget it (removal: destroy to delete it)"
+    ]
+    assert notes[1:] == [[]] * 4 and reads == [1]
