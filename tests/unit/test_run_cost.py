@@ -172,3 +172,28 @@ def test_the_note_of_undeclared_rows_reads_the_rows_for_the_first_state_of_a_run
         "absent to forget it (removal: destroy to delete it)"
     ]
     assert notes[1:] == [[]] * 4 and reads == [1]
+
+
+def test_the_formula_checks_printable_keys_without_reading_each_characters_category(monkeypatch):
+    """Every key of every entry is checked for control characters and named in the slot check: a
+    printable key is known free of them at once (a control character is never printable), so a
+    pillar of N entries is not read character by character; a key that is not printable is still
+    read so, and only its control characters are escaped."""
+    import unicodedata
+
+    from tests.support.formula import formula
+
+    categories = []
+    real = unicodedata.category
+    monkeypatch.setattr(unicodedata, "category", lambda char: categories.append(char) or real(char))
+    module = formula()
+    module.__pillar__ = {
+        "proxmox": {
+            "lxc": {f"ct{vmid}": {"vmid": vmid, "node": "pve1", "memory": 512} for vmid in range(100, 150)}
+        }
+    }
+    states = module.run()
+    assert len(states) == 50 and categories == []
+    assert module._printable("web\u00a0x") == "web\u00a0x", "printable or not, only Cc is escaped"
+    assert module._printable("a\tb") == "a\\tb"
+    assert module._key_problem("web\u00a0x") is None and "control character" in module._key_problem("a\nb")
