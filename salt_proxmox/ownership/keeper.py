@@ -215,8 +215,10 @@ class Ownership:
         change = doing or "written"
         try:
             with self.store.locked():
-                rows = self.store.load()
-                earlier = rows.get(key)
+                # The rows as stored now; copied only when this row changes (a no-drift apply
+                # confirms every row: copying every row for each would cost N² at N states).
+                stored = self.store.derived(as_stored)
+                earlier = stored.get(key)
                 earlier = earlier if isinstance(earlier, dict) else None
                 why = None
                 if key in self._seen and row_version(earlier) != self._seen[key]:
@@ -235,9 +237,10 @@ class Ownership:
                         "meanwhile; it is left as that process wrote it, and what this row was to guard was "
                         "not sent. Let the other run finish, then run this state again."
                     )
-                if row == earlier or (row is None and key not in rows):
+                if row == earlier or (row is None and key not in stored):
                     self._seen[key] = row_version(earlier)
                     return earlier, False
+                rows = dict(stored)
                 if row is None:
                     del rows[key]
                 else:

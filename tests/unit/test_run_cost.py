@@ -197,3 +197,33 @@ def test_the_formula_checks_printable_keys_without_reading_each_characters_categ
     assert module._printable("web\u00a0x") == "web\u00a0x", "printable or not, only Cc is escaped"
     assert module._printable("a\tb") == "a\\tb"
     assert module._key_problem("web\u00a0x") is None and "control character" in module._key_problem("a\nb")
+
+
+def test_a_row_that_would_not_change_is_confirmed_without_copying_every_row(tmp_path, monkeypatch):
+    """A no-drift apply confirms each guest's row (``mark_owned`` with what it already says): under
+    the lock it reads the rows as stored and writes nothing, copying no row; a row that changes is
+    written with every other row kept."""
+    from salt_proxmox.ownership import files
+    from salt_proxmox.ownership.keeper import Ownership
+
+    rows = {
+        f"lab/lxc/{vmid}": {"phase": "owned", "instance": f"i{vmid}", "state_id": f"ct{vmid}", "declared": {}}
+        for vmid in range(100, 150)
+    }
+    store = files.FileStore(tmp_path / "owned.json")
+    store.save(rows)
+    loads, saves = [], []
+    real_load, real_save = files.FileStore.load, files.FileStore.save
+    monkeypatch.setattr(files.FileStore, "load", lambda self: loads.append(1) or real_load(self))
+    monkeypatch.setattr(
+        files.FileStore, "save", lambda self, *a, **k: saves.append(1) or real_save(self, *a, **k)
+    )
+    Ownership(store).mark_owned("lab/lxc/107", "ct107", {})
+    assert (loads, saves) == ([], []), "nothing copied, nothing written"
+    Ownership(store).mark_owned("lab/lxc/107", "ct107", {"memory": 512})
+    assert saves == [1]
+    after = real_load(files.FileStore(tmp_path / "owned.json"))
+    assert after["lab/lxc/107"]["declared"] == {"memory": 512} and after["lab/lxc/107"]["instance"] == "i107"
+    assert {key: row for key, row in after.items() if key != "lab/lxc/107"} == {
+        key: row for key, row in rows.items() if key != "lab/lxc/107"
+    }
