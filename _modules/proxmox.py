@@ -134,13 +134,12 @@ def _note_undeclared(ret, run, ctx, funcs):
     nothing (the state that needs a row says so)."""
     from salt_proxmox.owned import declared
 
-    try:
-        rows = ctx.ownership.store.load()
-    except SaltProxmoxError:
-        return ret
     default = run_config.default_target(funcs["config.get"]("proxmox:targets", {}))
     pbs_default = run_config.default_target(funcs["config.get"]("proxmox:pbs_targets", {}) or {})
-    notes = declared.undeclared_once(run, __context__, rows, default, pbs_default)
+    try:
+        notes = declared.undeclared_once(run, __context__, ctx.ownership.store.load, default, pbs_default)
+    except SaltProxmoxError:
+        return ret
     if notes:
         ret["comment"] = "\n".join([ret["comment"], *notes]) if ret.get("comment") else "\n".join(notes)
         ret["notes"] = [*(ret.get("notes") or []), *notes]

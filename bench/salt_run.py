@@ -13,7 +13,9 @@ the median wall time, ms per guest, PVE requests per guest by method, the peak R
 salt-call process (``wait4``'s ``ru_maxrss``), and with latency the floor ``N·L/C + start-up``
 (C: the concurrent reads, ``proxmox:targets:<t>:concurrency``) beside the measured figure.
 Every run is checked: all states must succeed, the plan must show no change and nothing may be
-written; a run that breaks this is reported and the script exits 1.
+written; a run that breaks this is reported and the script exits 1. Without latency it prints each
+target of docs/performance.md the size has (``# target:`` lines: the plan of 1000 under 5 s and of
+2000 under 10 s, the no-drift apply within 1.3 x the plan, the peak RSS under 300 MiB), met or not.
 
 ``--rows-in grains`` seeds the rows into the grains file, where an earlier version kept them, to
 measure what Salt's start-up cost then (it parses that file with pure-Python YAML before any
@@ -25,7 +27,7 @@ and prints its top functions by cumulative time.
 
 Figures, not assertions: the test suite asserts the request counts; CI never runs this.
 
-    .venv/bin/python bench/salt_run.py [--sizes 10 100 500 1000] [--repeat 3] \\
+    .venv/bin/python bench/salt_run.py [--sizes 10 100 500 1000 2000] [--repeat 3] \\
         [--latency 0 0.02] [--creates 10 500] [--profile 200] [--concurrency 8] [--rows-in grains]
 """
 
@@ -289,7 +291,44 @@ def measure(args: argparse.Namespace) -> int:
                             failures += 1
                             print(f"  ! {what} of {size}: {problem}", flush=True)
                             break
+                if not latency:
+                    for line in verdicts(size, pings, plans, applies):
+                        print(line, flush=True)
     return failures
+
+
+#: The plan's wall-time targets at N owned guests and no latency (docs/performance.md), seconds.
+PLAN_TARGETS = {1000: 5.0, 2000: 10.0}
+#: The no-drift apply's wall time at most this many times the plan's; the peak RSS under this (MiB).
+APPLY_OVER_PLAN = 1.3
+RSS_TARGET_MIB = 300
+
+
+def verdicts(size: int, pings: list[Run], plans: list[Run], applies: list[Run]) -> list[str]:
+    """The targets of docs/performance.md this size has, each met or not, as ``# target`` lines. The
+    wall times are medians; beside them the CPU seconds of the same runs, which show what an idle
+    machine would take where other work inflates the wall."""
+    lines = []
+    plan = statistics.median(r.wall for r in plans)
+    plan_cpu = statistics.median(r.cpu for r in plans)
+    startup_cpu = statistics.median(r.cpu for r in pings)
+    if size in PLAN_TARGETS:
+        limit = PLAN_TARGETS[size]
+        lines.append(
+            f"# target: plan of {size} < {limit:g} s: {'met' if plan < limit else 'NOT met'} "
+            f"({plan:.2f} s wall, {plan_cpu:.2f} CPU s, test.ping {startup_cpu:.2f} CPU s)"
+        )
+    if applies:
+        apply = statistics.median(r.wall for r in applies)
+        lines.append(
+            f"# target: no-drift apply <= {APPLY_OVER_PLAN:g} x plan: "
+            f"{'met' if apply <= APPLY_OVER_PLAN * plan else 'NOT met'} ({apply / plan:.2f} x wall, "
+            f"{statistics.median(r.cpu for r in applies) / plan_cpu:.2f} x CPU)"
+        )
+    rss = max(r.rss_mib for r in [*plans, *applies])
+    met = "met" if rss < RSS_TARGET_MIB else "NOT met"
+    lines.append(f"# target: peak RSS < {RSS_TARGET_MIB} MiB: {met} ({rss:.0f} MiB)")
+    return lines
 
 
 def _row(

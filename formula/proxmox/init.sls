@@ -479,6 +479,8 @@ def _shape(value):
 def _printable(key):
     """``key`` as one printable line: control characters escaped as JSON escapes them."""
     text = key if isinstance(key, str) else str(key)
+    if text.isprintable():  # no control character (Cc is never printable): most keys, at C speed
+        return text
     return "".join(
         json.dumps(char)[1:-1] if unicodedata.category(char) == "Cc" else char for char in text
     )
@@ -493,7 +495,7 @@ def _key_problem(key):
         )
     if not key:
         return "is empty: give the entry a name"
-    if any(unicodedata.category(char) == "Cc" for char in key):
+    if not key.isprintable() and any(unicodedata.category(char) == "Cc" for char in key):
         return (
             "holds a control character (a newline, a tab, ...): a state id and a name are one line "
             "of printable text"

@@ -21,7 +21,7 @@ for every guest of the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -144,7 +144,7 @@ def judge(jobs: Mapping[str, Job], guests: Iterable[tuple[str, int, str, str | N
     return result
 
 
-def _declared_coverage(ctx: PveContext, guests: list[declared.Guest]) -> Coverage:
+def _declared_coverage(ctx: PveContext, guests: Sequence[declared.Guest]) -> Coverage:
     """Coverage of the run's ``guests`` by the run's jobs. The guest index (the run's shared read) is
     asked only for the pools of guests that declare none, and only while an enabled job selects a
     pool: a run costs one read of the jobs, not more."""
@@ -206,10 +206,10 @@ def guest_guard(
         return [], notes  # the declaration refuses its vmid itself
     label = _label(kind, number)
     try:
-        guests = [g for g in declared.guests(ctx) if g.vmid == number] or [
-            declared.Guest(kind, number, str(node or ""), pool if isinstance(pool, str) else None, value, "")
-        ]
-        result = _declared_coverage(ctx, guests[:1])
+        guest = declared.guest(ctx, number) or declared.Guest(
+            kind, number, str(node or ""), pool if isinstance(pool, str) else None, value, ""
+        )
+        result = _declared_coverage(ctx, [guest])
     except SaltProxmoxError as exc:
         return [f"backup: required, and whether a job covers {label} cannot be read: {exc}"], notes
     if result.covering.get(label):

@@ -5,6 +5,9 @@ so a guest or job the run creates counts before (and whether or not) its own sta
 plan as in the apply. A chunk is on this target when it names it, or names none (then it is on the
 only target configured; with several it is refused on its own). A chunk whose keys cannot be read
 is left out: its own state refuses it. Outside a state run (an ad-hoc call) nothing is declared.
+
+Every guest state asks (its ``backup:`` guard, the run's coverage note), so the run's guests are read
+from its chunks once per run and kept in the run's memo: a run of N guests costs N chunk reads, not N².
 """
 
 from __future__ import annotations
@@ -46,8 +49,20 @@ def _chunks(ctx: PveContext, states: tuple[str, ...]) -> Iterator[Chunk]:
             yield chunk
 
 
-def guests(ctx: PveContext) -> list[Guest]:
-    """Every guest this run declares present on ``ctx``'s target, in run order."""
+#: The run memo's keys of the run's declared guests on a target, ``(the run's chunk list, (Guest,
+#: ...))``, and of ``guest``'s index of them, ``((Guest, ...), {vmid: Guest})``.
+_GUESTS = "salt_proxmox.backup.declared-guests/{target}"
+_BY_VMID = "salt_proxmox.backup.declared-guest-by-vmid/{target}"
+
+
+def guests(ctx: PveContext) -> tuple[Guest, ...]:
+    """Every guest this run declares present on ``ctx``'s target, in run order; read from the run's
+    chunks once per run (kept in the run's memo with the chunk list it was read from)."""
+    chunks = getattr(current_run(ctx.memo), "chunks", None)
+    key = _GUESTS.format(target=ctx.target.name)
+    kept = ctx.memo.get(key)
+    if kept is not None and kept[0] is chunks:
+        return kept[1]
     found = []
     for chunk in _chunks(ctx, tuple(GUEST_STATES)):
         if chunk.fun != "present":
@@ -67,7 +82,22 @@ def guests(ctx: PveContext) -> list[Guest]:
                 chunk.state_id,
             )
         )
-    return found
+    ctx.memo[key] = (chunks, tuple(found))
+    return ctx.memo[key][1]
+
+
+def guest(ctx: PveContext, vmid: int) -> Guest | None:
+    """The first guest this run declares present on ``ctx``'s target with ``vmid`` (``guests``), or
+    None; indexed once per run."""
+    declared = guests(ctx)
+    key = _BY_VMID.format(target=ctx.target.name)
+    kept = ctx.memo.get(key)
+    if kept is None or kept[0] is not declared:
+        index: dict[int, Guest] = {}
+        for found in declared:
+            index.setdefault(found.vmid, found)
+        kept = ctx.memo[key] = (declared, index)
+    return kept[1].get(vmid)
 
 
 def jobs(ctx: PveContext) -> list[Chunk]:

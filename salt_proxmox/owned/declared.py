@@ -10,7 +10,7 @@ again. A chunk of another state module (not this project's), or an apply, declar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
 from salt_proxmox import registry
 from salt_proxmox.ownership.report import undeclared_lines
@@ -65,14 +65,17 @@ NOTED = "salt_proxmox.undeclared_noted"
 def undeclared_once(
     run: Run | None,
     cache: MutableMapping,
-    rows: Mapping[str, object],
+    rows: Mapping[str, object] | Callable[[], Mapping[str, object]],
     default_target: str | None,
     pbs_default: str | None = None,
 ) -> list[str]:
     """The note of the owned objects ``run`` does not declare (``report.undeclared_lines``), for the
     first state of the run that asks; every later state of the run, and a call outside a run, gets
-    none. ``rows``: every row the minion holds."""
+    none. ``rows``: every row the minion holds, or the function reading them, called only by the
+    state that gives the note (every state asks: a read of every row per state costs N² at N). What
+    the function raises propagates, and the note is then left to a later state of the run."""
     if run is None or cache.get(NOTED) == run.key:
         return []
+    rows = rows() if callable(rows) else rows
     cache[NOTED] = run.key
     return undeclared_lines(rows, declared_row_keys(run.chunks, default_target, pbs_default))

@@ -49,6 +49,11 @@ from salt_proxmox.ownership.rows import (
 from salt_proxmox.ownership.stores import OwnershipFileError, OwnershipStore
 
 
+def as_stored(rows: Mapping[str, dict]) -> Mapping[str, dict]:
+    """The rows themselves, for ``OwnershipStore.derived``: read, never changed, by the caller."""
+    return rows
+
+
 class Ownership:
     """Reads and writes ownership rows through a store. Every change saves at once, under the
     store's lock and against the rows as stored now, so an error later in the run never leaves a
@@ -70,7 +75,8 @@ class Ownership:
         ``check_row``): deciding on it would crash or misread its identity; OwnershipFileError
         when the store cannot be read.
         """
-        row = self.store.load().get(key)
+        # The rows as stored now, not a copy of them all (``as_stored``): each state reads its own row.
+        row = self.store.derived(as_stored).get(key)
         found = copy.deepcopy(check_row(key, row)) if isinstance(row, dict) else None
         self._seen[key] = row_version(found)
         return found
@@ -209,8 +215,10 @@ class Ownership:
         change = doing or "written"
         try:
             with self.store.locked():
-                rows = self.store.load()
-                earlier = rows.get(key)
+                # The rows as stored now; copied only when this row changes (a no-drift apply
+                # confirms every row: copying every row for each would cost N² at N states).
+                stored = self.store.derived(as_stored)
+                earlier = stored.get(key)
                 earlier = earlier if isinstance(earlier, dict) else None
                 why = None
                 if key in self._seen and row_version(earlier) != self._seen[key]:
@@ -229,9 +237,10 @@ class Ownership:
                         "meanwhile; it is left as that process wrote it, and what this row was to guard was "
                         "not sent. Let the other run finish, then run this state again."
                     )
-                if row == earlier or (row is None and key not in rows):
+                if row == earlier or (row is None and key not in stored):
                     self._seen[key] = row_version(earlier)
                     return earlier, False
+                rows = dict(stored)
                 if row is None:
                     del rows[key]
                 else:

@@ -101,11 +101,19 @@ class Run:
         self.current: Chunk | None = Chunk.of(low) if isinstance(low, Mapping) else None
         self.key: object = key if key is not None else id(lowstate)
         self._keys: dict[tuple[str, ...], dict[str, list[tuple[int, Chunk]]]] = {}
+        #: The last ``at``: (the low mapping, this run at it). A state asks several times.
+        self._at: tuple[object, Run] | None = None
 
     def at(self, low: object) -> Run:
-        """This run (its chunks parsed once) with ``low`` as the chunk running now."""
+        """This run (its chunks parsed once) with ``low`` as the chunk running now; the same object
+        for the same ``low`` (Salt's ``__low__`` of the state running), so a state that asks
+        several times parses its chunk once."""
+        if self._at is not None and self._at[0] is low:
+            return self._at[1]
         run = copy.copy(self)
         run.current = Chunk.of(low) if isinstance(low, Mapping) else None
+        run._at = None
+        self._at = (low, run)
         return run
 
     @classmethod

@@ -44,7 +44,10 @@ def state_call(dunders: Mapping[str, object], fun: str, arguments: Mapping[str, 
     own = dict(arguments)
     extra = own.pop("kwargs", None) or {}
     declared = {key: value for key, value in extra.items() if not str(key).startswith("__")}
-    opts = dunders.get("__opts__") or {}
+    # None, not falsiness: Salt 3008's ``__opts__`` (``salt/utils/optsdict.py`` ``OptsDict``) counts
+    # every key of its layers for ``len``, which ``or`` asks for (about 0.3 ms a state).
+    opts = dunders.get("__opts__")
+    opts = {} if opts is None else opts
     low = dunders.get("__low__") or {}
     skin: dict[str, object] = {**call.fixed, "test": opts.get("test", False)}
     if call.state_id:
