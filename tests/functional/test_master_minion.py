@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from saltfactories.utils import random_string
 
+from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import ROWS_FILE
 from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
@@ -59,21 +60,40 @@ def minion(master: Any, estate: Estate) -> Iterator[Any]:
         yield factory
 
 
+#: What the minion daemon logs (at debug, salt-factories' file level) each time it reloads its
+#: grains and modules: Salt 3008 ``salt/minion.py`` ``Minion.module_refresh``.
+MODULE_RELOAD = "Refreshing modules. Notify="
+
+
+def module_reloads(minion: Any) -> int:
+    """How many times the minion daemon reloaded its modules (and grains) so far."""
+    return Path(minion.config["log_file"]).read_text(errors="replace").count(MODULE_RELOAD)
+
+
 def test_plan_apply_plan_from_the_master(master: Any, minion: Any, estate: Estate) -> None:
     salt = master.salt_cli(timeout=JOB_TIMEOUT)
+    reloads = []
 
     def run(test: bool) -> tuple[Any, str]:
         args = ["state.apply", "proxmox"] + (["test=True"] if test else [])
+        before = module_reloads(minion)
         ret = salt.run(*args, minion_tgt=minion.id)
+        reloads.append(module_reloads(minion) - before)
         assert isinstance(ret.data, dict), f"no state return: {ret.stdout}\n{ret.stderr}"
         return ret.data, ret.stdout + ret.stderr
 
     outputs = plan_apply_plan(estate, WAY, run)
 
-    # The ownership rows are grains on the minion: in its rows file and in what it reports.
+    # The apply wrote a row per object it made and two per guest created, yet the daemon reloaded
+    # its grains once, after the run's last state; neither plan had a grain to bring up to date.
+    assert reloads == [0, 1, 0]
+
+    # The ownership rows are grains on the minion: in its rows file and in what it reports, every
+    # row of the file, as the apply's return reached the master after that one reload.
     grains_file = Path(minion.config_dir) / ROWS_FILE
     reported = salt.run("grains.get", "salt_proxmox:owned", minion_tgt=minion.id)
     assert owned_phases(reported.data) == dict.fromkeys(OWNED_ROWS, "owned")
+    assert reported.data == FileStore(grains_file).load()
     everything = salt.run("grains.items", minion_tgt=minion.id)
     texts = {f"run {n}": out for n, out in enumerate(outputs)}
     texts["grains.items"] = json.dumps(everything.data)
