@@ -13,7 +13,10 @@ two per create: 100 creates on each of three minions took 4.6× as long through 
 
 So a changed row inside a state run only marks the reload due (``GrainRefresh.row_changed``), and
 the reload is asked for once, when the run's last state of this project (a chunk whose state
-module the registry holds) has run (``left``). A state Salt skips (a failed requisite) never calls
+module the registry holds) has run (``left``). A state declared ``parallel: True`` runs in a process
+of its own (Salt 3008 ``salt/state.py`` ``State.call_parallel``, ``_call_parallel_target``), whose
+bookkeeping the run never sees: it is no state the run waits for, and it asks for a due reload
+itself when it ends. A state Salt skips (a failed requisite) never calls
 this project, so its run may end before that last state; so a state that fails asks for a due
 reload at once, and the first state of every run compares the grain its minion serves with the
 rows on disk (``enter``'s ``stale``): a grain left behind by a run that ended early, a killed run
@@ -34,6 +37,11 @@ KEY = "salt_proxmox.grain_refresh"
 
 def _tag(chunk: Chunk) -> tuple[str, str, str, str]:
     return (chunk.state, chunk.state_id, chunk.name, chunk.fun)
+
+
+def _alone(chunk: Chunk) -> bool:
+    """True for a chunk Salt runs in a process of its own (``parallel: True``)."""
+    return chunk.args.get("parallel") is True
 
 
 def _ours(chunk: Chunk) -> bool:
@@ -58,6 +66,7 @@ class GrainRefresh:
         self.pending: set[tuple[str, str, str, str]] = set()
         self.due = False
         self.current: tuple[str, str, str, str] | None = None
+        self.alone = False
 
     def enter(self, run: Run | None, stale: Callable[[], bool]) -> None:
         """A state of this project of ``run`` (None: a call outside a state run) is about to run.
@@ -68,9 +77,10 @@ class GrainRefresh:
             return
         if run.key != self.run:
             self.run = run.key
-            self.pending = {_tag(chunk) for chunk in run.chunks if _ours(chunk)}
+            self.pending = {_tag(chunk) for chunk in run.chunks if _ours(chunk) and not _alone(chunk)}
             self.due = stale()
         self.current = _tag(run.current) if run.current is not None else None
+        self.alone = run.current is not None and _alone(run.current)
 
     def row_changed(self) -> bool:
         """A row was written. True (reload now) outside a state run; inside one, the reload is due."""
@@ -82,12 +92,12 @@ class GrainRefresh:
     def left(self, failed: bool) -> bool:
         """The state ``enter`` announced has run (``failed``: its result is False). True when the
         reload is due and it was the run's last state of this project, or it failed (Salt may skip
-        every later one)."""
+        every later one), or it ran in a process of its own (``parallel: True``)."""
         current, self.current = self.current, None
         if current is None:
             return False
         self.pending.discard(current)
-        if self.due and (failed or not self.pending):
+        if self.due and (failed or self.alone or not self.pending):
             self.due = False
             return True
         return False

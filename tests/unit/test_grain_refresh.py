@@ -11,6 +11,7 @@ called.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.run import config as run_config
+from salt_proxmox.run import grain
 
 DECLARED = {"vmid": 150, "node": "pve1", "memory": "1024"}
 
@@ -181,3 +183,23 @@ def test_a_state_that_raises_still_reloads_a_due_grain(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="boom"):
         minion.state(chunks, chunks[0], broken)
     assert minion.reloads == [{"async": False}]
+
+
+def test_a_parallel_state_reloads_when_its_own_process_ends_and_the_run_does_not_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    # Salt runs a parallel: True state in a process of its own (salt/state.py call_parallel): what
+    # it writes and that it ran never reach the run's other states, so it reloads a due grain
+    # itself, and the run's last sequential state does not wait for it to be crossed off.
+    minion = Minion(tmp_path)
+    chunks, writes = creates(3)
+    chunks[2]["parallel"] = True
+    minion.instance += 1
+    minion.state(chunks, chunks[0], writes["ct0"])
+    forked = Minion(tmp_path)  # the parallel state's process, with a copy of the run's bookkeeping
+    forked.instance = minion.instance
+    forked.context = {grain.KEY: copy.deepcopy(minion.context[grain.KEY])}
+    forked.state(chunks, chunks[2], writes["ct2"])
+    assert forked.reloads == [{"async": False}], "the parallel state reloaded its own rows"
+    minion.state(chunks, chunks[1], writes["ct1"])
+    assert minion.reloads == [{"async": False}], "ct1 was the run's last state it waits for"
