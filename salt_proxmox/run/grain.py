@@ -1,5 +1,6 @@
 """When a minion driven by a master reloads the ``salt_proxmox:owned`` grain: once per state run,
-after the run's last state of this project has run (docs/design.md §8, "Rows and the grain").
+after the run's last state of this project has run (docs/design.md §8, "Grains still show the rows,
+reloaded once per run").
 
 A master-driven minion serves every job from grains its main process loaded (a job is a fork of
 it, or with ``multiprocessing: False`` a thread whose state run works on a copy of its options),
@@ -8,19 +9,19 @@ and only ``saltutil.refresh_modules`` makes that process load them again: Salt 3
 rows file) and rebuilds every loader. ``saltutil.refresh_grains`` is no cheaper: it refreshes the
 pillar too, or with ``refresh_pillar=False`` calls ``refresh_modules``
 (``salt/modules/saltutil.py``). Asking for it after every changed row cost a full reload per row,
-two per create: 100 creates on each of three minions took 4.6× as long through a master as with
-``salt-call --local``.
+two per create, and made creates through a master several times slower than with
+``salt-call --local`` (docs/performance.md, "Through a master").
 
 So a changed row inside a state run only marks the reload due (``GrainRefresh.row_changed``), and
 the reload is asked for once, when the run's last state of this project (a chunk whose state
-module the registry holds) has run (``left``). A state declared ``parallel: True`` runs in a process
-of its own (Salt 3008 ``salt/state.py`` ``State.call_parallel``, ``_call_parallel_target``), whose
-bookkeeping the run never sees: it is no state the run waits for, and it asks for a due reload
-itself when it ends. A state Salt skips (a failed requisite) never calls
-this project, so its run may end before that last state; so a state that fails asks for a due
-reload at once, and the first state of every run compares the grain its minion serves with the
-rows on disk (``enter``'s ``stale``): a grain left behind by a run that ended early, a killed run
-or an ad-hoc call marks the reload due for this run. Outside a state run (an ad-hoc
+module the registry holds) has run (``left``). A state Salt skips (a failed requisite) never calls
+this project, so its run may end before that last state: a state that fails asks for a due reload
+at once, and the first state of every run compares the grain its minion serves with the rows on
+disk (``enter``'s ``stale``), so a grain left behind by a run that ended early, a killed run or an
+ad-hoc call is reloaded at the end of the next run. A state declared ``parallel: True`` runs in a
+process of its own (Salt 3008 ``salt/state.py`` ``State.call_parallel``,
+``_call_parallel_target``), whose bookkeeping the run never sees: the run does not wait for it, and
+it asks for a due reload itself when it ends. Outside a state run (an ad-hoc
 ``proxmox.lxc_create``) each changed row asks at once, as nothing tells when the caller is done.
 """
 
