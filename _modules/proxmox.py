@@ -183,7 +183,13 @@ def run_state(dunders, fun, arguments):
     if function not in __salt__:
         return refused_return(name, LookupError(f"{function} is not available on this minion"))
     return run_config.run_with_grain(
-        __salt__, __opts__, __context__, dunders, _store, __grains__, lambda: __salt__[function](**kwargs)
+        __salt__,
+        __opts__,
+        __context__,
+        dunders,
+        _store,
+        lambda: __grains__,
+        lambda: __salt__[function](**kwargs),
     )
 
 

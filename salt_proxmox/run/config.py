@@ -80,14 +80,14 @@ def run_with_grain(
     context: MutableMapping,
     dunders: Mapping[str, object],
     store: Callable[[], OwnershipStore],
-    grains: Mapping,
+    grains: Callable[[], Mapping],
     call: Callable[[], dict],
 ) -> dict:
     """``call()`` (one state of this project; ``dunders``: its state module's namespace, holding the
     run) with the ``salt_proxmox:owned`` grain reloaded once per run (``run.grain.GrainRefresh``): after
     the run's last state of this project, or after a state that failed, when a row changed in the
-    run or the grain ``grains`` (Salt's ``__grains__``, as the minion serves it) differs from the
-    rows of ``store()`` (a ``MinionStore``) at the run's first state.
+    run or the grain ``grains()`` (Salt's ``__grains__``, as the minion serves it; read only then)
+    differs from the rows of ``store()`` (a ``MinionStore``) at the run's first state.
 
     The reload is ``saltutil.refresh_modules`` (Salt's only reload of a minion's grains, Salt 3008
     ``salt/minion.py`` ``Minion.module_refresh``), awaited in a minion daemon's job
@@ -105,7 +105,7 @@ def run_with_grain(
             rows = kept.load() if isinstance(kept, MinionStore) else None
         except SaltProxmoxError:
             return False  # the state itself fails on the file, naming it
-        served = grains.get(GrainStore.GRAIN)
+        served = grains().get(GrainStore.GRAIN)
         served = served.get("owned") if isinstance(served, Mapping) else None
         return rows is not None and (served or {}) != rows
 

@@ -54,7 +54,7 @@ class Minion:
             return {"name": low["name"], "result": result, "changes": {}, "comment": ""}
 
         return run_config.run_with_grain(
-            self.salt, self.opts, self.context, dunders, self.store, self.grains, call
+            self.salt, self.opts, self.context, dunders, self.store, lambda: self.grains, call
         )
 
     def run(
