@@ -18,11 +18,12 @@ from saltfactories.utils import random_string
 
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import ROWS_FILE
-from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,
     Estate,
     assert_no_secret,
+    formula_master,
+    module_reloads,
     owned_phases,
     plan_apply_plan,
     started,
@@ -38,15 +39,7 @@ JOB_TIMEOUT = 120
 
 @pytest.fixture(scope="module")
 def master(salt_factories: Any) -> Iterator[Any]:
-    factory = salt_factories.salt_master_daemon(
-        random_string("pve-master-"),
-        overrides={
-            "interface": "127.0.0.1",
-            "file_roots": {"base": [str(FORMULA)]},
-            "pillar_roots": {"base": [str(PILLAR)]},
-        },
-    )
-    with started(WAY, "start salt-master", factory):
+    with formula_master(salt_factories, WAY) as factory:
         yield factory
 
 
@@ -58,16 +51,6 @@ def minion(master: Any, estate: Estate) -> Iterator[Any]:
     )
     with started(WAY, "start salt-minion", factory):
         yield factory
-
-
-#: What the minion daemon logs (at debug, salt-factories' file level) each time it reloads its
-#: grains and modules: Salt 3008 ``salt/minion.py`` ``Minion.module_refresh``.
-MODULE_RELOAD = "Refreshing modules. Notify="
-
-
-def module_reloads(minion: Any) -> int:
-    """How many times the minion daemon reloaded its modules (and grains) so far."""
-    return Path(minion.config["log_file"]).read_text(errors="replace").count(MODULE_RELOAD)
 
 
 def test_plan_apply_plan_from_the_master(master: Any, minion: Any, estate: Estate) -> None:

@@ -18,16 +18,31 @@ from saltfactories.utils import random_string
 
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import ROWS_FILE
-from tests.functional.test_master_minion import JOB_TIMEOUT, master, module_reloads  # noqa: F401 - fixture
-from tests.support.ways import OWNED_ROWS, Estate, owned_phases, plan_apply_plan, started
+from tests.support.ways import (
+    OWNED_ROWS,
+    Estate,
+    formula_master,
+    module_reloads,
+    owned_phases,
+    plan_apply_plan,
+    started,
+)
 
 pytestmark = pytest.mark.functional
 
 WAY = "master + minion (threads)"
+# Seconds the salt CLI waits for the minion's return.
+JOB_TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
-def minion(master: Any, estate: Estate) -> Iterator[Any]:  # noqa: F811 - master is the imported fixture
+def master(salt_factories: Any) -> Iterator[Any]:
+    with formula_master(salt_factories, WAY) as factory:
+        yield factory
+
+
+@pytest.fixture(scope="module")
+def minion(master: Any, estate: Estate) -> Iterator[Any]:
     factory = master.salt_minion_daemon(
         random_string("pve-threads-"),
         overrides={
@@ -41,9 +56,7 @@ def minion(master: Any, estate: Estate) -> Iterator[Any]:  # noqa: F811 - master
 
 
 def test_a_threaded_minion_reloads_the_grain_once_and_shows_every_row(
-    master: Any,  # noqa: F811 - the imported fixture
-    minion: Any,
-    estate: Estate,
+    master: Any, minion: Any, estate: Estate
 ) -> None:
     salt = master.salt_cli(timeout=JOB_TIMEOUT)
     reloads = []
