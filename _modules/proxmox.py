@@ -186,7 +186,15 @@ def run_state(dunders, fun, arguments):
         return refused_return(name, exc)
     if function not in __salt__:
         return refused_return(name, LookupError(f"{function} is not available on this minion"))
-    return __salt__[function](**kwargs)
+    return run_config.run_with_grain(
+        __salt__,
+        __opts__,
+        __context__,
+        dunders,
+        _store,
+        lambda: __grains__,
+        lambda: __salt__[function](**kwargs),
+    )
 
 
 def lxc_config(vmid, node=None, target=None):

@@ -22,6 +22,7 @@ from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.stores import OwnershipStore, grains_file, rows_file
 from salt_proxmox.pve.client import PveClient, new_session, parse_target
 from salt_proxmox.pve.readahead import ReadAhead
+from salt_proxmox.run import grain as owned_grain
 from salt_proxmox.run import overlap
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.lowstate import KeysOf, Run, twins_refusal
@@ -44,9 +45,10 @@ def salt_store(
     last: roster ``minion_opts``, minion config or pillar), else the minion's rows file beside its
     grains file (``MinionStore``; ``proxy``: this is a proxy minion), shown as the
     ``salt_proxmox:owned`` grain. After a row is written, ``grains`` (Salt's ``__grains__``) holds
-    it, and a minion that is not ``--local`` is asked to reload its grains
-    (``saltutil.refresh_modules``, as ``grains.setval`` does, without its pillar refresh), so
-    ``grains.get salt_proxmox:owned`` shows the rows.
+    it, and a minion that is not ``--local`` reloads its grains (``saltutil.refresh_modules``) once
+    per state run, after the run's last state of this project (``run.grain.GrainRefresh``, asked by
+    ``run_with_grain``), or at once for a row an ad-hoc call wrote, so ``grains.get
+    salt_proxmox:owned`` shows the rows.
     """
     path = salt["config.get"](OWNERSHIP_FILE, None)
     key = f"salt_proxmox.store/{path or grains_file(opts, proxy)}"
@@ -65,12 +67,59 @@ def salt_store(
             owned[row_key] = row
         grain["owned"] = owned
         grains[GrainStore.GRAIN] = grain
-        if not opts.get("local", False):
+        if not opts.get("local", False) and owned_grain.of(context).row_changed():
             salt["saltutil.refresh_modules"]()
 
     store = FileStore(path) if path else MinionStore(rows_file(opts, proxy), grains_file(opts, proxy), saved)
     context[key] = store
     return store
+
+
+def run_with_grain(
+    salt: Mapping[str, Callable[..., object]],
+    opts: Mapping[str, object],
+    context: MutableMapping,
+    dunders: Mapping[str, object],
+    store: Callable[[], OwnershipStore],
+    grains: Callable[[], Mapping],
+    call: Callable[[], dict],
+) -> dict:
+    """``call()`` (one state of this project; ``dunders``: its state module's namespace, holding the
+    run) with the ``salt_proxmox:owned`` grain reloaded once per run (``run.grain.GrainRefresh``): after
+    the run's last state of this project, or after a state that failed, when a row changed in the
+    run or the grain ``grains()`` (Salt's ``__grains__``, as the minion serves it; read only then)
+    differs from the rows of ``store()`` (a ``MinionStore``) at the run's first state.
+
+    The reload is ``saltutil.refresh_modules`` (Salt's only reload of a minion's grains, Salt 3008
+    ``salt/minion.py`` ``Minion.module_refresh``), awaited in a minion daemon's job
+    (``async=False``: the return reaches the master after the grain is current, so a
+    ``grains.get`` sent next sees every row) and only asked for from ``salt-call``, which may
+    have no daemon to answer. Nothing at all with ``--local``, where nothing else serves grains.
+    """
+    if opts.get("local", False):
+        return call()
+    refresh = owned_grain.of(context)
+
+    def stale() -> bool:
+        try:
+            kept = store()
+            rows = kept.load() if isinstance(kept, MinionStore) else None
+        except SaltProxmoxError:
+            return False  # the state itself fails on the file, naming it
+        served = grains().get(GrainStore.GRAIN)
+        served = served.get("owned") if isinstance(served, Mapping) else None
+        return rows is not None and (served or {}) != rows
+
+    refresh.enter(run_of(dunders, context), stale)
+    failed = True
+    try:
+        ret = call()
+        failed = not isinstance(ret, Mapping) or ret.get("result") is False
+        return ret
+    finally:
+        if refresh.left(failed):
+            wait = opts.get("__cli") != "salt-call"
+            salt["saltutil.refresh_modules"](**{"async": not wait})
 
 
 class RunSalt(Mapping):

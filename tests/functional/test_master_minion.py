@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 from saltfactories.utils import random_string
 
+from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import ROWS_FILE
-from tests.support.saltrun import FORMULA, PILLAR
 from tests.support.ways import (
     OWNED_ROWS,
     Estate,
     assert_no_secret,
+    formula_master,
+    module_reloads,
     owned_phases,
     plan_apply_plan,
     started,
@@ -37,15 +39,7 @@ JOB_TIMEOUT = 120
 
 @pytest.fixture(scope="module")
 def master(salt_factories: Any) -> Iterator[Any]:
-    factory = salt_factories.salt_master_daemon(
-        random_string("pve-master-"),
-        overrides={
-            "interface": "127.0.0.1",
-            "file_roots": {"base": [str(FORMULA)]},
-            "pillar_roots": {"base": [str(PILLAR)]},
-        },
-    )
-    with started(WAY, "start salt-master", factory):
+    with formula_master(salt_factories, WAY) as factory:
         yield factory
 
 
@@ -61,19 +55,28 @@ def minion(master: Any, estate: Estate) -> Iterator[Any]:
 
 def test_plan_apply_plan_from_the_master(master: Any, minion: Any, estate: Estate) -> None:
     salt = master.salt_cli(timeout=JOB_TIMEOUT)
+    reloads = []
 
     def run(test: bool) -> tuple[Any, str]:
         args = ["state.apply", "proxmox"] + (["test=True"] if test else [])
+        before = module_reloads(minion)
         ret = salt.run(*args, minion_tgt=minion.id)
+        reloads.append(module_reloads(minion) - before)
         assert isinstance(ret.data, dict), f"no state return: {ret.stdout}\n{ret.stderr}"
         return ret.data, ret.stdout + ret.stderr
 
     outputs = plan_apply_plan(estate, WAY, run)
 
-    # The ownership rows are grains on the minion: in its rows file and in what it reports.
+    # The apply wrote a row per object it made and two per guest created, yet the daemon reloaded
+    # its grains once, after the run's last state; neither plan had a grain to bring up to date.
+    assert reloads == [0, 1, 0]
+
+    # The ownership rows are grains on the minion: in its rows file and in what it reports, every
+    # row of the file, as the apply's return reached the master after that one reload.
     grains_file = Path(minion.config_dir) / ROWS_FILE
     reported = salt.run("grains.get", "salt_proxmox:owned", minion_tgt=minion.id)
     assert owned_phases(reported.data) == dict.fromkeys(OWNED_ROWS, "owned")
+    assert reported.data == FileStore(grains_file).load()
     everything = salt.run("grains.items", minion_tgt=minion.id)
     texts = {f"run {n}": out for n, out in enumerate(outputs)}
     texts["grains.items"] = json.dumps(everything.data)

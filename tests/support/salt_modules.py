@@ -16,7 +16,8 @@ def load(kind: str, name: str, salt: dict, test: bool, low: dict | None = None) 
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.__salt__ = salt
-    module.__opts__ = {"test": test}
+    # A --local minion: no daemon serves its grains, so a state run asks none to reload them.
+    module.__opts__ = {"test": test, "local": True}
     if low is not None:
         module.__low__ = low
     module.__env__ = "base"

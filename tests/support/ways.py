@@ -20,7 +20,7 @@ from typing import Any
 
 from tests.support.cluster import ServedCluster
 from tests.support.openbao import CREDS_PATH
-from tests.support.saltrun import state_rows, summary
+from tests.support.saltrun import FORMULA, PILLAR, state_rows, summary
 
 TARGET = "demo"
 STATE_IDS = {"proxmox-lxc-web", "proxmox-lxc-db", "proxmox-lxc-dns", "proxmox-lxc-web2"}
@@ -205,3 +205,32 @@ def started(way: str, what: str, daemon: Any) -> Iterator[Any]:
         yield running
     finally:
         context.__exit__(None, None, None)
+
+
+#: What a minion daemon logs (at debug, salt-factories' file level) each time it reloads its grains
+#: and modules: Salt 3008 ``salt/minion.py`` ``Minion.module_refresh``.
+MODULE_RELOAD = "Refreshing modules. Notify="
+
+
+def module_reloads(minion: Any) -> int:
+    """How many times the minion daemon ``minion`` (a salt-factories one) reloaded its modules and
+    grains so far, as its log file says."""
+    return Path(minion.config["log_file"]).read_text(errors="replace").count(MODULE_RELOAD)
+
+
+@contextlib.contextmanager
+def formula_master(salt_factories: Any, way: str) -> Iterator[Any]:
+    """A salt-master on 127.0.0.1 serving the formula (``formula/``) and the example pillar
+    (``pillar_examples/``), its start recorded as ``way``."""
+    from saltfactories.utils import random_string
+
+    factory = salt_factories.salt_master_daemon(
+        random_string("pve-master-"),
+        overrides={
+            "interface": "127.0.0.1",
+            "file_roots": {"base": [str(FORMULA)]},
+            "pillar_roots": {"base": [str(PILLAR)]},
+        },
+    )
+    with started(way, "start salt-master", factory) as running:
+        yield running
