@@ -17,7 +17,10 @@
   ``APIServer/AnyEvent.pm`` unescapes before routing.
 - The token is sent as ``Authorization: PVEAPIToken=USER@REALM!TOKENID=SECRET``
   (pve-access-control ``PVE::AccessControl``); the header is built per request and never kept
-  in an error or a log line.
+  in an error or a log line. It goes as the request's ``auth`` (``TokenAuth``), not as a bare
+  header: requests looks up ``~/.netrc`` for a request with no ``auth`` and lets the Basic
+  credentials it finds there replace any ``Authorization`` header (``Session.prepare_request``,
+  ``PreparedRequest.prepare_auth``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from urllib.parse import quote
 
 import requests
 from requests.adapters import HTTPAdapter
+from requests.auth import AuthBase
 
 from salt_proxmox.errors import DeclarationError, Uncertain
 from salt_proxmox.pve.errors import PveMalformed, PveRequestFailed, PveUnreachable, classify
@@ -192,6 +196,22 @@ def parse_target(
     )
 
 
+class TokenAuth(AuthBase):
+    """A request's API-token ``Authorization`` header (``value``: ``PVEAPIToken=…`` or
+    ``PBSAPIToken=…``), given as requests' ``auth`` so that requests never puts a ``~/.netrc``
+    entry's Basic credentials in its place. Its ``repr`` names no secret."""
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = self._value
+        return request
+
+    def __repr__(self) -> str:
+        return "TokenAuth(<hidden>)"
+
+
 def new_session(target: Target) -> requests.Session:
     """The one ``requests.Session`` a target's calls share within a run, keeping up to
     ``target.concurrency`` connections per member alive (requests' default keeps 10).
@@ -292,7 +312,7 @@ class PveClient:
                     params=params,
                     data=None if as_json else form,
                     json=dict(form or {}) if as_json else None,
-                    headers={"Authorization": self.authorization(credential)},
+                    auth=TokenAuth(self.authorization(credential)),
                     timeout=self.target.timeout,
                     # Per request: requests lets REQUESTS_CA_BUNDLE override a Session's verify.
                     verify=self.target.verify,

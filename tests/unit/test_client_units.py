@@ -80,6 +80,20 @@ def test_a_success_returns_data_with_token_header_timeout_and_tls() -> None:
     assert client.sent == [("GET", "nodes/pve1/lxc/150/config")]
 
 
+def test_a_netrc_entry_for_the_member_never_replaces_the_token(tmp_path, monkeypatch) -> None:
+    """requests reads ``~/.netrc`` (or ``$NETRC``) for a request sent without ``auth`` and lets its
+    Basic credentials replace an ``Authorization`` header (requests ``Session.prepare_request``,
+    ``PreparedRequest.prepare_auth``): the token goes as the request's ``auth``, so it always wins."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine pve1 login root password hunter2\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    pve1 = Member(answers(body={"data": None}))
+    client_with(pve1).request("GET", "version", CREDENTIAL)
+    sent = pve1.seen[0]["request"].headers["Authorization"]
+    assert sent == f"PVEAPIToken=salt@pve!provision={SECRET}", "a .netrc entry replaced the token"
+
+
 def test_verify_path_is_passed_to_the_transport() -> None:
     pve1 = Member(answers(body={"data": None}))
     client_with(pve1, verify="/etc/ssl/pve-ca.pem").request("GET", "version", CREDENTIAL)
