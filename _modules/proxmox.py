@@ -1537,7 +1537,8 @@ def export(family=None, node=None, pool=None, vmid=None, path=None, target=None)
     openbao: {...}}``, one entry per object under its family's section, in the product's own
     spellings, each with ``adopt: true``, so that pillar applied as it is plans nothing but the
     ownership rows it records. Filters: ``family`` (registry names, comma-separated: ``pool,lxc``),
-    ``node``, ``pool``, ``vmid``. Secrets are never exported: the log (and the file's comments) name
+    ``node``, ``pool``, ``vmid`` (a guest's own firewall objects by their scope's guest, a node's by
+    its ``node/<node>`` scope). Secrets are never exported: the log (and the file's comments) name
     each and where it goes. ``path=<file>``: also write it to that pillar file (YAML, mode 0600, the
     notes as comments), refused when the file exists. Nothing is written to PVE or OpenBao.
 

@@ -94,7 +94,11 @@ dependencies are requisites, so a family fails alone:
   (``vm/<vmid>``, ``ct/<vmid>``) require the container or VM of that vmid, and an IP set requires the aliases its
   entries name, when this pillar declares them present.
 - a firewall rule list requires the aliases, IP sets and security groups its rules name and, for a
-  guest's scope (vm/<vmid>, ct/<vmid>), the guest, when this pillar declares them present.
+  guest's scope (vm/<vmid>, ct/<vmid>), the guest, when this pillar declares them present. A name is
+  resolved as pve-firewall resolves it (src/PVE/Firewall.pm ipt_gen_src_or_dst_match for +<set>,
+  resolve_alias for an alias): in a guest's rules and IP sets a bare name is the guest's own set or alias
+  when this pillar declares one at that scope, else the cluster's; dc/ is always the cluster's, guest/
+  the guest's own; elsewhere (cluster, node, group/<name>) the cluster's.
 
 A policy is not a requisite of the PVE states: it runs before them, but a failed or refused policy
 leaves OpenBao's policy as it was, so the credentials the PVE states mint are those of the run before;
@@ -446,8 +450,7 @@ SECRETS = {
 # proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope
 # (cluster, node/<node>, vm/<vmid>, ct/<vmid>, group/<name>); its state requires the aliases, IP sets and
 # security groups its rules name and, for a guest's scope, the guest, when this pillar declares them
-# present. FIREWALL_OBJECTS: the state id prefix of an IP set's and a group's state.
-FIREWALL_OBJECTS = {"ipset": "proxmox-firewall-ipset-", "group": "proxmox-firewall-group-"}
+# present (_firewall_need resolves each name).
 FIREWALL_RULE_ABSENT_KEYS = ["target", "removal"]
 
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
@@ -840,8 +843,8 @@ def _networks(pillar, states):
 
 def _firewall(pillar, states, guests, aliases):
     """The firewall's option, IP set and security group states (after the guests). ``guests``: ``{vmid:
-    requisite}`` of the containers and VMs declared present; ``aliases``: ``{alias name: requisite}`` of
-    the cluster aliases declared present."""
+    requisite}`` of the containers and VMs declared present; ``aliases``: ``{(scope, lower-case name):
+    requisite}`` of the aliases declared present (scope ``cluster``, ``vm/<vmid>``, ``ct/<vmid>``)."""
     firewall = _lookup(pillar, "proxmox:firewall", states, "proxmox-firewall-")
     if not isinstance(firewall, Mapping):
         if firewall is not None:
@@ -850,6 +853,7 @@ def _firewall(pillar, states, guests, aliases):
         return
     _unknown_keys(states, "proxmox-firewall-pillar", "proxmox:firewall", firewall, FIREWALL_KEYS)
     target = firewall.get("target")
+    objects = {("alias", scope, name): need for (scope, name), need in aliases.items()}
     for kind, fun, what, identity in (
         ("groups", "group", "security group (comment)", ()),
         ("ipsets", "ipset", "IP set (scope, comment, cidrs)", ("scope",)),
@@ -871,11 +875,16 @@ def _firewall(pillar, states, guests, aliases):
             if kind == "ipsets" and isinstance(declared.get("cidrs"), list):
                 for entry in declared["cidrs"]:
                     cidr = _text(entry.get("cidr") if isinstance(entry, Mapping) else entry) or ""
-                    needs.append(aliases.get(cidr.removeprefix("dc/").lower()))
+                    found = ALIAS_REFERENCE.fullmatch(cidr)
+                    if found:
+                        needs.append(_firewall_need(objects, "alias", scope, found.group(1), found.group(2)))
             needs = [need for i, need in enumerate(needs) if need is not None and need not in needs[:i]]
             if needs:
                 states[prefix + key][f"proxmox_firewall.{fun}"].append({"require": needs})
-    _firewall_rules(pillar, states, aliases, guests, target)
+            if kind != "options" and _text(name):
+                where = "cluster" if kind == "groups" else scope or "cluster"
+                objects[(fun, where, name)] = {"proxmox_firewall": prefix + key}
+    _firewall_rules(pillar, states, objects, guests, target)
 
 
 def _bridge_needs(declared, bridges):
@@ -950,26 +959,51 @@ def _guest_of_sid(sid, sections):
     return None
 
 
+# A rule's source/dest naming an IP set (+<name>) or an alias, and an IP set entry naming an alias, with
+# the scope prefix pve-firewall takes (src/PVE/Firewall.pm parse_address_list, ipt_gen_src_or_dst_match).
+IPSET_REFERENCE = re.compile(r"\+(dc/|guest/|sdn/)?([A-Za-z][A-Za-z0-9_-]+)")
+ALIAS_REFERENCE = re.compile(r"(dc/|guest/)?([A-Za-z][A-Za-z0-9_-]+)")
+
+
 def _rule_names(rules):
-    """``[(kind, name)]`` of the aliases, IP sets and security groups a rule list names (a rule's
-    ``source``/``dest`` alias or ``+ipset``, a group rule's ``action``), as pve-firewall reads them."""
+    """``[(kind, prefix, name)]`` of the aliases, IP sets and security groups a rule list names (a rule's
+    ``source``/``dest`` alias or ``+ipset``, with its ``dc/``/``guest/`` prefix or ``""``, a group rule's
+    ``action``), as pve-firewall reads them."""
     names = []
     for rule in rules if isinstance(rules, list) else []:
         if not isinstance(rule, Mapping):
             continue
         for key in ("source", "dest"):
             value = _text(rule.get(key)) or ""
-            found = re.fullmatch(r"(\+)?(?:dc/|guest/)?([A-Za-z][A-Za-z0-9_-]+)", value)
-            if found:
-                names.append(("ipset" if found.group(1) else "alias", found.group(2)))
+            for kind, pattern in (("ipset", IPSET_REFERENCE), ("alias", ALIAS_REFERENCE)):
+                found = pattern.fullmatch(value)
+                if found:
+                    names.append((kind, found.group(1) or "", found.group(2)))
         if rule.get("type") == "group" and _text(rule.get("action")):
-            names.append(("group", rule["action"]))
+            names.append(("group", "", rule["action"]))
     return names
 
 
-def _firewall_rules(pillar, states, aliases, guests, target):
-    """The ``proxmox:firewall:rules`` states (after the firewall's objects). ``aliases``: the alias
-    states by lower-case name; ``guests``: the container and VM states by vmid."""
+def _firewall_need(objects, kind, scope, prefix, name):
+    """The state an alias, IP set or group reference names from a rule or IP set of ``scope``, or None.
+    ``objects``: ``{(kind, scope, name): requisite}`` of those declared present (an alias's name lower
+    case); ``prefix``: ``dc/``, ``guest/``, ``sdn/`` or ``""``. As pve-firewall resolves it
+    (src/PVE/Firewall.pm ``ipt_gen_src_or_dst_match`` for ``+<set>``, ``resolve_alias`` for an alias):
+    in a guest's scope the guest's own first unless ``dc/``, then the cluster's unless ``guest/``;
+    elsewhere (cluster, node, group: ``generate_group_rules`` passes the cluster's configuration only)
+    the cluster's. ``sdn/`` sets are SDN's, not this pillar's."""
+    name = name.lower() if kind == "alias" else name
+    if prefix == "sdn/":
+        return None
+    own = scope if scope.partition("/")[0] in ("vm", "ct") else None
+    if own is not None and prefix != "dc/" and (kind, own, name) in objects:
+        return objects[(kind, own, name)]
+    return objects.get((kind, "cluster", name)) if prefix != "guest/" else None
+
+
+def _firewall_rules(pillar, states, objects, guests, target):
+    """The ``proxmox:firewall:rules`` states (after the firewall's objects). ``objects``: the alias, IP
+    set and group states (``_firewall_need``); ``guests``: the container and VM states by vmid."""
     prefix = "proxmox-firewall-rules-"
     for key, declared in _entries(pillar, "proxmox:firewall:rules", prefix, "rule list (rules, adopt, ...)", states):
         if target is not None and "target" not in declared:
@@ -979,18 +1013,13 @@ def _firewall_rules(pillar, states, aliases, guests, target):
             args = _arguments(name, declared, [], FIREWALL_RULE_ABSENT_KEYS)
             states[prefix + key] = {"proxmox_firewall.rules_absent": args}
             continue
-        needs = []
-        for kind, named in _rule_names(declared.get("rules")):
-            if kind == "alias":
-                needs.append(aliases.get(named.lower()))
-            else:
-                state_id = FIREWALL_OBJECTS[kind] + named
-                needs.append({"proxmox_firewall": state_id} if state_id in states else None)
         scope = _text(name) or ""
+        needs = []
+        for kind, where, named in _rule_names(declared.get("rules")):
+            needs.append(_firewall_need(objects, kind, scope, where, named))
         kind, _, ident = scope.partition("/")
         if kind == "group":
-            state_id = FIREWALL_OBJECTS["group"] + ident
-            needs.append({"proxmox_firewall": state_id} if state_id in states else None)
+            needs.append(objects.get(("group", "cluster", ident)))
         needs.append(guests.get(int(ident)) if kind in ("vm", "ct") and ident.isdigit() else None)
         needs = [need for index, need in enumerate(needs) if need is not None and need not in needs[:index]]
         args = _arguments(name, declared, ["ensure", "name", "removal"])
@@ -1127,7 +1156,13 @@ def estate(pillar):
         state = states.get("proxmox-firewall-alias-" + key, {}).get("proxmox_firewall_alias.present")
         if need is not None and state is not None:
             state.append({"require": [need]})
-    aliases = {name.lower(): need for name, need in present["proxmox:firewall_aliases"].items()}
+    # Aliases by scope and name: a guest's own and the cluster's of one name are two objects.
+    aliases = {}
+    for key, declared in sections["proxmox:firewall_aliases"]:
+        name = _text(_name("proxmox:firewall_aliases", key, declared))
+        if _present(declared) and name is not None:
+            scope = _text(declared.get("scope")) or "cluster"
+            aliases[(scope, name.lower())] = {"proxmox_firewall_alias": "proxmox-firewall-alias-" + key}
     _firewall(pillar, states, guests, aliases)
     # A guest's snapshots come last: each requires its guest (GUEST_NESTED).
     for path, guest_id, key, declared in snapshots:

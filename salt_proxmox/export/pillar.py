@@ -10,7 +10,10 @@ LookupError here and a failing test (``tests/unit/test_registry.py``), never a s
 
 Filters: ``families`` (registry names), ``node``, ``pool``, ``vmid``: given, a filter keeps only the
 objects that have that attribute and match it (``node`` keeps guests, interfaces and Ceph pools of
-that node; ``pool`` the guests in that pool and the pool itself; ``vmid`` that guest).
+that node; ``pool`` the guests in that pool and the pool itself; ``vmid`` that guest). A firewall object
+has them by its scope (``firewall.scope.export_place``): a guest's own options, rule list, IP sets and
+aliases (``vm/<vmid>``, ``ct/<vmid>``) pass ``vmid`` of that guest and ``node``/``pool`` of the guest's
+node and pool; a node's options and rule list (``node/<node>``) pass ``node`` of that node.
 
 Secrets are never exported (PVE does not show them, or shows them masked): a note names each, and
 where its value goes (a secrets pillar; the formula passes the entry's ``secrets_pillar``). ``to_yaml``
@@ -105,6 +108,8 @@ FIREWALL = {
     "firewall_group": "groups",
     "firewall_rules": "rules",
 }
+#: The kinds whose objects live at a firewall scope, placed by it for the filters (``_keep``).
+FIREWALL_SCOPED = frozenset({"firewall_alias", *FIREWALL})
 
 
 def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exported) -> None:
@@ -164,6 +169,7 @@ def export(ctx, bao, filters: Filters, pbs: Mapping[str, object] | None = None) 
     read is left out with a note naming why (a cluster without Ceph, a listing the read credential may
     not see), never silently. Raises LookupError for a family without an export."""
     result = Export()
+    places: dict = {}
     for family in registry.FAMILIES:
         if filters.families is not None and family.name not in filters.families:
             continue
@@ -182,7 +188,7 @@ def export(ctx, bao, filters: Filters, pbs: Mapping[str, object] | None = None) 
                 continue
             for where, context in pbs.items() if on_pbs else [(None, ctx)]:
                 try:
-                    found = run(context, bao, lambda names, family=family: filters.keeps(family, names))
+                    found = run(context, bao, _keep(filters, family, kind, context, places))
                 except SaltProxmoxError as exc:
                     result.notes.append(f"{kind.name}: not exported: {exc}")
                     continue
@@ -193,6 +199,22 @@ def export(ctx, bao, filters: Filters, pbs: Mapping[str, object] | None = None) 
                     result.count += 1
                 result.notes.extend(found.notes)
     return result
+
+
+def _keep(filters: Filters, family: registry.Family, kind: registry.Kind, ctx, places: dict) -> Callable:
+    """``keep(names)`` of ``kind``'s export: ``filters.keeps``, a firewall object placed by its scope
+    (``firewall.scope.export_place``) when a node, vmid or pool filter is given. ``places``: the guest
+    scopes' places, read on first use (``firewall.scope.export_places``) and kept for the export."""
+    if kind.name not in FIREWALL_SCOPED or not (filters.node or filters.vmid or filters.pool):
+        return lambda names: filters.keeps(family, names)
+    from salt_proxmox.firewall.scope import export_place, export_places
+
+    def keep(names: Mapping[str, object]) -> bool:
+        if "guests" not in places:
+            places["guests"] = export_places(ctx)
+        return filters.keeps(family, {**export_place(places["guests"], names), **names})
+
+    return keep
 
 
 def family_filter(raw: object) -> frozenset[str] | None:

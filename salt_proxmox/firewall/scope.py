@@ -228,6 +228,39 @@ def guest_firewalls(ctx: PveContext) -> list[tuple[str, str]]:
     return found
 
 
+def export_places(ctx: PveContext) -> dict[str, dict[str, object]]:
+    """``proxmox.export``'s filters (``node=``, ``vmid=``, ``pool=``): ``{scope: {vmid, node[, pool]}}`` of
+    every guest scope (``vm/<vmid>``, ``ct/<vmid>``) the cluster's guest index lists, read now (one ``GET
+    cluster/resources?type=vm``, as ``guest_firewalls`` reads it). Raises what the index read raises
+    (PveError, PveMalformed, PveUnreachable)."""
+    from salt_proxmox.guest.absence import index_rows
+
+    places = {}
+    for row in index_rows(ctx):
+        name = guest_scope(row)
+        if name is not None:
+            place = {"vmid": int(row["vmid"]), "node": str(row["node"]), "pool": row.get("pool")}
+            places[name] = {key: value for key, value in place.items() if value is not None}
+    return places
+
+
+def export_place(
+    places: Mapping[str, Mapping[str, object]], names: Mapping[str, object]
+) -> dict[str, object]:
+    """Where the scope a firewall object lives at stands, for ``proxmox.export``'s filters: a guest's
+    (``vm/<vmid>``, ``ct/<vmid>``) its ``vmid``, ``node`` and ``pool`` (``places``: ``export_places``); a
+    node's (``node/<node>``) its ``node``; the cluster's, a security group's and an object of the cluster
+    (no ``scope``) nothing: ``{}``. The scope is ``names``' ``scope`` (a guest's IP set or alias) or its
+    ``name`` (options, a rule list); an IP set's, alias's or group's own name holds no ``/``."""
+    text = names.get("scope", names.get("name"))
+    if not isinstance(text, str) or "/" not in text:
+        return {}
+    kind, _, rest = text.partition("/")
+    if kind == "node":
+        return {"node": rest}
+    return dict(places.get(text, {}))
+
+
 def export_listings(ctx: PveContext, collection: str) -> list[tuple[Call, Mapping[str, object]]]:
     """``ObjectSpec.export_listings`` of a kind kept at the cluster's and at each guest's scope
     (``collection``: ``ipset``, ``aliases``): the cluster's listing, then each guest's

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cluster import ROUTER_VMID
+from tests.support.cluster import DNS1_NODE, DNS1_VMID, ROUTER_NODE, ROUTER_VMID
 from tests.support.guests import requests_since, static_targets, writes
 from tests.support.saltworld import Low, SaltWorld, chunks_of
 
@@ -73,3 +73,50 @@ def test_guest_ip_sets_aliases_and_options_are_exported_with_their_scope(fresh_c
     again = world.run(lows, test=True)
     assert all(r["result"] is True and not r["changes"] for r in again), _shown(again)
     assert writes(requests_since(fresh_cluster, start)) == [], "adopting writes nothing to PVE"
+
+
+def test_vmid_and_node_filters_keep_a_guests_own_firewall_objects_by_its_scope(fresh_cluster, world):
+    """``vmid=`` keeps the firewall objects of that guest's scope (its options, rule list, IP sets and
+        aliases carry ``scope``/``name`` ``vm/<vmid>``, not ``vmid``), ``node=`` those of the guests on that
+        node (the guest index's ``node``) and that node's own options and rules, ``pool=`` those of the guests
+    in that pool; the cluster's objects have no
+        node or vmid and are left out, as a filter leaves out every object without the attribute."""
+    dns = f"ct/{DNS1_VMID}"
+    made = world.run(
+        [
+            Low("proxmox_firewall_alias", "present", {"name": "gw", "cidr": "10.0.0.1", "scope": SCOPE}, "a"),
+            Low("proxmox_firewall_alias", "present", {"name": "gw", "cidr": "10.9.9.9"}, "b"),
+            Low("proxmox_firewall", "ipset", {"name": "admins", "scope": SCOPE, "cidrs": ["gw"]}, "c"),
+            Low("proxmox_firewall", "ipset", {"name": "admins", "cidrs": ["192.0.2.0/24"]}, "d"),
+            Low("proxmox_firewall", "ipset", {"name": "peers", "scope": dns, "cidrs": ["192.0.2.7"]}, "e"),
+            Low("proxmox_firewall", "options", {"name": SCOPE, "policy_in": "REJECT"}, "f"),
+            Low("proxmox_firewall", "options", {"name": f"node/{ROUTER_NODE}", "log_level_in": "info"}, "g"),
+            Low(
+                "proxmox_firewall",
+                "rules",
+                {"name": SCOPE, "rules": [{"type": "in", "action": "ACCEPT", "macro": "SSH", "enable": 1}]},
+                "h",
+            ),
+        ],
+        test=False,
+    )
+    assert all(r["result"] is True for r in made), _shown(made)
+
+    def exported(**filters) -> dict:
+        pillar = world.salt["proxmox.export"](family="firewall,firewall_alias", **filters)
+        found = pillar.get("proxmox", {})
+        sections = {"aliases": found.get("firewall_aliases", {}), **found.get("firewall", {})}
+        return {section: sorted(entries) for section, entries in sections.items() if entries}
+
+    router = {
+        "aliases": [f"vm-{ROUTER_VMID}-gw"],
+        "ipsets": [f"vm-{ROUTER_VMID}-admins"],
+        "options": [SCOPE],
+        "rules": [SCOPE],
+    }
+    assert exported(vmid=ROUTER_VMID) == router
+    assert exported(vmid=DNS1_VMID) == {"ipsets": [f"ct-{DNS1_VMID}-peers"]}
+    assert exported(node=ROUTER_NODE) == {**router, "options": [f"node/{ROUTER_NODE}", SCOPE]}
+    assert exported(node=DNS1_NODE) == {"ipsets": [f"ct-{DNS1_VMID}-peers"]}
+    fresh_cluster.pve.vm(ROUTER_VMID).pool = "lab"  # the guest index row's pool
+    assert exported(pool="lab") == router

@@ -9,6 +9,7 @@ import yaml
 from salt_proxmox import registry
 from salt_proxmox.export.objects import Exported, default_values
 from salt_proxmox.export.pillar import Export, Filters, family_filter, place, to_yaml
+from salt_proxmox.firewall.scope import export_place
 from tests.support.formula import formula
 
 
@@ -90,3 +91,20 @@ def test_the_pillar_file_holds_the_notes_as_comments_and_the_pillar_as_yaml() ->
         "# NOTE: VM 210: cipassword is a secret",
     ]
     assert yaml.safe_load(text) == done.pillar
+
+
+def test_a_firewall_object_is_placed_by_its_scope_for_the_filters() -> None:
+    """A firewall object names its scope (``scope`` of a guest's IP set or alias, ``name`` of options and a
+    rule list), never ``vmid`` or ``node``: it is placed by that scope's guest (the guest index) or node."""
+    places = {"vm/300": {"vmid": 300, "node": "pve2", "pool": "lab"}}
+    firewall = _family("firewall")
+    assert export_place(places, {"name": "admins", "scope": "vm/300"}) == places["vm/300"]
+    assert export_place(places, {"name": "vm/300"}) == places["vm/300"]
+    assert export_place(places, {"name": "node/pve1"}) == {"node": "pve1"}
+    assert (
+        export_place(places, {"name": "admins"}) == {} and export_place(places, {"name": "group/web"}) == {}
+    )
+    assert export_place(places, {"name": "ct/120"}) == {}, "a guest the index does not list is nowhere"
+    placed = {**export_place(places, {"name": "vm/300"}), "name": "vm/300"}
+    assert Filters(vmid=300).keeps(firewall, placed) and Filters(node="pve2").keeps(firewall, placed)
+    assert Filters(pool="lab").keeps(firewall, placed) and not Filters(node="pve1").keeps(firewall, placed)

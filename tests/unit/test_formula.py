@@ -177,10 +177,6 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
 
 
 def test_a_rule_list_requires_what_its_rules_name_and_its_guest():
-    states = {
-        "proxmox-firewall-group-webgrp": {"proxmox_firewall.group": [{"name": "webgrp"}]},
-        "proxmox-firewall-ipset-admins": {"proxmox_firewall.ipset": [{"name": "admins"}]},
-    }
     pillar = {
         "proxmox": {
             "qemu": {"app": {"vmid": 510, "node": "pve1"}},
@@ -213,8 +209,11 @@ def test_a_rule_list_requires_what_its_rules_name_and_its_guest():
         {"name": "node/pve2", "removal": "destroy", "target": "homelab"},
     )
     # An IP set's and a group's states, when the pillar declares them, are required by name.
-    with_objects = dict(states)
-    formula()._firewall(pillar, with_objects, {}, {})
+    declared = {"ipsets": {"admins": {"scope": "cluster", "cidrs": []}}, "groups": {"webgrp": {}}}
+    with_objects: dict = {}
+    formula()._firewall(
+        {"proxmox": {"firewall": {**pillar["proxmox"]["firewall"], **declared}}}, with_objects, {}, {}
+    )
     assert args(with_objects["proxmox-firewall-rules-vm/510"])[1]["require"] == [
         {"proxmox_firewall": "proxmox-firewall-ipset-admins"},
         {"proxmox_firewall": "proxmox-firewall-group-webgrp"},
@@ -895,6 +894,72 @@ def test_an_rbd_storage_requires_the_ceph_pool_it_names():
     assert needs("proxmox-storage-backups") == []
     order = list(states)
     assert order.index("proxmox-ceph-pool-vmdata") < order.index("proxmox-storage-ceph-vm")
+
+
+def test_a_guest_rule_list_requires_the_guests_own_ip_set_and_alias_before_the_clusters():
+    """pve-firewall src/PVE/Firewall.pm resolves a name in a guest's rules and IP sets in the guest's own
+    configuration first, then the cluster's (``ipt_gen_src_or_dst_match`` for ``+<set>``, ``resolve_alias``
+    for an alias; ``dc/`` is the cluster's, ``guest/`` the guest's own), and a cluster rule, a node rule
+    and a security group's rules only in the cluster's: each rule list requires the state of the object
+    PVE will resolve, whatever the entries' keys, and a guest's and the cluster's of one name are two
+    states."""
+    states = render(
+        {
+            "proxmox": {
+                "lxc": {"web": {"vmid": 150, "node": "pve1"}},
+                "firewall_aliases": {
+                    "gw": {"cidr": "10.9.9.9"},
+                    "ct-150-gw": {"name": "gw", "cidr": "10.0.0.1", "scope": "ct/150"},
+                    "lab": {"cidr": "10.0.0.0/24"},
+                },
+                "firewall": {
+                    "ipsets": {
+                        "admins": {"cidrs": ["192.0.2.0/24"]},
+                        "ct-150-admins": {"name": "admins", "scope": "ct/150", "cidrs": ["GW", "dc/gw"]},
+                        "peers": {"scope": "cluster", "cidrs": ["gw"]},
+                    },
+                    "rules": {
+                        "ct/150": {
+                            "rules": [
+                                {"type": "in", "action": "ACCEPT", "source": "+admins", "dest": "gw"},
+                                {"type": "in", "action": "ACCEPT", "source": "+dc/peers", "dest": "lab"},
+                            ]
+                        },
+                        "vm/151": {
+                            "rules": [
+                                {"type": "in", "action": "ACCEPT", "source": "+dc/admins", "dest": "dc/gw"}
+                            ]
+                        },
+                        "cluster": {
+                            "rules": [{"type": "in", "action": "ACCEPT", "source": "+admins", "dest": "gw"}]
+                        },
+                    },
+                },
+            }
+        }
+    )
+    assert not failing(states)
+    guest_set = {"proxmox_firewall": "proxmox-firewall-ipset-ct-150-admins"}
+    guest_alias = {"proxmox_firewall_alias": "proxmox-firewall-alias-ct-150-gw"}
+    cluster_set = {"proxmox_firewall": "proxmox-firewall-ipset-admins"}
+    cluster_alias = {"proxmox_firewall_alias": "proxmox-firewall-alias-gw"}
+    assert args(states["proxmox-firewall-rules-ct/150"])[1]["require"] == [
+        guest_set,
+        guest_alias,
+        {"proxmox_firewall": "proxmox-firewall-ipset-peers"},
+        {"proxmox_firewall_alias": "proxmox-firewall-alias-lab"},
+        {"proxmox_lxc": "proxmox-lxc-web"},
+    ]
+    # VM 151 declares no set or alias of its own here: a name resolves to the cluster's.
+    assert args(states["proxmox-firewall-rules-vm/151"])[1]["require"] == [cluster_set, cluster_alias]
+    assert args(states["proxmox-firewall-rules-cluster"])[1]["require"] == [cluster_set, cluster_alias]
+    # A guest's IP set entry: a bare alias (any case) is the guest's own, dc/ the cluster's.
+    assert args(states["proxmox-firewall-ipset-ct-150-admins"])[1]["require"] == [
+        {"proxmox_lxc": "proxmox-lxc-web"},
+        guest_alias,
+        cluster_alias,
+    ]
+    assert args(states["proxmox-firewall-ipset-peers"])[1]["require"] == [cluster_alias]
 
 
 def test_the_firewall_runs_after_the_guests_a_guest_scope_requiring_its_guest():
