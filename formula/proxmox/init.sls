@@ -64,10 +64,10 @@ the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
 policies first, then aliases, pools, roles, realms, groups, users, tokens, ACL entries, Ceph pools, PBS
-datastores, storage, node networks, SDN, containers, VMs, backup jobs, then the firewall, then the
-guests' snapshots; a pool declared absent runs after the guests (they move out of it first, so one
-apply empties and deletes it). Only real
-dependencies are requisites, so a family fails alone:
+datastores, storage, HA groups, HA resources, HA rules, node networks, SDN, containers, VMs, backup
+jobs, then the firewall, then the guests' snapshots; a pool declared absent runs after the guests (they
+move out of it first, so one apply empties and deletes it). Only real dependencies are requisites, so a
+family fails alone:
 
 - an ACL entry requires the role it grants, the user, group or token it names and the pool of a
   ``/pool/<poolid>`` path, when this pillar declares them present (PVE refuses an ACL entry naming a
