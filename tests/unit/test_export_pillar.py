@@ -90,3 +90,19 @@ def test_the_pillar_file_holds_the_notes_as_comments_and_the_pillar_as_yaml() ->
         "# NOTE: VM 210: cipassword is a secret",
     ]
     assert yaml.safe_load(text) == done.pillar
+
+
+@pytest.mark.parametrize("guest_first", [True, False])
+def test_a_guest_s_own_alias_and_a_cluster_alias_named_as_its_label_are_both_kept(guest_first: bool) -> None:
+    """pve-firewall takes ``vm-510-gw`` as an alias name (``Firewall.pm`` ``$ip_alias_pattern``), the
+    label a guest's own alias ``gw`` is placed under: whichever is read first, both are kept, the
+    cluster's under its name (the key is its name) and the guest's under a free label."""
+    family = _family("firewall_alias")
+    own = {"name": "gw", "scope": "vm/510", "cidr": "10.0.0.1", "adopt": True}
+    cluster = {"name": "vm-510-gw", "cidr": "10.9.9.9", "adopt": True}
+    pillar: dict = {}
+    for declaration in (own, cluster) if guest_first else (cluster, own):
+        names = {key: declaration[key] for key in ("name", "scope") if key in declaration}
+        place(pillar, family, family.kinds[0], Exported(names, dict(declaration), "x"))
+    aliases = pillar["proxmox"]["firewall_aliases"]
+    assert aliases == {"vm-510-gw": {"cidr": "10.9.9.9", "adopt": True}, "vm-510-gw-2": own}, aliases
