@@ -133,7 +133,7 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         return
     if kind.name in FIREWALL:
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
-        entries[_named(entry)] = entry
+        entries[_named(entries, entry)] = entry
         return
     entries = pillar.setdefault(top, {})
     for part in section.split(":"):  # proxmox:pbs:datastores nests one level deeper
@@ -148,17 +148,37 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         base = _label(f"{names['role']}-{names[kind_key]}-on-{where}")
         entries[_unique(entries, base, len(entries))] = entry
         return
-    entries[_named(entry)] = entry
+    entries[_named(entries, entry)] = entry
 
 
-def _named(entry: dict) -> str:
-    """The key of an entry named by its ``name``: the name (taken out of the entry), or, for a guest's own
-    firewall IP set or alias (``scope: vm/<vmid>``), ``<scope>-<name>`` as a label with ``name`` kept in
-    the entry, since the cluster and other guests may hold one of the same name."""
-    scope = entry.get("scope")
-    if isinstance(scope, str) and scope != "cluster":
-        return _label(f"{scope}-{entry['name']}")
-    return str(entry.pop("name"))
+def _scoped(entry: object) -> bool:
+    scope = entry.get("scope") if isinstance(entry, Mapping) else None
+    return isinstance(scope, str) and scope != "cluster"
+
+
+def _free(section: Mapping, key: str) -> str:
+    """``key``, or the first of ``key-2``, ``key-3``, … that ``section`` does not hold."""
+    found, count = key, 1
+    while found in section:
+        count += 1
+        found = f"{key}-{count}"
+    return found
+
+
+def _named(entries: dict, entry: dict) -> str:
+    """The key in ``entries`` of an entry named by its ``name``: the name (taken out of the entry), or,
+    for a guest's own firewall IP set or alias (``scope: vm/<vmid>``), ``<scope>-<name>`` as a label with
+    ``name`` kept in the entry, since the cluster and other guests may hold one of the same name. A
+    label is only a key: one a cluster object's name (pve-firewall takes ``vm-510-gw`` as a name) or
+    another label holds already gets a free one, and a guest's entry under a name a cluster object
+    then claims moves to a free one, so no object overwrites another."""
+    if _scoped(entry):
+        return _free(entries, _label(f"{entry['scope']}-{entry['name']}"))
+    name = str(entry.pop("name"))
+    if _scoped(entries.get(name)):
+        moved = _free(entries, name)
+        entries[moved] = entries.pop(name)
+    return name
 
 
 def export(ctx, bao, filters: Filters, pbs: Mapping[str, object] | None = None) -> Export:

@@ -49,12 +49,21 @@ def read_current(ctx: PveContext, kind: str, node: str, vmid: int) -> Mapping[st
     qemu-server ``PVE/API2/Qemu.pm`` ``vm_status``), its ``status`` word checked. It carries ``ha``
     too, pve-ha-manager ``PVE::HA::Config::get_service_status``: ``{managed: 0}``, or ``{managed: 1,
     state: <requested state>, ...}`` for a guest HA manages (``ha_managed``). Raises PveMalformed
-    for an answer without a status word, and what the client raises."""
+    for an answer without a status word or whose ``ha`` is not ``{managed: 0|1, ...}`` (read as
+    unmanaged, a start HA takes over would be planned), and what the client raises."""
     path = f"{status_path(kind, node, vmid)}/current"
     status = ctx.client.request("GET", path, ctx.broker.read())
     word = status.get("status") if isinstance(status, Mapping) else None
     if not isinstance(word, str) or not word:
         raise PveMalformed("GET", path, "the answer has no status word")
+    if "ha" in status:
+        ha = status["ha"]
+        try:
+            managed = flag(ha["managed"]) if isinstance(ha, Mapping) and "managed" in ha else None
+        except ValueError:
+            managed = None
+        if managed is None:
+            raise PveMalformed("GET", path, "its ha is not {managed: 0|1, ...}")
     return status
 
 

@@ -212,8 +212,10 @@ def archived_config(ctx: PveContext, node: str, volid: str) -> ArchivedConfig:
     """The config archive ``volid`` holds, read on ``node`` with the read credential (``GET
     /nodes/{node}/vzdump/extractconfig?volume=<volid>``: pve-manager ``API2/VZDump.pm``
     ``extractconfig``, ``check_volume_access`` as for the content listing, so ``find_archive``'s
-    privileges serve), once per archive and run. Raises PveMalformed for an answer that is not text,
-    and what the client raises."""
+    privileges serve), once per archive and run. Raises PveMalformed for an answer that is not text or
+    holds no ``key: value`` line (pve-storage ``PVE/Storage.pm`` ``extract_vzdump_config_tar``/``_vma``
+    die ``ERROR: archive contains no configuration file`` rather than answer nothing), and what the
+    client raises."""
     key = f"salt_proxmox.archived/{ctx.target.name}/{volid}"
     found = ctx.memo.get(key)
     if found is None:
@@ -221,7 +223,10 @@ def archived_config(ctx: PveContext, node: str, volid: str) -> ArchivedConfig:
         text = ctx.client.request("GET", path, ctx.broker.read(), params={"volume": volid})
         if not isinstance(text, str):
             raise PveMalformed("GET", f"{path}?volume={volid}", "expected the archive's config as text")
-        found = ctx.memo[key] = parse_archived_config(text)
+        found = parse_archived_config(text)
+        if not found.config:
+            raise PveMalformed("GET", f"{path}?volume={volid}", "the archive's config holds no configuration")
+        ctx.memo[key] = found
     return found
 
 

@@ -55,6 +55,15 @@ def get_rows(
 
 def node_names(client: PveClient, credential: Credential) -> list[str]:
     """The cluster's nodes, sorted (``GET /nodes``, pve-manager ``PVE/API2/Nodes.pm`` index): where a
-    node-scoped listing (interfaces, Ceph pools) is read. Raises what ``get_rows`` raises."""
+    node-scoped listing (interfaces, Ceph pools) is read. ``index`` lists every node of
+    ``get_nodelist``, the answering one included, each with its ``node`` name whatever the caller may
+    audit (``extract_node_stats`` hides only the stats): raises PveMalformed for no node or a row
+    without its name (read as fewer nodes, a member would be called foreign and a node's listing
+    left unread), and what ``get_rows`` raises."""
     rows = get_rows(client, "nodes", credential, what="nodes")
-    return sorted(str(row["node"]) for row in rows if row.get("node"))
+    names = [row.get("node") for row in rows]
+    if not names or not all(isinstance(name, str) and name for name in names):
+        raise PveMalformed(
+            "GET", "nodes", "not every node is listed by its name (pve-manager PVE/API2/Nodes.pm index)"
+        )
+    return sorted(names)

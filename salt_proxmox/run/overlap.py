@@ -49,14 +49,13 @@ SLOT_WAIT = 0.05
 
 def parse_bounds(section: str, name: str, raw: Mapping[str, object]) -> tuple[tuple[int, int], list[str]]:
     """``((task_concurrency, task_concurrency_per_node), problems)`` of target ``raw``: whole numbers
-    from 1 to ``MAX_TASK_CONCURRENCY``; 1 and, per node, the target's own bound when left out. A
-    per-node bound above the target's is the target's (it can never be reached)."""
+    from 1 to ``MAX_TASK_CONCURRENCY``; 1 and, per node, the target's own bound when left out (a key
+    given no value, None, is refused, not left out). A per-node bound above the target's is the
+    target's (it can never be reached)."""
     problems = []
-    values = []
-    for key, default in (("task_concurrency", 1), ("task_concurrency_per_node", None)):
-        value = raw.get(key, default)
-        if value is None:
-            value = values[0]
+    values: list[int] = []
+    for key in KEYS:
+        value = raw[key] if key in raw else (values[0] if values else 1)
         whole = isinstance(value, int) and not isinstance(value, bool)
         if not whole or not 1 <= value <= MAX_TASK_CONCURRENCY:
             problems.append(

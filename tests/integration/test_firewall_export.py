@@ -120,3 +120,40 @@ def test_vmid_and_node_filters_keep_a_guests_own_firewall_objects_by_its_scope(f
     assert exported(node=DNS1_NODE) == {"ipsets": [f"ct-{DNS1_VMID}-peers"]}
     fresh_cluster.pve.vm(ROUTER_VMID).pool = "lab"  # the guest index row's pool
     assert exported(pool="lab") == router
+
+
+def test_a_cluster_object_named_as_a_guest_s_label_and_the_guest_s_own_are_both_exported(
+    fresh_cluster, world
+):
+    """pve-firewall names an alias or IP set ``[A-Za-z][A-Za-z0-9-_]+`` (``Firewall.pm``
+    ``$ip_alias_pattern``, ``pve-fw-ipset-name``): a cluster alias may be called ``vm-<vmid>-gw``, the
+    label a guest's own alias ``gw`` is exported under. Each is its own object: the export keeps both,
+    neither overwrites the other."""
+    guest_first = f"vm-{ROUTER_VMID}-gw"
+    made = world.run(
+        [
+            Low("proxmox_firewall_alias", "present", {"name": "gw", "cidr": "10.0.0.1", "scope": SCOPE}, "a"),
+            Low("proxmox_firewall_alias", "present", {"name": guest_first, "cidr": "10.9.9.9"}, "b"),
+            Low(
+                "proxmox_firewall", "ipset", {"name": "admins", "scope": SCOPE, "cidrs": ["10.0.0.0/24"]}, "c"
+            ),
+            Low(
+                "proxmox_firewall",
+                "ipset",
+                {"name": f"vm-{ROUTER_VMID}-admins", "cidrs": ["10.1.0.0/24"]},
+                "d",
+            ),
+        ],
+        test=False,
+    )
+    assert all(r["result"] is True for r in made), _shown(made)
+    pillar = world.salt["proxmox.export"](family="firewall,firewall_alias")
+    aliases = pillar["proxmox"]["firewall_aliases"]
+    assert sorted((a.get("scope", "cluster"), a["cidr"]) for a in aliases.values()) == [
+        ("cluster", "10.9.9.9"),
+        (SCOPE, "10.0.0.1"),
+    ], aliases
+    assert aliases[guest_first] == {"cidr": "10.9.9.9", "adopt": True}, "a cluster alias is keyed by its name"
+    sets = pillar["proxmox"]["firewall"]["ipsets"]
+    cidrs = sorted((s.get("scope", "cluster"), s["cidrs"][0]["cidr"]) for s in sets.values())
+    assert cidrs == [("cluster", "10.1.0.0/24"), (SCOPE, "10.0.0.0/24")], sets

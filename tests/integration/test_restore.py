@@ -215,3 +215,19 @@ def test_a_vm_restore_is_judged_at_plan_against_the_config_the_archive_holds(fre
         assert "`Content type 'images' is not available on storage 'local'`" in text
     assert writes(requests_since(fresh_cluster, start)) == []
     assert fresh_cluster.pve.vm(261) is None and fresh_cluster.pve.vm(262) is None
+
+
+def test_an_archive_config_read_empty_is_malformed_not_an_empty_guest(fresh_cluster):
+    """pve-storage ``PVE/Storage.pm`` ``extract_vzdump_config_tar``/``extract_vzdump_config_vma`` die
+    ``ERROR: archive contains no configuration file`` rather than answer nothing, and every guest
+    config vzdump saves holds keys: an ``extractconfig`` answer with no ``key: value`` line is no
+    config PVE would give. Judging the VM the restore makes against it would plan writes the apply
+    then could not match, so it is a malformed answer, refused at plan and apply, nothing written."""
+    fresh_cluster.pve.archives[VM_ARCHIVE] = {}
+    for test in (True, False):
+        ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+        outcome = lifecycle.present(ctx, QEMU, "app", test, **_vm())
+        assert outcome.result is False, outcome.comment
+        text = " ".join(outcome.comment)
+        assert "extractconfig" in text and "malformed answer" in text and "no configuration" in text, text
+    assert writes(requests_since(fresh_cluster, 0)) == []

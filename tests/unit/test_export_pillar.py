@@ -108,3 +108,19 @@ def test_a_firewall_object_is_placed_by_its_scope_for_the_filters() -> None:
     placed = {**export_place(places, {"name": "vm/300"}), "name": "vm/300"}
     assert Filters(vmid=300).keeps(firewall, placed) and Filters(node="pve2").keeps(firewall, placed)
     assert Filters(pool="lab").keeps(firewall, placed) and not Filters(node="pve1").keeps(firewall, placed)
+
+
+@pytest.mark.parametrize("guest_first", [True, False])
+def test_a_guest_s_own_alias_and_a_cluster_alias_named_as_its_label_are_both_kept(guest_first: bool) -> None:
+    """pve-firewall takes ``vm-510-gw`` as an alias name (``Firewall.pm`` ``$ip_alias_pattern``), the
+    label a guest's own alias ``gw`` is placed under: whichever is read first, both are kept, the
+    cluster's under its name (the key is its name) and the guest's under a free label."""
+    family = _family("firewall_alias")
+    own = {"name": "gw", "scope": "vm/510", "cidr": "10.0.0.1", "adopt": True}
+    cluster = {"name": "vm-510-gw", "cidr": "10.9.9.9", "adopt": True}
+    pillar: dict = {}
+    for declaration in (own, cluster) if guest_first else (cluster, own):
+        names = {key: declaration[key] for key in ("name", "scope") if key in declaration}
+        place(pillar, family, family.kinds[0], Exported(names, dict(declaration), "x"))
+    aliases = pillar["proxmox"]["firewall_aliases"]
+    assert aliases == {"vm-510-gw": {"cidr": "10.9.9.9", "adopt": True}, "vm-510-gw-2": own}, aliases

@@ -677,6 +677,29 @@ def test_a_guest_whose_ha_resource_is_ignored_takes_its_declared_status() -> Non
     assert outcome.comment[-1] == "CT 150 on pve1: would start"
 
 
+@pytest.mark.parametrize(
+    "ha",
+    [
+        pytest.param({"managed": "maybe", "state": "started"}, id="managed-not-a-flag"),
+        pytest.param("managed", id="not-a-mapping"),
+        pytest.param({"state": "started"}, id="managed-missing"),
+    ],
+)
+def test_a_status_read_whose_ha_is_malformed_is_an_error_not_an_unmanaged_guest(ha: object) -> None:
+    """pve-ha-manager ``HA/Config.pm`` ``get_service_status`` always answers ``{managed: 0|1, ...}``
+    in ``status/current``'s ``ha`` (qemu-server ``API2/Qemu.pm`` and pve-container
+    ``API2/LXC/Status.pm`` ``vm_status``). An ``ha`` of another shape says nothing of whether HA owns
+    the guest's power: read as unmanaged, the apply would send a start HA then takes over. It is a
+    malformed answer, at plan and at apply, and nothing is sent."""
+    for test in (True, False):
+        stub, store = owned(StubPve().on("GET", STATUS, {"status": "stopped", "ha": ha}))
+        outcome = plan(stub, store, test=test, status="running")
+        assert outcome.result is False, outcome.comment
+        text = " ".join(outcome.comment)
+        assert f"GET {STATUS}" in text and "malformed answer" in text and "ha" in text, text
+        assert stub.calls("POST") == [] and stub.calls("PUT") == []
+
+
 def test_a_vm_s_shutdown_timeout_defaults_to_its_startup_down_a_container_s_to_60() -> None:
     """qemu-server ``QemuServer.pm`` ``_do_vm_stop``: ``$timeout = $opts->{down} if $opts->{down}``
     when the shutdown names no timeout, then 60; pve-container ``API2/LXC/Status.pm``

@@ -48,8 +48,10 @@ def test_task_concurrency_defaults_to_one_and_the_node_bound_to_the_targets():
 
 
 @pytest.mark.parametrize("key", ["task_concurrency", "task_concurrency_per_node"])
-@pytest.mark.parametrize("bad", [0, overlap.MAX_TASK_CONCURRENCY + 1, "4", True, 2.5])
+@pytest.mark.parametrize("bad", [0, -1, overlap.MAX_TASK_CONCURRENCY + 1, "4", True, 2.5, None])
 def test_a_task_bound_that_is_no_whole_number_in_range_is_refused_by_name(key, bad):
+    # None is a key written with no value (`task_concurrency:` in YAML): not left out, so refused as
+    # `concurrency: ` and `timeout: ` are, not taken for the default.
     with pytest.raises(DeclarationError, match=f"proxmox:targets:homelab:{key}: expected a whole number"):
         parse_target("homelab", {**RAW, "task_concurrency": 2, key: bad})
 

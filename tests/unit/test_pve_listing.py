@@ -13,7 +13,7 @@ from salt_proxmox.firewall import alias
 from salt_proxmox.network.apply import cluster_health
 from salt_proxmox.pve.client import Credential
 from salt_proxmox.pve.errors import PveMalformed
-from salt_proxmox.pve.listing import get_rows, rows_of
+from salt_proxmox.pve.listing import get_rows, node_names, rows_of
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.sdn.apply import pending as sdn_pending
 from salt_proxmox.simple import acl, pool
@@ -86,3 +86,22 @@ def test_every_listing_reader_refuses_a_malformed_listing(read):
     ctx = pve_context(_malformed)
     with pytest.raises(PveMalformed, match="expected a list of"):
         read(ctx)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param([], id="no-node"),
+        pytest.param([{"node": "pve1"}, {"status": "online"}], id="a-row-without-its-node"),
+        pytest.param([{"node": ""}], id="an-empty-name"),
+    ],
+)
+def test_a_node_listing_without_every_node_s_name_is_malformed_not_fewer_nodes(data):
+    """pve-manager ``PVE/API2/Nodes.pm`` ``index`` lists every node of ``get_nodelist`` (the answering
+    node included, a standalone one too) with its ``node`` name, whatever the caller may audit (only
+    the stats are hidden: ``extract_node_stats(..., !$can_audit)``). No node, or a row without its
+    name, is not a cluster PVE describes: read as fewer nodes, an HA rule would be refused naming a
+    member as foreign and a per-node listing would read nothing."""
+    client = StubClient(lambda *_: data)
+    with pytest.raises(PveMalformed, match=r"GET nodes: malformed answer from PVE: .*Nodes\.pm index"):
+        node_names(client, CRED)
