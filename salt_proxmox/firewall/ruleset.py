@@ -37,6 +37,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from salt_proxmox.errors import DeclarationError
+from salt_proxmox.firewall.scope import parse as parse_firewall_scope
+
 #: ``$rule_properties``' rule fields, in ``$format_rules``' order after type and action.
 FIELDS = ("type", "action", "macro", "iface", "source", "dest", "proto", "dport", "sport", "log",
           "icmp-type", "enable", "comment")  # fmt: skip
@@ -224,26 +227,30 @@ class Scope:
 def parse_scope(value: object) -> Scope:
     """``cluster``, ``node/<node>``, ``vm/<vmid>``, ``ct/<vmid>`` or ``group/<name>`` → Scope.
 
-    A security group's name is lower case: pve-firewall keys groups by ``lc`` when it reads
-    ``cluster.fw`` (``generic_fw_config_parser``) and looks a group rule's ``action`` up as written
-    (``generate_group_rules``), so a mixed-case name would name nothing. Raises ValueError."""
+    The firewall's own scopes are read by the one scope parser of the family
+    (``firewall.scope.parse``); a security group's name is lower case: pve-firewall keys groups by
+    ``lc`` when it reads ``cluster.fw`` (``generic_fw_config_parser``) and looks a group rule's
+    ``action`` up as written (``generate_group_rules``), so a mixed-case name would name nothing.
+    Raises ValueError."""
     if not isinstance(value, str):
         raise ValueError("the scope is text: cluster, node/<node>, vm/<vmid>, ct/<vmid> or group/<name>")
-    if value == "cluster":
-        return Scope(value, "cluster")
     kind, _, key = value.partition("/")
-    if kind == "node" and re.fullmatch(r"[a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?", key):
-        return Scope(value, "host", key)
-    if kind in ("vm", "ct") and re.fullmatch(r"[1-9][0-9]{2,8}", key):
-        return Scope(value, kind, key)
     if kind == "group":
         problem = group_name_problem(key)
         if problem:
             raise ValueError(f"{value}: {problem}")
         return Scope(value, "group", key)
-    raise ValueError(
-        f"{value!r} is no scope: cluster, node/<node>, vm/<vmid> (100 and up), ct/<vmid> or group/<name>"
-    )
+    try:
+        parsed = parse_firewall_scope(value)
+    except DeclarationError:
+        raise ValueError(
+            f"{value!r} is no scope: cluster, node/<node>, vm/<vmid> (100 and up), ct/<vmid> or group/<name>"
+        ) from None
+    if parsed.kind == "cluster":
+        return Scope(value, "cluster")
+    if parsed.kind == "node":
+        return Scope(value, "host", parsed.node)
+    return Scope(value, parsed.kind, str(parsed.vmid))
 
 
 def group_name_problem(name: str) -> str | None:
