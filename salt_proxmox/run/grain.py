@@ -40,11 +40,6 @@ def _tag(chunk: Chunk) -> tuple[str, str, str, str]:
     return (chunk.state, chunk.state_id, chunk.name, chunk.fun)
 
 
-def _alone(chunk: Chunk) -> bool:
-    """True for a chunk Salt runs in a process of its own (``parallel: True``)."""
-    return chunk.args.get("parallel") is True
-
-
 def _ours(chunk: Chunk) -> bool:
     try:
         registry.family_of(chunk.state)
@@ -78,10 +73,10 @@ class GrainRefresh:
             return
         if run.key != self.run:
             self.run = run.key
-            self.pending = {_tag(chunk) for chunk in run.chunks if _ours(chunk) and not _alone(chunk)}
+            self.pending = {_tag(chunk) for chunk in run.chunks if _ours(chunk) and not chunk.forked}
             self.due = stale()
         self.current = _tag(run.current) if run.current is not None else None
-        self.alone = run.current is not None and _alone(run.current)
+        self.alone = run.current is not None and run.current.forked
 
     def row_changed(self) -> bool:
         """A row was written. True (reload now) outside a state run; inside one, the reload is due."""

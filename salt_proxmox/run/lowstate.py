@@ -74,6 +74,12 @@ class Chunk:
             shown += f" (name {self.name})"
         return f"{shown} ({self.state}.{self.fun})"
 
+    @property
+    def forked(self) -> bool:
+        """Whether Salt runs this chunk in a process of its own: ``parallel: True`` (Salt 3006–3008
+        ``salt/state.py`` ``State.call_parallel``; the formula sets it on overlapping creates)."""
+        return self.args.get("parallel") is True
+
     def same_as(self, other: Chunk) -> bool:
         """True for the same declaration (Salt's tag: id, name, state, function)."""
         return (self.state_id, self.name, self.state, self.fun) == (

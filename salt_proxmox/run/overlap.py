@@ -160,7 +160,7 @@ def forked(run: object) -> bool:
     """Whether the current state of ``run`` (``run.lowstate.Run``, None outside a state run) is one
     Salt runs in a process of its own (``parallel: True``, which the formula sets on creates)."""
     current = getattr(run, "current", None)
-    return current is not None and current.args.get("parallel") is True
+    return current is not None and current.forked
 
 
 def leads_its_kind(run: object) -> bool:
