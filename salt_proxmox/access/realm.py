@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
 
 FAMILY = "realm"
-#: The realm pillar entries' secrets, as declared (``_modules/proxmox.py`` ``_pillar_secrets``).
+#: The realm pillar entries' secrets, as declared (``run.config.pillar_secrets``).
 SECRETS = ("bind_password", "client-key")
 #: A declared secret → the form key PVE takes it as, and the serial that rewrites it.
 SECRET_KEYS = {

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
 
 FAMILY = "user"
-#: The user pillar entries' secrets (``_modules/proxmox.py`` ``_pillar_secrets``; the formula's SECRETS).
+#: The user pillar entries' secrets (``run.config.pillar_secrets``; the formula's SECRETS).
 SECRETS = ("password",)
 
 #: pve-common ``JSONSchema.pm`` ``pve_verify_email`` (``email-opt`` also takes ``''``).

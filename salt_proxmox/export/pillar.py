@@ -88,7 +88,7 @@ def exporter(family: registry.Family, kind: registry.Kind) -> Callable[..., Foun
     if family.module == "openbao":
         return lambda ctx, bao, keep: policies.export(bao, keep)
     if kind.export is not None:
-        return registry._imported(kind.export)
+        return registry.imported(kind.export)
     raise LookupError(f"{family.name}: no export (salt_proxmox.export.pillar.exporter)")
 
 

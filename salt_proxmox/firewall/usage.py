@@ -35,8 +35,8 @@ A guest-scope alias or IP set is named only from its own guest's rules and IP se
 ``guest/``); ``dc/`` never reaches it.
 
 Rules declared in this run count too (``declare_rules``: the ``proxmox_firewall.rules`` states of the
-run, which the execution module records before a firewall state runs): a delete or rename is refused
-while the rules about to be written still name the object.
+run, read from the state run the first time a scan of the run asks, ``run.memo.current_run``): a delete
+or rename of any family's object is refused while the rules about to be written still name it.
 
 Disabled rules (``enable: 0``) count: enabling one later would meet the missing alias.
 
@@ -58,6 +58,7 @@ from salt_proxmox.guest.absence import index_rows
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.listing import rows_of
+from salt_proxmox.run.memo import current_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.pve.client import Credential
@@ -243,7 +244,10 @@ def declare_rules(ctx: PveContext, declared: Iterable[tuple[str, object]]) -> No
 
 
 def declared_places(ctx: PveContext) -> list[Place]:
-    """The run's declared rule lists (``declare_rules``) as places, ``where`` saying ``declared``."""
+    """The run's declared rule lists (``declare_rules``; the state run's own, ``declare_run_rules``, when
+    none were recorded) as places, ``where`` saying ``declared``."""
+    if _memo_key(ctx) not in ctx.memo:
+        declare_run_rules(ctx, current_run(ctx.memo))
     places = []
     for scope, rules in ctx.memo.get(_memo_key(ctx), ()):
         kind, _, rest = scope.partition("/")

@@ -41,7 +41,8 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
   each value into the pending section before it hot-plugs or applies it, and raises their errors
   after; pve-container ``update_vm`` raises its errors before it writes the config), so the
   lifecycle reads the config back after such a failure and says what is in effect, pending and not
-  written;
+  written; ``names_guest`` (the state's ``name`` is the guest's own PVE ``name`` key, a VM's
+  ``qm set --name``, unless the declaration says ``name_from_id``; a container's is its hostname);
 - create: ``plan_create(ctx, decl) -> CreatePlan`` (refusals and what the plan says), and
   ``create(ctx, decl, credential)``: a generator of ``CreateStep``s, each a request that starts a
   task (``POST …/lxc``; a VM clone is ``POST …/qemu/{template}/clone`` then a config write). The
@@ -156,6 +157,7 @@ class Family:
         None
     )
     pending_first: bool = False
+    names_guest: bool = False
 
     @property
     def kind(self) -> str:

@@ -13,7 +13,8 @@ the same today: one of them would be edited alone later.
 Two sources, one refusal (``status_refusal``):
 
 - declared: the run's ``proxmox_ha_resource.present`` chunks (``remember_declared``, once per run and
-  target, kept in the run's memo), judged before anything is read;
+  target, kept in the run's memo: read from the state run, ``run.memo.current_run``, the first time a
+  state of the run asks), judged before anything is read;
 - live: ``GET …/status/current``'s ``ha`` (pve-ha-manager ``Config.pm`` ``get_service_status``:
   ``managed: 1`` exactly when ``$service_check_ha_state`` holds, so an ``ignored`` resource or a
   disarmed cluster reads ``managed: 0``), read by the guest's decision when ``status:`` is declared
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError
+from salt_proxmox.run.memo import current_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
@@ -90,21 +92,30 @@ def remember_run(ctx: PveContext, run: Run | None, default: str | None) -> None:
     }
 
 
+def _remembered(ctx: PveContext) -> Mapping:
+    """The run's memo, holding what the run declares about HA (``remember_run`` with the state run the
+    memo keeps, once; a chunk naming no target counts as ``ctx``'s: one naming none on a minion of
+    several targets is refused by its own state)."""
+    if _DECLARED not in ctx.memo:
+        remember_run(ctx, current_run(ctx.memo), ctx.target.name)
+    return ctx.memo
+
+
 def guest_declared(ctx: PveContext, sid: str) -> bool:
     """Whether the run declares the guest of HA resource ``sid`` present (``remember_run``), so a
     create earlier in the apply makes it."""
-    return sid in (ctx.memo.get(_GUESTS) or ())
+    return sid in (_remembered(ctx).get(_GUESTS) or ())
 
 
 def group_declared(ctx: PveContext, group: str) -> bool:
     """Whether the run declares HA group ``group`` present (``remember_run``), so the resource naming
     it, which requires it, finds it made."""
-    return group in (ctx.memo.get(_GROUPS) or ())
+    return group in (_remembered(ctx).get(_GROUPS) or ())
 
 
 def declared_state(ctx: PveContext, sid: str) -> str | None:
     """The ``ha_state`` this run declares for HA resource ``sid`` (``remember_declared``), or None."""
-    return (ctx.memo.get(_DECLARED) or {}).get(sid)
+    return (_remembered(ctx).get(_DECLARED) or {}).get(sid)
 
 
 def status_refusal(

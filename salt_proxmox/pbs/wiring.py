@@ -279,6 +279,19 @@ def present(
     return result
 
 
+def storage_present(
+    ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, linked: Mapping | None = None, **declared
+) -> Outcome:
+    """The storage family's present (``registry`` ``Kind.present_run``): a storage whose declaration
+    names a ``pbs_target`` is wired to it (``present``, with ``linked["pbs_target"]`` the context of that
+    PBS target, which the execution module builds from ``proxmox:pbs_targets``), any other one is the
+    simple lifecycle's. Never raises for a known failure."""
+    if declared.get("pbs_target") is None:
+        return lifecycle.present(ctx, spec, test, state_id, **declared)
+    wiring = {key: declared.pop(key) for key in KEYS if key in declared}
+    return present(ctx, (linked or {})["pbs_target"], spec, test, state_id, wiring, **declared)
+
+
 def where(pbs: PveContext, declared: Mapping[str, object]) -> dict:
     """``declared`` with ``server`` and ``port`` taken from the PBS target's first member when the storage
     declares none (``port`` only when not PBS's 8007, PBSPlugin.pm's default)."""

@@ -453,6 +453,7 @@ def config_task(
 
 #: The VM family.
 QEMU = Family(
+    names_guest=True,
     words=schema.WORDS,
     destroy_running="VM {vmid} is running - destroy failed",  # qemu-server destroy_vm
     ha_forces_stop=True,  # pve-ha-manager Resources/PVEVM.pm shutdown: forceStop => 1

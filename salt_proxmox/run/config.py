@@ -174,6 +174,45 @@ def declared_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
     return {key: value for key, value in kwargs.items() if not key.startswith("__")}
 
 
+def pillar_secrets(
+    secrets: frozenset[str] | set[str],
+    declared: Mapping[str, object],
+    path: object,
+    lookup: Callable[[object], object],
+) -> dict[str, object]:
+    """The keys of ``secrets`` (a family's ``SECRETS``, ``registry.Kind.secrets``) that the pillar
+    mapping at ``path`` holds (``secrets_pillar``: a colon-delimited path, or a list of its keys, read
+    with ``lookup``), ``{}`` when no path is given. The values never appear in a message.
+
+    Raises DeclarationError when a secret is one of the state's own arguments (``declared["__low__"]``:
+    Salt keeps a state's arguments in ``highstate.cache.p`` in its cachedir and in the lowstate every
+    state is handed), is given both as an argument and in pillar, or the path holds no mapping."""
+    low = declared.get("__low__") or {}
+    passed = sorted(key for key in secrets if isinstance(low, Mapping) and key in low)
+    if passed:
+        raise DeclarationError(
+            f"{', '.join(passed)}: a secret is never a state argument (Salt keeps those in highstate.cache.p "
+            "in its cachedir): declare it in pillar and give the state secrets_pillar, the pillar path of "
+            "the mapping holding it, as the proxmox formula does"
+        )
+    if path is None:
+        return {}
+    if not (isinstance(path, str) and path) and not (
+        isinstance(path, list) and path and all(isinstance(part, str) for part in path)
+    ):
+        raise DeclarationError(
+            "secrets_pillar: expected a pillar path (proxmox:lxc:web) or a list of its keys"
+        )
+    entry = lookup(path)
+    shown = path if isinstance(path, str) else ":".join(path)
+    if not isinstance(entry, Mapping):
+        raise DeclarationError(f"secrets_pillar: pillar {shown} holds no mapping")
+    twice = sorted(key for key in secrets if key in declared and key in entry)
+    if twice:
+        raise DeclarationError(f"{', '.join(twice)}: given both as an argument and in pillar {shown}")
+    return {key: entry[key] for key in sorted(secrets) if key in entry}
+
+
 def outcome_return(name: str, fun: Callable[..., Outcome], ctx: object, /, *args, **kwargs) -> dict:
     """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply), or a failure
     naming the cause when ``fun`` raises one of this package's errors (an ownership row that could

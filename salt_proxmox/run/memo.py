@@ -115,8 +115,9 @@ def keep_run(memo: RunMemo, run: object) -> None:
 
 
 def current_run(memo: RunMemo) -> object:
-    """The state run ``keep_run`` kept, or None (a call outside a state run)."""
-    return memo.chunks
+    """The state run ``keep_run`` kept, or None (a call outside a state run, or a memo that is a plain
+    mapping: a context made by hand)."""
+    return getattr(memo, "chunks", None)
 
 
 #: The run-wide notes already given in this run (``note_once``), keyed by target and topic.

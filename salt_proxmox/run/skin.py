@@ -34,7 +34,7 @@ def state_call(dunders: Mapping[str, object], fun: str, arguments: Mapping[str, 
 
     Salt's own keys among the extra ones (``__pub_fun``, every ``__``-prefixed key) are dropped. Raises
     LookupError for a state module or function the registry does not hold, and DeclarationError when an
-    extra key is one the skin sets itself (``test``, ``state_id``, ``saltenv``, the ``fixed`` ones):
+    extra key is one the skin sets itself (``test``, ``state_id``, ``saltenv``):
     passing both would be a TypeError, and dropping one would ignore a declaration.
     """
     family = registry.family_of(str(dunders.get("__virtualname__")))
@@ -49,7 +49,7 @@ def state_call(dunders: Mapping[str, object], fun: str, arguments: Mapping[str, 
     opts = dunders.get("__opts__")
     opts = {} if opts is None else opts
     low = dunders.get("__low__") or {}
-    skin: dict[str, object] = {**call.fixed, "test": opts.get("test", False)}
+    skin: dict[str, object] = {"test": opts.get("test", False)}
     if call.state_id:
         skin["state_id"] = low.get("__id__", own.get("name"))
     if call.saltenv:

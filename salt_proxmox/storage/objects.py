@@ -120,6 +120,12 @@ def target_problem(type: object, target: object) -> str | None:
     return None
 
 
+def declaration_problem(declared: Mapping[str, object], target: object) -> str | None:
+    """``target_problem`` of a storage declaration (``registry`` ``Kind.precheck``): ``declared`` is the
+    state's arguments, ``target`` the state's own."""
+    return target_problem(declared.get("type"), target)
+
+
 def to_wire(form: Mapping[str, str]) -> dict[str, str]:
     """A create or update form in PVE's spellings (``types.WIRE_NAMES``: ``iscsi_target`` is sent as
     ``target``), the ``delete`` list too."""

@@ -1,7 +1,7 @@
 """The contract every family passes (docs/design.md §2 "The contract every family passes").
 
 Parametrized by ``salt_proxmox.registry.FAMILIES`` alone: every kind of a family is run through its
-``Examples`` (``Family.examples_of``)
+``Examples`` (``tests/conformance/examples.py``, by the kind's name)
 (create, update, clear, delete, bad input, and the applies declared with them), through its ``_states``
 module, ``proxmox.run_state``, its execution-module function and the library, as a Salt state run calls
 them (``tests.support.saltworld``), against a fresh fake cluster (``fresh_cluster``) and OpenBao's dev

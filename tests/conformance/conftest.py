@@ -15,6 +15,7 @@ import requests
 
 from salt_proxmox.registry import FAMILIES
 from tests.conformance.contract import CLUSTER_FOR
+from tests.conformance.examples import examples_of
 from tests.faults.harness import debug_log
 from tests.support.cluster import ServedCluster
 from tests.support.guests import requests_since, static_targets
@@ -116,7 +117,7 @@ def minion(
     root = openbao.client()
     for family in FAMILIES:
         if family.module == "openbao":  # the session's OpenBao outlives a test: start without the example
-            root.sys.delete_policy(str(family.examples.create["name"]))
+            root.sys.delete_policy(str(examples_of(family.kinds[0].name).create["name"]))
     seeded = fresh_cluster.seeded
     secrets = [seeded.read_token[1], seeded.provision_token[1], openbao.root_token]
     secrets += [pbs.read_token[1], pbs.provision_token[1]]

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from salt_proxmox.registry import Examples, Family, Kind
+from salt_proxmox.registry import Family, Kind
+from tests.conformance.examples import Examples, examples_of
 from tests.support.saltworld import Low, SaltWorld
 
 #: The phases every family's examples go through, in order: (phase, Examples attribute, kind function).
@@ -122,7 +123,7 @@ class Case:
 
 def cases(families: tuple[Family, ...]) -> list[Case]:
     """Every kind of every family in ``families``, each a ``Case``."""
-    return [Case(family, kind, family.examples_of(kind)) for family in families for kind in family.kinds]
+    return [Case(family, kind, examples_of(kind.name)) for family in families for kind in family.kinds]
 
 
 def kind_functions(case: Case) -> tuple[str, str]:
@@ -201,7 +202,7 @@ def missing(case: Case) -> list[str]:
     """What the ``case`` lacks for the suite: [] when nothing."""
     family, examples = case.family, case.examples
     if examples is None:
-        return [f"kind {case.kind.name} has no examples (registry Kind.examples)"]
+        return [f"kind {case.kind.name} has no examples (tests/conformance/examples.py EXAMPLES)"]
     problems = []
     for phase, _ in PHASES:
         if not getattr(examples, phase).get("name"):

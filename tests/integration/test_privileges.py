@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from salt_proxmox.registry import FAMILIES
+from tests.conformance.examples import examples_of
 from tests.support.cluster import PROVISION_TOKEN_ID
 from tests.support.guests import static_targets
 from tests.support.saltworld import Low, SaltWorld, chunks_of
@@ -80,7 +81,9 @@ def test_a_missing_provision_privilege_is_predicted_at_plan_with_its_grant(
     }
     world = SaltWorld(config, {}, tmp_path / "owned.json")
     start = len(fresh_cluster.pve.requests)
-    returns = world.run([Low(family.state, family.kinds[0].present, family.examples.create)], True)
+    returns = world.run(
+        [Low(family.state, family.kinds[0].present, examples_of(family.kinds[0].name).create)], True
+    )
     said = returns[0]["comment"]
     assert returns[0]["result"] is False, said
     assert f"lacks {privilege} on {path}" in said, said

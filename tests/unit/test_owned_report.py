@@ -12,6 +12,7 @@ from salt_proxmox.owned.declared import chunk_row_keys, declared_row_keys, undec
 from salt_proxmox.ownership.report import entries, no_such_row, split_key, undeclared_lines
 from salt_proxmox.registry import FAMILIES, Family
 from salt_proxmox.run.lowstate import Chunk, Run
+from tests.conformance.examples import examples_of
 
 ROWS = {
     "demo/lxc/150": {"phase": "owned", "state_id": "web", "declared": {"vmid": 150}},
@@ -59,7 +60,7 @@ def test_every_family_keys_its_declarations(family: Family) -> None:
     """A family whose declarations no rule keys would see every object it owns called an orphan: each
     registered family's example, present and absent, names exactly one row of its own family."""
     for kind in family.kinds:
-        examples = family.examples_of(kind)
+        examples = examples_of(kind.name)
         for fun, declared in ((kind.present, examples.create), (kind.absent, examples.delete)):
             keys = chunk_row_keys(_chunk(family, fun, declared), "demo", "demo")
             assert len(keys) == 1, (fun, keys)
@@ -110,7 +111,7 @@ def test_a_pbs_family_is_keyed_on_its_pbs_target_not_the_pve_one() -> None:
     """A PBS datastore's row names the PBS target (``proxmox:pbs_targets``): keyed on the PVE target,
     every declared datastore would be noted as owned and no longer declared."""
     (family,) = [family for family in FAMILIES if family.section.startswith("proxmox:pbs:")]
-    chunk = _chunk(family, family.kinds[0].present, dict(family.examples.create))
+    chunk = _chunk(family, family.kinds[0].present, dict(examples_of(family.kinds[0].name).create))
     assert chunk_row_keys(chunk, "demo", "backup1") == {f"backup1/{family.kinds[0].name}/example-store"}
     rows = {f"backup1/{family.kinds[0].name}/example-store": {"phase": "owned", "state_id": "x"}}
     low = {"state": chunk.state, "fun": chunk.fun, "__id__": chunk.state_id, "name": chunk.name, **chunk.args}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ from salt_proxmox import registry
 from salt_proxmox.access import realm, user
 from salt_proxmox.registry import FAMILIES, PILLAR_STATE
 from salt_proxmox.storage.types import LEGACY_SENSITIVE
+from tests.conformance.examples import EXAMPLES, examples_of
 from tests.support.formula import formula
+from tests.support.salt_modules import load
 
 REPO = Path(__file__).resolve().parents[2]
 SKIN = '__salt__["proxmox.run_state"](globals(), "{fun}", locals())'
@@ -63,10 +66,39 @@ def test_a_family_state_module_has_the_registered_functions_each_one_skin_call(f
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
 def test_each_registered_call_is_a_function_of_its_execution_module(family):
+    """A call naming its library run is generated when the module loads and written nowhere by hand; one
+    without (guests, policies) is written in ``_modules/<module>.py``."""
+    loaded = load("_modules", family.module, {}, False)
+    written = _public_functions(REPO / "_modules" / f"{family.module}.py")
     for call in family.calls.values():
         module, _, function = call.function.partition(".")
         assert module == family.module
-        assert function in _public_functions(REPO / "_modules" / f"{module}.py"), call.function
+        assert callable(getattr(loaded, function, None)), call.function
+        assert (function in written) is (call.run is None), call.function
+
+
+def test_no_family_adds_a_line_to_the_execution_modules(monkeypatch):
+    """A family registered with a spec and nothing else gets its present, absent and get functions, with
+    their arguments and a CLI example, from the registry alone (``salt_proxmox.run.calls``)."""
+    source = (REPO / "_modules" / "proxmox.py").read_text()
+    extra = registry.Family(
+        name="example_thing",
+        state="proxmox_example_thing",
+        module="proxmox",
+        kinds=(registry.Kind("example_thing", spec="salt_proxmox.simple.pool:SPEC"),),
+        section="proxmox:example_things",
+        prefix="proxmox-example-thing-",
+    )
+    monkeypatch.setattr(registry, "FAMILIES", (*FAMILIES, extra))
+    loaded = load("_modules", "proxmox", {}, False)
+    assert "example_thing" not in source
+    for function in ("example_thing_present", "example_thing_absent", "example_thing_get"):
+        made = getattr(loaded, function)
+        assert made.__module__ == loaded.__name__, "Salt's loader packs only the module's own functions"
+        assert f"salt-call proxmox.{function} <name>" in made.__doc__
+    assert str(inspect.signature(loaded.example_thing_absent)) == (
+        "(name, test=False, target=None, removal='retain', state_id=None, **declared)"
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
@@ -124,9 +156,14 @@ def test_the_design_document_shows_the_registry():
     assert registry.markdown() in (REPO / "docs" / "design.md").read_text()
 
 
+def test_the_conformance_examples_are_of_registered_kinds_and_every_kind_has_them():
+    kinds = [kind.name for family in FAMILIES for kind in family.kinds]
+    assert list(EXAMPLES) == kinds
+
+
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda family: family.name)
 def test_every_family_brings_the_declarations_a_conformance_run_needs(family):
-    examples = family.examples
+    examples = examples_of(family.kinds[0].name)
     present = {kind.present for kind in family.kinds}
     for declaration in (examples.create, examples.update, examples.clear):
         assert isinstance(declaration.get("name"), str) and declaration["name"]
@@ -154,3 +191,22 @@ def test_every_family_supplies_its_export_and_keys_its_rows(family):
 
     for kind in family.kinds:
         assert callable(exporter(family, kind)), kind.name
+
+
+@pytest.mark.parametrize(
+    ("old", "kind", "new"),
+    [("sdn_absent", "vnet", "sdn_vnet_absent"), ("firewall_absent", "ipset", "firewall_ipset_absent")],
+)
+def test_the_old_absent_names_warn_and_run_the_kind_s_own_call(monkeypatch, old, kind, new):
+    """``proxmox.sdn_absent kind=…`` and ``proxmox.firewall_absent kind=…`` (0.1) are kept until 0.3: each
+    warns naming the call that replaces it and runs that one with the same arguments."""
+    from salt.exceptions import CommandExecutionError
+
+    module = load("_modules", "proxmox", {}, False)
+    seen = []
+    monkeypatch.setattr(module, new, lambda name, **names: seen.append((name, names)) or {"name": name})
+    with pytest.warns(DeprecationWarning, match=f"proxmox.{new}"):
+        assert getattr(module, old)(kind, "web", removal="destroy", test=True) == {"name": "web"}
+    assert seen == [("web", {"removal": "destroy", "test": True})]
+    with pytest.raises(CommandExecutionError, match="kind: expected"):
+        getattr(module, old)("tape", "web")
