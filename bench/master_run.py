@@ -2,8 +2,9 @@
 
 M estates (default 3), each a fake cluster of its own (fakepve on 127.0.0.1, a free port, served by
 a process of its own so that no estate waits on another's interpreter) and a pillar declaring N
-containers (default 100) that do not exist yet: ``bench/salt_run.py``'s declarations, spread over
-both nodes. Each repeat starts from empty clusters and measures two ways to create them:
+containers (default 100) that do not exist yet: ``bench/salt_run.py``'s declarations
+(``bench/common.py``), spread over both nodes. Each repeat starts from empty clusters and measures
+two ways to create them:
 
 - ``local``: ``salt-call --local state.apply proxmox`` for each estate, one after another;
 - ``master``: a salt-master and M salt-minions (pytest-salt-factories daemons, loopback only, started
@@ -50,7 +51,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.salt_run import FIRST_VMID, minion, salt_call, write_pillar  # noqa: E402
+from bench.common import FIRST_VMID, minion, salt_call, write_pillar  # noqa: E402
 from salt_proxmox.ownership.files import FileStore  # noqa: E402
 from salt_proxmox.ownership.stores import ROWS_FILE  # noqa: E402
 from tests.support.saltrun import FORMULA  # noqa: E402

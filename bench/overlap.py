@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from bench.common import FIRST_VMID, minion, salt_call, write_pillar
+from tests.support.guests import TARGET
 from tests.support.overlap import TaskPeaks, request_counts, rows_problem
 
 #: PVE seconds of a container create (pve-container ``create_vm`` extracting a template: tens of
@@ -46,7 +48,6 @@ def run_creates(
 ) -> dict[str, Any]:
     """One apply creating ``size`` containers with ``task_concurrency`` ``concurrency``; returns its
     figures and the problems found."""
-    from bench import salt_run as bench
     from tests.support.cluster import ServedCluster
 
     with (
@@ -58,19 +59,19 @@ def run_creates(
         cluster.pve.ct_secs["create"] = args.create_secs
         peaks = TaskPeaks(cluster.pve, "vzcreate")
         work = Path(tmp)
-        vmids = range(bench.FIRST_VMID, bench.FIRST_VMID + size)
-        bench.write_pillar(work / "pillar", vmids)
-        config_dir = bench.minion(cluster, work, args.concurrency)
+        vmids = range(FIRST_VMID, FIRST_VMID + size)
+        write_pillar(work / "pillar", vmids)
+        config_dir = minion(cluster, work, args.concurrency)
         path = config_dir / "minion"
         config = yaml.safe_load(path.read_text())
-        target = config["proxmox"]["targets"][bench.TARGET]
+        target = config["proxmox"]["targets"][TARGET]
         target["task_concurrency"] = concurrency
         if per_node is not None:
             target["task_concurrency_per_node"] = per_node
         path.write_text(yaml.safe_dump(config))
-        ping = bench.salt_call(cluster, config_dir, "test.ping")
+        ping = salt_call(cluster, config_dir, "test.ping")
         start = len(cluster.pve.requests)
-        run = bench.salt_call(cluster, config_dir, "state.apply", "proxmox")
+        run = salt_call(cluster, config_dir, "state.apply", "proxmox")
         problems = []
         if run.failure:
             problems.append(run.failure)
@@ -80,7 +81,7 @@ def run_creates(
         missing = [vmid for vmid in vmids if cluster.pve.guest(vmid) is None]
         if missing:
             problems.append(f"containers missing: {missing[:5]}")
-        rows = rows_problem(_rows_file(config_dir), [f"{bench.TARGET}/lxc/{vmid}" for vmid in vmids])
+        rows = rows_problem(_rows_file(config_dir), [f"{TARGET}/lxc/{vmid}" for vmid in vmids])
         if rows:
             problems.append(rows)
         requests = [(method, path) for method, path, _body in cluster.pve.requests[start:]]

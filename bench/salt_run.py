@@ -39,15 +39,12 @@ import json
 import os
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -55,6 +52,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench import overlap  # noqa: E402
+from bench.common import (  # noqa: E402
+    FIRST_VMID,
+    SALT_CALL,
+    Run,
+    bench_declaration,
+    minion,
+    salt_call,
+    state_id,
+    write_pillar,
+)
 from salt_proxmox.guest import identity as guest_identity  # noqa: E402
 from salt_proxmox.guest import lifecycle as guest_lifecycle  # noqa: E402
 from salt_proxmox.guest.fingerprint import FIELD as FINGERPRINT  # noqa: E402
@@ -63,43 +70,7 @@ from salt_proxmox.lxc.props import parse_declaration  # noqa: E402
 from salt_proxmox.ownership.files import FileStore  # noqa: E402
 from salt_proxmox.ownership.stores import ROWS_FILE, MemoryStore  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
-from tests.support.guests import TARGET, declaration, make_context, static_targets  # noqa: E402
-from tests.support.saltrun import FORMULA, write_minion_config  # noqa: E402
-
-FIRST_VMID = 1000
-SALT_CALL = Path(sys.executable).parent / "salt-call"
-
-
-@dataclass
-class Run:
-    """One salt-call: wall seconds, peak RSS (MiB), CPU seconds (user + system: what a machine
-    shared with other work does not inflate as it does the wall time), the PVE requests it sent,
-    its state rows."""
-
-    wall: float
-    rss_mib: float
-    cpu: float
-    requests: list[tuple[str, str]]
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    failure: str = ""
-
-
-def bench_declaration(vmid: int) -> dict[str, Any]:
-    """The declaration of bench container ``vmid``: the integration tests' creatable container,
-    without a mount point, spread over both nodes."""
-    return declaration(vmid=vmid, node="pve1" if vmid % 2 == 0 else "pve2", mp0=None)
-
-
-def state_id(vmid: int) -> str:
-    return f"ct{vmid}"
-
-
-def write_pillar(pillar_dir: Path, vmids: range) -> None:
-    """``top.sls`` and ``proxmox.sls`` declaring the containers ``vmids``."""
-    pillar_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (pillar_dir / "top.sls").write_text(yaml.safe_dump({"base": {"*": ["proxmox"]}}))
-    lxc = {state_id(vmid): bench_declaration(vmid) for vmid in vmids}
-    (pillar_dir / "proxmox.sls").write_text(yaml.safe_dump({"proxmox": {"lxc": lxc}}))
+from tests.support.guests import TARGET, make_context, static_targets  # noqa: E402
 
 
 def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range, rows_in: str = "file") -> None:
@@ -153,69 +124,6 @@ def seed_owned(cluster: ServedCluster, config_dir: Path, vmids: range, rows_in: 
 
 def _mac(net: str) -> str:
     return dict(part.split("=", 1) for part in net.split(",") if "=" in part)["hwaddr"]
-
-
-def minion(cluster: ServedCluster, work: Path, concurrency: int | None) -> Path:
-    """A minion config directory for ``cluster`` with static credentials and the bench pillar,
-    logging to its file at Salt's default level (warning)."""
-    assert cluster.seeded is not None
-    (read_id, read_secret), (prov_id, prov_secret) = cluster.seeded.read_token, cluster.seeded.provision_token
-    config_dir = work / "minion"
-    write_minion_config(
-        config_dir,
-        cluster.url,
-        cluster.cafile,
-        static={
-            "read": {"token_id": read_id, "secret": read_secret},
-            "provision": {"token_id": prov_id, "secret": prov_secret},
-        },
-        target=TARGET,
-        pillar_roots=[str(work / "pillar")],
-        extra={"file_roots": {"base": [str(FORMULA)]}},
-    )
-    path = config_dir / "minion"
-    config = yaml.safe_load(path.read_text())
-    # Salt's default log file level, as an operator's minion has it: the tests' minion logs at debug
-    # (to prove no secret reaches the log), which writes every request and state line to disk.
-    config["log_level_logfile"] = "warning"
-    if concurrency is not None:
-        config["proxmox"]["targets"][TARGET]["concurrency"] = concurrency
-    path.write_text(yaml.safe_dump(config))
-    return config_dir
-
-
-def salt_call(cluster: ServedCluster, config_dir: Path, *args: str, profile: Path | None = None) -> Run:
-    """One ``salt-call --local`` in its own process, timed, with its peak RSS and its requests."""
-    assert cluster.pve is not None
-    command = [str(SALT_CALL), "--local", "-c", str(config_dir), "--out=json", "--log-level=quiet", *args]
-    if profile is not None:
-        command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command]
-    start = len(cluster.pve.requests)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        began = time.perf_counter()
-        proc = subprocess.Popen(
-            command, stdout=out, stderr=err, env={**os.environ, "PYTHONWARNINGS": "ignore"}
-        )
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - began
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
-    requests = [(method, path) for method, path, _body in cluster.pve.requests[start:]]
-    run = Run(
-        wall=wall, rss_mib=usage.ru_maxrss / 1024, cpu=usage.ru_utime + usage.ru_stime, requests=requests
-    )
-    try:
-        ret = json.loads(stdout)["local"]
-    except (ValueError, KeyError, TypeError):
-        run.failure = f"exit {proc.returncode}, no JSON return: {(stdout + stderr)[-2000:]}"
-        return run
-    if isinstance(ret, dict) and all(isinstance(v, dict) for v in ret.values()):
-        run.rows = list(ret.values())
-    elif args[0] == "state.apply":
-        run.failure = f"state.apply returned {str(ret)[:2000]}"
-    return run
 
 
 def check(run: Run, plan: bool, size: int) -> str:

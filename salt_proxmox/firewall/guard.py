@@ -1,8 +1,8 @@
 """The no-lockout check of the firewall's options and of the cluster's ``management`` and ``blacklist``
 IP sets, on the one model the rule lists use (``salt_proxmox.firewall.lockout``).
 
-The firewall as it stands (``rules.standing_firewall``, read with the read credential), with what
-earlier states of this run write (``rules.with_run_plans``), is ``before``; the same with the change
+The firewall as it stands (``listcheck.standing_firewall``, read with the read credential), with what
+earlier states of this run write (``listcheck.with_run_plans``), is ``before``; the same with the change
 judged is ``after``; the minion's traffic to each member's API and SSH (``reach.traffic``) is judged on
 both, and a connection ``after`` drops that ``before`` lets through is a refusal naming what drops it.
 
@@ -21,8 +21,8 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from salt_proxmox.firewall import listcheck, reach
 from salt_proxmox.firewall import lockout as model
-from salt_proxmox.firewall import reach, rules
 from salt_proxmox.run.context import PveContext
 
 #: What each refusal tells the operator to do.
@@ -31,8 +31,8 @@ REMEDY = "declare allow_lockout: true to make the change knowingly, or let this 
 
 def _judge(ctx: PveContext, change) -> list[str]:
     """Refusals for ``change(before) -> after`` (``model.Firewall``). Raises what the reads raise."""
-    before, nodes = rules.standing_firewall(ctx)
-    before = rules.with_run_plans(ctx, before)
+    before, nodes = listcheck.standing_firewall(ctx)
+    before = listcheck.with_run_plans(ctx, before)
     traffic, _notes = reach.traffic(ctx.target.members, nodes)
     refusals, _more = model.lockout(change(before), traffic, before)
     return refusals
@@ -81,8 +81,8 @@ def ipset_lockout(ctx: PveContext, name: str, old: Sequence[object], new: Sequen
         return [f"IP set management: {refusal}; {REMEDY}" for refusal in _judge(ctx, change)]
     if name != "blacklist":
         return []
-    before, nodes = rules.standing_firewall(ctx)
-    before = rules.with_run_plans(ctx, before)
+    before, nodes = listcheck.standing_firewall(ctx)
+    before = listcheck.with_run_plans(ctx, before)
     if not model.enabled(before.cluster_options.get("enable", 0)):
         return []  # the cluster firewall is off: the blacklist drops nothing
     traffic, _notes = reach.traffic(ctx.target.members, nodes)

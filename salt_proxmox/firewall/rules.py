@@ -29,67 +29,45 @@ order or value stops the apply, naming how many writes were made, and nothing mo
 a DELETE carry the digest of that read, so PVE refuses them too if the list changed in between; a POST
 cannot, and the read before the next write (or the read-back after the last) catches a change made
 around it. A rule somebody added meanwhile is never overwritten or deleted.
+
+The declaration and the pure planning (foreign rules, the writes in words, the diff, the states the
+writes pass through) are ``salt_proxmox.firewall.listdiff``; the reads and the checks that read (the
+list as read, the names its rules name, the no-lockout check) are ``salt_proxmox.firewall.listcheck``.
+This module holds the decision, the writes (pve-firewall ``src/PVE/API2/Firewall/Rules.pm``
+``create_rule``, ``update_rule``, ``delete_rule``), ``present``/``absent`` and the export.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from salt_proxmox.access import privileges
-from salt_proxmox.errors import DeclarationError, SaltProxmoxError, boolean_problem
-from salt_proxmox.firewall import lockout as model
-from salt_proxmox.firewall import moves, reach
+from salt_proxmox.errors import DeclarationError, SaltProxmoxError
+from salt_proxmox.firewall import moves
 from salt_proxmox.firewall import scope as scopes
-from salt_proxmox.firewall.ruleset import (
-    Rule,
-    Scope,
-    canonical,
-    from_live,
-    frozen,
-    line,
-    parse_scope,
-    references,
+from salt_proxmox.firewall.listcheck import (
+    GROUP,
+    Live,
+    firewall_of,
+    lockout_check,
+    read,
+    read_rows,
+    reference_refusals,
+    rules_path,
 )
+from salt_proxmox.firewall.listdiff import FAMILY, Declared, declare, describe, diff, foreign
+from salt_proxmox.firewall.ruleset import Rule, Scope, frozen, line, parse_scope
 from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.rows import destroy_path, removal_problem, row_key
-from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
-from salt_proxmox.pve.listing import rows_of
+from salt_proxmox.pve.errors import PveError, PveUnreachable
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.simple.spec import planned, remember, will_exist
 
-FAMILY = "firewall_rules"
-#: The run memo families of the objects rules name, as their states record them (``expect``).
-ALIAS, IPSET, GROUP = "firewall_alias", "firewall_ipset", "firewall_group"
 #: What an apply names when it stops on a list somebody changed.
 CHANGED = (
     "the rule list changed since it was read (somebody edited it meanwhile): stopped before write "
     "{done_next} of {total}; nothing of theirs was overwritten. Run again to plan anew."
 )
-
-
-@dataclass(frozen=True)
-class Declared:
-    """One checked ``rules`` declaration: the scope, the canonical rules first rule first, ``adopt``,
-    ``allow_lockout``, and the plan notes it brings (rules declared without ``enable``)."""
-
-    state_id: str
-    target: str
-    scope: Scope
-    rules: tuple[Rule, ...]
-    adopt: bool = False
-    allow_lockout: bool = False
-    notes: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return row_key(self.target, FAMILY, self.scope.name)
-
-    def stored(self) -> dict:
-        return {"scope": self.scope.name, "rules": [dict(rule) for rule in self.rules]}
 
 
 def identify(state_id: str, target: str, name: object = None, **extra: object) -> Scope:
@@ -102,110 +80,6 @@ def identify(state_id: str, target: str, name: object = None, **extra: object) -
         return parse_scope(name)
     except ValueError as exc:
         raise DeclarationError(f"name: {exc}") from None
-
-
-def declare(
-    state_id: str,
-    target: str,
-    name: object = None,
-    rules: object = None,
-    adopt: object = False,
-    allow_lockout: object = False,
-    **extra: object,
-) -> Declared:
-    """A checked declaration. ``rules``: a list of rule mappings, first rule first (``[]``: no rules).
-    Raises DeclarationError naming each problem (``rules[2]: dport: invalid port '70000'``)."""
-    problems: list[str] = []
-    if extra:
-        problems.append(
-            f"unknown key(s) {', '.join(sorted(extra))}: a rule list has name (the scope), rules, adopt, "
-            "allow_lockout"
-        )
-    try:
-        scope = parse_scope(name)
-    except ValueError as exc:
-        problems.append(f"name: {exc}")
-        scope = None
-    for key, value in (("adopt", adopt), ("allow_lockout", allow_lockout)):
-        problem = boolean_problem(key, value)
-        if problem:
-            problems.append(problem)
-    if rules is None:
-        rules = []
-    if not isinstance(rules, list):
-        problems.append("rules: expected the list of rules, first rule first")
-        rules = []
-    out: list[Rule] = []
-    notes = []
-    for index, entry in enumerate(rules):
-        if scope is None:
-            break
-        try:
-            rule = canonical(entry, scope.env)
-        except ValueError as exc:
-            problems += [f"rules[{index}]: {part}" for part in str(exc).split("; ")]
-            continue
-        if isinstance(entry, Mapping) and "enable" not in entry:
-            notes.append(
-                f"rules[{index}] `{line(rule)}` declares no enable: PVE stores a rule created without one "
-                "disabled (create_rule), and so does this plan; declare enable: 1 to make it act"
-            )
-        out.append(rule)
-    if problems or scope is None:
-        raise DeclarationError(problems)
-    return Declared(state_id, target, scope, tuple(out), bool(adopt), bool(allow_lockout), tuple(notes))
-
-
-# ------------------------------------------------------------------------------------ reads
-
-
-def _rows(ctx: PveContext, path: str, what: str) -> list[Mapping]:
-    try:
-        return rows_of(ctx.client.request("GET", path, ctx.broker.read()), what)
-    except ValueError as why:
-        raise PveMalformed("GET", path, str(why)) from None
-
-
-def firewall_of(ctx: PveContext, scope: Scope) -> scopes.Firewall | None:
-    """Where the list's firewall is (``firewall.scope.locate``: None for a guest the cluster does not
-    list and this plan's run does not create); a security group's is the cluster's (``[group <name>]``
-    sections of ``cluster.fw``). Raises what ``locate`` raises (Refused for the other kind of guest)."""
-    return scopes.locate(ctx, scopes.parse("cluster" if scope.env == "group" else scope.name))
-
-
-def rules_path(scope: Scope, firewall: str) -> str:
-    """``…/rules``, or a security group's ``cluster/firewall/groups/<name>``."""
-    return f"{firewall}/groups/{api_path(scope.key)}" if scope.env == "group" else f"{firewall}/rules"
-
-
-@dataclass
-class Live:
-    """The list as read: canonical ``rules`` and the ``digest`` PVE gave it (None when empty)."""
-
-    rules: list[Rule]
-    digest: str | None
-    errors: list[str] = field(default_factory=list)
-
-
-def read(ctx: PveContext, path: str) -> Live:
-    """``GET path`` → Live. Raises PveError, PveMalformed (a row without type and action, rows
-    with different digests), PveUnreachable."""
-    rows = _rows(ctx, path, "rules")
-    rules, digests, errors = [], set(), []
-    for row in rows:
-        try:
-            rule = from_live(row)
-        except ValueError as why:
-            raise PveMalformed("GET", path, str(why)) from None
-        rules.append(rule)
-        digests.add(row.get("digest"))
-        if row.get("errors"):
-            errors.append(
-                f"rule {len(rules) - 1} `{line(rule)}` has errors PVE leaves it out for: {row['errors']}"
-            )
-    if len(digests) > 1 or (None in digests and rules):
-        raise PveMalformed("GET", path, "the rules do not carry one digest")
-    return Live(rules, next(iter(digests)) if rules else None, errors)
 
 
 # ------------------------------------------------------------------------------ the judge
@@ -223,263 +97,6 @@ class Decision:
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     row: dict | None = None
-
-
-def _multiset(rules) -> Counter:
-    return Counter(frozen(rule) for rule in rules)
-
-
-def foreign(live: list[Rule], declared: tuple[Rule, ...], row: Mapping | None) -> list[tuple[int, Rule]]:
-    """The live rules (with their positions) the declaration does not have and the row does not record
-    as written by this minion; every one when there is no row."""
-    declared_left = _multiset(declared)
-    recorded = (row or {}).get("declared")
-    recorded_left = _multiset(recorded.get("rules", []) if isinstance(recorded, Mapping) else [])
-    out = []
-    for pos, rule in enumerate(live):
-        key = frozen(rule)
-        if declared_left[key]:
-            declared_left[key] -= 1
-        elif row is not None and recorded_left[key]:
-            recorded_left[key] -= 1
-        else:
-            out.append((pos, rule))
-    return out
-
-
-def describe(step: moves.Step, final: list[Rule]) -> str:
-    """A write in words, without positions (``insert `IN SSH(ACCEPT)```, ``move `…` below `…```)."""
-    text = f"`{line(step.rule)}`"
-    if step.op == "insert":
-        return f"insert {text}"
-    if step.op == "delete":
-        return f"delete {text}"
-    if step.op == "update":
-        old = f"`{line(step.before or {})}`"
-        return f"update {old} to {text}"
-    after = [dict(rule) for rule in step.after]
-    index = next(i for i, rule in enumerate(after) if frozen(rule) == frozen(step.rule))
-    return f"move {text} " + ("to the top" if index == 0 else f"below `{line(dict(after[index - 1]))}`")
-
-
-def diff(old: list[Rule], new: list[Rule], label: str) -> str:
-    """The list before and after as a unified diff of the rules' ``.fw`` lines."""
-    return "".join(
-        difflib.unified_diff(
-            [line(rule) + "\n" for rule in old],
-            [line(rule) + "\n" for rule in new],
-            fromfile=f"{label} (PVE)",
-            tofile=f"{label} (declared)",
-            n=len(old) + len(new),
-        )
-    )
-
-
-def reference_refusals(ctx: PveContext, decl: Declared, firewall: str | None) -> list[str]:
-    """Each alias, IP set and group a declared rule names that neither exists nor is created or
-    declared earlier in this run. Raises what the reads raise (a failed read is never "exists")."""
-    wanted = [(index, ref) for index, rule in enumerate(decl.rules) for ref in references(rule)]
-    if not wanted:
-        return []
-    guest = decl.scope.env in ("vm", "ct") and firewall is not None
-    have: dict[str, set[str]] = {"alias": set(), "ipset": set(), "group": set(), "guest alias": set(),
-                                 "guest ipset": set()}  # fmt: skip
-    kinds = {kind for _, (kind, *_rest) in wanted}
-    if "alias" in kinds:
-        have["alias"] = {
-            str(r.get("name", "")).lower() for r in _rows(ctx, "cluster/firewall/aliases", "aliases")
-        }
-        if guest:
-            have["guest alias"] = {
-                str(r.get("name", "")).lower() for r in _rows(ctx, f"{firewall}/aliases", "aliases")
-            }
-    if "ipset" in kinds:
-        have["ipset"] = {str(r.get("name", "")) for r in _rows(ctx, "cluster/firewall/ipset", "IP sets")}
-        if guest:
-            have["guest ipset"] = {str(r.get("name", "")) for r in _rows(ctx, f"{firewall}/ipset", "IP sets")}
-    if "group" in kinds:
-        have["group"] = {
-            str(r.get("group", "")) for r in _rows(ctx, "cluster/firewall/groups", "security groups")
-        }
-    refusals = []
-    for index, (kind, name, key, prefix) in wanted:
-        rule = decl.rules[index]
-        where = f"rules[{index}] `{line(rule)}`"
-        if kind == "ipset" and name != name.lower():
-            refusals.append(
-                f"{where}: {key} names IP set {name}, but pve-firewall keys IP sets in lower case and looks "
-                f"the name up as written (verify_rule: no such ipset '{name}'): write +{prefix}{name.lower()}"
-            )
-            continue
-        if _exists(ctx, decl, kind, name, prefix, have):
-            continue
-        noun = {"alias": "alias", "ipset": "IP set", "group": "security group"}[kind]
-        section = {"alias": "firewall_aliases", "ipset": "firewall:ipsets", "group": "firewall:groups"}[kind]
-        refusals.append(
-            f"{where}: {key} names {noun} {prefix}{name}, which does not exist and is not declared earlier "
-            f"in this run. Declare it (proxmox:{section}) or correct the name"
-            + (
-                "; PVE would take the rule and it would match nothing (generate_group_rules)."
-                if kind == "group"
-                else f"; PVE would refuse the rule (verify_rule: no such {kind})"
-            )
-        )
-    return refusals
-
-
-def _exists(ctx: PveContext, decl: Declared, kind: str, name: str, prefix: str, have) -> bool:
-    """Whether ``kind`` ``name`` exists (cluster scope unless ``guest/``; the guest's own unless
-    ``dc/``) or is created or declared earlier in this run."""
-    family = {"alias": ALIAS, "ipset": IPSET, "group": GROUP}[kind]
-    cluster_ok = prefix != "guest/"
-    own_ok = decl.scope.env in ("vm", "ct") and prefix != "dc/"
-    if cluster_ok and (name in have[kind] or will_exist(ctx, family, name) or name in planned(ctx, family)):
-        return True
-    own = f"{decl.scope.name}/{name}"
-    return own_ok and (
-        name in have.get(f"guest {kind}", set())
-        or will_exist(ctx, family, own)
-        or own in planned(ctx, family)
-    )
-
-
-def standing_firewall(ctx: PveContext) -> tuple[model.Firewall, dict[str, str]]:
-    """The firewall as it stands, as ``lockout`` models it, and ``{node: address}`` (``GET
-    /cluster/status``), read with the read credential: what a judge of options or rules hands
-    ``lockout.lockout`` as ``before`` and ``reach.traffic`` as the nodes. Raises what the reads raise."""
-    status = _rows(ctx, "cluster/status", "status rows")
-    nodes = {
-        str(r["name"]): str(r.get("ip", "")) for r in status if r.get("type") == "node" and r.get("name")
-    }
-    options = ctx.client.request("GET", "cluster/firewall/options", ctx.broker.read()) or {}
-    node_options = {
-        node: ctx.client.request("GET", f"nodes/{api_path(node)}/firewall/options", ctx.broker.read()) or {}
-        for node in nodes
-    }
-    node_rules = {node: read(ctx, f"nodes/{api_path(node)}/firewall/rules").rules for node in nodes}
-    groups = {
-        str(r["group"]): read(ctx, f"cluster/firewall/groups/{api_path(str(r['group']))}").rules
-        for r in _rows(ctx, "cluster/firewall/groups", "security groups")
-        if r.get("group")
-    }
-    aliases = {
-        str(r.get("name", "")).lower(): str(r.get("cidr", ""))
-        for r in _rows(ctx, "cluster/firewall/aliases", "aliases")
-    }
-    ipsets = {
-        str(r["name"]): [
-            dict(e) for e in _rows(ctx, f"cluster/firewall/ipset/{api_path(str(r['name']))}", "entries")
-        ]
-        for r in _rows(ctx, "cluster/firewall/ipset", "IP sets")
-        if r.get("name")
-    }
-    fw = model.Firewall(
-        dict(options),
-        node_options,
-        read(ctx, "cluster/firewall/rules").rules,
-        node_rules,
-        groups,
-        aliases,
-        ipsets,
-    )
-    return fw, {node: ip for node, ip in nodes.items() if ip}
-
-
-def with_list(fw: model.Firewall, scope: Scope, rules: list[Rule]) -> model.Firewall:
-    """``fw`` with ``scope``'s list replaced by ``rules``."""
-    if scope.env == "cluster":
-        return replace(fw, cluster_rules=list(rules))
-    if scope.env == "host":
-        return replace(fw, node_rules={**fw.node_rules, scope.key: list(rules)})
-    if scope.env == "group":
-        return replace(fw, groups={**fw.groups, scope.key: list(rules)})
-    return fw
-
-
-def with_run_plans(ctx: PveContext, fw: model.Firewall, scope: Scope | None = None) -> model.Firewall:
-    """``fw`` with what earlier states of this run write (or would): rule lists but ``scope``'s own,
-    and the cluster's and nodes' ``enable``/``policy_in`` as the options states record them
-    (``remember``)."""
-    for name, values in planned(ctx, FAMILY).items():
-        if scope is not None and name == scope.name:
-            continue
-        try:
-            fw = with_list(fw, parse_scope(name), [dict(rule) for rule in values.get("rules", [])])
-        except ValueError:
-            continue
-    for name, values in planned(ctx, "firewall_options").items():
-        if name == "cluster":
-            fw = replace(fw, cluster_options={**fw.cluster_options, **values})
-        elif name.startswith("node/"):
-            node = name.removeprefix("node/")
-            fw = replace(
-                fw, node_options={**fw.node_options, node: {**fw.node_options.get(node, {}), **values}}
-            )
-    return fw
-
-
-def lockout_check(
-    ctx: PveContext, decl: Declared, live: list[Rule], steps: list[moves.Step]
-) -> tuple[list[str], list[str], list[moves.Step]]:
-    """``(refusals, notes, steps)``: the lockout model (``salt_proxmox.firewall.lockout``) run on the
-    end state and on every state the writes pass through, for a scope that filters the nodes' own
-    traffic (cluster, node, security group). A change that would drop the minion only in between two
-    writes is planned in another order (the deletes last), or with each insert sent disabled and
-    enabled once in place; ``steps`` is the plan to send. Guests' rules never touch the nodes' traffic."""
-    if decl.scope.env in ("vm", "ct") or not steps:
-        return [], [], steps
-    before, nodes = standing_firewall(ctx)
-    before = with_run_plans(ctx, before, decl.scope)
-    traffic, notes = reach.traffic(ctx.target.members, nodes)
-    final = with_list(before, decl.scope, list(decl.rules))
-    refusals, more = model.lockout(final, traffic, before)
-    notes += more
-    if refusals:
-        return refusals, notes, steps
-    passing = _passing(before, decl, steps, traffic)
-    if not passing:
-        return [], notes, steps
-    # Other orders of the same writes, then inserts sent disabled and enabled once in place (one
-    # more write each): the first whose every state lets the minion through.
-    for deletes_last, quiet in ((True, False), (False, True), (True, True)):
-        other = moves.plan(live, list(decl.rules), deletes_last)
-        if quiet:
-            other = _enabled_after(live, decl.rules, other, deletes_last)
-        if not _passing(before, decl, other, traffic):
-            how = ["the deletes are sent last"] if deletes_last else []
-            how += ["an insert is sent disabled and enabled once in place"] if quiet else []
-            notes.append("so that no write leaves a state that drops this minion, " + " and ".join(how))
-            return [], notes, other
-    return passing, notes, steps
-
-
-def _passing(before: model.Firewall, decl: Declared, steps: list[moves.Step], traffic) -> list[str]:
-    """The lockout refusals of the states ``steps`` pass through, each naming the write after which."""
-    for number, step in enumerate(steps, 1):
-        state = with_list(before, decl.scope, [dict(rule) for rule in step.after])
-        refusals, _ = model.lockout(state, traffic, before)
-        if refusals:
-            return [
-                f"after write {number} of {len(steps)} ({describe(step, list(decl.rules))}): {r}"
-                for r in refusals
-            ]
-    return []
-
-
-def _enabled_after(
-    live: list[Rule], declared: tuple[Rule, ...], steps: list[moves.Step], deletes_last: bool = False
-) -> list[moves.Step]:
-    """The plan with each enabled rule it inserts sent disabled, and enabled once the list is in order."""
-    inserted = {frozen(step.rule) for step in steps if step.op == "insert" and step.rule.get("enable")}
-    quiet = [dict(rule, enable=0) if frozen(rule) in inserted else dict(rule) for rule in declared]
-    out = moves.plan(live, quiet, deletes_last)
-    current = [dict(rule) for rule in out[-1].after] if out else [dict(rule) for rule in live]
-    for pos, rule in enumerate(declared):
-        if frozen(rule) in inserted and not current[pos].get("enable"):
-            step = moves.Step("update", dict(rule), pos=pos, before=current[pos], put={"enable": "1"})
-            current = moves.simulate(current, step)
-            out.append(replace(step, after=tuple(frozen(r) for r in current)))
-    return out
 
 
 def decide(ctx: PveContext, decl: Declared) -> Decision:
@@ -807,11 +424,13 @@ def export(ctx: PveContext, bao: object, keep) -> object:
     found = Found()
     names = ["cluster"]
     names += [
-        f"node/{r['name']}" for r in _rows(ctx, "cluster/status", "status rows") if r.get("type") == "node"
+        f"node/{r['name']}"
+        for r in read_rows(ctx, "cluster/status", "status rows")
+        if r.get("type") == "node"
     ]
     names += [
         f"group/{r['group']}"
-        for r in _rows(ctx, "cluster/firewall/groups", "security groups")
+        for r in read_rows(ctx, "cluster/firewall/groups", "security groups")
         if r.get("group")
     ]
     names += [name for name, _path in scopes.guest_firewalls(ctx)]

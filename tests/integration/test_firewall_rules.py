@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from salt_proxmox.firewall import reach, rules
+from salt_proxmox.firewall import listcheck, moves, reach, rules
 from salt_proxmox.firewall.lifecycle import present as alias_present
+from salt_proxmox.firewall.ruleset import canonical, line
 from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.pve.errors import PveError
 from salt_proxmox.run.lowstate import Run
 from salt_proxmox.run.memo import keep_run
 from tests.support.cluster import ROUTER_NODE, ROUTER_VMID
@@ -48,7 +50,7 @@ class Minion:
 
 def _live(fresh_cluster, scope_path: str = GUEST) -> list[str]:
     ctx = make_context(static_targets(fresh_cluster))
-    return [rules.line(rule) for rule in rules.read(ctx, scope_path.lstrip("/")).rules]
+    return [line(rule) for rule in listcheck.read(ctx, scope_path.lstrip("/")).rules]
 
 
 def test_a_reordered_list_is_planned_and_applied_with_the_fewest_writes_then_plans_clean(fresh_cluster):
@@ -58,7 +60,7 @@ def test_a_reordered_list_is_planned_and_applied_with_the_fewest_writes_then_pla
     assert done.result is True, done.comment
     # create_rule unshifts: four POSTs, last rule first, and never a move.
     assert [method for method, *_ in sent] == ["POST"] * 4
-    assert _live(fresh_cluster) == [rules.line(rules.canonical(r, "vm")) for r in first]
+    assert _live(fresh_cluster) == [line(canonical(r, "vm")) for r in first]
 
     reordered = [DROP, SSH, WEB, DNS]  # the last rule to the top: one move, not three
     plan, sent = minion.run(True, rules=reordered)
@@ -88,7 +90,7 @@ def test_an_insert_in_the_middle_is_a_post_and_one_move_each_after_a_read(fresh_
     # Each write follows a read of the list (the POST cannot be digest-guarded: create_rule takes none).
     methods = [m for m, path, _ in log if path == GUEST or path.startswith(GUEST + "/")]
     assert methods[methods.index("POST") - 1] == "GET" and methods[methods.index("PUT") - 1] == "GET"
-    assert _live(fresh_cluster) == [rules.line(rules.canonical(r, "vm")) for r in (SSH, WEB, DROP)]
+    assert _live(fresh_cluster) == [line(canonical(r, "vm")) for r in (SSH, WEB, DROP)]
 
 
 def test_a_concurrent_edit_stops_the_apply_and_nothing_of_it_is_overwritten(
@@ -128,10 +130,10 @@ def test_a_stale_digest_is_refused_by_pve_on_a_put(fresh_cluster, admin):
     minion = Minion(fresh_cluster)
     assert minion.run(False, rules=[SSH, DROP])[0].result is True
     ctx = minion.context()
-    live = rules.read(ctx, GUEST.lstrip("/"))
+    live = listcheck.read(ctx, GUEST.lstrip("/"))
     admin("POST", GUEST.lstrip("/"), type="in", action="DROP", enable="0")
-    step = rules.moves.plan(live.rules, [live.rules[1], live.rules[0]])[0]
-    with pytest.raises(rules.PveError, match="detected modified configuration"):
+    step = moves.plan(live.rules, [live.rules[1], live.rules[0]])[0]
+    with pytest.raises(PveError, match="detected modified configuration"):
         rules.send(ctx, GUEST.lstrip("/"), step, live.digest)
 
 

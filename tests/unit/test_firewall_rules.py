@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.firewall import moves, rules
+from salt_proxmox.firewall import listdiff, moves
 from salt_proxmox.firewall.lockout import Firewall, Traffic, lockout, verdict
 from salt_proxmox.firewall.ruleset import canonical, from_live, frozen, line, parse_scope, references
 from tests.support.firewall import format_rule, parse_rule, round_trip
@@ -35,7 +35,7 @@ def test_a_macro_is_stored_in_pves_preferred_spelling():
 
 def test_a_rule_without_enable_is_disabled_as_create_rule_stores_it():
     # create_rule: $rule->{enable} = 0 if !defined($param->{enable}); parse_fw_rule reads no '|' as 1.
-    declared = rules.declare("s", "t", "cluster", [{"type": "in", "action": "DROP"}])
+    declared = listdiff.declare("s", "t", "cluster", [{"type": "in", "action": "DROP"}])
     assert declared.rules[0]["enable"] == 0
     assert "declares no enable" in declared.notes[0] and "enable: 1" in declared.notes[0]
     assert from_live({"type": "in", "action": "DROP", "enable": 0}) == declared.rules[0]
@@ -103,10 +103,12 @@ def test_what_pve_refuses_or_loses_is_refused_by_field(rule, env, words):
 
 def test_a_declaration_names_each_bad_rule_by_its_index():
     with pytest.raises(DeclarationError) as caught:
-        rules.declare("s", "t", "vm/510", [{"type": "in", "action": "DROP"}, {"type": "in", "action": "x"}])
+        listdiff.declare(
+            "s", "t", "vm/510", [{"type": "in", "action": "DROP"}, {"type": "in", "action": "x"}]
+        )
     assert "rules[1]: action: unknown action 'x'" in " ".join(caught.value.problems)
     with pytest.raises(DeclarationError, match="rules: expected the list"):
-        rules.declare("s", "t", "cluster", "allow ssh")
+        listdiff.declare("s", "t", "cluster", "allow ssh")
 
 
 @pytest.mark.parametrize(
@@ -250,21 +252,21 @@ def test_a_move_down_is_sent_as_pve_counts_moveto():
 
 def test_the_plan_shows_a_diff_and_writes_without_positions():
     steps = moves.plan([A, B], [B, A])
-    assert rules.describe(steps[0], [B, A]).startswith("move `IN ACCEPT -p tcp -dport ")
-    assert "@@" in rules.diff([A, B], [B, A], "cluster") and "pos" not in rules.diff(
+    assert listdiff.describe(steps[0], [B, A]).startswith("move `IN ACCEPT -p tcp -dport ")
+    assert "@@" in listdiff.diff([A, B], [B, A], "cluster") and "pos" not in listdiff.diff(
         [A, B], [B, A], "cluster"
     )
 
 
 def test_a_rule_somebody_else_added_is_foreign_until_adopted():
     mine = {"phase": "owned", "declared": {"scope": "cluster", "rules": [A]}}
-    assert rules.foreign([A, B], (A,), mine) == [(1, B)]
-    assert rules.foreign([A, B], (A, B), mine) == []  # declared now
+    assert listdiff.foreign([A, B], (A,), mine) == [(1, B)]
+    assert listdiff.foreign([A, B], (A, B), mine) == []  # declared now
     assert (
-        rules.foreign([B, A], (B,), {"phase": "owned", "declared": {"rules": [A, B]}}) == []
+        listdiff.foreign([B, A], (B,), {"phase": "owned", "declared": {"rules": [A, B]}}) == []
     )  # ours, to delete
-    assert rules.foreign([A], (A,), None) == []
-    assert rules.foreign([A, B], (A,), None) == [(1, B)]
+    assert listdiff.foreign([A], (A,), None) == []
+    assert listdiff.foreign([A, B], (A,), None) == [(1, B)]
 
 
 # ------------------------------------------------------------------------------ the lockout model
@@ -378,12 +380,14 @@ def test_a_state_between_two_writes_that_drops_the_minion_is_named_by_its_write(
     rest = canonical({"type": "in", "action": "DROP", "enable": 1}, "cluster")
     second = canonical({"type": "in", "action": "ACCEPT", "source": "10.0.0.5", "enable": 1}, "cluster")
     before = _fw([first, rest, second], options={"enable": 1, "policy_in": "ACCEPT"})
-    decl = rules.declare("s", "t", "cluster", [second, rest])
+    decl = listdiff.declare("s", "t", "cluster", [second, rest])
     deletes_first = moves.plan([first, rest, second], [second, rest])
     assert [step.op for step in deletes_first] == ["delete", "move"]
-    named = rules._passing(before, decl, deletes_first, [API])
+    named = listdiff.passing(before, decl, deletes_first, [API])
     assert named == [
         "after write 1 of 2 (delete `IN ACCEPT -source 10.0.0.0/24`): cluster rule 0 `IN DROP` would drop "
         "this minion's API traffic (tcp 10.0.0.5 → 10.0.0.11:8006 on node pve1)"
     ]
-    assert rules._passing(before, decl, moves.plan([first, rest, second], [second, rest], True), [API]) == []
+    assert (
+        listdiff.passing(before, decl, moves.plan([first, rest, second], [second, rest], True), [API]) == []
+    )
