@@ -17,13 +17,13 @@ __virtualname__ = "proxmox"
 __outputter__ = {"owned": "proxmox_owned"}
 
 try:
+    from salt_proxmox.entry import TARGETS, imported
     from salt_proxmox.errors import SaltProxmoxError, boolean
     from salt_proxmox.guest import adhoc as guest_adhoc
     from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.guest import live as guest_live
     from salt_proxmox.pve.client import api_path
     from salt_proxmox.pve.constraints import vmid_number
-    from salt_proxmox.registry import TARGETS
     from salt_proxmox.run import config as run_config
     from salt_proxmox.run import overlap
     from salt_proxmox.run.config import declared_keys, refused_return
@@ -368,7 +368,6 @@ def _object_twins(kind):
 def _spec(made):
     """What a run with ``Run.spec`` is handed: the guest ``Family`` of a guest family, else the kind's
     ``ObjectSpec``."""
-    from salt_proxmox.registry import imported
 
     return imported(made.family.guest) if made.family.guest else made.kind.load()
 
@@ -379,7 +378,6 @@ def _family_context(family, target, funcs=None):
 
 def _get(made, own, identity):
     """``<kind>_get``: the kind's own ad-hoc read (``Kind.get``), else the simple lifecycle's read."""
-    from salt_proxmox.registry import imported
     from salt_proxmox.simple import lifecycle as simple
 
     ctx = _family_context(made.family, own["target"])
@@ -396,8 +394,6 @@ def _guest_call(made, own, declared):
     and apply it as its state would, with the same ownership and fingerprint checks; their state return,
     or CommandExecutionError with its comment when refused or failed."""
     from salt.exceptions import CommandExecutionError
-
-    from salt_proxmox.registry import imported
 
     ctx, guest, vmid = _context(own["target"]), imported(made.family.guest), declared.pop("vmid")
     if made.verb == "config":
@@ -435,13 +431,25 @@ def _linked(name, kind, declared):
 def _generated_call(made, args, kwargs):
     """Run generated function ``made`` (``salt_proxmox.run.calls.Generated``) with its arguments: the
     kind's precheck and pillar secrets, the linked contexts, then the library ``Run`` as a state return."""
-    from salt_proxmox.errors import DeclarationError
-    from salt_proxmox.registry import imported
+    from salt.exceptions import CommandExecutionError
 
+    from salt_proxmox.errors import DeclarationError
+
+    if made.renamed:  # an old name, kept for one release (``calls.RENAMED``)
+        import logging
+        import warnings
+
+        try:
+            new, args, kwargs = made.renamed_call(args, kwargs)
+        except (TypeError, LookupError) as exc:
+            raise CommandExecutionError(str(exc)) from None
+        warnings.warn(made.renamed, DeprecationWarning, stacklevel=3)
+        logging.getLogger(__name__).warning(made.renamed)
+        return globals()[new](*args, **kwargs)
     try:
         own, declared = made.bind(args, kwargs)
     except TypeError as exc:
-        raise _call_error(f"{made.family.module}.{made.name}: {exc}") from None
+        raise CommandExecutionError(f"{made.family.module}.{made.name}: {exc}") from None
     if made.verb == "get":
         return _get(made, own, declared)
     if made.call is None:
@@ -483,12 +491,6 @@ def _generated_call(made, args, kwargs):
     )
 
 
-def _call_error(message):
-    from salt.exceptions import CommandExecutionError
-
-    return CommandExecutionError(message)
-
-
 def _generate(made):
     """The function ``made`` describes, defined here so that Salt's loader packs it as this module's."""
 
@@ -509,52 +511,6 @@ if HAS_LIBS:
     del _made
 
 
-def _deprecated_absent(family, kind, kinds, name, names):
-    """An absent call by its old name (``proxmox.<family>_absent kind=...``, 0.1): warns, then runs
-    ``proxmox.<family>_<kind>_absent``. Removed in 0.3."""
-    import logging
-    import warnings
-
-    if kind not in kinds:
-        raise _call_error(f"kind: expected {', '.join(kinds[:-1])} or {kinds[-1]}, got {kind!r}")
-    message = (
-        f"proxmox.{family}_absent kind={kind} is deprecated and will be removed in salt-proxmox 0.3: "
-        f"call proxmox.{family}_{kind}_absent"
-    )
-    warnings.warn(message, DeprecationWarning, stacklevel=3)
-    logging.getLogger(__name__).warning(message)
-    return globals()[f"{family}_{kind}_absent"](name, **names)
-
-
-def sdn_absent(kind, name, **names):
-    """
-    Deprecated (removed in 0.3): ``proxmox.sdn_zone_absent``, ``proxmox.sdn_vnet_absent`` or
-    ``proxmox.sdn_subnet_absent``, which this calls after a warning; ``kind`` zone, vnet or subnet.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.sdn_vnet_absent labnet removal=destroy test=True
-    """
-    return _deprecated_absent("sdn", kind, ("zone", "vnet", "subnet"), name, names)
-
-
-def firewall_absent(kind, name, **names):
-    """
-    Deprecated (removed in 0.3): ``proxmox.firewall_options_absent``, ``proxmox.firewall_ipset_absent``
-    or ``proxmox.firewall_group_absent``, which this calls after a warning; ``kind`` options, ipset or
-    group.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.firewall_group_absent webgrp removal=destroy test=True
-    """
-    return _deprecated_absent("firewall", kind, ("options", "ipset", "group"), name, names)
-
-
 # ----------------------------------------------------------------------------- what this minion owns
 #
 # proxmox.owned lists the ownership rows with whether the current pillar still declares each;
@@ -564,21 +520,12 @@ def firewall_absent(kind, name, **names):
 def _declared_rows(sls, saltenv):
     """The row keys the formula ``sls`` declares from the current pillar (``state.show_low_sls``,
     the chunks a state run would get), keyed by each family's own rule (``owned.declared``)."""
-    from salt.exceptions import CommandExecutionError
-
-    from salt_proxmox.owned.declared import declared_row_keys
-    from salt_proxmox.run.lowstate import Chunk
+    from salt_proxmox.owned.declared import lowstate_row_keys
 
     low = __salt__["state.show_low_sls"](sls, saltenv=saltenv or "base")
-    if not isinstance(low, list) or not all(isinstance(item, dict) for item in low):
-        raise CommandExecutionError(
-            f"the formula {sls} did not render from the current pillar, so what it declares is unknown: "
-            f"{low if isinstance(low, list | str) else type(low).__name__}. Pass sls=<the formula's sls>."
-        )
-    chunks = [chunk for chunk in (Chunk.of(item) for item in low) if chunk is not None]
-    default = run_config.default_target(__salt__["config.get"]("proxmox:targets", {}))
+    default = run_config.default_target(__salt__["config.get"](TARGETS, {}))
     pbs_default = run_config.default_target(__salt__["config.get"]("proxmox:pbs_targets", {}) or {})
-    return declared_row_keys(chunks, default, pbs_default)
+    return _call(lowstate_row_keys, sls, low, default, pbs_default)
 
 
 def owned(check=False, sls="proxmox", saltenv=None):
@@ -669,21 +616,11 @@ def export(family=None, node=None, pool=None, vmid=None, path=None, target=None)
     """
     import logging
 
-    from salt.exceptions import CommandExecutionError
-
-    from salt_proxmox.export.pillar import Filters, family_filter, to_yaml
+    from salt_proxmox.export.pillar import Filters, write_file
     from salt_proxmox.export.pillar import export as export_pillar
 
-    try:
-        families = family_filter(family)
-    except ValueError as exc:
-        raise CommandExecutionError(str(exc)) from None
-    wanted = Filters(
-        families=families,
-        node=str(node) if node is not None else None,
-        pool=str(pool) if pool is not None else None,
-        vmid=_call(vmid_number, vmid) if vmid is not None else None,
-    )
+    wanted = _call(Filters.given, family, node, pool, vmid)
+    families = wanted.families
     ctx = _context(target)
     bao = None
     if (families is None or "policy" in families) and __salt__["config.get"]("openbao", None) is not None:
@@ -697,18 +634,7 @@ def export(family=None, node=None, pool=None, vmid=None, path=None, target=None)
     for note in done.notes:
         logging.getLogger(__name__).warning("proxmox.export: %s", note)
     if path:
-        import os
-
-        header = (
-            f"Exported by proxmox.export from target {ctx.target.name}: {done.count} object(s), each with "
-            "adopt: true.\nSecrets are not exported: put them in a secrets pillar file of their own."
-        )
-        try:
-            fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except OSError as exc:
-            raise CommandExecutionError(f"path {path}: cannot be created ({exc.strerror})") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(to_yaml(done, header))
+        _call(write_file, path, done, ctx.target.name)
     return done.pillar
 
 

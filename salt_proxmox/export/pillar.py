@@ -22,6 +22,7 @@ writes the notes as YAML comments above the pillar.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,9 +30,11 @@ from dataclasses import dataclass, field
 import yaml
 
 from salt_proxmox import registry
-from salt_proxmox.errors import SaltProxmoxError
+from salt_proxmox.entry import imported
+from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.export import guests, objects, policies
 from salt_proxmox.export.objects import Exported, Found
+from salt_proxmox.pve.constraints import vmid_number
 
 #: The sections whose key is only a state id (the formula's ``ID_ONLY``): the key is made up here.
 ID_ONLY = ("proxmox:acls", "proxmox:lxc")
@@ -45,6 +48,21 @@ class Filters:
     node: str | None = None
     pool: str | None = None
     vmid: int | None = None
+
+    @classmethod
+    def given(cls, family: object, node: object, pool: object, vmid: object) -> Filters:
+        """The filters of ``proxmox.export``'s arguments (each None when not given): ``family`` as
+        ``family_filter`` reads it, ``vmid`` a vmid. Raises DeclarationError naming the argument."""
+        try:
+            families = family_filter(family)
+        except ValueError as exc:
+            raise DeclarationError(str(exc)) from None
+        return cls(
+            families=families,
+            node=str(node) if node is not None else None,
+            pool=str(pool) if pool is not None else None,
+            vmid=vmid_number(vmid) if vmid is not None else None,
+        )
 
     def keeps(self, family: registry.Family, names: Mapping[str, object]) -> bool:
         """Whether the object ``names`` (its identity keys; a guest's ``pool`` too) passes."""
@@ -88,7 +106,7 @@ def exporter(family: registry.Family, kind: registry.Kind) -> Callable[..., Foun
     if family.module == "openbao":
         return lambda ctx, bao, keep: policies.export(bao, keep)
     if kind.export is not None:
-        return registry.imported(kind.export)
+        return imported(kind.export)
     raise LookupError(f"{family.name}: no export (salt_proxmox.export.pillar.exporter)")
 
 
@@ -258,3 +276,19 @@ def to_yaml(done: Export, header: str) -> str:
     lines += [f"# NOTE: {note}" for note in done.notes]
     body = yaml.safe_dump(done.pillar, default_flow_style=False, sort_keys=False, allow_unicode=True)
     return "\n".join(lines) + "\n" + (body if done.pillar else "{}\n")
+
+
+def write_file(path: object, done: Export, target: str) -> None:
+    """Write ``done`` as a new pillar file at ``path`` (``to_yaml``, mode 0600: it may name secrets'
+    places), saying which target it came from. Raises SaltProxmoxError when the file exists or cannot
+    be created; an existing file is never overwritten."""
+    header = (
+        f"Exported by proxmox.export from target {target}: {done.count} object(s), each with adopt: true.\n"
+        "Secrets are not exported: put them in a secrets pillar file of their own."
+    )
+    try:
+        fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise SaltProxmoxError(f"path {path}: cannot be created ({exc.strerror})") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(to_yaml(done, header))

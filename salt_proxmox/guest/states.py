@@ -1,5 +1,5 @@
 """The state calls of a guest family (``proxmox_lxc``/``proxmox_qemu`` ``present`` and ``absent``), as
-the registry runs every family's (``registry.Run``: ``(ctx, spec, test, state_id, **declared)``, the
+the registry runs every family's (``entry.Run``: ``(ctx, spec, test, state_id, **declared)``, the
 ``spec`` here the guest ``Family``), onto the shared guest lifecycle (``guest.lifecycle``).
 """
 

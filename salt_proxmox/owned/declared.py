@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
 from salt_proxmox import registry
+from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.ownership.report import undeclared_lines
 from salt_proxmox.run.lowstate import Chunk, Run
 
@@ -45,6 +46,21 @@ def chunk_row_keys(
     if kind.keys is not None:
         return kind.row_keys(chunk, default_target)
     raise LookupError(f"{family.name}: no rule keys its declarations (run.declared.chunk_row_keys)")
+
+
+def lowstate_row_keys(
+    sls: str, low: object, default_target: str | None, pbs_default: str | None = None
+) -> set[str]:
+    """``declared_row_keys`` of the lowstate ``low`` the formula ``sls`` rendered (``state.show_low_sls``:
+    the chunks a state run would get). Raises SaltProxmoxError when ``low`` is not a list of chunks (the
+    formula did not render, so what it declares is unknown)."""
+    if not isinstance(low, list) or not all(isinstance(item, dict) for item in low):
+        raise SaltProxmoxError(
+            f"the formula {sls} did not render from the current pillar, so what it declares is unknown: "
+            f"{low if isinstance(low, list | str) else type(low).__name__}. Pass sls=<the formula's sls>."
+        )
+    chunks = [chunk for chunk in (Chunk.of(item) for item in low) if chunk is not None]
+    return declared_row_keys(chunks, default_target, pbs_default)
 
 
 def declared_row_keys(

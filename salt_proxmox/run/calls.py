@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from salt_proxmox import registry
-from salt_proxmox.registry import Call, Family, Kind
+from salt_proxmox.entry import Call, Family, Kind, imported
 
 P = inspect.Parameter
 #: The arguments every generated state call takes besides the declaration, by verb, with defaults.
@@ -32,6 +32,18 @@ OWN: Mapping[str, tuple[tuple[str, object], ...]] = {
 }
 #: The ad-hoc guest calls (``registry.Family.adhoc``) that take config keys besides their arguments.
 CONFIGURES = ("create", "update")
+FIREWALL_KINDS = ("options", "ipset", "group")
+#: Calls renamed in 0.2 and kept until 0.3, each warning and running its new name: ``{module: {old
+#: name: (the argument choosing the new call, {its value: new name})}}``.
+RENAMED: Mapping[str, Mapping[str, tuple[str, Mapping[str, str]]]] = {
+    "proxmox": {
+        "sdn_absent": ("kind", {kind: f"sdn_{kind}_absent" for kind in ("zone", "vnet", "subnet")}),
+        "firewall_absent": (
+            "kind",
+            {kind: f"firewall_{kind}_absent" for kind in ("options", "ipset", "group")},
+        ),
+    }
+}
 #: Of those, the ones the execution module keeps (the rest are the declaration's: ``adopt``, ``removal``).
 GLUE = ("test", "target", "state_id", "saltenv", "secrets_pillar")
 
@@ -52,6 +64,24 @@ class Generated:
     identity: tuple[str, ...]
     signature: inspect.Signature
     doc: str
+    #: For an old name (``RENAMED``): the deprecation message, and the argument and new names.
+    renamed: str = ""
+    renamed_to: tuple[str, Mapping[str, str]] | None = None
+
+    def renamed_call(self, args: tuple, kwargs: Mapping[str, object]) -> tuple[str, tuple, dict]:
+        """``(new name, args, kwargs)`` of a call by an old name, its choosing argument taken out.
+        Raises TypeError without that argument, LookupError for a value it does not take."""
+        chooser, names = self.renamed_to
+        rest = dict(kwargs)
+        if chooser in rest:
+            value = rest.pop(chooser)
+        elif args:
+            value, args = args[0], args[1:]
+        else:
+            raise TypeError(f"{self.name}: {chooser} is required")
+        if value not in names:
+            raise LookupError(f"{chooser}: expected {', '.join(names)}, got {value!r}")
+        return names[value], tuple(args), rest
 
     def bind(self, args: tuple, kwargs: Mapping[str, object]) -> tuple[dict, dict]:
         """``(own, declared)`` of a call with ``args``/``kwargs``: ``own`` the execution module's
@@ -129,7 +159,7 @@ def _doc(made: dict, state: str, fun: str | None) -> str:
             f"{family.name} changes staged so far, as {where} does. Returns a state return dict."
         )
     else:
-        custom = registry.imported(kind.get) if kind.get else None
+        custom = imported(kind.get) if kind.get else None
         lead = (
             _first_paragraph(custom.__doc__)
             if custom
@@ -145,7 +175,7 @@ def _doc(made: dict, state: str, fun: str | None) -> str:
             "them; a key the family does not have is refused by name before anything is written."
         )
     if verb == "present" and kind.secrets:
-        keys = ", ".join(f"``{key}``" for key in sorted(registry.imported(kind.secrets)))
+        keys = ", ".join(f"``{key}``" for key in sorted(imported(kind.secrets)))
         lines.append(
             f"``secrets_pillar``: the pillar path of the mapping holding its {keys}: a call passing one "
             "itself is refused (Salt caches a state's arguments)."
@@ -199,7 +229,7 @@ def generated(module: str) -> list[Generated]:
         for kind in family.kinds:
             if kind.spec or kind.get:
                 _add(found, family, f"{kind.name}_get", "get", None, kind, kind.identity(), None)
-        for verb, (arguments, doc) in (registry.imported(family.adhoc) if family.adhoc else {}).items():
+        for verb, (arguments, doc) in (imported(family.adhoc) if family.adhoc else {}).items():
             name = f"{family.name}_{verb}"
             if name in found:
                 raise LookupError(f"{family.module}.{name}: generated twice")
@@ -216,6 +246,25 @@ def generated(module: str) -> list[Generated]:
                 params.append(P("config", P.VAR_KEYWORD))
             identity = tuple(arg.rstrip("?") for arg in arguments)
             found[name] = Generated(name, family, verb, None, None, identity, inspect.Signature(params), doc)
+    for old, (chooser, names) in RENAMED.get(module, {}).items():
+        first = found[next(iter(names.values()))]
+        signature = inspect.Signature(
+            [
+                P(chooser, P.POSITIONAL_OR_KEYWORD),
+                P("name", P.POSITIONAL_OR_KEYWORD),
+                P("names", P.VAR_KEYWORD),
+            ]
+        )
+        calls = ", ".join(f"``{module}.{new}``" for new in names.values())
+        message = f"{module}.{old} is deprecated and will be removed in salt-proxmox 0.3: call {calls}"
+        doc = (
+            f"Deprecated (removed in 0.3): {calls}, which this calls after a warning, by ``{chooser}`` "
+            f"({', '.join(names)}).\n\nCLI Example:\n\n.. code-block:: bash\n\n    "
+            f"salt-call {module}.{next(iter(names.values()))} <name> removal=destroy test=True\n"
+        )
+        found[old] = Generated(
+            old, first.family, "renamed", None, None, (), signature, doc, message, (chooser, names)
+        )
     return list(found.values())
 
 

@@ -37,7 +37,7 @@ SIMPLE_FAMILIES = (
 )
 
 #: The shared layers that import neither ``guest/`` nor a family.
-BELOW_GUESTS = ("pve", "openbao", "run", "ownership", "wire", "errors", "outcome", "registry")
+BELOW_GUESTS = ("pve", "openbao", "run", "ownership", "wire", "errors", "outcome", "registry", "entry")
 
 #: Modules of ``guest/`` allowed to import a family: none (a guest NIC reads this run's node and SDN
 #: apply markers from ``run.memo`` and the staged diff through ``wire.ifdiff``).
