@@ -34,9 +34,13 @@ IP sets and security groups (pve-firewall ``Firewall.pm`` ``ipt_gen_src_or_dst_m
 A guest-scope alias or IP set is named only from its own guest's rules and IP sets (bare, or
 ``guest/``); ``dc/`` never reaches it.
 
-Rules declared in this run count too (``declare_rules``: the ``proxmox_firewall.rules`` states of the
-run, read from the state run the first time a scan of the run asks, ``run.memo.current_run``): a delete
-or rename of any family's object is refused while the rules about to be written still name it.
+Rules and IP set entries declared in this run count too (``declare_rules``: the ``proxmox_firewall.rules``
+and ``proxmox_firewall.ipset`` states of the run, read from the state run the first time a scan of the run
+asks, ``run.memo.current_run``): a delete or rename of any family's object is refused while the rules or
+entries about to be written still name it, since PVE takes the delete and then refuses, or silently
+drops, what names it (``create_rule``/``create_ip`` through ``verify_rule``/``resolve_alias``: ``no such
+alias``; the compiler's ``no such ipset``, ``no such security group``). The refusal names the declaring
+state by its id.
 
 Disabled rules (``enable: 0``) count: enabling one later would meet the missing alias.
 
@@ -130,7 +134,8 @@ class Place:
     """One rule list and what its scope holds: ``where`` (``cluster``, ``security group web``, ``node
     pve1``, ``VM 510``; ``declared`` added for a run's declared rules), ``scope`` (``cluster``,
     ``node/pve1``, ``vm/510``, ``group/web``), its ``rules`` (PVE's rule rows), its own aliases and IP set
-    names (a guest's; shadowing), and its IP sets' entries (``{set: [cidr, ...]}``)."""
+    names (a guest's; shadowing), its IP sets' entries (``{set: [cidr, ...]}``), and ``state``, the id of
+    the state of this run declaring them ('' for what is live)."""
 
     where: str
     scope: str
@@ -138,6 +143,12 @@ class Place:
     aliases: set[str] = field(default_factory=set)
     ipsets: set[str] = field(default_factory=set)
     entries: dict[str, list[str]] = field(default_factory=dict)
+    state: str = ""
+
+    @property
+    def by(self) -> str:
+        """What a phrase adds to name the declaring state: `` in state <id>``, or ''."""
+        return f" in state {self.state}" if self.state else ""
 
 
 def _guest_scope(scope: str) -> bool:
@@ -190,7 +201,7 @@ def _users_in(place: Place, target: Target) -> list[str]:
         pos = rule.get("pos", "?")
         if target.kind == "group":
             if rule.get("type") == "group" and rule.get("action") == target.name:
-                found.append(f"{place.where} rule {pos} (group{_disabled(rule)}) {rule_text(rule)}")
+                found.append(f"{place.where} rule {pos} (group{_disabled(rule)}) {rule_text(rule)}{place.by}")
             continue
         for key in ADDRESS_FIELDS:
             value = rule.get(key)
@@ -203,7 +214,7 @@ def _users_in(place: Place, target: Target) -> list[str]:
             else:
                 hit = names_ipset(value, target.name, own, target.name in place.ipsets)
             if hit:
-                found.append(f"{place.where} rule {pos} ({key}{_disabled(rule)}) {rule_text(rule)}")
+                found.append(f"{place.where} rule {pos} ({key}{_disabled(rule)}) {rule_text(rule)}{place.by}")
     if target.kind == "alias":
         for name, cidrs in place.entries.items():
             for cidr in cidrs:
@@ -213,7 +224,7 @@ def _users_in(place: Place, target: Target) -> list[str]:
                     else names_alias(cidr, target.name, target.name.lower() in place.aliases)
                 )
                 if hit:
-                    found.append(f"{place.where} IP set {name} entry {cidr}")
+                    found.append(f"{place.where} IP set {name} entry {cidr}{place.by}")
     return found
 
 
@@ -222,38 +233,63 @@ def _memo_key(ctx: PveContext) -> str:
 
 
 def declare_run_rules(ctx: PveContext, run: object) -> None:
-    """``declare_rules`` with the ``proxmox_firewall.rules`` states of the state run ``run``
-    (``salt_proxmox.run.lowstate.Run``) on ``ctx``'s target; nothing outside a run (None)."""
+    """``declare_rules`` with the ``proxmox_firewall.rules`` and ``proxmox_firewall.ipset`` states of the
+    state run ``run`` (``salt_proxmox.run.lowstate.Run``) on ``ctx``'s target; nothing outside a run
+    (None). An IP set's entries name aliases as its rules do (``parse_fw_config``'s ``ipset`` section,
+    ``create_ip``: ``resolve_alias``)."""
     if run is None:
         return
-    chunks = run.declared("proxmox_firewall", ctx.target.name, ctx.target.name)
-    declare_rules(ctx, ((chunk.name, chunk.args.get("rules")) for chunk in chunks if chunk.fun == "rules"))
-
-
-def declare_rules(ctx: PveContext, declared: Iterable[tuple[str, object]]) -> None:
-    """Record the rule lists this run declares (``(scope, rules)``: a ``proxmox_firewall.rules``
-    state's name and its ``rules``), for the usage scan to count. A list that is not a list of
-    objects is left out here (its own state refuses it)."""
-    kept = []
-    for scope, rules in declared:
-        if isinstance(scope, str) and isinstance(rules, list):
-            kept.append(
-                (scope, [dict(rule, pos=pos) for pos, rule in enumerate(rules) if isinstance(rule, Mapping)])
+    rules, sets = [], []
+    for chunk in run.declared("proxmox_firewall", ctx.target.name, ctx.target.name):
+        if chunk.fun == "rules":
+            rules.append((chunk.name, chunk.args.get("rules"), chunk.state_id))
+        elif chunk.fun == "ipset":
+            scope = chunk.args.get("scope")
+            sets.append(
+                (chunk.name, "cluster" if scope is None else scope, chunk.args.get("cidrs"), chunk.state_id)
             )
+    declare_rules(ctx, rules, sets)
+
+
+def _cidr_of(entry: object) -> str | None:
+    """An IP set entry's ``cidr`` as declared (bare text or ``{cidr, ...}``), None for another shape."""
+    value = entry.get("cidr") if isinstance(entry, Mapping) else entry
+    return value if isinstance(value, str) else None
+
+
+def declare_rules(
+    ctx: PveContext,
+    declared: Iterable[tuple],
+    sets: Iterable[tuple[object, object, object, str]] = (),
+) -> None:
+    """Record the rule lists this run declares (``(scope, rules)`` or ``(scope, rules, state id)``: a
+    ``proxmox_firewall.rules`` state's name, its ``rules`` and its id) and the IP sets it declares
+    (``(name, scope, cidrs, state id)``), for the usage scan to count. A list that is not a list of
+    objects, or of entries, is left out here (its own state refuses it)."""
+    kept = []
+    for scope, rules, *state in declared:
+        if isinstance(scope, str) and isinstance(rules, list):
+            rows = [dict(rule, pos=pos) for pos, rule in enumerate(rules) if isinstance(rule, Mapping)]
+            kept.append((scope, rows, str(state[0]) if state else "", {}))
+    for name, scope, cidrs, state_id in sets:
+        if isinstance(name, str) and isinstance(scope, str) and isinstance(cidrs, list):
+            entries = [cidr for cidr in map(_cidr_of, cidrs) if cidr is not None]
+            kept.append((scope, [], str(state_id), {name: entries}))
     ctx.memo[_memo_key(ctx)] = kept
 
 
 def declared_places(ctx: PveContext) -> list[Place]:
-    """The run's declared rule lists (``declare_rules``; the state run's own, ``declare_run_rules``, when
-    none were recorded) as places, ``where`` saying ``declared``."""
+    """The run's declared rule lists and IP sets (``declare_rules``; the state run's own,
+    ``declare_run_rules``, when none were recorded) as places, ``where`` saying ``declared`` and
+    ``state`` the declaring state's id."""
     if _memo_key(ctx) not in ctx.memo:
         declare_run_rules(ctx, current_run(ctx.memo))
     places = []
-    for scope, rules in ctx.memo.get(_memo_key(ctx), ()):
+    for scope, rules, state_id, entries in ctx.memo.get(_memo_key(ctx), ()):
         kind, _, rest = scope.partition("/")
         label = {"group": "security group", "node": "node", "vm": "VM", "ct": "CT"}.get(kind)
         where = f"declared {label} {rest}" if label else f"declared {scope}"
-        places.append(Place(where, scope, list(rules)))
+        places.append(Place(where, scope, list(rules), entries=dict(entries), state=state_id))
     return places
 
 
