@@ -110,7 +110,10 @@ calls a function a ``__slot__:`` value names. An entry holding one, an ``ensure`
 absent, a ``removal`` other than retain or destroy, ``name:`` where the key is only a state id
 (ID_ONLY), or ``adopt: true`` on an absent entry with ``removal: destroy`` (absent destroys only what
 this minion owns) is one failing state (REFUSED) naming the key in place of its state: nothing of it runs, and it
-is no requisite of another entry. A key under proxmox: or openbao: that is neither a section nor
+is no requisite of another entry. Two or more entries declaring one firewall object (an alias, IP set or
+security group by scope and name as PVE keys it, an alias's rename_from included; options or a rule list
+by scope; on one target) are one failing state naming every one of them, in place of their states
+(_firewall_twins). A key under proxmox: or openbao: that is neither a section nor
 configuration read with config.get (CONFIG_KEYS) is a misspelt section, one failing state naming the
 known ones. An absent entry passes only its identity, target and removal; the rest of what it declared
 when present is kept and changes nothing.
@@ -841,6 +844,86 @@ def _networks(pillar, states):
     return bridges
 
 
+def _listed(paths):
+    """``a``, ``a and b``, ``a, b and c``."""
+    return paths[0] if len(paths) == 1 else ", ".join(paths[:-1]) + " and " + paths[-1]
+
+
+def _firewall_twins(states, path, prefix, entries, objects_of):
+    """``entries`` of section ``path`` without those declaring a firewall object another entry of it
+    declares too: each such object becomes one failing state (id ``prefix`` + the first entry's key)
+    naming every entry that declares it, and none of them is rendered (nor a requisite of another). Two
+    states of one object would each undo the other's write, and salt_proxmox refuses both when they run
+    (``salt_proxmox.run.lowstate`` ``twins_refusal``); here the pillar entries are named instead.
+    ``objects_of(key, declared)``: ``[(identity, label)]`` of the objects one entry declares (its own, and
+    for an alias the one its ``rename_from`` names, which a rename deletes), an entry whose name is not
+    text declaring none (its state refuses it)."""
+    owners = {}
+    labels = {}
+    for key, declared in entries:
+        for identity, label in objects_of(key, declared):
+            keys = owners.setdefault(identity, [])
+            if key not in keys:
+                keys.append(key)
+            labels[identity] = label
+    refused = set()
+    for identity, keys in owners.items():
+        if len(keys) < 2:
+            continue
+        shown = _listed([f"{path}:{_printable(key)}" for key in keys])
+        _failing(
+            states,
+            prefix + _printable(keys[0]),
+            shown,
+            f"pillar {shown} declare one {labels[identity]}: two states of one object would each undo the "
+            "other's write (and salt_proxmox refuses both when they run). Keep one entry for it.",
+        )
+        refused.update(keys)
+    return [(key, declared) for key, declared in entries if key not in refused]
+
+
+def _scoped(noun, name, scope, target):
+    """One firewall object's ``(identity, label)`` for ``_firewall_twins``: ``noun`` and ``name`` (as PVE
+    keys it) in ``scope`` (``cluster``, ``vm/<vmid>``, ``ct/<vmid>``, ...) on ``target`` (None: the only
+    one configured)."""
+    where = scope if target is None else f"{scope}, target {target}"
+    return (noun, scope, name, target), f"{noun} {name} ({where})"
+
+
+def _alias_objects(key, declared):
+    """The aliases an entry of proxmox:firewall_aliases declares: its own and its ``rename_from``'s, by
+    ``lc`` name (pve-firewall API2/Firewall/Aliases.pm keys aliases by ``lc($name)``) and scope."""
+    scope = _text(declared.get("scope")) or "cluster"
+    found = []
+    for name in (_name("proxmox:firewall_aliases", key, declared), declared.get("rename_from")):
+        if _text(name):
+            found.append(_scoped("firewall alias", name.lower(), scope, declared.get("target")))
+    return found
+
+
+def _firewall_objects(kind, target):
+    """``objects_of`` (``_firewall_twins``) for ``proxmox:firewall:<kind>``: an IP set by lower-cased name
+    and scope, a security group by lower-cased name (src/PVE/Firewall.pm ``parse_fw_config`` reads
+    ``[IPSET <name>]`` and ``[group <name>]`` back ``lc``), options and a rule list by their scope (the
+    entry's name), on the entry's target or the section's."""
+
+    def objects_of(key, declared):
+        name = declared.get("name", key)
+        where = declared.get("target", target)
+        if not _text(name):
+            return []
+        if kind == "ipsets":
+            scope = _text(declared.get("scope")) or "cluster"
+            return [_scoped("IP set", name.lower(), scope, where)]
+        if kind == "groups":
+            return [_scoped("security group", name.lower(), "cluster", where)]
+        noun = "firewall options" if kind == "options" else "rule list"
+        label = noun + f" of {name}" + ("" if where is None else f" (target {where})")
+        return [((noun, name, "", where), label)]
+
+    return objects_of
+
+
 def _firewall(pillar, states, guests, aliases):
     """The firewall's option, IP set and security group states (after the guests). ``guests``: ``{vmid:
     requisite}`` of the containers and VMs declared present; ``aliases``: ``{(scope, lower-case name):
@@ -860,7 +943,11 @@ def _firewall(pillar, states, guests, aliases):
         ("options", "options", "firewall options of a scope", ()),
     ):
         prefix = f"proxmox-firewall-{fun}-"
-        for key, declared in _entries(pillar, f"proxmox:firewall:{kind}", prefix, what, states):
+        entries = _entries(pillar, f"proxmox:firewall:{kind}", prefix, what, states)
+        entries = _firewall_twins(
+            states, f"proxmox:firewall:{kind}", prefix, entries, _firewall_objects(kind, target)
+        )
+        for key, declared in entries:
             if target is not None and "target" not in declared:
                 declared = {**declared, "target": target}
             name = declared.get("name", key)
@@ -1005,7 +1092,11 @@ def _firewall_rules(pillar, states, objects, guests, target):
     """The ``proxmox:firewall:rules`` states (after the firewall's objects). ``objects``: the alias, IP
     set and group states (``_firewall_need``); ``guests``: the container and VM states by vmid."""
     prefix = "proxmox-firewall-rules-"
-    for key, declared in _entries(pillar, "proxmox:firewall:rules", prefix, "rule list (rules, adopt, ...)", states):
+    entries = _entries(pillar, "proxmox:firewall:rules", prefix, "rule list (rules, adopt, ...)", states)
+    entries = _firewall_twins(
+        states, "proxmox:firewall:rules", prefix, entries, _firewall_objects("rules", target)
+    )
+    for key, declared in entries:
         if target is not None and "target" not in declared:
             declared = {**declared, "target": target}
         name = declared.get("name", key)
@@ -1062,6 +1153,8 @@ def estate(pillar):
     sections = {}
     for path, prefix, module, what, _skip_present, _skip_absent in SECTIONS:
         sections[path] = _entries(pillar, path, prefix, what, states)
+        if path == "proxmox:firewall_aliases":
+            sections[path] = _firewall_twins(states, path, prefix, sections[path], _alias_objects)
 
     # Objects declared present, by the name PVE knows them by, for the requisites below.
     present = {}

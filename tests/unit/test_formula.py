@@ -1074,3 +1074,87 @@ def test_a_user_password_and_a_realm_bind_password_go_as_their_pillar_path():
     text = repr(render(pillar))
     assert "s3cret-pass" not in text and "b1nd-pass" not in text
     assert "['proxmox', 'users', 'ci@pve']" in text and "['proxmox', 'realms', 'corp']" in text
+
+
+def test_two_entries_for_one_firewall_object_are_one_failing_state_naming_both():
+    """One firewall object (kind, scope, name, target) declared by two pillar entries would be two states
+    of one object, each undoing the other: the formula renders neither, and one failing state names both
+    entries. Names are compared as PVE keys them: an alias ``lc`` (pve-firewall API2/Firewall/Aliases.pm),
+    an IP set's and a security group's lower-cased too (src/PVE/Firewall.pm ``parse_fw_config`` reads
+    ``[IPSET <name>]`` and ``[group <name>]`` back ``lc``); an alias's ``rename_from`` declares its old
+    name as well (a rename deletes it). A guest's and the cluster's object of one name, or objects on
+    two targets, are two objects."""
+    states = render(
+        {
+            "proxmox": {
+                "lxc": {"web": {"vmid": 150, "node": "pve1"}},
+                "firewall_aliases": {
+                    "gw": {"cidr": "10.0.0.1"},
+                    "gateway": {"name": "GW", "cidr": "10.0.0.2"},
+                    "ct-gw": {"name": "gw", "scope": "ct/150", "cidr": "10.0.0.3"},
+                    "other-gw": {"name": "gw", "target": "other", "cidr": "10.0.0.4"},
+                    "lab": {"cidr": "10.1.0.0/24"},
+                    "lab2": {"cidr": "10.1.0.0/24", "rename_from": "lab"},
+                },
+                "firewall": {
+                    "ipsets": {
+                        "admins": {"cidrs": ["192.0.2.0/24"]},
+                        "ops": {
+                            "name": "admins",
+                            "scope": "cluster",
+                            "ensure": "absent",
+                            "removal": "destroy",
+                        },
+                        "ct-admins": {"name": "admins", "scope": "ct/150", "cidrs": ["192.0.2.1"]},
+                    },
+                    "groups": {"webgrp": {"comment": "web"}, "web": {"name": "WebGrp"}},
+                    "options": {"ct/150": {"enable": 1}, "web-options": {"name": "ct/150", "enable": 0}},
+                    "rules": {
+                        "cluster": {"rules": [{"type": "in", "action": "ACCEPT", "source": "+admins"}]},
+                        "everyone": {"name": "cluster", "rules": []},
+                        "ct/150": {
+                            "rules": [{"type": "in", "action": "ACCEPT", "source": "+admins", "dest": "gw"}]
+                        },
+                    },
+                },
+            }
+        }
+    )
+    refused = failing(states)
+    twins = {
+        "proxmox-firewall-alias-gateway": ("proxmox:firewall_aliases:gateway", "proxmox:firewall_aliases:gw"),
+        "proxmox-firewall-alias-lab": ("proxmox:firewall_aliases:lab", "proxmox:firewall_aliases:lab2"),
+        "proxmox-firewall-ipset-admins": ("proxmox:firewall:ipsets:admins", "proxmox:firewall:ipsets:ops"),
+        "proxmox-firewall-group-web": ("proxmox:firewall:groups:web", "proxmox:firewall:groups:webgrp"),
+        "proxmox-firewall-options-ct/150": (
+            "proxmox:firewall:options:ct/150",
+            "proxmox:firewall:options:web-options",
+        ),
+        "proxmox-firewall-rules-cluster": (
+            "proxmox:firewall:rules:cluster",
+            "proxmox:firewall:rules:everyone",
+        ),
+    }
+    assert set(refused) == set(twins), refused
+    for sid, (first, second) in twins.items():
+        assert f"pillar {first} and {second} declare one" in refused[sid], refused[sid]
+        assert args(states[sid])[1]["name"] == f"pillar {first} and {second}"
+    # Neither entry of a pair is rendered, nor a requisite of another state.
+    for gone in (
+        "proxmox-firewall-alias-gw",
+        "proxmox-firewall-alias-lab2",
+        "proxmox-firewall-ipset-ops",
+        "proxmox-firewall-group-webgrp",
+        "proxmox-firewall-options-web-options",
+        "proxmox-firewall-rules-everyone",
+    ):
+        assert gone not in states, gone
+    # Another scope's or another target's object of one name is its own, and renders.
+    assert args(states["proxmox-firewall-alias-ct-gw"])[0] == "proxmox_firewall_alias.present"
+    assert args(states["proxmox-firewall-alias-other-gw"])[0] == "proxmox_firewall_alias.present"
+    assert args(states["proxmox-firewall-ipset-ct-admins"])[0] == "proxmox_firewall.ipset"
+    assert args(states["proxmox-firewall-rules-ct/150"])[1]["require"] == [
+        {"proxmox_firewall": "proxmox-firewall-ipset-ct-admins"},
+        {"proxmox_firewall_alias": "proxmox-firewall-alias-ct-gw"},
+        {"proxmox_lxc": "proxmox-lxc-web"},
+    ]
