@@ -368,4 +368,6 @@ SPEC = ObjectSpec(
     for_cluster=for_cluster,
     create_on_cluster=True,
     unborn=lambda ctx, decl: scopes.unborn(ctx, _scope(decl)),
+    # A clone's: read at its template's, which PVE copies to it (qemu-server clone_vm: clone_vmfw_conf).
+    copied=lambda ctx, decl: scopes.copied(ctx, _scope(decl)),
 )

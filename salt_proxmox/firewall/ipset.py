@@ -442,6 +442,9 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
         live = simple.read(ctx, SPEC, decl)
         base = _base(ctx, decl)
         unborn = SPEC.unborn(ctx, decl)
+        # A clone's set is read at its template's (``scope.copied``): the plan says so, refused or not.
+        copy = SPEC.copied(ctx, decl) if test else None
+        inherited = [copy] if copy else []
         record, taken = False, []
         if live is not None:
             matches = dict(live) == dict(decl.values)
@@ -455,7 +458,7 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
                 unlike=f"it differs in {differ}",
             )
             if refusal:
-                return outcome.fail(refusal, "Nothing was written.")
+                return outcome.fail(refusal, *inherited, "Nothing was written.")
             if note:
                 # Said once nothing refuses the declaration: a refused one takes nothing over.
                 taken, record = [note], True
@@ -464,7 +467,7 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
         lockout, allowed = lockout_refusals(ctx, decl, live)
         refusals = reference_refusals(ctx, decl, base, bool(unborn)) + lockout
         if refusals:
-            return outcome.fail(*refusals, "Nothing was written.")
+            return outcome.fail(*refusals, *inherited, "Nothing was written.")
         outcome.comment += taken + allowed
         plan = steps(base, decl, live)
         if live is None:
@@ -482,7 +485,7 @@ def present(ctx: PveContext, test: bool, state_id: str, **declared: object) -> O
         if plan:
             outcome.comment += notes(decl)
         if test:
-            outcome.comment += [f"{decl.label}: would {step.what}" for step in plan] or [
+            outcome.comment += inherited + [f"{decl.label}: would {step.what}" for step in plan] or [
                 f"{decl.label} is as declared"
             ]
             outcome.result = None if outcome.changes else True
@@ -576,6 +579,8 @@ SPEC = ObjectSpec(
     for_cluster=_bound,
     create_on_cluster=True,
     unborn=lambda ctx, decl: scopes.unborn(ctx, _scope(decl)),
+    # A clone's: read at its template's, which PVE copies to it (qemu-server clone_vm: clone_vmfw_conf).
+    copied=lambda ctx, decl: scopes.copied(ctx, _scope(decl)),
     # The cluster's sets (GET /cluster/firewall/ipset), then each guest's own with its scope.
     export_names=export_by("name"),
     export_listings=lambda ctx: scopes.export_listings(ctx, "ipset"),

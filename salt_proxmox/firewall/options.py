@@ -429,6 +429,8 @@ SPEC = ObjectSpec(
     create_guard=True,
     # A guest's options, planned in the run that creates the guest: PVE's defaults, nothing set.
     unborn=lambda ctx, decl: scopes.unborn(ctx, scopes.parse(decl.names["name"])),
+    # A clone's: read at its template's, which PVE copies to it (qemu-server clone_vm: clone_vmfw_conf).
+    copied=lambda ctx, decl: scopes.copied(ctx, scopes.parse(decl.names["name"])),
     # The cluster's and each node's options, named by GET /cluster/status (its ``cluster`` row and one
     # ``node`` row per member), and each guest's, named by the guest index.
     export_names=export_scope,

@@ -101,7 +101,8 @@ class Decision:
 
 def decide(ctx: PveContext, decl: Declared) -> Decision:
     """The one decision plan and apply share. A guest an earlier state of the plan's run creates
-    (``firewall.scope.run_guests``) starts with no rules. Raises what the reads raise."""
+    (``firewall.scope.run_guests``) starts with no rules, one it clones with its template's (which PVE
+    copies: ``Firewall.copied_from``). Raises what the reads raise."""
     row = ctx.ownership.row(decl.key)
     previous = ctx.ownership.for_state(decl.target, FAMILY, decl.state_id)
     if previous is not None and previous[0] != decl.key:
@@ -113,8 +114,10 @@ def decide(ctx: PveContext, decl: Declared) -> Decision:
     located = firewall_of(ctx, decl.scope)
     if located is None:
         return Decision("refuse", reasons=[scopes.missing(scopes.parse(decl.scope.name))])
-    if located.planned_on:
+    if located.empty:
         return _planned_guest(ctx, decl, row, located.note(scopes.parse(decl.scope.name)))
+    # A guest the plan clones: its list is the template's, which PVE copies (clone_vm: clone_vmfw_conf).
+    copied = [located.note(scopes.parse(decl.scope.name))] if located.copied_from else []
     firewall = located.path
     path = rules_path(decl.scope, firewall)
     try:
@@ -128,19 +131,19 @@ def decide(ctx: PveContext, decl: Declared) -> Decision:
                 "declare it (proxmox:firewall:groups) first."
             ])  # fmt: skip
         raise
-    notes = list(decl.notes) + live.errors
+    notes = list(decl.notes) + copied + live.errors
     strangers = foreign(live.rules, decl.rules, row)
     if strangers and not decl.adopt:
         named = "; ".join(f"rule {pos} `{line(rule)}`" for pos, rule in strangers)
         why = (
             "this minion has no record of the list" if row is None else "they were not written by this minion"
         )
-        return Decision("refuse", path=path, live=live, row=row, reasons=[
+        return Decision("refuse", path=path, live=live, row=row, notes=copied, reasons=[
             f"{decl.scope.label} hold rules the declaration does not have ({named}): {why}. They are never "
             "deleted or changed silently: declare them, or declare adopt: true to own the whole list."
         ])  # fmt: skip
     if row is None and live.rules and not decl.adopt:
-        return Decision("refuse", path=path, live=live, reasons=[
+        return Decision("refuse", path=path, live=live, notes=copied, reasons=[
             f"{decl.scope.label} exist and this minion did not write them (they match the declaration). "
             "Nothing is taken over silently: declare adopt: true to manage them."
         ])  # fmt: skip
@@ -344,7 +347,7 @@ def absent(ctx: PveContext, test: bool, state_id: str, name: object = None, remo
     try:
         privileges.planning(ctx, test)
         located = firewall_of(ctx, scope)
-        if located is None or located.planned_on:
+        if located is None or located.empty:
             return forget_ownership(outcome, ctx.ownership, key, row, scope.label, test, already_absent=True)
         path = rules_path(scope, located.path)
         try:

@@ -8,7 +8,14 @@ pve-firewall 6.0.4 (git 6f1311f) keeps one configuration per scope, each behind 
   and ``/nodes/{node}/lxc/{vmid}/firewall`` (``VM.pm``), the node being the one the guest is on (the
   cluster's guest index, ``GET /cluster/resources?type=vm``), or, in a plan whose run creates the guest
   first, the one its declaration names; a new guest has no ``<vmid>.fw``, which pve-firewall reads as an
-  empty firewall (``load_vmfw_conf``), so such a plan reads nothing there.
+  empty firewall (``load_vmfw_conf``), so such a plan reads nothing there. A guest the run *clones*
+  is not new in that sense: qemu-server ``API2/Qemu.pm`` ``clone_vm`` copies the template's firewall to
+  it (``PVE::Firewall::clone_vmfw_conf``, pve-firewall ``src/PVE/Firewall/Helpers.pm``: ``<newid>.fw``
+  becomes a copy of ``<vmid>.fw``), so its plan reads the template's firewall as the clone's. A guest
+  the run *restores* gets the firewall its archive holds (qemu-server ``PVE/QemuServer.pm``
+  ``restore_vma_archive`` copies ``qemu-server.fw``, pve-container ``src/PVE/LXC/Create.pm``
+  ``restore_configuration_from_etc_vzdump`` copies ``pct.fw``), which no API call shows before the
+  restore (``extractconfig`` answers the guest's config only): its plan starts empty and says so.
 
 ``locate`` is the one place a scope becomes its API path, for every firewall kind.
 
@@ -94,27 +101,62 @@ def parse(value: object, allowed: tuple[str, ...] = ("cluster", "node", "vm", "c
 class Firewall:
     """Where a scope's firewall is: ``path``, its API path (``cluster/firewall``, ``nodes/pve1/firewall``,
     ``nodes/pve1/qemu/510/firewall``); ``planned_on``, for a guest the cluster does not hold yet but an
-    earlier state of this plan's run creates (``run_guests``), the node its declaration names (``path`` is
-    on it): nothing lives at ``path`` yet, so nothing is read there and every object is planned as a
-    create."""
+    earlier state of this plan's run creates (``run_guests``), the node its declaration names. Such a
+    firewall is ``empty``: ``path`` is on that node, nothing lives there yet, nothing is read there and
+    every object is planned as a create. For a guest the run clones, ``copied_from`` is the template's
+    vmid and ``path`` the template's firewall, which PVE copies to the clone (``clone_vmfw_conf``): the
+    plan reads it as the clone's. ``restored_from``: the archive of a guest the run restores."""
 
     path: str
     planned_on: str = ""
+    copied_from: int = 0
+    restored_from: str = ""
+
+    @property
+    def empty(self) -> bool:
+        """Planned on a guest the run creates, with nothing there (not a clone's copy)."""
+        return bool(self.planned_on) and not self.copied_from
 
     def note(self, scope: Scope) -> str:
         """What a plan says of a firewall planned on a guest the run creates first; '' otherwise."""
         if not self.planned_on:
             return ""
-        return (
+        if self.copied_from:
+            template = f"VM {self.copied_from}"
+            return (
+                f"{scope.label} is cloned from {template} earlier in this run (on {self.planned_on}): PVE "
+                f"copies {template}'s firewall to the clone (qemu-server clone_vm: clone_vmfw_conf), so its "
+                f"firewall is planned from {template}'s as it stands"
+            )
+        said = (
             f"{scope.label} is created earlier in this run (on {self.planned_on}): its firewall is planned "
             "from nothing, as PVE holds none for a new guest"
         )
+        if self.restored_from:
+            said += (
+                f"; restored from {self.restored_from}, it also gets the firewall configuration that archive "
+                "holds, if any (qemu-server restore_vma_archive, pve-container "
+                "restore_configuration_from_etc_vzdump), which no API call shows before the restore: this "
+                "plan assumes none, and the apply judges the firewall as the restore leaves it"
+            )
+        return said
 
 
-def run_guests(ctx: PveContext) -> dict[str, str]:
-    """``{scope: node}`` (``ct/150: pve1``) of the guests the ``proxmox_lxc``/``proxmox_qemu`` ``present``
-    states of this plan's run declare on this target (the run kept by ``run.config.enter_run``), each
-    on the node its declaration names; empty outside a state run and in an apply
+@dataclass(frozen=True)
+class Planned:
+    """A guest a ``present`` state of this plan's run declares: its ``node``, the template it is cloned
+    from (``clone``, a VM's), the archive it is restored from (``restore``)."""
+
+    node: str
+    clone: int = 0
+    restore: str = ""
+
+
+def run_guests(ctx: PveContext) -> dict[str, Planned]:
+    """``{scope: Planned}`` (``ct/150``: on ``pve1``) of the guests the ``proxmox_lxc``/``proxmox_qemu``
+    ``present`` states of this plan's run declare on this target (the run kept by
+    ``run.config.enter_run``), each on the node its declaration names, with the template its ``clone``
+    names and the archive its ``restore`` names; empty outside a state run and in an apply
     (``access.privileges.planning``: there a guest's own state has run before its firewall, the formula
     ordering it so with a ``require``, and the cluster lists the guest or its state failed)."""
     from salt_proxmox.access.privileges import planning
@@ -128,7 +170,10 @@ def run_guests(ctx: PveContext) -> dict[str, str]:
         for chunk in run.declared(f"proxmox_{type_}", ctx.target.name, ctx.target.name):
             vmid, node = chunk.args.get("vmid"), chunk.args.get("node")
             if chunk.fun == "present" and isinstance(vmid, int | str) and isinstance(node, str):
-                found.setdefault(f"{kind}/{vmid}", node)
+                clone, restore = chunk.args.get("clone"), chunk.args.get("restore")
+                template = int(clone) if isinstance(clone, int | str) and str(clone).isdigit() else 0
+                archive = restore if isinstance(restore, str) else ""
+                found.setdefault(f"{kind}/{vmid}", Planned(node, template, archive))
     return found
 
 
@@ -155,9 +200,12 @@ def locate(ctx: PveContext, scope: Scope) -> Firewall | None:
     row = hinted_guest(ctx, scope.vmid, credential)
     if row is None:
         declared = run_guests(ctx)
-        node = declared.get(str(scope))
-        if node is not None:
-            return Firewall(_guest_path(node, GUEST_TYPES[scope.kind], scope.vmid), node)
+        planned = declared.get(str(scope))
+        if planned is not None and planned.clone:
+            return _clone_firewall(ctx, scope, planned, credential)
+        if planned is not None:
+            path = _guest_path(planned.node, GUEST_TYPES[scope.kind], scope.vmid)
+            return Firewall(path, planned.node, restored_from=planned.restore)
         if _other(scope) in declared:
             row = {"type": GUEST_TYPES[_other(scope).partition("/")[0]]}
         else:
@@ -169,6 +217,23 @@ def locate(ctx: PveContext, scope: Scope) -> Firewall | None:
             f"{scope}: guest {scope.vmid} is a {row.get('type')} guest: declare it as {_other(scope)}"
         )
     return Firewall(_guest_path(str(row["node"]), str(row["type"]), scope.vmid))
+
+
+def _clone_firewall(ctx: PveContext, scope: Scope, planned: Planned, credential) -> Firewall:
+    """The firewall a guest the run clones will have: its template's (``clone_vm``:
+    ``clone_vmfw_conf``), read where the guest index lists the template. Raises Refused when the index
+    lists no such guest (the guest's own state refuses the clone), and what the index read raises."""
+    from salt_proxmox.guest.absence import hinted_guest
+
+    row = hinted_guest(ctx, planned.clone, credential)
+    if row is None:
+        raise Refused(
+            f"{scope}: this run clones {scope.label} from VM {planned.clone}, which the cluster's guest "
+            "index does not list (or the read credential may not audit it: VM.Audit), so the firewall PVE "
+            "copies to the clone cannot be read; nothing was written."
+        )
+    path = _guest_path(str(row["node"]), str(row["type"]), planned.clone)
+    return Firewall(path, planned.node, copied_from=planned.clone)
 
 
 def _guest_path(node: str, type_: str, vmid: object) -> str:
@@ -197,11 +262,22 @@ def base(ctx: PveContext, scope: Scope) -> Firewall:
 
 def unborn(ctx: PveContext, scope: Scope) -> str | None:
     """``ObjectSpec.unborn`` of a firewall object at ``scope``: the plan note when its guest is one this
-    plan's run creates first (``Firewall.note``), else None. Raises what ``locate`` raises."""
+    plan's run creates first with nothing in its firewall (``Firewall.empty``, ``Firewall.note``), else
+    None. Raises what ``locate`` raises."""
     if not scope.guest:
         return None
     found = locate(ctx, scope)
-    return found.note(scope) if found is not None and found.planned_on else None
+    return found.note(scope) if found is not None and found.empty else None
+
+
+def copied(ctx: PveContext, scope: Scope) -> str | None:
+    """``ObjectSpec.copied`` of a firewall object at ``scope``: the plan note when its guest is one this
+    plan's run clones, whose firewall the plan reads at the template's (``Firewall.copied_from``), else
+    None. Raises what ``locate`` raises."""
+    if not scope.guest:
+        return None
+    found = locate(ctx, scope)
+    return found.note(scope) if found is not None and found.copied_from else None
 
 
 def guest_scope(row: Mapping[str, object]) -> str | None:

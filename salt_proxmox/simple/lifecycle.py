@@ -358,15 +358,19 @@ def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **decl
 def carry_out(
     ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision, test: bool, outcome: Outcome
 ) -> Outcome:
-    """Report (``test``) or perform ``decision``, read back and judge again."""
+    """Report (``test``) or perform ``decision``, read back and judge again. A plan of an object under a
+    copy the run makes (``ObjectSpec.copied``) says so, refused or not."""
+    copy = spec.copied(ctx, decl) if test and spec.copied is not None else None
+    inherited = [copy] if copy else []
     if decision.action == "refuse":
-        return outcome.fail(*decision.reasons, "Nothing was written.")
+        return outcome.fail(*decision.reasons, *inherited, "Nothing was written.")
     outcome.changes.update(decision.changes)
     if decision.record:
         outcome.changes["ownership"] = {"old": (decision.row or {}).get("phase"), "new": "owned"}
     if test or decision.action != "create":
         outcome.comment.extend(decision.notes)
     if test:
+        outcome.comment.extend(inherited)
         outcome.comment.extend(_plan_lines(decision, decl))
         outcome.result = None if outcome.changes else True
         return outcome

@@ -49,6 +49,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
   object is such a one, else None. It is then absent without a read (there is nothing to read yet: PVE
   would answer that the guest's config does not exist), and its create is the one ``for_cluster`` gives
   on the path the declaration of the parent names;
+- ``copied``: for a family whose objects live under an object an earlier state of the same plan makes as
+  a copy of another (a guest the run clones: PVE copies the template's firewall to it, qemu-server
+  ``clone_vm``: ``clone_vmfw_conf``): the plan's note when the object is such a one, else None. Its
+  reads then go where ``for_cluster`` points them, the source of the copy, so the plan judges what the
+  copy will hold, as the apply judges it after the copy; every plan of it says the note;
 - ``create_guard``: the create carries ``write_guard`` too (firewall options: settings PVE always
   has, whose ``PUT`` takes the digest of them all, pve-firewall ``API2/Firewall/Cluster.pm``
   ``set_options``); ``write_guard`` is then handed ``{}`` as the live attributes;
@@ -272,6 +277,7 @@ class ObjectSpec:
     create_on_cluster: bool = False
     create_guard: bool = False
     unborn: Callable[[PveContext, Declared], str | None] | None = None
+    copied: Callable[[PveContext, Declared], str | None] | None = None
     #: Which writes ``task_node`` runs as tasks (a PBS datastore's create and delete are, its update
     #: is not: proxmox-backup ``src/api2/config/datastore.rs``).
     task_writes: tuple[str, ...] = ("create", "update", "delete")

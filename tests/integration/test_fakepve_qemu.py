@@ -21,6 +21,7 @@ from tests.support.cluster import (
     ROUTER_NODE,
     ROUTER_VMID,
 )
+from tests.support.firewall import firewall_admin
 
 MAC = re.compile(r"^virtio=(?:[0-9A-F]{2}:){5}[0-9A-F]{2},")
 GiB = 1024**3
@@ -345,6 +346,27 @@ def test_seeded_template_clones_with_its_own_cloudinit_drive_and_a_new_mac(fresh
     assert api.task(CLOUD_TEMPLATE_NODE, upid) == "OK"
     volumes = fresh_cluster.pve.storages["local-lvm"]["volumes"]
     assert f"vm-{CLOUD_TEMPLATE_VMID}-cloudinit" in volumes and "vm-311-cloudinit" not in volumes
+
+
+def test_a_clone_gets_its_template_s_firewall(fresh_cluster):
+    """qemu-server ``API2/Qemu.pm`` ``clone_vm`` copies the source's firewall to the clone
+    (``PVE::Firewall::clone_vmfw_conf``: ``<newid>.fw`` becomes a copy of ``<vmid>.fw``); a later change
+    of one is not the other's."""
+    admin = firewall_admin(fresh_cluster)
+    template = f"nodes/{CLOUD_TEMPLATE_NODE}/qemu/{CLOUD_TEMPLATE_VMID}/firewall"
+    admin("POST", f"{template}/ipset", name="admins")
+    admin("POST", f"{template}/ipset/admins", cidr="192.0.2.0/24")
+    admin("PUT", f"{template}/options", enable="1")
+    api = Api(fresh_cluster)
+    upid = api.ok(
+        "POST", f"/nodes/{CLOUD_TEMPLATE_NODE}/qemu/{CLOUD_TEMPLATE_VMID}/clone", newid=314, name="c2"
+    )
+    assert api.task(CLOUD_TEMPLATE_NODE, upid) == "OK"
+    copied = fresh_cluster.pve.firewall_config("vm", CLOUD_TEMPLATE_NODE, 314)
+    assert copied["ipset"]["admins"] == [{"cidr": "192.0.2.0/24"}] and copied["options"]["enable"] == 1
+    admin("POST", f"nodes/{CLOUD_TEMPLATE_NODE}/qemu/314/firewall/ipset/admins", cidr="198.51.100.0/24")
+    original = fresh_cluster.pve.firewall_config("vm", CLOUD_TEMPLATE_NODE, CLOUD_TEMPLATE_VMID)
+    assert original["ipset"]["admins"] == [{"cidr": "192.0.2.0/24"}]
 
 
 @pytest.mark.parametrize("drive", ["ide2", "sata1"])

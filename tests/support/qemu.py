@@ -75,6 +75,10 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   ``$storage || $src_storeid``; with a ``.<format>`` suffix only on a storage with a path). fakepve
   copies the source's volume id, and destroying the clone would free the template's drive; it does
   move the disks to ``storage``.
+- A clone gets its source's firewall: ``clone_vm`` calls ``PVE::Firewall::clone_vmfw_conf($vmid,
+  $newid)`` (pve-firewall ``src/PVE/Firewall/Helpers.pm``), which removes any ``<newid>.fw`` and copies
+  ``<vmid>.fw`` to it, before the clone's worker runs: options, aliases, IP sets and rules alike.
+  fakepve's clone starts the new VM with no firewall.
 
 - An HA-managed guest's start or shutdown only asks the HA manager: qemu-server ``vm_start``
   (``PVE::HA::Config::vm_is_ha_managed``) runs ``ha-manager set vm:<vmid> --state started`` in an
@@ -153,6 +157,7 @@ Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 import secrets
@@ -594,7 +599,13 @@ class QemuPve(NetworkPve):
             raise die(f"can't clone VM to node '{target}' (VM uses local storage)")
         if v.get("storage"):
             self._clone_storage[int(v["newid"])] = v["storage"]
-        return await super()._qm_clone(v, user)
+        answer = await super()._qm_clone(v, user)
+        # clone_vmfw_conf: the new vmid's firewall is the source's, or none.
+        guests = self._fw()["guests"]
+        guests.pop(int(v["newid"]), None)
+        if int(v["vmid"]) in guests:
+            guests[int(v["newid"])] = copy.deepcopy(guests[int(v["vmid"])])
+        return answer
 
     def _own_cloudinit(self, vm) -> None:
         """Give a clone its own ``vm-<vmid>-cloudinit`` volume in place of its source's (``clone_vm``
