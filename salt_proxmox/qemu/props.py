@@ -423,6 +423,14 @@ def parse_declaration(
         if key in schema.SECRETS:
             if not isinstance(raw, str) or not raw or CONTROL.search(raw):
                 problems.append(f"{key}: expected one line of text; the value is not repeated here")
+            elif raw == schema.PASSWORD_MASK:
+                # update_vm_api hashes what it is given (encrypt_pw): the mask would become the password.
+                problems.append(
+                    f"{key}: {schema.PASSWORD_MASK} is PVE's mask for a set password (qemu-server "
+                    "API2/Qemu.pm vm_config shows it in the password's place), not a password: sent, "
+                    "update_vm_api would hash it and make it the guest's password. Put the password "
+                    "itself in pillar, or leave cipassword out to keep the one the VM has."
+                )
             elif post_problem({key: raw}):
                 problems.append(f"{key}: {post_problem({key: raw}, secrets={key}).partition(': ')[2]}")
             else:
