@@ -32,8 +32,8 @@ sys.path.insert(0, str(REPO))
 
 from salt_proxmox.ownership.stores import ROWS_FILE  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
-from tests.support.openbao import DevOpenBao, creds_token, publish_cluster  # noqa: E402
-from tests.support.pbs import ServedPbs, publish_pbs  # noqa: E402
+from tests.support.openbao import DevOpenBao, creds_token, publish_cluster, publish_pbs  # noqa: E402
+from tests.support.pbs import ServedPbs  # noqa: E402
 from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config  # noqa: E402
 from tests.support.ways import STARTED, expected_power, power_requests  # noqa: E402
 

@@ -6,7 +6,7 @@ them, from qemu-server's own rules.
   disk and ``unusedN`` (a CD-ROM's medium is swapped by operators and does not count); and the values
   qemu-server generates once per VM: ``vmgenid``, ``smbios1``'s ``uuid``, ``meta``'s ``ctime``
   (``create_vm``; a clone gets its own, ``clone_vm``).
-- Hotplug: ``schema.applies_live`` with the VM's ``hotplug`` in effect (``vmconfig_hotplug_pending``).
+- Hotplug: ``hotplug.applies_live`` with the VM's ``hotplug`` in effect (``vmconfig_hotplug_pending``).
 - Create from scratch: one ``POST /nodes/{node}/qemu`` task (``create_vm``) without ``cipassword``,
   then, when one is declared, one ``POST …/config`` task with it alone: ``create_vm`` writes its form
   into ``/etc/pve`` as sent, and only ``update_vm_api`` hashes ``cipassword``
@@ -15,7 +15,7 @@ them, from qemu-server's own rules.
   (``clone_vm``, a task), then the declaration written onto the clone in the same apply: one
   ``POST …/config`` task (``update_vm`` async: the form's drives are allocated by ``create_disks``)
   judged against the clone as it was made, then a ``PUT …/resize`` task per disk that grows. The
-  plan judges the clone as it will be (``judge.cloned_config``: the template's config with its disks
+  plan judges the clone as it will be (``clone.cloned_config``: the template's config with its disks
   on the clone's storage), so it lists every key the configure step writes or deletes. A declared
   ``cipassword`` is always written onto the clone (it carries the template's, which PVE shows only
   as set); without one, the plan says the clone keeps the template's.
@@ -27,7 +27,7 @@ them, from qemu-server's own rules.
   reported key by key (``guest.lifecycle``).
 - Refusals at plan: ``judge.create_refusals`` (root-only values, disks not allocated by the create),
   an ISO a written CD-ROM names that PVE says is not there (``iso_checks``),
-  ``judge.clone_source_refusals`` (the template must exist and be one), and the judge's verdict of
+  ``clone.clone_source_refusals`` (the template must exist and be one), and the judge's verdict of
   the declaration against the template's config, so a clone is never made that its own config write
   would then refuse.
 """
@@ -50,7 +50,7 @@ from salt_proxmox.guest.refusals import provision_privilege_check
 from salt_proxmox.pve.client import Credential, api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.facts import release, storages, volume_presence
-from salt_proxmox.qemu import judge, schema
+from salt_proxmox.qemu import change, clone, drives, hotplug, judge, machine, schema
 from salt_proxmox.qemu.props import QemuDeclaration, parse_declaration, parse_drive, parse_net
 from salt_proxmox.wire.propstring import pairs
 from salt_proxmox.wire.volumes import size_option
@@ -110,9 +110,9 @@ def _source(ctx: PveContext, decl: QemuDeclaration) -> tuple[str | None, dict[st
     return node, dict(config or {})
 
 
-def _onto(decl: QemuDeclaration, made: Mapping[str, object]) -> judge.QemuChange:
+def _onto(decl: QemuDeclaration, made: Mapping[str, object]) -> change.QemuChange:
     """The judge's verdict of ``decl`` written onto a VM made by cloning (``made``: its config, or the
-    plan's ``judge.cloned_config``), with nothing recorded yet. ``made``'s ``cipassword`` is left out:
+    plan's ``clone.cloned_config``), with nothing recorded yet. ``made``'s ``cipassword`` is left out:
     it is the template's (``clone_vm`` copies it), shown only as set, so a declared one is always
     written."""
     return judge.judge(
@@ -124,18 +124,18 @@ def iso_checks(
     ctx: PveContext, decl: QemuDeclaration, values: Mapping[str, str]
 ) -> tuple[list[str], list[str]]:
     """``(refusals, notes)`` for the ISOs the CD-ROM values of ``values`` (key -> value to write)
-    name (``judge.iso_volumes``): each is read once per run (``facts.volume_presence``); one PVE says
-    is not there is refused (``judge.missing_iso_refusal``), one the read credential may not look at
-    is noted (``judge.unchecked_iso_note``) and goes through. Raises what ``volume_presence``
+    name (``drives.iso_volumes``): each is read once per run (``facts.volume_presence``); one PVE says
+    is not there is refused (``drives.missing_iso_refusal``), one the read credential may not look at
+    is noted (``drives.unchecked_iso_note``) and goes through. Raises what ``volume_presence``
     raises."""
     refusals: list[str] = []
     notes: list[str] = []
-    for key, volid in judge.iso_volumes(values).items():
+    for key, volid in drives.iso_volumes(values).items():
         found = volume_presence(ctx, decl.node, volid)
         if found.state == "missing":
-            refusals.append(judge.missing_iso_refusal(decl, key, volid, found.said))
+            refusals.append(drives.missing_iso_refusal(decl, key, volid, found.said))
         elif found.state == "unchecked":
-            notes.append(judge.unchecked_iso_note(decl, key, volid))
+            notes.append(drives.unchecked_iso_note(decl, key, volid))
     return refusals, notes
 
 
@@ -153,8 +153,8 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
             f"{what}: named {decl.default_name}, its state id, since the declaration names none "
             "(declare name: to give another)"
         )
-    if judge.needs_release(decl.config):
-        refusals += judge.release_refusals(decl.config, release(ctx))
+    if machine.needs_release(decl.config):
+        refusals += machine.release_refusals(decl.config, release(ctx))
     if decl.config.get("startup") and not refusals:
         refusals, said = startup_check(ctx, decl)
         notes += said
@@ -171,13 +171,13 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
             refusals=refusals, source="from scratch", again="from scratch with new, empty disks", notes=notes
         )
     node, config = _source(ctx, decl)
-    refusals += judge.clone_source_refusals(decl, config)
+    refusals += clone.clone_source_refusals(decl, config)
     if config is not None and node is not None and not refusals:
-        more, said = judge.clone_storage_refusals(decl, node, config, storages(ctx))
+        more, said = clone.clone_storage_refusals(decl, node, config, storages(ctx))
         refusals, notes = [*refusals, *more], [*notes, *said]
     changes = None
     if config is not None and not refusals:
-        made = judge.cloned_config(decl, config)
+        made = clone.cloned_config(decl, config)
         onto = _onto(decl, made)
         refusals += onto.refuse
         if not refusals:
@@ -191,7 +191,7 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
                 f"{what}: the clone keeps template VM {decl.clone}'s cipassword (PVE copies it, shown only "
                 "as set); declare cipassword to write another"
             )
-    kind = "a linked clone" if judge.linked_clone(decl) else "a full clone"
+    kind = "a linked clone" if clone.linked_clone(decl) else "a full clone"
     return CreatePlan(
         changes=changes,
         refusals=refusals,
@@ -206,7 +206,7 @@ def _restore_storage_refusals(
     ctx: PveContext, decl: QemuDeclaration, made: Mapping[str, object]
 ) -> list[str]:
     """Why the restore cannot allocate a drive of the VM it makes (``made``:
-    ``judge.restored_config``): qemu-server ``QemuServer.pm`` ``$parse_backup_hints`` dies ``Content
+    ``clone.restored_config``): qemu-server ``QemuServer.pm`` ``$parse_backup_hints`` dies ``Content
     type 'images' is not available on storage '<storage>'`` (and ``storage_config`` on a storage that
     does not exist) before anything is restored. A storage the read token does not list is refused
     too: nothing proves it takes the drive."""
@@ -236,7 +236,7 @@ def _restore_storage_refusals(
 def restore_plan(ctx: PveContext, decl: QemuDeclaration, refusals: list[str]) -> CreatePlan:
     """A create by restore: the archive as the node lists it (``guest.restore.find_archive``), and
     the config it holds (``guest.restore.archived_config``), from which the VM the restore makes is
-    known (``judge.restored_config``). The plan names the archive with its size and time, refuses a
+    known (``clone.restored_config``). The plan names the archive with its size and time, refuses a
     drive the restore cannot allocate (``_restore_storage_refusals``) and what the write after it
     cannot do (a disk smaller than the archive's, on another storage: the judge, as onto a clone),
     and lists what that write changes; the declared drives are never sent with ``archive``
@@ -247,7 +247,7 @@ def restore_plan(ctx: PveContext, decl: QemuDeclaration, refusals: list[str]) ->
     if archive is None or refusals:
         return CreatePlan(refusals=refusals)
     archived = restore.archived_config(ctx, decl.node, decl.restore)
-    made = judge.restored_config(decl, archived.config, archived.disks)
+    made = clone.restored_config(decl, archived.config, archived.disks)
     onto = _onto(decl, made)
     refusals = [*_restore_storage_refusals(ctx, decl, made), *onto.refuse]
     if refusals:
@@ -333,30 +333,30 @@ def create(
             )
         return
     node, config = _source(ctx, decl)
-    refusals = judge.clone_source_refusals(decl, config)
+    refusals = clone.clone_source_refusals(decl, config)
     if config is not None and node is not None and not refusals:
-        refusals = judge.clone_storage_refusals(decl, node, config, storages(ctx))[0]
+        refusals = clone.clone_storage_refusals(decl, node, config, storages(ctx))[0]
     if refusals or node is None:
         raise Refused(" ".join(refusals))
     yield CreateStep(
         "POST",
         f"{api_path('nodes', node, 'qemu', decl.clone)}/clone",
         f"clone VM {decl.clone} to VM {decl.vmid} on {decl.node}",
-        judge.clone_form(decl, node),
+        clone.clone_form(decl, node),
     )
     yield from _configured(ctx, decl, credential, path)
 
 
 def update_checks(
-    ctx: PveContext, decl: QemuDeclaration, change: judge.QemuChange
+    ctx: PveContext, decl: QemuDeclaration, change: change.QemuChange
 ) -> tuple[list[str], list[str]]:
     """The ISOs the CD-ROM values ``change`` writes name (``iso_checks``); nothing is read when it
     writes none (a no-drift plan reads nothing more). The release is read only for an option some
-    releases lack (``judge.release_refusals``). The judge's notes
+    releases lack (``machine.release_refusals``). The judge's notes
     (``QemuChange.notes``: what PVE does with the write beyond storing it) follow the ISO notes."""
     refusals, notes = iso_checks(ctx, decl, change.put)
-    if judge.needs_release(change.put):
-        refusals = [*refusals, *judge.release_refusals(change.put, release(ctx))]
+    if machine.needs_release(change.put):
+        refusals = [*refusals, *machine.release_refusals(change.put, release(ctx))]
     if "startup" in change.put or "startup" in change.clear:
         more, said = startup_check(ctx, decl)
         refusals, notes = [*refusals, *more], [*notes, *said]
@@ -381,7 +381,7 @@ def startup_check(ctx: PveContext, decl: QemuDeclaration) -> tuple[list[str], li
 
 
 def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = None) -> bool:
-    """``schema.applies_live`` on the VM's config in effect, with its ``hotplug``, ``ostype`` and
+    """``hotplug.applies_live`` on the VM's config in effect, with its ``hotplug``, ``ostype`` and
     ``machine`` and the options of ``key`` the write changes (``netN``, drives, ``agent``)."""
     old = live_text(config.current.get(key))
     changed: frozenset[str] = frozenset()
@@ -389,12 +389,12 @@ def applies_live(key: str, clear: bool, config: GuestConfig, new: str | None = N
         if schema.family_of(key) == "net":
             changed = judge.net_changed(new, old)
         elif schema.is_drive(key):
-            changed = judge.drift_changed(new, old)
+            changed = drives.drift_changed(new, old)
         elif key == "agent":
             a, b = dict(pairs(new, "enabled")), dict(pairs(old, "enabled"))
             changed = frozenset(k for k in {*a, *b} if a.get(k) != b.get(k))
     current = config.current
-    return schema.applies_live(
+    return hotplug.applies_live(
         key,
         clear,
         old,
@@ -432,7 +432,7 @@ def config_task(
     runs (``running`` True; None, not read, is taken as running: the lifecycle reads the status
     whenever the answer depends on it) and a key it writes or deletes is one
     ``vmconfig_hotplug_pending`` applies through QEMU or the cgroup (``applies_live``, less the
-    ``schema.FAST_PLUG`` keys and ``ipconfigN``, which it only writes into the config). Anything
+    ``hotplug.FAST_PLUG`` keys and ``ipconfigN``, which it only writes into the config). Anything
     else is a simple change: the ``PUT``."""
     allocates = [key for key, value in put.items() if schema.is_drive(key) and _allocates(value)]
     if allocates:
@@ -442,7 +442,7 @@ def config_task(
     plugged = [
         key
         for key in [*put, *clear]
-        if key not in schema.FAST_PLUG
+        if key not in hotplug.FAST_PLUG
         and schema.family_of(key) != "ipconfig"
         and applies_live(key, key in clear, config, put.get(key))
     ]

@@ -12,7 +12,8 @@ from salt_proxmox.pbs.client import parse_pbs_target
 from salt_proxmox.pbs.context import pbs_context_for
 from salt_proxmox.pbs.datastore import SPEC, absent
 from salt_proxmox.simple.lifecycle import present
-from tests.support.pbs import PBS_CREDS_PATH, PROVISION_TOKEN_ID, ServedPbs, pbs_targets, publish_pbs
+from tests.support.openbao import publish_pbs
+from tests.support.pbs import PBS_CREDS_PATH, PROVISION_TOKEN_ID, ServedPbs, pbs_targets
 
 TARGET = "backup1"
 

@@ -40,6 +40,7 @@ import hvac
 import requests
 
 from tests.support.cluster import catch_stop_signals, private_dir, private_json
+from tests.support.pbs import PBS_CREDS_PATH
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
     from typing import Self
@@ -286,6 +287,14 @@ def _pair(entry: dict[str, Any]) -> tuple[str, str]:
     return entry["token_id"], entry["secret"]
 
 
+def publish_pbs(client: Any, read: tuple[str, str], provision: tuple[str, str]) -> None:
+    """Publish a PBS's ``(token_id, secret)`` pairs in OpenBao at ``PBS_CREDS_PATH``/read and /provision
+    (the PVE tokens' KV version 1 mount, ``publish_cluster``)."""
+    role = PBS_CREDS_PATH.removeprefix(CREDS_PATH + "/")
+    publish_creds(client, CREDS_PATH, f"{role}/read", *read)
+    publish_creds(client, CREDS_PATH, f"{role}/provision", *provision)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m tests.support.openbao --state-dir DIR --creds-from DIR/cluster.json``.
 
@@ -315,8 +324,6 @@ def main(argv: list[str] | None = None) -> int:
         client = bao.client()
         publish_cluster(client, _pair(cluster["read"]), _pair(cluster["provision"]))
         if args.pbs_creds_from:
-            from tests.support.pbs import publish_pbs
-
             pbs = json.loads(Path(args.pbs_creds_from).read_text(encoding="utf-8"))
             publish_pbs(client, _pair(pbs["read"]), _pair(pbs["provision"]))
         token = creds_token(client)

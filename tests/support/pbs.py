@@ -657,16 +657,6 @@ def pbs_targets(served: ServedPbs, name: str = "backup1") -> dict[str, Any]:
     }
 
 
-def publish_pbs(client: Any, read: tuple[str, str], provision: tuple[str, str]) -> None:
-    """Publish a PBS's ``(token_id, secret)`` pairs in OpenBao at ``PBS_CREDS_PATH``/read and /provision
-    (the PVE tokens' KV version 1 mount, ``tests.support.openbao.publish_cluster``)."""
-    from tests.support.openbao import CREDS_PATH, publish_creds
-
-    role = PBS_CREDS_PATH.removeprefix(CREDS_PATH + "/")
-    publish_creds(client, CREDS_PATH, f"{role}/read", *read)
-    publish_creds(client, CREDS_PATH, f"{role}/provision", *provision)
-
-
 def requests_of(served: ServedPbs, start: int = 0) -> list[tuple[str, str, bytes]]:
     """The fake's requests from ``start`` as fakepve logs PVE's: ``(method, /path, body)`` with the
     parameters form-encoded (a list repeated, as PBS reads an array)."""

@@ -18,6 +18,7 @@ a dependency a reader must follow, and a function-level one still loads the modu
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,30 @@ def test_no_two_modules_import_each_other():
     assert not unknown, f"modules importing each other: {unknown}"
 
 
+def test_no_import_circle_in_the_package():
+    """No circle of any length: ``graphlib`` finds one where a two-file check sees none (a -> b -> c -> a)."""
+    try:
+        graphlib.TopologicalSorter(GRAPH).prepare()
+    except graphlib.CycleError as error:
+        pytest.fail(f"an import circle: {' -> '.join(error.args[1])}")
+
+
+def test_the_circle_check_sees_a_circle():
+    """Guard: the check above fails on a circle of three."""
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter({"a": {"b"}, "b": {"c"}, "c": {"a"}}).prepare()
+
+
+#: docs/design.md §2: a module of the package is one concern; past this many lines it is two.
+MAX_LINES = 650
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_of_the_package_is_over_650_lines(module):
+    lines = len(MODULES[module].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{MODULES[module]} has {lines} lines: split it along a seam it already has"
+
+
 TESTS = PACKAGE.parent / "tests"
 #: Directories holding only test modules; what their tests share lives in tests/support/.
 TEST_ONLY = ("tests.unit", "tests.integration", "tests.functional")
@@ -157,6 +182,35 @@ def test_no_test_module_imports_another():
         if target in imports and (target.rsplit(".", 1)[-1].startswith("test_") or _in(target, TEST_ONLY))
     )
     assert not wrong, f"test modules importing test modules: {wrong}"
+
+
+def _script_graph() -> dict[str, set[str]]:
+    """``bench/`` and ``tests/support/`` modules and which of each other they import."""
+    root = PACKAGE.parent
+    paths = [*sorted((root / "bench").glob("*.py")), *sorted((root / "tests" / "support").glob("*.py"))]
+    names = {".".join(path.relative_to(root).with_suffix("").parts): path for path in paths}
+    graph = {}
+    for name, path in names.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.update(
+                    m for m in (node.module, *(f"{node.module}.{a.name}" for a in node.names)) if m in names
+                )
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name in names)
+        graph[name] = found - {name}
+    return graph
+
+
+def test_no_import_circle_in_the_benchmarks_and_test_support():
+    """The benchmarks share one module (``bench/common.py``) rather than importing each other."""
+    graph = _script_graph()
+    assert "bench.common" in graph.get("bench.overlap", set()), "the parse sees bench/"
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        pytest.fail(f"an import circle: {' -> '.join(error.args[1])}")
 
 
 #: Names of guest families and of their property strings: a module-level table of ``wire/`` keyed by

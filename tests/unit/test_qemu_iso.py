@@ -16,8 +16,8 @@ import pytest
 
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.facts import volume_presence
+from salt_proxmox.qemu.drives import iso_volumes
 from salt_proxmox.qemu.family import iso_checks
-from salt_proxmox.qemu.judge import iso_volumes
 from salt_proxmox.qemu.props import parse_declaration
 from tests.support.stubs import pve_context
 

@@ -21,11 +21,11 @@ from salt_proxmox.errors import DeclarationError
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.guest.verdict import judge_guest, split_by_effect
 from salt_proxmox.qemu import schema
+from salt_proxmox.qemu.change import QemuChange
+from salt_proxmox.qemu.clone import clone_form, clone_source_refusals
 from salt_proxmox.qemu.family import QEMU, config_task
+from salt_proxmox.qemu.hotplug import applies_live
 from salt_proxmox.qemu.judge import (
-    QemuChange,
-    clone_form,
-    clone_source_refusals,
     create_form,
     create_refusals,
     identity_refusals,
@@ -693,7 +693,7 @@ def test_options_of_pve_9_are_refused_on_pve_8() -> None:
     # qemu-server 9 Agent.pm $agent_fmt adds freeze-fs (alias guest-fsfreeze); stable-bookworm knows
     # freeze-fs-on-backup only. Machine.pm $machine_fmt's aw-bits is qemu-server 9's too.
     from salt_proxmox.pve.facts import Release
-    from salt_proxmox.qemu.judge import needs_release, release_refusals
+    from salt_proxmox.qemu.machine import needs_release, release_refusals
 
     values = {"agent": "1,freeze-fs=0", "machine": "q35,viommu=virtio,aw-bits=48"}
     said = release_refusals(values, Release("8.4"))
@@ -971,21 +971,22 @@ def test_clone_form() -> None:
 )
 def test_applies_live(key: str, old: str | None, new: str, hotplug: str | None, live: bool) -> None:
     # vmconfig_hotplug_pending with the VM's hotplug (default network,disk,usb).
-    from salt_proxmox.qemu.judge import drift_changed, net_changed
+    from salt_proxmox.qemu.drives import drift_changed
+    from salt_proxmox.qemu.judge import net_changed
 
     changed = frozenset()
     if old is not None and schema.family_of(key) == "net":
         changed = net_changed(new, old)
     elif old is not None and schema.is_drive(key):
         changed = drift_changed(new, old)
-    assert schema.applies_live(key, False, old, new, hotplug, changed) is live
+    assert applies_live(key, False, old, new, hotplug, changed) is live
 
 
 def test_ipconfig_applies_at_once_as_every_cloud_init_key() -> None:
     # QemuServer.pm: `for my $opt (keys %$confdesc_cloudinit) { $fast_plug_option->{$opt} = 1 }`, and
     # $confdesc_cloudinit holds ipconfigN.
-    assert schema.applies_live("ipconfig0", False, "ip=dhcp", "ip=10.0.0.5/24,gw=10.0.0.1", "0") is True
-    assert schema.applies_live("ipconfig1", True, "ip=dhcp", None, "0") is True
+    assert applies_live("ipconfig0", False, "ip=dhcp", "ip=10.0.0.5/24,gw=10.0.0.1", "0") is True
+    assert applies_live("ipconfig1", True, "ip=dhcp", None, "0") is True
 
 
 @pytest.mark.parametrize(
@@ -1003,10 +1004,10 @@ def test_ipconfig_applies_at_once_as_every_cloud_init_key() -> None:
 def test_usb_hot_plug_follows_ostype_and_machine(hotplug, ostype, machine, live: bool) -> None:
     # QemuServer.pm vmconfig_hotplug_pending $is_usb_hotplug_supported: `$hotplug_features->{usb} &&
     # min_version($version, 7, 1) && defined($ostype) && ($ostype eq 'l26' || windows_version($ostype) > 7)`.
-    got = schema.applies_live("usb0", False, None, "spice", hotplug, ostype=ostype, machine=machine)
+    got = applies_live("usb0", False, None, "spice", hotplug, ostype=ostype, machine=machine)
     assert got is live
     # tablet needs the feature alone.
-    assert schema.applies_live("tablet", False, "1", "0", hotplug) is (hotplug is None)
+    assert applies_live("tablet", False, "1", "0", hotplug) is (hotplug is None)
 
 
 def test_split_by_effect_on_a_running_vm() -> None:
@@ -1062,7 +1063,7 @@ def test_the_clone_a_plan_judges_is_the_template_with_its_disks_where_clone_vm_p
     # qemu-server API2/Qemu.pm clone_vm: unusedN and template not copied, a new MAC per NIC, a
     # CD-ROM copied; clone_disk: a full clone with storage copies every disk and the cloud-init
     # drive to it (format: the target storage's), a linked clone keeps the template's storage.
-    from salt_proxmox.qemu.judge import cloned_config
+    from salt_proxmox.qemu.clone import cloned_config
 
     template = vm(
         template=1,
@@ -1129,7 +1130,7 @@ def test_clone_storage_refusals_follow_clone_vm_and_volume_has_feature() -> None
     volume: lvmthin/zfspool/rbd and file storages can, thick ``lvm`` and ``iscsi`` cannot; a
     cloud-init drive is always copied. ``Plugin.pm`` ``@SHARED_STORAGE`` types are shared."""
     from salt_proxmox.pve.facts import parse_storages
-    from salt_proxmox.qemu.judge import clone_storage_refusals, linked_clone
+    from salt_proxmox.qemu.clone import clone_storage_refusals, linked_clone
 
     stores = parse_storages(
         [
@@ -1276,7 +1277,7 @@ def test_a_carried_limit_pve_would_refuse_beside_a_declared_one_is_refused_namin
 def test_a_clone_keeps_the_template_s_disk_options_the_declaration_leaves_out() -> None:
     # clone_vm/clone_disk copy the drive's options; the configure step writes the declared ones onto
     # the clone's volume and keeps the template's cache=writeback.
-    from salt_proxmox.qemu.judge import cloned_config
+    from salt_proxmox.qemu.clone import cloned_config
 
     template = vm(
         template=1, name="tpl", scsi0="local-lvm:base-9000-disk-0,cache=writeback,iothread=1,size=3G"

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from salt_proxmox.qemu import schema
-from salt_proxmox.qemu.judge import QemuChange, judge
+from salt_proxmox.qemu.change import QemuChange
+from salt_proxmox.qemu.judge import judge
 from salt_proxmox.qemu.props import NIC_MODELS, parse_declaration, parse_drive, parse_net, print_net
 from salt_proxmox.qemu.schema import DRIVE
 from salt_proxmox.wire.propstring import canonical_option, pairs, print_pairs

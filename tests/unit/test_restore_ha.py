@@ -17,7 +17,7 @@ from salt_proxmox.guest.restore import Archive, archive_problem, archived_vmid, 
 from salt_proxmox.ha import group, resource, rule
 from salt_proxmox.ha.common import form_of
 from salt_proxmox.lxc.props import parse_declaration as lxc_declaration
-from salt_proxmox.qemu.judge import restored_config
+from salt_proxmox.qemu.clone import restored_config
 from salt_proxmox.qemu.props import parse_declaration as qemu_declaration
 from salt_proxmox.run.lowstate import Run
 
