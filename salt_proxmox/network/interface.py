@@ -24,7 +24,10 @@ What PVE does, and so how this family judges:
   what catches a change made meanwhile.
 - ``update_network`` sets ``method`` from the address given IN THAT PUT (no ``cidr`` → ``manual``)
   and merges every other key over the stored ones, so an update restates every declared key and
-  the live ``cidr``/``cidr6`` the declaration leaves unmanaged; cleared keys go in ``delete``. It
+  the live ``cidr``/``cidr6`` the declaration leaves unmanaged; cleared keys go in ``delete``
+  (``delete=cidr6`` also removes ``address6``/``netmask6``, and the ``inet6`` stanza goes with
+  them; a gateway left without its address is refused at plan:
+  ``salt_proxmox.network.rules.gateway_without_address``). It
   takes no ``method``: an update of an interface configured ``inet dhcp``, ``inet6 auto``/``dhcp``
   (or with an ``inet6`` stanza and no cidr6) would rewrite it and is refused at plan
   (``salt_proxmox.network.rules.address_method``).
@@ -352,7 +355,9 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
     if call is None:
         return []
     form = dict(call.form or {})
-    out = rules.address_method(decl, live, form) if action == "update" and live is not None else []
+    before = live if action == "update" else None
+    out = rules.address_method(decl, live, form) if before is not None else []
+    out += rules.gateway_without_address(decl, before, form)
     return out + rules.node_refusals(decl, action, form, rules.node_interfaces(ctx, decl.names["node"]))
 
 

@@ -13,7 +13,16 @@ judged here against the node's listing, with what this run writes earlier laid o
   stanza only with a ``cidr6`` sent (``static``). An interface configured otherwise (``inet dhcp``,
   ``inet6 auto``/``dhcp``, an ``inet6 manual`` stanza of its own) would be rewritten, and the node's
   next reload would drop its address: such an update is refused (``address_method``), unless the
-  declaration itself declares the static address of each family whose method changes.
+  declaration itself declares the static address of each family whose method changes, or clears
+  (``''``) the static address whose stanza goes with it: ``delete=cidr``/``cidr6`` removes the
+  address and its netmask as well, and no ``inet6`` stanza is written without an address6.
+- **A gateway left without its address** (``gateway_without_address``): ``update_network`` deletes
+  only the keys ``delete`` lists and ``create_network`` takes a gateway alone; neither refuses. The
+  writer (``__interface_to_string``) prints ``gateway`` in whatever stanza the family has: an IPv4
+  gateway lands in ``inet manual`` (a default route through an address the interface lacks), or is
+  lost with the ``inet`` stanza when only ``inet6`` is left; a ``gateway6`` is always lost, since
+  no ``inet6`` stanza is written without a cidr6 (and reads back gone: never clean). Refused at
+  plan, the remedy being to clear the gateway with its address.
 - **What the API refuses** (``create_network``/``update_network``, HTTP 400): a ``gateway`` (or
   ``gateway6``) sent while another interface has one (``$check_duplicate_gateway``: ``Default
   gateway already exists on interface '<iface>'.``); a port (``bridge_ports``, ``slaves``) another
@@ -60,6 +69,8 @@ BOND_MODE_DEFAULT = "balance-rr"
 #: The address families an ``iface`` stanza names, and the key holding each one's method.
 _METHOD_KEY = {"inet": "method", "inet6": "method6"}
 _ADDRESS_KEY = {"inet": "cidr", "inet6": "cidr6"}
+_GATEWAY_KEY = {"inet": "gateway", "inet6": "gateway6"}
+_SUFFIX = {"inet": "", "inet6": "6"}
 
 
 def pve_families(form: Mapping[str, str]) -> dict[str, str]:
@@ -89,14 +100,16 @@ def _spelled(families: Mapping[str, str]) -> str:
 
 def address_method(decl: Declared, live: Mapping[str, object], form: Mapping[str, str]) -> list[str]:
     """The refusal of an update PVE would write with another address method (module docstring):
-    ``[]`` when every live family keeps its method, or changes to ``static`` with the address the
-    declaration declares for it."""
+    ``[]`` when every live family keeps its method, changes to ``static`` with the address the
+    declaration declares for it, or is ``static`` with the address the declaration clears (its
+    stanza going is that clear: ``update_network``'s ``delete``)."""
     before, after = live_families(live), pve_families(form)
     lost = [
         family
         for family, method in before.items()
         if after.get(family) != method
         and not (after.get(family) == "static" and decl.values.get(_ADDRESS_KEY[family]))
+        and not (method == "static" and decl.values.get(_ADDRESS_KEY[family], None) == "")
     ]
     if not lost:
         return []
@@ -117,6 +130,47 @@ def address_method(decl: Declared, live: Mapping[str, object], form: Mapping[str
         f"{node} (then `ifreload -a`), or declare the interface as it is (nothing to update), or declare "
         f"its static {keys}."
     ]
+
+
+def gateway_without_address(
+    decl: Declared, live: Mapping[str, object] | None, form: Mapping[str, str]
+) -> list[str]:
+    """The refusal of a write that leaves a family's gateway without its address (module
+    docstring): ``form`` is the POST (``live`` None) or the PUT. A gateway the interface already
+    holds without its address is let pass: this write does not make it so."""
+    deleted = set(str(form.get("delete") or "").split(","))
+    written = pve_families(form)
+    api = "create_network" if live is None else "update_network"
+    out = []
+    for family, key in _ADDRESS_KEY.items():
+        gateway_key = _GATEWAY_KEY[family]
+        if form.get(key):
+            continue
+        kept = live is not None and gateway_key not in deleted and live.get(gateway_key)
+        gateway = form.get(gateway_key) or kept
+        if not gateway or (live is not None and not live.get(key) and live.get(gateway_key) == gateway):
+            continue
+        if family in written:
+            harm = (
+                f"writes gateway {gateway} in an `{family} {written[family]}` stanza with no address: a "
+                "default route through an address the interface does not have"
+            )
+        else:
+            harm = (
+                f"drops the gateway{_SUFFIX[family]} {gateway} with its `{family}` stanza, which it writes "
+                f"only with a {key} (so it reads back gone)"
+            )
+        remedy = (
+            f"Declare {key} with it, or leave {gateway_key} out."
+            if live is None
+            else f"Clear the gateway with its address (declare {gateway_key}: '' with it), or keep {key}."
+        )
+        out.append(
+            f"{decl.label}: {gateway_key}: this write leaves no {key}, and PVE takes it without a word: it "
+            f"{harm} (pve-manager PVE/API2/Network.pm {api}; pve-common Network/Interfaces.pm "
+            f"__interface_to_string). {remedy}"
+        )
+    return out
 
 
 def node_interfaces(ctx: PveContext, node: str) -> dict[str, dict]:

@@ -99,6 +99,61 @@ def test_interface_update_restates_the_address_and_clears_with_delete(fresh_clus
     assert (clean.result, clean.changes) == (True, {}), clean.comment
 
 
+@pytest.mark.parametrize(("cleared", "kept"), [("cidr6", "cidr"), ("cidr", "cidr6")])
+def test_a_declared_empty_address_is_deleted_and_the_next_plan_is_clean(fresh_cluster, cleared, kept):
+    """``cidr6: ''`` (or ``cidr: ''``) on a dual-stack bridge: the plan shows the key cleared, the
+    apply sends it in ``delete`` (pve-manager PVE/API2/Network.pm update_network removes the
+    address and netmask with it, and the stanza of that family) restating the other address, and
+    the read-back is clean. (Comments are left out: an inet6-only interface's comment reads back as
+    ``comments6``, Interfaces.pm __read_etc_network_interfaces.)"""
+    ctx = make_context(static_targets(fresh_cluster))
+    bridge = {key: value for key, value in VMBR1.items() if key != "comments"}
+    addresses = {"cidr": "10.1.0.1/24", "cidr6": "fd00::1/64"}
+    assert present(ctx, interface.SPEC, False, "vmbr1", **bridge, **addresses).result is True
+    declared = {**bridge, cleared: ""}
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, interface.SPEC, True, "vmbr1", **declared)
+    assert plan.result is None, plan.comment
+    assert plan.changes == {cleared: {"old": addresses[cleared], "new": ""}}, "the plan shows the clear"
+    assert writes(requests_since(fresh_cluster, start)) == []
+    done = present(ctx, interface.SPEC, False, "vmbr1", **declared)
+    assert done.result is True and set(done.changes) == {cleared}, done.comment
+    (put,) = writes(requests_since(fresh_cluster, start))
+    assert put[:2] == ("PUT", "/nodes/pve1/network/vmbr1")
+    form = _form(put[2])
+    assert form["delete"] == [cleared] and cleared not in form and form[kept] == [addresses[kept]]
+    staged = fresh_cluster.pve.networks["pve1"]["staged"]
+    assert addresses[cleared] not in staged and addresses[kept] in staged
+    family = "inet6" if cleared == "cidr6" else "inet"
+    assert f"iface vmbr1 {family} " not in staged, "the cleared family's stanza goes with its address"
+    clean = present(ctx, interface.SPEC, True, "vmbr1", **declared)
+    assert (clean.result, clean.changes) == (True, {}), clean.comment
+
+
+def test_an_address_cleared_while_its_gateway_stays_is_refused_until_both_are_cleared(fresh_cluster):
+    """update_network deletes only what ``delete`` lists and writes no inet6 stanza without an
+    address6, so ``cidr6: ''`` alone would drop gateway6 unasked (Interfaces.pm
+    __interface_to_string): refused at plan and apply with nothing written; cleared together they
+    go in one ``delete`` and the next plan is clean."""
+    ctx = make_context(static_targets(fresh_cluster))
+    bridge = {key: value for key, value in VMBR1.items() if key != "comments"}
+    _stage(fresh_cluster, ctx, comments=None, cidr="10.1.0.1/24", cidr6="fd00::1/64", gateway6="fd00::fe")
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        refused = present(ctx, interface.SPEC, test, "vmbr1", **bridge, cidr6="")
+        assert refused.result is False, refused.comment
+        assert "gateway6: this write leaves no cidr6" in refused.comment[0], refused.comment
+        assert "declare gateway6: '' with it" in refused.comment[0]
+    assert writes(requests_since(fresh_cluster, start)) == []
+    both = {**bridge, "cidr6": "", "gateway6": ""}
+    done = present(ctx, interface.SPEC, False, "vmbr1", **both)
+    assert done.result is True and set(done.changes) == {"cidr6", "gateway6"}, done.comment
+    (put,) = writes(requests_since(fresh_cluster, start))
+    assert _form(put[2])["delete"] == ["cidr6,gateway6"]
+    clean = present(ctx, interface.SPEC, True, "vmbr1", **both)
+    assert (clean.result, clean.changes) == (True, {}), clean.comment
+
+
 def test_existing_interface_refused_unless_adopted_and_adopted_without_writes(fresh_cluster):
     ctx = make_context(static_targets(fresh_cluster))
     vmbr0 = {"name": "vmbr0", "node": "pve1", "type": "bridge", "bridge_ports": "eno1"}

@@ -19,7 +19,9 @@ Node networks — pve-manager ``PVE/API2/Network.pm`` over pve-common ``src/PVE/
   (``physical``) are listed even without a stanza (``exists``);
 - ``POST``/``PUT``/``DELETE`` as ``create_network``/``update_network``/``delete_network``, with
   their ``raise_param_exc`` answers (``interface already exists``, ``interface does not exist``,
-  duplicate gateway and ports) and ``cidr`` mapped to address/netmask;
+  duplicate gateway and ports) and ``cidr`` mapped to address/netmask; ``delete=cidr``/``cidr6``
+  removes address and netmask (address6, netmask6) with it and keeps the gateway, as
+  ``update_network`` does (pinned by tests/unit/test_network_rules.py);
 - ``PUT /nodes/{node}/network`` is ``reload_network_config``: a ``srvreload`` task whose worker
   renames the staged text over the running one, then "runs" ``ifreload -a``;
   ``DELETE /nodes/{node}/network`` drops the staged text.
@@ -573,7 +575,9 @@ class NetworkPve(AccessPve):
         ``method`` and ``method6`` rebuilt from the address IN THAT PUT (``inet static`` with a
         cidr, else ``inet manual``; ``inet6 static`` only with a cidr6) — the API takes no method,
         so an interface configured ``inet dhcp`` or ``inet6 auto`` is staged ``inet manual`` and
-        loses its ``inet6`` stanza, as on PVE."""
+        loses its ``inet6`` stanza, as on PVE. ``delete`` drops each key it lists, ``cidr``/``cidr6``
+        with ``address``/``netmask`` (``address6``/``netmask6``); a gateway is kept, so written in
+        ``inet manual`` or lost with a stanza the writer no longer prints."""
         node, name = v["node"], v["iface"]
         ifaces = self.interfaces(node)
         if name not in ifaces:

@@ -561,3 +561,135 @@ def test_values_the_writer_forces_are_declared_as_it_writes_them():
     again = read_interfaces(write_interfaces(config), {"eno2", "eno3"})
     assert again["vmbr1"]["bridge_vids"] == "2-4094" and again["bond1"]["bond_mode"] == "balance-rr"
     assert again["eno2"]["autostart"] == 1, "a slave's autostart is forced on"
+
+
+# ------------------------------------------ a declared empty cidr/cidr6: PVE's delete, and its gateway
+
+#: vmbr1 as the listing gives a dual-stack bridge (Interfaces.pm __read_etc_network_interfaces maps
+#: each address to cidr/address/netmask and each stanza's method to method/method6).
+DUAL_ROW = {
+    "iface": "vmbr1",
+    "type": "bridge",
+    "bridge_ports": "eno2",
+    "families": ["inet", "inet6"],
+    "method": "static",
+    "method6": "static",
+    "cidr": "10.1.0.5/24",
+    "address": "10.1.0.5",
+    "netmask": "24",
+    "cidr6": "fd00::5/64",
+    "address6": "fd00::5",
+    "netmask6": "64",
+}
+
+
+@pytest.mark.parametrize(
+    ("cleared", "kept", "families"),
+    [("cidr6", "cidr", {"inet": "static"}), ("cidr", "cidr6", {"inet6": "static"})],
+)
+def test_a_declared_empty_address_is_planned_and_sent_as_delete(cleared, kept, families):
+    """pve-manager PVE/API2/Network.pm update_network: ``delete`` drops each key listed, and for
+    ``cidr``/``cidr6`` the address and netmask beside it; the family goes with its address. The
+    plan shows the key cleared, the PUT lists it in ``delete`` and restates the other address, and
+    the stanza PVE drops with it is the declaration's own change (not refused)."""
+    decl = _declare(bridge_ports="eno2", **{cleared: ""})
+    live = interface.parse([DUAL_ROW], decl)
+    assert interface.SPEC.differences(live, decl) == {cleared: {"old": DUAL_ROW[cleared], "new": ""}}
+    call = interface.update_call(decl, live)
+    assert call.form == {"type": "bridge", "bridge_ports": "eno2", kept: DUAL_ROW[kept], "delete": cleared}
+    assert rules.pve_families(call.form) == families
+    assert rules.address_method(decl, live, call.form) == []
+
+
+def test_a_cleared_address_of_a_dhcp_family_is_still_refused():
+    """Only a static address the declaration clears may take its stanza with it: an ``inet6 auto``
+    stanza has no cidr6 to clear, and the update would still drop it."""
+    row = {**DUAL_ROW, "method6": "auto", "cidr6": None, "address6": None, "netmask6": None}
+    decl = _declare(bridge_ports="eno2", cidr6="", mtu=9000)
+    live = interface.parse([row], decl)
+    (refusal,) = rules.address_method(decl, live, interface.update_call(decl, live).form)
+    assert "`inet6 auto`" in refusal and "auto (inet6)" in refusal
+
+
+def _gateway_refusals(declared: dict, row: dict | None):
+    decl = _declare(bridge_ports="eno2", **declared)
+    if row is None:
+        return rules.gateway_without_address(decl, None, interface.create_call(decl).form)
+    live = interface.parse([{**DUAL_ROW, **row}], decl)
+    return rules.gateway_without_address(decl, live, interface.update_call(decl, live).form)
+
+
+@pytest.mark.parametrize(
+    ("declared", "row", "words"),
+    [
+        # update_network deletes only the keys listed: the gateway stays, and __interface_to_string
+        # writes it into the `inet manual` stanza the update leaves
+        ({"cidr": "", "cidr6": ""}, {"gateway": "10.1.0.1"}, "gateway 10.1.0.1 in an `inet manual` stanza"),
+        # ... or it is lost with the inet stanza the writer no longer prints (families: inet6 only)
+        ({"cidr": ""}, {"gateway": "10.1.0.1"}, "drops the gateway 10.1.0.1 with its `inet` stanza"),
+        ({"cidr6": ""}, {"gateway6": "fd00::1"}, "drops the gateway6 fd00::1 with its `inet6` stanza"),
+        # a gateway declared with the address cleared is sent, so written the same way
+        ({"cidr6": "", "gateway6": "fd00::1"}, {"gateway6": "fd00::1"}, "gateway6 fd00::1"),
+        # create_network: a gateway6 without a cidr6 is never written (no inet6 family)
+        ({"gateway6": "fd00::1"}, None, "drops the gateway6 fd00::1 with its `inet6` stanza"),
+        ({"gateway": "10.1.0.1"}, None, "gateway 10.1.0.1 in an `inet manual` stanza"),
+    ],
+)
+def test_a_gateway_left_without_its_address_is_refused_at_plan(declared, row, words):
+    (refusal,) = _gateway_refusals(declared, row)
+    assert words in refusal, refusal
+    key = "gateway6" if "gateway6" in words else "gateway"
+    if row is None:
+        assert "create_network" in refusal and f"leave {key} out" in refusal
+    else:
+        assert "update_network" in refusal and f"declare {key}: '' with it" in refusal
+
+
+@pytest.mark.parametrize(
+    ("declared", "row"),
+    [
+        ({"cidr6": "", "gateway6": ""}, {"gateway6": "fd00::1"}),  # cleared together: delete=cidr6,gateway6
+        ({"cidr": "", "gateway": ""}, {"gateway": "10.1.0.1"}),
+        ({"cidr6": ""}, {"gateway": "10.1.0.1"}),  # the other family's gateway keeps its address
+        ({"mtu": 9000}, {"gateway": "10.1.0.1", "gateway6": "fd00::1"}),  # both addresses restated
+        # an interface already holding a gateway without an address: this write does not make it so
+        (
+            {"mtu": 9000},
+            {"families": ["inet"], "method": "manual", "cidr": None, "cidr6": None, "gateway": "10.1.0.1"},
+        ),
+        ({"cidr": "10.1.0.5/24", "gateway": "10.1.0.1"}, None),
+    ],
+)  # fmt: skip
+def test_a_gateway_with_its_address_or_cleared_with_it_passes(declared, row):
+    assert _gateway_refusals(declared, row) == []
+
+
+def test_the_fake_deletes_an_address_as_update_network_does():
+    """pve-manager PVE/API2/Network.pm update_network, ``delete=cidr6``: cidr6, address6 and
+    netmask6 go, the inet6 family goes (no address6 in the PUT), gateway6 is kept in the config but
+    no inet6 stanza is written for it (Interfaces.pm __write_etc_network_interfaces prints one
+    stanza per family), so it reads back gone; ``delete=cidr`` with the gateway kept writes it into
+    ``inet manual``."""
+    import asyncio
+
+    from tests.support.network import NetworkPve
+
+    pve = NetworkPve()
+    bridge = {"node": "pve1", "iface": "vmbr1", "type": "bridge", "bridge_ports": "eno2"}
+    asyncio.run(
+        pve._network_create(
+            {**bridge, "cidr": "10.1.0.5/24", "cidr6": "fd00::5/64", "gateway6": "fd00::1"}, "root@pam"
+        )
+    )
+    asyncio.run(pve._network_update({**bridge, "cidr": "10.1.0.5/24", "delete": "cidr6"}, "root@pam"))
+    vmbr1 = pve.interfaces("pve1")["vmbr1"]
+    assert not {"cidr6", "address6", "netmask6", "gateway6"} & set(vmbr1), vmbr1
+    assert (vmbr1["families"], vmbr1["method"], vmbr1["cidr"]) == (["inet"], "static", "10.1.0.5/24")
+    vmbr0 = {"node": "pve1", "iface": "vmbr0", "type": "bridge", "bridge_ports": "eno1"}
+    # the node's one default gateway off vmbr0 first ($check_duplicate_gateway)
+    asyncio.run(pve._network_update({**vmbr0, "cidr": "10.0.0.11/24", "delete": "gateway"}, "root@pam"))
+    asyncio.run(pve._network_update({**bridge, "gateway": "10.1.0.1", "delete": "cidr"}, "root@pam"))
+    vmbr1 = pve.interfaces("pve1")["vmbr1"]
+    assert not {"cidr", "address", "netmask"} & set(vmbr1), vmbr1
+    assert (vmbr1["method"], vmbr1["gateway"]) == ("manual", "10.1.0.1")
+    assert "iface vmbr1 inet manual\n\tgateway 10.1.0.1\n" in pve.networks["pve1"]["staged"]
