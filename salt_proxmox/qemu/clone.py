@@ -1,7 +1,7 @@
 """A VM made from another: a clone of a template, or a restore of a backup (pure).
 
 qemu-server ``PVE/API2/Qemu.pm`` ``clone_vm`` (templates only here; linked unless ``full``; the
-target storage must be able to clone the template's base volumes, pve-storage
+template's storage must be able to clone its volumes, and those must be base volumes, pve-storage
 ``volume_has_feature``), ``clone_vm``/``clone_disk`` for the config a clone starts with, and
 ``restore_update_config_line`` for the config a restore makes.
 """
@@ -14,6 +14,7 @@ from salt_proxmox.guest.change import live_text
 from salt_proxmox.qemu import schema
 from salt_proxmox.qemu.props import QemuDeclaration, parse_drive, parse_net, print_net
 from salt_proxmox.wire.propstring import flag
+from salt_proxmox.wire.volumes import base_volume, volume_format
 
 
 def clone_source_refusals(decl: QemuDeclaration, source: Mapping[str, object] | None) -> list[str]:
@@ -43,6 +44,16 @@ LINKED_CLONE = {
 }
 
 
+def clones_linked(storage_type: str, volume: str) -> bool:
+    """Whether pve-storage ``volume_has_feature($cfg, 'clone', $volid)`` holds for ``volume`` (no
+    snapshot) on a storage of a ``LINKED_CLONE`` type that can clone: every plugin's ``clone`` table
+    has ``base`` (``$isBase``, ``volumes.base_volume``), and ``BTRFSPlugin``'s also ``current => {
+    raw => 1 }`` (a raw image is a subvolume, snapshotted whether or not it is a base volume)."""
+    if base_volume(volume):
+        return True
+    return storage_type == "btrfs" and volume_format(volume) == "raw"
+
+
 def linked_clone(decl: QemuDeclaration) -> bool:
     """Whether the clone of a template is linked: qemu-server ``clone_vm``: ``$param->{full} //
     !is_template($conf)`` (this state clones templates only)."""
@@ -56,9 +67,11 @@ def clone_storage_refusals(
     template ``source`` (its config, on ``source_node``) given the cluster's storages (``stores``:
     ``pve.facts.storages``). A storage the read credential cannot see is noted as not checked.
 
-    - a linked clone needs every disk's storage to clone its base volume (``LINKED_CLONE``; a
-      cloud-init drive and ``tpmstate0`` are always copied): ``Linked clone feature is not supported
-      for '<volid>' (<key>)``;
+    - a linked clone needs every drive but a CD-ROM (``drive_is_cdrom($drive, 1)``), a cloud-init
+      drive and ``tpmstate0`` (always copied), ``efidisk0`` included, on a storage that clones
+      (``LINKED_CLONE``) and a volume it clones (``clones_linked``: a base volume; a template's disk
+      ``qm template`` did not convert is none): ``Linked clone feature is not supported for
+      '<volid>' (<key>)``;
     - a clone to another node (``target``) needs every volume the template names, its ISO CD-ROMs
       included, on shared storage (``$check_storage_access_clone``): ``can't clone VM to node
       '<node>' (VM uses local storage)``;
@@ -84,17 +97,27 @@ def clone_storage_refusals(
         if not store.get("shared"):
             local.append(f"{key} ({drive.volume})")
         if linked and drive.kind not in ("cdrom", "cloudinit") and key != "tpmstate0":
-            if LINKED_CLONE.get(str(store.get("type"))) is False:
+            kind = str(store.get("type"))
+            if LINKED_CLONE.get(kind) is False:
                 refusals.append(
                     f"clone: template VM {decl.clone}'s {key} is on storage {drive.storage} "
-                    f"({store.get('type')}), which cannot make a linked clone (pve-storage "
+                    f"({kind}), which cannot make a linked clone (pve-storage "
                     f"volume_has_feature 'clone'; PVE: `Linked clone feature is not supported for "
                     f"'{drive.volume}' ({key})`). "
                     "Declare full: true (and storage: for the copy), or keep the template on a storage that "
                     "clones (lvmthin, zfspool, rbd, a qcow2/raw directory)."
                 )
-            elif str(store.get("type")) not in LINKED_CLONE:
+            elif kind not in LINKED_CLONE:
                 unseen.add(drive.storage)
+            elif not clones_linked(kind, drive.volume):
+                refusals.append(
+                    f"clone: template VM {decl.clone}'s {key} is {drive.volume}, not a base volume "
+                    f"(base-<vmid>-disk-N, what `qm template` makes of a disk), and storage {drive.storage} "
+                    f"({kind}) makes a linked clone of base volumes only (pve-storage volume_has_feature "
+                    f"'clone'; PVE: `Linked clone feature is not supported for '{drive.volume}' ({key})`). "
+                    f"Declare full: true (and storage: for the copy), or convert the disk on node "
+                    f"{source_node}: `qm template {decl.clone} --disk {key}`."
+                )
     if decl.node != source_node:
         if local:
             refusals.append(

@@ -90,6 +90,29 @@ def volume_owner(volume: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def base_volume(volume: str) -> bool:
+    """Whether ``storage:volname`` is a base volume, the ``$isBase`` of pve-storage's
+    ``parse_volname``: the volume's own name, the last part of the volname, starts with ``base-``
+    (``basevol-``: a ZFS subvolume). ``Plugin.pm`` (file storages) parses
+    ``<basevmid>/<basename>/<vmid>/<name>`` and ``<vmid>/<name>`` and asks ``parse_name_dir(<name>)``;
+    ``LvmThinPlugin``, ``ZFSPoolPlugin`` (``[base-M-…/]name``) and ``RBDPlugin`` (``[base-M-…/]name``)
+    look at the name's prefix likewise. So ``local:9000/base-9000-disk-0.qcow2`` and
+    ``local-zfs:base-9000-disk-0`` are base volumes; a template's disk ``qm template`` has not
+    converted (``local-lvm:vm-9000-disk-0``) and a linked clone's own disk
+    (``local:9000/base-9000-disk-0.qcow2/151/vm-151-disk-0.qcow2``) are not. A device path is none."""
+    _, colon, name = volume.partition(":")
+    if not colon or volume.startswith("/"):
+        return False
+    return name.rpartition("/")[2].startswith(("base-", "basevol-"))
+
+
+def volume_format(volume: str) -> str | None:
+    """The format a file storage's volume name spells (pve-storage ``Plugin.pm``
+    ``parse_name_dir``: ``….raw``, ``….qcow2``, ``….vmdk``, ``….subvol``), or None."""
+    found = re.search(r"\.(raw|qcow2|vmdk|subvol)\Z", volume.partition(":")[2])
+    return found.group(1) if found else None
+
+
 def added_volume_refusal(vmid: int, key: str, volume: Volume) -> str | None:
     """Why a mount point this state adds (at create, or to a live guest where ``key`` is not yet
     configured) cannot be declared as ``volume`` (parsed with the family's table), else None.

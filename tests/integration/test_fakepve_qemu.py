@@ -267,6 +267,21 @@ def test_clone_refuses_local_storage_to_another_node_and_a_linked_clone_storage_
     assert fresh_cluster.pve.vm(161) is None
 
 
+def test_a_linked_clone_of_a_volume_that_is_no_base_volume_fails_as_on_pve(fresh_cluster):
+    """pve-storage ``Plugin.pm`` ``parse_volname`` of a linked clone's own disk
+    (``<M>/base-M-…/<N>/vm-N-….qcow2``) gives ``$isBase`` of ``vm-N-…``: ``volume_has_feature``
+    'clone' fails, and ``clone_vm`` dies ``Linked clone feature is not supported for '<volid>'
+    (<key>)``. Plain fakepve clones it (``'base-' in volume``)."""
+    api = Api(fresh_cluster)
+    fresh_cluster.pve.storages["local"]["content"] += ",images"
+    own = "local:8000/base-8000-disk-0.qcow2/9000/vm-9000-disk-0.qcow2"
+    fresh_cluster.pve.vm(CLOUD_TEMPLATE_VMID).config["scsi0"] = f"{own},size=3G"
+    path = f"/nodes/{CLOUD_TEMPLATE_NODE}/qemu/{CLOUD_TEMPLATE_VMID}/clone"
+    status, body = api.call("POST", path, newid=162)
+    assert status == 500 and f"Linked clone feature is not supported for '{own}' (scsi0)" in str(body)
+    assert fresh_cluster.pve.vm(162) is None
+
+
 # ----------------------------------------------------------------------------------- config write
 
 

@@ -565,6 +565,37 @@ def test_clones_pve_refuses_for_their_storage_are_refused_at_plan_and_the_plan_s
     assert run(False, **full).result is True
 
 
+def test_a_linked_clone_of_a_template_disk_that_is_no_base_volume_is_refused_at_plan(fresh_cluster):
+    """A half-converted template (``template: 1``, its disk still ``vm-9000-disk-0``): qemu-server
+    ``clone_vm`` asks pve-storage ``volume_has_feature(..., 'clone', ...)``, which an lvmthin volume
+    has as a base volume only, and dies ``Linked clone feature is not supported for '<volid>'
+    (<key>)``. Refused at plan and at apply, nothing written; ``full: true`` copies it."""
+    store = MemoryStore()
+    template = fresh_cluster.pve.vm(CLOUD_TEMPLATE_VMID)
+    template.config["scsi0"] = template.config["scsi0"].replace("base-9000-disk-0", "vm-9000-disk-0")
+    volumes = fresh_cluster.pve.storages["local-lvm"]["volumes"]
+    volumes["vm-9000-disk-0"] = volumes.pop("base-9000-disk-0")
+
+    def run(test: bool, **declared: Any):
+        return present(make_context(static_targets(fresh_cluster), store=store), "app", test, **declared)
+
+    linked = {"vmid": 151, "node": "pve1", "clone": CLOUD_TEMPLATE_VMID, "name": "app"}
+    for test in (True, False):
+        start = len(fresh_cluster.pve.requests)
+        refused = run(test, **linked)
+        assert refused.result is False, refused.comment
+        text = " ".join(refused.comment)
+        assert "template VM 9000's scsi0 is local-lvm:vm-9000-disk-0, not a base volume" in text
+        assert "`Linked clone feature is not supported for 'local-lvm:vm-9000-disk-0' (scsi0)`" in text
+        assert "Declare full: true" in text and "`qm template 9000 --disk scsi0`" in text
+        assert writes(requests_since(fresh_cluster, start)) == [], "nothing written"
+        assert fresh_cluster.pve.vm(151) is None
+    full = {**linked, "full": True}
+    plan = run(True, **full)
+    assert plan.result is None and "as a full clone of template VM 9000" in plan.comment[0], plan.comment
+    assert run(False, **full).result is True
+
+
 def test_a_secure_boot_vm_goes_plan_apply_plan_clean_and_its_efi_disk_rules_hold(fresh_cluster):
     """efidisk0 with pre-enrolled-keys: qemu-server 9.0.27+/8.4.6+ OVMF.pm create_efidisk marks it
     ms-cert=2023k, PVE's marker, not drift. A pre-enrolled-keys or efitype change on the existing disk

@@ -135,8 +135,13 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   that is not shared fails ``can't clone VM to node '<node>' (VM uses local storage)``
   (``$check_storage_access_clone``), and a linked clone of a disk on storage whose plugin cannot
   clone (pve-storage ``volume_has_feature``: ``lvm``, ``iscsi``, ``iscsidirect``) fails ``Linked
-  clone feature is not supported for '<volid>' (<key>)``, both before the task. fakepve checks
-  neither (only a volume name without ``base-``).
+  clone feature is not supported for '<volid>' (<key>)``, both before the task, and so does a linked
+  clone of a disk that is not a base volume (``parse_volname``'s ``$isBase``: the volume's own name,
+  the last part of the volname, is ``base-…``; ``BTRFSPlugin`` also clones a raw one). fakepve checks
+  neither the target nor the storage, and takes any volume id with ``base-`` in it for a base
+  volume, so it clones a linked clone's own disk ``<M>/base-M-disk-0.qcow2/<N>/vm-N-disk-0.qcow2``.
+  Left as fakepve has them: it also refuses a linked clone of a ``tpmstate0`` that is no base volume
+  (PVE copies it) and of a btrfs raw volume that is none (PVE clones it).
 
 Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as a property string,
 ``[current=]<MiB>``); a create lower-cases and sorts ``tags`` whatever the tag style.
@@ -226,6 +231,19 @@ def parse_boolean(value: object) -> str:
 
 #: A cloud-init drive's volume name (``drive_is_cloudinit``): ``[<vmid>/]vm-<vmid>-cloudinit[.fmt]``.
 CLOUDINIT = re.compile(r"(\d+/)?vm-(\d+)-cloudinit(\.\w+)?")
+
+
+def linked_clones(storage_type: str, volname: str) -> bool:
+    """pve-storage ``volume_has_feature($scfg, 'clone', …, $volname)`` without a snapshot: ``LVMPlugin``
+    (its ``clone`` table commented out), ``ISCSIPlugin`` and ``ISCSIDirectPlugin`` (``copy`` only)
+    never; every other plugin's ``clone`` table has ``base`` (``$isBase`` of ``parse_volname``: the
+    volume's own name, after the last ``/``, starts ``base-``, ``basevol-`` for a ZFS subvolume), and
+    ``BTRFSPlugin``'s also ``current => { raw => 1 }``."""
+    if storage_type in ("lvm", "iscsi", "iscsidirect"):
+        return False
+    if volname.rpartition("/")[2].startswith(("base-", "basevol-")):
+        return True
+    return storage_type == "btrfs" and volname.endswith(".raw")
 
 
 def unique_tags(text: object, style: dict) -> str:
@@ -576,27 +594,33 @@ class QemuPve(NetworkPve):
     async def _qm_clone(self, v, user):
         """``clone_vm``'s storage rules fakepve leaves out: a clone to another node (``target``) of a
         VM with a volume on storage that is not shared (``$check_storage_access_clone``, CD-ROM ISOs
-        included), and a linked clone of a disk whose storage cannot clone (pve-storage
-        ``volume_has_feature``: lvm, iscsi, iscsidirect)."""
+        included), then a linked clone of a disk pve-storage ``volume_has_feature`` cannot clone
+        (``linked_clones``): on a storage whose plugin cannot (lvm, iscsi, iscsidirect), or not a base
+        volume, its own name (the volname's last part) not ``base-…`` (``parse_volname``'s
+        ``$isBase``), as a linked clone's own disk ``<M>/base-M-disk-0.qcow2/<N>/vm-N-disk-0.qcow2``,
+        which fakepve (``'base-' in volume``) clones."""
         source = self.find(v["node"], int(v["vmid"]))
         target = v.get("target") if v.get("target") not in (v["node"], "localhost") else None
         full = v.get("full")
         linked = (str(full) in ("0", "false")) if full is not None else bool(source.template)
         shared = True
+        refused = None
         for key, value in sorted(source.config.items()):
             if not DRIVE.fullmatch(key):
                 continue
             volume, props = split_drive(value)
-            sid, _name = volume_ref(volume)
+            sid, name = volume_ref(volume)
             if sid is None or sid not in self.storages or volume in ("none", "cdrom"):
                 continue
             store = self.storages[sid]
             shared = shared and (store.get("type") in SHARED_TYPES or str(store.get("shared") or "0") == "1")
             cloned = not is_cdrom(volume, props) and not CLOUDINIT.search(volume) and key != "tpmstate0"
-            if linked and cloned and store.get("type") in ("lvm", "iscsi", "iscsidirect"):
-                raise die(f"Linked clone feature is not supported for '{volume}' ({key})")
+            if linked and cloned and refused is None and not linked_clones(str(store.get("type")), name):
+                refused = f"Linked clone feature is not supported for '{volume}' ({key})"
         if target and not shared:
             raise die(f"can't clone VM to node '{target}' (VM uses local storage)")
+        if refused:
+            raise die(refused)
         if v.get("storage"):
             self._clone_storage[int(v["newid"])] = v["storage"]
         answer = await super()._qm_clone(v, user)
