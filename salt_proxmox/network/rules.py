@@ -70,7 +70,6 @@ BOND_MODE_DEFAULT = "balance-rr"
 _METHOD_KEY = {"inet": "method", "inet6": "method6"}
 _ADDRESS_KEY = {"inet": "cidr", "inet6": "cidr6"}
 _GATEWAY_KEY = {"inet": "gateway", "inet6": "gateway6"}
-_SUFFIX = {"inet": "", "inet6": "6"}
 
 
 def pve_families(form: Mapping[str, str]) -> dict[str, str]:
@@ -157,7 +156,7 @@ def gateway_without_address(
             )
         else:
             harm = (
-                f"drops the gateway{_SUFFIX[family]} {gateway} with its `{family}` stanza, which it writes "
+                f"drops the {gateway_key} {gateway} with its `{family}` stanza, which it writes "
                 f"only with a {key} (so it reads back gone)"
             )
         remedy = (

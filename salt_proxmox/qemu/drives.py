@@ -42,6 +42,17 @@ def drive_changed(declared: str, live: str) -> frozenset[str]:
 def judge_drive(
     decl: QemuDeclaration, key: str, want: str, have: str | None, change: QemuChange, drift: set[str]
 ) -> None:
+    """Judge drive ``key``: the declared value ``want`` (``''``: detach) against the live ``have``
+    (None: absent), recording into ``change`` (``put``, ``resize``, ``refuse``, ``notes``) and adding
+    ``key`` to ``drift`` when they differ. A new disk's size is ``storage:GiB``; a live one's is
+    PVE's ``size=`` (``32G``, ``4M``). Raises ValueError (``props.parse_drive``) for a live value
+    that does not parse as a drive.
+
+    The rules, each with its qemu-server source, are this module's (its docstring): a detach is
+    refused (``vmconfig_register_unused_drive``), an added drive goes through ``added_drive_refusal``,
+    undeclared live options are carried (``carry_drive_options``), ``efidisk0``/``tpmstate0`` follow
+    ``special_drive_rules``, a media change is refused (``vmconfig_update_disk``), a CD-ROM is swapped
+    through ``cdrom_refusal``, and a disk's volume and size through ``judge_volume`` (``resize_vm``)."""
     if want == "":
         if have is not None:
             drift.add(key)
