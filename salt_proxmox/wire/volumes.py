@@ -80,19 +80,19 @@ def parse_volume(value: str, table: Format) -> Volume:
 #: ``subvol-<vmid>-disk-N``, ``base-<vmid>-disk-N`` (``PVE::Storage::Plugin::parse_name_dir``,
 #: ``LVMPlugin``/``ZFSPoolPlugin`` ``parse_volname``), possibly under ``<vmid>/`` (a directory
 #: storage's ``images/<vmid>/``) or behind a linked clone's ``base-M-disk-N/``.
-_OWNER = re.compile(r"(?:^|/)(?:vm|subvol|base|basevol)-(\d+)-[^/]*$", re.ASCII)
+_OWNER = re.compile(r"(?:^|/)(vm|subvol|base|basevol)-(\d+)-[^/]*$", re.ASCII)
 
 
 def volume_owner(volume: str) -> int | None:
     """The vmid that owns ``storage:volname`` by pve-storage's naming, or None when the name does
     not say (a volume named by hand)."""
     found = _OWNER.search(volume.partition(":")[2])
-    return int(found.group(1)) if found else None
+    return int(found.group(2)) if found else None
 
 
 def base_volume(volume: str) -> bool:
     """Whether ``storage:volname`` is a base volume, the ``$isBase`` of pve-storage's
-    ``parse_volname``: the volume's own name, the last part of the volname, starts with ``base-``
+    ``parse_volname``: the volume's own name, the last part of the volname, is ``base-<vmid>-…``
     (``basevol-``: a ZFS subvolume). ``Plugin.pm`` (file storages) parses
     ``<basevmid>/<basename>/<vmid>/<name>`` and ``<vmid>/<name>`` and asks ``parse_name_dir(<name>)``;
     ``LvmThinPlugin``, ``ZFSPoolPlugin`` (``[base-M-…/]name``) and ``RBDPlugin`` (``[base-M-…/]name``)
@@ -103,7 +103,8 @@ def base_volume(volume: str) -> bool:
     _, colon, name = volume.partition(":")
     if not colon or volume.startswith("/"):
         return False
-    return name.rpartition("/")[2].startswith(("base-", "basevol-"))
+    found = _OWNER.search(name)  # the volume's own name, as volume_owner reads it
+    return found is not None and found.group(1) in ("base", "basevol")
 
 
 def volume_format(volume: str) -> str | None:
