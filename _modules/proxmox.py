@@ -377,13 +377,16 @@ def _family_context(family, target, funcs=None):
 
 
 def _get(made, own, identity):
-    """``<kind>_get``: the kind's own ad-hoc read (``Kind.get``), else the simple lifecycle's read."""
+    """``<kind>_get``: the kind's own ad-hoc read (``Kind.get``), else the simple lifecycle's read (the
+    identity completed first by the spec's ``resolve``)."""
     from salt_proxmox.simple import lifecycle as simple
 
     ctx = _family_context(made.family, own["target"])
     if made.kind.get:
         return _call(imported(made.kind.get), ctx, **identity)
     spec = made.kind.load()
+    if spec.resolve is not None:  # a key the cluster knows, left out (a snapshot's type)
+        identity = _call(spec.resolve, ctx, identity)[0]
     probe = _call(spec.identify, "adhoc", ctx.target.name, **identity)
     return _call(simple.read, ctx, spec, probe)
 

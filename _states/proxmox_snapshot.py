@@ -7,7 +7,7 @@ guest back to a snapshot (``proxmox.snapshot_rollback`` does, ad hoc, showing fi
       proxmox_snapshot.present:
         - vmid: 150
         - node: pve1
-        - type: lxc                    # the guest's family: lxc or qemu
+        - type: lxc                    # optional: lxc or qemu, read from the guest index when left out
         - description: pre 13.2        # may change later (PUT …/snapshot/{snapname}/config)
         - vmstate: false               # VMs only: save the RAM too (the VM must be running)
         - adopt: false                 # true takes over a snapshot this minion did not take
@@ -16,10 +16,11 @@ guest back to a snapshot (``proxmox.snapshot_rollback`` does, ad hoc, showing fi
       proxmox_snapshot.absent:
         - vmid: 150
         - node: pve1
-        - type: lxc
         - removal: retain              # default: forget it; destroy: delete the snapshot
 
-The formula renders one per entry of a guest's ``snapshots:`` list, requiring the guest. The logic
+A vmid is one guest in the cluster, so ``type`` left out is the guest index row's (or, for a guest
+this run creates, its declaring state's); given, it must agree. The formula renders one per entry of
+a guest's ``snapshots:`` list, requiring the guest, with the type of the list's guest. The logic
 lives in ``salt_proxmox.backup`` behind the ``proxmox`` execution module."""
 
 __virtualname__ = "proxmox_snapshot"

@@ -24,6 +24,14 @@ pve-guest-common ``src/PVE/AbstractConfig.pm`` (``__snapshot_prepare``, ``snapsh
   available"); and ``vmstate`` of a VM that is not running, which
   PVE would silently leave out (``__snapshot_prepare`` saves the state only ``if
   __snapshot_check_running``). A container has no ``vmstate``. A delete is refused under a lock.
+- ``type`` (lxc or qemu) may be left out: a vmid is unique in the cluster (pve-cluster
+  ``src/PVE/Cluster.pm`` ``check_vmid_unused``: ``get_vmlist()->{ids}->{$vmid}`` is the one entry of a
+  vmid, with its ``type`` and ``node``, "CT/VM N already exists on node"; pve-manager
+  ``PVE/API2/Cluster.pm`` ``nextid`` asks the same vmlist), so the guest's family is read (``resolve``)
+  from the guest index row (``GET cluster/resources?type=vm``, the run's hint; a vmid neither it nor
+  the run lists is looked up in a fresh read before it is refused) or, for a guest this run creates,
+  from the state declaring it. A ``type`` given is checked against them. A failing index read is the state's
+  error, never a guest's absence.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.backup import declared
 from salt_proxmox.errors import DeclarationError, boolean_problem, shown
+from salt_proxmox.guest.absence import hinted_guest, indexed_guest
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, vmid_number
 from salt_proxmox.pve.errors import PveConfigMissing, PveError
@@ -48,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FAMILY = "snapshot"
 KINDS = {"lxc": "CT", "qemu": "VM"}
+NOUNS = {"lxc": "container", "qemu": "VM"}
 
 #: pve-common ``JSONSchema.pm`` ``pve-snapshot-name`` (``verify_snapshot_name``, maxLength 40);
 #: ``current`` (and ``vzdump``, vzdump's own, and ``pending`` for a VM) are reserved.
@@ -91,8 +101,18 @@ CREATE = Endpoint("POST /nodes/{node}/{type}/{vmid}/snapshot", ("snapname",), _R
 UPDATE = Endpoint("PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config", (), _RULES.get)
 
 
-def _guest(kind: str, vmid: int) -> str:
-    return f"{KINDS[kind]} {vmid}"
+def _guest(kind: str | None, vmid: int) -> str:
+    return f"{KINDS.get(kind or '', 'VM/CT')} {vmid}"
+
+
+def _type_problem(type: object) -> str | None:
+    """The refusal of a ``type`` that is neither lxc nor qemu (None: left out, resolved later)."""
+    if type is None or (isinstance(type, str) and type in KINDS):
+        return None
+    return (
+        f"type: {shown(type)} is neither lxc nor qemu (the guest's family: lxc for a container, qemu for a "
+        "VM; leave it out to read it from the guest index)"
+    )
 
 
 def identify(
@@ -103,11 +123,10 @@ def identify(
     node: object = None,
     type: object = None,
 ) -> Declared:
-    """A snapshot by its guest (``type`` lxc or qemu, ``vmid``, ``node``) and its name (``name``, the
-    snapname). Raises DeclarationError naming each bad key."""
-    problems = []
-    if type not in KINDS:
-        problems.append(f"type: {shown(type)} is not lxc or qemu (the guest's family)")
+    """A snapshot by its guest (``vmid``, ``node``, and ``type`` lxc or qemu, which may be left out: the
+    identity is the vmid and the snapname, a vmid being unique in the cluster) and its name (``name``,
+    the snapname). Raises DeclarationError naming each bad key."""
+    problems = [problem] if (problem := _type_problem(type)) else []
     try:
         number = vmid_number(vmid)
     except DeclarationError as exc:
@@ -126,13 +145,77 @@ def identify(
         )
     if problems:
         raise DeclarationError(problems)
+    names = {"name": str(name), "vmid": str(number), "node": str(node)}
     return Declared(
         state_id,
         target,
         identity=f"{number}/{name}",
-        label=f"snapshot {name} of {_guest(str(type), number)}",
-        names={"name": str(name), "vmid": str(number), "node": str(node), "type": str(type)},
+        label=f"snapshot {name} of {_guest(type if isinstance(type, str) else None, number)}",
+        names={**names, "type": str(type)} if type is not None else names,
     )
+
+
+def resolve_type(
+    vmid: int, given: object, row: Mapping[str, object] | None, declaring: declared.Guest | None
+) -> tuple[str, str | None]:
+    """The guest family of a snapshot of ``vmid`` and the plan's note saying where it came from (None
+    when it was given): ``row`` is the vmid's guest index row (None: the index lists none),
+    ``declaring`` the guest this run declares with it (``declared.guest``; None: none). The index row
+    decides, then the run's declaration; ``given`` (the declared ``type``, None when left out) must
+    agree with what decides. A given type of a guest in neither is kept: the refusals then say the
+    guest does not exist. Raises DeclarationError naming ``type``."""
+    problem = _type_problem(given)
+    if problem:
+        raise DeclarationError(problem)
+    if row is not None:
+        kind, where = str(row.get("type")), f"{_guest(str(row.get('type')), vmid)} on {row.get('node')}"
+        source = "cluster/resources"
+    elif declaring is not None:
+        kind, where = declaring.kind, _guest(declaring.kind, vmid)
+        source = f"state {declaring.state_id} of this run declares it"
+    elif given is None:
+        raise DeclarationError(
+            f"type: left out, and VM/CT {vmid} exists in no guest index row nor in this run's declarations "
+            "(GET cluster/resources?type=vm lists the guests the read token may audit, VM.Audit on "
+            f"/vms/{vmid}): declare type (lxc or qemu), or create the guest (a proxmox_lxc or proxmox_qemu "
+            "state of this run)."
+        )
+    else:
+        return str(given), None
+    if given is None:
+        if row is not None:
+            return kind, f"type: {kind}, read from the guest index ({source}: {where})"
+        return kind, f"type: {kind}, as {source} ({where}, not in the guest index yet)"
+    if given != kind:
+        raise DeclarationError(
+            f"type: {given}, but vmid {vmid} is a {NOUNS[kind]} ({source}): {where}, and a vmid is one "
+            f"guest in the cluster. Declare type: {kind}, or leave type out."
+        )
+    return kind, None
+
+
+def resolve(ctx: PveContext, arguments: Mapping[str, object]) -> tuple[dict, list[str]]:
+    """The state's ``arguments`` with ``type`` resolved (``resolve_type``) and the plan's notes: the
+    guest index row of the vmid from the run's index (``guest.absence.hinted_guest``, read once per
+    run); a vmid neither it nor this run's declarations hold is looked up in a fresh read
+    (``indexed_guest``) before it is refused, so a stale hint refuses nothing. A vmid that is not one
+    is left to ``declare`` to name. Raises DeclarationError naming ``type``, and what the index read
+    raises (PveError, PveMalformed, PveUnreachable, CredentialError): a failing read is never absence."""
+    given = arguments.get("type")
+    problem = _type_problem(given)
+    if problem:
+        raise DeclarationError(problem)
+    try:
+        vmid = vmid_number(arguments.get("vmid"))
+    except DeclarationError:
+        return dict(arguments), []
+    credential = ctx.broker.read()
+    row = hinted_guest(ctx, vmid, credential)
+    declaring = declared.guest(ctx, vmid)
+    if row is None and declaring is None:
+        row = indexed_guest(ctx, vmid, credential)
+    kind, note = resolve_type(vmid, given, row, declaring)
+    return {**arguments, "type": kind}, [note] if note else []
 
 
 def declare(
@@ -150,13 +233,18 @@ def declare(
     key."""
     decl = identify(state_id, target, name, vmid, node, type)
     problems = [problem] if (problem := boolean_problem("adopt", adopt)) else []
+    if type is None:
+        problems.append(
+            "type: required here (lxc or qemu, the guest's family; a state reads it from the guest index "
+            "when left out)"
+        )
     values = {}
     for key, value in options.items():
         field = FIELDS.get(key)
         if field is None:
             problems.append(f"{key}: not a key of a snapshot (description, vmstate)")
             continue
-        if key == "vmstate" and decl.names["type"] == "lxc":
+        if key == "vmstate" and decl.names.get("type") == "lxc":
             problems.append("vmstate: a container snapshot has no RAM state (pve-container Snapshot.pm)")
             continue
         try:
@@ -343,6 +431,7 @@ SPEC = ObjectSpec(
     delete=lambda decl, live: Call("DELETE", f"{_base(decl)}/{decl.names['name']}"),
     confirm_absent=_confirm_absent,
     identity_keys=("name", "vmid", "node", "type"),
+    resolve=resolve,
     refusals=refusals,
     task_node=lambda decl: decl.names["node"],
     task_methods=("POST", "DELETE"),

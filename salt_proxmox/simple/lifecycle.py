@@ -346,12 +346,14 @@ def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **decl
     privileges.planning(ctx, test)
     outcome = Outcome()
     try:
+        declared, resolved = spec.resolve(ctx, declared) if spec.resolve is not None else (declared, [])
         decl = spec.declare(state_id, ctx.target.name, **declared)
         decision = decide(ctx, spec, decl, plan=test)
     except DeclarationError as exc:
         return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
+    decision.notes[:0] = resolved
     return carry_out(ctx, spec, decl, decision, test, outcome)
 
 
@@ -428,6 +430,8 @@ def absent(
     if removal == "retain":
         return forget_ownership(outcome, ctx.ownership, key, row, probe.label, test)
     try:
+        if spec.resolve is not None and row is None:
+            probe = spec.identify(state_id, ctx.target.name, **spec.resolve(ctx, names)[0])
         last = _last_declaration(spec, probe, row)
         live = read(ctx, spec, last)
         if live is None:
@@ -456,6 +460,8 @@ def absent(
             outcome.comment.append(f"{probe.label}: would be deleted")
             return outcome
         delete(ctx, spec, last, live)
+    except DeclarationError as exc:
+        return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         outcome.changes = {}
         return outcome.fail(str(exc), "Nothing was deleted unless said above.")

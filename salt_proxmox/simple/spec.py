@@ -64,6 +64,11 @@ role, an ACL entry, a cluster firewall alias. Each family is described once, as 
 - ``send``: for a family whose write is more than its one call, the function that sends it (given the
   context, the declaration, the call and what it does): an API token's create, whose answer holds the
   secret PVE shows once, which it stores in OpenBao before anything else happens to it.
+- ``resolve``: for a family whose declaration may leave out a key the cluster already knows (a
+  snapshot's ``type``: its guest's family, read from the guest index), given the context and the
+  state's arguments, ``(the arguments completed, plan notes saying what was read)``, before ``declare``
+  (and, for a ``removal: destroy`` without an ownership row, before ``identify``); it raises
+  DeclarationError naming the key, and a failing read's error (never taken for absence);
 - ``refusals``: PVE's deterministic refusals of the write, predicted at plan from what the
   ``read`` credential can see (a pool that still has members, an ACL entry naming a role that
   does not exist, a privilege this PVE release does not know): sentences naming what and what to
@@ -244,6 +249,7 @@ class ObjectSpec:
     refusals: Callable[[PveContext, Declared, str, Mapping[str, object] | None], list[str]] | None = None
     side_effects: Callable[[PveContext, Declared, str], list[str]] | None = None
     for_cluster: Callable[[PveContext, Declared], ObjectSpec] | None = None
+    resolve: Callable[[PveContext, Mapping[str, object]], tuple[dict, list[str]]] | None = None
     #: Values compared with the ownership row's recorded declaration, not with PVE, which cannot show
     #: them (a storage's ``secret_serial``: its secrets are never read back). A live object without a
     #: row has none, so a declared one differs from it.

@@ -178,3 +178,120 @@ def test_a_rollback_says_what_it_discards_before_it_rolls_back(fresh_cluster):
     assert shown["discards"]["later_snapshots"] == ["s2"]
     done = adhoc.rollback(ctx, guests(), 120, "s1", adopt=True)
     assert done["upid"] and ct.config["memory"] == 512
+
+
+def _untyped(**over):
+    return {key: value for key, value in {**SNAP, **over}.items() if key != "type"}
+
+
+def test_a_snapshot_declared_without_type_is_planned_applied_and_replanned_clean(fresh_cluster):
+    """A vmid is unique in the cluster (pve-cluster ``check_vmid_unused``), so the guest index row names
+    the guest's family: the plan says which, the apply takes the snapshot on that path, the row keeps it,
+    a replan is clean and a destroy needs no type either."""
+    _vm(fresh_cluster, 311, "local:311/vm-311-disk-0.qcow2,size=8G")
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    for declared, kind, guest in ((_untyped(), "lxc", "CT 120"), (_untyped(vmid=311), "qemu", "VM 311")):
+        state_id = f"snap-{kind}"
+        start = len(fresh_cluster.pve.requests)
+        plan = present(ctx, snapshot.SPEC, True, state_id, **declared)
+        assert plan.result is None, plan.comment
+        text = " ".join(plan.comment)
+        assert f"type: {kind}" in text and "cluster/resources" in text, text
+        assert plan.changes["created"]["new"] == f"snapshot before-upgrade of {guest}"
+        assert writes(requests_since(fresh_cluster, start)) == []
+        done = present(ctx, snapshot.SPEC, False, state_id, **declared)
+        assert done.result is True, done.comment
+        assert done.changes == plan.changes
+        row = ctx.ownership.row(row_key(ctx.target.name, "snapshot", f"{declared['vmid']}/before-upgrade"))
+        assert row["declared"]["type"] == kind
+        start = len(fresh_cluster.pve.requests)
+        again = present(ctx, snapshot.SPEC, True, state_id, **declared)
+        assert (again.result, again.changes) == (True, {}), again.comment
+        assert writes(requests_since(fresh_cluster, start)) == []
+    assert "before-upgrade" in fresh_cluster.pve.ct(120).snapshots
+    assert "before-upgrade" in fresh_cluster.pve.find("pve1", 311).snapshots
+    gone = absent(
+        ctx, snapshot.SPEC, False, "snap-lxc", removal="destroy", name="before-upgrade", vmid=120, node="pve1"
+    )
+    assert gone.result is True, gone.comment
+    assert "before-upgrade" not in fresh_cluster.pve.ct(120).snapshots
+
+
+def test_a_type_contradicting_the_guest_index_is_refused_naming_the_key(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    plan = present(ctx, snapshot.SPEC, True, "snap", **{**SNAP, "type": "qemu"})
+    assert plan.result is False
+    assert "type: qemu, but vmid 120 is a container (cluster/resources)" in " ".join(plan.comment)
+    bad = present(ctx, snapshot.SPEC, True, "snap", **{**SNAP, "type": "vm"})
+    assert bad.result is False
+    assert "type: 'vm' is neither lxc nor qemu" in " ".join(bad.comment)
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_a_snapshot_without_type_of_a_guest_in_neither_index_nor_run_is_refused(fresh_cluster):
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, snapshot.SPEC, True, "snap", **_untyped(vmid=777))
+    assert plan.result is False
+    text = " ".join(plan.comment)
+    assert "VM/CT 777 exists in no guest index row nor in this run's declarations" in text
+    assert "declare type (lxc or qemu)" in text
+
+
+def test_a_failing_guest_index_read_is_an_error_never_absence(fresh_cluster):
+    fresh_cluster.pve.fail("GET", "/cluster/resources", 500, "got timeout")
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan = present(ctx, snapshot.SPEC, True, "snap", **_untyped())
+    assert plan.result is False
+    text = " ".join(plan.comment)
+    assert "got timeout" in text and "exists in no guest index row" not in text, text
+
+
+def test_a_snapshot_without_type_of_a_guest_this_run_creates_takes_its_family(fresh_cluster):
+    """CT 150 is not in the guest index until its state creates it: the plan reads the snapshot's family
+    from the state that declares the guest; the apply, after the guest's, from the index."""
+    from salt_proxmox.guest import lifecycle as guest_lifecycle
+    from salt_proxmox.lxc.family import LXC
+    from salt_proxmox.run.lowstate import Run
+    from salt_proxmox.run.memo import keep_run
+    from tests.support.guests import declaration
+
+    web = declaration(vmid=150, mp0=None)
+    snap = _untyped(vmid=150)
+    chunks = [
+        {"state": "proxmox_lxc", "fun": "present", "__id__": "web", "name": "web", **web},
+        {"state": "proxmox_snapshot", "fun": "present", "__id__": "snap", **snap},
+    ]
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    run = Run(chunks, chunks[0], key="run-1")
+    ctx.begin(run.key)
+    keep_run(ctx.memo, run)
+    assert guest_lifecycle.present(ctx, LXC, "web", True, **web).result is None
+    plan = present(ctx, snapshot.SPEC, True, "snap", **snap)
+    assert plan.result is None, plan.comment
+    text = " ".join(plan.comment)
+    assert "type: lxc" in text and "state web of this run" in text, text
+    assert plan.changes["created"]["new"] == "snapshot before-upgrade of CT 150"
+
+    made = guest_lifecycle.present(ctx, LXC, "web", False, **web)
+    assert made.result is True, made.comment
+    done = present(ctx, snapshot.SPEC, False, "snap", **snap)
+    assert done.result is True, done.comment
+    assert "before-upgrade" in fresh_cluster.pve.ct(150).snapshots
+    ctx = make_context(static_targets(fresh_cluster), store=ctx.ownership.store)
+    again = present(ctx, snapshot.SPEC, True, "snap", **snap)
+    assert (again.result, again.changes) == (True, {}), again.comment
+
+
+def test_the_adhoc_get_reads_a_snapshot_without_type(fresh_cluster, tmp_path):
+    """``proxmox.snapshot_get`` completes its identity as the state does (``ObjectSpec.resolve``)."""
+    from tests.support.salt_modules import execution_module
+
+    adhoc.create(
+        make_context(static_targets(fresh_cluster)), guests(), 120, "s1", description="x", adopt=True
+    )
+    module = execution_module(
+        {"proxmox:targets": static_targets(fresh_cluster), "proxmox:ownership_file": str(tmp_path / "rows")}
+    )
+    got = module.snapshot_get("s1", vmid=120, node="pve1")
+    assert got["description"] == "x"
