@@ -15,7 +15,9 @@ The plan (``plan``):
 1. *Pair* live rules with declared ones. Equal rules first, by a longest common subsequence, so the
    most equal rules keep their relative order; then equal rules out of order; then the rest in list
    order, each pair an update. Pairing never costs more than leaving both unpaired: an update (1
-   write, maybe a move) against a delete and an insert (2 writes, maybe a move).
+   write, maybe a move) against a delete and an insert (2 writes, maybe a move). Alignments that
+   weigh the same are read both ways (pairing first, skipping first): an equally heavy one may pair
+   a rule with an update that another declared rule would have taken as it is.
 2. Delete every live rule left unpaired; update every pair that differs.
 3. Insert every declared rule left unpaired with one POST each, last first, so they stand at the top
    in declared order.
@@ -63,10 +65,13 @@ EXHAUSTIVE = 48
 
 def _chain(
     live: list[tuple], declared: list[tuple], first: int, weights: tuple[int, int]
-) -> list[tuple[int, int]]:
-    """An order-keeping alignment of live rules with the declared rules from ``first`` on, heaviest
-    by ``weights``: one for an equal pair, one for a pair that needs an update (a rule kept in place
-    saves its move; an equal one its update too)."""
+) -> Iterator[list[tuple[int, int]]]:
+    """Order-keeping alignments of live rules with the declared rules from ``first`` on, heaviest by
+    ``weights``: one for an equal pair, one for a pair that needs an update (a rule kept in place
+    saves its move; an equal one its update too). Two of the heaviest are yielded, read back with
+    opposite preferences where they tie: pairing first, and skipping first (which leaves an unequal
+    pair to the equal pairing of ``pairings``: an alignment as heavy may pair a rule that another
+    declared rule equals, and that rule then costs an update and a move instead of nothing)."""
     equal, unequal = weights
     n, m = len(live), len(declared)
     table = [[0] * (m + 1) for _ in range(n + 1)]
@@ -74,17 +79,23 @@ def _chain(
         for j in range(m - 1, first - 1, -1):
             here = table[i + 1][j + 1] + (equal if live[i] == declared[j] else unequal)
             table[i][j] = max(here, table[i + 1][j], table[i][j + 1])
-    pairs, i, j = [], 0, first
-    while i < n and j < m:
-        weight = equal if live[i] == declared[j] else unequal
-        if weight and table[i][j] == table[i + 1][j + 1] + weight:
-            pairs.append((i, j))
-            i, j = i + 1, j + 1
-        elif table[i][j] == table[i + 1][j]:
-            i += 1
-        else:
-            j += 1
-    return pairs
+    for pair_first in (True, False):
+        pairs, i, j = [], 0, first
+        while i < n and j < m:
+            weight = equal if live[i] == declared[j] else unequal
+            pairable = weight and table[i][j] == table[i + 1][j + 1] + weight
+            # Skipping first still pairs an equal rule: only an unequal pair gives way.
+            if pairable and (pair_first or weight == equal):
+                pairs.append((i, j))
+                i, j = i + 1, j + 1
+            elif table[i][j] == table[i + 1][j]:
+                i += 1
+            elif table[i][j] == table[i][j + 1]:
+                j += 1
+            else:
+                pairs.append((i, j))
+                i, j = i + 1, j + 1
+        yield pairs
 
 
 def pairings(live: list[Rule], declared: list[Rule]) -> Iterator[dict[int, int]]:
@@ -95,20 +106,26 @@ def pairings(live: list[Rule], declared: list[Rule]) -> Iterator[dict[int, int]]
     lf, df = [frozen(r) for r in live], [frozen(r) for r in declared]
     last = len(declared) if len(declared) <= EXHAUSTIVE else max(0, len(declared) - len(live))
     for first, weights in product(range(last + 1), WEIGHTS):
-        pairs = dict(_chain(lf, df, first, weights))
-        free_live = [i for i in range(len(live)) if i not in pairs]
-        free_declared = [j for j in range(len(declared)) if j not in pairs.values()]
-        for j in list(free_declared):
-            i = next((i for i in free_live if lf[i] == df[j]), None)
-            if i is not None:
-                pairs[i] = j
-                free_live.remove(i)
-                free_declared.remove(j)
-        below = [j for j in free_declared if j >= first]
-        above = [j for j in free_declared if j < first]
-        for i, j in zip(free_live, below + above, strict=False):
+        for chain in _chain(lf, df, first, weights):
+            yield _completed(lf, df, dict(chain), first)
+
+
+def _completed(lf: list[tuple], df: list[tuple], pairs: dict[int, int], first: int) -> dict[int, int]:
+    """``pairs`` (an alignment) with the rules off it paired: equal ones first, then those from
+    ``first`` on in list order, then the rest."""
+    free_live = [i for i in range(len(lf)) if i not in pairs]
+    free_declared = [j for j in range(len(df)) if j not in pairs.values()]
+    for j in list(free_declared):
+        i = next((i for i in free_live if lf[i] == df[j]), None)
+        if i is not None:
             pairs[i] = j
-        yield pairs
+            free_live.remove(i)
+            free_declared.remove(j)
+    below = [j for j in free_declared if j >= first]
+    above = [j for j in free_declared if j < first]
+    for i, j in zip(free_live, below + above, strict=False):
+        pairs[i] = j
+    return pairs
 
 
 def _increasing(values: list[int]) -> set[int]:

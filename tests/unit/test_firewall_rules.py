@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import deque
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from salt_proxmox.errors import DeclarationError
@@ -206,6 +206,10 @@ RULES = st.builds(_rule, st.sampled_from(["22", "80", "443", "53"]), st.sampled_
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(RULES, max_size=4), st.lists(RULES, max_size=4))
+# An alignment as heavy as the best pairs live 80 with the first declared 443, and 22 with the
+# second: three updates; the best updates 22 to 443, inserts 22x at the top and moves 80 down.
+@example(live=[_rule("80"), _rule("22"), _rule("443")],
+         declared=[_rule("22", "x"), _rule("443"), _rule("443"), _rule("80")])  # fmt: skip
 def test_the_plan_reaches_the_declaration_with_the_fewest_writes(live, declared):
     steps = moves.plan(live, declared)
     current = live
