@@ -210,6 +210,8 @@ RULES = st.builds(_rule, st.sampled_from(["22", "80", "443", "53"]), st.sampled_
 # second: three updates; the best updates 22 to 443, inserts 22x at the top and moves 80 down.
 @example(live=[_rule("80"), _rule("22"), _rule("443")],
          declared=[_rule("22", "x"), _rule("443"), _rule("443"), _rule("80")])  # fmt: skip
+@example(live=[_rule("22"), _rule("443", "x"), _rule("443"), _rule("22", "x")],
+         declared=[_rule("53"), _rule("443"), _rule("443", "x"), _rule("22")])  # fmt: skip
 def test_the_plan_reaches_the_declaration_with_the_fewest_writes(live, declared):
     steps = moves.plan(live, declared)
     current = live
