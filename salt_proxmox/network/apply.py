@@ -48,7 +48,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from salt_proxmox.errors import DeclarationError, SaltProxmoxError
+from salt_proxmox.errors import DeclarationError, Refused, SaltProxmoxError
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, check_form
@@ -278,7 +278,10 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
         outcome.changes["reload"] = shown
         outcome.result = None
         return outcome
-    failure = _apply(ctx, step)
+    try:
+        failure = _apply(ctx, step)
+    except Refused as exc:  # refused before anything was written (the SDN lock another client holds)
+        return outcome.fail(*(f"{step.subject}: {line}" for line in exc.reasons), "Nothing was written.")
     if failure:
         ctx.memo[marker] = f"the apply of {step.subject} failed"
         return outcome.fail(
@@ -290,7 +293,8 @@ def run(ctx, test: bool, step: Reload) -> Outcome:
 
 
 def _apply(ctx, step: Reload) -> str | None:
-    """The apply itself; returns None on success, else the failure sentence."""
+    """The apply itself; returns None on success, else the failure sentence. Raises Refused when
+    ``step.start`` refused before writing anything."""
     try:
         before = cluster_health(ctx, ctx.broker.read())
     except SaltProxmoxError as exc:
@@ -305,6 +309,8 @@ def _apply(ctx, step: Reload) -> str | None:
         upid = step.start(credential)
     except TaskUncertain as exc:
         return str(exc)
+    except Refused:
+        raise
     except SaltProxmoxError as exc:
         return f"the reload was not started: {exc}"
     node = step.node_of(upid)

@@ -12,7 +12,9 @@ The apply follows ``salt_proxmox.network.apply.run`` (nothing pending: nothing d
 and after; one provision credential for the commit and its task; a poll that cannot be read is
 unreachable; anything pending after an OK task fails). The SDN lock is taken where the cluster has
 it, so no other SDN write lands between the commit and the release, and released on every exit
-path that can (``salt_proxmox.sdn.lock``).
+path that can (``salt_proxmox.sdn.lock``). No read shows another client's lock, so a plan cannot
+refuse it; the apply's ``POST /cluster/sdn/lock`` is then refused naming that lock, nothing written
+(``lock.held_by_another``).
 
 What the commit makes live besides the SDN objects, each judged at plan and apply alike:
 
@@ -25,8 +27,14 @@ What the commit makes live besides the SDN objects, each judged at plan and appl
   apply counts as staged;
 - an object pending ``deleted`` that no ``removal: destroy`` state of this run deleted is refused,
   naming it and ``POST /cluster/sdn/rollback`` (PVE 9: pve-network 1.1.3 ``rollback``, which
-  reverts every pending change) or, on PVE 8 which has none, re-creating it as it runs. Other
-  pending changes (new, changed) are listed in the plan, whoever wrote them;
+  reverts every pending change) or, on PVE 8 which has none, re-creating it as it runs;
+- an object pending ``new`` or ``changed`` is committed only as a declaration of this run: one no
+  ``proxmox_sdn.zone``/``vnet``/``subnet`` state of this run declared before the apply without
+  refusal (so ours, or ``adopt: true``; ``simple.spec.declared``) nor removes, and a pending key a
+  declared object's declaration does not hold, are somebody else's staging, which ``commit_config``
+  would make live with ours: refused, naming each, with the remedies (declare it, or revert it:
+  ``rollback`` on PVE 9, by hand on PVE 8). What a state of this run wrote is its declaration, so
+  an object this run (or an earlier run of ours) staged and declares is committed (``foreign_changes``);
 - each node's last reload task is read as the node apply reads it
   (``salt_proxmox.network.apply.reload_problem``): a reload a stopped run left running, or one that
   failed, is reported.
@@ -56,6 +64,7 @@ from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.pve.tasks import TaskFailed, TaskUncertain, log_command, start_task, upid_fields, upid_node
 from salt_proxmox.run.memo import node_applied, note_sdn_applied
 from salt_proxmox.sdn import lock
+from salt_proxmox.simple.spec import declared
 
 
 def _rows(ctx, credential, path: str) -> list[Mapping]:
@@ -118,8 +127,9 @@ def pending(ctx) -> str:
     return text(pending_rows(ctx))
 
 
-def rollback_remedy(ctx) -> str:
-    """How to revert SDN pending changes on this cluster's release (``rollback`` is PVE 9's)."""
+def rollback_remedy(ctx, pve8: str) -> str:
+    """How to revert SDN pending changes on this cluster's release: PVE 9's ``POST
+    /cluster/sdn/rollback`` (pve-network 1.1.3 ``rollback``), or, on PVE 8, which has none, ``pve8``."""
     try:
         major = facts.release(ctx).major
     except SaltProxmoxError:
@@ -129,7 +139,7 @@ def rollback_remedy(ctx) -> str:
             "Revert the pending SDN changes with `pvesh create /cluster/sdn/rollback` "
             "(POST /cluster/sdn/rollback reverts EVERY pending SDN change)"
         )
-    return "PVE 8 has no SDN rollback: re-create the object as it runs (Datacenter → SDN, or pvesh create)"
+    return f"PVE 8 has no SDN rollback: {pve8}"
 
 
 def foreign_deletions(ctx, rows: list[tuple[str, str, Mapping]]) -> list[str]:
@@ -139,10 +149,48 @@ def foreign_deletions(ctx, rows: list[tuple[str, str, Mapping]]) -> list[str]:
     foreign = [each for each in foreign if each not in ours]
     if not foreign:
         return []
+    remedy = rollback_remedy(ctx, "re-create the object as it runs (Datacenter → SDN, or pvesh create)")
     return [
         f"the pending configuration deletes {', '.join(foreign)}, and no state of this run removes it "
         "(somebody else deleted it). The commit would make that deletion live. "
-        f"{rollback_remedy(ctx)}, or, if it should go, declare it absent with removal: destroy."
+        f"{remedy}, or, if it should go, declare it absent with removal: destroy."
+    ]
+
+
+def foreign_changes(ctx, rows: list[tuple[str, str, Mapping]]) -> list[str]:
+    """The refusal of pending changes (``state`` new or changed) that no state of this run declares:
+    an object no ``proxmox_sdn.zone``/``vnet``/``subnet`` state of this run declared without refusal
+    (``simple.spec.declared``: ours, or adopted) nor removes (``removal: destroy``), and, of a
+    declared object, each pending key its declaration does not hold. ``PUT /cluster/sdn``
+    (pve-network ``API2/Network/SDN.pm`` ``reload`` → ``Network/SDN.pm`` ``commit_config``) makes
+    the whole pending configuration live, whoever wrote it; what this run declares, its states
+    wrote (or found as declared), so only the rest is foreign."""
+    removed = network_apply.removed(ctx, "sdn")
+    foreign = []
+    for kind, name, row in rows:
+        if row.get("state") == "deleted" or f"{kind} {name}" in removed:
+            continue  # foreign_deletions; or a removal of this run deletes it
+        keys = declared(ctx, f"sdn_{kind}").get(name)
+        if keys is None:
+            foreign.append(_line(kind, name, row))
+            continue
+        staged = row.get("pending") if isinstance(row.get("pending"), Mapping) else {}
+        stray = {key: value for key, value in staged.items() if key not in keys}
+        if stray:
+            what = ", ".join(f"{key}={value}" for key, value in sorted(stray.items()))
+            foreign.append(f"{kind} {name}: {what} (staged, and not in its declaration)")
+    if not foreign:
+        return []
+    remedy = rollback_remedy(
+        ctx,
+        "delete what is staged new and set what is changed back to its running values (`pvesh get "
+        "/cluster/sdn/zones --running 1` and the vnets' and subnets' alike show them)",
+    )
+    return [
+        f"the pending configuration holds SDN changes no state of this run declares: {'; '.join(foreign)} "
+        "(somebody else staged them). The commit would make them live with this run's. Declare each in "
+        "this run (proxmox:sdn, with adopt: true when this minion did not create it; a staged key, in "
+        f"its declaration), or revert them: {remedy}."
     ]
 
 
@@ -181,6 +229,7 @@ def step(ctx, state_id: str) -> Reload:
         offline = [node for node, online in nodes.items() if not online]
         if will_apply:
             refusals += foreign_deletions(ctx, seen.get("rows") or [])
+            refusals += foreign_changes(ctx, seen.get("rows") or [])
             if offline:  # the commit reloads every node; the words of network_apply.cluster_health
                 down = "; ".join(f"node {node} is offline" for node in offline)
                 why = (

@@ -9,7 +9,19 @@ answers the token; ``release_lock``: ``DELETE /cluster/sdn/lock`` with ``lock-to
 "invalid lock token provided!"; with no lock held, a release with a token deletes nothing and
 succeeds). Both arrived with libpve-network-perl 1.1.3 (PVE 9); PVE 8 answers 501.
 
-PVE has no call that reads the lock, so what this minion took is recorded in the ownership rows
+No read shows the lock, on either release. PVE 9 (pve-network 1.1.3 and later) keeps the token
+in ``/etc/pve/sdn/.lock`` (``Network/SDN.pm`` ``$LOCK_TOKEN_FILE``), which only
+``lock_sdn_config``, ``create_global_lock`` and ``delete_global_lock`` touch: ``/cluster/sdn/lock``
+has no ``GET`` (only ``lock`` and ``release_lock``), ``GET /cluster/sdn`` (``index``) lists its
+children only, and the zones', vnets' and subnets' ``index``/``read`` (``pending``, ``running``)
+answer the section configs and ``running_config``, never the lock. The one answer that shows it is
+the refusal of a write under ``lock_sdn_config``, which wants SDN.Allocate: no plan sends one (a
+plan reads with the read credential). PVE 8 (stable-bookworm) has no global lock:
+``lock_sdn_config`` is a ``cfs_lock_file`` of the running configuration. So another client's lock
+is met at the apply: ``take`` refuses with the holder's lock named, before anything is written
+(``held_by_another``), and an object write is refused with PVE's words (``pve.errors``).
+
+Nor can this minion read back a lock it took, so what it took is recorded in the ownership rows
 (``<target>/sdn_lock/global``, docs/design.md §8) before it can be lost: ``creating`` before the
 ``POST`` (a run stopped right then may hold a lock whose token nobody knows), ``owned`` with the
 token once PVE answered it, dropped once the commit or a release let it go. The token is no
@@ -31,7 +43,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from salt_proxmox.errors import SaltProxmoxError
+from salt_proxmox.errors import Refused, SaltProxmoxError
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership.rows import CREATING, row_key
 from salt_proxmox.pve.errors import PveError
@@ -55,14 +67,17 @@ def release_command(token: str | None) -> str:
 
 def take(ctx, credential, state_id: str) -> str | None:
     """Take the lock (``allow-pending``: the changes to commit ARE pending) and record it; returns
-    the token, or None on a release without the lock API (HTTP 501). Raises PveError (refused: no
-    row kept), PveUnreachable or Uncertain (the ``creating`` row kept: the lock may be held)."""
+    the token, or None on a release without the lock API (HTTP 501). Raises Refused when another
+    client holds it (``held_by_another``), PveError (refused otherwise; neither keeps a row),
+    PveUnreachable or Uncertain (the ``creating`` row kept: the lock may be held)."""
     taken = int(time.time())
     ctx.ownership.mark_creating(key(ctx), state_id, {"taken": taken})
     try:
         token = ctx.client.request("POST", PATH, credential, form={"allow-pending": "1"})
     except PveError as error:
         ctx.ownership.forget(key(ctx))
+        if "invalid lock token" in error.message:
+            raise Refused(held_by_another(error.message)) from error
         if error.status != 501:
             raise
         return None
@@ -71,6 +86,18 @@ def take(ctx, credential, state_id: str) -> str | None:
         return None
     ctx.ownership.mark_owned(key(ctx), state_id, {"taken": taken, "token": token})
     return token
+
+
+def held_by_another(message: str) -> str:
+    """The refusal of a commit whose ``POST /cluster/sdn/lock`` PVE answered ``message``
+    ("could not acquire lock for SDN config: invalid lock token provided!": ``lock_sdn_config``
+    found a token in ``/etc/pve/sdn/.lock`` and was given none)."""
+    return (
+        f"another client holds PVE's global SDN lock (POST /cluster/sdn/lock: {message}), and PVE refuses "
+        "every SDN write and commit without its token. No read shows the lock, so the plan could not say "
+        "so. Wait for that client's transaction to commit or roll back; if its holder died, release the "
+        f"lock with {release_command(None)}, then run the state again."
+    )
 
 
 def committed(ctx) -> None:

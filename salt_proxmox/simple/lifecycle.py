@@ -35,7 +35,7 @@ from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.lowstate import Chunk
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect, remember
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect, note_declared, remember
 
 
 def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False) -> dict | None:
@@ -342,7 +342,8 @@ def _plan_lines(decision: Decision, decl: Declared) -> list[str]:
 
 def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **declared) -> Outcome:
     """Plan (``test``) or apply one declaration of ``spec``'s family; never raises for a known
-    failure. ``declared``: the state's arguments (``adopt`` and the family's keys)."""
+    failure. ``declared``: the state's arguments (``adopt`` and the family's keys). A declaration
+    not refused is recorded for the run (``simple.spec.note_declared``)."""
     privileges.planning(ctx, test)
     outcome = Outcome()
     try:
@@ -354,7 +355,10 @@ def present(ctx: PveContext, spec: ObjectSpec, test: bool, state_id: str, **decl
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     decision.notes[:0] = resolved
-    return carry_out(ctx, spec, decl, decision, test, outcome)
+    outcome = carry_out(ctx, spec, decl, decision, test, outcome)
+    if outcome.result is not False:
+        note_declared(ctx, spec.family, decl.identity, decl.values)
+    return outcome
 
 
 def carry_out(

@@ -373,6 +373,23 @@ def remember(ctx: PveContext, family: str, identity: str, values: Mapping[str, o
     _planned_values(ctx)[f"{family}/{identity}"] = dict(values)
 
 
+def note_declared(ctx: PveContext, family: str, identity: str, keys: Iterable[str]) -> None:
+    """Record that a state of this run declared ``family`` ``identity`` and was not refused (it is
+    ours, or adopted), with the PVE keys its declaration holds: an apply step that makes pending
+    changes live judges by them (``sdn.apply.foreign_changes``)."""
+    ctx.memo.setdefault(f"salt_proxmox.declared/{ctx.target.name}", {})[f"{family}/{identity}"] = frozenset(
+        keys
+    )
+
+
+def declared(ctx: PveContext, family: str) -> dict[str, frozenset[str]]:
+    """``{identity: declared keys}`` of every ``family`` object a state of this run declared (or,
+    under ``test``, would), as ``note_declared`` recorded them."""
+    prefix = f"{family}/"
+    found = ctx.memo.get(f"salt_proxmox.declared/{ctx.target.name}") or {}
+    return {key.removeprefix(prefix): keys for key, keys in found.items() if key.startswith(prefix)}
+
+
 def planned(ctx: PveContext, family: str) -> dict[str, Mapping[str, object]]:
     """``{identity: values}`` of every ``family`` object this run created or updated (or would),
     as ``remember`` recorded them."""

@@ -207,6 +207,23 @@ def pending_zone(run: Run) -> None:
     run.pve.sdn["zones"]["lab"] = {"type": "simple"}
 
 
+#: Zone lab as an earlier run of this minion staged it: its ownership row, and the declaration the run
+#: of an ``sdn_applied`` row holds before the apply (``declares``): the commit makes live only what
+#: the run declares (``sdn.apply.foreign_changes``).
+OUR_ZONE = {"name": "lab", "type": "simple"}
+OUR_ZONE_KEY = f"{TARGET}/sdn_zone/lab"
+OUR_ZONE_ROW = {
+    OUR_ZONE_KEY: {"phase": "owned", "instance": "seeded", "state_id": "lab", "declared": OUR_ZONE}
+}
+#: What an ``sdn_applied`` row whose run declares zone lab takes: the declaration, the seeded row and
+#: the rows afterwards.
+DECLARES_ZONE = {
+    "declaration": {"declares": (OUR_ZONE,)},
+    "seed_rows": OUR_ZONE_ROW,
+    "rows": {OUR_ZONE_KEY: "owned"},
+}
+
+
 def fail(method: str, suffix: str, **how: Any) -> Callable[[Run], None]:
     """fakepve's ``fail()``: answer matching requests with an error (or a 200 without data)."""
     return lambda run: run.pve.fail(method, suffix, **how)
@@ -1982,12 +1999,13 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         id="sdn-pending-applied",
         group="network",
-        fault="an SDN zone is pending",
+        fault="our SDN zone is pending",
         promise="the SDN lock taken, one commit PUT with its token, the task awaited, nothing pending after",
         result=True,
         comment=("applied; the cluster is healthy",),
         setup=lambda run: pending_zone(run),
         state="sdn_applied",
+        **DECLARES_ZONE,
         writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
     ),
     Scenario(
@@ -2002,12 +2020,13 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         id="sdn-quorum-lost",
         group="network",
-        fault="an SDN zone is pending; the cluster has lost quorum",
+        fault="our SDN zone is pending; the cluster has lost quorum",
         promise="refused before the lock or the commit",
         result=False,
         comment=("not quorate", "nothing was written"),
         setup=lambda run: (pending_zone(run), run.pve.lose_quorum()),
         state="sdn_applied",
+        **DECLARES_ZONE,
     ),
     Scenario(
         id="sdn-reload-task-fails",
@@ -2021,12 +2040,13 @@ SCENARIOS: list[Scenario] = [
             setattr(run.pve, "sdn_reload_failure", "pvesh set /nodes/pve2/network failed"),
         ),
         state="sdn_applied",
+        **DECLARES_ZONE,
         writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
     ),
     Scenario(
         id="sdn-node-reload-fails",
         group="network",
-        fault="an SDN zone is pending; pve2's reload under the commit fails, reloadnetworkall still ends OK",
+        fault="our SDN zone is pending; pve2's reload under the commit fails, reloadnetworkall still ends OK",
         promise="each node reload the commit started is awaited: failure naming pve2, its task, the remedy",
         result=False,
         comment=("node pve2 did not take it", "ifreload -a", "`pvesh set /nodes/pve2/network`"),
@@ -2035,17 +2055,19 @@ SCENARIOS: list[Scenario] = [
             run.pve.reload_failures.__setitem__("pve2", "command 'ifreload -a' failed: exit code 1"),
         ),
         state="sdn_applied",
+        **DECLARES_ZONE,
         writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
     ),
     Scenario(
         id="sdn-node-reload-unstarted",
         group="network",
-        fault="an SDN zone is pending; the commit cannot start pve2's reload (reloadnetworkall warns)",
+        fault="our SDN zone is pending; the commit cannot start pve2's reload (reloadnetworkall warns)",
         promise="failure naming pve2 and the commit's task log, never an applied configuration",
         result=False,
         comment=("node pve2 started no reload", "`pvesh set /nodes/pve2/network`"),
         setup=lambda run: (pending_zone(run), run.pve.sdn_unstarted_reloads.add("pve2")),
         state="sdn_applied",
+        **DECLARES_ZONE,
         writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn"),
     ),
     Scenario(
@@ -2074,12 +2096,13 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         id="sdn-node-staged-uncovered",
         group="network",
-        fault="an SDN zone is pending; somebody staged a bridge on pve2, no node apply of the run covers it",
+        fault="our SDN zone is pending; somebody staged a bridge on pve2, no node apply of the run covers it",
         promise="refused: the commit reloads every node and would make pve2's staged bridge live",
         result=False,
         comment=("node pve2 has staged network changes", "`pvesh delete /nodes/pve2/network`"),
         setup=lambda run: (pending_zone(run), stage_bridge(run, "pve2")),
         state="sdn_applied",
+        **DECLARES_ZONE,
     ),
     Scenario(
         id="sdn-foreign-pending-deletion",
@@ -2092,6 +2115,35 @@ SCENARIOS: list[Scenario] = [
         state="sdn_applied",
     ),
     Scenario(
+        id="sdn-foreign-pending-zone",
+        group="network",
+        fault="somebody staged zone lab in the pending SDN configuration; no state of the run declares it",
+        promise="refused at plan and apply, naming the zone, adopt: true, the rollback; no lock, no commit",
+        result=False,
+        comment=(
+            "no state of this run declares: zone lab: new",
+            "adopt: true",
+            "`pvesh create /cluster/sdn/rollback`",
+        ),
+        setup=pending_zone,
+        state="sdn_applied",
+    ),
+    Scenario(
+        id="sdn-lock-held-by-another-client",
+        group="network",
+        fault="our SDN zone is pending; another client holds PVE's global SDN lock",
+        promise="no read shows the lock: the apply's lock is refused, naming that lock and its remedies",
+        result=False,
+        comment=("another client holds PVE's global SDN lock", "--force 1", "Nothing was written."),
+        setup=lambda run: (
+            pending_zone(run),
+            setattr(run.pve, "sdn_lock", "0191d7a0-0000-7000-8000-00000000beef"),
+        ),
+        state="sdn_applied",
+        **DECLARES_ZONE,
+        writes=("POST /cluster/sdn/lock",),
+    ),
+    Scenario(
         id="sdn-commit-answer-lost",
         group="network",
         fault="the commit's answer is lost (HTTP 502 after the request was sent)",
@@ -2100,6 +2152,7 @@ SCENARIOS: list[Scenario] = [
         comment=("HTTP 502", "may or may not have acted"),
         setup=lambda run: (pending_zone(run), run.pve.fail("PUT", "/cluster/sdn", 502, "Bad Gateway")),
         state="sdn_applied",
+        **DECLARES_ZONE,
         writes=("POST /cluster/sdn/lock", "PUT /cluster/sdn", "DELETE /cluster/sdn/lock"),
     ),
     Scenario(
@@ -2110,8 +2163,10 @@ SCENARIOS: list[Scenario] = [
         result=True,
         comment=("took PVE's global SDN lock", "released"),
         setup=lambda run: (pending_zone(run), setattr(run.pve, "sdn_lock", LEFT_LOCK)),
-        seed_rows=LEFT_LOCK_ROW,
         state="sdn_applied",
+        declaration={"declares": (OUR_ZONE,)},
+        seed_rows={**LEFT_LOCK_ROW, **OUR_ZONE_ROW},
+        rows={OUR_ZONE_KEY: "owned"},
         writes=("DELETE /cluster/sdn/lock", "POST /cluster/sdn/lock", "PUT /cluster/sdn"),
     ),
     # -------------------------------------------------------------------------------------- VMs

@@ -17,11 +17,13 @@ from salt_proxmox.firewall import rules as firewall_rules
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.network.apply import applied as network_applied
+from salt_proxmox.network.apply import present as network_present
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import ROWS_FILE, MemoryStore
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.run.config import refused_return
+from salt_proxmox.sdn import objects
 from salt_proxmox.sdn.apply import applied as sdn_applied
 from salt_proxmox.simple import lifecycle as simple
 from tests.faults.harness import (
@@ -48,7 +50,7 @@ STATES = {
     "present": lambda ctx, state_id, test, /, **kw: guest_lifecycle.present(ctx, LXC, state_id, test, **kw),
     "absent": lambda ctx, state_id, test, /, **kw: guest_lifecycle.absent(ctx, LXC, state_id, test, **kw),
     "network_applied": lambda ctx, name, test, **kw: network_applied(ctx, test, name, **kw),
-    "sdn_applied": lambda ctx, name, test, **kw: sdn_applied(ctx, test, name, **kw),
+    "sdn_applied": lambda ctx, name, test, **kw: _sdn_run(ctx, name, test, **kw),
     # Positional-only: a VM declaration holds its own ``name``.
     "qemu_present": lambda ctx, state_id, test, /, **kw: guest_lifecycle.present(
         ctx, QEMU, state_id, test, **kw
@@ -122,6 +124,21 @@ def test_fault(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch, 
         _through_salt_call(scenario, request, monkeypatch, tmp_path)
     else:
         _in_process(scenario, request, monkeypatch)
+
+
+def _sdn_run(ctx, name: str, test: bool, declares: tuple = (), **kw) -> Outcome:
+    """``proxmox_sdn.applied`` after the zone states of the run before it (``declares``), as one
+    Outcome (their comments first, as the run prints them): the commit makes live only what the run
+    declares (``sdn.apply.foreign_changes``)."""
+    earlier: list[str] = []
+    for zone in declares:
+        done = network_present(ctx, objects.ZONE, test, zone["name"], **zone)
+        if done.result is False:
+            return done
+        earlier += done.comment
+    outcome = sdn_applied(ctx, test, name, **kw)
+    outcome.comment[:0] = earlier
+    return outcome
 
 
 def _in_process(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch) -> None:

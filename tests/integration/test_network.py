@@ -499,7 +499,8 @@ def test_sdn_update_carries_the_digest_and_a_held_lock_refuses_writes(fresh_clus
 
 
 def test_sdn_apply_refused_on_a_degraded_cluster_and_failed_task_reported(fresh_cluster):
-    ctx = make_context(static_targets(fresh_cluster))
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
     assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True
     fresh_cluster.pve.set_node_offline("pve2")
     start = len(fresh_cluster.pve.requests)
@@ -507,7 +508,8 @@ def test_sdn_apply_refused_on_a_degraded_cluster_and_failed_task_reported(fresh_
     assert refused.result is False and "pve2 is offline" in refused.comment[0]
     assert writes(requests_since(fresh_cluster, start)) == []
     fresh_cluster.pve.set_node_offline("pve2", offline=False)
-    ctx = make_context(static_targets(fresh_cluster))
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    assert present(ctx, objects.ZONE, False, "lab", **ZONE).result is True, "the run declares what it commits"
     fresh_cluster.pve.sdn_reload_failure = "pvesh set /nodes/pve2/network failed"
     failed = sdn_apply.applied(ctx, False, "sdn")
     assert failed.result is False and "pvesh set" in failed.comment[0]
@@ -605,6 +607,13 @@ def _commit(ctx) -> None:
     assert done.result is True, done.comment
 
 
+def _adopt_lab(ctx, test: bool) -> None:
+    """The run declares the zone the test staged in the fake (adopted: no run of this minion created
+    it), so the commit is the run's (``sdn.apply.foreign_changes``)."""
+    lab = {"name": "lab", "type": "simple", "adopt": True}
+    assert network_apply.present(ctx, objects.ZONE, test, "lab", **lab).result is not False
+
+
 def test_sdn_commit_refused_while_a_node_has_staged_changes_no_node_apply_covers(fresh_cluster):
     """PUT /cluster/sdn reloads every node (pve-network API2/Network/SDN.pm reload → reloadnetworkall →
     pvesh set /nodes/<node>/network, whose worker renames interfaces.new over interfaces): a bridge
@@ -613,11 +622,13 @@ def test_sdn_commit_refused_while_a_node_has_staged_changes_no_node_apply_covers
     files = fresh_cluster.pve.node_network("pve2")
     files["staged"] = files["running"] + "auto vmbr9\niface vmbr9 inet manual\n\tbridge-ports none\n"
     ctx = make_context(static_targets(fresh_cluster))
+    _adopt_lab(ctx, True)
     plan = sdn_apply.applied(ctx, True, "sdn")
     assert plan.result is False, plan.comment
     assert "node pve2 has staged network changes" in plan.comment[0]
     assert "`pvesh delete /nodes/pve2/network`" in plan.comment[0]
     start = len(fresh_cluster.pve.requests)
+    _adopt_lab(ctx, False)
     refused = sdn_apply.applied(ctx, False, "sdn")
     assert refused.result is False and "node pve2" in refused.comment[0]
     assert writes(requests_since(fresh_cluster, start)) == []
@@ -628,9 +639,11 @@ def test_sdn_commit_refused_while_a_node_has_staged_changes_no_node_apply_covers
     # A node apply of the same run covers pve2: its plan shows the diff, then the SDN plan may commit.
     ctx = make_context(static_targets(fresh_cluster))
     assert network_apply.applied(ctx, True, "pve2-network", node="pve2").result is None
+    _adopt_lab(ctx, True)
     assert sdn_apply.applied(ctx, True, "sdn").result is None
     ctx = make_context(static_targets(fresh_cluster))
     assert network_apply.applied(ctx, False, "pve2-network", node="pve2").result is True
+    _adopt_lab(ctx, False)
     _commit(ctx)
     assert "vmbr9" in fresh_cluster.pve.networks["pve2"]["running"]
 
