@@ -329,10 +329,6 @@ def commit(ctx, credential, state_id: str = "sdn") -> str:
     return upid
 
 
-#: Set when this run's SDN apply step planned or applied (not refused): a guest plugged into a vnet
-#: it commits depends on it (``guest.nics``).
-
-
 def applied(ctx, test: bool, state_id: str, **extra: object) -> Outcome:
     """Plan or apply the pending SDN configuration (``proxmox_sdn.applied``). Never raises for a
     known failure."""
