@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.guest.change import live_text
@@ -353,7 +353,7 @@ def _unplugged(
     """``(refusal, note)`` for a NIC written and not plugged in this run whose plug now has
     ``problem``: a refusal when no later start could plug it (module docstring), else a note."""
     if bridge.vlan_after is not None:
-        bridge = Bridge(bridge.name, bridge.state, bridge.vnet, bridge.zone, bridge.vlan_after)
+        bridge = replace(bridge, vlan_aware=bridge.vlan_after)
     lasting = _vlan_problem(nic, bridge)
     never = f", then run again. PVE would store the NIC, and every start of the {noun} on {node} would fail."
     if lasting or (bridge.state == "missing" and bridge.vnet):
