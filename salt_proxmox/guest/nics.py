@@ -19,14 +19,22 @@ Both families' ``netN`` name a ``bridge``, a VLAN ``tag`` and ``trunks`` by the 
   declaration, a create with it: every NIC of the guest), on a running guest when the write applies
   at once (a hot-plug: the NICs written) or at the reboot ``reboot_for_pending`` makes (the NICs
   waiting). Unless this same run makes the bridge live first (the formula orders guests after the
-  node and SDN applies that name their bridges): then the plan says the guest depends on it. A NIC
-  written and not plugged in this run (a stopped guest that stays stopped) goes through with a
-  note: the guest will not start until the bridge exists.
+  node and SDN applies that name their bridges): then the plan says the guest depends on it.
+- **A NIC written and not plugged in this run** (a stopped guest that stays stopped, a running
+  one's NIC left pending) is stored by PVE and plugged at a later start. Refused all the same when
+  no start could plug it: a bridge on no node of the cluster (each other node's ``GET
+  /nodes/{node}/network/{name}``, pve-manager ``Network.pm`` ``network_config``), a VLAN the bridge
+  will not take (below), a bridge only staged (only its node's network apply, which this run does
+  not do, makes it live). Noted when a later step makes it start: a vnet only in the pending SDN
+  configuration or made VLAN-aware there (the SDN apply), a bridge another node has (the guest
+  starts there). NICs the write does not send are not judged unless a start is planned.
 - **A VLAN on a vnet that is not VLAN-aware**: pve-network ``Zones/Plugin.pm`` ``tap_plug`` dies
   "vm vlans are not allowed on vnet <vnet>" for a ``tag`` or ``trunks`` on it; **trunks on a plain
   bridge that is not VLAN-aware**: pve-common ``Network.pm`` ``tap_plug`` dies "vlan aware feature
   need to be enabled to use trunks" (a tag on such a bridge is served by a ``<bridge>v<tag>``
-  bridge it makes). Judged as the missing bridge is: refused when plugged, noted otherwise.
+  bridge it makes). Both read the running bridge's ``vlan_filtering``, so a vnet VLAN-aware only in
+  the pending SDN configuration is refused when plugged and noted otherwise; a VLAN the bridge will
+  not take once applied is refused either way.
 - **The bridge access PVE checks at the write** (pve-guest-common ``GuestHelpers.pm``
   ``check_vnet_access``, from qemu-server ``QemuServer.pm`` ``check_bridge_access`` in
   ``create_vm``/``update_vm_api`` — the old value too when a NIC is changed or deleted — and
@@ -53,7 +61,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.guest.change import live_text
@@ -61,7 +69,7 @@ from salt_proxmox.guest.refusals import provision_privilege_check, static_provis
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveError, PveMalformed
 from salt_proxmox.pve.facts import NEW_IN_PACKAGE, package_version, release, version_tuple
-from salt_proxmox.pve.listing import get_rows, rows_of
+from salt_proxmox.pve.listing import get_rows, node_names, rows_of
 from salt_proxmox.run.memo import node_applied, removed, sdn_applied
 from salt_proxmox.simple.spec import planned
 from salt_proxmox.wire.ifdiff import staged_additions, staged_deletions
@@ -124,7 +132,8 @@ class Bridge:
     the guest), ``staged`` (only in the node's ``interfaces.new``), ``pending`` (an SDN vnet not
     applied), ``missing``, ``unchecked`` (``said``: why it could not be told). ``vnet``: it is an SDN
     vnet; ``zone``: the zone ``check_vnet_access`` names (None: not known); ``vlan_aware``: the
-    bridge's VLAN filtering as it will be (None: not known)."""
+    bridge's VLAN filtering when plugged in this run (None: not known); ``vlan_after``: a vnet's
+    once the pending SDN configuration is applied (None: as ``vlan_aware``)."""
 
     name: str
     state: str
@@ -133,6 +142,7 @@ class Bridge:
     vlan_aware: bool | None = None
     by: str = ""
     said: str = ""
+    vlan_after: bool | None = None
 
 
 def _true(value: object) -> bool:
@@ -186,9 +196,12 @@ def _vnet_state(ctx: PveContext, name: str, row: Mapping | None, made: Mapping |
     if covered and after is not None:
         state = "live" if running is not None else "made"
         return Bridge(name, state, True, zone, _true(after.get("vlanaware")), by="this run's SDN apply")
+    later = _true(after.get("vlanaware")) if after is not None else None
     if running is not None and not covered:
-        return Bridge(name, "live", True, zone, _true(running.get("vlanaware")))
-    return Bridge(name, "missing" if running is not None else "pending", True, zone)
+        return Bridge(name, "live", True, zone, _true(running.get("vlanaware")), vlan_after=later)
+    if running is not None:
+        return Bridge(name, "missing", True, zone)
+    return Bridge(name, "pending", True, zone, vlan_after=later)
 
 
 def _hidden(ctx: PveContext, node: str, name: str) -> Bridge:
@@ -253,9 +266,9 @@ class NicPlan:
     notes: list[str] = field(default_factory=list)
 
 
-def _not_there(bridge: Bridge, node: str) -> str:
+def _not_there(bridge: Bridge, node: str, elsewhere: str = "") -> str:
     """Why a NIC on ``bridge`` cannot be plugged now, in PVE's words, and the remedy; '' when it
-    can."""
+    can. ``elsewhere``: what the other nodes have, said of a missing bridge."""
     if bridge.state == "staged":
         return (
             f"bridge '{bridge.name}' is only staged on node {node} (interfaces.new); PVE's plug fails "
@@ -273,17 +286,26 @@ def _not_there(bridge: Bridge, node: str) -> str:
     if bridge.state == "missing":
         why = f" ({bridge.said})" if bridge.said else ""
         return (
-            f"bridge '{bridge.name}' does not exist on node {node}{why}; PVE's plug fails (`bridge "
-            f"'{bridge.name}' does not exist`, pve-common Network.pm read_bridge_mtu/tap_plug). Declare the "
-            "bridge (a node interface or an SDN vnet) and its apply in this run, or name one that exists"
+            f"bridge '{bridge.name}' does not exist on node {node}{why}{elsewhere}; PVE's plug fails "
+            f"(`bridge '{bridge.name}' does not exist`, pve-common Network.pm read_bridge_mtu/tap_plug). "
+            "Declare the bridge (a node interface or an SDN vnet) and its apply in this run, or name one "
+            "that exists"
         )
     return ""
 
 
 def _vlan_problem(nic: Nic, bridge: Bridge) -> str:
-    """Why PVE's plug refuses ``nic``'s VLANs on ``bridge`` ('' when it does not)."""
+    """Why PVE's plug refuses ``nic``'s VLANs on ``bridge`` as a plug in this run finds it ('' when
+    it does not)."""
     if bridge.vlan_aware is not False:
         return ""
+    if bridge.vnet and (nic.tag or nic.trunks) and bridge.vlan_after:
+        return (
+            f"vnet '{bridge.name}' is VLAN-aware in the pending SDN configuration only; PVE's plug reads the "
+            f"running one and dies `vm vlans are not allowed on vnet {bridge.name}` (pve-network "
+            "Zones/Plugin.pm tap_plug) until the SDN apply commits it. Apply it first (proxmox:sdn: apply: "
+            "true, or proxmox_sdn.applied)"
+        )
     if bridge.vnet and (nic.tag or nic.trunks):
         option = "tag" if nic.tag else "trunks"
         return (
@@ -298,6 +320,59 @@ def _vlan_problem(nic: Nic, bridge: Bridge) -> str:
             "on the bridge (and apply it), or drop trunks"
         )
     return ""
+
+
+def _elsewhere(ctx: PveContext, node: str, name: str) -> tuple[list[str], list[str]]:
+    """The cluster's other nodes that have bridge ``name`` (this run declares it there, or pve-manager
+    ``Network.pm`` ``network_config``, Sys.Audit on the node, lists it: 400 ``interface does not
+    exist`` when not), and ``<node>: <why>`` for each that could not tell. Raises PveMalformed,
+    PveUnreachable, CredentialError (``GET /nodes``)."""
+    credential = ctx.broker.read()
+    made = planned(ctx, "network_interface")
+    have: list[str] = []
+    unknown: list[str] = []
+    for other in node_names(ctx.client, credential):
+        if other == node:
+            continue
+        row = made.get(f"{other}/{name}")
+        if row is None:
+            try:
+                row = ctx.client.request("GET", api_path("nodes", other, "network", name), credential)
+            except PveError as exc:
+                if exc.status != 400:
+                    unknown.append(f"{other}: {exc.message}")
+                continue
+        if isinstance(row, Mapping) and row.get("type") in _BRIDGE_TYPES:
+            have.append(other)
+    return have, unknown
+
+
+def _unplugged(
+    ctx: PveContext, nic: Nic, bridge: Bridge, node: str, problem: str, noun: str
+) -> tuple[str, str]:
+    """``(refusal, note)`` for a NIC written and not plugged in this run whose plug now has
+    ``problem``: a refusal when no later start could plug it (module docstring), else a note."""
+    if bridge.vlan_after is not None:
+        bridge = replace(bridge, vlan_aware=bridge.vlan_after)
+    lasting = _vlan_problem(nic, bridge)
+    never = f", then run again. PVE would store the NIC, and every start of the {noun} on {node} would fail."
+    if lasting or (bridge.state == "missing" and bridge.vnet):
+        return (lasting or problem) + never, ""
+    if bridge.state == "staged":
+        return (
+            f"{problem}, then run again. PVE would store the NIC, and the {noun} would not start until that "
+            "apply, which this run does not make."
+        ), ""
+    if bridge.state == "missing":
+        have, unknown = _elsewhere(ctx, node, bridge.name)
+        if have:
+            return "", _not_there(
+                bridge, node, f" (node {', '.join(have)} has it: the {noun} can start there)"
+            )
+        if unknown:
+            return "", f"{problem}; whether another node has it is not known ({'; '.join(unknown)})"
+        return _not_there(bridge, node, " nor on any other node of the cluster") + never, ""
+    return "", problem
 
 
 def _access_paths(nic: Nic, zone: str) -> list[str]:
@@ -437,10 +512,10 @@ def judge(
     """PVE's NIC rules (module docstring) for one guest write: ``written`` the NIC values the write
     sends (key -> value), ``replaced`` the values it changes or deletes (their access is checked
     too), ``plugged`` the NIC keys plugged in this run (a start or a reboot: every NIC; a hot-plug:
-    those written), ``later`` what becomes of a written NIC that is not plugged now (default: the
-    guest will not start until its bridge exists),
-    ``config`` the guest's NICs as they will be (default ``written``). Nothing is read when the
-    write names no NIC and nothing is plugged.
+    those written), ``later`` what becomes of a written NIC that is not plugged now and is only
+    noted (default: the guest cannot start before the remedy; a written NIC no later start could
+    plug is refused, ``_unplugged``), ``config`` the guest's NICs as they will be (default
+    ``written``). Nothing is read when the write names no NIC and nothing is plugged.
 
     Raises PveError, PveMalformed, PveUnreachable, CredentialError."""
     what = family.what(decl.vmid, decl.node)
@@ -468,10 +543,14 @@ def judge(
         elif problem and key in plugged:
             found.refusals.append(f"{key}: {problem}, then run again.")
         elif problem:
-            found.notes.append(
-                f"{what}: {key}: {problem}. The write goes through; "
-                + (later or f"the {family.noun} will not start until the bridge exists")
-            )
+            refusal, note = _unplugged(ctx, nic, bridge, decl.node, problem, family.noun)
+            if refusal:
+                found.refusals.append(f"{key}: {refusal}")
+            else:
+                found.notes.append(
+                    f"{what}: {key}: {note}. The write goes through; "
+                    + (later or f"the {family.noun} cannot start on {decl.node} before that")
+                )
         elif bridge.state == "made":
             found.notes.append(
                 f"{what}: {key} depends on {bridge.by}, which makes bridge '{nic.bridge}' live before it"
@@ -513,9 +592,9 @@ def update_plan(
     else:
         plugged = [key for key in written if running and key in set(now)]
     later = (
-        "it waits for the next start, which fails until the bridge exists"
+        "it waits for the next start, which fails before that"
         if running
-        else f"the {family.noun} will not start until the bridge exists"
+        else f"the {family.noun} cannot start on {decl.node} before that"
     )
     return judge(ctx, family, decl, written, replaced, plugged, later, after)
 

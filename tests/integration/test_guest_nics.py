@@ -15,6 +15,7 @@ from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
 from tests.support.cluster import PROVISION_TOKEN_ID
 from tests.support.guests import declaration, make_context, requests_since, static_targets, vm, writes
+from tests.support.network import write_interfaces
 
 
 def qemu(ctx, test: bool, **declared: Any):
@@ -24,7 +25,9 @@ def qemu(ctx, test: bool, **declared: Any):
 def test_the_fake_fails_a_start_on_a_missing_bridge_as_pve_does(fresh_cluster):
     """pve-common Network.pm read_bridge_mtu: `bridge 'vmbr9' does not exist` ends the start task."""
     ctx = make_context(static_targets(fresh_cluster))
-    assert qemu(ctx, False, **vm(net0="virtio,bridge=vmbr9")).result is True
+    assert qemu(ctx, False, **vm()).result is True
+    # The plan refuses vmbr9, so the VM gets it behind the plan's back.
+    fresh_cluster.pve.vm(150).config["net0"] = "virtio=BC:24:11:00:00:01,bridge=vmbr9"
     with pytest.raises(Exception, match="bridge 'vmbr9' does not exist"):
         ctx.task("POST", "nodes/pve1/qemu/150/status/start", "pve1", "start VM 150")
 
@@ -39,11 +42,75 @@ def test_a_vm_declared_running_on_a_missing_bridge_is_refused_and_nothing_is_wri
     assert writes(requests_since(fresh_cluster, start)) == [] and 150 not in fresh_cluster.pve.vms
 
 
-def test_a_vm_left_stopped_on_a_missing_bridge_is_created_with_a_note(fresh_cluster):
+@pytest.mark.parametrize("test", [True, False])
+def test_a_vm_left_stopped_on_a_bridge_no_node_has_is_refused_and_nothing_is_written(fresh_cluster, test):
+    """Every start of it would die `bridge 'vmbr9' does not exist` (pve-common Network.pm
+    read_bridge_mtu), on pve1 and on pve2 alike: the declaration can never start."""
+    start = len(fresh_cluster.pve.requests)
+    outcome = qemu(make_context(static_targets(fresh_cluster)), test, **vm(net0="virtio,bridge=vmbr9"))
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False and "nor on any other node of the cluster" in said, said
+    assert writes(requests_since(fresh_cluster, start)) == [] and 150 not in fresh_cluster.pve.vms
+
+
+def test_a_vm_left_stopped_on_a_bridge_only_another_node_has_is_created_with_a_note(fresh_cluster):
+    pve = fresh_cluster.pve
+    ifaces = pve.interfaces("pve2")
+    ifaces["vmbr5"] = {"type": "bridge", "method": "manual", "families": ["inet"], "autostart": 1}
+    pve.node_network("pve2")["running"] = write_interfaces(ifaces)
+    planned = qemu(make_context(static_targets(fresh_cluster)), True, **vm(net0="virtio,bridge=vmbr5"))
+    assert planned.result is None, planned.comment
+    assert any("node pve2 has it" in line for line in planned.comment), planned.comment
+    done = qemu(make_context(static_targets(fresh_cluster)), False, **vm(net0="virtio,bridge=vmbr5"))
+    assert done.result is True, done.comment
+
+
+@pytest.mark.parametrize("family", ["qemu", "lxc"])
+def test_a_guest_left_stopped_on_a_staged_bridge_is_refused_and_nothing_is_written(fresh_cluster, family):
+    """The start's plug reads the running interfaces (pve-common Network.pm tap_plug), which only
+    the node's network apply replaces with interfaces.new."""
+    pve = fresh_cluster.pve
+    ifaces = pve.interfaces("pve1")
+    ifaces["vmbr1"] = {"type": "bridge", "method": "manual", "families": ["inet"], "autostart": 1}
+    pve.stage("pve1", ifaces)
+    start = len(pve.requests)
     ctx = make_context(static_targets(fresh_cluster))
-    outcome = qemu(ctx, True, **vm(net0="virtio,bridge=vmbr9"))
-    assert outcome.result is None, outcome.comment
-    assert any("the VM will not start until the bridge exists" in line for line in outcome.comment)
+    if family == "qemu":
+        outcome = qemu(ctx, False, **vm(net0="virtio,bridge=vmbr1"))
+    else:
+        declared = declaration(net0="name=eth0,bridge=vmbr1,ip=dhcp")
+        outcome = lifecycle.present(ctx, LXC, "web", False, **declared)
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False and "bridge 'vmbr1' is only staged on node pve1" in said, said
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_a_stopped_container_s_nic_moved_to_a_bridge_no_node_has_is_refused(fresh_cluster):
+    """pve-container LXC.pm update_net stores the NIC of a stopped container; vzstart's veth_create
+    then dies `bridge 'vmbr9' does not exist` on any node."""
+    store = MemoryStore()
+    declared = declaration()
+    assert lifecycle.present(make_context(static_targets(fresh_cluster), store=store), LXC, "web", False,
+                             **declared).result is True  # fmt: skip
+    start = len(fresh_cluster.pve.requests)
+    moved = {**declared, "net0": "name=eth0,bridge=vmbr9,ip=dhcp"}
+    outcome = lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "web", False, **moved
+    )
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False and "bridge 'vmbr9' does not exist on node pve1" in said, said
+    assert writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_a_stopped_vm_whose_untouched_nic_lost_its_bridge_is_still_updated(fresh_cluster):
+    """Only the NICs a write sends are judged when nothing starts: memory goes through."""
+    store = MemoryStore()
+    assert qemu(make_context(static_targets(fresh_cluster), store=store), False, **vm()).result is True
+    pve = fresh_cluster.pve
+    pve.vm(150).config["net0"] = pve.vm(150).config["net0"].replace("bridge=vmbr0", "bridge=vmbr9")
+    again = qemu(make_context(static_targets(fresh_cluster), store=store), False, **vm(memory=4096,
+                 net0=pve.vm(150).config["net0"]))  # fmt: skip
+    assert again.result is True, again.comment
 
 
 def test_a_staged_bridge_is_refused_until_this_runs_node_apply_makes_it_live(fresh_cluster):
@@ -92,6 +159,27 @@ def test_a_vnet_not_applied_is_refused_for_a_vm_declared_running(fresh_cluster):
     )
 
 
+def test_a_vnet_not_applied_is_refused_for_a_running_vm_s_hotplug_and_said_for_a_stopped_one(fresh_cluster):
+    """qemu-server vmconfig_update_net hot-plugs the changed NIC (pve-network Zones.pm tap_plug reads
+    the running SDN configuration); a stopped VM stores it and is told."""
+    store = MemoryStore()
+    assert qemu(
+        make_context(static_targets(fresh_cluster), store=store), False, **vm(status="running")
+    ).result
+    _sdn(fresh_cluster.pve, vlanaware=False, running=False)
+    start = len(fresh_cluster.pve.requests)
+    moved = vm(status="running", net0="virtio,bridge=labnet")
+    outcome = qemu(make_context(static_targets(fresh_cluster), store=store), False, **moved)
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False and "in the pending SDN configuration only" in said, said
+    assert writes(requests_since(fresh_cluster, start)) == []
+    stopped = qemu(
+        make_context(static_targets(fresh_cluster)), True, **vm(vmid=151, net0="virtio,bridge=labnet")
+    )
+    assert stopped.result is None, stopped.comment
+    assert any("in the pending SDN configuration only" in line for line in stopped.comment)
+
+
 def test_a_tag_on_a_vnet_that_is_not_vlan_aware_is_refused_as_the_start_would_fail(fresh_cluster):
     """pve-network Zones/Plugin.pm tap_plug: `vm vlans are not allowed on vnet labnet`."""
     _sdn(fresh_cluster.pve, vlanaware=False, running=True)
@@ -100,8 +188,38 @@ def test_a_tag_on_a_vnet_that_is_not_vlan_aware_is_refused_as_the_start_would_fa
     assert outcome.result is False and "vm vlans are not allowed on vnet labnet" in "\n".join(outcome.comment)
     # The fake's start fails the same way once the VM is made without the plan's check.
     ctx = make_context(static_targets(fresh_cluster))
-    assert qemu(ctx, False, **vm(net0="virtio,bridge=labnet,tag=20")).result is True
+    assert qemu(ctx, False, **vm()).result is True
+    fresh_cluster.pve.vm(150).config["net0"] = "virtio=BC:24:11:00:00:01,bridge=labnet,tag=20"
     with pytest.raises(Exception, match="vm vlans are not allowed on vnet labnet"):
+        ctx.task("POST", "nodes/pve1/qemu/150/status/start", "pve1", "start VM 150")
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_a_tag_on_a_vnet_that_is_not_vlan_aware_is_refused_for_a_vm_left_stopped(fresh_cluster, test):
+    """Every start dies `vm vlans are not allowed on vnet labnet` (pve-network Zones/Plugin.pm
+    tap_plug), so the stopped VM is not created."""
+    _sdn(fresh_cluster.pve, vlanaware=False, running=True)
+    start = len(fresh_cluster.pve.requests)
+    outcome = qemu(
+        make_context(static_targets(fresh_cluster)), test, **vm(net0="virtio,bridge=labnet,tag=20")
+    )
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False and "vm vlans are not allowed on vnet labnet" in said, said
+    assert writes(requests_since(fresh_cluster, start)) == [] and 150 not in fresh_cluster.pve.vms
+
+
+def test_trunks_on_a_bridge_without_vlan_filtering_are_refused_for_a_vm_left_stopped(fresh_cluster):
+    """pve-common Network.pm tap_plug: `vlan aware feature need to be enabled to use trunks` at every
+    start, the fake's too."""
+    start = len(fresh_cluster.pve.requests)
+    ctx = make_context(static_targets(fresh_cluster))
+    outcome = qemu(ctx, False, **vm(net0="virtio,bridge=vmbr0,trunks=10;20"))
+    said = "\n".join(outcome.comment)
+    assert outcome.result is False and "vlan aware feature need to be enabled to use trunks" in said, said
+    assert writes(requests_since(fresh_cluster, start)) == [] and 150 not in fresh_cluster.pve.vms
+    assert qemu(ctx, False, **vm()).result is True
+    fresh_cluster.pve.vm(150).config["net0"] = "virtio=BC:24:11:00:00:01,bridge=vmbr0,trunks=10;20"
+    with pytest.raises(Exception, match="vlan aware feature need to be enabled to use trunks"):
         ctx.task("POST", "nodes/pve1/qemu/150/status/start", "pve1", "start VM 150")
 
 

@@ -152,7 +152,9 @@ Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as 
   ``tap_plug``/``veth_create`` read ``get_vnet(<vnet>, 1)``), else the start task fails ``bridge
   '<br>' does not exist`` (pve-common ``Network.pm`` ``read_bridge_mtu``); a ``tag`` or ``trunks`` on
   a vnet that is not VLAN-aware fails it ``vm vlans are not allowed on vnet <vnet>`` (pve-network
-  ``Zones/Plugin.pm`` ``tap_plug``). fakepve starts any guest.
+  ``Zones/Plugin.pm`` ``tap_plug``); ``trunks`` on a bridge without ``bridge_vlan_aware`` fails it
+  ``vlan aware feature need to be enabled to use trunks`` (pve-common ``Network.pm`` ``tap_plug``).
+  fakepve starts any guest.
 - A VM config write or create checks each NIC it names (the old value too for a changed or
   deleted one) as qemu-server ``check_bridge_access`` does (pve-guest-common ``check_vnet_access``):
   SDN.Use on ``/sdn/zones/<zone>/<bridge>`` (``localnetwork`` unless the bridge is a vnet of the
@@ -533,6 +535,8 @@ class QemuPve(NetworkPve):
                 raise TaskError(f"bridge '{bridge}' does not exist")
             if found["vnet"] and not found["vlanaware"] and (options.get("tag") or options.get("trunks")):
                 raise TaskError(f"vm vlans are not allowed on vnet {bridge}")
+            if not found["vnet"] and not found["vlanaware"] and options.get("trunks"):
+                raise TaskError("vlan aware feature need to be enabled to use trunks")
 
     def check_bridge_access(self, user: str, values) -> None:
         """qemu-server ``check_bridge_access`` over ``values`` (NIC values)."""

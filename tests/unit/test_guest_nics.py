@@ -86,26 +86,125 @@ def test_a_name_no_listing_shows_is_proven_absent_by_pves_own_answers():
     assert nics.bridge_state(ctx, "pve1", "vmbr8").state == "unchecked"
 
 
-def test_a_running_vm_s_nic_write_to_a_missing_bridge_is_refused_a_stopped_one_is_noted():
+#: A bridge no node has: pve-network Vnets.pm read and pve-manager Network.pm network_config (each
+#: node's) say it does not exist.
+NOWHERE = {
+    ("GET", "cluster/sdn/vnets/vmbr9"): PveError("GET", "", 500, "sdn vnet 'vmbr9' does not exist"),
+    ("GET", "nodes/pve1/network/vmbr9"): PveError("GET", "", 400, "interface does not exist"),
+    ("GET", "nodes/pve2/network/vmbr9"): PveError("GET", "", 400, "interface does not exist"),
+    ("GET", "nodes"): [{"node": "pve1"}, {"node": "pve2"}],
+}
+
+
+def stub_with(routes) -> StubPve:
+    stub = StubPve()
+    for (method, path), answer in routes.items():
+        stub.on(method, path, answer)
+    return stub
+
+
+def test_a_nic_write_to_a_bridge_on_no_node_is_refused_running_or_stopped():
     """qemu-server vmconfig_update_net hot-plugs the NIC into the bridge on a running VM (its tap
-    plug dies `bridge 'vmbr9' does not exist`); a stopped VM stores the value and fails at start."""
-    stub = (
-        StubPve()
-        .on("GET", "cluster/sdn/vnets/vmbr9", PveError("GET", "", 500, "sdn vnet 'vmbr9' does not exist"))
-        .on("GET", "nodes/pve1/network/vmbr9", PveError("GET", "", 400, "interface does not exist"))
-    )
-    ctx = context(stub)
+    plug dies `bridge 'vmbr9' does not exist`, pve-common Network.pm read_bridge_mtu); a stopped VM
+    stores the value and every start dies the same way: the declaration can never start."""
+    ctx = context(stub_with(NOWHERE))
     decl = vm(net0="virtio,bridge=vmbr9")
     live = {"net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0"}
-    running = nics.update_plan(
-        ctx, QEMU, decl, {"net0": "virtio,bridge=vmbr9"}, [], live, True, ["net0"], False
+    for running in (True, False):
+        found = nics.update_plan(
+            ctx, QEMU, decl, {"net0": "virtio,bridge=vmbr9"}, [], live, running, ["net0"], False
+        )
+        assert len(found.refusals) == 1, running
+        assert "bridge 'vmbr9' does not exist on node pve1" in found.refusals[0]
+    assert "nor on any other node of the cluster" in found.refusals[0], found.refusals
+    # A create left stopped likewise.
+    created = nics.create_plan(ctx, QEMU, decl, start=False)
+    assert created.refusals and "bridge 'vmbr9' does not exist" in created.refusals[0]
+
+
+def test_a_stopped_guest_s_nic_on_a_bridge_another_node_has_is_noted():
+    """The guest can start on pve2 (pve-manager Network.pm network_config lists vmbr9 there), so a
+    write to the stopped guest on pve1 goes through with a note."""
+    stub = stub_with({**NOWHERE, ("GET", "nodes/pve2/network/vmbr9"): {"type": "bridge"}})
+    found = nics.create_plan(context(stub), LXC, ct(net0="name=eth0,bridge=vmbr9"), start=False)
+    assert found.refusals == []
+    assert any(
+        "node pve2 has it: the container can start there" in note and "cannot start on pve1" in note
+        for note in found.notes
     )
-    assert len(running.refusals) == 1 and "bridge 'vmbr9' does not exist" in running.refusals[0]
-    stopped = nics.update_plan(
-        ctx, QEMU, decl, {"net0": "virtio,bridge=vmbr9"}, [], live, False, ["net0"], False
-    )
+    # Plugged on pve1 it is refused all the same.
+    found = nics.create_plan(context(stub), LXC, ct(net0="name=eth0,bridge=vmbr9"), start=True)
+    assert found.refusals and "bridge 'vmbr9' does not exist on node pve1" in found.refusals[0]
+
+
+def test_a_stopped_guest_s_nic_on_a_staged_bridge_is_refused_unless_this_run_applies_the_node():
+    """pve-common Network.pm tap_plug/read_bridge_mtu look at the running bridge; only the node's
+    network apply (pve-manager Network.pm reload_network_config) makes interfaces.new live."""
+    ctx = context(StubPve().on("GET", NETWORK, STAGED))
+    decl = vm(net0="virtio,bridge=vmbr1")
+    stopped = nics.create_plan(ctx, QEMU, decl, start=False)
+    assert len(stopped.refusals) == 1 and "is only staged on node pve1" in stopped.refusals[0]
+    assert "proxmox_network.applied node=pve1" in stopped.refusals[0]
+    note_node_applied(ctx.memo, "homelab", "pve1")
+    applied = nics.create_plan(ctx, QEMU, decl, start=False)
+    assert applied.refusals == [] and any("depends on this run's network apply" in n for n in applied.notes)
+
+
+def test_a_pending_vnet_is_refused_for_a_running_guest_and_said_for_a_stopped_one():
+    """pve-network Zones.pm tap_plug reads get_vnet(<vnet>, 1), the running SDN configuration: a
+    hot-plug into a vnet of the pending one only dies; a stopped guest stores it and cannot start
+    until the SDN apply commits it."""
+    row = {"vnet": "labnet", "type": "vnet", "state": "new", "pending": {"zone": "lab"}}
+    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [row]))
+    decl = vm(net0="virtio,bridge=labnet")
+    live = {"net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0"}
+    put = {"net0": "virtio,bridge=labnet"}
+    running = nics.update_plan(ctx, QEMU, decl, put, [], live, True, ["net0"], False)
+    assert running.refusals and "in the pending SDN configuration only" in running.refusals[0]
+    stopped = nics.update_plan(ctx, QEMU, decl, put, [], live, False, ["net0"], False)
     assert stopped.refusals == []
-    assert any("the VM will not start until the bridge exists" in note for note in stopped.notes)
+    assert any("in the pending SDN configuration only" in note for note in stopped.notes)
+
+
+def test_a_vlan_on_a_vnet_is_refused_unless_the_config_it_will_have_is_vlan_aware():
+    """pve-network Zones/Plugin.pm tap_plug reads the running vnet's vlan_filtering: a tag on a vnet
+    that is not VLAN-aware dies at every plug, so a stopped guest is refused too; a vnet made
+    VLAN-aware in the pending configuration is that configuration's apply away (said when stopped,
+    refused when plugged, nothing when this run applies SDN)."""
+    plain = {"vnet": "labnet", "type": "vnet", "zone": "lab"}
+    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [plain]))
+    decl = vm(net0="virtio,bridge=labnet,tag=20")
+    stopped = nics.create_plan(ctx, QEMU, decl, start=False)
+    assert len(stopped.refusals) == 1 and "vm vlans are not allowed on vnet labnet" in stopped.refusals[0]
+    aware = {**plain, "state": "changed", "pending": {"vlanaware": 1}}
+    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [aware]))
+    stopped = nics.create_plan(ctx, QEMU, decl, start=False)
+    assert stopped.refusals == [] and any("vm vlans are not allowed" in note for note in stopped.notes)
+    started = nics.create_plan(ctx, QEMU, decl, start=True)
+    assert started.refusals and "until the SDN apply" in started.refusals[0]
+    note_sdn_applied(ctx.memo, "homelab")
+    assert nics.create_plan(ctx, QEMU, decl, start=True).refusals == []
+
+
+def test_trunks_on_a_plain_bridge_without_vlan_filtering_are_refused_for_a_stopped_guest():
+    """pve-common Network.pm tap_plug dies `vlan aware feature need to be enabled to use trunks` at
+    every plug into a bridge without vlan_filtering."""
+    decl = ct(net0="name=eth0,bridge=vmbr0,trunks=10;20")
+    found = nics.create_plan(context(StubPve()), LXC, decl, start=False)
+    assert len(found.refusals) == 1 and "vlan aware feature need to be enabled" in found.refusals[0]
+
+
+def test_a_nic_the_write_leaves_alone_is_not_judged_on_a_stopped_guest():
+    """Only the NICs a write sends are stored by it; net0 on a bridge gone since is PVE's at the
+    next start, not this write's."""
+    stub = stub_with(NOWHERE)
+    decl = vm(net0="virtio,bridge=vmbr9", net1="virtio,bridge=vmbr0")
+    live = {"net0": "virtio=BC:24:11:00:00:01,bridge=vmbr9"}
+    found = nics.update_plan(
+        context(stub), QEMU, decl, {"net1": "virtio,bridge=vmbr0"}, [], live, False, ["net1"], False
+    )
+    assert found.refusals == [] and not any("vmbr9" in note for note in found.notes)
+    assert not [call for call in stub.sent if "vmbr9" in call.path]
 
 
 def test_a_container_declared_running_is_refused_when_an_unchanged_nic_s_bridge_is_gone():
