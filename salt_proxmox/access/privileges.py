@@ -32,7 +32,8 @@ Sources (the ``permissions`` of each API method; pve-access-control ``PVE/RPCEnv
 
 PVE 8 and 9 check the same privileges for these methods, with three differences the table keeps:
 ``VM.Monitor`` exists on 8 only (no declared key needs it), a privileged container needs Sys.Modify on
-``/`` on 9 only, and ``VM.GuestAgent.*`` (9 only) guard agent calls this product does not make.
+``/`` on 9 only, ``VM.GuestAgent.*`` (9 only) guard agent calls this product does not make, and two VM
+keys 9 added have a class there only (``guest_keys.QEMU_KEYS``).
 """
 
 from __future__ import annotations
