@@ -7,19 +7,11 @@ Sources (the ``permissions`` of each API method; pve-access-control ``PVE/RPCEnv
 ``check_vm_perm``: on ``/vms/<vmid>`` or the guest's pool):
 
 - qemu-server ``src/PVE/API2/Qemu.pm``: ``create_vm`` (VM.Allocate on ``/vms/<vmid>``, Pool.Allocate on
-  ``/pool/<pool>``; a new disk Datastore.AllocateSpace on ``/storage/<storage>``, ``check_storage_access``;
-  an ISO Datastore.AllocateSpace or Datastore.Audit, pve-storage ``Storage.pm`` ``check_volume_access``;
-  a CD-ROM VM.Config.CDROM and a cloud-init drive VM.Config.CDROM and VM.Config.Cloudinit,
-  ``check_drive_param``/``$check_storage_access``), ``clone_vm`` (VM.Clone on the source),
-  ``$check_vm_modify_config_perm`` (each key's class: ``$cpuoptions`` VM.Config.CPU, ``$memoryoptions``
-  VM.Config.Memory, ``$hwtypeoptions`` VM.Config.HWType, ``$generaloptions`` VM.Config.Options and for
-  ``startup`` Sys.Modify on ``/``, ``netN`` VM.Config.Network, ``$cloudinitoptions``/``ipconfigN``
-  VM.Config.Cloudinit or VM.Config.Network, ``boot`` VM.Config.Disk).
-- pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (cores/cpu* VM.Config.CPU, memory/swap
-  VM.Config.Memory, rootfs/mpN VM.Config.Disk and Datastore.AllocateSpace on a new volume's storage,
-  netN/hostname/nameserver/searchdomain VM.Config.Network, ``features: nesting`` VM.Allocate, the rest
-  VM.Config.Options), ``API2/LXC.pm`` ``create_vm`` (VM.Allocate; the template Datastore.AllocateSpace or
-  Datastore.Audit; PVE 9: Sys.Modify on ``/`` for a privileged container).
+  ``/pool/<pool>``), ``clone_vm`` (VM.Clone on the source); pve-container ``API2/LXC.pm`` ``create_vm``
+  (VM.Allocate; the template Datastore.AllocateSpace or Datastore.Audit; PVE 9: Sys.Modify on ``/`` for
+  a privileged container). What each config key written or deleted needs, by release, is
+  ``access.guest_keys``'s (qemu-server ``$check_vm_modify_config_perm``, ``$check_drive_perms``,
+  ``$check_storage_access``; pve-container ``LXC.pm`` ``check_ct_modify_config_perm``).
 - pve-guest-common ``GuestHelpers.pm`` ``check_vnet_access``: SDN.Use on ``/sdn/zones/<zone>/<bridge>``
   for each NIC's bridge (zone ``localnetwork`` for a plain Linux bridge), PVE 8 and 9.
 - pve-manager ``PVE/API2/Pool.pm`` (Pool.Audit / Pool.Allocate on ``/pool/<poolid>``), ``Network.pm``
@@ -40,17 +32,19 @@ Sources (the ``permissions`` of each API method; pve-access-control ``PVE/RPCEnv
 
 PVE 8 and 9 check the same privileges for these methods, with three differences the table keeps:
 ``VM.Monitor`` exists on 8 only (no declared key needs it), a privileged container needs Sys.Modify on
-``/`` on 9 only, and ``VM.GuestAgent.*`` (9 only) guard agent calls this product does not make.
+``/`` on 9 only, ``VM.GuestAgent.*`` (9 only) guard agent calls this product does not make, and two VM
+keys 9 added have a class there only (``guest_keys.QEMU_KEYS``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from salt_proxmox.access import guest_keys
 from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.permissions import held_privileges
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -268,44 +262,12 @@ def simple_needs(kind: str, action: str, decl: Declared) -> list[Need]:
 
 # ------------------------------------------------------------------------------------------- guests
 
-#: qemu-server ``Qemu.pm`` ``$check_vm_modify_config_perm``: a VM config key's privilege on ``/vms/<vmid>``.
-QEMU_KEYS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("cores", "cpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus", "affinity"),
-                    ("VM.Config.CPU",)),
-    **dict.fromkeys(("memory", "balloon", "shares", "allow-ksm"), ("VM.Config.Memory",)),
-    **dict.fromkeys(("acpi", "hotplug", "kvm", "machine", "scsihw", "smbios1", "tablet", "vga", "watchdog",
-                     "audio0", "rng0"), ("VM.Config.HWType",)),
-    **dict.fromkeys(("agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime",
-                     "migrate_speed", "name", "onboot", "ostype", "protection", "reboot", "startdate",
-                     "startup", "tdf", "template"), ("VM.Config.Options",)),
-    **dict.fromkeys(("boot", "bootdisk", "vmstatestorage"), ("VM.Config.Disk",)),
-}  # fmt: skip
-#: ``$cloudinitoptions`` and ``ipconfigN``: VM.Config.Cloudinit or VM.Config.Network.
-QEMU_CLOUDINIT = ("cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver", "searchdomain",
-                  "sshkeys")  # fmt: skip
-#: pve-container ``LXC.pm`` ``check_ct_modify_config_perm``: a container key's privilege (the rest
-#: VM.Config.Options).
-LXC_KEYS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("cores", "cpuunits", "cpulimit"), ("VM.Config.CPU",)),
-    **dict.fromkeys(("memory", "swap"), ("VM.Config.Memory",)),
-    **dict.fromkeys(("hostname", "nameserver", "searchdomain"), ("VM.Config.Network",)),
-}
-#: Keys whose permission the families check themselves (``guest`` notes, or root only).
-_NO_KEY_CHECK = re.compile(r"^(?:unused|serial|usb|hostpci|virtiofs|dev)\d+$|^(?:tags|pool|lock|digest)$")
-_QEMU_DRIVE = re.compile(r"^(?:ide|sata|scsi|virtio)\d+$|^(?:efidisk0|tpmstate0)$")
-_NEW_VOLUME = re.compile(r"^(?:volume=)?([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)(?:,|$)", re.I)
 #: A VM's ``startup`` (``$check_vm_modify_config_perm``: "special case for startup since it changes host
 #: behaviour") and a privileged container on PVE 9 (pve-container ``API2/LXC.pm`` ``create_vm``): Sys.Modify
 #: on ``/``. The families check these themselves, with their own remedy (``qemu.family.startup_check``,
 #: ``lxc.refusals.privileged_create_check``).
 STARTUP = ("Sys.Modify", "/")
 PRIVILEGED_CT = ("Sys.Modify", "/")
-
-
-def _storage_of(value: str) -> str | None:
-    """The storage of a new volume (``local-lvm:8``), or None (an existing volume, none)."""
-    found = _NEW_VOLUME.match(value.split(",", 1)[0] if "=" not in value.split(",", 1)[0] else value)
-    return found.group(1) if found else None
 
 
 def bridge_of(value: str) -> str | None:
@@ -325,16 +287,23 @@ def guest_needs(
     pool: str | None = None,
     clone: int | None = None,
     dedicated: bool = True,
+    live: Mapping[str, object] | None = None,
+    major: int = 9,
+    resize: Iterable[str] = (),
 ) -> list[Need]:
-    """What writing ``config`` (key → value; ``''`` clears) to guest ``vmid`` of ``kind`` (``lxc``,
+    """What writing ``config`` (key → value; ``''`` deletes) to guest ``vmid`` of ``kind`` (``lxc``,
     ``qemu``) needs of the provision credential; ``action``: ``create`` (VM.Allocate too) or ``update``.
-    ``zones``: the SDN zone of each bridge a NIC names (``guest.nics.bridge_zone``; ``localnetwork``
-    when not given); ``dedicated``: include the checks the guest families make themselves, with their
-    own remedies: a VM's ``startup`` (``STARTUP``) and each NIC's SDN.Use (``guest.nics.access_checks``,
-    tags and trunks included)."""
+    ``live``: the guest's config before the write (an update checks a drive's old kind and
+    ``features``' old ``nesting``); ``major``: the PVE release whose tables apply (``guest_keys``);
+    ``resize``: the volumes ``PUT …/resize`` grows. ``zones``: the SDN zone of each bridge a NIC names
+    (``guest.nics.bridge_zone``; ``localnetwork`` when not given); ``dedicated``: include the checks the
+    guest families make themselves, with their own remedies: a VM's ``startup`` (``STARTUP``) and each
+    NIC's SDN.Use (``guest.nics.access_checks``, old bridges, tags and trunks included). A key only
+    root@pam may write needs nothing here: the family refuses it by name."""
     vm = f"/vms/{vmid}"
     label = f"{'VM' if kind == 'qemu' else 'CT'} {vmid}"
     source = "qemu-server API2/Qemu.pm" if kind == "qemu" else "pve-container LXC.pm"
+    live = live or {}
     needs: list[Need] = []
     if action == "create":
         needs.append(Need("provision", vm, ("VM.Allocate",), f"create {label} ({source} create_vm)"))
@@ -345,55 +314,29 @@ def guest_needs(
                 Need("provision", f"/vms/{clone}", ("VM.Clone",), f"clone {label} ({source} clone_vm)")
             )
     for key, value in sorted(config.items()):
-        if _NO_KEY_CHECK.match(key):
+        if key in ("pool", "lock", "digest"):
             continue
-        value = str(value)
-        where = f"{key} of {label} ({source})"
-        if key.startswith("net") and key[3:].isdigit():
-            needs.append(Need("provision", vm, ("VM.Config.Network",), where))
-            bridge = bridge_of(value)
-            if bridge and dedicated:
-                zone = (zones or {}).get(bridge, "localnetwork")
-                needs.append(
-                    Need("provision", f"/sdn/zones/{zone}/{bridge}", ("SDN.Use",),
-                         f"{key} of {label} on {bridge} (pve-guest-common GuestHelpers.pm check_vnet_access)")
-                )  # fmt: skip
-            continue
-        volume = key in ("rootfs",) or key.startswith("mp") if kind == "lxc" else bool(_QEMU_DRIVE.match(key))
-        if volume:
-            if kind == "qemu" and "media=cdrom" in value:
-                privs = (
-                    ("VM.Config.CDROM", "VM.Config.Cloudinit")
-                    if "cloudinit" in value
-                    else ("VM.Config.CDROM",)
-                )
-                needs.append(Need("provision", vm, privs, where))
-            else:
-                needs.append(Need("provision", vm, ("VM.Config.Disk",), where))
-            storage = _storage_of(value) if value else None
-            if storage:
-                needs.append(Need("provision", f"/storage/{storage}", ("Datastore.AllocateSpace",),
-                                  f"a new volume on {storage} for {where}"))  # fmt: skip
-            continue
+        new = str(value) or None
+        old = str(live[key]) if action == "update" and live.get(key) not in (None, "") else None
         if kind == "qemu":
-            if key in QEMU_CLOUDINIT or re.match(r"^ipconfig\d+$", key):
-                needs.append(Need("provision", vm, ("VM.Config.Cloudinit", "VM.Config.Network"), where, True))
-                continue
-            privs = QEMU_KEYS.get(key) or (("VM.Config.CPU",) if re.match(r"^numa\d+$", key) else None)
-            if privs is None:
-                continue  # root only: the family refuses it by name
-            needs.append(Need("provision", vm, privs, where))
-            if key == "startup" and dedicated:
-                why = f"startup of {label}: it changes host behaviour ({source} $check_vm_modify_config_perm)"
-                needs.append(Need("provision", STARTUP[1], (STARTUP[0],), why))
-            continue
-        if key == "features":
-            if "nesting" in value:
-                needs.append(
-                    Need("provision", vm, ("VM.Allocate",), f"features nesting of {label} ({source})")
-                )
-            continue
-        needs.append(Need("provision", vm, LXC_KEYS.get(key, ("VM.Config.Options",)), where))
+            checks = guest_keys.qemu_checks(vmid, key, new, old, action, major)
+        else:
+            checks = guest_keys.lxc_checks(vmid, key, new, old)
+        needs += [Need("provision", path, privs, why, anyof) for path, privs, anyof, why in checks or ()]
+        bridge = bridge_of(new) if new and key.startswith("net") and key[3:].isdigit() else None
+        if bridge and dedicated:
+            zone = (zones or {}).get(bridge, "localnetwork")
+            needs.append(
+                Need("provision", f"/sdn/zones/{zone}/{bridge}", ("SDN.Use",),
+                     f"{key} of {label} on {bridge} (pve-guest-common GuestHelpers.pm check_vnet_access)")
+            )  # fmt: skip
+        if key == "startup" and kind == "qemu" and dedicated:
+            why = f"startup of {label}: it changes host behaviour ({source} $check_vm_modify_config_perm)"
+            needs.append(Need("provision", STARTUP[1], (STARTUP[0],), why))
+    for key in resize:
+        storage = guest_keys.volume_of(str(live.get(key) or "")).partition(":")[0] or None
+        checks = guest_keys.resize_checks(kind, vmid, key, storage)
+        needs += [Need("provision", path, privs, why, anyof) for path, privs, anyof, why in checks]
     return needs
 
 
@@ -518,10 +461,17 @@ def guest_check(
     action: str,
     pool: str | None = None,
     clone: int | None = None,
+    live: Mapping[str, object] | None = None,
+    resize: Iterable[str] = (),
 ) -> tuple[list[str], list[str]]:
     """``check`` of ``guest_needs`` for a guest write (the checks the guest families make themselves
-    left out: ``dedicated``), at plan only (``planning``). Raises what the reads raise."""
+    left out: ``dedicated``), at plan only (``planning``); ``live``: the guest's config before an update.
+    The release (``GET /version``, ``pve.facts.release``) is read only when a key written has another
+    class on PVE 8 than on 9 (``guest_keys.differs_by_release``). Raises what the reads raise."""
     if not planning(ctx):
         return [], []
-    needs = guest_needs(kind, vmid, config, action, None, pool, clone, dedicated=False)
+    major = 9
+    if kind == "qemu" and guest_keys.differs_by_release(config):
+        major = release(ctx).major
+    needs = guest_needs(kind, vmid, config, action, None, pool, clone, False, live, major, resize)
     return check(ctx, needs)

@@ -256,7 +256,7 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
     ours = _ours(family, decl, row)
     verdict = judge_guest(family, decl, config, ours, styled(ctx, decl))
     change = verdict.change
-    refused, notes = family.update_checks(ctx, decl, change)
+    refused, notes = family.update_checks(ctx, decl, change, config)
     change.refuse.extend(refused)
     archive = getattr(decl, "restore", None)
     if archive is not None:

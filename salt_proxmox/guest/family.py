@@ -23,9 +23,9 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
   value)`` (how a return shows a value); ``key_change(key, old, new)`` (one key of a return's
   ``changes``); ``operator_view(live)`` (the config an operator reads back);
   ``identity_refusals(decl, recorded)`` (what makes a declaration another guest than the one its
-  state recorded); ``update_checks(ctx, decl, change) -> (refusals, notes)`` (what a write of
-  ``change`` to an existing guest meets that needs the cluster's facts: its release, the volumes it
-  names);
+  state recorded); ``update_checks(ctx, decl, change, config) -> (refusals, notes)`` (what a write
+  of ``change`` to an existing guest whose config is ``config`` meets that needs the cluster's facts:
+  its release, the volumes it names, the provision token's privileges);
 - hotplug: ``applies_live(key, clear, config, new)``: whether writing ``key`` (the value ``new``;
   None for a ``delete``) to a RUNNING guest with ``config`` (a ``GuestConfig``; a VM's ``hotplug``
   option is in it) takes effect at once;
@@ -140,7 +140,7 @@ class Family:
     key_change: Callable[[str, str | None, str | None], dict]
     operator_view: Callable[[Mapping[str, object]], dict[str, str]]
     identity_refusals: Callable[[Declaration, Mapping[str, object] | None], list[str]]
-    update_checks: Callable[[PveContext, Declaration, Change], tuple[list[str], list[str]]]
+    update_checks: Callable[[PveContext, Declaration, Change, GuestConfig], tuple[list[str], list[str]]]
     applies_live: Callable[[str, bool, GuestConfig, str | None], bool]
     keys: GuestKeys
     update: Endpoint

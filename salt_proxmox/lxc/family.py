@@ -205,14 +205,22 @@ def _restored(
     yield from written_onto(LXC, decl, judge.judge(decl, made, styled(ctx, decl)), made, path, task=False)
 
 
-def update_checks(ctx: PveContext, decl: LxcDeclaration, change: Change) -> tuple[list[str], list[str]]:
+def update_checks(
+    ctx: PveContext, decl: LxcDeclaration, change: Change, config: GuestConfig
+) -> tuple[list[str], list[str]]:
     """Refusals: options ``decl`` names that the cluster's release does not know
     (``judge.release_refusals``; the release is read only when ``decl`` names such an option), and the
-    privileges the keys written need that the provision token lacks (``access.privileges``); notes
-    where those cannot be read."""
+    privileges the keys written, deleted or resized need that the provision token lacks, judged against
+    ``config``'s old values (``access.privileges.guest_check``); notes where those cannot be read."""
     refusals = judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []
     written = {**change.put, **dict.fromkeys(change.clear, "")}
-    lacking, notes = privileges.guest_check(ctx, "lxc", decl.vmid, written, "update") if written else ([], [])
+    resized = [key for key, _ in change.resize]
+    lacking, notes = [], []
+    if written or resized:
+        old = {**config.pending, **config.current}
+        lacking, notes = privileges.guest_check(
+            ctx, "lxc", decl.vmid, written, "update", live=old, resize=resized
+        )
     return [*refusals, *lacking], notes
 
 

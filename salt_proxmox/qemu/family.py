@@ -348,11 +348,13 @@ def create(
 
 
 def update_checks(
-    ctx: PveContext, decl: QemuDeclaration, change: change.QemuChange
+    ctx: PveContext, decl: QemuDeclaration, change: change.QemuChange, config: GuestConfig
 ) -> tuple[list[str], list[str]]:
     """The ISOs the CD-ROM values ``change`` writes name (``iso_checks``); nothing is read when it
     writes none (a no-drift plan reads nothing more). The release is read only for an option some
-    releases lack (``machine.release_refusals``). The judge's notes
+    releases lack (``machine.release_refusals``). The privileges each key written, deleted or resized
+    needs of the provision token, judged against ``config``'s old values (``privileges.guest_check``:
+    a drive replaced or deleted is checked as the kind it was too). The judge's notes
     (``QemuChange.notes``: what PVE does with the write beyond storing it) follow the ISO notes."""
     refusals, notes = iso_checks(ctx, decl, change.put)
     if machine.needs_release(change.put):
@@ -360,9 +362,19 @@ def update_checks(
     if "startup" in change.put or "startup" in change.clear:
         more, said = startup_check(ctx, decl)
         refusals, notes = [*refusals, *more], [*notes, *said]
-    written = {**change.put, **dict.fromkeys(change.clear, "")}
-    if written:
-        more, said = privileges.guest_check(ctx, "qemu", decl.vmid, written, "update")
+    # A secret's value is not needed: its key's class is (cipassword: $cloudinitoptions).
+    written = {
+        **dict.fromkeys(change.secrets, "*"),
+        **change.put,
+        **change.after,
+        **dict.fromkeys(change.clear, ""),
+    }
+    resized = [key for key, _ in change.resize]
+    if written or resized:
+        old = {**config.pending, **config.current}
+        more, said = privileges.guest_check(
+            ctx, "qemu", decl.vmid, written, "update", live=old, resize=resized
+        )
         refusals, notes = [*refusals, *more], [*notes, *said]
     return refusals, [*notes, *getattr(change, "notes", [])]
 

@@ -105,6 +105,11 @@ PVE where the VM family relies on it. ``QemuPve`` closes those gaps, following q
   fails ``cannot change TPM state version after creation`` (``API2/Qemu.pm``
   ``prohibit_tpm_version_change``). fakepve makes the EFI disk without a marker and takes both.
 
+- A config write asks for the privileges ``update_vm_api`` asks for that fakepve does not
+  (``tests.support.qemu_perms``): VM.Config.Cloudinit or VM.Config.Network for the cloud-init keys,
+  and ``$check_drive_perms`` on each drive's old and new value (a cloud-init drive VM.Config.Cloudinit
+  and VM.Config.CDROM, with or without ``media=cdrom``).
+
 - ``startup`` set or deleted (config write or create) needs Sys.Modify on ``/`` from anyone but
   root@pam (``API2/Qemu.pm`` ``$check_vm_modify_config_perm``: "special case for startup since it
   changes host behaviour"). fakepve asks only for VM.Config.Options.
@@ -189,6 +194,7 @@ from fakepve.server import USER, params
 from fakepve.storage import _is_file
 
 from tests.support.network import NetworkPve
+from tests.support.qemu_perms import check_update_perms
 
 CONFIG_PATH = "/nodes/{node}/qemu/{vmid}/config"
 #: What ``vm_config`` and ``vm_pending`` print in place of a ``cipassword`` (the pending one ends in a space).
@@ -806,6 +812,7 @@ class QemuPve(NetworkPve):
             updates["boot"] = "order=" + ";".join(kept + appended)
 
     async def _apply_config(self, vm, user, p):
+        check_update_perms(self, user, vm, p)
         self._startup_perm(user, [*p, *split_list(p.get("delete"))])
         nics = [k for k in [*p, *split_list(p.get("delete"))] if re.fullmatch(r"net\d+", k)]
         old = {**vm.config, **{k: v for k, v in vm.pending.items() if v is not None}}
