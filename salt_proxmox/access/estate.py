@@ -104,14 +104,16 @@ def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> lis
             read.append(Need("provision", f"/storage/{storage}", either, why, True))
         clone = chunk.args.get("clone")
         pool = chunk.args.get("pool")
-        return read + guest_needs(
-            family.name,
-            vmid,
-            config,
-            "create",
-            _zones(ctx, config),
-            str(pool) if pool else None,
-            int(clone) if isinstance(clone, int) or (isinstance(clone, str) and clone.isdigit()) else None,
+        zones = _zones(ctx, config)
+        source = (
+            int(clone) if isinstance(clone, int) or (isinstance(clone, str) and clone.isdigit()) else None
+        )
+        # The create (create_vm asks no drive's kind) and the updates that keep the declared keys (a
+        # clone's config write, a drive changed later: update_vm_api's $check_drive_perms).
+        return (
+            read
+            + guest_needs(family.name, vmid, config, "create", zones, str(pool) if pool else None, source)
+            + guest_needs(family.name, vmid, config, "update", zones)
         )
     kind = family.kind_of(chunk.fun)
     if kind is None or kind.spec is None:

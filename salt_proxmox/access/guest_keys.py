@@ -19,7 +19,8 @@ VM (qemu-server ``src/PVE/API2/Qemu.pm``; 8: ``stable-bookworm``, 8.4.x; 9: ``ma
   the new one: a cloud-init drive (``QemuServer/Drive.pm`` ``drive_is_cloudinit``: the volume ends
   ``[:/](?:vm-\\d+-)?cloudinit(\\.fmt)?``, with or without ``media=cdrom``) VM.Config.Cloudinit and
   VM.Config.CDROM, another ``media=cdrom`` drive VM.Config.CDROM, any other VM.Config.Disk. ``create_vm``
-  makes no such check (VM.Allocate covers it); this product asks for them at create too.
+  makes no such check (it calls ``$check_storage_access`` and ``$check_vm_modify_config_perm``, which
+  skips drives: VM.Allocate covers them), so a create asks none of them.
 - ``$check_storage_access`` (create and update): a new disk (``$NEW_DISK_RE``, ``<storage>:<GiB>``, not a
   CD-ROM) Datastore.AllocateSpace on ``/storage/<storage>``; a new cloud-init volume
   (``<storage>:cloudinit``) nothing; ``vmstatestorage`` Datastore.AllocateSpace on its storage.
@@ -159,7 +160,8 @@ def qemu_checks(
     )
     values = [value for value in (old if action == "update" else None, new) if value]
     if _DRIVE.match(key) or key == "cdrom":
-        for value in values:
+        # create_vm makes no per-drive check: VM.Allocate covers the drives a create sends.
+        for value in values if action == "update" else ():
             kind = drive_kind(value if key != "cdrom" else f"{value},media=cdrom")
             checks.append(
                 (vm, _DRIVE_PRIVILEGES[kind], False, f"{where} $check_drive_perms: a {kind} drive)")

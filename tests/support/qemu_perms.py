@@ -15,7 +15,10 @@ and ``ciuser`` never asks for VM.Config.Cloudinit. qemu-server asks, before it w
   privilege missing is the one PVE names.
 
 fakepve's own per-key check still runs after these (it asks more than PVE in places, never less for
-the keys above).
+the keys above). Its create (``_qm_create``) asks its per-key guess too, a drive's VM.Config.Disk or
+VM.Config.CDROM included, where qemu-server's ``create_vm`` asks none for a drive (it calls
+``$check_storage_access`` and ``$check_vm_modify_config_perm``, which skips drive keys): the fake's create
+is stricter than PVE there, and ``tests/unit/test_access.py`` pins PVE's rule for the plan.
 """
 
 from __future__ import annotations

@@ -28,9 +28,13 @@ def test_cloud_init_keys_pass_with_cloudinit_or_network_and_a_cloudinit_drive_ne
 def test_a_vm_create_needs_its_keys_classes_a_new_disks_storage_and_sdn_use_on_its_bridge():
     config = {"memory": "2048", "scsi0": "local-lvm:8", "net0": "virtio,bridge=vmbr0", "startup": "order=1"}
     needs = privileges.guest_needs("qemu", 150, config, "create", pool="prod")
+    # create_vm calls $check_vm_modify_config_perm (which skips drives) and $check_storage_access, never
+    # update_vm_api's $check_drive_perms: a drive sent with the create needs no VM.Config.Disk.
     assert _privs(needs, "/vms/150") == {
-        "VM.Allocate", "VM.Config.Memory", "VM.Config.Disk", "VM.Config.Network", "VM.Config.Options"
+        "VM.Allocate", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options"
     }  # fmt: skip
+    update = privileges.guest_needs("qemu", 150, {"scsi0": "local-lvm:8"}, "update")
+    assert _privs(update, "/vms/150") == {"VM.Config.Disk"}
     assert _privs(needs, "/storage/local-lvm") == {"Datastore.AllocateSpace"}
     assert _privs(needs, "/sdn/zones/localnetwork/vmbr0") == {"SDN.Use"}  # check_vnet_access
     assert _privs(needs, "/") == {"Sys.Modify"}  # startup "changes host behaviour"
