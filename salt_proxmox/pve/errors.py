@@ -216,7 +216,12 @@ class PveError(SaltProxmoxError):
         self.errors = dict(errors or {})
         detail = "".join(f"; {key}: {str(reason).strip()}" for key, reason in sorted(self.errors.items()))
         said = _sentence(f"{method} {path}: HTTP {status} {self.message}{detail}")
-        super().__init__(f"{said} {remedy(status, self.message, path)}")
+        super().__init__(f"{said} {self.remedy_for(status, self.message, path)}")
+
+    @staticmethod
+    def remedy_for(status: int, message: str, path: str) -> str:
+        """The remedy the text ends with: PVE's (``remedy``); another server's error names its own."""
+        return remedy(status, message, path)
 
 
 class PveConfigMissing(PveError):

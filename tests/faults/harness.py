@@ -67,6 +67,7 @@ LOST_ANSWERS: dict[str, tuple[int, bytes] | Exception] = {
     "html-200": (200, b"<html><body>Welcome to the portal</body></html>"),
     "chunked": requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead(12 bytes read)"),
     "gzip": requests.exceptions.ContentDecodingError("Received response with content-encoding: gzip"),
+    "read-timeout": requests.exceptions.ReadTimeout("Read timed out. (read timeout=30)"),
 }
 
 
@@ -89,8 +90,39 @@ class FailingStore(MemoryStore):
         super().save(rows, changed)
 
 
+class Faults:
+    """What a scenario's world does whatever server it holds (``Run``: a PVE cluster; ``PbsRun`` of
+    ``tests.faults.pbs_harness``: a PBS): its dataclass has ``hooks``, ``lost`` and ``_closers``."""
+
+    hooks: list[Hook]
+    lost: list[tuple[str, str, str]]
+    _closers: list[Callable[[], None]]
+
+    def before(self, method: str, suffix: str, action: Callable[[Any], None], once: bool = True) -> None:
+        """Do ``action`` just before the first matching request (every one unless ``once``)."""
+        self.hooks.append(Hook(method, suffix, action, once))
+
+    def lose_answer(self, method: str, suffix: str, how: str) -> None:
+        """The first ``method`` request to a path ending in ``suffix`` reaches the fake, which acts on
+        it; its answer is then lost as ``LOST_ANSWERS[how]`` says."""
+        self.lost.append((method, suffix, how))
+
+    def dead_member(self) -> str:
+        """An https URL on loopback where nothing listens (connect is refused), kept so for the run."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind((LOOPBACK, 0))
+        self._closers.append(sock.close)
+        return f"https://{LOOPBACK}:{sock.getsockname()[1]}"
+
+    def close(self) -> None:
+        """Release what the run bound (dead members)."""
+        for closer in self._closers:
+            closer()
+        self._closers.clear()
+
+
 @dataclass
-class Run:
+class Run(Faults):
     """One scenario's world; see the module docstring.
 
     ``foreign``: vmids a setup or hook put on the cluster (somebody else's guests, not this state's);
@@ -119,15 +151,6 @@ class Run:
         """The one ``proxmox:targets`` entry, to change members or credentials."""
         return self.targets[TARGET]
 
-    def before(self, method: str, suffix: str, action: Callable[[Run], None], once: bool = True) -> None:
-        """Do ``action`` just before the first matching request (every one unless ``once``)."""
-        self.hooks.append(Hook(method, suffix, action, once))
-
-    def lose_answer(self, method: str, suffix: str, how: str) -> None:
-        """The first ``method`` request to a path ending in ``suffix`` reaches fakepve, which acts on
-        it; its answer is then lost as ``LOST_ANSWERS[how]`` says."""
-        self.lost.append((method, suffix, how))
-
     def token(self, token_id: str, *privs: str, path: str = "/") -> dict[str, str]:
         """Register a PVE API token with ``privs`` on ``path``; returns ``{token_id, secret}``."""
         secret = secrets.token_hex(16)
@@ -136,13 +159,6 @@ class Run:
             self.pve.grant(token_id, path, *privs)
         self.secrets.append(secret)
         return {"token_id": token_id, "secret": secret}
-
-    def dead_member(self) -> str:
-        """An https URL on loopback where nothing listens (connect is refused), kept so for the run."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind((LOOPBACK, 0))
-        self._closers.append(sock.close)
-        return f"https://{LOOPBACK}:{sock.getsockname()[1]}"
 
     def serve_config(self, vmid: int, data: object) -> None:
         """Answer the read of CT ``vmid``'s config (``GET .../lxc/{vmid}/pending``) with HTTP 200 and
@@ -173,12 +189,6 @@ class Run:
         """Somebody else's container on the cluster (recorded in ``foreign``)."""
         self.pve.add_ct(vmid, node=node, status="stopped", config=dict(config), defaults=False)
         self.foreign.add(vmid)
-
-    def close(self) -> None:
-        """Release what the run bound (dead members)."""
-        for closer in self._closers:
-            closer()
-        self._closers.clear()
 
 
 def install_hooks(ctx: PveContext, run: Run) -> None:

@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from salt_proxmox.guest import identity as guest_identity
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration
 from tests.faults.harness import FailingStore, Run
+from tests.faults.pbs_matrix import PBS
+from tests.faults.scenario import Scenario
 from tests.support.cluster import DNS1_CONFIG, PROVISION_TOKEN_ID, READ_TOKEN_ID
 from tests.support.guests import DNS1_DECLARATION, TARGET, declaration, dns1, vm
 from tests.support.openbao import CREDS_PATH, CREDS_POLICY, make_approle, publish_creds, write_policy
@@ -48,57 +49,8 @@ GROUPS = {
     "power": "Power state: start and shutdown tasks, never a silent hard stop",
     "backups": "Backups: a guest that must be backed up is covered by an enabled job, or refused",
     "firewall": "Firewall: a concurrent edit is never overwritten, a failed read is never PVE's defaults",
+    "pbs": "PBS datastores: the same faults against a Proxmox Backup Server, its tasks and lost answers",
 }
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One row of the matrix.
-
-    ``setup(run)`` injects the fault (see ``tests.faults.harness.Run``); ``declaration`` is the
-    state's keyword arguments (``present``: the container; ``absent``: vmid, node, removal);
-    ``result`` the state's expected result; ``comment`` fragments its comment must contain (the
-    cause, then the remedy); ``writes`` the exact non-GET requests fakepve must see, in order;
-    ``rows`` the ownership rows afterwards (row key → phase), ``seed_rows`` those before; ``never``
-    paths that must not be requested at all. ``creds`` is ``static``, ``openbao`` or ``sealed``;
-    ``via`` is ``lifecycle`` or ``salt-call`` (then ``pillar`` is the proxmox.sls pillar text).
-    ``polls`` lowers the task poll bound; ``time_scale`` is fakepve's (0: tasks end at once).
-    ``uncertain`` marks a run whose outcome is unknown on purpose: an ``owned`` row may then
-    outlive a guest an unconfirmed destroy removed. ``state`` ``network_applied`` and
-    ``sdn_applied`` run ``proxmox_network.applied`` (``declaration``: node) and
-    ``proxmox_sdn.applied`` instead of a container state; ``qemu_present``/``qemu_absent`` run
-    ``proxmox_qemu.present``/``absent`` (``declaration``: the VM).
-    """
-
-    id: str
-    group: str
-    fault: str
-    promise: str
-    result: bool | None
-    comment: tuple[str, ...]
-    setup: Callable[[Run], None] | None = None
-    declaration: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    name: str = "web"
-    state: str = "present"
-    test: bool = False
-    writes: tuple[str, ...] = ()
-    rows: Mapping[str, str] = field(default_factory=dict)
-    seed_rows: Mapping[str, dict] = field(default_factory=dict)
-    never: tuple[str, ...] = ()
-    creds: str = "static"
-    via: str = "lifecycle"
-    pillar: str | None = None
-    polls: int | None = None
-    time_scale: float = 0.0
-    uncertain: bool = False
-
-    def outcome(self) -> str:
-        """The expected outcome in one line, for the documentation."""
-        verdict = {True: "succeeds", None: "plans changes", False: "fails"}[self.result]
-        writes = ", ".join(f"`{line}`" for line in self.writes) or "none"
-        rows = ", ".join(f"`{key}` {phase}" for key, phase in self.rows.items()) or "none"
-        said = " · ".join(f"“{fragment}”" for fragment in self.comment)
-        return f"{verdict}; says {said}; writes: {writes}; rows: {rows}"
 
 
 # ------------------------------------------------------------------------------------------ the estate
@@ -2924,6 +2876,7 @@ FIREWALL = [
     ),
 ]
 SCENARIOS += FIREWALL
+SCENARIOS += PBS
 
 
 def by_id(scenario_id: str) -> Scenario:
@@ -2947,14 +2900,16 @@ def markdown() -> str:
         "tests/faults/test_matrix.py fails when this file differs. -->",
         "",
         "Every row below is a test in `tests/faults/`: the real `proxmox_lxc`, `proxmox_qemu`,",
-        "`proxmox_network.applied`, `proxmox_sdn.applied` and `proxmox_firewall` states (through the",
-        "library, with a context",
+        "`proxmox_network.applied`, `proxmox_sdn.applied`, `proxmox_firewall` and `pbs_datastore` states",
+        "(through the library, with a context",
         "built as the Salt module builds it, or through a real `salt-call`) against a freshly seeded fake",
         "cluster and a real",
         "OpenBao dev server, with the fault injected by fakepve's own switches (`fail()`, `lose_quorum()`,",
         "`set_node_offline()`, `hold_config_lock()`, `time_scale`, revoked tokens), by the suite's network",
         "fake (a reload task that fails, a task status that cannot be read, a node that drops out after a",
-        "reload, a failing SDN commit task) or by OpenBao (a sealed server, a token without a policy).",
+        "reload, a failing SDN commit task), by the staging PBS fake (a token's ACL entries or secret, a",
+        "task still running, a datastore made meanwhile) or by OpenBao (a sealed server, a token without",
+        "a policy).",
         "",
         "Besides the outcome in its row, every scenario is held to the same promises:",
         "",

@@ -21,11 +21,14 @@ from salt_proxmox.network.apply import present as network_present
 from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import ROWS_FILE, MemoryStore
+from salt_proxmox.pbs import datastore as pbs_datastore
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.run.config import refused_return
 from salt_proxmox.sdn import objects
 from salt_proxmox.sdn.apply import applied as sdn_applied
 from salt_proxmox.simple import lifecycle as simple
+from salt_proxmox.simple.lifecycle import present as simple_present
+from tests.faults import pbs_harness
 from tests.faults.harness import (
     Run,
     debug_log,
@@ -40,9 +43,11 @@ from tests.faults.harness import (
     write_lines,
 )
 from tests.faults.matrix import SCENARIOS, Scenario, markdown
+from tests.faults.pbs_harness import PBS_TARGET, PbsRun
 from tests.support.cluster import ServedCluster
 from tests.support.guests import TARGET, bao_targets, make_context, static_targets
 from tests.support.openbao import CREDS_PATH, creds_token, publish_cluster
+from tests.support.pbs import ServedPbs, pbs_targets, requests_of
 from tests.support.saltrun import REPO, salt_call, state_rows, write_minion_config
 
 #: The state each ``Scenario.state`` runs: ``(ctx, name, test, **declaration) -> Outcome``.
@@ -63,6 +68,14 @@ STATES = {
     "firewall_options": lambda ctx, state_id, test, /, **kw: simple.present(
         ctx, firewall_options.SPEC, test, state_id, **kw
     ),
+}
+
+#: The PBS states a ``pbs`` row runs, on a PBS context (``tests.faults.pbs_matrix``).
+PBS_STATES = {
+    "pbs_present": lambda ctx, state_id, test, /, **kw: simple_present(
+        ctx, pbs_datastore.SPEC, test, state_id, **kw
+    ),
+    "pbs_absent": lambda ctx, state_id, test, /, **kw: pbs_datastore.absent(ctx, test, state_id, **kw),
 }
 
 #: A comment longer than this echoes too much input (the longest real ones name two UPIDs).
@@ -98,8 +111,19 @@ def _world(cluster: ServedCluster, scenario: Scenario, request: pytest.FixtureRe
     return run
 
 
-def _check_common(scenario: Scenario, run: Run, before, log, seeded, result, comment: str) -> None:
-    """The promises of every row: result, comment, exact writes, rows, no forbidden write, agreement."""
+def _check_common(
+    scenario: Scenario,
+    run,
+    before,
+    log,
+    seeded,
+    result,
+    comment: str,
+    forbidden=forbidden_writes,
+    disagree=disagreements,
+) -> None:
+    """The promises of every row: result, comment, exact writes, rows, no forbidden write, agreement
+    (``forbidden`` and ``disagree``: the server's own checks, a PVE cluster's unless told)."""
     assert result is scenario.result, comment
     for fragment in scenario.comment:
         assert fragment in comment, f"{fragment!r} not in the comment:\n{comment}"
@@ -109,8 +133,8 @@ def _check_common(scenario: Scenario, run: Run, before, log, seeded, result, com
         assert not [p for _, p, _ in log if p.endswith(path)], f"{path} was requested"
     phases = {key: row.get("phase") for key, row in run.store.rows.items() if isinstance(row, dict)}
     assert phases == dict(scenario.rows), comment
-    assert forbidden_writes(run, before, log) == []
-    problems = disagreements(run, before, log, dict(scenario.seed_rows))
+    assert forbidden(run, before, log) == []
+    problems = disagree(run, before, log, dict(seeded))
     if scenario.uncertain:
         problems = [p for p in problems if "is owned but" not in p]
     assert problems == [], comment
@@ -122,6 +146,8 @@ def test_fault(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch, 
     every promise of the row checked."""
     if scenario.via == "salt-call":
         _through_salt_call(scenario, request, monkeypatch, tmp_path)
+    elif scenario.state in PBS_STATES:
+        _against_pbs(scenario)
     else:
         _in_process(scenario, request, monkeypatch)
 
@@ -187,6 +213,58 @@ def _in_process(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch)
             if scenario.test:
                 assert write_lines(log) == [] and run.store.saves == saves, "a plan writes nothing"
             _check_common(scenario, run, before, log, scenario.seed_rows, outcome.result, places["comment"])
+        finally:
+            run.close()
+
+
+def _against_pbs(scenario: Scenario) -> None:
+    """A ``pbs`` row: ``pbs_datastore.present``/``absent`` on a PBS context built as the execution
+    module builds it, against a freshly seeded staging PBS fake; the same promises as every row, with
+    PBS's own create and agreement checks (``tests.faults.pbs_harness``)."""
+    with ServedPbs() as served:
+        run = PbsRun(
+            served=served, store=MemoryStore(scenario.seed_rows), targets=pbs_targets(served, PBS_TARGET)
+        )
+        try:
+            if scenario.setup is not None:
+                scenario.setup(run)
+            cache: dict = {}
+            ctx = run.context(cache)
+            if scenario.polls is not None:
+                ctx.create_polls = ctx.task_polls = scenario.polls
+            install_hooks(ctx, run)
+            before = pbs_harness.datastores(run)
+            # The rows as the run finds them: seeded, or left by an earlier apply of the setup.
+            seeded = {key: dict(row) for key, row in run.store.rows.items() if isinstance(row, dict)}
+            start = len(run.pbs.requests)
+            saves = run.store.saves
+            raised = ""
+            with debug_log() as lines:
+                try:
+                    outcome = PBS_STATES[scenario.state](
+                        ctx, scenario.name, scenario.test, **scenario.declaration
+                    )
+                except Exception as exc:  # a crash is a finding; reported below without its text
+                    raised = "".join(traceback.format_exception(exc))
+                    outcome = None
+            places = {
+                "comment": "\n".join(outcome.comment) if outcome else "",
+                "changes": dump(outcome.changes) if outcome else "",
+                "debug log": "\n".join(lines),
+                "exception": raised,
+                "grains": dump(run.store.rows),
+                "run cache": repr(cache),
+            }
+            # Every token secret PBS holds: the seeded read and provision tokens, and any made meanwhile.
+            in_play = [*served.read_token[1:], *served.provision_token[1:], *run.pbs.token_secrets.values()]
+            assert leaks(places, in_play) == []
+            assert outcome is not None, f"the state raised {raised.strip().splitlines()[-1].split(':')[0]}"
+            log = requests_of(served, start)
+            if scenario.test:
+                assert write_lines(log) == [] and run.store.saves == saves, "a plan writes nothing"
+            comment = places["comment"]
+            _check_common(scenario, run, before, log, seeded, outcome.result, comment,
+                          pbs_harness.forbidden_writes, pbs_harness.disagreements)  # fmt: skip
         finally:
             run.close()
 

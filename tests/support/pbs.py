@@ -36,8 +36,10 @@ failed``, 401 for a token that does not authenticate, 404 where ``http_bail!(NOT
 message as the plain body (proxmox-rest-server ``formatter.rs`` ``format_error``). Where the fake
 differs from PBS: ``param_bail!``'s text is PBS's ``parameter verification failed`` list shortened to
 ``parameter '<name>': <message>``; a datastore's data is a set of paths, not a chunk store; tasks end
-before the call that started them answers; a token's privileges are the token's ACL entries only
-(PBS also caps them by its user's, ``CachedUserInfo::lookup_privs``).
+before the call that started them answers, unless ``hold_tasks`` is set (then a task stays
+``running``, as ``get_task_status`` answers while the worker is active, with no ``exitstatus``); a
+token's privileges are the token's ACL entries only (PBS also caps them by its user's,
+``CachedUserInfo::lookup_privs``).
 
 The seeded server has a ``read`` and a ``provision`` token (``ServedPbs``) and the user ``pve-backup@pbs``
 the example pillar's ``pbs`` storage makes its token for.
@@ -182,6 +184,8 @@ class FakePbs:
         #: Paths holding data (a chunk store, or files put there by hand: ``seed_data``).
         self.data: set[str] = set()
         self.tasks: dict[str, dict[str, Any]] = {}
+        #: Tasks started while set stay running (``_task``).
+        self.hold_tasks = False
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
         self._task_id = 0
 
@@ -245,6 +249,10 @@ class FakePbs:
             "status": "stopped",
             "exitstatus": error or "OK",
         }
+        if self.hold_tasks:
+            # src/api2/node/tasks.rs get_task_status: ``running``, and no exitstatus, while
+            # proxmox_rest_server::worker_is_active.
+            self.tasks[upid].update(status="running", exitstatus=None)
         return upid
 
     # ---------------------------------------------------------------- the API
@@ -311,6 +319,7 @@ class FakePbs:
         return {
             key: task[key]
             for key in ("upid", "node", "type", "id", "user", "starttime", "status", "exitstatus")
+            if task[key] is not None
         }
 
     def _datastore_digest(self) -> str:

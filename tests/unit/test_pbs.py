@@ -33,6 +33,43 @@ def test_an_error_is_its_plain_body():
     assert (raised.value.status, raised.value.message) == (400, "no such datastore 'x'")
 
 
+def _error(status: int, body: bytes, reason: str) -> PveError:
+    response = requests.Response()
+    response.status_code, response._content, response.reason = status, body, reason
+    with pytest.raises(PveError) as raised:
+        _client().decode("GET", "config/datastore/x", response, "https://pbs:8007", False)
+    return raised.value
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "names"),
+    [
+        # proxmox-rest-server: a privilege the token lacks is 403 before the handler runs; PBS grants
+        # with `proxmox-backup-manager acl update <path> <role> --auth-id <token>` (docs/user-management.rst).
+        (403, b"permission check failed", "proxmox-backup-manager acl update"),
+        # src/server/auth.rs: a token that does not authenticate is 401; a new one is made with
+        # `proxmox-backup-manager user generate-token`.
+        (401, b"authentication failed - invalid token value", "proxmox-backup-manager user generate-token"),
+        # formatter.rs format_error: any handler error is a 400 with its message, not a schema refusal.
+        (400, b"unable to open file '/etc/proxmox-backup/datastore.cfg'", "PBS refused the call"),
+        # A gateway in front of proxmox-backup-proxy (the API on 8007).
+        (502, b"<html>502 Bad Gateway</html>", "systemctl status proxmox-backup-proxy"),
+        (500, b"internal error", "journalctl -u proxmox-backup-proxy"),
+    ],
+)
+def test_an_error_names_pbss_remedy_never_pves(status, body, names):
+    """The remedy of a PBS answer names PBS's own tools: no pveum, pveproxy or PVE schema."""
+    text = str(_error(status, body, "Reason"))
+    assert names in text, text
+    assert not any(word in text for word in ("pveum", "pveproxy", "PVE")), text
+
+
+def test_a_pbs_wording_with_a_remedy_of_its_own_keeps_it():
+    """update_datastore's digest check (detect_modified_configuration_file) says plan again, as PVE's."""
+    text = str(_error(400, b"detected modified configuration - file changed by other user? Try again.", "x"))
+    assert "plan again" in text and "PVE" not in text
+
+
 def test_a_datastore_name_and_path_are_checked_before_anything_is_sent():
     """DATASTORE_SCHEMA: 3 to 32 safe characters; create_datastore: an absolute path."""
     with pytest.raises(DeclarationError, match="name:"):
