@@ -35,6 +35,8 @@ Both families' ``netN`` name a ``bridge``, a VLAN ``tag`` and ``trunks`` by the 
   bridge it makes). Both read the running bridge's ``vlan_filtering``, so a vnet VLAN-aware only in
   the pending SDN configuration is refused when plugged and noted otherwise; a VLAN the bridge will
   not take once applied is refused either way.
+- **A vnet whose zone leaves the guest's node out** (``nodes``): ``Zones.pm`` ``tap_plug`` dies "vnet
+  <vnet> is not allowed on this node". Refused when plugged, noted otherwise (``zone_nodes``).
 - **The bridge access PVE checks at the write** (pve-guest-common ``GuestHelpers.pm``
   ``check_vnet_access``, from qemu-server ``QemuServer.pm`` ``check_bridge_access`` in
   ``create_vm``/``update_vm_api`` — the old value too when a NIC is changed or deleted — and
@@ -294,6 +296,39 @@ def _not_there(bridge: Bridge, node: str, elsewhere: str = "") -> str:
     return ""
 
 
+def zone_nodes(ctx: PveContext, zone: str | None) -> list[str]:
+    """The nodes zone ``zone`` is limited to (``[]``: every node, or not known) as a plug reads them:
+    pve-network ``Zones.pm`` ``get_plugin_config`` takes ``zones.cfg`` as written (``config()``, not the
+    running configuration), so ``GET /cluster/sdn/zones`` (the listing without ``running``, shared) and
+    this run's own zone writes. Raises what the listing raises."""
+    if not zone:
+        return []
+    rows = get_rows(ctx.client, "cluster/sdn/zones", ctx.broker.read(), what="zones", reads=ctx.reads)
+    row = {
+        **next((r for r in rows if r.get("zone") == zone), {}),
+        **(planned(ctx, "sdn_zone").get(zone) or {}),
+    }
+    nodes = row.get("nodes")
+    text = ",".join(map(str, nodes)) if isinstance(nodes, list | tuple) else str(live_text(nodes) or "")
+    return [name for name in re.split(r"[,;\s]+", text) if name]
+
+
+def _barred(ctx: PveContext, bridge: Bridge, node: str) -> tuple[str, list[str]]:
+    """``(why, nodes)`` when vnet ``bridge``'s zone leaves ``node`` out: pve-network ``Zones.pm``
+    ``tap_plug`` dies "vnet <vnet> is not allowed on this node" (a container's ``lxcnetaddbr`` hook
+    plugs through it too); ``('', [])`` otherwise."""
+    if not bridge.vnet or bridge.state not in ("live", "made"):
+        return "", []
+    nodes = zone_nodes(ctx, bridge.zone)
+    if not nodes or node in nodes:
+        return "", []
+    return (
+        f"vnet '{bridge.name}' is in zone {bridge.zone}, which is limited to node {', '.join(nodes)}: PVE's "
+        f"plug on {node} dies `vnet {bridge.name} is not allowed on this node` (pve-network Zones.pm "
+        f"tap_plug). Add {node} to the zone's nodes, or put the guest on one of them"
+    ), nodes
+
+
 def _vlan_problem(nic: Nic, bridge: Bridge) -> str:
     """Why PVE's plug refuses ``nic``'s VLANs on ``bridge`` as a plug in this run finds it ('' when
     it does not)."""
@@ -534,7 +569,8 @@ def judge(
         if not nic.bridge or (key not in plugged and key not in written):
             continue
         bridge = bridge_state(ctx, decl.node, nic.bridge)
-        problem = _not_there(bridge, decl.node) or _vlan_problem(nic, bridge)
+        barred, nodes = _barred(ctx, bridge, decl.node)
+        problem = _not_there(bridge, decl.node) or barred or _vlan_problem(nic, bridge)
         if bridge.state == "unchecked":
             found.notes.append(
                 f"{what}: {key}: whether bridge '{nic.bridge}' exists on {decl.node} is not known "
@@ -542,6 +578,11 @@ def judge(
             )
         elif problem and key in plugged:
             found.refusals.append(f"{key}: {problem}, then run again.")
+        elif problem and problem == barred:
+            found.notes.append(
+                f"{what}: {key}: {barred}. The write goes through; the {family.noun} can start on "
+                f"{', '.join(nodes)} only"
+            )
         elif problem:
             refusal, note = _unplugged(ctx, nic, bridge, decl.node, problem, family.noun)
             if refusal:

@@ -265,3 +265,27 @@ def test_a_clean_plan_of_a_guest_whose_nics_and_power_are_left_alone_reads_no_ne
     assert again.result is True and again.changes == {}, again.comment
     paths = [path for _, path, _ in requests_since(fresh_cluster, start)]
     assert not [p for p in paths if p.endswith("/network") or "sdn" in p or "permissions" in p], paths
+
+
+@pytest.mark.parametrize("test", [True, False])
+def test_a_vnet_whose_zone_leaves_the_node_out_is_refused_when_plugged_and_said_when_stopped(
+    fresh_cluster, test
+):
+    """pve-network Zones.pm tap_plug: `vnet labnet is not allowed on this node` when the zone's nodes
+    (zones.cfg as written, get_plugin_config) do not name the guest's node; the fake's start too."""
+    _sdn(fresh_cluster.pve, vlanaware=False, running=True)
+    fresh_cluster.pve.sdn["zones"]["lab"]["nodes"] = "pve2"
+    start = len(fresh_cluster.pve.requests)
+    ctx = make_context(static_targets(fresh_cluster))
+    running = qemu(ctx, test, **vm(net0="virtio,bridge=labnet", status="running"))
+    said = "\n".join(running.comment)
+    assert running.result is False and "vnet labnet is not allowed on this node" in said, said
+    assert "limited to node pve2" in said and writes(requests_since(fresh_cluster, start)) == []
+    stopped = qemu(make_context(static_targets(fresh_cluster)), test, **vm(net0="virtio,bridge=labnet"))
+    said = "\n".join(stopped.comment)
+    assert stopped.result is (None if test else True), said
+    if test:
+        assert "can start on pve2 only" in said
+    else:
+        with pytest.raises(Exception, match="vnet labnet is not allowed on this node"):
+            ctx.task("POST", "nodes/pve1/qemu/150/status/start", "pve1", "start VM 150")

@@ -158,7 +158,9 @@ Left as fakepve has them: ``memory`` reads back as a string (PVE 9 spells it as 
   '<br>' does not exist`` (pve-common ``Network.pm`` ``read_bridge_mtu``); a ``tag`` or ``trunks`` on
   a vnet that is not VLAN-aware fails it ``vm vlans are not allowed on vnet <vnet>`` (pve-network
   ``Zones/Plugin.pm`` ``tap_plug``); ``trunks`` on a bridge without ``bridge_vlan_aware`` fails it
-  ``vlan aware feature need to be enabled to use trunks`` (pve-common ``Network.pm`` ``tap_plug``).
+  ``vlan aware feature need to be enabled to use trunks`` (pve-common ``Network.pm`` ``tap_plug``); a
+  vnet whose zone (in ``zones.cfg``, pending: ``get_plugin_config`` reads ``config()``) lists ``nodes``
+  without the guest's fails it ``vnet <vnet> is not allowed on this node`` (``Zones.pm`` ``tap_plug``).
   fakepve starts any guest.
 - A VM config write or create checks each NIC it names (the old value too for a changed or
   deleted one) as qemu-server ``check_bridge_access`` does (pve-guest-common ``check_vnet_access``):
@@ -539,6 +541,12 @@ class QemuPve(NetworkPve):
             found = self.live_bridge(node, bridge)
             if found is None:
                 raise TaskError(f"bridge '{bridge}' does not exist")
+            if found["vnet"]:
+                # Zones.pm tap_plug: the vnet from the running config, its zone from zones.cfg (pending).
+                zone = self.sdn["zones"].get(str(self.sdn_running["vnets"][bridge].get("zone"))) or {}
+                nodes = [n for n in re.split(r"[,;\s]+", str(zone.get("nodes") or "")) if n]
+                if nodes and node not in nodes:
+                    raise TaskError(f"vnet {bridge} is not allowed on this node")
             if found["vnet"] and not found["vlanaware"] and (options.get("tag") or options.get("trunks")):
                 raise TaskError(f"vm vlans are not allowed on vnet {bridge}")
             if not found["vnet"] and not found["vlanaware"] and options.get("trunks"):
