@@ -12,6 +12,7 @@ from salt_proxmox.pve.errors import PveError
 from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.qemu.props import parse_declaration as parse_qemu
 from salt_proxmox.run.memo import note_node_applied, note_sdn_applied
+from salt_proxmox.simple.spec import remember
 from tests.support.guest_stubs import StubPve, context
 
 NETWORK = "nodes/pve1/network"
@@ -172,12 +173,13 @@ def test_a_vlan_on_a_vnet_is_refused_unless_the_config_it_will_have_is_vlan_awar
     VLAN-aware in the pending configuration is that configuration's apply away (said when stopped,
     refused when plugged, nothing when this run applies SDN)."""
     plain = {"vnet": "labnet", "type": "vnet", "zone": "lab"}
-    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [plain]))
+    zones = [{"zone": "lab", "type": "simple"}]  # every node: the plug's node check passes
+    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [plain]).on("GET", "cluster/sdn/zones", zones))
     decl = vm(net0="virtio,bridge=labnet,tag=20")
     stopped = nics.create_plan(ctx, QEMU, decl, start=False)
     assert len(stopped.refusals) == 1 and "vm vlans are not allowed on vnet labnet" in stopped.refusals[0]
     aware = {**plain, "state": "changed", "pending": {"vlanaware": 1}}
-    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [aware]))
+    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [aware]).on("GET", "cluster/sdn/zones", zones))
     stopped = nics.create_plan(ctx, QEMU, decl, start=False)
     assert stopped.refusals == [] and any("vm vlans are not allowed" in note for note in stopped.notes)
     started = nics.create_plan(ctx, QEMU, decl, start=True)
@@ -299,3 +301,19 @@ def test_host_tunnel_needs_qemu_server_9_1_18_which_the_release_alone_cannot_tel
     # A container has no host-tunnel: nothing is read.
     quiet = StubPve()
     assert nics.host_tunnel_refusals(context(quiet), LXC, ct(), nic) == nics.NicPlan() and quiet.sent == []
+
+
+def test_a_zone_limited_to_other_nodes_bars_its_vnet_and_this_run_s_zone_write_counts():
+    """pve-network Zones.pm tap_plug: `vnet labnet is not allowed on this node`, the zone's nodes from
+    zones.cfg as written (get_plugin_config), this run's zone update included."""
+    vnet = {"vnet": "labnet", "type": "vnet", "zone": "lab"}
+    zones = [{"zone": "lab", "type": "simple", "nodes": "pve2,pve3"}]
+    ctx = context(StubPve().on("GET", "cluster/sdn/vnets", [vnet]).on("GET", "cluster/sdn/zones", zones))
+    decl = vm(net0="virtio,bridge=labnet")
+    started = nics.create_plan(ctx, QEMU, decl, start=True)
+    assert len(started.refusals) == 1 and "vnet labnet is not allowed on this node" in started.refusals[0]
+    assert "limited to node pve2, pve3" in started.refusals[0]
+    stopped = nics.create_plan(ctx, QEMU, decl, start=False)
+    assert stopped.refusals == [] and any("can start on pve2, pve3 only" in note for note in stopped.notes)
+    remember(ctx, "sdn_zone", "lab", {"nodes": "pve1,pve2"})
+    assert nics.create_plan(ctx, QEMU, decl, start=True).refusals == []
