@@ -402,7 +402,7 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
         else:
             form[key] = _wire(key, value)
     if gone:
-        form["delete"] = ",".join(gone)
+        form["delete"] = ",".join(sorted(gone))
     if other_type:
         form["type"] = kind.name  # never sent: ``refusals`` refuses another type
     if due:

@@ -84,13 +84,15 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-qemu-app",
         "proxmox-qemu-ci",
         "proxmox-backup-job-nightly",
+        "proxmox-metric-server-influx",
         "proxmox-firewall-group-webgrp",
         "proxmox-firewall-ipset-admins",
         "proxmox-firewall-options-cluster",
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, networks and SDN before the guests, then containers and VMs, backup jobs, then "
+        "policies first, networks and SDN before the guests, then containers and VMs, backup jobs, metric "
+        "servers, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
