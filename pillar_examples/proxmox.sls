@@ -232,6 +232,18 @@ proxmox:
       prune-backups: keep-daily=7,keep-weekly=4
       comment: Every guest of this estate, nightly
 
+  # External metric servers (Datacenter -> Metric Server): PVE's defaults are no drift, a value back
+  # at its default is deleted; the type is the server's identity. PVE connects to the server before
+  # it saves a create or an update (set disable: true to save one that is not reachable yet).
+  metric_servers:
+    influx:
+      type: influxdb
+      server: influx.lab.example
+      port: 8086
+      influxdbproto: https
+      organization: lab
+      bucket: pve
+      secret_serial: 1      # token: from secrets.sls; written again only when this changes
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.

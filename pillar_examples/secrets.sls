@@ -15,6 +15,11 @@ proxmox:
   qemu:
     app:
       cipassword: lab-only-4Hk9-cloud-init
+  # An InfluxDB metric server's token: sent at create and when its secret_serial changes, never shown;
+  # PVE keeps it apart and never reads it back.
+  metric_servers:
+    influx:
+      token: lab-influx-token-5Xq2
   # A user's password (pve realm): sent with the create only; PVE lets no API token change it later.
   users:
     ci@pve:

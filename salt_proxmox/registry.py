@@ -179,6 +179,13 @@ FAMILIES: tuple[Family, ...] = (
     _guest("qemu", "salt_proxmox.qemu.family:QEMU"),
     # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
     _simple("backup_job", "backup.job", "backup_jobs"),
+    # The datacenter's settings (Datacenter → Metric Server): independent of every other family.
+    _simple(
+        "metric_server",
+        "datacenter.metrics",
+        "metric_servers",
+        secrets="salt_proxmox.datacenter.metrics:SECRETS",
+    ),
     # The firewall runs after the guests: a guest's options, IP sets and aliases need their guest.
     Family(
         name="firewall",

@@ -42,6 +42,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    exclude), node, mode, compress, prune-backups, notes-template,
                                    protected, notification-mode, mailto, mailnotification, enabled,
                                    comment, target, adopt (removal for absent).
+  proxmox:metric_servers:<id>      proxmox_metric_server: type (graphite, influxdb, opentelemetry),
+                                   server, port and the type's options; token (influxdb) and
+                                   secret_serial.
   proxmox:lxc|qemu:<id>:snapshots  a list of {snapname, description, vmstate (VMs), adopt, ensure,
                                    removal}: one proxmox_snapshot state each, requiring its guest; a
                                    snapshot is never rolled back by a state.
@@ -119,7 +122,7 @@ known ones. An absent entry passes only its identity, target and removal; the re
 when present is kept and changes nothing.
 
 Secrets (SECRETS: a container's password, a VM's cipassword, a user's password, a realm's bind
-password and client key) are never state arguments: Salt keeps a
+password and client key, a metric server's token) are never state arguments: Salt keeps a
 highstate's arguments in highstate.cache.p in its cachedir. The entry's state gets ``secrets_pillar``,
 the pillar path of the entry as a list of keys, and reads the value from pillar itself.
 
@@ -355,6 +358,14 @@ SECTIONS = [
         ["ensure", "name", "removal"],
         ["ensure", "name", "adopt", *sorted(BACKUP_JOB_OPTIONS)],
     ),
+    (
+        "proxmox:metric_servers",
+        "proxmox-metric-server-",
+        "proxmox_metric_server",
+        "metric server (type, server, port, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "type", "adopt", "token", "secret_serial"],
+    ),
 ]
 
 # The sections whose entries nest (a node's interfaces, SDN zones, vnets and subnets), rendered by
@@ -393,7 +404,8 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, pools, roles, realms, groups, users, tokens, acls, "
-    "ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, firewall"
+    "ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, "
+    "firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -448,6 +460,7 @@ SECRETS = {
     "proxmox:storage": ("encryption-key", "keyring", "master-pubkey", "password"),
     "proxmox:users": ("password",),
     "proxmox:realms": ("bind_password", "client-key"),
+    "proxmox:metric_servers": ("token",),
 }
 
 # proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope

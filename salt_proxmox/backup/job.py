@@ -41,15 +41,13 @@ delete Sys.Modify on ``/``, and, for a job naming a storage, Datastore.Allocate 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.backup import declared
 from salt_proxmox.backup import schedule as calendar
-from salt_proxmox.errors import DeclarationError, Refused, boolean_problem, shown
+from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.guest.absence import index_rows
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule, check_poolid, split_list
@@ -57,14 +55,24 @@ from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.simple.fields import Field, canonical_values, deleted_keys, form_values
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, export_by, planned, will_exist
+from salt_proxmox.simple.spec import (
+    Call,
+    Declared,
+    ObjectSpec,
+    export_by,
+    fingerprint,
+    planned,
+    reread_guard,
+    will_exist,
+)
 from salt_proxmox.storage.types import prune_backups
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.pve.client import Credential
     from salt_proxmox.run.context import PveContext
 
 FAMILY = "backup_job"
+#: What a job read shows that moves with the clock: left out of its fingerprint.
+_MOVING = ("next-run",)
 
 #: pve-common ``JSONSchema.pm`` ``pve_verify_configid`` (``pve-configid``), ``pve-backup-jobid``'s
 #: ``maxLength`` 50 (pve-manager ``PVE/Jobs/Plugin.pm``).
@@ -228,14 +236,8 @@ def declare(
     return decl.declaring(values, adopt)
 
 
-def _fingerprint(data: Mapping[str, object]) -> str:
-    """A digest of everything a job read shows but ``next-run`` (which moves with the clock)."""
-    kept = {key: value for key, value in data.items() if key != "next-run"}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def parse(data: object, decl: Declared) -> dict:
-    """``GET /cluster/backup/{id}`` data as canonical options, ``fingerprint`` (``_fingerprint``)
+    """``GET /cluster/backup/{id}`` data as canonical options, ``fingerprint`` (``simple.spec.fingerprint``)
     beside them. A live schedule meaning the declared one is given in the declaration's spelling.
     Raises ValueError for another shape."""
     if not isinstance(data, Mapping):
@@ -253,7 +255,7 @@ def parse(data: object, decl: Declared) -> dict:
     want = decl.values.get("schedule")
     if isinstance(want, str) and want and calendar.same(want, str(found["schedule"])):
         found["schedule"] = want
-    found["fingerprint"] = _fingerprint(data)
+    found["fingerprint"] = fingerprint(data, _MOVING)
     return found
 
 
@@ -283,19 +285,10 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
     return Call("PUT", _path(decl), form=form) if form else None
 
 
-def write_guard(ctx: PveContext, credential: Credential, decl: Declared, live: Mapping[str, object]) -> dict:
-    """Right before a PUT or DELETE: read the job again and compare it with the one the decision was
-    made on (its ``fingerprint``). PVE's ``/cluster/backup`` takes no digest, so this is the check
-    that catches an edit made between the plan's read and the write. Returns ``{}`` (nothing to send).
-    Raises Refused when the job changed, and what the read raises."""
-    data = ctx.client.request("GET", _path(decl), credential)
-    if not isinstance(data, Mapping) or _fingerprint(data) != live.get("fingerprint"):
-        raise Refused(
-            f"{decl.label} changed after it was read for this decision (PVE keeps no digest for backup "
-            "jobs, so the job was read again right before the write and differs). Nothing was written: run "
-            "again to decide on the job as it is now."
-        )
-    return {}
+#: Right before a PUT or DELETE the job is read again and compared with the one the decision was made
+#: on: ``/cluster/backup`` takes no digest, so this catches an edit made between the plan's read and the
+#: write.
+write_guard = reread_guard(lambda decl: _path(decl), "PVE keeps no digest for backup jobs", _MOVING)
 
 
 def _release_problems(ctx: PveContext, decl: Declared) -> list[str]:

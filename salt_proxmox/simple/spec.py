@@ -82,6 +82,8 @@ the key and the rule, before any network call.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -346,6 +348,36 @@ def exact_message(status: int, wording: str) -> Callable[[PveError, Declared], b
         return error.status == status and error.message == wording.format(**decl.names)
 
     return is_absent
+
+
+def fingerprint(data: Mapping[str, object], skip: tuple[str, ...] = ()) -> str:
+    """A digest of an object as one read shows it, ``skip`` keys left out (a backup job's ``next-run``,
+    which moves with the clock): what ``reread_guard`` compares where PVE shows no digest."""
+    kept = {key: value for key, value in data.items() if key not in skip}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def reread_guard(
+    path_of: Callable[[Declared], str], why: str, skip: tuple[str, ...] = ()
+) -> Callable[[PveContext, Credential, Declared, Mapping[str, object]], dict]:
+    """A ``write_guard`` for a family whose reads show no digest (a backup job: ``/cluster/backup``
+    keeps none; a metric server: ``status.cfg``'s digest is in no answer): right before a PUT or
+    DELETE the object is read again (``GET path_of(decl)``) and its ``fingerprint`` compared with the
+    live attributes' ``fingerprint`` the decision was made on. ``why`` says, in the refusal, why the
+    object was read again. The guard returns ``{}`` (nothing to send), and raises Refused when the
+    object changed, and what the read raises."""
+
+    def guard(ctx: PveContext, credential: Credential, decl: Declared, live: Mapping[str, object]) -> dict:
+        data = ctx.client.request("GET", path_of(decl), credential)
+        if not isinstance(data, Mapping) or fingerprint(data, skip) != live.get("fingerprint"):
+            raise Refused(
+                f"{decl.label} changed after it was read for this decision ({why}, so it was read again "
+                "right before the write and differs). Nothing was written: run again to decide on it as "
+                "it is now."
+            )
+        return {}
+
+    return guard
 
 
 def _expected(ctx: PveContext) -> set[str]:

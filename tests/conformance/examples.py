@@ -130,6 +130,16 @@ _BACKUP_JOB = {
 #: A snapshot of the cluster's container 120, whose volumes are on zfspool (snapshots: pve-storage
 #: ZFSPoolPlugin.pm volume_has_feature).
 _SNAPSHOT = {"name": "example-snap", "vmid": 120, "node": "pve1", "type": "lxc", "description": "Example"}
+#: A graphite metric server (pve-manager ``PVE/Status/Graphite.pm``): its port declared, as every write
+#: sends it (``updateSchema`` requires it); clearing ``path`` is PVE's default path ``proxmox``.
+_METRIC_SERVER = {
+    "name": "example-graphite",
+    "type": "graphite",
+    "server": "192.0.2.40",
+    "port": 2003,
+    "path": "proxmox.example",
+    "proto": "udp",
+}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -315,6 +325,7 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         "lxc": _guest(_CT),
         "qemu": _guest(_VM),
         "backup_job": _simple(_BACKUP_JOB, {"schedule": "03:30"}, {"comment": ""}, {"mode": "fast"}),
+        "metric_server": _simple(_METRIC_SERVER, {"mtu": 1400}, {"path": None}, {"port": "many"}),
         "firewall_group": Examples(
             create=_GROUP,
             update={**_GROUP, "comment": "Example group, renamed"},

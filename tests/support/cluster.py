@@ -27,6 +27,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.firewall.FirewallRulesPve`` (firewall rules read back as PVE writes and parses them),
 ``tests.support.usercfg.UserCfgPve`` (users, groups, API tokens and realms),
 ``tests.support.backup.BackupPve`` (backup jobs),
+``tests.support.metrics.MetricServerPve`` (external metric servers),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -62,11 +63,12 @@ from fakepve.certs import make_cert
 from tests.support.backup import BackupPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
+from tests.support.metrics import MetricServerPve
 from tests.support.restore import RestorePve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(HaPve, FirewallRulesPve, UserCfgPve, BackupPve):
+class ServedPve(HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
 
 

@@ -84,13 +84,15 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-qemu-app",
         "proxmox-qemu-ci",
         "proxmox-backup-job-nightly",
+        "proxmox-metric-server-influx",
         "proxmox-firewall-group-webgrp",
         "proxmox-firewall-ipset-admins",
         "proxmox-firewall-options-cluster",
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, networks and SDN before the guests, then containers and VMs, backup jobs, then "
+        "policies first, networks and SDN before the guests, then containers and VMs, backup jobs, metric "
+        "servers, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
@@ -774,9 +776,9 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     if sid == "proxmox-pillar":
         assert (
             "the sections are acls, backup_jobs, ceph_pools, firewall, firewall_aliases, groups, ha_groups, "
-            "ha_resources, ha_rules, lxc, networks, pbs, pools, qemu, realms, roles, sdn, storage, tokens, "
-            "users, and ownership_file, pbs_targets, targets are the configuration read with config.get."
-            in problems[sid]
+            "ha_resources, ha_rules, lxc, metric_servers, networks, pbs, pools, qemu, realms, roles, sdn, "
+            "storage, tokens, users, and ownership_file, pbs_targets, targets are the configuration read "
+            "with config.get." in problems[sid]
         )
 
 
@@ -830,6 +832,7 @@ def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
     from salt_proxmox.access import realm, user
+    from salt_proxmox.datacenter import metrics
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
@@ -843,6 +846,7 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:storage": tuple(sorted(LEGACY_SENSITIVE)),
         "proxmox:users": tuple(sorted(user.SECRETS)),
         "proxmox:realms": tuple(sorted(realm.SECRETS)),
+        "proxmox:metric_servers": tuple(sorted(metrics.SECRETS)),
     } == module.SECRETS
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from salt_proxmox import registry
 from salt_proxmox.access import realm, user
+from salt_proxmox.datacenter import metrics
 from salt_proxmox.registry import FAMILIES, PILLAR_STATE
 from salt_proxmox.storage.types import LEGACY_SENSITIVE
 from tests.conformance.examples import EXAMPLES, examples_of
@@ -132,15 +133,18 @@ def test_the_formula_runs_the_registered_families_in_their_order():
     assert nested == [(f.section, f.prefix, f.state) for f in FAMILIES]
     assert f"{PILLAR_STATE}.refused" == module.REFUSED
     # Secrets are the guests' and the storage definitions' (pve-storage Plugin.pm sensitive_properties),
-    # a user's password and a realm's bind password and client key (pve-access-control Auth/*.pm).
+    # a user's password and a realm's bind password and client key (pve-access-control Auth/*.pm), a metric
+    # server's token (pve-manager API2/Cluster/MetricServer.pm extract_sensitive_params).
     assert set(module.SECRETS) == {family.section for family in FAMILIES if family.guest} | {
         "proxmox:storage",
         "proxmox:users",
         "proxmox:realms",
+        "proxmox:metric_servers",
     }
     assert set(module.SECRETS["proxmox:storage"]) == LEGACY_SENSITIVE
     assert set(module.SECRETS["proxmox:users"]) == set(user.SECRETS)
     assert set(module.SECRETS["proxmox:realms"]) == set(realm.SECRETS)
+    assert set(module.SECRETS["proxmox:metric_servers"]) == set(metrics.SECRETS)
 
 
 def test_the_outputter_names_each_family_as_the_registry_does():
