@@ -25,7 +25,7 @@ import requests
 
 from salt_proxmox.pve.client import Credential, PveClient, Target, parse_target
 from salt_proxmox.pve.client import _decode as pve_decode
-from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.errors import PveError, Words
 from salt_proxmox.pve.errors import remedy as pve_remedy
 
 #: Where PBS targets are configured.
@@ -100,9 +100,23 @@ def _with_port(member: object) -> object:
     return member if parts.port else f"https://{parts.hostname}:{PBS_PORT}{parts.path}"
 
 
+#: PBS's words: its API server (proxmox-backup ``src/bin/proxmox-backup-proxy.rs``, port 8007) and
+#: ``proxmox-backup-manager task list|log`` (``src/bin/proxmox_backup_manager``, docs ``command-syntax``).
+PBS_WORDS = Words(
+    product="PBS",
+    reach="that proxmox-backup-proxy runs on them (`systemctl status proxmox-backup-proxy`)",
+    api="a PBS server's proxmox-backup-proxy (port 8007) and not a proxy or portal page",
+    tasks="PBS's task list (`proxmox-backup-manager task list --all`)",
+    task_log="`proxmox-backup-manager task log {upid}`",
+)
+
+
 class PbsClient(PveClient):
     """Calls one PBS target's API (``/api2/json/``); ``request`` returns the answer's ``data`` (with
-    ``envelope``, the whole answer: PBS puts a config's ``digest`` beside ``data``)."""
+    ``envelope``, the whole answer: PBS puts a config's ``digest`` beside ``data``). Its sentences
+    name PBS's tools (``PBS_WORDS``)."""
+
+    words = PBS_WORDS
 
     def authorization(self, credential: Credential) -> str:
         """``PBSAPIToken=<token_id>:<secret>``."""
@@ -118,6 +132,6 @@ class PbsClient(PveClient):
             if text and not text.startswith(("{", "<")):
                 response.reason = text.splitlines()[0][:_MESSAGE_LIMIT]
         try:
-            return pve_decode(method, path, response, member, envelope)
+            return pve_decode(method, path, response, member, envelope, self.words)
         except PveError as error:
             raise PbsApiError(error.method, error.path, error.status, error.message, error.errors) from None

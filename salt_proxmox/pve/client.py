@@ -37,7 +37,7 @@ from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
 
 from salt_proxmox.errors import DeclarationError, Uncertain
-from salt_proxmox.pve.errors import PveMalformed, PveRequestFailed, PveUnreachable, classify
+from salt_proxmox.pve.errors import PVE_WORDS, PveMalformed, PveRequestFailed, PveUnreachable, Words, classify
 from salt_proxmox.run import overlap
 
 log = logging.getLogger(__name__)
@@ -260,8 +260,10 @@ class PveClient:
     """Calls one target's API. ``request`` returns the ``data`` member of PVE's JSON answer.
 
     Counts every request it sends in ``sent`` (method, path) so callers and tests can reason
-    about what was written.
+    about what was written. ``words``: what its sentences name (``pve.errors.Words``).
     """
+
+    words: Words = PVE_WORDS
 
     def __init__(self, target: Target, session: requests.Session | None = None):
         self.target = target
@@ -327,14 +329,15 @@ class PveClient:
                 if method != "GET" and _may_have_sent(exc):
                     raise Uncertain(
                         f"{method} {path}: the connection to {member} broke after the request was sent; "
-                        f"PVE may or may not have acted. {CHECK_WRITE}"
+                        f"{self.words.product} may or may not have acted. {check_write(self.words)}"
                     ) from None
                 failures.append(f"{member}: connection failed ({_connection_kind(exc)})")
             except requests.exceptions.Timeout:
                 if method != "GET":
                     raise Uncertain(
                         f"{method} {path}: {member} did not answer within {self.target.timeout:g}s after "
-                        f"the request was sent; PVE may or may not have acted. {CHECK_WRITE}"
+                        f"the request was sent; {self.words.product} may or may not have acted. "
+                        f"{check_write(self.words)}"
                     ) from None
                 failures.append(f"{member}: read timed out after {self.target.timeout:g}s")
             except (
@@ -348,10 +351,10 @@ class PveClient:
                 )
                 if method != "GET":
                     raise Uncertain(
-                        f"{method} {path}: the answer of {member} {why}; PVE may or may not have acted. "
-                        f"{CHECK_WRITE}"
+                        f"{method} {path}: the answer of {member} {why}; {self.words.product} may or may not "
+                        f"have acted. {check_write(self.words)}"
                     ) from None
-                raise PveMalformed(method, path, f"the answer {why}") from None
+                raise PveMalformed(method, path, f"the answer {why}", self.words) from None
             except requests.exceptions.RequestException as exc:
                 # Invalid URL, header or schema, too many redirects...: described by kind only, as
                 # the text may quote the request's headers.
@@ -370,7 +373,7 @@ class PveClient:
             log.debug("PVE member %s of %s did not answer: %s", index + 1, self.target.name, failures[-1])
         raise PveUnreachable(
             f"{method} {path}: no member of target {self.target.name} answered ({'; '.join(failures)}). "
-            "Check the members' addresses, that pveproxy runs on them (`systemctl status pveproxy`), that "
+            f"Check the members' addresses, {self.words.reach}, that "
             "this minion reaches their port, and for TLS that verify names the CA that signed their "
             "certificates, then run the state again."
         )
@@ -383,7 +386,7 @@ class PveClient:
         self, method: str, path: str, response: requests.Response, member: str, envelope: bool
     ) -> object:
         """The answer's ``data`` (``envelope``: the whole answer), or the error it carries."""
-        return _decode(method, path, response, member, envelope)
+        return _decode(method, path, response, member, envelope, self.words)
 
     def _tls_hint(self) -> str:
         verify = self.target.verify
@@ -392,11 +395,10 @@ class PveClient:
         return "the certificate is not trusted by the system CAs: set verify to the cluster's CA bundle path"
 
 
-#: What an operator checks after an uncertain write.
-CHECK_WRITE = (
-    "Read the object and the node's task list (`pvesh get /nodes/<node>/tasks --source all`) before "
-    "running the state again; nothing was retried."
-)
+def check_write(words: Words = PVE_WORDS) -> str:
+    """What an operator checks after an uncertain write."""
+    return f"Read the object and {words.tasks} before running the state again; nothing was retried."
+
 
 #: Statuses that, answering a write, leave its fate unknown: a gateway that lost the upstream
 #: (502, 504) and pveproxy's AnyEvent::HTTP pseudo statuses for a proxied request that broke while
@@ -435,18 +437,26 @@ def _may_have_sent(exc: requests.exceptions.ConnectionError) -> bool:
 
 
 def _decode(
-    method: str, path: str, response: requests.Response, member: str = "", envelope: bool = False
+    method: str,
+    path: str,
+    response: requests.Response,
+    member: str = "",
+    envelope: bool = False,
+    words: Words = PVE_WORDS,
 ) -> object:
     if 300 <= response.status_code < 400:
         # Not followed (allow_redirects=False): the member URL points at something else than pveproxy.
         raise PveMalformed(
-            method, path, f"HTTP {response.status_code}, a redirect; PVE's API never redirects"
+            method,
+            path,
+            f"HTTP {response.status_code}, a redirect; {words.product}'s API never redirects",
+            words,
         )
     if method != "GET" and response.status_code in UNCERTAIN_STATUSES:
         raise Uncertain(
             f"{method} {path}: HTTP {response.status_code} {response.reason or ''} from "
             f"{member or 'the member'} after the request was sent: a proxy or the member lost the answer, "
-            f"PVE may or may not have acted. {CHECK_WRITE}"
+            f"{words.product} may or may not have acted. {check_write(words)}"
         )
     try:
         body = response.json()
@@ -465,7 +475,8 @@ def _decode(
         if method != "GET":
             raise Uncertain(
                 f"{method} {path}: {member or 'the member'} answered HTTP {response.status_code} without "
-                f"PVE's JSON (a proxy or portal page?), so PVE may or may not have acted. {CHECK_WRITE}"
+                f"{words.product}'s JSON (a proxy or portal page?), so {words.product} may or may not have "
+                f"acted. {check_write(words)}"
             )
-        raise PveMalformed(method, path, "the body is not a JSON object with a data member")
+        raise PveMalformed(method, path, "the body is not a JSON object with a data member", words)
     return body if envelope else body["data"]

@@ -14,6 +14,7 @@ that runs a command names the guest family's own (``pct``/``qm``, ``ct:``/``vm:`
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from salt_proxmox.errors import SaltProxmoxError
 
@@ -228,16 +229,34 @@ class PveConfigMissing(PveError):
     """PVE's exact "Configuration file '...' does not exist" answer (HTTP 500)."""
 
 
-class PveMalformed(SaltProxmoxError):
-    """A 200 whose body does not have the shape the endpoint promises. Never an empty answer."""
+@dataclass(frozen=True)
+class Words:
+    """What the client's own sentences name for the API it talks to (``PveClient.words``): the
+    ``product``, what to check when no member answers (``reach``) or an answer is not the API's
+    (``api``), where an uncertain write is looked up (``tasks``) and the command that reads a task's
+    log (``task_log``, formatted with ``node`` and ``upid``)."""
 
-    def __init__(self, method: str, path: str, why: str):
+    product: str = "PVE"
+    reach: str = "that pveproxy runs on them (`systemctl status pveproxy`)"
+    api: str = "a PVE node's pveproxy (port 8006) and not a proxy or portal page, and that it runs PVE 8 or 9"
+    tasks: str = "the node's task list (`pvesh get /nodes/<node>/tasks --source all`)"
+    task_log: str = "`pvesh get /nodes/{node}/tasks/{upid}/log`"
+
+
+#: PVE's words (pve-manager ``pvesh``, ``pveproxy`` on port 8006).
+PVE_WORDS = Words()
+
+
+class PveMalformed(SaltProxmoxError):
+    """A 200 whose body does not have the shape the endpoint promises. Never an empty answer.
+    ``words``: the API's (``Words``; PVE's by default)."""
+
+    def __init__(self, method: str, path: str, why: str, words: Words = PVE_WORDS):
         self.method = method
         self.path = path
         super().__init__(
-            f"{method} {path}: malformed answer from PVE: {why}. Whatever answered does not answer as "
-            "PVE's API does: check that the member URL is a PVE node's pveproxy (port 8006) and not a "
-            "proxy or portal page, and that it runs PVE 8 or 9."
+            f"{method} {path}: malformed answer from {words.product}: {why}. Whatever answered does not "
+            f"answer as {words.product}'s API does: check that the member URL is {words.api}."
         )
 
 

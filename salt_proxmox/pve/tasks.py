@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 
 from salt_proxmox.errors import Refused, SaltProxmoxError, Uncertain
 from salt_proxmox.pve.client import Credential, PveClient, api_path
+from salt_proxmox.pve.errors import PVE_WORDS, Words
 
 #: One-second polls: a cap, not an estimate.
 CREATE_POLLS = 180
@@ -43,9 +44,9 @@ class TaskUncertain(Uncertain):
 _WARNINGS = re.compile(r"WARNINGS: ([0-9]+)")
 
 
-def log_command(node: str, upid: str) -> str:
-    """The command an operator runs to read a task's log."""
-    return f"`pvesh get /nodes/{node}/tasks/{upid}/log`"
+def log_command(node: str, upid: str, words: Words = PVE_WORDS) -> str:
+    """The command an operator runs to read a task's log (``words``: the API's, PVE's by default)."""
+    return words.task_log.format(node=node, upid=upid)
 
 
 def warnings_of(exit_status: object) -> int | None:
@@ -111,19 +112,20 @@ def await_task(
     """
     node = upid_node(upid) or node
     path = f"{api_path('nodes', node, 'tasks', upid)}/status"
+    log = log_command(node, upid, client.words)
     for attempt in range(polls):
         try:
             status = client.request("GET", path, credential)
         except SaltProxmoxError as exc:
             raise TaskUncertain(
                 f"{what}: task {upid} could not be read ({exc}); it may still be running or have ended. "
-                f"Nothing is retried. Read {log_command(node, upid)} before running the state again."
+                f"Nothing is retried. Read {log} before running the state again."
             ) from None
         state = status.get("status") if isinstance(status, Mapping) else None
         if not isinstance(state, str):
             raise TaskUncertain(
                 f"{what}: task {upid} could not be read (the status answer has no status); nothing is "
-                f"retried. Read {log_command(node, upid)} before running the state again."
+                f"retried. Read {log} before running the state again."
             )
         if state == "stopped":
             exit_status = status.get("exitstatus")
@@ -132,14 +134,14 @@ def await_task(
                 return count
             raise TaskFailed(
                 f"{what}: task {upid} ended {exit_status or 'with no exit status'!r}. Read "
-                f"{log_command(node, upid)} before running the state again."
+                f"{log} before running the state again."
             )
         # Any other word (``running``, or one PVE may add) keeps polling: only "stopped" ends it.
         if attempt + 1 < polls:
             sleep(interval)
     raise TaskUncertain(
         f"{what}: task {upid} was still running after {polls * interval:g}s; it was not cancelled and "
-        f"nothing is retried. Read {log_command(node, upid)} and run the state again when it has ended."
+        f"nothing is retried. Read {log} and run the state again when it has ended."
     )
 
 
@@ -161,7 +163,8 @@ def start_task(
     upid = client.request(method, path, credential, params=params, form=form)
     if not isinstance(upid, str) or not upid.startswith("UPID:"):
         raise TaskUncertain(
-            f"{what}: PVE answered no task id, so the write cannot be confirmed and is not claimed. "
+            f"{what}: {client.words.product} answered no task id, so the write cannot be confirmed and is "
+            "not claimed. "
             "Read the object before running the state again."
         )
     return upid

@@ -16,7 +16,7 @@ from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.rows import OWNED
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.client import Credential, Target, api_path
-from salt_proxmox.pve.errors import PveError, classify
+from salt_proxmox.pve.errors import PVE_WORDS, PveError, classify
 from salt_proxmox.pve.facts import PRIVILEGES
 from salt_proxmox.run.context import PveContext
 
@@ -132,6 +132,8 @@ class StubPve:
     ``GET cluster/ha/resources/<sid>`` without one answers that no HA resource is configured
     (pve-ha-manager ``API2/HA/Resources.pm`` ``read``: HTTP 500 ``no such resource '<sid>'``).
     """
+
+    words = PVE_WORDS
 
     def __init__(self) -> None:
         # GET /version answers a PVE 9 release unless a test says otherwise (pve.facts); GET

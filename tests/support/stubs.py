@@ -14,7 +14,7 @@ import hvac.exceptions
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.pve.client import Credential, Target
-from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.errors import PVE_WORDS, PveError
 from salt_proxmox.run.context import PveContext
 
 TARGET = "lab"
@@ -38,6 +38,8 @@ class StubBroker:
 
 class StubClient:
     """Answers with ``handler(method, path, params, form)``; logs (method, path, params, form)."""
+
+    words = PVE_WORDS
 
     def __init__(self, handler: Callable[..., Any]) -> None:
         self.handler = handler

@@ -18,7 +18,7 @@ import requests
 
 from salt_proxmox.errors import Uncertain
 from salt_proxmox.pve.client import Credential, api_path
-from salt_proxmox.pve.errors import PveConfigMissing, PveError, PveMalformed, PveUnreachable
+from salt_proxmox.pve.errors import PVE_WORDS, PveConfigMissing, PveError, PveMalformed, PveUnreachable
 from salt_proxmox.pve.tasks import (
     TaskFailed,
     TaskUncertain,
@@ -311,6 +311,8 @@ def test_no_log_line_carries_the_secret(caplog: pytest.LogCaptureFixture) -> Non
 
 class StubClient:
     """Answers POSTs with ``start`` and status GETs with ``polls`` in turn (the last repeats)."""
+
+    words = PVE_WORDS
 
     def __init__(self, start: object = UPID, polls: list[object] | None = None):
         self.start = start

@@ -132,3 +132,43 @@ def test_the_token_is_this_clusters_and_the_role_the_least_pve_needs():
         1,
     )
     assert wiring.role_for({"prune-backups": "keep-last=3"}) == "DatastorePowerUser"
+
+
+def _answer(status: int, body: bytes) -> requests.Response:
+    response = requests.Response()
+    response.status_code, response._content, response.reason = status, body, "OK"
+    return response
+
+
+def test_the_client_s_own_sentences_name_pbs_never_pve():
+    """What the shared client says of a malformed answer, an uncertain write and a task names PBS's
+    server (proxmox-backup-proxy on 8007) and ``proxmox-backup-manager task list|log``, never pvesh."""
+    from salt_proxmox.errors import Uncertain
+    from salt_proxmox.pve.errors import PveMalformed
+    from salt_proxmox.pve.tasks import TaskFailed, await_task, start_task
+
+    client = _client()
+    with pytest.raises(PveMalformed) as malformed:
+        client.decode(
+            "GET", "config/datastore", _answer(200, b"<html>portal</html>"), "https://pbs:8007", False
+        )
+    with pytest.raises(Uncertain) as uncertain:
+        client.decode(
+            "POST", "config/datastore", _answer(504, b"<html>504</html>"), "https://pbs:8007", False
+        )
+    upid = "UPID:pbs:00000001:00000002:00000003:65000000:create-datastore:abc:root@pam!t:"
+    client.request = lambda *a, **k: {"status": "stopped", "exitstatus": "datastore path not empty"}
+    with pytest.raises(TaskFailed) as failed:
+        await_task(
+            client, Credential("u@pbs!t", "s"), "pbs", upid, "create datastore abc", sleep=lambda _: None
+        )
+    client.request = lambda *a, **k: None
+    with pytest.raises(Uncertain) as no_upid:
+        start_task(client, Credential("u@pbs!t", "s"), "POST", "config/datastore", "create datastore abc")
+    texts = [str(e.value) for e in (malformed, uncertain, failed, no_upid)]
+    assert "proxmox-backup-proxy (port 8007)" in texts[0] and "PBS's API" in texts[0], texts[0]
+    assert "proxmox-backup-manager task list --all" in texts[1], texts[1]
+    assert f"proxmox-backup-manager task log {upid}" in texts[2], texts[2]
+    assert "PBS answered no task id" in texts[3], texts[3]
+    for text in texts:
+        assert not any(word in text for word in ("pvesh", "pveproxy", "PVE")), text
