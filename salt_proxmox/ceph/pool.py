@@ -37,7 +37,7 @@ Source: pve-manager ``PVE/API2/Ceph/Pool.pm`` (``lspools``, ``createpool``, ``se
   unfound object, is refused at plan with Ceph's words.
 - Delete is ``DELETE /nodes/{node}/ceph/pool/{name}`` (task ``cephdestroypool``), refused while a
   storage definition names the pool (``GET /storage``: an ``rbd`` storage whose ``pool`` — ``rbd``
-  when unset — or ``data-pool`` is it: ``destroypool``'s ``$get_storages``). It never carries
+  when unset — or ``data-pool`` is it: ``destroypool``'s ``$get_storages``). A replicated pool's never carries
   ``remove_storages``, and carries ``remove_ecprofile=0``: PVE's default (1) would also destroy an
   erasure-code profile.
 
