@@ -15,6 +15,12 @@
         - target: homelab              # optional when one target is configured
         - adopt: false                 # true takes over a pool this minion did not create
 
+    vm-ec:                             # erasure-coded: pools vm-ec-data, vm-ec-metadata, storage vm-ec
+      proxmox_ceph_pool.present:
+        - node: pve1
+        - erasure_coding: {k: 2, m: 1, failure-domain: host}  # fixed once made
+        - size: 3                      # size, min_size, crush_rule: the metadata pool's
+
     old-pool:
       proxmox_ceph_pool.absent:
         - node: pve1

@@ -18,8 +18,9 @@ Source: pve-manager ``PVE/API2/Ceph/Pool.pm`` (``lspools``, ``createpool``, ``se
   ``pg_autoscale_mode`` warn; keys not declared are not compared.
 - ``setpool`` (``set_pool``) sends ``application`` as ``osd pool application enable``, which adds an
   application beside the pool's, never replaces it: ``application`` is the create's alone, and a
-  change is refused at plan. Erasure-coded pools (``erasure-coding``: a ``<name>-data`` and a
-  ``<name>-metadata`` pool) are not declared here.
+  change is refused at plan.
+- ``erasure_coding`` (``createpool``'s ``erasure-coding``) declares an erasure-coded pool: the two
+  pools ``<name>-data`` and ``<name>-metadata``, their profile and storage (``ceph.erasure``).
 - ``pg_num`` under ``pg_autoscale_mode: on`` is the pg_autoscaler's: Ceph moves it by itself, so it
   is the create's value only and never drift (``moving``); the plan says so.
 - ``min_size`` must not exceed ``size`` (Ceph: "pool min_size must be between 1 and size"); a
@@ -36,7 +37,7 @@ Source: pve-manager ``PVE/API2/Ceph/Pool.pm`` (``lspools``, ``createpool``, ``se
   unfound object, is refused at plan with Ceph's words.
 - Delete is ``DELETE /nodes/{node}/ceph/pool/{name}`` (task ``cephdestroypool``), refused while a
   storage definition names the pool (``GET /storage``: an ``rbd`` storage whose ``pool`` — ``rbd``
-  when unset — or ``data-pool`` is it: ``destroypool``'s ``$get_storages``). It never carries
+  when unset — or ``data-pool`` is it: ``destroypool``'s ``$get_storages``). A replicated pool's never carries
   ``remove_storages``, and carries ``remove_ecprofile=0``: PVE's default (1) would also destroy an
   erasure-code profile.
 
@@ -51,6 +52,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from salt_proxmox.ceph import erasure
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, NUMBER, Endpoint, Rule
@@ -59,6 +61,7 @@ from salt_proxmox.pve.listing import get_rows, node_names, rows_of
 from salt_proxmox.simple.fields import Field, canonical_values
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, listed_row
 from salt_proxmox.wire.sizes import parse_size
+from salt_proxmox.wire.volumes import STORAGE_ID
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
@@ -108,9 +111,18 @@ _RULES = {
         check=lambda text: None if POOL_NAME.match(text) else "value does not match the regex pattern"
     ),
     **{key: field.rule() for key, field in FIELDS.items()},
+    "erasure-coding": Rule(check=lambda text: _ec_problem(text)),
 }
 CREATE = Endpoint("POST /nodes/{node}/ceph/pool", ("name",), _RULES.get)
 UPDATE = Endpoint("PUT /nodes/{node}/ceph/pool/{name}", (), _RULES.get)
+
+
+def _ec_problem(text: str) -> str | None:
+    try:
+        erasure.canonical(text)
+    except ValueError as why:
+        return str(why)
+    return None
 
 
 def _unset(values: dict) -> dict:
@@ -139,10 +151,18 @@ def identify(
 def declare(
     state_id: str, target: str, name: object = None, node: object = None, adopt: object = False, **declared
 ) -> Declared:
-    """One pool: ``FIELDS`` keys only, those declared (None or ``''``: cleared). Raises
-    DeclarationError naming each bad key, and for ``min_size`` above ``size``."""
+    """One pool: ``FIELDS`` keys only, those declared (None or ``''``: cleared), and
+    ``erasure_coding`` (``ceph.erasure.parse_ec``: a mapping or PVE's property string) for an
+    erasure-coded one. Raises DeclarationError naming each bad key, and for ``min_size`` above
+    ``size``."""
     probe = identify(state_id, target, name, node)
+    ec = declared.pop("erasure_coding", None)
     values = _unset(canonical_values(FIELDS, {k: v for k, v in declared.items()}))
+    if ec is not None:
+        try:
+            values["erasure_coding"] = erasure.canonical(ec)
+        except ValueError as why:
+            raise DeclarationError(f"erasure_coding: {why}") from None
     problem = min_size_problem(values.get("size"), values.get("min_size"))
     if problem:
         raise DeclarationError(problem)
@@ -225,7 +245,12 @@ def parse_row(row: Mapping[str, object]) -> dict:
 
 def parse(data: object, decl: Declared) -> dict | None:
     """``GET /nodes/{node}/ceph/pool`` → this pool's canonical values, or None when it is not
-    listed (``lspools`` lists every pool, so that is absence). Raises ValueError for another shape."""
+    listed (``lspools`` lists every pool, so that is absence); an erasure-coded one's from its two
+    pools (``erasure.live_values``). Raises ValueError for another shape."""
+    if "erasure_coding" in decl.values:
+        return erasure.live_values(
+            list(rows_of(data)), decl.names["name"], decl.values["erasure_coding"], parse_row
+        )
     row = listed_row(data, "pool_name", lambda name: name == decl.names["name"])
     return None if row is None else parse_row(row)
 
@@ -275,7 +300,10 @@ def create_call(decl: Declared) -> Call:
     """``POST /nodes/{node}/ceph/pool``: the name and every declared key PVE takes (cleared keys left
     to Ceph)."""
     form = {"name": decl.names["name"]}
-    form.update({key: FIELDS[key].wire(value) for key, value in decl.values.items() if value != ""})
+    values = {key: value for key, value in decl.values.items() if key != "erasure_coding"}
+    form.update({key: FIELDS[key].wire(value) for key, value in values.items() if value != ""})
+    if "erasure_coding" in decl.values:
+        form["erasure-coding"] = str(decl.values["erasure_coding"])
     return Call("POST", _path(decl), form=form)
 
 
@@ -287,7 +315,7 @@ def update_call(decl: Declared, live: Mapping[str, object]) -> Call | None:
     form = {
         key: ("0" if decl.values[key] == "" else FIELDS[key].wire(decl.values[key]))
         for key in diffs
-        if key != "application"
+        if key not in ("application", "erasure_coding")
     }
     if "size" in form and "min_size" in decl.values:
         form["min_size"] = FIELDS["min_size"].wire(decl.values["min_size"])
@@ -306,9 +334,18 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
     except ValueError as why:
         raise PveMalformed("GET", api_path("nodes", node, "ceph", "status"), str(why)) from None
     problems = [problem] if problem else []
+    ec = decl.values.get("erasure_coding")
     if action == "delete":
         rows = get_rows(ctx.client, "storage", credential, what="storage definitions")
         named = storages_naming(rows, decl.names["name"])
+        if ec is not None:  # PVE's own storage <name> goes with the pools (remove_storages)
+            name = decl.names["name"]
+            named = [
+                sid
+                for pool in (erasure.data_pool(name), erasure.metadata_pool(name))
+                for sid in storages_naming(rows, pool)
+                if sid != name
+            ]
         if named:
             problems.append(
                 f"{decl.label} is named by storage {', '.join(named)}, and destroying it would leave that "
@@ -317,6 +354,8 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
             )
         return problems
     problems += size_problems(decl.values, live)
+    if ec is not None:
+        problems += _ec_refusals(ctx, credential, decl, str(ec), live)
     app = decl.values.get("application")
     if live is not None and app is not None and app != live.get("application"):
         problems.append(
@@ -337,12 +376,70 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
     return problems
 
 
+def _ec_refusals(
+    ctx: PveContext, credential: object, decl: Declared, ec: str, live: Mapping[str, object] | None
+) -> list[str]:
+    """An erasure-coded pool's refusals (``ceph.erasure``): a change of what the read shows of its
+    profile; at create a name PVE cannot make a storage id of (``createpool``: "pool name contains
+    characters which are illegal for storage naming"), a storage ``<name>`` already defined, and
+    fewer failure domains holding an OSD than ``k+m``."""
+    name, label = decl.names["name"], decl.label
+    if live is not None:
+        problem = erasure.immutable_problem(label, live, ec)
+        return [problem] if problem else []
+    problems = []
+    if not STORAGE_ID.match(name):
+        problems.append(
+            f"{label}: PVE adds an erasure-coded pool's storage under the pool's name, and {name} is not a "
+            "storage id (pve-storage-id: a letter, then letters, digits, '-', '_' or '.', ending in a letter "
+            "or digit), so createpool refuses it (`pool name contains characters which are illegal for "
+            "storage naming`). Declare another name."
+        )
+    rows = get_rows(ctx.client, "storage", credential, what="storage definitions")
+    problems += filter(None, [erasure.storage_problem(label, name, list(rows_of(rows)))])
+    path = erasure.osd_tree_path(decl.names["node"])
+    tree = ctx.client.request("GET", path, credential)
+    parsed = erasure.parse_ec(ec)
+    try:
+        count = erasure.failure_domains(tree, str(parsed["failure-domain"]))
+    except ValueError as why:
+        raise PveMalformed("GET", path, str(why)) from None
+    problems += filter(None, [erasure.domain_problem(label, parsed, count)])
+    return problems
+
+
+def send(ctx: PveContext, decl: Declared, call: Call, what: str) -> None:
+    """Each write as PVE's task on the declared node; an erasure-coded pool's update to the pool
+    that holds each key and its destroy as the two pools' (``ceph.erasure``). Raises what
+    ``PveContext.task`` raises."""
+    node, name = decl.names["node"], decl.names["name"]
+    calls = [(call.path, call.form, call.params)]
+    ec = decl.values.get("erasure_coding")
+    if ec is not None and call.method == "PUT":
+        calls = [
+            (_path(decl, pool), form, None) for pool, form in erasure.split_update(call.form or {}, name)
+        ]
+    elif ec is not None and call.method == "DELETE":
+        parsed = erasure.parse_ec(ec)
+        calls = [
+            (path, None, params)
+            for path, params in erasure.delete_calls(lambda p: _path(decl, p), name, parsed)
+        ]
+    for path, form, params in calls:
+        ctx.reads.drop_listings()
+        ctx.task(call.method, path, node, what, form=form, params=params)
+
+
 def side_effects(ctx: PveContext, decl: Declared, action: str) -> list[str]:
     """What the plan says besides the write: a declared ``pg_num`` under ``pg_autoscale_mode: on`` is
     the create's only (the pg_autoscaler moves it); a ``size`` change without a declared
     ``min_size`` makes Ceph set ``min_size`` itself (``default_min_size``: ``size - size/2``), read
     from the run's shared pool listing. Raises what that read raises."""
     notes = []
+    ec = decl.values.get("erasure_coding")
+    if ec is not None and action in ("create", "delete"):
+        each = erasure.create_notes if action == "create" else erasure.delete_notes
+        notes += each(decl.label, decl.names["name"], erasure.parse_ec(ec))
     if decl.values.get("pg_autoscale_mode") == "on" and "pg_num" in decl.values and action == "create":
         notes.append(
             f"{decl.label}: pg_num {decl.values['pg_num']} is the create's: with pg_autoscale_mode on, "
@@ -396,6 +493,7 @@ SPEC = ObjectSpec(
     side_effects=side_effects,
     moving=moving,
     task_node=lambda decl: decl.names["node"],
+    send=send,
     export_names=lambda row: {"name": row["pool_name"]} if isinstance(row.get("pool_name"), str) else None,
     export_listings=export_listings,
     # The listing's ``type`` (replicated, erasure) is the create's, not a key this state manages.

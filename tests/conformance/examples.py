@@ -8,7 +8,7 @@ holds the data each family is tried with.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 
@@ -86,6 +86,15 @@ _CEPH_POOL = {
     "application": "rbd",
     "target_size_ratio": 0.2,
 }
+#: An erasure-coded pool (pve-manager API2/Ceph/Pool.pm createpool erasure-coding).
+_CEPH_EC = {"name": "example-ec", "node": "pve1", "erasure_coding": {"k": 2, "m": 1}}
+
+
+def _with_bad(examples: Examples, bad: Mapping[str, tuple[str, Mapping[str, object], str]]) -> Examples:
+    """``examples`` with more inputs refused by name."""
+    return replace(examples, bad={**examples.bad, **bad})
+
+
 #: An IP set of the cluster (pve-firewall API2/Firewall/IPSet.pm), one entry a ``nomatch``.
 _IPSET = {
     "name": "examples",
@@ -252,8 +261,23 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             {"propagate": "maybe"},
             ("name", "path", "role", "user"),
         ),
-        "ceph_pool": _simple(
-            _CEPH_POOL, {"pg_num": 64}, {"target_size_ratio": None}, {"size": "three"}, ("name", "node")
+        "ceph_pool": _with_bad(
+            _simple(
+                _CEPH_POOL, {"pg_num": 64}, {"target_size_ratio": None}, {"size": "three"}, ("name", "node")
+            ),
+            # pve-manager API2/Ceph/Pool.pm $ec_format: k minimum 2; a failure domain is a CRUSH type.
+            {
+                "erasure k below 2": (
+                    "present",
+                    {**_CEPH_EC, "erasure_coding": {"k": 1, "m": 1}},
+                    "erasure_coding",
+                ),
+                "erasure failure-domain": (
+                    "present",
+                    {**_CEPH_EC, "erasure_coding": {"k": 2, "m": 1, "failure-domain": "shelf"}},
+                    "erasure_coding",
+                ),
+            },
         ),
         "pbs_datastore": Examples(
             create=_PBS_DATASTORE,

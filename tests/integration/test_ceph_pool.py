@@ -173,3 +173,63 @@ def test_an_application_change_and_an_unknown_crush_rule_are_refused_at_plan(fre
     fresh_cluster.pve.crush_rules[1] = "ssd-only"
     _plan_apply_replan(fresh_cluster, ctx, "disks", **{**POOL, "crush_rule": "ssd-only"})
     assert fresh_cluster.pve.ceph_pools["vm-disks"]["crush_rule"] == 1
+
+
+EC = {"name": "ec", "node": "pve1", "erasure_coding": {"k": 2, "m": 1}, "size": 3, "min_size": 2}
+
+
+def test_an_erasure_coded_pool_is_created_as_two_pools_with_its_storage_and_destroyed_whole(fresh_cluster):
+    """createpool with erasure-coding: <name>-data (erasure, profile pve_ec_<name>), <name>-metadata,
+    and the RBD storage <name> with data-pool; destroypool of each, the profile and storage with them."""
+    fresh_cluster.pve.ceph_osds = {"pve1": 1, "pve2": 1, "pve3": 1}
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    plan, _, log = _plan_apply_replan(fresh_cluster, ctx, "ec", **EC)
+    assert "PVE makes pools ec-data (erasure-coded, profile pve_ec_ec" in " ".join(plan.comment)
+    (create,) = writes(log)
+    assert _form(create[2])["erasure-coding"] == "k=2,m=1,failure-domain=host"
+    pools = fresh_cluster.pve.ceph_pools
+    assert (pools["ec-data"]["type"], pools["ec-data"]["size"], pools["ec-metadata"]["pg_num"]) == (3, 3, 32)
+    assert fresh_cluster.pve.storages["ec"]["data-pool"] == "ec-data"
+
+    # pg_num is the data pool's, size the metadata pool's: each PUT goes to its pool.
+    _, _, log = _plan_apply_replan(fresh_cluster, ctx, "ec", **{**EC, "pg_num": 64, "size": 4, "min_size": 2})
+    assert [(w[1], _form(w[2])) for w in writes(log)] == [
+        ("/nodes/pve1/ceph/pool/ec-data", {"pg_num": "64"}),
+        ("/nodes/pve1/ceph/pool/ec-metadata", {"size": "4", "min_size": "2"}),
+    ]
+
+    plan = present(ctx, pool.SPEC, True, "ec", **{**EC, "pg_num": 64, "size": 4, "erasure_coding": "k=3,m=1"})
+    assert plan.result is False and "erasure coding k+m=3 → k=3,m=1" in " ".join(plan.comment)
+
+    start = len(fresh_cluster.pve.requests)
+    gone = absent(ctx, pool.SPEC, True, "ec", "destroy", name="ec", node="pve1")
+    assert gone.result is None and "destroys pools ec-data and ec-metadata" in " ".join(gone.comment)
+    assert writes(requests_since(fresh_cluster, start)) == []
+    gone = absent(ctx, pool.SPEC, False, "ec", "destroy", name="ec", node="pve1")
+    assert gone.result is True, gone.comment
+    assert "ec-data" not in pools and "ec-metadata" not in pools and "ec" not in fresh_cluster.pve.storages
+    assert fresh_cluster.pve.removed_ecprofiles == ["pve_ec_ec"]
+
+
+def test_an_erasure_coded_pool_is_refused_at_plan_by_name(fresh_cluster):
+    """Bad input names the key and rule; fewer hosts than k+m, and a storage <name> already
+    defined (PVE adds it after making both pools), are refused at plan; nothing is written."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    start = len(fresh_cluster.pve.requests)
+    for bad, said in (
+        ({"k": 1, "m": 1}, "erasure_coding: k: 1 is not a whole number of at least 2"),
+        ({"k": 2, "m": 0}, "erasure_coding: m: 0 is not a whole number of at least 1"),
+        ({"k": 2, "m": 1, "failure-domain": "shelf"}, "failure-domain: 'shelf' is not a CRUSH bucket type"),
+    ):
+        plan = present(ctx, pool.SPEC, True, "ec", **{**EC, "erasure_coding": bad})
+        assert plan.result is False and said in " ".join(plan.comment), plan.comment
+    assert requests_since(fresh_cluster, start) == []
+    plan = present(ctx, pool.SPEC, True, "ec", **EC)
+    assert plan.result is False
+    assert "the Ceph cluster has 1 host bucket(s) holding an OSD" in " ".join(plan.comment)
+    fresh_cluster.pve.ceph_osds = {"pve1": 1, "pve2": 1, "pve3": 1}
+    fresh_cluster.pve.add_ceph_storage("ec", pool="other")
+    plan = present(ctx, pool.SPEC, True, "ec", **EC)
+    assert plan.result is False and "storage ec is already defined" in " ".join(plan.comment)
+    assert writes(requests_since(fresh_cluster, start)) == []
+    assert "ec-data" not in fresh_cluster.pve.ceph_pools

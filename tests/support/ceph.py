@@ -29,6 +29,16 @@ pve-manager ``PVE/API2/Ceph/Pool.pm`` and ``PVE/Ceph/Tools.pm``:
 - ``GET /nodes/{node}/ceph/status`` is ``ceph status`` with ``health.checks`` from ``ceph_checks``
   (``degrade()`` raises one) and ``health.status`` ``HEALTH_ERR`` after fakepve's ``ceph_down`` or
   ``ceph_slow(..., 'HEALTH_ERR')``, ``HEALTH_WARN`` while a check is raised, else ``HEALTH_OK``;
+- ``erasure-coding`` (``createpool``, ``ec_parse_and_check``, Tools.pm ``create_ecprofile``): k at
+  least 2, m at least 1, a declared ``profile`` must be in ``ec_profiles`` ("Erasure code profile
+  '<p>' does not exist."), else ``pve_ec_<name>`` is made; ``<name>-data`` (type 3, size k+m,
+  min_size k+min(1, m-1) as Ceph's ``OSDMonitor::prepare_pool_size`` gives an erasure pool, its own
+  CRUSH rule ``<name>-data``, ``allow_ec_overwrites``) gets every key but size, min_size and
+  crush_rule, then ``<name>-metadata`` (pg_num 32) the rest, then — ``add_storages`` defaulting to 1
+  — the RBD storage ``<name>`` (``storage ID '<name>' already defined`` when it is); a destroy of an
+  erasure pool drops its CRUSH rule too;
+- ``GET /nodes/{node}/ceph/osd`` is the CRUSH tree of ``ceph_osds`` (host → OSD count; one OSD on
+  the first node, as fakepve's shape);
 - ``GET /nodes/{node}/ceph/rules`` lists ``crush_rules`` as ``[{name}]`` (``PVE/API2/Ceph.pm`` ``rules``).
 
 ``autoscale(name, pg_num)`` is the pg_autoscaler moving a pool's ``pg_num``. Differences from Ceph: a
@@ -37,6 +47,8 @@ runs by itself.
 """
 
 from __future__ import annotations
+
+import re
 
 from fakepve import shapes
 from fakepve.model import TaskError
@@ -67,6 +79,8 @@ class CephPve(QemuPve):
         #: Raised health checks, ``{code: {"severity": ..., "summary": {"message": ...}}}``.
         self.ceph_checks: dict[str, dict] = {}
         self.removed_ecprofiles: list[str] = []
+        self.ec_profiles: dict[str, dict] = {}
+        self.ceph_osds: dict[str, int] = {sorted(self.nodes)[0]: 1}
         self._pool_ids = iter(range(1, 10_000))
 
     # ---------------------------------------------------------------------------------- scenarios
@@ -110,6 +124,7 @@ class CephPve(QemuPve):
             ("DELETE", pool, self._ceph_pool_destroy),
             ("GET", "/nodes/{node}/ceph/status", self._ceph_node_status),
             ("GET", "/nodes/{node}/ceph/rules", self._ceph_rules),
+            ("GET", "/nodes/{node}/ceph/osd", self._ceph_osd_tree),
         ]
 
     def _health(self) -> str:
@@ -123,6 +138,18 @@ class CephPve(QemuPve):
         status = shapes.ceph_status(self._health(), sorted(self.nodes)[0])
         status["health"]["checks"] = {code: dict(check) for code, check in self.ceph_checks.items()}
         return status
+
+    async def _ceph_osd_tree(self, v, user):
+        ids, hosts = iter(range(10_000)), []
+        for host, count in sorted(self.ceph_osds.items()):
+            osds = [
+                {"id": next(ids), "name": "", "type": "osd", "leaf": 1, "status": "up"} for _ in range(count)
+            ]
+            for osd in osds:
+                osd["name"] = f"osd.{osd['id']}"
+            hosts.append({"id": -2 - len(hosts), "name": host, "type": "host", "leaf": 0, "children": osds})
+        root = {"id": -1, "name": "default", "type": "root", "leaf": 0, "children": hosts}
+        return {"flags": "", "root": {"leaf": 0, "children": [root]}}
 
     async def _ceph_rules(self, v, user):
         return [{"name": name} for name in sorted(self.crush_rules.values())]
@@ -226,11 +253,19 @@ class CephPve(QemuPve):
     async def _ceph_pool_create(self, v, user):
         name = v["name"]
         param = self._params(v)
-        for key in ("add_storages", "erasure-coding"):
-            if param.pop(key, None) not in (None, 0, "0"):
-                raise param_error(**{key: "not modelled by this fake"})
+        ec = self._ec(param.pop("erasure-coding", None))
+        add = param.pop("add_storages", None)
+        add = ec is not None if add is None else add in (1, "1", True)
+        if add and not re.match(r"^[a-z][a-z0-9\-_.]*[a-z0-9]$", name, re.I):
+            raise die("pool name contains characters which are illegal for storage naming")
         for key, value in CREATE_DEFAULTS.items():
             param.setdefault(key, value)
+        if ec is not None:
+            return await self.task(
+                v["node"], "cephcreatepool", name, user, lambda: self._ec_create(name, ec, param, add)
+            )
+        if add:
+            raise param_error(add_storages="a replicated pool's storage is not modelled by this fake")
 
         async def worker():
             if name not in self.ceph_pools:  # ``osd pool create`` of an existing name is no error
@@ -240,6 +275,55 @@ class CephPve(QemuPve):
             self._set_pool(name, param)
 
         return await self.task(v["node"], "cephcreatepool", name, user, worker)
+
+    def _ec(self, text):
+        """``ec_parse_and_check``: the property string, and a given ``profile`` must exist."""
+        if text is None:
+            return None
+        ec = dict(part.split("=", 1) for part in str(text).split(","))
+        if int(ec.get("k", 0)) < 2 or int(ec.get("m", 0)) < 1:
+            raise param_error(**{"erasure-coding": "k must be at least 2 and m at least 1"})
+        if ec.get("profile") and ec["profile"] not in self.ec_profiles:
+            raise die(f"Erasure code profile '{ec['profile']}' does not exist.")
+        return ec
+
+    async def _ec_create(self, name: str, ec: dict, param: dict, add: bool) -> None:
+        profile = ec.get("profile")
+        if not profile:
+            profile = f"pve_ec_{name}"
+            self.ec_profiles[profile] = {"k": int(ec["k"]), "m": int(ec["m"]), **ec}
+        k, m = int(self.ec_profiles[profile]["k"]), int(self.ec_profiles[profile]["m"])
+        rule = max(self.crush_rules) + 1
+        self.crush_rules[rule] = f"{name}-data"
+        data = {key: value for key, value in param.items() if key not in ("size", "min_size", "crush_rule")}
+        self.add_ceph_pool(
+            f"{name}-data",
+            type=3,
+            size=k + m,
+            min_size=k + min(1, m - 1),
+            crush_rule=rule,
+            pg_num=int(data["pg_num"]),
+            application_metadata={},
+            pg_autoscale_mode="on",
+            erasure_code_profile=profile,
+            allow_ec_overwrites=True,
+        )
+        self._set_pool(f"{name}-data", data)
+        meta = {**param, "pg_num": 32}
+        self.add_ceph_pool(f"{name}-metadata", pg_num=32, application_metadata={}, pg_autoscale_mode="on")
+        self._set_pool(f"{name}-metadata", meta)
+        if add:
+            if name in self.storages:
+                raise TaskError(
+                    f"adding PVE storage for ceph pool '{name}' failed: storage ID '{name}' already defined"
+                )
+            self.storages[name] = {
+                "type": "rbd",
+                "pool": f"{name}-metadata",
+                "data-pool": f"{name}-data",
+                "krbd": 0,
+                "content": "rootdir,images",
+            }
 
     async def _ceph_pool_update(self, v, user):
         name = v["name"]
@@ -271,6 +355,8 @@ class CephPve(QemuPve):
             if pool is None:
                 raise TaskError(f"pool '{name}' does not exist")
             profile = pool.get("erasure_code_profile")
+            if profile:  # destroypool drops the pool's CRUSH rule
+                self.crush_rules.pop(pool["crush_rule"], None)
             if profile and v.get("remove_ecprofile") not in (0, "0", False):
                 self.removed_ecprofiles.append(profile)
             if v.get("remove_storages") in (1, "1", True):

@@ -143,3 +143,91 @@ def test_a_destroy_never_removes_storages_nor_an_erasure_code_profile():
         "nodes/pve1/ceph/pool/vm-disks",
         {"remove_ecprofile": "0"},
     )
+
+
+# ------------------------------------------------------------------------- erasure-coded pools
+# pve-manager PVE/API2/Ceph/Pool.pm createpool ($ec_format, ec_parse_and_check, $add_storage),
+# destroypool; PVE/Ceph/Tools.pm create_ecprofile, get_ecprofile_name, set_pool.
+
+from salt_proxmox.ceph import erasure  # noqa: E402
+
+DATA = {
+    **ROW,
+    "pool_name": "ec-data",
+    "type": "erasure",
+    "size": 3,
+    "min_size": 2,
+    "crush_rule_name": "ec-data",
+}
+META = {**ROW, "pool_name": "ec-metadata", "pg_num": 32, "size": 3, "min_size": 2}
+
+
+def _ec(**values):
+    return pool.declare("ec", "lab", name="ec", node="pve1", **values)
+
+
+def test_erasure_coding_is_pves_property_string_with_its_minimums_and_default():
+    """$ec_format: k minimum 2, m minimum 1, failure-domain default host; a mapping or the string."""
+    assert _ec(erasure_coding={"k": 2, "m": 1}).values == {"erasure_coding": "k=2,m=1,failure-domain=host"}
+    assert _ec(erasure_coding="m=2,k=4,device-class=ssd").values["erasure_coding"] == (
+        "k=4,m=2,failure-domain=host,device-class=ssd"
+    )
+    with pytest.raises(DeclarationError, match="erasure_coding: k: 1 is not a whole number of at least 2"):
+        _ec(erasure_coding={"k": 1, "m": 1})
+    with pytest.raises(DeclarationError, match="erasure_coding: m: 0 is not a whole number of at least 1"):
+        _ec(erasure_coding={"k": 2, "m": 0})
+    with pytest.raises(DeclarationError, match="erasure_coding: failure-domain: 'shelf' is not a CRUSH"):
+        _ec(erasure_coding={"k": 2, "m": 1, "failure-domain": "shelf"})
+    with pytest.raises(DeclarationError, match="erasure_coding: unknown key"):
+        _ec(erasure_coding={"k": 2, "m": 1, "plugin": "isa"})
+
+
+def test_an_erasure_coded_pool_is_read_from_its_two_pools():
+    """createpool makes <name>-data (erasure, size k+m) and <name>-metadata; size, min_size and
+    crush_rule are the metadata pool's, pg_num the data pool's."""
+    decl = _ec(erasure_coding="k=2,m=1", pg_num=32, size=3)
+    live = pool.parse([DATA, META, ROW], decl)
+    assert live["erasure_coding"] == "k=2,m=1,failure-domain=host"
+    assert (live["crush_rule"], live["pg_num"]) == ("replicated_rule", 32)
+    assert pool.parse([ROW], decl) is None, "neither pool listed: absent"
+    assert pool.parse([DATA], decl)["erasure_coding"] == "ec-metadata missing"
+    assert pool.parse([{**DATA, "size": 5}, META], decl)["erasure_coding"] == "k+m=5"
+    problem = erasure.immutable_problem(
+        "Ceph pool ec", {"erasure_coding": "k+m=5"}, "k=2,m=1,failure-domain=host"
+    )
+    assert "cannot change" in problem and "create another pool" in problem
+
+
+def test_an_erasure_coded_create_sends_the_property_string_and_updates_go_to_the_pool_holding_each_key():
+    decl = _ec(erasure_coding={"k": 2, "m": 1}, size=3)
+    call = pool.create_call(decl)
+    assert call.form == {"name": "ec", "size": "3", "erasure-coding": "k=2,m=1,failure-domain=host"}
+    assert erasure.split_update({"size": "4", "pg_num": "64"}, "ec") == [
+        ("ec-data", {"pg_num": "64"}),
+        ("ec-metadata", {"size": "4"}),
+    ], "set_pool drops size and crush_rule on an erasure-coded pool"
+
+
+def test_failure_domains_are_counted_from_the_osd_tree_and_fewer_than_k_plus_m_refused():
+    """CRUSH puts each of the k+m chunks in its own failure domain (the profile's chooseleaf indep rule)."""
+    host = lambda name, n: {"type": "host", "name": name, "children": [{"type": "osd"}] * n}  # noqa: E731
+    tree = {"root": {"children": [{"type": "root", "children": [host("a", 2), host("b", 1), host("c", 0)]}]}}
+    assert erasure.failure_domains(tree, "host") == 2
+    assert erasure.failure_domains(tree, "osd") == 3
+    ec = erasure.parse_ec("k=2,m=1")
+    assert erasure.domain_problem("p", ec, 3) is None
+    assert "has 2 host bucket(s) holding an OSD" in erasure.domain_problem("p", ec, 2)
+    with pytest.raises(ValueError):
+        erasure.failure_domains({"nodes": []}, "host")
+
+
+def test_an_erasure_coded_destroy_removes_both_pools_and_only_its_own_profile():
+    """destroypool: remove_ecprofile for pve_ec_<name> only; remove_storages for PVE's storage <name>."""
+    path = lambda pool_name: f"nodes/pve1/ceph/pool/{pool_name}"  # noqa: E731
+    assert erasure.delete_calls(path, "ec", erasure.parse_ec("k=2,m=1")) == [
+        ("nodes/pve1/ceph/pool/ec-data", {"remove_ecprofile": "1", "remove_storages": "1"}),
+        ("nodes/pve1/ceph/pool/ec-metadata", {"remove_ecprofile": "0"}),
+    ]
+    kept = erasure.delete_calls(path, "ec", erasure.parse_ec("k=2,m=1,profile=shared"))
+    assert kept[0][1]["remove_ecprofile"] == "0"
+    assert "destroys profile pve_ec_ec" in erasure.delete_notes("p", "ec", erasure.parse_ec("k=2,m=1"))[0]
