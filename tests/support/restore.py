@@ -151,7 +151,8 @@ class RestorePve(CephPve):
         archive = self._archive(user, v["ostemplate"])
         given = dict(v)
         if "unprivileged" not in given and "unprivileged" in archive:
-            given["unprivileged"] = archive["unprivileged"]
+            # As an int: fakepve's create tests it for truth, and "0" is a privileged archive.
+            given["unprivileged"] = int(str(archive["unprivileged"]) in ("1", "yes", "on", "true"))
         if "rootfs" not in given:
             # Storage-only mode (no rootfs sent): the archive's rootfs at its size on ``storage``.
             given["rootfs"] = f"{v.get('storage') or 'local'}:{_gib(str(archive.get('rootfs', 'size=4G')))}"
