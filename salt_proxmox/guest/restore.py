@@ -32,7 +32,8 @@ PVE's rules, each from its source:
 - A container restore allocates its volumes on the target storage, which must hold containers
   (content ``rootdir``): the declared ``rootfs`` (``storage:GiB``) is sent with the restore
   (``create_vm``'s ``$mp_param``; without one, every volume goes to ``storage``, default
-  ``local``).
+  ``local``). Its plan reads the archive's config (``archived_config``) and judges the declaration
+  against the container the restore will make by pve-container's merge (``lxc.restored``).
 - A VM restore refuses drive keys beside ``archive`` (``create_vm``: ``option conflicts with option
   'archive'``): they are written after the restore, as every other declared key. So the plan reads
   the archive's config (``archived_config``: pve-manager ``API2/VZDump.pm`` ``extractconfig``, the

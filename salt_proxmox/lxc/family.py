@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING
 from salt_proxmox.access import privileges
 from salt_proxmox.guest import restore
 from salt_proxmox.guest.apply import written_onto
+from salt_proxmox.guest.decide import changes_of
 from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
 from salt_proxmox.guest.live import styled
 from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.lxc import judge, schema
+from salt_proxmox.lxc import judge, restored, schema
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.lxc.refusals import check_own_sys_modify, privileged_create_check
 from salt_proxmox.lxc.schema import parse_mountpoint
@@ -131,8 +132,13 @@ def _restore_storage_refusal(ctx: PveContext, decl: LxcDeclaration) -> str | Non
 
 def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> CreatePlan:
     """A create by restore: the archive as the node lists it (``guest.restore.find_archive``), the
-    target storage (``_restore_storage_refusal``); the plan names the archive with its size and time
-    and says the other declared keys are written onto the restored container."""
+    target storage (``_restore_storage_refusal``), and the config the archive holds
+    (``guest.restore.archived_config``), from which the container the restore makes is known
+    (``lxc.restored.restored_config``). The declaration is judged against that container as the apply
+    judges it against the one it reads back: the plan lists only what the write after the restore
+    changes, refuses what it cannot (``unprivileged`` other than the archive's), and notes where
+    ``rootfs`` goes (``restored.rootfs_note``) and each archived mount point the restore does not make
+    (``restored.dropped_mount_notes``)."""
     assert decl.restore is not None
     archive, refusal = restore.find_archive(ctx, decl.node, decl.restore)
     refusals = [*refusals, *([refusal] if refusal else [])]
@@ -141,16 +147,33 @@ def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> 
         refusals.append(problem)
     if archive is None or refusals:
         return CreatePlan(refusals=refusals)
+    archived = restore.archived_config(ctx, decl.node, decl.restore).config
     form = _restore_form(decl)
-    rest = [key for key in decl.config if key not in form]
+    made = restored.restored_config(decl.vmid, archived, form, decl.unique)
+    onto = judge.judge(decl, made, styled(ctx, decl))
+    if onto.refuse:
+        return CreatePlan(refusals=onto.refuse)
     what = LXC.what(decl.vmid, decl.node)
-    return restore.create_plan(what, archive, decl.config, judge.key_change, rest, decl.unique)
+    plan = restore.create_plan(
+        what,
+        archive,
+        decl.config,
+        judge.key_change,
+        onto.drift,
+        decl.unique,
+        changes=changes_of(LXC, onto, made),
+    )
+    moved = restored.rootfs_note(what, archived, form)
+    plan.notes.extend([*([moved] if moved else []), *restored.dropped_mount_notes(what, archived, form)])
+    return plan
 
 
 def _restore_form(decl: LxcDeclaration) -> dict[str, str]:
     """``POST /nodes/{node}/lxc`` of a restore (``create_vm``): the archive as ``ostemplate`` with
-    ``restore=1`` and ``unique=1`` (new MACs), the target ``rootfs`` and ``pool``; never ``force``.
-    Every other declared key is written after it (``create``)."""
+    ``restore=1`` and ``unique=1`` (new MACs), the target ``rootfs``, each declared volume ``mpN``
+    (``$mp_param``: allocated before the archive is extracted into them, so their files land in them,
+    not in ``rootfs``) and ``pool``; never ``force``. Every other declared key is written after it
+    (``create``)."""
     assert decl.restore is not None
     form = {
         "vmid": str(decl.vmid),
@@ -159,6 +182,9 @@ def _restore_form(decl: LxcDeclaration) -> dict[str, str]:
         "unique": str(int(decl.unique)),
     }
     form["rootfs"] = decl.config["rootfs"]
+    for key, value in decl.config.items():
+        if (schema.indexed(key) or ("", 0))[0] == "mp" and value and not parse_mountpoint(value).host_path:
+            form[key] = value
     if decl.pool:
         form["pool"] = decl.pool
     return form

@@ -87,6 +87,86 @@ def test_a_container_is_restored_with_a_new_mac_then_written_as_declared_and_rep
     assert any("restore: " + CT_ARCHIVE + " is ignored, the guest exists" in line for line in again.comment)
 
 
+def test_a_container_restore_is_judged_at_plan_against_the_container_the_archive_makes(fresh_cluster):
+    """pve-container ``API2/LXC.pm`` ``create_vm`` restores the archive's config (pve-manager
+    ``API2/VZDump.pm`` ``extractconfig`` shows it to the read token) merged by ``LXC/Create.pm``
+    ``sanitize_and_merge_config``: keys the archive holds equal are not written after the restore,
+    keys that differ are, the MAC ``unique`` draws is no drift, and an archived mount point is dropped
+    when ``rootfs`` is sent (only the mount points sent are allocated), which the plan says. A
+    declared ``unprivileged`` other than the archive's is refused at plan (read-only)."""
+    archive = fresh_cluster.pve.archives[CT_ARCHIVE]
+    archive["mp0"] = "local-lvm:vm-150-disk-1,mp=/srv/data,backup=1,size=4G"
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    # memory 1024 and swap 512 are the archive's; cores and the address differ.
+    declared = _ct(memory=1024, swap=512, cores=4)
+    plan = lifecycle.present(ctx, LXC, "restored", True, **declared)
+    assert plan.result is None, plan.comment
+    assert "CT 160 on pve1: then written onto the restored guest where it differs: cores, hostname, net0" in (
+        plan.comment
+    ), plan.comment
+    assert plan.changes["hostname"] == {"old": "web-old", "new": "web-restored"}
+    assert plan.changes["cores"] == {"old": "2", "new": "4"}
+    assert plan.changes["net0"] == {"old": "ip=dhcp", "new": "gw=10.0.0.1,ip=10.0.0.60/24"}
+    assert {"memory", "swap", "rootfs"}.isdisjoint(plan.changes), plan.changes
+    dropped = [line for line in plan.comment if "the archive's mp0" in line]
+    assert dropped and "extracted under /srv/data into the mount points sent" in dropped[0], plan.comment
+    start = len(fresh_cluster.pve.requests)
+    done = lifecycle.present(ctx, LXC, "restored", False, **declared)
+    assert done.result is True, done.comment
+    sent = writes(requests_since(fresh_cluster, start))
+    assert [(m, p) for m, p, _ in sent] == [
+        ("POST", "/nodes/pve1/lxc"),
+        ("PUT", "/nodes/pve1/lxc/160/config"),
+    ]
+    assert sorted(set(_form(sent[1][2])) - {"digest"}) == ["cores", "hostname", "net0"], (
+        "the apply writes the plan"
+    )
+    live = fresh_cluster.pve.ct(160).config
+    assert "mp0" not in live and live["unprivileged"] == 1 and live["memory"] == 1024
+    again = lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "restored", True, **declared
+    )
+    assert again.result is True and again.changes == {}, again.comment
+
+    start = len(fresh_cluster.pve.requests)
+    for test in (True, False):
+        ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+        privileged = lifecycle.present(ctx, LXC, "priv", test, **_ct(vmid=161, unprivileged=0))
+        assert privileged.result is False, privileged.comment
+        assert "unprivileged: live 1, declared 0" in " ".join(privileged.comment), privileged.comment
+    assert writes(requests_since(fresh_cluster, start)) == [] and fresh_cluster.pve.ct(161) is None
+
+
+def test_a_declared_mount_point_is_restored_with_the_container_and_the_rootfs_move_is_said(fresh_cluster):
+    """``create_vm`` allocates each mount point sent (``$mp_param``) before ``restore_archive``
+    extracts into them, so a declared volume ``mpN`` goes with the restore and its files land in it;
+    the plan says where ``rootfs`` moves from the archive's storage and size."""
+    fresh_cluster.pve.archives[CT_ARCHIVE]["mp0"] = "local-lvm:vm-150-disk-1,mp=/srv/data,backup=1,size=4G"
+    store = MemoryStore()
+    ctx = make_context(static_targets(fresh_cluster), store=store)
+    declared = _ct(rootfs="local-lvm:10", mp0="local-lvm:4,mp=/srv/data,backup=1")
+    plan = lifecycle.present(ctx, LXC, "restored", True, **declared)
+    assert plan.result is None, plan.comment
+    assert (
+        "CT 160 on pve1: rootfs is restored onto a new volume on local-lvm of 10G (the archive's: local-lvm, "
+        "8G); pve-container create_vm allocates the rootfs sent with the restore."
+    ) in plan.comment, plan.comment
+    assert not any("the archive's mp0" in line for line in plan.comment), plan.comment
+    assert "mp0" not in plan.changes, plan.changes
+    start = len(fresh_cluster.pve.requests)
+    done = lifecycle.present(ctx, LXC, "restored", False, **declared)
+    assert done.result is True, done.comment
+    sent = writes(requests_since(fresh_cluster, start))
+    assert _form(sent[0][2])["mp0"] == "local-lvm:4,mp=/srv/data,backup=1"
+    assert "mp0" not in _form(sent[1][2])
+    assert "mp=/srv/data" in fresh_cluster.pve.ct(160).config["mp0"]
+    again = lifecycle.present(
+        make_context(static_targets(fresh_cluster), store=store), LXC, "restored", True, **declared
+    )
+    assert again.result is True and again.changes == {}, again.comment
+
+
 def test_a_vm_is_restored_with_new_macs_and_ids_then_written_as_declared_and_replanned_clean(fresh_cluster):
     store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=store)

@@ -13,9 +13,12 @@ request alone (with the ``ostype`` guessed from the archive's file name), and a 
   ``create_vm``, ``PVE::LXC::Create::restore_configuration``): ``check_volume_access`` on the
   archive for the caller (``Datastore.AllocateSpace`` on its storage and ``VM.Backup`` on the
   archived vmid, or ``Datastore.Allocate``), then the archive's config with the request's keys over
-  it; the archive's volumes are not restored when ``rootfs`` is given (its ``mpN`` dropped), and
-  ``unique=1`` drops every ``hwaddr`` so each NIC gets a new MAC. The ``ostype`` and ``arch`` stay
-  the archive's. A restore without ``force`` onto a taken vmid is refused as fakepve refuses a create.
+  it, merged when the task ends as ``PVE::LXC::Create::sanitize_and_merge_config`` does (``_merge``):
+  the archive's ``rootfs``/``mpN``/``unusedN`` never (only the mount points sent are allocated),
+  ``unprivileged`` the archive's unless sent, ``lxc.*`` raw keys for root@pam only, ``template`` set
+  again, ``unique=1`` a new ``hwaddr`` for each NIC; the archive's ``hostname``, ``memory``, ``swap``,
+  ``ostype`` and ``arch`` over fakepve's defaults. A restore without ``force`` onto a taken vmid is
+  refused as fakepve refuses a create.
 - A VM restore (``POST /nodes/{node}/qemu`` with ``archive``; qemu-server ``API2/Qemu.pm``
   ``create_vm``): a drive key beside ``archive`` is the 400 ``option conflicts with option
   'archive'``; ``check_volume_access`` on the archive; then the archive's config, each disk a new
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import re
 
+from fakepve.lxc import random_mac
 from fakepve.model import FakeVm, TaskError
 from fakepve.routing import die, param_error
 
@@ -56,6 +60,29 @@ def _gib(value: str) -> int:
     return max(1, round(float(found.group(1)) * _UNITS[found.group(2)])) if found else 1
 
 
+#: pve-container ``Create.pm`` ``sanitize_and_merge_config``: archived keys never merged.
+_SKIPPED = ("digest", "rootfs", "snapshots", "unprivileged", "parent", "template", "lock")
+
+
+def _merge(config: dict, archive: dict, given: dict, user: str) -> None:
+    """``sanitize_and_merge_config`` onto the restored ``config``: each archived key not skipped and
+    not given, ``lxc.*`` raw keys only for root@pam, each ``netN`` with a new ``hwaddr`` under
+    ``unique``; then ``template`` again for a template's archive (``$was_template``). The defaults
+    fakepve set (``hostname``, ``memory``, ``swap``) and the ``ostype``/``arch`` it guessed from the
+    file name give way to the archive's, as PVE sets them only after the merge."""
+    unique = str(given.get("unique") or "0") == "1"
+    for key, value in archive.items():
+        if key in _SKIPPED or _MOUNT.fullmatch(key) or (key.startswith("lxc") and user != "root@pam"):
+            continue
+        if unique and _NET.fullmatch(key):
+            kept = re.sub(r"(^|,)hwaddr=[^,]*", "", str(value)).lstrip(",")
+            config[key] = f"{kept},hwaddr={random_mac()}"
+        elif key not in given:
+            config[key] = value
+    if str(archive.get("template") or "0") == "1":
+        config["template"] = 1
+
+
 def _owner(volid: str) -> int:
     return int(re.search(r"vzdump-(?:lxc|openvz|qemu)-(\d+)-", volid).group(1))
 
@@ -67,8 +94,8 @@ class RestorePve(CephPve):
         super().__init__(*args, **kwargs)
         self.archives: dict[str, dict] = {}
         self.failing_restores: set[str] = set()
-        #: vmid -> the archive config a container restore under way keeps its ``ostype``/``arch`` from.
-        self._restoring: dict[int, dict] = {}
+        #: vmid -> (the archive config, the request) of a container restore under way, merged by its task.
+        self._restoring: dict[int, tuple[dict, dict]] = {}
 
     def add_archive(self, volid: str, config: dict, size: int, ctime: int) -> None:
         """Store a vzdump archive ``volid`` (``<storage>:backup/vzdump-<type>-<vmid>-….<ext>``) holding
@@ -116,29 +143,31 @@ class RestorePve(CephPve):
         return "\n".join(lines) + "\n"
 
     async def _lxc_create(self, user, v):
+        """pve-container ``create_vm``'s restore branch: the request's own keys and mount points (the
+        archive's never: ``rootfs`` is given), ``unprivileged`` the archive's unless given; the
+        archive's config is merged in by the task (``task``)."""
         if not v.get("restore"):
             return await super()._lxc_create(user, v)
         archive = self._archive(user, v["ostemplate"])
         given = dict(v)
-        made = {k: x for k, x in archive.items() if not _MOUNT.fullmatch(k) and k not in ("digest", "lock")}
-        if str(v.get("unique") or "0") == "1":
-            for key in [k for k in made if _NET.fullmatch(k)]:
-                made[key] = re.sub(r"(^|,)hwaddr=[^,]*", "", str(made[key])).lstrip(",")
+        if "unprivileged" not in given and "unprivileged" in archive:
+            # As an int: fakepve's create tests it for truth, and "0" is a privileged archive.
+            given["unprivileged"] = int(str(archive["unprivileged"]) in ("1", "yes", "on", "true"))
         if "rootfs" not in given:
-            given["rootfs"] = str(archive.get("rootfs", "local:4")).split(",")[0]
-        self._restoring[int(v["vmid"])] = archive
-        return await super()._lxc_create(user, {**made, **given})
+            # Storage-only mode (no rootfs sent): the archive's rootfs at its size on ``storage``.
+            given["rootfs"] = f"{v.get('storage') or 'local'}:{_gib(str(archive.get('rootfs', 'size=4G')))}"
+        self._restoring[int(v["vmid"])] = (archive, given)
+        return await super()._lxc_create(user, given)
 
     async def task(self, node, ttype, tid, user, body, vm=None, lock=True, log=()):
-        archive = self._restoring.pop(int(tid), None) if ttype == "vzrestore" and tid else None
-        if archive is None:
+        restoring = self._restoring.pop(int(tid), None) if ttype == "vzrestore" and tid else None
+        if restoring is None:
             return await super().task(node, ttype, tid, user, body, vm=vm, lock=lock, log=log)
+        archive, given = restoring
 
         async def restored():
             note = await body()
-            for key in ("ostype", "arch"):
-                if key in archive:
-                    vm.config[key] = archive[key]
+            _merge(vm.config, archive, given, user)
             return note
 
         return await super().task(node, ttype, tid, user, restored, vm=vm, lock=lock, log=log)
