@@ -153,6 +153,13 @@ def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> 
     onto = judge.judge(decl, made, styled(ctx, decl))
     if onto.refuse:
         return CreatePlan(refusals=onto.refuse)
+    checked: list[str] = []
+    if release(ctx).privileged_create_needs_sys_modify and not judge.is_unprivileged(made):
+        # create_vm (pve-container 6, PVE 9): "creating a new privileged container is checked here",
+        # after the archive's unprivileged was taken (restoring a privileged backup as a new CT).
+        refusals, checked = privileged_create_check(ctx)
+        if refusals:
+            return CreatePlan(refusals=refusals)
     what = LXC.what(decl.vmid, decl.node)
     plan = restore.create_plan(
         what,
@@ -165,6 +172,7 @@ def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> 
     )
     moved = restored.rootfs_note(what, archived, form)
     plan.notes.extend([*([moved] if moved else []), *restored.dropped_mount_notes(what, archived, form)])
+    plan.notes.extend(checked)
     return plan
 
 

@@ -136,7 +136,7 @@ def judge(
     """
     change = Change()
     drift: set[str] = set()
-    unprivileged = flag(live_text(live.get("unprivileged")) or "0") == "1"
+    unprivileged = is_unprivileged(live)
     judge_each(
         decl.config,
         live,
@@ -256,6 +256,13 @@ def identity_refusals(decl: LxcDeclaration, recorded: Mapping[str, object] | Non
             "is a new guest. Declare a new state with a new vmid instead."
         )
     return reasons
+
+
+def is_unprivileged(config: Mapping[str, object]) -> bool:
+    """Whether ``config`` (a container's, as read or as a restore makes it) is unprivileged: its
+    ``unprivileged`` flag set (pve-container ``LXC/Config.pm``: a boolean, unset is 0). Raises
+    ValueError for a value that is no boolean."""
+    return flag(live_text(config.get("unprivileged")) or "0") == "1"
 
 
 def creates_unprivileged(decl: LxcDeclaration, release: Release = LATEST) -> bool:

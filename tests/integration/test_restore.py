@@ -311,3 +311,32 @@ def test_an_archive_config_read_empty_is_malformed_not_an_empty_guest(fresh_clus
         text = " ".join(outcome.comment)
         assert "extractconfig" in text and "malformed answer" in text and "no configuration" in text, text
     assert writes(requests_since(fresh_cluster, 0)) == []
+
+
+def test_a_privileged_archive_restored_as_a_new_container_needs_sys_modify_on_pve9(fresh_cluster):
+    """pve-container 6 (PVE 9) ``API2/LXC.pm`` ``create_vm``: once the archive's ``unprivileged`` is
+    taken, "creating a new privileged container is checked here": Sys.Modify on /. PVE 8's
+    ``create_vm`` does not ask it."""
+    from tests.support.cluster import PROVISION_TOKEN_ID
+
+    pve = fresh_cluster.pve
+    pve.archives[CT_ARCHIVE]["unprivileged"] = 0
+    pve.acl[PROVISION_TOKEN_ID] = [
+        (path, privs - {"Sys.Modify"}) for path, privs in pve.acl[PROVISION_TOKEN_ID]
+    ]
+    start = len(pve.requests)
+    plan = lifecycle.present(
+        make_context(static_targets(fresh_cluster), cache={}), LXC, "restored", True, **_ct()
+    )
+    said = "\n".join(plan.comment)
+    assert plan.result is False and "Sys.Modify on /" in said and PROVISION_TOKEN_ID in said, said
+    assert writes(requests_since(fresh_cluster, start)) == []
+    pve.archives[CT_ARCHIVE]["unprivileged"] = 1
+    unprivileged = lifecycle.present(
+        make_context(static_targets(fresh_cluster)), LXC, "restored", True, **_ct()
+    )
+    assert unprivileged.result is None, unprivileged.comment
+    pve.archives[CT_ARCHIVE]["unprivileged"] = 0
+    pve.version, pve.release_version = "8.4.14", "8.4"
+    on_8 = lifecycle.present(make_context(static_targets(fresh_cluster)), LXC, "restored", True, **_ct())
+    assert on_8.result is None, on_8.comment
