@@ -51,6 +51,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-alias-db",
         "proxmox-firewall-alias-dns1",
         "proxmox-firewall-alias-lab_net",
+        "proxmox-cluster-options-datacenter",
         "proxmox-pool-lab",
         "proxmox-pool-prod",
         "proxmox-role-CiDeploy",
@@ -91,8 +92,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, networks and SDN before the guests, then containers and VMs, backup jobs, metric "
-        "servers, then "
+        "policies first, the datacenter's options, networks and SDN before the guests, then containers "
+        "and VMs, backup jobs, metric servers, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
