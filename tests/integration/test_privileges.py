@@ -38,6 +38,8 @@ MISSING = {
     "storage": ("Datastore.Allocate", "/storage"),
     # pve-manager API2/Backup.pm create_job: Sys.Modify on /.
     "backup_job": ("Sys.Modify", "/"),
+    # pve-manager API2/Cluster.pm set_options: Sys.Modify on /.
+    "cluster_options": ("Sys.Modify", "/"),
     # pve-container API2/LXC/Snapshot.pm snapshot: VM.Snapshot on /vms/<vmid>.
     "snapshot": ("VM.Snapshot", "/vms/120"),
     # pve-firewall API2/Firewall/Groups.pm create_security_group: Sys.Modify on /.
