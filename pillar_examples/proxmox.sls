@@ -232,6 +232,17 @@ proxmox:
       prune-backups: keep-daily=7,keep-weekly=4
       comment: Every guest of this estate, nightly
 
+  # The datacenter's options (datacenter.cfg), one entry per cluster: only the keys named here are
+  # compared, property strings by meaning (sub-key order, PVE's defaults); null clears a key.
+  cluster_options:
+    datacenter:
+      keyboard: en-us
+      migration: type=secure,network=10.10.0.0/24
+      next-id: lower=100,upper=9999
+      tag-style:
+        shape: dense
+      description: Lab cluster, managed by Salt
+
   # External metric servers (Datacenter -> Metric Server): PVE's defaults are no drift, a value back
   # at its default is deleted; the type is the server's identity. PVE connects to the server before
   # it saves a create or an update (set disable: true to save one that is not reachable yet).

@@ -118,6 +118,14 @@ FAMILIES: tuple[Family, ...] = (
         "firewall_aliases",
         present_run=Run("salt_proxmox.firewall.lifecycle:present", spec=False),
     ),
+    # The datacenter's options (datacenter.cfg) before the guests: their tag-style and mac_prefix shape
+    # how guests' tags compare and which MACs PVE draws for them.
+    _simple(
+        "cluster_options",
+        "datacenter.options",
+        "cluster_options",
+        secrets="salt_proxmox.datacenter.options:SECRETS",
+    ),
     _simple("pool", "simple.pool", "pools"),
     _simple("role", "simple.role", "roles"),
     _simple("realm", "access.realm", "realms", secrets="salt_proxmox.access.realm:SECRETS"),

@@ -42,6 +42,10 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    exclude), node, mode, compress, prune-backups, notes-template,
                                    protected, notification-mode, mailto, mailnotification, enabled,
                                    comment, target, adopt (removal for absent).
+  proxmox:cluster_options:<label>  proxmox_cluster_options: datacenter.cfg keys (keyboard, migration,
+                                   tag-style, next-id, ...; a property string as text or a mapping),
+                                   http_proxy (a secret: it may hold a password), adopt; one entry per
+                                   cluster.
   proxmox:metric_servers:<id>      proxmox_metric_server: type (graphite, influxdb, opentelemetry),
                                    server, port and the type's options; token (influxdb) and
                                    secret_serial.
@@ -149,6 +153,16 @@ BACKUP_JOB_OPTIONS = frozenset(
     }
 )  # fmt: skip
 
+# The keys of datacenter.cfg (salt_proxmox/datacenter/dcformats.py KEYS; tests/unit/test_formula.py pins
+# them): an absent entry passes none of them.
+CLUSTER_OPTIONS = frozenset(
+    {
+        "keyboard", "language", "console", "http_proxy", "email_from", "max_workers", "fencing", "mac_prefix",
+        "description", "consent-text", "registered-tags", "crs", "migration", "replication", "ha", "next-id",
+        "notify", "u2f", "webauthn", "tag-style", "user-tag-access", "bwlimit", "location",
+    }
+)  # fmt: skip
+
 # The families, as salt_proxmox/registry.py FAMILIES lists them (this file cannot import it: synced
 # from file_roots, only Salt's loader reaches the library). tests/unit/test_registry.py pins SECTIONS,
 # NESTED and REFUSED to it.
@@ -172,6 +186,14 @@ SECTIONS = [
         "firewall alias (cidr, comment, ...)",
         ["ensure", "name", "removal"],
         ["ensure", "name", "cidr", "comment", "adopt", "rename_from"],
+    ),
+    (
+        "proxmox:cluster_options",
+        "proxmox-cluster-options-",
+        "proxmox_cluster_options",
+        "cluster options (keyboard, migration, tag-style, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "adopt", *sorted(CLUSTER_OPTIONS)],
     ),
     (
         "proxmox:pools",
@@ -403,8 +425,8 @@ LAST_ABSENT = ("proxmox:pools",)
 GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
-    "targets, pbs_targets, lxc, qemu, firewall_aliases, pools, roles, realms, groups, users, tokens, acls, "
-    "ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, "
+    "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
+    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, "
     "firewall"
 )
 
@@ -461,6 +483,7 @@ SECRETS = {
     "proxmox:users": ("password",),
     "proxmox:realms": ("bind_password", "client-key"),
     "proxmox:metric_servers": ("token",),
+    "proxmox:cluster_options": ("http_proxy",),
 }
 
 # proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope
@@ -500,9 +523,7 @@ def _printable(key):
     text = key if isinstance(key, str) else str(key)
     if text.isprintable():  # no control character (Cc is never printable): most keys, at C speed
         return text
-    return "".join(
-        json.dumps(char)[1:-1] if unicodedata.category(char) == "Cc" else char for char in text
-    )
+    return "".join(json.dumps(char)[1:-1] if unicodedata.category(char) == "Cc" else char for char in text)
 
 
 def _key_problem(key):
@@ -605,7 +626,9 @@ def _failing(states, state_id, pillar_key, text):
     test=True as in an apply, on every supported Salt."""
     while state_id in states:
         state_id += "_"
-    states[state_id] = {REFUSED: [{"name": f"pillar {pillar_key}"}, {"comment": f"{text} Nothing was written."}]}
+    states[state_id] = {
+        REFUSED: [{"name": f"pillar {pillar_key}"}, {"comment": f"{text} Nothing was written."}]
+    }
 
 
 def _lookup(pillar, path, states, prefix):
@@ -728,7 +751,9 @@ def _sections(pillar, states):
         top, _, head = parent.partition(":")
         raw = pillar.get(top)
         raw = raw.get(head) if isinstance(raw, Mapping) else None
-        unknown = sorted(_printable(key) for key in raw if key not in names) if isinstance(raw, Mapping) else []
+        unknown = (
+            sorted(_printable(key) for key in raw if key not in names) if isinstance(raw, Mapping) else []
+        )
         if unknown:
             _failing(
                 states,
@@ -783,7 +808,9 @@ def _networks(pillar, states):
     bridges = {}
     applies = []
     previous = None
-    nodes = _entries(pillar, "proxmox:networks", "proxmox-network-", "node network (interfaces, apply)", states)
+    nodes = _entries(
+        pillar, "proxmox:networks", "proxmox-network-", "node network (interfaces, apply)", states
+    )
     for node, net in nodes:
         prefix = f"proxmox-network-{node}-"
         _unknown_keys(states, prefix + "pillar", f"proxmox:networks:{node}", net, NODE_KEYS)
@@ -797,7 +824,9 @@ def _networks(pillar, states):
             name = declared.get("name", iface)
             state_id = prefix + iface
             skip = ["ensure", "name"]
-            present = _object(states, state_id, "proxmox_network", "interface", name, declared, skip, ["node"])
+            present = _object(
+                states, state_id, "proxmox_network", "interface", name, declared, skip, ["node"]
+            )
             staged.append({"proxmox_network": state_id})
             if present and _text(name):
                 bridges[(node, name)] = [{"proxmox_network": state_id}]
@@ -1292,7 +1321,11 @@ def _snapshots(states, path, guest_id, key, declared):
     kind = path.partition(":")[2]
     for index, entry in enumerate(raw):
         shown = f"{where}:{index}"
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("snapname"), str) or not entry["snapname"]:
+        if (
+            not isinstance(entry, Mapping)
+            or not isinstance(entry.get("snapname"), str)
+            or not entry["snapname"]
+        ):
             what = f"pillar {shown} is {_shape(entry)}; a snapshot is a mapping with a snapname (text)."
             _failing(states, f"proxmox-snapshot-{key}-{index}", shown, what)
             continue
@@ -1300,7 +1333,9 @@ def _snapshots(states, path, guest_id, key, declared):
         unknown = sorted(_printable(k) for k in entry if k not in SNAPSHOT_KEYS)
         problems = _problems(where, entry)
         if unknown:
-            problems.append(f"unknown key(s) {', '.join(unknown)}: a snapshot takes {', '.join(sorted(SNAPSHOT_KEYS))}")
+            problems.append(
+                f"unknown key(s) {', '.join(unknown)}: a snapshot takes {', '.join(sorted(SNAPSHOT_KEYS))}"
+            )
         if problems:
             _failing(states, state_id, shown, f"pillar {shown}: {'; '.join(problems)}.")
             continue
@@ -1314,7 +1349,9 @@ def _snapshots(states, path, guest_id, key, declared):
             states[state_id] = {"proxmox_snapshot.present": args}
         else:
             absent = {k: v for k, v in entry.items() if k in SNAPSHOT_ABSENT_KEYS}
-            states[state_id] = {"proxmox_snapshot.absent": _arguments(entry["snapname"], {**guest, **absent}, [])}
+            states[state_id] = {
+                "proxmox_snapshot.absent": _arguments(entry["snapname"], {**guest, **absent}, [])
+            }
 
 
 # The guest states whose create may overlap others' (salt_proxmox/run/overlap.py): Salt forks each state
@@ -1351,7 +1388,9 @@ def overlap(states, opts, salt):
         rows = salt["proxmox.owned"](sls="")
     except Exception:  # noqa: BLE001 - rows that cannot be read: run sequentially, each state says why
         return
-    owned = {(entry["target"], entry["family"], entry["id"]) for entry in rows if entry.get("phase") == "owned"}
+    owned = {
+        (entry["target"], entry["family"], entry["id"]) for entry in rows if entry.get("phase") == "owned"
+    }
     first = set()
     for state in states.values():
         ((function, arguments),) = state.items()

@@ -145,6 +145,10 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
             ("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Backup.pm create/update/delete_job"),
         ),
     },
+    "cluster_options": {
+        "read": (("read", "/", _AUDIT, False, "pve-manager API2/Cluster.pm get_options"),),
+        "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Cluster.pm set_options"),),
+    },
     "metric_server": {
         "read": (("read", "/", _AUDIT, False, "pve-manager API2/Cluster/MetricServer.pm read"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Cluster/MetricServer.pm"),),

@@ -221,7 +221,7 @@ def _read_once(ctx: PveContext, path: str, parse: Callable[[object], object]) ->
     """``parse`` of ``GET path`` read with the ``read`` credential, kept in the run's reads
     (``ctx.memo``, dropped when another run begins) for the rest of the run. A ValueError
     from ``parse`` becomes PveMalformed naming the path."""
-    key = f"salt_proxmox.facts/{ctx.target.name}/{path}"
+    key = _fact_key(ctx, path)
     if key in ctx.memo:
         return ctx.memo[key]
     data = ctx.client.request("GET", path, ctx.broker.read())
@@ -231,6 +231,22 @@ def _read_once(ctx: PveContext, path: str, parse: Callable[[object], object]) ->
         raise PveMalformed("GET", path, str(why)) from None
     ctx.memo[key] = found
     return found
+
+
+def _fact_key(ctx: PveContext, path: str) -> str:
+    return f"salt_proxmox.facts/{ctx.target.name}/{path}"
+
+
+def forget(ctx: PveContext, path: str) -> None:
+    """Drop the run's memo of ``GET path`` (a write changed it: ``PUT /cluster/options``), so the next
+    state that needs it reads it again."""
+    ctx.memo.pop(_fact_key(ctx, path), None)
+
+
+def expect_tag_style(ctx: PveContext, style: TagStyle) -> None:
+    """Make ``style`` the run's tag style (``tag_style``): a plan of ``tag-style`` makes the guests
+    planned after it compare tags as PVE will store them once it is written."""
+    ctx.memo[_fact_key(ctx, "cluster/options")] = style
 
 
 #: pve-storage ``Plugin.pm`` ``@SHARED_STORAGE``: types ``parse_config`` marks ``shared`` whatever the

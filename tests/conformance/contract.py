@@ -84,7 +84,7 @@ CONSTANTS: dict[str, dict[str, str]] = {"sdn": {"type": "subnet"}}
 #: Kinds whose removal is no DELETE: a scope's firewall options cannot be deleted, so their destroy puts
 #: every key back to PVE's default (``PUT …/firewall/options`` with ``delete=<keys>``, pve-firewall
 #: ``API2/Firewall/{Cluster,Host,VM}.pm`` ``set_options``).
-RESETS = ("firewall_options",)
+RESETS = ("firewall_options", "cluster_options")
 
 #: Kinds whose one state writes a list entry by entry, by the field holding the list: an IP set's
 #: entries are each a ``POST …/ipset/<name>``, ``PUT``/``DELETE …/ipset/<name>/<cidr>`` (pve-firewall

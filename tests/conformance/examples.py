@@ -139,6 +139,12 @@ _BACKUP_JOB = {
 #: A snapshot of the cluster's container 120, whose volumes are on zfspool (snapshots: pve-storage
 #: ZFSPoolPlugin.pm volume_has_feature).
 _SNAPSHOT = {"name": "example-snap", "vmid": 120, "node": "pve1", "type": "lxc", "description": "Example"}
+#: The cluster's datacenter.cfg (pve-cluster DataCenterConfig.pm): a scalar key and a property string.
+_CLUSTER_OPTIONS = {
+    "name": "datacenter",
+    "keyboard": "en-us",
+    "migration": "type=insecure,network=10.0.0.0/24",
+}
 #: A graphite metric server (pve-manager ``PVE/Status/Graphite.pm``): its port declared, as every write
 #: sends it (``updateSchema`` requires it); clearing ``path`` is PVE's default path ``proxmox``.
 _METRIC_SERVER = {
@@ -241,6 +247,9 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             },
         ),
         "firewall_alias": _simple(_ALIAS, {"cidr": "10.9.1.0/24"}, {"comment": None}, {"cidr": 10}),
+        "cluster_options": _simple(
+            _CLUSTER_OPTIONS, {"keyboard": "de"}, {"migration": None}, {"max_workers": "x"}
+        ),
         "pool": _simple(
             _POOL, {"comment": "Example pool, renamed"}, {"comment": ""}, {"comment": ["Example", "pool"]}
         ),

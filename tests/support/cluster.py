@@ -21,6 +21,7 @@ Used three ways:
 The served fake is ``ServedPve``: every staging fake below over one another, each adding what
 fakepve lacks for its family (they share ``tests.support.ceph.CephPve`` as their base and call
 ``super()``, so their order is Python's method resolution order):
+``tests.support.datacenter.DatacenterPve`` (``datacenter.cfg``, Datacenter → Options) over
 ``tests.support.ha.HaPve`` (HA resources, groups and rules by release) over
 ``tests.support.restore.RestorePve`` (backup archives holding a guest's config, and restores of them:
 the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
@@ -61,6 +62,7 @@ from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
 from tests.support.backup import BackupPve
+from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.metrics import MetricServerPve
@@ -68,7 +70,7 @@ from tests.support.restore import RestorePve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
+class ServedPve(DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
 
 

@@ -51,6 +51,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-alias-db",
         "proxmox-firewall-alias-dns1",
         "proxmox-firewall-alias-lab_net",
+        "proxmox-cluster-options-datacenter",
         "proxmox-pool-lab",
         "proxmox-pool-prod",
         "proxmox-role-CiDeploy",
@@ -91,8 +92,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, networks and SDN before the guests, then containers and VMs, backup jobs, metric "
-        "servers, then "
+        "policies first, the datacenter's options, networks and SDN before the guests, then containers "
+        "and VMs, backup jobs, metric servers, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
@@ -775,10 +776,10 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, backup_jobs, ceph_pools, firewall, firewall_aliases, groups, ha_groups, "
-            "ha_resources, ha_rules, lxc, metric_servers, networks, pbs, pools, qemu, realms, roles, sdn, "
-            "storage, tokens, users, and ownership_file, pbs_targets, targets are the configuration read "
-            "with config.get." in problems[sid]
+            "the sections are acls, backup_jobs, ceph_pools, cluster_options, firewall, firewall_aliases, "
+            "groups, ha_groups, ha_resources, ha_rules, lxc, metric_servers, networks, pbs, pools, qemu, "
+            "realms, roles, sdn, storage, tokens, users, and ownership_file, pbs_targets, targets are the "
+            "configuration read with config.get." in problems[sid]
         )
 
 
@@ -832,7 +833,7 @@ def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
     from salt_proxmox.access import realm, user
-    from salt_proxmox.datacenter import metrics
+    from salt_proxmox.datacenter import dcformats, metrics, options
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
@@ -847,7 +848,9 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:users": tuple(sorted(user.SECRETS)),
         "proxmox:realms": tuple(sorted(realm.SECRETS)),
         "proxmox:metric_servers": tuple(sorted(metrics.SECRETS)),
+        "proxmox:cluster_options": tuple(sorted(options.SECRETS)),
     } == module.SECRETS
+    assert set(dcformats.KEYS) == module.CLUSTER_OPTIONS
 
 
 def test_a_secret_is_passed_as_its_pillar_path():

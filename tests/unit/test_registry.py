@@ -14,7 +14,7 @@ import pytest
 
 from salt_proxmox import registry
 from salt_proxmox.access import realm, user
-from salt_proxmox.datacenter import metrics
+from salt_proxmox.datacenter import metrics, options
 from salt_proxmox.registry import FAMILIES, PILLAR_STATE
 from salt_proxmox.storage.types import LEGACY_SENSITIVE
 from tests.conformance.examples import EXAMPLES, examples_of
@@ -140,11 +140,14 @@ def test_the_formula_runs_the_registered_families_in_their_order():
         "proxmox:users",
         "proxmox:realms",
         "proxmox:metric_servers",
+        "proxmox:cluster_options",
     }
     assert set(module.SECRETS["proxmox:storage"]) == LEGACY_SENSITIVE
     assert set(module.SECRETS["proxmox:users"]) == set(user.SECRETS)
     assert set(module.SECRETS["proxmox:realms"]) == set(realm.SECRETS)
     assert set(module.SECRETS["proxmox:metric_servers"]) == set(metrics.SECRETS)
+    # http_proxy may hold a password (pve-cluster DataCenterConfig.pm: 'http://username:password@host').
+    assert set(module.SECRETS["proxmox:cluster_options"]) == set(options.SECRETS)
 
 
 def test_the_outputter_names_each_family_as_the_registry_does():
