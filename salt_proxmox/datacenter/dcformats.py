@@ -153,6 +153,11 @@ FORMATS: dict[str, PropString] = {
 }
 #: Sub-keys a format requires (``optional`` unset) and those that need another (``requires``).
 REQUIRED = {"location": ("latitude", "longitude")}
+#: Required sub-keys with a default (``$migration_format``/``$replication_format`` ``type``: no
+#: ``optional``, so JSONSchema ``check_object`` dies "property is missing and it is not optional"
+#: when a written property string lacks it): kept in any value that says more than the defaults, the
+#: default filled in when left out.
+NEEDED = {"migration": ("type",), "replication": ("type",)}
 REQUIRES = {
     ("crs", f"ha-auto-rebalance-{sub}"): "ha-auto-rebalance"
     for sub in ("threshold", "method", "hold-duration", "margin")
@@ -207,7 +212,8 @@ def _number(text: str) -> str:
 def format_value(key: str, value: object) -> str | None:
     """A property-string ``value`` of ``key`` (declared as its text or a mapping, or PVE's parsed
     object on read, lists as ``;`` lists) as its sub-keys sorted, each canonical, PVE's defaults
-    dropped; None when nothing but defaults is left. Raises ValueError naming the sub-key and rule."""
+    dropped but the required ones (``NEEDED``); None when nothing but defaults is left. Raises
+    ValueError naming the sub-key and rule."""
     fmt = FORMATS[key]
     if isinstance(value, Mapping):
         items = []
@@ -239,8 +245,11 @@ def format_value(key: str, value: object) -> str | None:
     for (owner, sub), needed in REQUIRES.items():
         if owner == key and sub in out and needed not in out:
             raise ValueError(f"{sub}: it requires {needed} (DataCenterConfig.pm $crs_format requires)")
-    out = {sub: text for sub, text in out.items() if not _same(fmt.defaults.get(sub), text, fmt.rows[sub])}
-    return sorted_form(out) or None
+    kept = {sub: text for sub, text in out.items() if not _same(fmt.defaults.get(sub), text, fmt.rows[sub])}
+    if kept:
+        for sub in NEEDED.get(key, ()):
+            kept.setdefault(sub, out.get(sub) or str(fmt.defaults[sub]))
+    return sorted_form(kept) or None
 
 
 def _same(default: str | None, text: str, row: SubKey) -> bool:

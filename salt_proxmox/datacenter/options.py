@@ -79,6 +79,10 @@ def identify(state_id: str, target: str, name: object = None, **extra: object) -
     return Declared(state_id, target, identity=IDENTITY, label="cluster options", names={"name": name})
 
 
+#: Keys whose values are an operator's own text, kept out of the ownership row (``Declared.unstored``).
+UNSTORED = ("consent-text", "description")
+
+
 def declare(
     state_id: str, target: str, name: object = None, adopt: object = False, **options: object
 ) -> Declared:
@@ -126,7 +130,10 @@ def declare(
     if problems:
         raise DeclarationError(problems)
     found = probe.declaring(values, adopt)
-    return Declared(**{**found.__dict__, "secrets": secrets})
+    # Text a human wrote is never stored in the rows or grains (docs/design.md §6, as a guest's
+    # description): removal: destroy therefore leaves description and consent-text as they are.
+    unstored = frozenset(key for key in UNSTORED if key in values)
+    return Declared(**{**found.__dict__, "secrets": secrets, "unstored": unstored})
 
 
 def live_value(key: str, raw: object, decl: Declared) -> object:

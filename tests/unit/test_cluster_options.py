@@ -41,7 +41,8 @@ def test_property_strings_compare_by_meaning_against_pve_s_parsed_objects():
         **{"tag-style": {"ordering": "config"}, "next-id": {"upper": 2000}},
     )
     assert options.SPEC.differences(live, decl) == {}
-    assert decl.values["migration"] == "network=10.0.0.0/24"
+    # type stays in what is written: it is required ($migration_format: no optional).
+    assert decl.values["migration"] == "network=10.0.0.0/24,type=secure"
     # The bare value of a format with a default key ($migration_format type: default_key).
     assert dcformats.canonical("migration", "insecure") == "type=insecure"
 
@@ -206,3 +207,26 @@ def test_the_export_is_of_the_cluster_row_or_a_lone_node():
     assert options.SPEC.export_names({"type": "node", "name": "pve1", "local": 1, "nodeid": 0}) == {
         "name": "cluster"
     }
+
+
+def test_a_required_sub_key_with_a_default_is_written_with_what_differs():
+    """pve-cluster DataCenterConfig.pm $migration_format/$replication_format: ``type`` has a default
+    but no ``optional``, so PVE's check_object refuses a property string without it ("property is
+    missing and it is not optional"): kept beside any other sub-key, filled in when left out; alone and
+    default it is as unset."""
+    from salt_proxmox.datacenter.dcformats import format_value
+
+    assert format_value("migration", "network=10.10.0.0/24") == "network=10.10.0.0/24,type=secure"
+    assert format_value("migration", {"type": "secure", "network": "10.10.0.0/24"}) == (
+        "network=10.10.0.0/24,type=secure"
+    )
+    assert format_value("migration", "type=secure") is None
+    assert format_value("replication", "network=10.20.0.0/24") == "network=10.20.0.0/24,type=secure"
+
+
+def test_the_operator_s_own_text_is_never_stored_in_the_row():
+    """docs/design.md §6: a description (and the consent text) is notes a human wrote, never stored in
+    grains or the ownership rows; it is still compared and written."""
+    decl = _declare(description="Lab cluster", **{"consent-text": "Authorised use only", "keyboard": "de"})
+    assert decl.values["description"] == "Lab cluster" and decl.values["consent-text"]
+    assert set(decl.stored()) & {"description", "consent-text"} == set() and decl.stored()["keyboard"] == "de"
