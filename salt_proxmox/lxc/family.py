@@ -208,10 +208,14 @@ def _restored(
 def update_checks(ctx: PveContext, decl: LxcDeclaration, change: Change) -> tuple[list[str], list[str]]:
     """Refusals: options ``decl`` names that the cluster's release does not know
     (``judge.release_refusals``; the release is read only when ``decl`` names such an option), and the
-    privileges the keys written need that the provision token lacks (``access.privileges``); notes
+    privileges the keys the provision token writes need that it lacks (``access.privileges``; root keys
+    go through the root lane, ``guest.lane``); notes
     where those cannot be read."""
     refusals = judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []
-    written = {**change.put, **dict.fromkeys(change.clear, "")}
+    # Root keys go through the root lane as root@pam (guest.lane), not with the provision token.
+    written = {
+        k: v for k, v in {**change.put, **dict.fromkeys(change.clear, "")}.items() if k not in change.root
+    }
     lacking, notes = privileges.guest_check(ctx, "lxc", decl.vmid, written, "update") if written else ([], [])
     return [*refusals, *lacking], notes
 
