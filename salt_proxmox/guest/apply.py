@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from salt_proxmox.errors import Refused, SaltProxmoxError, Uncertain
+from salt_proxmox.guest import lane
 from salt_proxmox.guest.decide import Decision, reboot_problem
 from salt_proxmox.guest.family import CreateStep, Declaration, Family
 from salt_proxmox.guest.live import guest_path, read_live, styled
@@ -256,8 +257,9 @@ def written_onto(
     synchronous ``PUT`` of a family that has no task), then a ``PUT …/resize`` task per disk that
     grows. Raises Refused when the guest as made cannot take the declaration (its row stays
     ``creating``), DeclarationError (``check_form``)."""
-    if change.refuse:
-        raise Refused(" ".join(change.refuse))
+    if change.refuse or change.root:
+        # A restored guest's root keys are not written through a lane here: refused as without one.
+        raise Refused(" ".join([*change.refuse, *change.root.values()]))
     secrets = {key: decl.secrets[key] for key in getattr(change, "secrets", ())}
     form = config_form(family, change, secrets, str(made.get("digest", "")))
     what = f"{family.label} {decl.vmid}"
@@ -287,15 +289,18 @@ def update_guest(
 ) -> None:
     """One digest-guarded config write (and a second one for a VM change's ``after`` keys, guarded
     by the digest the first left), each a ``PUT`` or, where ``decision.task``/``after_task`` says
-    why, a ``POST …/config`` task (``send_config``); then a resize task per grown disk. Each step
+    why, a ``POST …/config`` task (``send_config``); the keys only root@pam may write (``Change.root``)
+    in a write of their own through the root lane (``guest.lane.send_root``), guarded by the digest the
+    token's write left; then a resize task per grown disk. Each step
     that went through is added to ``written`` (the keys the writes wrote; ``<disk> grown to
     <size>``); ``sending`` holds the keys of a config write under way."""
-    change = decision.change
+    change, root_put, root_clear = lane.split(decision.change)
     path = guest_path(family, decl.node, decl.vmid)
     # Secret keys the judge asks to write (a VM's ``cipassword``): their values come from the
     # declaration into this one form and nowhere else.
     secrets = {key: decl.secrets[key] for key in getattr(change, "secrets", ())}
-    form = config_form(family, change, secrets, str(decision.live["digest"]))
+    digest = str(decision.live["digest"])
+    form = config_form(family, change, secrets, digest)
     if form is not None:
         send_config(ctx, family, decl, form, decision.task, sending)
         written.extend([*change.put, *change.clear, *secrets])
@@ -308,6 +313,16 @@ def update_guest(
             check_form(family.update, form, presence=False)
             send_config(ctx, family, decl, form, decision.after_task, sending)
             written.extend(after)
+    if root_put or root_clear:
+        # The root keys' own write through the lane (guest.lane), guarded by the digest the token's
+        # write left, or the judged one when there was none.
+        if form is not None:
+            done = ctx.client.request("GET", f"{path}/config", ctx.broker.read(), params={"current": "1"})
+            digest = str((done or {}).get("digest", ""))
+        sending[:] = [*root_put, *root_clear]
+        lane.send_root(ctx, family.update, f"{path}/config", decl.node, root_put, root_clear, digest)
+        sending.clear()
+        written.extend([*root_put, *root_clear])
     for disk, size in change.resize:
         form = {"disk": disk, "size": size}
         check_form(family.resize, form, presence=True)

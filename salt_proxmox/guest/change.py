@@ -6,6 +6,10 @@ A family's judge (``lxc.judge.judge``) compares a declaration with one config an
 ``Change``: ``put`` keys for the config PUT, ``clear`` keys for ``delete=``, ``resize`` for
 ``PUT …/resize`` tasks after the PUT, ``refuse`` sentences (non-empty means nothing is written)
 and ``drift`` (every differing key). Plan and apply both consume that one answer.
+
+``root`` names the keys of ``put``/``clear`` only root@pam may write, each with the sentence that
+refuses it when the target has no root lane (``guest.lane.route``): with a lane they are written
+through it, the rest with the provision token (``guest.lane.split``).
 """
 
 from __future__ import annotations
@@ -25,11 +29,21 @@ class Change:
     resize: list[tuple[str, str]] = field(default_factory=list)
     refuse: list[str] = field(default_factory=list)
     drift: list[str] = field(default_factory=list)
+    root: dict[str, str] = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
         """True when applying this change sends anything to PVE."""
         return bool(self.put or self.clear or self.resize)
+
+    def root_write(self, key: str, value: str, refusal: str) -> None:
+        """Record a write of ``key`` only root@pam may make: ``value`` put (``''``: cleared), and
+        ``refusal``, the family's sentence for a target without a root lane."""
+        if value == "":
+            self.clear.append(key)
+        else:
+            self.put[key] = value
+        self.root[key] = refusal
 
     def take_volume(self, key: str, verdict: VolumeVerdict, root_only: str) -> bool:
         """Record ``judge_volume``'s verdict on volume ``key``: its refusal, ``root_only`` (the

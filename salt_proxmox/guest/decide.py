@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest import ha_owned, identity, nics, restore
+from salt_proxmox.guest import ha_owned, identity, lane, nics, restore
 from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import read_live, styled
@@ -102,6 +102,9 @@ class Decision:
     #: (``Family.config_task``); None: the ``PUT``.
     task: str | None = None
     after_task: str | None = None
+    #: The root lane the change's root keys are written through (``pvesh on pve1``:
+    #: ``guest.lane.route``); None when it has none.
+    lane: str | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -258,6 +261,9 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
     change = verdict.change
     refused, notes = family.update_checks(ctx, decl, change, config)
     change.refuse.extend(refused)
+    # The keys only root@pam may write: through the root lane, or refused naming it (guest.lane).
+    via, refused = lane.route(ctx, change)
+    change.refuse.extend(refused)
     archive = getattr(decl, "restore", None)
     if archive is not None:
         notes.insert(0, restore.ignored_note(family.what(decl.vmid, decl.node), archive))
@@ -339,8 +345,9 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
     if verdict.refuse:
         return Decision("refuse", **found, reasons=verdict.refuse, notes=notes, others=True)
     decision = Decision(
-        "update" if change.drift else "noop", **found, notes=notes, record=record, fingerprint=fingerprint
-    )
+        "update" if change.drift else "noop", **found, notes=notes, record=record, fingerprint=fingerprint,
+        lane=via,
+    )  # fmt: skip
     if power.status is not None:
         current = read_current(ctx, family.kind, decl.node, decl.vmid)
         owned = ha_owned.status_refusal(

@@ -33,7 +33,7 @@ from __future__ import annotations
 from salt_proxmox import registry
 from salt_proxmox.access.privileges import planning
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-from salt_proxmox.guest import identity
+from salt_proxmox.guest import identity, lane
 
 # The door: callers (the execution module, qemu/family.py, the tests) reach the parts through it.
 from salt_proxmox.guest.absence import indexed_guest  # noqa: F401
@@ -197,6 +197,8 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
     if test:
         if decision.action == "update":
             outcome.comment.append(f"{what}: would write {', '.join(decision.change.drift)}")
+            if decision.lane:
+                outcome.comment.append(lane.plan_line(what, decision.change, decision.lane))
             outcome.comment.extend(task_lines(family, decl, decision))
             outcome.comment.extend(effect_lines(family, decl, decision))
             # A family's privileges a write needs beyond the VM's own (a VM's mapped devices).

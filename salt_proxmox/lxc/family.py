@@ -245,9 +245,12 @@ def update_checks(
     """Refusals: options ``decl`` names that the cluster's release does not know
     (``judge.release_refusals``; the release is read only when ``decl`` names such an option), and the
     privileges the keys written, deleted or resized need that the provision token lacks, judged against
-    ``config``'s old values (``access.privileges.guest_check``); notes where those cannot be read."""
+    ``config``'s old values (``access.privileges.guest_check``; root keys go through the root lane as
+    root@pam, ``guest.lane``, not with the token); notes where those cannot be read."""
     refusals = judge.release_refusals(decl, release(ctx)) if judge.uses_new_options(decl) else []
-    written = {**change.put, **dict.fromkeys(change.clear, "")}
+    written = {
+        k: v for k, v in {**change.put, **dict.fromkeys(change.clear, "")}.items() if k not in change.root
+    }
     resized = [key for key, _ in change.resize]
     lacking, notes = [], []
     if written or resized:

@@ -10,7 +10,10 @@ Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config
 6.x): it returns early only for ``$authuser eq 'root@pam'``, and an API token is never that, so
 ``devN``, bind/device mount points, any feature on a privileged guest, and any feature change
 but ``nesting`` are refused at plan with the ``pct set`` command to run on the node instead. A
-volume write to a guest with ``protection: 1`` is refused too (``lxc.refusals``).
+bind or device mount point ``mpN`` (added, or rewritten as one) is a root write instead
+(``Change.root_write``): written through the target's root lane when it has one, refused with the
+same sentence when it has none (``guest.lane.route``). A volume write to a guest with
+``protection: 1`` is refused too (``lxc.refusals``).
 """
 
 from __future__ import annotations
@@ -115,6 +118,11 @@ def _net_same(declared: str, live: str) -> bool:
     return want == have
 
 
+def _both_host_paths(declared: str, live: str) -> bool:
+    """True when both values are bind or device mount points (a host path, no volume to keep)."""
+    return bool(parse_mountpoint(declared).host_path and parse_mountpoint(live).host_path)
+
+
 def _dev_same(declared: str, live: str) -> bool:
     return option_map(declared, schema.DEV) == option_map(live, schema.DEV)
 
@@ -181,17 +189,25 @@ def _judge_key(
                     f"(`{schema.WORDS.command} set {vmid} --delete {key}`) if that is what you want."
                 )
             return
+        bind = root_only(decl, key, want, "A bind or device mount point.")
         if have is None:
             drift.add(key)
             if parse_mountpoint(want).host_path:
-                change.refuse.append(root_only(decl, key, want, "A bind or device mount point."))
+                if family == "mp":
+                    change.root_write(key, want, bind)
+                else:
+                    change.refuse.append(bind)
             elif refusal := added_volume_refusal(vmid, key, parse_mountpoint(want)):
                 change.refuse.append(refusal)
             else:
                 change.put[key] = want
             return
         verdict = judge_volume(key, want, have, schema.VOLUMES)
-        if change.take_volume(key, verdict, root_only(decl, key, want, "A bind or device mount point.")):
+        if verdict.root_only and family == "mp" and _both_host_paths(want, have):
+            # A bind or device mount point rewritten as one: the whole value is its own volume.
+            drift.add(key)
+            change.root_write(key, want, bind)
+        elif change.take_volume(key, verdict, bind):
             drift.add(key)
         return
     if family == "dev":

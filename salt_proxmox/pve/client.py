@@ -118,6 +118,8 @@ class Target:
     #: The configuration section it is read from: ``proxmox:targets`` (PVE clusters) or
     #: ``proxmox:pbs_targets`` (Proxmox Backup Servers, ``salt_proxmox.pbs.client``).
     section: str = "proxmox:targets"
+    #: ``root_lane`` as configured (``salt_proxmox.pve.lane.parse_root_lane`` checks it).
+    root_lane: object = None
 
     @property
     def key(self) -> str:
@@ -149,6 +151,8 @@ def parse_target(
         raise DeclarationError(f"{section}:{name}: expected a mapping")
     problems = []
     known = {"members", "verify", "timeout", "concurrency", "credentials"}
+    if section == TARGETS:
+        known.add("root_lane")  # checked by run.config (pve.lane.parse_root_lane)
     # Guest tasks overlap on a PVE cluster only (salt_proxmox.run.overlap): a PBS target has none.
     known.update(overlap.KEYS if section == TARGETS else ())
     unknown = sorted(set(raw) - known)
@@ -193,6 +197,7 @@ def parse_target(
         task_concurrency_per_node=tasks_per_node,
         credentials=credentials,
         section=section,
+        root_lane=raw.get("root_lane"),
     )
 
 

@@ -21,6 +21,7 @@ from salt_proxmox.ownership.files import FileStore, GrainStore, MinionStore
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.stores import OwnershipStore, grains_file, rows_file
 from salt_proxmox.pve.client import PveClient, new_session, parse_target
+from salt_proxmox.pve.lane import make_lane, parse_root_lane
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.run import grain as owned_grain
 from salt_proxmox.run import overlap
@@ -328,10 +329,13 @@ def context_for(
     ``overlap.own_connections``). ``slots_dir``: where the minion keeps its task slots
     (``overlap.slots_dir``), used when the target's guest tasks overlap (``task_concurrency`` above 1).
 
-    Raises DeclarationError for a missing or malformed target.
+    ``root_lane`` (``pve.lane.parse_root_lane``) becomes the context's ``lane``.
+
+    Raises DeclarationError for a missing or malformed target (a bad ``root_lane`` named by key).
     """
     chosen = pick_target(targets, name)
     target = parse_target(chosen, targets[chosen])
+    lane = make_lane(parse_root_lane(chosen, target.root_lane))
     overlap.own_connections(cache)
     session_key = f"salt_proxmox.session/{chosen}"
     session = cache.get(session_key)
@@ -368,4 +372,5 @@ def context_for(
         reads=reads,
         memo=memo,
         slots=slots,
+        lane=lane,
     )

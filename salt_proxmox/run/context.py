@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.pve.client import PveClient, Target
+from salt_proxmox.pve.lane import PveshLane
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.pve.tasks import (
     CREATE_POLLS,
@@ -39,7 +40,8 @@ class PveContext:
     (``begin``).
     ``notes`` collects what a task that succeeded with warnings left to say (``take_notes``).
     ``slots``: the target's task slots when its guest tasks may overlap (``salt_proxmox.run.overlap``,
-    ``task_concurrency`` above 1), else None.
+    ``task_concurrency`` above 1), else None. ``lane``: the writes only root@pam may make
+    (``guest.lane``), or None.
     """
 
     target: Target
@@ -54,6 +56,8 @@ class PveContext:
     memo: RunMemo = field(default_factory=RunMemo)
     notes: list[str] = field(default_factory=list)
     slots: TaskSlots | None = None
+    #: The target's root lane (``proxmox:targets:<t>:root_lane``, ``salt_proxmox.pve.lane``), or None.
+    lane: PveshLane | None = None
     _held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     _holding: bool = field(default=False, repr=False)
 

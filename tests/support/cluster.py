@@ -66,12 +66,14 @@ from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.metrics import MetricServerPve
+from tests.support.pvesh import SendersPve
 from tests.support.restore import RestorePve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
-    """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
+class ServedPve(SendersPve, DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
+    """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
+    with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""
 
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)

@@ -568,22 +568,7 @@ REFUSALS = [
         id="dev-change",
     ),
     pytest.param({"dev0": ""}, ct(dev0="/dev/net/tun"), [pct("--delete dev0")], id="dev-remove"),
-    # --- bind/device mpN: "mount point type bind|device is only allowed for root@pam" ---
-    pytest.param(
-        {"mp0": "/srv/share,mp=/share"},
-        ct(),
-        ["mp0: A bind or device mount point.", pct("--mp0 '/srv/share,mp=/share'")],
-        id="bind-mp-new",
-    ),
-    pytest.param(
-        {"mp0": "/dev/sdb1,mp=/disk"}, ct(), [pct("--mp0 '/dev/sdb1,mp=/disk'")], id="device-mp-new"
-    ),
-    pytest.param(
-        {"mp0": "/srv/other,mp=/share"},
-        ct(mp0="/srv/share,mp=/share"),
-        [pct("--mp0 '/srv/other,mp=/share'")],
-        id="bind-mp-change",
-    ),
+    # --- a bind mpN turned into a volume: PVE's rule is root's, and the bind's own value is lost ---
     pytest.param(
         {"mp0": "tank:8,mp=/share"},
         ct(mp0="/srv/share,mp=/share"),
@@ -695,6 +680,42 @@ def test_refusals(declared: dict, live: dict, fragments: list[str]) -> None:
         assert fragment in change.refuse[0]
     assert change.drift == sorted(declared)
     assert (change.put, change.clear, change.resize) == ({}, [], [])
+
+
+#: Bind and device ``mpN`` (pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm``:
+#: "mount point type bind|device is only allowed for root@pam"): a root write, the value put as
+#: declared and the pct set sentence kept for a target without a root lane (``guest.lane.route``).
+ROOT_WRITES = [
+    pytest.param(
+        {"mp0": "/srv/share,mp=/share"},
+        ct(),
+        ["mp0: A bind or device mount point.", pct("--mp0 '/srv/share,mp=/share'")],
+        id="bind-mp-new",
+    ),
+    pytest.param(
+        {"mp0": "/dev/sdb1,mp=/disk"}, ct(), [pct("--mp0 '/dev/sdb1,mp=/disk'")], id="device-mp-new"
+    ),
+    pytest.param(
+        {"mp0": "/srv/other,mp=/share"},
+        ct(mp0="/srv/share,mp=/share"),
+        [pct("--mp0 '/srv/other,mp=/share'")],
+        id="bind-mp-change",
+    ),
+]
+
+
+@pytest.mark.parametrize(("declared", "live", "fragments"), ROOT_WRITES)
+def test_bind_and_device_mount_points_are_root_writes(
+    declared: dict, live: dict, fragments: list[str]
+) -> None:
+    change = judge(decl(**declared), live)
+    assert change.refuse == []
+    ((key, value),) = declared.items()
+    assert change.put == {key: value} and change.clear == [] and change.resize == []
+    assert list(change.root) == [key]
+    for fragment in fragments:
+        assert fragment in change.root[key]
+    assert change.drift == [key]
 
 
 def test_root_only_refusal_is_the_exact_pct_set_sentence() -> None:

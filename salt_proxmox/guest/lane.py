@@ -1,0 +1,155 @@
+"""Which writes of a guest go through the target's root lane (``pve.lane``), and sending them.
+
+PVE checks who may write each key per write (pve-container ``src/PVE/LXC.pm``
+``check_ct_modify_config_perm``: it returns early only for ``$authuser eq 'root@pam'``), so a write
+is split by key: the keys only root@pam may set (``Change.root``) go in one config write through
+the lane, the rest in the provision token's write as before. Plan and apply split the same way
+(``split``), and the plan names the keys of each (``plan_line``).
+
+Without a lane, a root key is refused at plan as before, plus the lane to configure (``route``).
+With one, its preconditions are checked once per run at plan and apply (``lane_check``): ``pvesh``
+present and answering (it runs as root@pam or refuses: ``please run as root``), and the node it
+runs on a member of the target's cluster — ``GET /cluster/status`` through the lane (the row with
+``local: 1`` is its node, pve-manager ``PVE/API2/Cluster.pm`` ``get_status``) against the same read
+with the read token (the cluster's name and nodes). A lane write is digest-guarded like any other,
+a task it starts is awaited by its owner (root@pam, through the lane: ``pve.tasks.await_task``),
+and it is read back by the read token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from salt_proxmox.guest.change import Change
+from salt_proxmox.pve.constraints import check_form
+from salt_proxmox.pve.errors import PveError
+from salt_proxmox.pve.lane import NOT_ROOT, PveshLane
+from salt_proxmox.pve.tasks import await_task, upid_node
+from salt_proxmox.run.context import PveContext
+
+_CHECKED = "salt_proxmox.root_lane/{target}"
+
+
+def _rows(answer: object) -> list[Mapping[str, object]]:
+    return [row for row in answer or [] if isinstance(row, Mapping)] if isinstance(answer, list) else []
+
+
+def lane_check(ctx: PveContext) -> tuple[str, list[str]]:
+    """``(label, refusals)`` of the target's root lane, checked once per run (``ctx.memo``):
+    ``pvesh on <node>`` when its preconditions hold (module docstring), else each one that does
+    not, as a sentence saying why. Raises what the read token's ``GET /cluster/status`` raises."""
+    key = _CHECKED.format(target=ctx.target.name)
+    if key in ctx.memo:
+        return ctx.memo[key]
+    lane = ctx.lane
+    assert isinstance(lane, PveshLane)
+    where = f"proxmox:targets:{ctx.target.name}:root_lane"
+    found: tuple[str, list[str]]
+    if lane.executable() is None:
+        found = ("pvesh", [
+            f"{where}: pvesh is not {'at ' + lane.config.pvesh if lane.config.pvesh else 'on the PATH'} of "
+            "this minion. The pvesh lane writes as root on a PVE node: run the states on a node of the "
+            "cluster (a minion there, or salt-ssh to it), or configure the path of pvesh."
+        ])  # fmt: skip
+    else:
+        try:
+            laned = _rows(lane.request("GET", "cluster/status"))
+        except PveError as exc:
+            why = (
+                "pvesh runs only as root (pve-common RESTEnvironment setup_default_cli_env: `please run "
+                "as root`): run the minion as root"
+                if NOT_ROOT in exc.message
+                else f"pvesh get /cluster/status failed ({exc.message})"
+            )
+            found = ("pvesh", [f"{where}: {why}; nothing goes through the lane."])
+        else:
+            found = _membership(ctx, where, laned)
+    ctx.memo[key] = found
+    return found
+
+
+def _membership(ctx: PveContext, where: str, laned: list[Mapping[str, object]]) -> tuple[str, list[str]]:
+    """The lane's node checked against the cluster the read token sees (``lane_check``)."""
+    seen = _rows(ctx.client.request("GET", "cluster/status", ctx.broker.read()))
+    local = next(
+        (str(row.get("name")) for row in laned if row.get("type") == "node" and row.get("local")), None
+    )
+    label = f"pvesh on {local}" if local else "pvesh"
+    nodes = {str(row.get("name")) for row in seen if row.get("type") == "node"}
+    names = [{str(row.get("name")) for row in rows if row.get("type") == "cluster"} for rows in (laned, seen)]
+    if local is None:
+        return label, [f"{where}: pvesh's /cluster/status names no local node, so its node is unknown."]
+    if local not in nodes or names[0] != names[1]:
+        cluster = ", ".join(sorted(names[1])) or "a single node"
+        return label, [
+            f"{where}: pvesh runs on node {local}"
+            + (f" of cluster {', '.join(sorted(names[0]))}" if names[0] else "")
+            + f", which is not a member of target {ctx.target.name} ({cluster}: {', '.join(sorted(nodes))}). "
+            "Run the states on a node of this target's cluster."
+        ]
+    return label, []
+
+
+def route(ctx: PveContext, change: Change) -> tuple[str | None, list[str]]:
+    """Where ``change``'s root keys go: ``(label, [])`` through the lane (``pvesh on pve1``),
+    ``(None, refusals)`` when there is no lane (the family's sentences, then the lane to
+    configure) or its preconditions fail (``lane_check``), ``(None, [])`` with no root keys."""
+    if not change.root:
+        return None, []
+    if ctx.lane is None:
+        return None, [
+            *change.root.values(),
+            f"Or let this product write {', '.join(change.root)} as root: configure "
+            f"proxmox:targets:{ctx.target.name}:root_lane: pvesh and run the states on a node of the cluster "
+            "(a minion there, or salt-ssh to it).",
+        ]
+    label, refusals = lane_check(ctx)
+    return (None, refusals) if refusals else (label, [])
+
+
+def split(change: Change) -> tuple[Change, dict[str, str], list[str]]:
+    """``change`` without its root keys (the provision token's write), and the root keys' puts
+    and clears (the lane's write)."""
+    token = replace(
+        change,
+        put={k: v for k, v in change.put.items() if k not in change.root},
+        clear=[k for k in change.clear if k not in change.root],
+        root={},
+    )
+    return (
+        token,
+        {k: v for k, v in change.put.items() if k in change.root},
+        [k for k in change.clear if k in change.root],
+    )
+
+
+def plan_line(what: str, change: Change, via: str) -> str:
+    """The plan's sentence naming which keys go which way."""
+    token, put, clear = split(change)
+    line = f"{what}: would write {', '.join([*put, *clear])} via root lane ({via})"
+    rest = [*token.put, *token.clear]
+    return line + (f"; {', '.join(rest)} with the provision token" if rest else "")
+
+
+def send_root(
+    ctx: PveContext, endpoint, path: str, node: str, put: Mapping[str, str], clear: list[str], digest: str
+) -> None:
+    """One digest-guarded config write of root keys through the lane (``PUT <path>``; PVE refuses a
+    stale ``digest``: pve-common ``PVE/Tools.pm`` ``assert_if_modified``); a UPID it answers is
+    awaited by its owner, root@pam, through the lane. Raises DeclarationError (``check_form`` on
+    ``endpoint``, nothing run) and what the lane raises."""
+    form = dict(put)
+    if clear:
+        form["delete"] = ",".join(clear)
+    form["digest"] = digest
+    check_form(endpoint, form, presence=False)
+    lane = ctx.lane
+    assert lane is not None
+    answer = lane.request("PUT", path, form=form)
+    if isinstance(answer, str) and answer.startswith("UPID:"):
+        what = f"write {', '.join([*put, *clear])} via root lane"
+        kwargs = {"sleep": ctx.sleep} if ctx.sleep is not None else {}
+        await_task(
+            lane, None, upid_node(answer) or node, answer, what, ctx.task_polls, ctx.poll_interval, **kwargs
+        )
