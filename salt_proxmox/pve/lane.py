@@ -50,6 +50,8 @@ VERBS = {"GET": "get", "POST": "create", "PUT": "set", "DELETE": "delete"}
 #: The lanes ``root_lane: <via>`` names; ``ticket`` is designed but not served yet.
 KINDS = ("pvesh",)
 DEFAULT_TIMEOUT = 120.0
+DEFAULT_PVE_DIR = "/etc/pve"
+DEFAULT_LOCK_DIR = "/run/lock"
 #: pve-common ``PVE/RESTEnvironment.pm`` ``setup_default_cli_env``.
 NOT_ROOT = "please run as root"
 _CODED = re.compile(r"^(\d{3}) (.*)$")
@@ -59,16 +61,22 @@ _PARAM = re.compile(r"^([A-Za-z][\w-]*): (.*)$")
 @dataclass(frozen=True)
 class LaneConfig:
     """``proxmox:targets:<t>:root_lane`` as configured: ``via`` (``pvesh``), the ``pvesh`` to run (a
-    path; None: ``pvesh`` on the minion's PATH) and ``timeout`` (seconds one call may take)."""
+    path; None: ``pvesh`` on the minion's PATH), ``timeout`` (seconds one call may take), and where
+    the node keeps what no API call writes: ``pve_dir`` (pmxcfs, ``/etc/pve``: a container's raw
+    ``lxc.*`` lines live in ``<pve_dir>/lxc/<vmid>.conf``) and ``lock_dir`` (``/run/lock``: PVE's
+    per-guest config locks, pve-guest-common ``PVE/AbstractConfig.pm`` ``config_file_lock``)."""
 
     via: str
     pvesh: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    pve_dir: str = DEFAULT_PVE_DIR
+    lock_dir: str = DEFAULT_LOCK_DIR
 
 
 def parse_root_lane(target: str, raw: object) -> LaneConfig | None:
     """Check ``proxmox:targets:<target>:root_lane``: absent (None), ``pvesh``, or a mapping ``{via:
-    pvesh, pvesh: <absolute path>, timeout: <seconds>}``.
+    pvesh, pvesh: <absolute path>, timeout: <seconds>, pve_dir: <absolute path>, lock_dir: <absolute
+    path>}``.
 
     Raises DeclarationError naming the key and the rule; nothing is run."""
     key = f"proxmox:targets:{target}:root_lane"
@@ -79,7 +87,7 @@ def parse_root_lane(target: str, raw: object) -> LaneConfig | None:
     if not isinstance(raw, Mapping):
         raise DeclarationError(f"{key}: expected pvesh, or a mapping with via: pvesh")
     problems = []
-    unknown = sorted(map(str, set(raw) - {"via", "pvesh", "timeout"}))
+    unknown = sorted(map(str, set(raw) - {"via", "pvesh", "timeout", "pve_dir", "lock_dir"}))
     if unknown:
         problems.append(f"{key}: unknown key(s) {', '.join(unknown)}")
     via = raw.get("via")
@@ -93,12 +101,19 @@ def parse_root_lane(target: str, raw: object) -> LaneConfig | None:
     path = raw.get("pvesh")
     if path is not None and not (isinstance(path, str) and os.path.isabs(path)):
         problems.append(f"{key}:pvesh: expected the absolute path of pvesh")
+    dirs = {
+        key: raw.get(key, default)
+        for key, default in (("pve_dir", DEFAULT_PVE_DIR), ("lock_dir", DEFAULT_LOCK_DIR))
+    }
+    for name, value in dirs.items():
+        if not (isinstance(value, str) and os.path.isabs(value)):
+            problems.append(f"{key}:{name}: expected an absolute path")
     timeout = raw.get("timeout", DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         problems.append(f"{key}:timeout: expected a positive number of seconds")
     if problems:
         raise DeclarationError(problems)
-    return LaneConfig(via=str(via), pvesh=path, timeout=float(timeout))
+    return LaneConfig(via=str(via), pvesh=path, timeout=float(timeout), **dirs)
 
 
 class SecretInLane(DeclarationError):

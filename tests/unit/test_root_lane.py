@@ -44,8 +44,12 @@ UPID = "UPID:pve1:0000A1B2:0001C3D4:6650F00D:vzcreate:120:root@pam:"
             {"via": "pvesh", "pvesh": "/usr/bin/pvesh", "timeout": 30},
             LaneConfig("pvesh", "/usr/bin/pvesh", 30.0),
         ),
+        (
+            {"via": "pvesh", "pve_dir": "/tmp/t/etc/pve", "lock_dir": "/tmp/t/run/lock"},
+            LaneConfig("pvesh", pve_dir="/tmp/t/etc/pve", lock_dir="/tmp/t/run/lock"),
+        ),
     ],
-    ids=["absent", "word", "mapping"],
+    ids=["absent", "word", "mapping", "node-dirs"],
 )
 def test_root_lane_configuration(raw, expected) -> None:
     assert parse_root_lane("lab", raw) == expected
@@ -62,9 +66,13 @@ def test_root_lane_configuration(raw, expected) -> None:
         ),
         ({"via": "pvesh", "timeout": 0}, "proxmox:targets:lab:root_lane:timeout: expected a positive number"),
         ({"via": "pvesh", "user": "root"}, "proxmox:targets:lab:root_lane: unknown key(s) user"),
+        (
+            {"via": "pvesh", "pve_dir": "etc/pve"},
+            "proxmox:targets:lab:root_lane:pve_dir: expected an absolute",
+        ),
         (["pvesh"], "proxmox:targets:lab:root_lane: expected pvesh, or a mapping"),
     ],
-    ids=["unknown-via", "ticket", "relative-path", "timeout", "unknown-key", "list"],
+    ids=["unknown-via", "ticket", "relative-path", "timeout", "unknown-key", "relative-pve-dir", "list"],
 )
 def test_a_bad_root_lane_is_refused_naming_the_key(raw, needle) -> None:
     with pytest.raises(DeclarationError) as caught:
