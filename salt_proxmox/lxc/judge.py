@@ -8,11 +8,10 @@ pending section adds is judged by ``guest.verdict`` with the container family (`
 
 Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm`` (PVE 9,
 6.x): it returns early only for ``$authuser eq 'root@pam'``, and an API token is never that, so
-``devN``, bind/device mount points, any feature on a privileged guest, and any feature change
-but ``nesting`` are refused at plan with the ``pct set`` command to run on the node instead. A
-bind or device mount point ``mpN`` (added, or rewritten as one) is a root write instead
-(``Change.root_write``): written through the target's root lane when it has one, refused with the
-same sentence when it has none (``guest.lane.route``). A volume write to a guest with
+``devN``, bind/device mount points (added, or rewritten as one), any feature on a privileged
+guest, and any feature change but ``nesting`` are root writes (``Change.root_write``): written
+through the target's root lane when it has one, refused at plan with the ``pct set`` command to
+run on the node, and the lane to configure, when it has none (``guest.lane.route``). A volume write to a guest with
 ``protection: 1`` is refused too (``lxc.refusals``).
 """
 
@@ -214,7 +213,7 @@ def _judge_key(
         same = have is None if want == "" else have is not None and _dev_same(want, have)
         if not same:
             drift.add(key)
-            change.refuse.append(root_only(decl, key, want, "Device passthrough."))
+            change.root_write(key, want, root_only(decl, key, want, "Device passthrough."))
         return
     if family == "net":
         put_or_clear(key, want, have, change, drift, lambda w, h: not _net_same(w, h), net_write)
@@ -249,7 +248,7 @@ def _judge_features(
     drift.add(key)
     sent = features_sent(want) if want else ""
     if features_need_root(have or "", sent or None, unprivileged):
-        change.refuse.append(root_only(decl, key, want, _feature_why(unprivileged)))
+        change.root_write(key, sent, root_only(decl, key, want, _feature_why(unprivileged)))
     elif sent == "":
         change.clear.append(key)
     else:

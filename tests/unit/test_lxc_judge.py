@@ -153,15 +153,15 @@ def test_seed_any_features_write_on_a_privileged_guest_is_root_only() -> None:
     # check_ct_modify_config_perm: "changing feature flags for privileged container is only allowed
     # for root@pam".
     change = judge(decl(features="nesting=1"), privileged())
-    assert "root@pam" in change.refuse[0]
-    assert change.put == {}
+    assert "root@pam" in change.root["features"]
+    assert change.refuse == []
 
 
 def test_seed_clearing_features_holding_more_than_nesting_is_root_only() -> None:
     # On delete PVE counts the live keys: nesting=1,keyctl=0 is two keys, so "other_changed".
     change = judge(decl(features=""), ct(features="nesting=1,keyctl=0"))
-    assert "`pct set 100 --delete features`" in change.refuse[0]
-    assert change.clear == []
+    assert "`pct set 100 --delete features`" in change.root["features"]
+    assert change.clear == ["features"]
 
 
 def test_seed_empty_net_removes_a_nic_and_a_new_nic_is_added_as_declared() -> None:
@@ -182,7 +182,7 @@ def test_seed_dev_with_deny_write_off_is_the_same_device_and_a_new_one_is_root_o
     # $dev_desc deny-write default 0; check_ct_modify_config_perm refuses devN for anyone but root@pam.
     dev = "/dev/net/tun,deny-write=0"
     assert judge(decl(dev0=dev), ct(dev0="/dev/net/tun")).drift == []
-    assert "Device passthrough" in judge(decl(dev0=dev), ct()).refuse[0]
+    assert "Device passthrough" in judge(decl(dev0=dev), ct()).root["dev0"]
 
 
 def test_seed_create_form_carries_declared_keys_drops_empties_sends_features_without_off_keys() -> None:
@@ -554,21 +554,6 @@ def pct(command: str) -> str:
 
 
 REFUSALS = [
-    # --- devN: check_ct_modify_config_perm "configuring device passthrough is only allowed for root@pam" ---
-    pytest.param(
-        {"dev0": "/dev/net/tun"},
-        ct(),
-        ["dev0: Device passthrough.", pct("--dev0 '/dev/net/tun'")],
-        id="dev-new",
-    ),
-    pytest.param(
-        {"dev0": "/dev/net/tun,mode=0600"},
-        ct(dev0="/dev/net/tun"),
-        [pct("--dev0 '/dev/net/tun,mode=0600'")],
-        id="dev-change",
-    ),
-    pytest.param({"dev0": ""}, ct(dev0="/dev/net/tun"), [pct("--delete dev0")], id="dev-remove"),
-    # --- a bind mpN turned into a volume: PVE's rule is root's, and the bind's own value is lost ---
     pytest.param(
         {"mp0": "tank:8,mp=/share"},
         ct(mp0="/srv/share,mp=/share"),
@@ -576,54 +561,6 @@ REFUSALS = [
         id="bind-to-volume",
     ),
     # --- features: "changing feature flags for privileged container is only allowed for root@pam" ---
-    pytest.param(
-        {"features": "nesting=1"},
-        privileged(),
-        ["features: Any feature on a privileged guest.", pct("--features 'nesting=1'")],
-        id="feature-on-privileged",
-    ),
-    pytest.param(
-        {"features": ""},
-        privileged(features="nesting=1"),
-        ["Any feature on a privileged guest.", pct("--delete features")],
-        id="feature-clear-on-privileged",
-    ),
-    # --- "changing feature flags (except nesting) is only allowed for root@pam" ---
-    pytest.param(
-        {"features": "nesting=1,keyctl=1"},
-        ct(),
-        ["features: A feature other than nesting.", pct("--features 'nesting=1,keyctl=1'")],
-        id="feature-other-than-nesting",
-    ),
-    pytest.param(
-        {"features": "nesting=1,fuse=1"},
-        ct(features="nesting=1"),
-        [pct("--features 'nesting=1,fuse=1'")],
-        id="feature-add-fuse",
-    ),
-    pytest.param(
-        {"features": ""}, ct(features="keyctl=1"), [pct("--delete features")], id="feature-clear-keyctl"
-    ),
-    pytest.param(
-        {"features": ""},
-        ct(features="nesting=1,keyctl=0"),
-        [pct("--delete features")],
-        id="feature-clear-counts-raw-live-keys",
-    ),
-    # Judged against the RAW live value: PVE compares parse_features($old)->{keyctl} '0' with ''
-    # for the sent value (off keys dropped), so it is a non-nesting change.
-    pytest.param(
-        {"features": "nesting=1"},
-        ct(features="keyctl=0"),
-        ["A feature other than nesting.", pct("--features 'nesting=1'")],
-        id="feature-raw-live-off-key-kept",
-    ),
-    pytest.param(
-        {"features": "nesting=1,keyctl=0"},
-        ct(features="keyctl=0"),
-        [pct("--features 'nesting=1,keyctl=0'")],
-        id="feature-refusal-names-declared-value",
-    ),
     # --- unprivileged: update_pct_config "unable to modify read-only option: 'unprivileged'" ---
     pytest.param(
         {"unprivileged": 0},
@@ -670,6 +607,116 @@ REFUSALS = [
         id="live-rootfs-unreadable",
     ),
 ]
+
+
+#: devN and features (pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config_perm``: "configuring
+#: device passthrough is only allowed for root@pam", "changing feature flags for privileged container
+#: is only allowed for root@pam", "changing feature flags (except nesting) is only allowed for
+#: root@pam"): root writes of the value PVE is sent (off keys dropped), each with its pct set sentence
+#: for a target without a root lane (``guest.lane.route``).
+ROOT_KEY_WRITES = [
+    pytest.param(
+        {"dev0": "/dev/net/tun"},
+        ct(),
+        ["dev0: Device passthrough.", pct("--dev0 '/dev/net/tun'")],
+        {"dev0": "/dev/net/tun"},
+        [],
+        id="dev-new",
+    ),
+    pytest.param(
+        {"dev0": "/dev/net/tun,mode=0600"},
+        ct(dev0="/dev/net/tun"),
+        [pct("--dev0 '/dev/net/tun,mode=0600'")],
+        {"dev0": "/dev/net/tun,mode=0600"},
+        [],
+        id="dev-change",
+    ),
+    pytest.param(
+        {"dev0": ""}, ct(dev0="/dev/net/tun"), [pct("--delete dev0")], {}, ["dev0"], id="dev-remove"
+    ),
+    # --- a bind mpN turned into a volume: PVE's rule is root's, and the bind's own value is lost ---
+    pytest.param(
+        {"features": "nesting=1"},
+        privileged(),
+        ["features: Any feature on a privileged guest.", pct("--features 'nesting=1'")],
+        {"features": "nesting=1"},
+        [],
+        id="feature-on-privileged",
+    ),
+    pytest.param(
+        {"features": ""},
+        privileged(features="nesting=1"),
+        ["Any feature on a privileged guest.", pct("--delete features")],
+        {},
+        ["features"],
+        id="feature-clear-on-privileged",
+    ),
+    # --- "changing feature flags (except nesting) is only allowed for root@pam" ---
+    pytest.param(
+        {"features": "nesting=1,keyctl=1"},
+        ct(),
+        ["features: A feature other than nesting.", pct("--features 'nesting=1,keyctl=1'")],
+        {"features": "nesting=1,keyctl=1"},
+        [],
+        id="feature-other-than-nesting",
+    ),
+    pytest.param(
+        {"features": "nesting=1,fuse=1"},
+        ct(features="nesting=1"),
+        [pct("--features 'nesting=1,fuse=1'")],
+        {"features": "nesting=1,fuse=1"},
+        [],
+        id="feature-add-fuse",
+    ),
+    pytest.param(
+        {"features": ""},
+        ct(features="keyctl=1"),
+        [pct("--delete features")],
+        {},
+        ["features"],
+        id="feature-clear-keyctl",
+    ),
+    pytest.param(
+        {"features": ""},
+        ct(features="nesting=1,keyctl=0"),
+        [pct("--delete features")],
+        {},
+        ["features"],
+        id="feature-clear-counts-raw-live-keys",
+    ),
+    # Judged against the RAW live value: PVE compares parse_features($old)->{keyctl} '0' with ''
+    # for the sent value (off keys dropped), so it is a non-nesting change.
+    pytest.param(
+        {"features": "nesting=1"},
+        ct(features="keyctl=0"),
+        ["A feature other than nesting.", pct("--features 'nesting=1'")],
+        {"features": "nesting=1"},
+        [],
+        id="feature-raw-live-off-key-kept",
+    ),
+    pytest.param(
+        {"features": "nesting=1,keyctl=0"},
+        ct(features="keyctl=0"),
+        [pct("--features 'nesting=1,keyctl=0'")],
+        {"features": "nesting=1"},
+        [],
+        id="feature-refusal-names-declared-value",
+    ),
+]
+
+
+@pytest.mark.parametrize(("declared", "live", "fragments", "put", "clear"), ROOT_KEY_WRITES)
+def test_devices_and_root_feature_changes_are_root_writes(
+    declared: dict, live: dict, fragments: list[str], put: dict, clear: list
+) -> None:
+    change = judge(decl(**declared), live)
+    assert change.refuse == []
+    assert (change.put, change.clear, change.resize) == (put, clear, [])
+    ((key, _),) = declared.items()
+    assert list(change.root) == [key]
+    for fragment in fragments:
+        assert fragment in change.root[key]
+    assert change.drift == [key]
 
 
 @pytest.mark.parametrize(("declared", "live", "fragments"), REFUSALS)
@@ -719,7 +766,7 @@ def test_bind_and_device_mount_points_are_root_writes(
 
 
 def test_root_only_refusal_is_the_exact_pct_set_sentence() -> None:
-    (refusal,) = judge(decl(dev0="/dev/net/tun"), ct()).refuse
+    refusal = judge(decl(dev0="/dev/net/tun"), ct()).root["dev0"]
     assert refusal == (
         "dev0: Device passthrough. PVE lets only root@pam make this change, and an API token is never "
         "root@pam. Run `pct set 100 --dev0 '/dev/net/tun'` on node pve1, then plan again."
@@ -729,8 +776,8 @@ def test_root_only_refusal_is_the_exact_pct_set_sentence() -> None:
 def test_refusals_and_writes_are_judged_per_key() -> None:
     # The judge answers every key; the lifecycle writes nothing when any refusal is present.
     change = judge(decl(memory=1024, dev0="/dev/net/tun", tags="a"), ct(tags="a"))
-    assert change.put == {"memory": "1024"}
-    assert len(change.refuse) == 1
+    assert change.put == {"memory": "1024", "dev0": "/dev/net/tun"}
+    assert list(change.root) == ["dev0"]
     assert change.drift == ["dev0", "memory"]
 
 

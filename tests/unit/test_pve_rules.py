@@ -152,10 +152,10 @@ def test_a_boolean_inside_a_property_string_may_be_any_spelling_pve_parses() -> 
 def test_mount_in_another_order_is_a_root_only_change_not_spelling() -> None:
     # check_ct_modify_config_perm: `$old ne $new` per feature; re-sorting mount= would turn a
     # no-op into a change PVE answers with 403 "changing feature flags (except nesting) is only
-    # allowed for root@pam".
+    # allowed for root@pam": a root write (the root lane's, or refused without one), never the token's.
     change = judge(decl(features="mount=nfs;cifs"), ct(features="mount=cifs;nfs"))
-    assert change.drift == ["features"] and not change.writes
-    assert "Run `pct set 100 --features 'mount=nfs;cifs'` on node pve1" in change.refuse[0]
+    assert change.drift == ["features"] and list(change.root) == ["features"]
+    assert "Run `pct set 100 --features 'mount=nfs;cifs'` on node pve1" in change.root["features"]
 
 
 def test_mount_in_the_live_order_is_no_change_and_is_sent_verbatim() -> None:
