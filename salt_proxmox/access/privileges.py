@@ -153,6 +153,13 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
         "read": (("read", "/", _AUDIT, False, "pve-manager API2/Cluster/MetricServer.pm read"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Cluster/MetricServer.pm"),),
     },
+    # pve-manager API2/ReplicationConfig.pm: read VM.Audit, create/update/delete VM.Replicate on /vms/<vmid>.
+    "replication": {
+        "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-manager ReplicationConfig.pm read"),),
+        "write": (
+            ("provision", "/vms/{vmid}", ("VM.Replicate",), False, "pve-manager API2/ReplicationConfig.pm"),
+        ),
+    },
     "snapshot": {
         "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-guest-common snapshot_list (VM.Audit)"),),
         "write": (
