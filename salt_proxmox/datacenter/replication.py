@@ -182,8 +182,6 @@ def declare(
                 "remove_job: PVE's delete sets it (ReplicationConfig.pm delete); declare the job ensure: "
                 "absent with removal: destroy"
             )
-        elif key == "target":
-            problems.append("target: names the proxmox:targets entry; the job's target node is target_node")
         elif key not in FIELDS:
             problems.append(f"{key}: not a replication job option (unknown key)")
         else:

@@ -86,6 +86,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-qemu-ci",
         "proxmox-backup-job-nightly",
         "proxmox-metric-server-influx",
+        "proxmox-replication-120-0",
         "proxmox-firewall-group-webgrp",
         "proxmox-firewall-ipset-admins",
         "proxmox-firewall-options-cluster",
@@ -93,7 +94,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-snapshot-web-first-boot",
     ], (
         "policies first, the datacenter's options, networks and SDN before the guests, then containers "
-        "and VMs, backup jobs, metric servers, then "
+        "and VMs, backup jobs, metric servers, replication jobs, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
