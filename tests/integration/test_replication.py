@@ -173,3 +173,20 @@ def test_a_hand_made_job_exports_as_a_declaration_that_plans_clean_with_adopt(fr
     assert set(plan.changes) <= {"ownership"}, plan.changes
     done = present(ctx, replication.SPEC, False, "repl", **exported.declaration)
     assert done.result is True and writes(requests_since(fresh_cluster, start)) == []
+
+
+def test_pve_8_asks_datastore_allocate_on_storage_for_the_write(fresh_cluster):
+    # stable-8 API2/ReplicationConfig.pm: check => ['perm', '/storage', ['Datastore.Allocate']].
+    from tests.support.cluster import PROVISION_TOKEN_ID
+
+    pve = fresh_cluster.pve
+    pve.version, pve.release_version = "8.4.14", "8.4"
+    pve.acl[PROVISION_TOKEN_ID] = [
+        (p, privs - {"Datastore.Allocate"}) for p, privs in pve.acl[PROVISION_TOKEN_ID]
+    ]
+    said = present(_ctx(fresh_cluster, ("lxc", 120)), replication.SPEC, True, "repl", **JOB)
+    assert said.result is False and "lacks Datastore.Allocate on /storage" in " ".join(said.comment)
+    with pytest.raises(Exception, match=r"Permission check failed \(/storage, Datastore.Allocate\)"):
+        fresh_cluster.run_coro(
+            pve._replication_create({"id": "120-0", "type": "local", "target": "pve2"}, PROVISION_TOKEN_ID)
+        )

@@ -13,7 +13,8 @@ qemu-server ``src/PVE/QemuConfig.pm`` ``get_replicatable_volumes``, and pve-stor
   as sent>}``, ``rate`` as a number and ``disable`` as 0/1 (``check_value``);
 - ``GET /cluster/replication`` is ``index`` (each job with its ``id``, those whose guest the caller may
   audit); ``GET …/{id}`` is ``read`` with the file's ``digest``, or 500 ``no such replication job '<id>'``;
-- ``POST /cluster/replication`` is ``create``: VM.Replicate on ``/vms/<guest>``; ``Guest '<vmid>' does not
+- ``POST /cluster/replication`` is ``create``: VM.Replicate on ``/vms/<guest>`` (PVE 8: Datastore.Allocate
+  on ``/storage``, as every write); ``Guest '<vmid>' does not
   exist.``, ``Target '<node>' does not exist.``, ``Source '<source>' does not match current node of guest
   …``, ``Source and target must not be identical``, the guest's volumes (``missing replicate feature on
   volume '<volid>'``, ``unable to replicate mountpoint type '<type>'``, ``No replicatable volumes found``),
@@ -98,8 +99,13 @@ class ReplicationPve(CephPve):
         ]
 
     def _replication_may(self, user, vmid: int, priv: str) -> None:
-        if not self.allowed(user, f"/vms/{vmid}", priv):
-            raise PveError(403, f"Permission check failed (/vms/{vmid}, {priv})")
+        """``$rpcenv->check`` on ``/vms/<vmid>``; a write (VM.Replicate, PVE 9) on PVE 8 is
+        Datastore.Allocate on ``/storage`` instead (``stable-8`` ``permissions``)."""
+        path = f"/vms/{vmid}"
+        if priv == "VM.Replicate" and int(str(self.release_version).split(".")[0]) < 9:
+            path, priv = "/storage", "Datastore.Allocate"
+        if not self.allowed(user, path, priv):
+            raise PveError(403, f"Permission check failed ({path}, {priv})")
 
     async def _replication_index(self, v, user):
         return [

@@ -187,3 +187,22 @@ def test_the_export_names_only_what_differs_from_pve_s_defaults():
     live = _live(decl, rate=20, source="pve1")
     assert replication.export_values(live, decl) == {"target_node": "pve2", "rate": "20"}
     assert set(replication.SPEC.live_only) == {"digest", "source"}
+
+
+def test_the_write_privilege_is_by_release():
+    # pve-manager 9.0.0 ("close #2809: api: replication: use VM.Replicate privilege"): VM.Replicate on
+    # /vms/<vmid>; stable-8 API2/ReplicationConfig.pm create/update/delete: Datastore.Allocate on /storage.
+    from salt_proxmox.access import privileges
+
+    decl = _declare()
+    (nine,) = privileges.simple_needs("replication", "create", decl)
+    assert (nine.credential, nine.path, nine.privileges) == ("provision", "/vms/120", ("VM.Replicate",))
+    (eight,) = privileges.simple_needs("replication", "delete", decl, major=8)
+    assert (eight.credential, eight.path, eight.privileges) == (
+        "provision",
+        "/storage",
+        ("Datastore.Allocate",),
+    )
+    (read,) = privileges.simple_needs("replication", "read", decl, major=8)
+    assert (read.path, read.privileges) == ("/vms/120", ("VM.Audit",))
+    assert privileges.by_release("replication") and not privileges.by_release("metric_server")
