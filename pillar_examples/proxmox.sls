@@ -255,6 +255,15 @@ proxmox:
       organization: lab
       bucket: pve
       secret_serial: 1      # token: from secrets.sls; written again only when this changes
+  # Storage replication (Datacenter -> Replication): <vmid>-<jobnum>, after the guests. Every volume of
+  # the guest must be on a zfspool storage (or replicate=0), the target another cluster node; a
+  # destroy only marks the job, PVE's replication runner removes it on its next run.
+  replication:
+    120-0:                  # dns (CT 120, adopted above), its rootfs on local-zfs
+      target_node: pve2     # fixed: another target is another job
+      schedule: "*/30"      # compared by meaning; PVE's default is */15
+      rate: 50              # MB/s
+      comment: dns1 to pve2
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.
@@ -319,6 +328,7 @@ proxmox:
         - VM.Backup            # backup jobs of a pool (pve-manager API2/Backup.pm)
         - VM.Snapshot          # snapshots (proxmox_snapshot, proxmox.snapshot_create/delete)
         - VM.Snapshot.Rollback # proxmox.snapshot_rollback
+        - VM.Replicate         # replication jobs (pve-manager API2/ReplicationConfig.pm)
         - SDN.Allocate         # SDN zones, vnets, subnets, the SDN lock and apply
         - Sys.Console          # HA resources, groups and rules (pve-ha-manager API2/HA/*.pm)
         - VM.Backup            # restoring a backup (pve-storage check_volume_access)

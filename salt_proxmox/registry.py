@@ -194,6 +194,8 @@ FAMILIES: tuple[Family, ...] = (
         "metric_servers",
         secrets="salt_proxmox.datacenter.metrics:SECRETS",
     ),
+    # Storage replication (Datacenter → Replication): after the guests whose disks a job replicates.
+    _simple("replication", "datacenter.replication", "replication"),
     # The firewall runs after the guests: a guest's options, IP sets and aliases need their guest.
     Family(
         name="firewall",

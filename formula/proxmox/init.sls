@@ -49,6 +49,8 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:metric_servers:<id>      proxmox_metric_server: type (graphite, influxdb, opentelemetry),
                                    server, port and the type's options; token (influxdb) and
                                    secret_serial.
+  proxmox:replication:<vmid>-<n>   proxmox_replication: target_node, schedule, rate, disable, comment,
+                                   source (PVE's: the guest's node), adopt (removal for absent).
   proxmox:lxc|qemu:<id>:snapshots  a list of {snapname, description, vmstate (VMs), adopt, ensure,
                                    removal}: one proxmox_snapshot state each, requiring its guest; a
                                    snapshot is never rolled back by a state.
@@ -388,6 +390,14 @@ SECTIONS = [
         ["ensure", "name", "removal"],
         ["ensure", "name", "type", "adopt", "token", "secret_serial"],
     ),
+    (
+        "proxmox:replication",
+        "proxmox-replication-",
+        "proxmox_replication",
+        "replication job (target_node, schedule, rate, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "adopt", "comment", "disable", "rate", "schedule", "source", "target_node"],
+    ),
 ]
 
 # The sections whose entries nest (a node's interfaces, SDN zones, vnets and subnets), rendered by
@@ -427,7 +437,7 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
     "tokens, acls, ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, "
-    "firewall"
+    "replication, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules

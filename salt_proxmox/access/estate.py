@@ -19,6 +19,7 @@ from salt_proxmox.access.privileges import (
     ROLES,
     Need,
     bridge_of,
+    cluster_major,
     grant_command,
     guest_needs,
     held,
@@ -128,7 +129,10 @@ def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> lis
             decl = spec.identify(chunk.state_id, target, **names)
             if args.get("removal") != "destroy":
                 return []
-            return simple_needs(kind.name, "read", decl) + simple_needs(kind.name, "delete", decl)
+            major = cluster_major(ctx, kind.name)
+            return simple_needs(kind.name, "read", decl, major) + simple_needs(
+                kind.name, "delete", decl, major
+            )
         try:
             decl = spec.declare(chunk.state_id, target, **{**args, "name": chunk.name})
         except (DeclarationError, TypeError):
@@ -137,8 +141,11 @@ def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> lis
             decl = spec.identify(chunk.state_id, target, **names)
     except (DeclarationError, TypeError):
         return []
+    major = cluster_major(ctx, kind.name)
     return [
-        *(need for action in ("read", "create", "update") for need in simple_needs(kind.name, action, decl))
+        need
+        for action in ("read", "create", "update")
+        for need in simple_needs(kind.name, action, decl, major)
     ]
 
 

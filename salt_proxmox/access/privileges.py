@@ -33,7 +33,8 @@ Sources (the ``permissions`` of each API method; pve-access-control ``PVE/RPCEnv
 PVE 8 and 9 check the same privileges for these methods, with three differences the table keeps:
 ``VM.Monitor`` exists on 8 only (no declared key needs it), a privileged container needs Sys.Modify on
 ``/`` on 9 only, ``VM.GuestAgent.*`` (9 only) guard agent calls this product does not make, and two VM
-keys 9 added have a class there only (``guest_keys.QEMU_KEYS``).
+keys 9 added have a class there only (``guest_keys.QEMU_KEYS``). A replication job's writes need
+VM.Replicate on ``/vms/<vmid>`` on 9 and Datastore.Allocate on ``/storage`` on 8 (``BY_RELEASE``).
 """
 
 from __future__ import annotations
@@ -153,6 +154,13 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
         "read": (("read", "/", _AUDIT, False, "pve-manager API2/Cluster/MetricServer.pm read"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Cluster/MetricServer.pm"),),
     },
+    # pve-manager API2/ReplicationConfig.pm: read VM.Audit, create/update/delete VM.Replicate on /vms/<vmid>.
+    "replication": {
+        "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-manager ReplicationConfig.pm read"),),
+        "write": (
+            ("provision", "/vms/{vmid}", ("VM.Replicate",), False, "pve-manager API2/ReplicationConfig.pm"),
+        ),
+    },
     "snapshot": {
         "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-guest-common snapshot_list (VM.Audit)"),),
         "write": (
@@ -234,8 +242,33 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
 }
 
 
-def _table(kind: str, action: str) -> tuple:
-    entry = SIMPLE.get(kind, {})
+#: What a release checks in place of ``SIMPLE``'s row (PVE 9's), by major: pve-manager ``stable-8``
+#: ``API2/ReplicationConfig.pm`` asks Datastore.Allocate on ``/storage`` for every write; 9.0.0 asks
+#: VM.Replicate on the guest ("close #2809: api: replication: use VM.Replicate privilege").
+BY_RELEASE: dict[int, dict[str, dict[str, tuple]]] = {
+    8: {
+        "replication": {
+            "write": (
+                (
+                    "provision",
+                    "/storage",
+                    ("Datastore.Allocate",),
+                    False,
+                    "pve-manager 8 ReplicationConfig.pm",
+                ),
+            ),
+        },
+    },
+}
+
+
+def by_release(kind: str) -> bool:
+    """Whether ``kind``'s privileges differ by PVE release (``BY_RELEASE``)."""
+    return any(kind in table for table in BY_RELEASE.values())
+
+
+def _table(kind: str, action: str, major: int = 9) -> tuple:
+    entry = {**SIMPLE.get(kind, {}), **BY_RELEASE.get(major, {}).get(kind, {})}
     if action == "read":
         return entry.get("read", ())
     return entry.get(action, entry.get("write", ()))
@@ -254,18 +287,25 @@ def _fields(decl: Declared) -> dict[str, str]:
     return names
 
 
-def simple_needs(kind: str, action: str, decl: Declared) -> list[Need]:
-    """What ``action`` (read, create, update, delete) on a simple object of ``kind`` needs. A path whose
-    template names a field the declaration lacks is left out (the family's other checks see it)."""
+def simple_needs(kind: str, action: str, decl: Declared, major: int = 9) -> list[Need]:
+    """What ``action`` (read, create, update, delete) on a simple object of ``kind`` needs on PVE ``major``
+    (``BY_RELEASE``). A path whose template names a field the declaration lacks is left out (the family's
+    other checks see it)."""
     fields = _fields(decl)
     needs = []
-    for credential, template, privileges, anyof, source in _table(kind, action):
+    for credential, template, privileges, anyof, source in _table(kind, action, major):
         try:
             path = template.format(**fields)
         except KeyError:
             continue
         needs.append(Need(credential, path, privileges, f"{action} {decl.label} ({source})", anyof))
     return needs
+
+
+def cluster_major(ctx: PveContext | None, kind: str) -> int:
+    """The PVE major whose table applies to ``kind``: read (``GET /version``, once per run) only for a
+    kind whose privileges differ by release and when there is a cluster to ask, else 9."""
+    return release(ctx).major if ctx is not None and by_release(kind) else 9
 
 
 # ------------------------------------------------------------------------------------------- guests

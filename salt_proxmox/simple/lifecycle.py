@@ -261,8 +261,11 @@ def provision_check(
     """``(refusals, notes)`` for the privileges ``action`` (create, update, delete) on ``decl`` needs of
     the provision token, as PVE checks them (``access.privileges.SIMPLE``): a privilege it lacks is
     refused at plan with the command that grants it. Raises what the permission reads raise."""
+    major = privileges.cluster_major(ctx, spec.family)
     needs = [
-        need for need in privileges.simple_needs(spec.family, action, decl) if need.credential == "provision"
+        need
+        for need in privileges.simple_needs(spec.family, action, decl, major)
+        if need.credential == "provision"
     ]
     return privileges.check(ctx, needs)
 

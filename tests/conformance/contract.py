@@ -69,6 +69,8 @@ FIELD_OF: dict[str, dict[str, str]] = {
     "policy": {"sha256": "policy", "path_grants": "policy", "diff": "policy"},
     # An HA resource's ha_state is PVE's state (Salt keeps state in every chunk: salt_proxmox/ha/resource.py).
     "ha_resource": {"ha_state": "state"},
+    # A replication job's target_node is PVE's target (``target`` names the proxmox:targets entry).
+    "replication": {"target_node": "target"},
 }
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write
@@ -79,7 +81,11 @@ REPLACED_WHOLE = ("firewall_alias",)
 #: Body fields a family's create sends with one fixed value, naming the endpoint's own kind of object
 #: rather than a declared field: an SDN subnet's ``type=subnet`` (pve-network ``SubnetPlugin.pm``
 #: ``type``, which ``API2/Network/SDN/Subnets.pm`` ``create`` requires).
-CONSTANTS: dict[str, dict[str, str]] = {"sdn": {"type": "subnet"}}
+CONSTANTS: dict[str, dict[str, str]] = {
+    "sdn": {"type": "subnet"},
+    # A replication job's type=local: ReplicationConfig.pm's one type, which create requires.
+    "replication": {"type": "local"},
+}
 
 #: Kinds whose removal is no DELETE: a scope's firewall options cannot be deleted, so their destroy puts
 #: every key back to PVE's default (``PUT …/firewall/options`` with ``delete=<keys>``, pve-firewall

@@ -147,6 +147,18 @@ _CLUSTER_OPTIONS = {
 }
 #: A graphite metric server (pve-manager ``PVE/Status/Graphite.pm``): its port declared, as every write
 #: sends it (``updateSchema`` requires it); clearing ``path`` is PVE's default path ``proxmox``.
+#: A replication job of a container on ZFS (only a zfspool volume replicates: pve-storage ZFSPoolPlugin.pm
+#: volume_has_feature), which the given state makes so that it is ours.
+_REPL_CT = {
+    "name": "example-repl-ct",
+    "vmid": 191,
+    "node": "pve1",
+    "ostemplate": "local:vztmpl/debian-13-standard_13.0-1_amd64.tar.zst",
+    "rootfs": "local-zfs:4",
+    "memory": 512,
+    "net0": "name=eth0,bridge=vmbr0,ip=dhcp",
+}
+_REPLICATION = {"name": "191-0", "target_node": "pve2", "schedule": "*/30", "rate": 50, "comment": "Example"}
 _METRIC_SERVER = {
     "name": "example-graphite",
     "type": "graphite",
@@ -359,6 +371,10 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         "qemu": _guest(_VM),
         "backup_job": _simple(_BACKUP_JOB, {"schedule": "03:30"}, {"comment": ""}, {"mode": "fast"}),
         "metric_server": _simple(_METRIC_SERVER, {"mtu": 1400}, {"path": None}, {"port": "many"}),
+        "replication": replace(
+            _simple(_REPLICATION, {"schedule": "*/5"}, {"rate": None}, {"rate": "fast"}),
+            given=(("proxmox_lxc", "present", _REPL_CT),),
+        ),
         "firewall_group": Examples(
             create=_GROUP,
             update={**_GROUP, "comment": "Example group, renamed"},

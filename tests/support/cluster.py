@@ -29,6 +29,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.usercfg.UserCfgPve`` (users, groups, API tokens and realms),
 ``tests.support.backup.BackupPve`` (backup jobs),
 ``tests.support.metrics.MetricServerPve`` (external metric servers),
+``tests.support.replication.ReplicationPve`` (storage replication jobs),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -67,11 +68,21 @@ from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.metrics import MetricServerPve
 from tests.support.pvesh import SendersPve
+from tests.support.replication import ReplicationPve
 from tests.support.restore import RestorePve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(SendersPve, DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
+class ServedPve(
+    SendersPve,
+    DatacenterPve,
+    HaPve,
+    FirewallRulesPve,
+    UserCfgPve,
+    BackupPve,
+    MetricServerPve,
+    ReplicationPve,
+):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""
 
@@ -140,6 +151,8 @@ PROVISION_PRIVS = (
     "VM.Snapshot",
     "VM.Snapshot.Rollback",
     "VM.Backup",
+    # Replication jobs: VM.Replicate on /vms/<vmid> (pve-manager API2/ReplicationConfig.pm).
+    "VM.Replicate",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
