@@ -255,6 +255,16 @@ proxmox:
       organization: lab
       bucket: pve
       secret_serial: 1      # token: from secrets.sls; written again only when this changes
+  # Resource mappings (Datacenter -> Resource Mappings): a cluster-wide name for a device on each node,
+  # which a VM names (hostpci0: mapping=lab-gpu) so an API token with Mapping.Use can pass it through.
+  # The entries are a set (one per device per node), compared by meaning; never deleted while a VM
+  # names the mapping.
+  mappings:
+    pci:
+      lab-gpu:
+        description: The lab's GPU
+        map:
+          - node=pve1,path=0000:01:00.0,id=10de:1eb8,iommugroup=14
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.

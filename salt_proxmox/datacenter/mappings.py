@@ -41,7 +41,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.guest.absence import index_rows
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import NODE, Endpoint, Rule
@@ -406,18 +406,23 @@ def mapping_users(ctx: PveContext, kind: str, mapping: str) -> list[str]:
     return found
 
 
-def _cluster_has(ctx: PveContext, kind: str, decl: Declared) -> list[str]:
+def _dir_on_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
+    """``for_cluster`` of ``dir``: itself, on a cluster whose pve-manager has ``Mapping/Dir.pm`` (8.3.6 and
+    later; ``GET /version``). Raises Refused before the first read on an older one, which answers 501."""
     cluster = release(ctx)
-    if kind == "dir" and cluster.major == 8:
-        have = version_tuple(cluster.version) or (cluster.major, cluster.minor)
-        if have < DIR_SINCE:
-            return [
-                f"{decl.label}: the cluster runs pve-manager {cluster.version or cluster.release}, which "
-                "has no directory mappings (pve-manager 8.3.6 added PVE/API2/Cluster/Mapping/Dir.pm; PVE "
-                "answers 501 `Method 'POST /cluster/mapping/dir' not implemented`). Upgrade to PVE 8.4 or "
-                "later."
-            ]
-    if kind == "pci" and decl.values.get("live-migration-capable") and cluster.major == 8:
+    have = version_tuple(cluster.version) or (cluster.major, cluster.minor)
+    if cluster.major == 8 and have < DIR_SINCE:
+        raise Refused(
+            f"{decl.label}: the cluster runs pve-manager {cluster.version or cluster.release}, which has no "
+            "directory mappings (pve-manager 8.3.6 added PVE/API2/Cluster/Mapping/Dir.pm; PVE answers 501 "
+            "`Method 'POST /cluster/mapping/dir' not implemented`). Upgrade to PVE 8.4 or later. Nothing was "
+            "written."
+        )
+    return DIR
+
+
+def _cluster_has(ctx: PveContext, kind: str, decl: Declared) -> list[str]:
+    if kind == "pci" and decl.values.get("live-migration-capable") and release(ctx).major == 8:
         package, since = LIVE_MIGRATION_SINCE
         ok, why = package_at_least(ctx, package, since)
         if not ok:
@@ -501,6 +506,7 @@ def _spec(kind: str) -> ObjectSpec:
         export_listings=lambda ctx: [(Call("GET", api_path("cluster", "mapping", kind)), {})],
         export_values=_export_values(kind),
         live_only=("digest",),
+        for_cluster=_dir_on_cluster if kind == "dir" else None,
     )
 
 
