@@ -303,7 +303,8 @@ proxmox:
     CiDeploy:
       privs: [VM.Audit, VM.Console, VM.PowerMgmt, VM.Backup]
     SaltProxmoxRead:
-      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit]   # SDN.Audit: bridges, zones, vnets
+      # SDN.Audit: bridges, zones, vnets; Mapping.Audit: resource mappings
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit]
     SaltProxmoxProvision:
       privs:
         - VM.Allocate
@@ -335,6 +336,7 @@ proxmox:
         - User.Modify          # users and their API tokens (pve-access-control API2/User.pm)
         - Realm.AllocateUser   # users of the pve realm
         - Group.Allocate       # groups
+        - Mapping.Modify       # resource mappings (pve-manager API2/Cluster/Mapping/*.pm)
     # Reading a backup archive (a restore's plan lists it with the read token): PVE shows a backup only
     # to a caller with Datastore.AllocateSpace on its storage and VM.Backup on the guest it was taken
     # from (pve-storage Storage.pm check_volume_access), so grant them there only (acls below).

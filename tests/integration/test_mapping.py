@@ -137,3 +137,22 @@ def test_a_vm_naming_a_mapping_its_node_lacks_is_refused_at_plan(fresh_cluster):
     )
     planned = guest_lifecycle.present(ctx, QEMU, "router", True, **{**router, "hostpci0": "mapping=nic"})
     assert planned.result is None and "hostpci0" in json.dumps(planned.changes), planned.comment
+
+
+def test_a_destroy_is_refused_while_a_vm_state_of_the_run_names_the_mapping(fresh_cluster):
+    from salt_proxmox.run.lowstate import Run
+    from salt_proxmox.run.memo import keep_run
+
+    pve = fresh_cluster.pve
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    assert present(ctx, mappings.PCI, False, "gpu", **GPU).result is True
+    gone = {"state": "proxmox_mapping", "fun": "pci_absent", "__id__": "gpu", "name": "gpu"}
+    app = {"state": "proxmox_qemu", "fun": "present", "__id__": "app", "name": "app", "vmid": 210}
+    chunks = [{**gone, "removal": "destroy"}, {**app, "node": "pve1", "hostpci0": "mapping=gpu"}]
+    run = Run(chunks, chunks[0], key="run-1")
+    ctx.begin(run.key)
+    keep_run(ctx.memo, run)
+    refused = absent(ctx, mappings.PCI, True, "gpu", name="gpu", removal="destroy")
+    assert refused.result is False
+    assert "VM states of this run name it (app (hostpci0))" in " ".join(refused.comment), refused.comment
+    assert "gpu" in pve.mappings["pci"]
