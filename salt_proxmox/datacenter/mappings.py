@@ -406,19 +406,36 @@ def mapping_users(ctx: PveContext, kind: str, mapping: str) -> list[str]:
     return found
 
 
-def _dir_on_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
-    """``for_cluster`` of ``dir``: itself, on a cluster whose pve-manager has ``Mapping/Dir.pm`` (8.3.6 and
-    later; ``GET /version``). Raises Refused before the first read on an older one, which answers 501."""
+def _dir_missing(ctx: PveContext) -> str | None:
+    """Why the cluster has no directory mappings (a pve-manager before 8.3.6, ``GET /version``), or None."""
     cluster = release(ctx)
     have = version_tuple(cluster.version) or (cluster.major, cluster.minor)
     if cluster.major == 8 and have < DIR_SINCE:
-        raise Refused(
-            f"{decl.label}: the cluster runs pve-manager {cluster.version or cluster.release}, which has no "
-            "directory mappings (pve-manager 8.3.6 added PVE/API2/Cluster/Mapping/Dir.pm; PVE answers 501 "
-            "`Method 'POST /cluster/mapping/dir' not implemented`). Upgrade to PVE 8.4 or later. Nothing was "
-            "written."
+        return (
+            f"the cluster runs pve-manager {cluster.version or cluster.release}, which has no directory "
+            "mappings (pve-manager 8.3.6 added PVE/API2/Cluster/Mapping/Dir.pm; PVE answers 501 `Method "
+            "'POST /cluster/mapping/dir' not implemented`)"
         )
+    return None
+
+
+def _dir_on_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
+    """``for_cluster`` of ``dir``: itself, on a cluster that has directory mappings. Raises Refused before
+    the first read on an older one (``_dir_missing``), which answers 501."""
+    why = _dir_missing(ctx)
+    if why:
+        raise Refused(f"{decl.label}: {why}. Upgrade to PVE 8.4 or later. Nothing was written.")
     return DIR
+
+
+def _listings(kind: str):
+    def listings(ctx: PveContext) -> list[tuple[Call, Mapping[str, object]]]:
+        """``GET /cluster/mapping/<kind>``; none for ``dir`` on a cluster without directory mappings."""
+        if kind == "dir" and _dir_missing(ctx):
+            return []
+        return [(Call("GET", api_path("cluster", "mapping", kind)), {})]
+
+    return listings
 
 
 def _cluster_has(ctx: PveContext, kind: str, decl: Declared) -> list[str]:
@@ -503,7 +520,7 @@ def _spec(kind: str) -> ObjectSpec:
         refusals=_refusals(kind),
         # GET /cluster/mapping/<kind> (Mapping/<KIND>.pm index) names each mapping by ``id``.
         export_names=export_by("id"),
-        export_listings=lambda ctx: [(Call("GET", api_path("cluster", "mapping", kind)), {})],
+        export_listings=_listings(kind),
         export_values=_export_values(kind),
         live_only=("digest",),
         for_cluster=_dir_on_cluster if kind == "dir" else None,

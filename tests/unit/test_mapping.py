@@ -203,3 +203,12 @@ def test_the_export_names_the_map_and_what_differs_from_pve_s_defaults():
         {"type": "pci", "map": [GPU], "mdev": 0, "description": "GPUs", "digest": "d"}, decl
     )
     assert mappings.PCI.export_values(live, decl) == {"map": live["map"], "description": "GPUs"}
+
+
+def test_the_export_reads_no_dir_mappings_from_a_cluster_without_them(monkeypatch):
+    # pve-manager before 8.3.6 has no /cluster/mapping/dir (501): the export lists none rather than failing.
+    monkeypatch.setattr(mappings, "release", lambda ctx: Release("8.3", "8.3.5"))
+    assert mappings.DIR.export_listings(None) == []
+    assert [str(call) for call, _ in mappings.PCI.export_listings(None)] == ["GET cluster/mapping/pci"]
+    monkeypatch.setattr(mappings, "release", lambda ctx: Release("9.0", "9.0.10"))
+    assert [str(call) for call, _ in mappings.DIR.export_listings(None)] == ["GET cluster/mapping/dir"]
