@@ -264,6 +264,16 @@ proxmox:
       schedule: "*/30"      # compared by meaning; PVE's default is */15
       rate: 50              # MB/s
       comment: dns1 to pve2
+  # Resource mappings (Datacenter -> Resource Mappings): a cluster-wide name for a device on each node,
+  # which a VM names (hostpci0: mapping=lab-gpu) so an API token with Mapping.Use can pass it through.
+  # The entries are a set (one per device per node), compared by meaning; never deleted while a VM
+  # names the mapping.
+  mappings:
+    pci:
+      lab-gpu:
+        description: The lab's GPU
+        map:
+          - node=pve1,path=0000:01:00.0,id=10de:1eb8,iommugroup=14
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.
@@ -302,7 +312,8 @@ proxmox:
     CiDeploy:
       privs: [VM.Audit, VM.Console, VM.PowerMgmt, VM.Backup]
     SaltProxmoxRead:
-      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit]   # SDN.Audit: bridges, zones, vnets
+      # SDN.Audit: bridges, zones, vnets; Mapping.Audit: resource mappings
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit]
     SaltProxmoxProvision:
       privs:
         - VM.Allocate
@@ -335,6 +346,7 @@ proxmox:
         - User.Modify          # users and their API tokens (pve-access-control API2/User.pm)
         - Realm.AllocateUser   # users of the pve realm
         - Group.Allocate       # groups
+        - Mapping.Modify       # resource mappings (pve-manager API2/Cluster/Mapping/*.pm)
     # Reading a backup archive (a restore's plan lists it with the read token): PVE shows a backup only
     # to a caller with Datastore.AllocateSpace on its storage and VM.Backup on the guest it was taken
     # from (pve-storage Storage.pm check_volume_access), so grant them there only (acls below).

@@ -183,6 +183,23 @@ FAMILIES: tuple[Family, ...] = (
         prefix="proxmox-sdn-",
         applied=Run("salt_proxmox.sdn.apply:applied", spec=False),
     ),
+    # Resource mappings (Datacenter → Resource Mappings): before the VMs whose devices name them.
+    Family(
+        name="mapping",
+        state="proxmox_mapping",
+        module="proxmox",
+        kinds=tuple(
+            Kind(
+                f"mapping_{kind}",
+                present=kind,
+                absent=f"{kind}_absent",
+                spec=f"salt_proxmox.datacenter.mappings:{kind.upper()}",
+            )
+            for kind in ("pci", "usb", "dir")
+        ),
+        section="proxmox:mappings",
+        prefix="proxmox-mapping-",
+    ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC"),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU"),
     # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
@@ -244,6 +261,17 @@ FAMILIES: tuple[Family, ...] = (
 #: notes)``: a refusal fails the guest's state with nothing written; a run note is said once per run
 #: (``Outcome.run_notes``).
 GUEST_KEYS: Mapping[str, str] = MappingProxyType({"backup": "salt_proxmox.backup.coverage:guest_guard"})
+
+
+#: Checks of a container or VM declaration by another family that leave its keys in it: ``"module:function"``
+#: called by the guest lifecycle as ``check(ctx, kind, node, declared)``, returning ``(refusals, run notes)``
+#: as a ``GUEST_KEYS`` guard does (a VM's ``hostpciN``/``usbN``/``virtiofsN`` naming a resource mapping).
+GUEST_CHECKS: tuple[str, ...] = ("salt_proxmox.datacenter.mapping_use:guest_check",)
+
+
+def guest_checks() -> list[object]:
+    """The ``GUEST_CHECKS`` functions, imported."""
+    return [imported(path) for path in GUEST_CHECKS]
 
 
 def guest_guards() -> dict[str, object]:

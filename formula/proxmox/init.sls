@@ -60,6 +60,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:sdn                      zones, vnets, subnets: {<key>: proxmox_sdn.zone (type, ...), .vnet
                                    (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
                                    target; apply: true adds proxmox_sdn.applied.
+  proxmox:mappings                 pci, usb, dir: {<id>: proxmox_mapping.pci|usb|dir (map: a list of entries,
+                                   each node=..,path=..,id=.. as text or a mapping; description; PCI's
+                                   mdev and live-migration-capable)}; ensure: absent as above.
   proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
                                    proxmox_firewall.ipset (scope, comment, cidrs, allow_lockout)},
                                    groups: {<name>: proxmox_firewall.group (comment)}, rules: {<scope>:
@@ -73,7 +76,8 @@ the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
 policies first, then aliases, pools, roles, realms, groups, users, tokens, ACL entries, Ceph pools, PBS
-datastores, storage, HA groups, HA resources, HA rules, node networks, SDN, containers, VMs, backup
+datastores, storage, HA groups, HA resources, HA rules, node networks, SDN, resource mappings, containers,
+VMs, backup
 jobs, then the firewall, then the guests' snapshots; a pool declared absent runs after the guests (they
 move out of it first, so one apply empties and deletes it). Only real dependencies are requisites, so a
 family fails alone:
@@ -405,6 +409,7 @@ SECTIONS = [
 NESTED = [
     ("proxmox:networks", "proxmox-network-", "proxmox_network"),
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
+    ("proxmox:mappings", "proxmox-mapping-", "proxmox_mapping"),
 ]
 
 # The sections rendered after the guests (their objects may live on a guest), by _firewall:
@@ -436,8 +441,8 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
-    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, "
-    "replication, firewall"
+    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, mappings, ha_groups, ha_resources, ha_rules, backup_jobs, "
+    "metric_servers, replication, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -507,6 +512,9 @@ NETWORK_ABSENT_KEYS = ["target", "removal"]
 # The keys of a node under proxmox:networks, and of proxmox:sdn.
 NODE_KEYS = {"interfaces", "apply", "target"}
 SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
+# The kinds of proxmox:mappings (salt_proxmox/datacenter/mappings.py KINDS), each a section of
+# <id>: {map, description, ...} entries; the state function is the kind's name.
+MAPPING_KINDS = ("pci", "usb", "dir")
 # The keys of proxmox:firewall, and what each kind's absent state passes on besides target and removal.
 FIREWALL_KEYS = {"options", "ipsets", "groups", "rules", "target"}
 
@@ -896,6 +904,23 @@ def _networks(pillar, states):
     return bridges
 
 
+def _mappings(pillar, states):
+    """The resource mapping states (proxmox:mappings:<kind>:<id>), run before the guests whose devices
+    name them: ``proxmox_mapping.<kind>``, or ``<kind>_absent`` with its target and removal."""
+    mappings = _lookup(pillar, "proxmox:mappings", states, "proxmox-mapping-")
+    if not isinstance(mappings, Mapping):
+        if mappings is not None:
+            what = f"pillar proxmox:mappings is {_shape(mappings)}, not a mapping of pci, usb and dir."
+            _failing(states, "proxmox-mapping-pillar", "proxmox:mappings", what)
+        return
+    _unknown_keys(states, "proxmox-mapping-pillar", "proxmox:mappings", mappings, set(MAPPING_KINDS))
+    for kind in MAPPING_KINDS:
+        prefix = f"proxmox-mapping-{kind}-"
+        what = f"{kind} mapping (map, description, ...)"
+        for key, declared in _entries(pillar, f"proxmox:mappings:{kind}", prefix, what, states):
+            _object(states, prefix + key, "proxmox_mapping", kind, declared.get("name", key), declared, ["ensure", "name"])
+
+
 def _listed(paths):
     """``a``, ``a and b``, ``a, b and c``."""
     return paths[0] if len(paths) == 1 else ", ".join(paths[:-1]) + " and " + paths[-1]
@@ -1226,6 +1251,7 @@ def estate(pillar):
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
             bridges = _networks(pillar, states)
+            _mappings(pillar, states)
         for key, declared in sections[path]:
             name = _name(path, key, declared)
             if not _present(declared):

@@ -161,6 +161,35 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
             ("provision", "/vms/{vmid}", ("VM.Replicate",), False, "pve-manager API2/ReplicationConfig.pm"),
         ),
     },
+    **{
+        f"mapping_{kind}": {
+            "read": (
+                (
+                    "read",
+                    f"/mapping/{kind}/{{name}}",
+                    ("Mapping.Audit", "Mapping.Use", "Mapping.Modify"),
+                    True,
+                    f"pve-manager API2/Cluster/Mapping/{pm} get",
+                ),
+            ),
+            "create": (
+                ("provision", f"/mapping/{kind}", ("Mapping.Modify",), False, f"Mapping/{pm} create"),
+            ),
+            "update": (
+                (
+                    "provision",
+                    f"/mapping/{kind}/{{name}}",
+                    ("Mapping.Modify",),
+                    False,
+                    f"Mapping/{pm} update",
+                ),
+            ),
+            "delete": (
+                ("provision", f"/mapping/{kind}", ("Mapping.Modify",), False, f"Mapping/{pm} delete"),
+            ),
+        }
+        for kind, pm in (("pci", "PCI.pm"), ("usb", "USB.pm"), ("dir", "Dir.pm"))
+    },
     "snapshot": {
         "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-guest-common snapshot_list (VM.Audit)"),),
         "write": (

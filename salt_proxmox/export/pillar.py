@@ -149,6 +149,10 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         else:
             entries[str(entry.pop("name"))] = entry
         return
+    if family.section == "proxmox:mappings":  # proxmox:mappings:<kind>:<id> (mapping_pci: pci)
+        entries = pillar.setdefault(top, {}).setdefault(section, {})
+        entries.setdefault(kind.name.removeprefix("mapping_"), {})[str(entry.pop("name"))] = entry
+        return
     if kind.name in FIREWALL:
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
         entries[_named(entries, entry)] = entry

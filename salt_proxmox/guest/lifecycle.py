@@ -107,13 +107,18 @@ def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declar
 
     Keys another family judges (``registry.GUEST_KEYS``: ``backup``) are taken out first and handed
     to that family's guard: its refusals refuse the state before anything is read or written for
-    the guest; its run notes (the run's backup coverage, once per run) ride on the return.
+    the guest; its run notes (the run's backup coverage, once per run) ride on the return. The
+    ``registry.GUEST_CHECKS`` judge keys they leave in place (a VM's devices naming a resource mapping).
     """
     vmid, node, pool = declared.get("vmid"), declared.get("node"), declared.get("pool")
     planning(ctx, test)
     refusals, run_notes = [], []
     for key, guard in registry.guest_guards().items():
         refused, notes = guard(ctx, family.kind, vmid, node, pool, declared.pop(key, None))
+        refusals += refused
+        run_notes += notes
+    for check in registry.guest_checks():
+        refused, notes = check(ctx, family.kind, node, declared)
         refusals += refused
         run_notes += notes
     if refusals:

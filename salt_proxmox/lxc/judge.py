@@ -11,8 +11,8 @@ Root-only rules follow pve-container ``src/PVE/LXC.pm`` ``check_ct_modify_config
 ``devN``, bind/device mount points (added, or rewritten as one), any feature on a privileged
 guest, and any feature change but ``nesting`` are root writes (``Change.root_write``): written
 through the target's root lane when it has one, refused at plan with the ``pct set`` command to
-run on the node, and the lane to configure, when it has none (``guest.lane.route``). A volume write to a guest with
-``protection: 1`` is refused too (``lxc.refusals``).
+run on the node, and the lane to configure, when it has none (``guest.lane.route``). A volume
+write to a guest with ``protection: 1`` is refused too (``lxc.refusals``).
 """
 
 from __future__ import annotations

@@ -117,7 +117,12 @@ def device_rule(key: str, value: str) -> tuple[str | None, str | None]:
         if family == "usb" and host is not None and host.lower() == "spice":
             return None, None
         if host:
-            return f"A non-mapped {'PCI' if family == 'hostpci' else 'USB'} device (host={host}).", None
+            kind = "pci" if family == "hostpci" else "usb"
+            return (
+                f"A non-mapped {kind.upper()} device (host={host}). A resource mapping (mapping=<id>, "
+                f"proxmox:mappings:{kind}) works with an API token: it needs Mapping.Use on "
+                f"/mapping/{kind}/<id>."
+            ), None
         if family == "hostpci" and "romfile" in options:
             return "A PCI device with romfile=.", None
         kind = "pci" if family == "hostpci" else "usb"

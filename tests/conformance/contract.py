@@ -169,7 +169,8 @@ def given(case: Case) -> list[Low]:
 def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     """The pillar entry the formula turns into ``family.state``.``fun`` with ``declared``: the entry under
     the family's section keyed by its name (``proxmox:pools:example``), a node's interface under
-    ``proxmox:networks:<node>:interfaces``, an SDN object under ``proxmox:sdn:<kind>s``; an absent
+    ``proxmox:networks:<node>:interfaces``, an SDN object under ``proxmox:sdn:<kind>s``, a resource
+    mapping under ``proxmox:mappings:<kind>``; an absent
     function is ``ensure: absent``. Raises LookupError for a section it does not know."""
     entry = dict(declared)
     name = str(entry.pop("name"))
@@ -182,6 +183,8 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:sdn":
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:mappings":
+        return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":
         # A snapshot is an entry of its guest's snapshots list; the guest entry declares the guest too.
         guest = {"vmid": entry.pop("vmid"), "node": entry.pop("node")}

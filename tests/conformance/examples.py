@@ -167,6 +167,42 @@ _METRIC_SERVER = {
     "path": "proxmox.example",
     "proto": "udp",
 }
+_MAPPINGS = {
+    "pci": {
+        "name": "example-gpu",
+        "description": "Example GPU",
+        "map": ["node=pve1,path=0000:01:00.0,id=10de:1eb8,iommugroup=14"],
+    },
+    "usb": {"name": "example-key", "description": "Example key", "map": ["node=pve1,id=1050:0407"]},
+    "dir": {"name": "example-share", "description": "Example share", "map": ["node=pve1,path=/srv/example"]},
+}
+_MAPPING_UPDATE = {
+    "pci": [
+        "node=pve1,path=0000:01:00.0,id=10de:1eb8,iommugroup=14",
+        "node=pve2,path=0000:02:00.0,id=10de:1eb8",
+    ],
+    "usb": ["node=pve1,id=1050:0407", "node=pve2,id=1050:0407,path=1-2"],
+    "dir": ["node=pve1,path=/srv/example", "node=pve2,path=/srv/example"],
+}
+
+
+def _mapping(kind: str) -> Examples:
+    """The examples of a resource mapping kind (``pci``, ``usb``, ``dir``): a second node's entry, a
+    cleared description, an entry without its node."""
+    create = _MAPPINGS[kind]
+    absent = {"name": create["name"]}
+    return Examples(
+        create=create,
+        update={**create, "map": _MAPPING_UPDATE[kind]},
+        clear={**create, "description": None},
+        delete={**absent, "removal": "destroy"},
+        bad={
+            **_bad(create, absent, kind, f"{kind}_absent"),
+            "wrong type": (kind, {**create, "map": 7}, "map"),
+        },
+    )
+
+
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -367,6 +403,9 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             applies=(("applied", {"name": "sdn"}),),
             given=(*_SDN_GIVEN, ("proxmox_sdn", "vnet", {"name": "exvnet", "zone": "exzone"})),
         ),
+        "mapping_pci": _mapping("pci"),
+        "mapping_usb": _mapping("usb"),
+        "mapping_dir": _mapping("dir"),
         "lxc": _guest(_CT),
         "qemu": _guest(_VM),
         "backup_job": _simple(_BACKUP_JOB, {"schedule": "03:30"}, {"comment": ""}, {"mode": "fast"}),

@@ -179,7 +179,7 @@ def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
     def change(data):
         aliases = data["proxmox"]["firewall_aliases"]
         aliases["db_primary"] = dict(aliases.pop("db"), rename_from="db")
-        data["proxmox"]["roles"]["SaltProxmoxRead"]["privs"].append("Mapping.Audit")
+        data["proxmox"]["roles"]["SaltProxmoxRead"]["privs"].append("Sys.Syslog")
         data["proxmox"]["pools"]["lab"] = {"ensure": "absent", "removal": "destroy"}
 
     write_minion_config(
@@ -199,7 +199,7 @@ def test_pillar_changes_plan_and_apply(fresh_cluster, bao_creds, tmp_path):
         "old": "db",
         "new": "db_primary",
     }
-    assert rows["proxmox-role-SaltProxmoxRead"]["changes"]["privs"]["new"].count("Mapping.Audit") == 1
+    assert rows["proxmox-role-SaltProxmoxRead"]["changes"]["privs"]["new"].count("Sys.Syslog") == 1
     assert rows["proxmox-pool-lab"]["changes"] == {"deleted": {"old": "pool lab", "new": None}}
     pending = {key for key, row in rows.items() if row["result"] is None}
     assert pending == {

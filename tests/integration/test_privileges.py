@@ -42,6 +42,8 @@ MISSING = {
     "metric_server": ("Sys.Modify", "/"),
     # pve-manager API2/ReplicationConfig.pm create: VM.Replicate on /vms/<vmid>.
     "replication": ("VM.Replicate", "/vms/191"),
+    # pve-manager API2/Cluster/Mapping/PCI.pm create: Mapping.Modify on /mapping/pci.
+    "mapping": ("Mapping.Modify", "/mapping/pci"),
     # pve-manager API2/Cluster.pm set_options: Sys.Modify on /.
     "cluster_options": ("Sys.Modify", "/"),
     # pve-container API2/LXC/Snapshot.pm snapshot: VM.Snapshot on /vms/<vmid>.

@@ -378,6 +378,9 @@ def test_a_vm_reboot_for_pending_waits_for_qmeventd_to_start_it_again(fresh_clus
 
 def test_a_mapped_device_goes_through_and_the_plan_names_mapping_use(fresh_cluster):
     # check_hostpci_perm / check_usb_perm: mapping= needs Mapping.Use on /mapping/<pci|usb>/<id>, not root.
+    # The mappings exist with an entry for the VM's node (else the plan refuses it: find_on_current_node).
+    fresh_cluster.pve.add_mapping("pci", "gpu1", ["node=pve1,path=0000:01:00.0,id=10de:1eb8"])
+    fresh_cluster.pve.add_mapping("usb", "stick", ["node=pve1,id=0781:5583"])
     store = MemoryStore()
     create = present(
         make_context(static_targets(fresh_cluster), store=store), "web", True, **vm(hostpci0="mapping=gpu1")

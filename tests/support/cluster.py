@@ -30,6 +30,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.backup.BackupPve`` (backup jobs),
 ``tests.support.metrics.MetricServerPve`` (external metric servers),
 ``tests.support.replication.ReplicationPve`` (storage replication jobs),
+``tests.support.mappings.MappingPve`` (resource mappings),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -66,6 +67,7 @@ from tests.support.backup import BackupPve
 from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
+from tests.support.mappings import MappingPve
 from tests.support.metrics import MetricServerPve
 from tests.support.pvesh import SendersPve
 from tests.support.replication import ReplicationPve
@@ -82,6 +84,7 @@ class ServedPve(
     BackupPve,
     MetricServerPve,
     ReplicationPve,
+    MappingPve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""
@@ -266,6 +269,10 @@ VM_ARCHIVE_CONFIG: dict[str, Any] = {
 }
 ARCHIVE_SIZE = 412 * 1024**2
 ARCHIVE_CTIME = 1796004000  # 2026-11-30 02:00:00 UTC
+# Resource mappings (pve-manager PVE/API2/Cluster/Mapping/{PCI,USB,Dir}.pm): Mapping.Audit reads one,
+# Mapping.Modify writes it; a VM naming one needs Mapping.Use on /mapping/<kind>/<id> (qemu-server
+# API2/Qemu.pm check_hostpci_perm, check_usb_perm, check_dir_perm). Granted apart, on /.
+MAPPING_PRIVS = {"read": ("Mapping.Audit",), "provision": ("Mapping.Audit", "Mapping.Modify", "Mapping.Use")}
 ARCHIVE_PRIVS = {
     "/storage/local": ("Datastore.AllocateSpace",),
     "/vms/150": ("VM.Backup",),
@@ -336,6 +343,7 @@ def seed(pve: FakePve) -> Seeded:
         secret = secrets.token_hex(16)
         pve.apitokens[token_id] = secret
         pve.grant(token_id, "/", *privs)
+        pve.grant(token_id, "/", *MAPPING_PRIVS["read" if token_id == READ_TOKEN_ID else "provision"])
         for path, more in ARCHIVE_PRIVS.items():
             pve.grant(token_id, path, *more)
         tokens[token_id] = (token_id, secret)

@@ -78,6 +78,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-sdn-zone-lab",
         "proxmox-sdn-vnet-labnet",
         "proxmox-sdn-apply",
+        "proxmox-mapping-pci-lab-gpu",
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web",
@@ -93,8 +94,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, the datacenter's options, networks and SDN before the guests, then containers "
-        "and VMs, backup jobs, metric servers, replication jobs, then "
+        "policies first, the datacenter's options, networks, SDN and resource mappings before the guests, "
+        "then containers and VMs, backup jobs, metric servers, replication jobs, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
@@ -778,8 +779,8 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     if sid == "proxmox-pillar":
         assert (
             "the sections are acls, backup_jobs, ceph_pools, cluster_options, firewall, firewall_aliases, "
-            "groups, ha_groups, ha_resources, ha_rules, lxc, metric_servers, networks, pbs, pools, qemu, "
-            "realms, replication, roles, sdn, storage, tokens, users, and ownership_file, pbs_targets, "
+            "groups, ha_groups, ha_resources, ha_rules, lxc, mappings, metric_servers, networks, pbs, pools, "
+            "qemu, realms, replication, roles, sdn, storage, tokens, users, and ownership_file, pbs_targets, "
             "targets are the configuration read with config.get." in problems[sid]
         )
 
