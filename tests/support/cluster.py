@@ -29,6 +29,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.usercfg.UserCfgPve`` (users, groups, API tokens and realms),
 ``tests.support.backup.BackupPve`` (backup jobs),
 ``tests.support.metrics.MetricServerPve`` (external metric servers),
+``tests.support.acme.AcmePve`` (ACME plugins and the nodes' certificate configuration),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -61,6 +62,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
+from tests.support.acme import AcmePve
 from tests.support.backup import BackupPve
 from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
@@ -70,7 +72,7 @@ from tests.support.restore import RestorePve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
+class ServedPve(DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve, AcmePve):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
 
 
@@ -90,7 +92,9 @@ ISO_SIZE = 754 * 1024**2
 
 # SDN.Audit: node network listings show a bridge only to a caller with SDN.Audit (or SDN.Use) on it, and SDN
 # listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
-READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit")
+# Sys.Modify: PVE shows an ACME plugin only to a caller with Sys.Modify on / (pve-manager API2/ACMEPlugin.pm
+# get_plugin_config, index), so the read token of an estate declaring ACME plugins holds it.
+READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit", "Sys.Modify")
 PROVISION_PRIVS = (
     "VM.Allocate",
     "VM.Audit",

@@ -776,10 +776,10 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, backup_jobs, ceph_pools, cluster_options, firewall, firewall_aliases, "
-            "groups, ha_groups, ha_resources, ha_rules, lxc, metric_servers, networks, pbs, pools, qemu, "
-            "realms, roles, sdn, storage, tokens, users, and ownership_file, pbs_targets, targets are the "
-            "configuration read with config.get." in problems[sid]
+            "the sections are acls, acme, backup_jobs, ceph_pools, cluster_options, firewall, "
+            "firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, metric_servers, networks, "
+            "pbs, pools, qemu, realms, roles, sdn, storage, tokens, users, and ownership_file, pbs_targets, "
+            "targets are the configuration read with config.get." in problems[sid]
         )
 
 
@@ -833,7 +833,7 @@ def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
     from salt_proxmox.access import realm, user
-    from salt_proxmox.datacenter import dcformats, metrics, options
+    from salt_proxmox.datacenter import acme, dcformats, metrics, options
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
@@ -849,6 +849,7 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:realms": tuple(sorted(realm.SECRETS)),
         "proxmox:metric_servers": tuple(sorted(metrics.SECRETS)),
         "proxmox:cluster_options": tuple(sorted(options.SECRETS)),
+        "proxmox:acme:plugins": tuple(sorted(acme.SECRETS)),
     } == module.SECRETS
     assert set(dcformats.KEYS) == module.CLUSTER_OPTIONS
 
