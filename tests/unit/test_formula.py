@@ -78,6 +78,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-sdn-zone-lab",
         "proxmox-sdn-vnet-labnet",
         "proxmox-sdn-apply",
+        "proxmox-acme-plugin-lab-dns",
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web",
@@ -92,7 +93,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, the datacenter's options, networks and SDN before the guests, then containers "
+        "policies first, the datacenter's options, networks, SDN and ACME plugins before the guests, then "
+        "containers "
         "and VMs, backup jobs, metric servers, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
