@@ -274,6 +274,16 @@ proxmox:
         description: The lab's GPU
         map:
           - node=pve1,path=0000:01:00.0,id=10de:1eb8,iommugroup=14
+  # ACME challenge plugins (Datacenter -> ACME): a DNS plugin of one of PVE's DNS APIs, its API's
+  # settings (data) from secrets.sls; validation-delay 30 and every node are PVE's defaults.
+  acme:
+    plugins:
+      lab-dns:
+        type: dns
+        api: cf
+        validation-delay: 60
+        nodes: [pve1, pve2]
+        secret_serial: 1    # data: from secrets.sls; written again only when this changes
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.
@@ -314,6 +324,8 @@ proxmox:
     SaltProxmoxRead:
       # SDN.Audit: bridges, zones, vnets; Mapping.Audit: resource mappings
       privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit]
+      # SDN.Audit: bridges, zones, vnets; Sys.Modify: PVE shows an ACME plugin only with it (ACMEPlugin.pm)
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Sys.Modify]
     SaltProxmoxProvision:
       privs:
         - VM.Allocate

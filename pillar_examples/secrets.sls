@@ -20,6 +20,14 @@ proxmox:
   metric_servers:
     influx:
       token: lab-influx-token-5Xq2
+  # An ACME DNS plugin's API settings (KEY=value lines, or a mapping): sent base64url at create and
+  # when its secret_serial changes; never compared or shown.
+  acme:
+    plugins:
+      lab-dns:
+        data:
+          CF_Token: lab-only-cf-token-8Lm3
+          CF_Account_ID: lab-account
   # A user's password (pve realm): sent with the create only; PVE lets no API token change it later.
   users:
     ci@pve:

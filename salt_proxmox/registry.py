@@ -200,6 +200,23 @@ FAMILIES: tuple[Family, ...] = (
         section="proxmox:mappings",
         prefix="proxmox-mapping-",
     ),
+    # ACME (Datacenter -> ACME): independent of every other family; the formula renders it beside SDN.
+    Family(
+        name="acme",
+        state="proxmox_acme",
+        module="proxmox",
+        kinds=(
+            Kind(
+                "acme_plugin",
+                present="plugin",
+                absent="plugin_absent",
+                spec="salt_proxmox.datacenter.acme:SPEC",
+                secrets="salt_proxmox.datacenter.acme:SECRETS",
+            ),
+        ),
+        section="proxmox:acme",
+        prefix="proxmox-acme-",
+    ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC"),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU"),
     # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).

@@ -63,6 +63,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:mappings                 pci, usb, dir: {<id>: proxmox_mapping.pci|usb|dir (map: a list of entries,
                                    each node=..,path=..,id=.. as text or a mapping; description; PCI's
                                    mdev and live-migration-capable)}; ensure: absent as above.
+  proxmox:acme                     plugins: {<id>: proxmox_acme.plugin (type dns or standalone, api,
+                                   validation-delay, nodes, disable; data, the DNS API's settings, a
+                                   secret, and secret_serial)}; target.
   proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
                                    proxmox_firewall.ipset (scope, comment, cidrs, allow_lockout)},
                                    groups: {<name>: proxmox_firewall.group (comment)}, rules: {<scope>:
@@ -76,8 +79,8 @@ the minion config or in pillar.
 
 Order and requisites. States run in the order of this file (Salt's ``state_auto_order``): OpenBao
 policies first, then aliases, pools, roles, realms, groups, users, tokens, ACL entries, Ceph pools, PBS
-datastores, storage, HA groups, HA resources, HA rules, node networks, SDN, resource mappings, containers,
-VMs, backup
+datastores, storage, HA groups, HA resources, HA rules, node networks, SDN, resource mappings, ACME
+plugins, containers, VMs, backup
 jobs, then the firewall, then the guests' snapshots; a pool declared absent runs after the guests (they
 move out of it first, so one apply empties and deletes it). Only real dependencies are requisites, so a
 family fails alone:
@@ -132,7 +135,7 @@ known ones. An absent entry passes only its identity, target and removal; the re
 when present is kept and changes nothing.
 
 Secrets (SECRETS: a container's password, a VM's cipassword, a user's password, a realm's bind
-password and client key, a metric server's token) are never state arguments: Salt keeps a
+password and client key, a metric server's token, an ACME plugin's data) are never state arguments: Salt keeps a
 highstate's arguments in highstate.cache.p in its cachedir. The entry's state gets ``secrets_pillar``,
 the pillar path of the entry as a list of keys, and reads the value from pillar itself.
 
@@ -410,6 +413,8 @@ NESTED = [
     ("proxmox:networks", "proxmox-network-", "proxmox_network"),
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
     ("proxmox:mappings", "proxmox-mapping-", "proxmox_mapping"),
+    # ACME (Datacenter -> ACME): plugins under proxmox:acme:plugins, rendered by _acme.
+    ("proxmox:acme", "proxmox-acme-", "proxmox_acme"),
 ]
 
 # The sections rendered after the guests (their objects may live on a guest), by _firewall:
@@ -441,8 +446,8 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
-    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, mappings, ha_groups, ha_resources, ha_rules, backup_jobs, "
-    "metric_servers, replication, firewall"
+    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, mappings, acme, ha_groups, ha_resources, ha_rules, "
+    "backup_jobs, metric_servers, replication, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -499,6 +504,7 @@ SECRETS = {
     "proxmox:realms": ("bind_password", "client-key"),
     "proxmox:metric_servers": ("token",),
     "proxmox:cluster_options": ("http_proxy",),
+    "proxmox:acme:plugins": ("data",),
 }
 
 # proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope
@@ -515,6 +521,8 @@ SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
 # The kinds of proxmox:mappings (salt_proxmox/datacenter/mappings.py KINDS), each a section of
 # <id>: {map, description, ...} entries; the state function is the kind's name.
 MAPPING_KINDS = ("pci", "usb", "dir")
+# The keys of proxmox:acme, and what an ACME plugin entry takes besides its options (type, api, ...).
+ACME_KEYS = {"plugins", "target"}
 # The keys of proxmox:firewall, and what each kind's absent state passes on besides target and removal.
 FIREWALL_KEYS = {"options", "ipsets", "groups", "rules", "target"}
 
@@ -919,6 +927,31 @@ def _mappings(pillar, states):
         what = f"{kind} mapping (map, description, ...)"
         for key, declared in _entries(pillar, f"proxmox:mappings:{kind}", prefix, what, states):
             _object(states, prefix + key, "proxmox_mapping", kind, declared.get("name", key), declared, ["ensure", "name"])
+def _acme(pillar, states):
+    """The ACME plugin states (``proxmox_acme.plugin``), ``data`` (the DNS API's credentials) passed as
+    its pillar path (SECRETS), never as an argument."""
+    acme = _lookup(pillar, "proxmox:acme", states, "proxmox-acme-")
+    if not isinstance(acme, Mapping):
+        if acme is not None:
+            what = f"pillar proxmox:acme is {_shape(acme)}, not a mapping of plugins."
+            _failing(states, "proxmox-acme-pillar", "proxmox:acme", what)
+        return
+    _unknown_keys(states, "proxmox-acme-pillar", "proxmox:acme", acme, ACME_KEYS)
+    target = acme.get("target")
+    path, prefix = "proxmox:acme:plugins", "proxmox-acme-plugin-"
+    for key, declared in _entries(pillar, path, prefix, "ACME plugin (type, api, ...)", states):
+        if target is not None and "target" not in declared:
+            declared = {**declared, "target": target}
+        name = declared.get("name", key)
+        if not _present(declared):
+            args = _arguments(name, declared, [], NETWORK_ABSENT_KEYS)
+            states[prefix + key] = {"proxmox_acme.plugin_absent": args}
+            continue
+        secrets = [k for k in SECRETS[path] if k in declared]
+        args = _arguments(name, declared, ["ensure", "name", "removal", *secrets])
+        if secrets:
+            args.append({"secrets_pillar": [*path.split(":"), key]})
+        states[prefix + key] = {"proxmox_acme.plugin": args}
 
 
 def _listed(paths):
@@ -1252,6 +1285,7 @@ def estate(pillar):
             # Node networks and SDN run before the guests that use them.
             bridges = _networks(pillar, states)
             _mappings(pillar, states)
+            _acme(pillar, states)
         for key, declared in sections[path]:
             name = _name(path, key, declared)
             if not _present(declared):

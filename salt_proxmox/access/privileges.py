@@ -190,6 +190,12 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
         }
         for kind, pm in (("pci", "PCI.pm"), ("usb", "USB.pm"), ("dir", "Dir.pm"))
     },
+    # pve-manager API2/ACMEPlugin.pm: every method, the reads too, needs Sys.Modify on / (the sections hold
+    # the DNS APIs' credentials); a node's certificate configuration is read with Sys.Audit on /nodes/<node>.
+    "acme_plugin": {
+        "read": (("read", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm get_plugin_config"),),
+        "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm"),),
+    },
     "snapshot": {
         "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-guest-common snapshot_list (VM.Audit)"),),
         "write": (

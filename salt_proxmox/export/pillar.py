@@ -153,6 +153,12 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         entries = pillar.setdefault(top, {}).setdefault(section, {})
         entries.setdefault(kind.name.removeprefix("mapping_"), {})[str(entry.pop("name"))] = entry
         return
+    if family.section == "proxmox:acme":  # proxmox:acme:plugins, as the formula's _acme reads it
+        plural = {"acme_plugin": "plugins"}[kind.name]
+        pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})[str(entry.pop("name"))] = (
+            entry
+        )
+        return
     if kind.name in FIREWALL:
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
         entries[_named(entries, entry)] = entry

@@ -168,7 +168,8 @@ def given(case: Case) -> list[Low]:
 
 def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     """The pillar entry the formula turns into ``family.state``.``fun`` with ``declared``: the entry under
-    the family's section keyed by its name (``proxmox:pools:example``), a node's interface under
+    the family's section keyed by its name (``proxmox:pools:example``; an ACME plugin under
+    ``proxmox:acme:plugins``), a node's interface under
     ``proxmox:networks:<node>:interfaces``, an SDN object under ``proxmox:sdn:<kind>s``, a resource
     mapping under ``proxmox:mappings:<kind>``; an absent
     function is ``ensure: absent``. Raises LookupError for a section it does not know."""
@@ -180,7 +181,7 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:networks":
         node = entry.pop("node")
         return {top: {section: {node: {"interfaces": {name: entry}}}}}
-    if family.section == "proxmox:sdn":
+    if family.section in ("proxmox:sdn", "proxmox:acme"):
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}
     if family.section == "proxmox:mappings":

@@ -203,6 +203,8 @@ def _mapping(kind: str) -> Examples:
     )
 
 
+#: A DNS challenge plugin of one of PVE's DNS APIs (proxmox-acme ``DNSChallenge.pm``), on one node.
+_ACME_PLUGIN = {"name": "example-dns", "type": "dns", "api": "cf", "validation-delay": 60, "nodes": ["pve1"]}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -406,6 +408,16 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         "mapping_pci": _mapping("pci"),
         "mapping_usb": _mapping("usb"),
         "mapping_dir": _mapping("dir"),
+        "acme_plugin": Examples(
+            create=_ACME_PLUGIN,
+            update={**_ACME_PLUGIN, "validation-delay": 120},
+            clear={**_ACME_PLUGIN, "validation-delay": None},
+            delete={"name": _ACME_PLUGIN["name"], "removal": "destroy"},
+            bad={
+                **_bad(_ACME_PLUGIN, {"name": _ACME_PLUGIN["name"]}, "plugin", "plugin_absent"),
+                "wrong type": ("plugin", {**_ACME_PLUGIN, "validation-delay": "soon"}, "validation-delay"),
+            },
+        ),
         "lxc": _guest(_CT),
         "qemu": _guest(_VM),
         "backup_job": _simple(_BACKUP_JOB, {"schedule": "03:30"}, {"comment": ""}, {"mode": "fast"}),

@@ -46,6 +46,8 @@ MISSING = {
     "mapping": ("Mapping.Modify", "/mapping/pci"),
     # pve-manager API2/Cluster.pm set_options: Sys.Modify on /.
     "cluster_options": ("Sys.Modify", "/"),
+    # pve-manager API2/ACMEPlugin.pm add_plugin: Sys.Modify on /.
+    "acme": ("Sys.Modify", "/"),
     # pve-container API2/LXC/Snapshot.pm snapshot: VM.Snapshot on /vms/<vmid>.
     "snapshot": ("VM.Snapshot", "/vms/120"),
     # pve-firewall API2/Firewall/Groups.pm create_security_group: Sys.Modify on /.

@@ -31,6 +31,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.metrics.MetricServerPve`` (external metric servers),
 ``tests.support.replication.ReplicationPve`` (storage replication jobs),
 ``tests.support.mappings.MappingPve`` (resource mappings),
+``tests.support.acme.AcmePve`` (ACME plugins and the nodes' certificate configuration),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -63,6 +64,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from fakepve import FakePve, settle
 from fakepve.certs import make_cert
 
+from tests.support.acme import AcmePve
 from tests.support.backup import BackupPve
 from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
@@ -85,6 +87,7 @@ class ServedPve(
     MetricServerPve,
     ReplicationPve,
     MappingPve,
+    AcmePve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""
@@ -107,6 +110,9 @@ ISO_SIZE = 754 * 1024**2
 # SDN.Audit: node network listings show a bridge only to a caller with SDN.Audit (or SDN.Use) on it, and SDN
 # listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
 READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit")
+# PVE shows an ACME plugin only to a caller with Sys.Modify on / (pve-manager API2/ACMEPlugin.pm
+# get_plugin_config, index), so the read token of an estate declaring ACME plugins holds it too.
+ACME_READ_PRIVS = ("Sys.Modify",)
 PROVISION_PRIVS = (
     "VM.Allocate",
     "VM.Audit",
@@ -347,6 +353,7 @@ def seed(pve: FakePve) -> Seeded:
         for path, more in ARCHIVE_PRIVS.items():
             pve.grant(token_id, path, *more)
         tokens[token_id] = (token_id, secret)
+    pve.grant(READ_TOKEN_ID, "/", *ACME_READ_PRIVS)
     return Seeded(read_token=tokens[READ_TOKEN_ID], provision_token=tokens[PROVISION_TOKEN_ID])
 
 

@@ -79,6 +79,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-sdn-vnet-labnet",
         "proxmox-sdn-apply",
         "proxmox-mapping-pci-lab-gpu",
+        "proxmox-acme-plugin-lab-dns",
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web",
@@ -94,8 +95,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, the datacenter's options, networks, SDN and resource mappings before the guests, "
-        "then containers and VMs, backup jobs, metric servers, replication jobs, then "
+        "policies first, the datacenter's options, networks, SDN, resource mappings and ACME plugins before "
+        "the guests, then containers and VMs, backup jobs, metric servers, replication jobs, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
@@ -778,9 +779,10 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, backup_jobs, ceph_pools, cluster_options, firewall, firewall_aliases, "
-            "groups, ha_groups, ha_resources, ha_rules, lxc, mappings, metric_servers, networks, pbs, pools, "
-            "qemu, realms, replication, roles, sdn, storage, tokens, users, and ownership_file, pbs_targets, "
+            "the sections are acls, acme, backup_jobs, ceph_pools, cluster_options, firewall, "
+            "firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, mappings, metric_servers, "
+            "networks, pbs, pools, qemu, realms, replication, roles, sdn, storage, tokens, users, and "
+            "ownership_file, pbs_targets, "
             "targets are the configuration read with config.get." in problems[sid]
         )
 
@@ -835,7 +837,7 @@ def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
     from salt_proxmox.access import realm, user
-    from salt_proxmox.datacenter import dcformats, metrics, options
+    from salt_proxmox.datacenter import acme, dcformats, metrics, options
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
@@ -851,6 +853,7 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:realms": tuple(sorted(realm.SECRETS)),
         "proxmox:metric_servers": tuple(sorted(metrics.SECRETS)),
         "proxmox:cluster_options": tuple(sorted(options.SECRETS)),
+        "proxmox:acme:plugins": tuple(sorted(acme.SECRETS)),
     } == module.SECRETS
     assert set(dcformats.KEYS) == module.CLUSTER_OPTIONS
 

@@ -14,7 +14,7 @@ import pytest
 
 from salt_proxmox import registry
 from salt_proxmox.access import realm, user
-from salt_proxmox.datacenter import metrics, options
+from salt_proxmox.datacenter import acme, metrics, options
 from salt_proxmox.registry import FAMILIES, PILLAR_STATE
 from salt_proxmox.storage.types import LEGACY_SENSITIVE
 from tests.conformance.examples import EXAMPLES, examples_of
@@ -141,6 +141,7 @@ def test_the_formula_runs_the_registered_families_in_their_order():
         "proxmox:realms",
         "proxmox:metric_servers",
         "proxmox:cluster_options",
+        "proxmox:acme:plugins",
     }
     assert set(module.SECRETS["proxmox:storage"]) == LEGACY_SENSITIVE
     assert set(module.SECRETS["proxmox:users"]) == set(user.SECRETS)
@@ -148,6 +149,9 @@ def test_the_formula_runs_the_registered_families_in_their_order():
     assert set(module.SECRETS["proxmox:metric_servers"]) == set(metrics.SECRETS)
     # http_proxy may hold a password (pve-cluster DataCenterConfig.pm: 'http://username:password@host').
     assert set(module.SECRETS["proxmox:cluster_options"]) == set(options.SECRETS)
+    # An ACME plugin's data holds its DNS API's credentials (pve-manager API2/ACMEPlugin.pm: Sys.Modify even
+    # to read it).
+    assert set(module.SECRETS["proxmox:acme:plugins"]) == set(acme.SECRETS)
 
 
 def test_the_outputter_names_each_family_as_the_registry_does():
