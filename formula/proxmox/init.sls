@@ -58,6 +58,11 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:sdn                      zones, vnets, subnets: {<key>: proxmox_sdn.zone (type, ...), .vnet
                                    (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
                                    target; apply: true adds proxmox_sdn.applied.
+  proxmox:notifications            endpoints: {<name>: proxmox_notification.endpoint (type sendmail, smtp,
+                                   gotify or webhook, its keys; password, token, secret from pillar)},
+                                   matchers: {<name>: proxmox_notification.matcher (match-field,
+                                   match-severity, match-calendar, mode, invert-match, targets)}; target.
+                                   A matcher requires the endpoints it targets; absent endpoints run last.
   proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
                                    proxmox_firewall.ipset (scope, comment, cidrs, allow_lockout)},
                                    groups: {<name>: proxmox_firewall.group (comment)}, rules: {<scope>:
@@ -395,6 +400,7 @@ SECTIONS = [
 NESTED = [
     ("proxmox:networks", "proxmox-network-", "proxmox_network"),
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
+    ("proxmox:notifications", "proxmox-notification-", "proxmox_notification"),
 ]
 
 # The sections rendered after the guests (their objects may live on a guest), by _firewall:
@@ -426,7 +432,7 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
-    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, "
+    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, notifications, ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, "
     "firewall"
 )
 
@@ -497,6 +503,10 @@ NETWORK_ABSENT_KEYS = ["target", "removal"]
 # The keys of a node under proxmox:networks, and of proxmox:sdn.
 NODE_KEYS = {"interfaces", "apply", "target"}
 SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
+# The keys of proxmox:notifications, an endpoint's secrets (never state arguments: read with secrets_pillar,
+# salt_proxmox/datacenter/notifications.py SECRETS) and what an absent endpoint passes on.
+NOTIFICATION_KEYS = {"endpoints", "matchers", "target"}
+NOTIFICATION_SECRETS = ("password", "secret", "token")
 # The keys of proxmox:firewall, and what each kind's absent state passes on besides target and removal.
 FIREWALL_KEYS = {"options", "ipsets", "groups", "rules", "target"}
 
@@ -886,6 +896,49 @@ def _networks(pillar, states):
     return bridges
 
 
+def _notifications(pillar, states):
+    """The notification endpoint and matcher states: endpoints declared present, then the matchers (each
+    requiring the endpoints it targets that this pillar declares), then the endpoints declared absent,
+    whose delete PVE refuses while a matcher targets them (proxmox-notify api/mod.rs ensure_safe_to_delete)."""
+    section = _lookup(pillar, "proxmox:notifications", states, "proxmox-notification-")
+    if not isinstance(section, Mapping):
+        if section is not None:
+            what = f"pillar proxmox:notifications is {_shape(section)}, not a mapping of endpoints and matchers."
+            _failing(states, "proxmox-notification-pillar", "proxmox:notifications", what)
+        return
+    path = "proxmox:notifications"
+    _unknown_keys(states, "proxmox-notification-pillar", path, section, NOTIFICATION_KEYS)
+    target = section.get("target")
+    endpoints, gone = {}, []
+    prefix = "proxmox-notification-endpoint-"
+    for key, declared in _entries(pillar, f"{path}:endpoints", prefix, "notification endpoint (type, ...)", states):
+        if target is not None and "target" not in declared:
+            declared = {**declared, "target": target}
+        name = declared.get("name", key)
+        if not _present(declared):
+            args = _arguments(name, declared, [], ["type", *NETWORK_ABSENT_KEYS])
+            gone.append((prefix + key, {"proxmox_notification.endpoint_absent": args}))
+            continue
+        secrets = [k for k in NOTIFICATION_SECRETS if k in declared]
+        args = _arguments(name, declared, ["ensure", "name", "removal", *secrets])
+        if secrets:
+            args.append({"secrets_pillar": ["proxmox", "notifications", "endpoints", key]})
+        states[prefix + key] = {"proxmox_notification.endpoint": args}
+        if _text(name):
+            endpoints[name] = {"proxmox_notification": prefix + key}
+    prefix = "proxmox-notification-matcher-"
+    for key, declared in _entries(pillar, f"{path}:matchers", prefix, "notification matcher (targets, ...)", states):
+        if target is not None and "target" not in declared:
+            declared = {**declared, "target": target}
+        name = declared.get("name", key)
+        present = _object(states, prefix + key, "proxmox_notification", "matcher", name, declared, ["ensure", "name"])
+        targets = declared.get("targets")
+        needs = [endpoints[t] for t in (targets if isinstance(targets, list) else [targets]) if _text(t) in endpoints]
+        if present and needs:
+            states[prefix + key]["proxmox_notification.matcher"].append({"require": needs})
+    states.update(gone)
+
+
 def _listed(paths):
     """``a``, ``a and b``, ``a, b and c``."""
     return paths[0] if len(paths) == 1 else ", ".join(paths[:-1]) + " and " + paths[-1]
@@ -1216,6 +1269,7 @@ def estate(pillar):
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
             bridges = _networks(pillar, states)
+            _notifications(pillar, states)
         for key, declared in sections[path]:
             name = _name(path, key, declared)
             if not _present(declared):

@@ -69,6 +69,8 @@ FIELD_OF: dict[str, dict[str, str]] = {
     "policy": {"sha256": "policy", "path_grants": "policy", "diff": "policy"},
     # An HA resource's ha_state is PVE's state (Salt keeps state in every chunk: salt_proxmox/ha/resource.py).
     "ha_resource": {"ha_state": "state"},
+    # A matcher's targets are PVE's target list (target names the cluster in every state).
+    "notification": {"targets": "target"},
 }
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write
@@ -174,6 +176,9 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
         node = entry.pop("node")
         return {top: {section: {node: {"interfaces": {name: entry}}}}}
     if family.section == "proxmox:sdn":
+        kind = fun.removesuffix("_absent")
+        return {top: {section: {f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:notifications":
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":

@@ -29,6 +29,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.usercfg.UserCfgPve`` (users, groups, API tokens and realms),
 ``tests.support.backup.BackupPve`` (backup jobs),
 ``tests.support.metrics.MetricServerPve`` (external metric servers),
+``tests.support.notifications.NotificationPve`` (notification endpoints and matchers),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -66,11 +67,14 @@ from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.metrics import MetricServerPve
+from tests.support.notifications import NotificationPve
 from tests.support.restore import RestorePve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
+class ServedPve(
+    DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve, NotificationPve
+):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
 
 
@@ -90,7 +94,8 @@ ISO_SIZE = 754 * 1024**2
 
 # SDN.Audit: node network listings show a bridge only to a caller with SDN.Audit (or SDN.Use) on it, and SDN
 # listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
-READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit")
+# Mapping.Audit on /mapping/notifications reads notification endpoints and matchers (Notifications.pm).
+READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit", "Mapping.Audit")
 PROVISION_PRIVS = (
     "VM.Allocate",
     "VM.Audit",
@@ -138,6 +143,9 @@ PROVISION_PRIVS = (
     "VM.Snapshot",
     "VM.Snapshot.Rollback",
     "VM.Backup",
+    # Notification endpoints and matchers: Mapping.Modify on /mapping/notifications, an endpoint's create and
+    # update Sys.Audit and Sys.Modify on / too (pve-manager PVE/API2/Cluster/Notifications.pm).
+    "Mapping.Modify",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
