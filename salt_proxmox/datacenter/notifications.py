@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from salt_proxmox.datacenter.metrics import CONFIGID
-from salt_proxmox.errors import DeclarationError, shown
+from salt_proxmox.errors import DeclarationError, Refused, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import release
@@ -497,7 +497,7 @@ def _targets_of(value: object) -> list[str]:
 
 def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, object] | None) -> list[str]:
     """A built-in or targeted endpoint's delete; a create whose name is taken or that lacks a gotify
-    token; a webhook on a release older than PVE 8.3 (``GET /version``)."""
+    token. (A type the release lacks is ``for_cluster``'s.)"""
     name = decl.names["name"]
     if action == "delete":
         if name == BUILTIN_ENDPOINT or (live or {}).get("origin") in BUILTIN_ORIGINS:
@@ -516,15 +516,6 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
         return []
     kind = _kind(decl)
     found = []
-    if kind.since > (8, 0):
-        cluster = release(ctx)
-        if (cluster.major, cluster.minor) < kind.since:
-            found.append(
-                f"type: the cluster runs PVE {cluster.release}, which has no {kind.name} notification "
-                f'endpoint (pve-manager 8.2.9, released with PVE {kind.since[0]}.{kind.since[1]}: "api: add '
-                'routes for webhook notification endpoints"), so PVE has no such API path. Upgrade, or '
-                "declare another type."
-            )
     if action == "create":
         found += unique_refusal(ctx, decl, FAMILY, kind.name)
         missing = [key for key in kind.secrets if key == "token" and key not in decl.secrets]
@@ -534,6 +525,21 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 "token is not optional); put it in the entry's pillar (secrets_pillar)."
             )
     return found
+
+
+def for_cluster(ctx: PveContext, decl: Declared) -> ObjectSpec:
+    """This family on ``ctx``'s cluster. Raises Refused for a webhook endpoint on a release older than PVE
+    8.3 (``GET /version``), before any read: PVE has no such path then (pve-manager 8.2.9, released with
+    PVE 8.3: "api: add routes for webhook notification endpoints")."""
+    kind = _kind(decl)
+    cluster = release(ctx)
+    if (cluster.major, cluster.minor) < kind.since:
+        raise Refused(
+            f"type: the cluster runs PVE {cluster.release}, which has no {kind.name} notification endpoint "
+            f"(pve-manager 8.2.9, released with PVE {kind.since[0]}.{kind.since[1]}, added its API paths). "
+            "Upgrade, or declare another type. Nothing was written."
+        )
+    return SPEC
 
 
 def resolve(ctx: PveContext, declared: Mapping[str, object]) -> tuple[dict, list[str]]:
@@ -603,6 +609,7 @@ SPEC = ObjectSpec(
     delete=lambda decl, live: Call("DELETE", _path(decl)),
     write_guard=digest_guard,
     refusals=refusals,
+    for_cluster=for_cluster,
     resolve=resolve,
     recorded=("secret_serial",),
     export_names=lambda row: export_name(row),
