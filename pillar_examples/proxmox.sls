@@ -255,6 +255,25 @@ proxmox:
       organization: lab
       bucket: pve
       secret_serial: 1      # token: from secrets.sls; written again only when this changes
+  # Notifications (Datacenter -> Notifications): endpoints with their secrets from secrets.sls, and
+  # matchers routing notifications to them. A matcher's targets (PVE's target list) must exist or be
+  # declared here; lists compare as sets. The built-in mail-to-root and default-matcher can be
+  # adopted (adopt: true) and are never deleted.
+  notifications:
+    endpoints:
+      ops-mail:
+        type: smtp
+        server: mail.lab.example
+        mode: starttls      # the port follows the mode (587) when left out
+        username: pve
+        from-address: pve@lab.example
+        mailto: [ops@lab.example]
+        secret_serial: 1    # password: from secrets.sls; written again only when this changes
+    matchers:
+      backups-to-ops:
+        match-field: ["exact:type=vzdump"]
+        match-severity: ["warning,error"]
+        targets: [ops-mail]
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.
@@ -293,7 +312,8 @@ proxmox:
     CiDeploy:
       privs: [VM.Audit, VM.Console, VM.PowerMgmt, VM.Backup]
     SaltProxmoxRead:
-      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit]   # SDN.Audit: bridges, zones, vnets
+      # SDN.Audit: bridges, zones, vnets; Mapping.Audit: notification endpoints and matchers
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit]
     SaltProxmoxProvision:
       privs:
         - VM.Allocate
@@ -325,6 +345,7 @@ proxmox:
         - User.Modify          # users and their API tokens (pve-access-control API2/User.pm)
         - Realm.AllocateUser   # users of the pve realm
         - Group.Allocate       # groups
+        - Mapping.Modify       # notification endpoints and matchers (pve-manager API2/Cluster/Notifications.pm)
     # Reading a backup archive (a restore's plan lists it with the read token): PVE shows a backup only
     # to a caller with Datastore.AllocateSpace on its storage and VM.Backup on the guest it was taken
     # from (pve-storage Storage.pm check_volume_access), so grant them there only (acls below).

@@ -79,7 +79,7 @@ class Need:
 #: the declaration's names (``{name}``, ``{node}``, ``{path}``, ``{realm}``, ``{zone}``).
 _AUDIT = ("Sys.Audit",)
 _NOTIFY = "/mapping/notifications"
-_NOTIFY_READ = ("Mapping.Modify", "Mapping.Audit")
+_NOTIFY_READ = ("Mapping.Audit", "Mapping.Modify")  # the first is what a least role holds
 _NOTIFY_WRITE = (
     ("provision", _NOTIFY, ("Mapping.Modify",), False, "pve-manager API2/Cluster/Notifications.pm"),
 )

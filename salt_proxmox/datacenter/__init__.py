@@ -1,3 +1,4 @@
-"""The datacenter's own settings (Datacenter → Options, Metric Server, ...), each a simple object family:
-the cluster options of ``datacenter.cfg`` (``options``, its keys' formats in ``dcformats``) and external
-metric servers (``metrics``)."""
+"""The datacenter's own settings (Datacenter → Options, Metric Server, Notifications, ...), each a simple
+object family: the cluster options of ``datacenter.cfg`` (``options``, its keys' formats in ``dcformats``),
+external metric servers (``metrics``), and notification endpoints and matchers (``notifications``,
+``matchers``)."""

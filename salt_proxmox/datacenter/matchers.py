@@ -19,6 +19,8 @@ over proxmox-notify (proxmox-rs ``proxmox-notify/src/matcher.rs``, ``api/matcher
   ``endpoint '<name>' does not exist``): refused at plan naming it.
 - The built-in ``default-matcher`` (``context/pve.rs`` ``DEFAULT_CONFIG``) may be adopted and changed (its
   ``origin`` then reads modified-builtin, never drift) and is never deleted.
+- A backup job's plan says when its ``notification-mode`` sends nowhere (``vzdump_note``, pve-manager
+  ``PVE/VZDump.pm`` ``send_notification``).
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from salt_proxmox.datacenter import notifications as endpoints
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
+from salt_proxmox.pve.errors import PveError
 from salt_proxmox.simple.fields import Field
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, identify_by_name
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, identify_by_name, planned
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.run.context import PveContext
@@ -242,6 +245,62 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
     if action == "create":
         found += endpoints.unique_refusal(ctx, decl, FAMILY, None)
     return found
+
+
+def _sends_vzdump(values: Mapping[str, object]) -> bool:
+    """Whether a matcher (canonical values) may route a vzdump notification anywhere: enabled, with
+    targets, and, in mode all without invert-match, no ``type`` field entry ruling vzdump out (pve-manager
+    ``PVE/VZDump.pm`` ``send_notification``: fields ``type => 'vzdump'``, ``hostname``, ``job-id``). Severity
+    and calendar entries may match some run, so they never rule it out."""
+    if values.get("disable") == 1 or not values.get("targets"):
+        return False
+    if values.get("mode") == "any" or values.get("invert-match") == 1:
+        return True
+    for entry in values.get("match-field") or []:
+        how, _, rest = str(entry).partition(":")
+        field, _, wanted = rest.partition("=")
+        if field != "type":
+            continue
+        try:
+            ruled_out = (
+                "vzdump" not in wanted.split(",") if how == "exact" else not re.search(wanted, "vzdump")
+            )
+        except re.error:
+            ruled_out = False
+        if ruled_out:
+            return False
+    return True
+
+
+def vzdump_note(ctx: PveContext, decl: Declared, action: str) -> list[str]:
+    """A backup job's plan line when its ``notification-mode`` sends nowhere (pve-manager ``PVE/VZDump.pm``
+    ``send_notification``): ``legacy-sendmail`` without ``mailto`` mails nobody; ``notification-system``
+    (or ``auto`` without ``mailto``) goes through the matchers, and no matcher, live or as this run
+    declares it, may route a vzdump notification to a target. Nothing when the matchers cannot be read
+    (the read credential lacks Mapping.Audit on ``/mapping/notifications``): the note is modest."""
+    if action == "delete":
+        return []
+    mode, mailto = decl.values.get("notification-mode") or "auto", decl.values.get("mailto")
+    if mode == "legacy-sendmail" and not mailto:
+        return [
+            f"{decl.label}: notification-mode legacy-sendmail without mailto sends no notification "
+            "(PVE/VZDump.pm send_notification mails only the job's mailto)"
+        ]
+    if mode != "notification-system" and mailto:
+        return []
+    try:
+        rows = endpoints.listing(ctx, endpoints.MATCHERS, "notification matchers")
+    except PveError:
+        return []
+    seen = {str(row.get("name")): parse(row, identify("", "", name=str(row.get("name")))) for row in rows}
+    seen.update(planned(ctx, FAMILY))
+    if any(_sends_vzdump(values) for values in seen.values()):
+        return []
+    return [
+        f"{decl.label}: its notifications go through the notification matchers (notification-mode {mode}), "
+        "and no enabled matcher with a target matches a vzdump notification (PVE/VZDump.pm "
+        "send_notification: type=vzdump), so they reach nobody: declare a matcher, or give the job mailto"
+    ]
 
 
 def _rule(key: str) -> Rule | None:

@@ -40,6 +40,8 @@ MISSING = {
     "backup_job": ("Sys.Modify", "/"),
     # pve-manager API2/Cluster/MetricServer.pm create: Sys.Modify on /.
     "metric_server": ("Sys.Modify", "/"),
+    # pve-manager API2/Cluster/Notifications.pm create_sendmail_endpoint: Mapping.Modify there.
+    "notification": ("Mapping.Modify", "/mapping/notifications"),
     # pve-manager API2/Cluster.pm set_options: Sys.Modify on /.
     "cluster_options": ("Sys.Modify", "/"),
     # pve-container API2/LXC/Snapshot.pm snapshot: VM.Snapshot on /vms/<vmid>.

@@ -78,6 +78,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-sdn-zone-lab",
         "proxmox-sdn-vnet-labnet",
         "proxmox-sdn-apply",
+        "proxmox-notification-endpoint-ops-mail",
+        "proxmox-notification-matcher-backups-to-ops",
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web",
@@ -92,7 +94,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, the datacenter's options, networks and SDN before the guests, then containers "
+        "policies first, the datacenter's options, networks, SDN and notifications before the guests, then "
+        "containers "
         "and VMs, backup jobs, metric servers, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
@@ -126,6 +129,10 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         # An rbd storage needs the Ceph pool it names (pve-storage RBDPlugin: pool).
         "proxmox-storage-ceph-vm": [{"proxmox_ceph_pool": "proxmox-ceph-pool-vmdisks"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
+        # A matcher needs the endpoints it targets (proxmox-notify api/mod.rs ensure_endpoints_exist).
+        "proxmox-notification-matcher-backups-to-ops": [
+            {"proxmox_notification": "proxmox-notification-endpoint-ops-mail"}
+        ],
         "proxmox-sdn-apply": [
             {"proxmox_sdn": "proxmox-sdn-zone-lab"},
             {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
@@ -852,6 +859,52 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:cluster_options": tuple(sorted(options.SECRETS)),
     } == module.SECRETS
     assert set(dcformats.KEYS) == module.CLUSTER_OPTIONS
+
+
+def test_notifications_render_endpoints_then_matchers_requiring_them_then_endpoints_absent():
+    # proxmox-notify api/mod.rs: a matcher's targets must exist (ensure_endpoints_exist) and an endpoint a
+    # matcher targets cannot be deleted (ensure_safe_to_delete); secrets are never state arguments.
+    from salt_proxmox.datacenter import notifications
+
+    pillar = {
+        "proxmox": {
+            "notifications": {
+                "target": "lab",
+                "endpoints": {
+                    "old": {"type": "gotify", "ensure": "absent", "removal": "destroy", "server": "x"},
+                    "ops": {"type": "smtp", "server": "m", "password": "s3cret", "secret_serial": 1},
+                },
+                "matchers": {"m": {"targets": ["ops", "mail-to-root"], "mode": "any"}},
+            }
+        }
+    }
+    states = render(pillar)
+    assert list(states) == [
+        "proxmox-notification-endpoint-ops",
+        "proxmox-notification-matcher-m",
+        "proxmox-notification-endpoint-old",
+    ]
+    assert args(states["proxmox-notification-endpoint-ops"]) == (
+        "proxmox_notification.endpoint",
+        {
+            "name": "ops",
+            "type": "smtp",
+            "server": "m",
+            "secret_serial": 1,
+            "target": "lab",
+            "secrets_pillar": ["proxmox", "notifications", "endpoints", "ops"],
+        },
+    )
+    assert args(states["proxmox-notification-matcher-m"])[1]["require"] == [
+        {"proxmox_notification": "proxmox-notification-endpoint-ops"}
+    ]
+    assert args(states["proxmox-notification-endpoint-old"]) == (
+        "proxmox_notification.endpoint_absent",
+        {"name": "old", "type": "gotify", "target": "lab", "removal": "destroy"},
+    )
+    assert set(formula().NOTIFICATION_SECRETS) == set(notifications.SECRETS)
+    unknown = failing(render({"proxmox": {"notifications": {"endpoint": {}}}}))
+    assert "unknown key(s) endpoint" in unknown["proxmox-notification-pillar"]
 
 
 def test_a_secret_is_passed_as_its_pillar_path():

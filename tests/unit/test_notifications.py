@@ -334,3 +334,28 @@ def test_the_export_leaves_out_pristine_built_ins_and_secrets():
         "mailto": ["o@x.org"],
     }
     assert notifications.SPEC.export_secrets(live) == {"password"}
+
+
+def _job(**values):
+    return SimpleNamespace(label="backup job nightly", values=values)
+
+
+def test_a_backup_job_whose_notifications_reach_nobody_is_noted(rows):
+    # pve-manager PVE/VZDump.pm send_notification: auto with mailto and legacy-sendmail mail the job's
+    # mailto; notification-system (and auto without mailto) go through the matchers with type=vzdump.
+    ctx = _ctx()
+    (note,) = matchers.vzdump_note(ctx, _job(**{"notification-mode": "legacy-sendmail"}), "create")
+    assert "legacy-sendmail without mailto sends no notification" in note
+    assert matchers.vzdump_note(ctx, _job(mailto="ops@example.org"), "create") == []
+    # The built-in default-matcher routes everything to mail-to-root.
+    assert matchers.vzdump_note(ctx, _job(), "create") == []
+    rows[notifications.MATCHERS][:] = [
+        {"name": "default-matcher", "target": ["mail-to-root"], "disable": True},
+        {"name": "replication", "match-field": ["exact:type=replication"], "target": ["mail-to-root"]},
+        {"name": "empty", "match-field": ["regex:type=^vz"]},
+    ]
+    (note,) = matchers.vzdump_note(ctx, _job(**{"notification-mode": "notification-system"}), "update")
+    assert "no enabled matcher with a target matches a vzdump notification" in note
+    # A matcher this run declares counts as it will be.
+    remember(ctx, matchers.FAMILY, "empty", {"match-field": ["regex:type=^vz"], "targets": ["mail-to-root"]})
+    assert matchers.vzdump_note(ctx, _job(), "create") == []
