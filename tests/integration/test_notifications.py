@@ -8,6 +8,7 @@ what PVE would refuse is refused at plan with nothing written."""
 from __future__ import annotations
 
 import json
+import logging
 
 from salt_proxmox.datacenter import matchers, notifications
 from salt_proxmox.export import objects
@@ -52,8 +53,10 @@ def _plan_apply_replan(served, ctx, spec, state_id, **declared):
     return plan, done, log
 
 
-def test_an_smtp_endpoint_and_its_matcher_plan_apply_and_replan_clean(fresh_cluster):
+def test_an_smtp_endpoint_and_its_matcher_plan_apply_and_replan_clean(fresh_cluster, caplog):
+    caplog.set_level(logging.DEBUG)
     pve = fresh_cluster.pve
+    store = MemoryStore()
     ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
     # One plan of both: the matcher's target is the endpoint this run creates first.
     start = len(pve.requests)
@@ -62,7 +65,7 @@ def test_an_smtp_endpoint_and_its_matcher_plan_apply_and_replan_clean(fresh_clus
     assert matcher_plan.result is None, matcher_plan.comment
     assert writes(requests_since(fresh_cluster, start)) == []
 
-    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    ctx = make_context(static_targets(fresh_cluster), store=store)
     _, _, log = _plan_apply_replan(fresh_cluster, ctx, notifications.SPEC, "ops-mail", **SMTP)
     (create,) = writes(log)
     assert create[:2] == ("POST", "/cluster/notifications/endpoints/smtp")
@@ -94,6 +97,9 @@ def test_an_smtp_endpoint_and_its_matcher_plan_apply_and_replan_clean(fresh_clus
     )
     assert set(done.changes) == {"mode"}
     assert pve.notifications["ops-mail"][1]["mode"] == "tls"
+    # Never in an ownership row, nor in a log line.
+    assert PASSWORD not in json.dumps(store.rows) and "rotated" not in json.dumps(store.rows)
+    assert PASSWORD not in caplog.text and "rotated" not in caplog.text
 
 
 def test_the_built_ins_are_adopted_changed_and_never_deleted(fresh_cluster):
