@@ -284,6 +284,25 @@ proxmox:
         validation-delay: 60
         nodes: [pve1, pve2]
         secret_serial: 1    # data: from secrets.sls; written again only when this changes
+  # Notifications (Datacenter -> Notifications): endpoints with their secrets from secrets.sls, and
+  # matchers routing notifications to them. A matcher's targets (PVE's target list) must exist or be
+  # declared here; lists compare as sets. The built-in mail-to-root and default-matcher can be
+  # adopted (adopt: true) and are never deleted.
+  notifications:
+    endpoints:
+      ops-mail:
+        type: smtp
+        server: mail.lab.example
+        mode: starttls      # the port follows the mode (587) when left out
+        username: pve
+        from-address: pve@lab.example
+        mailto: [ops@lab.example]
+        secret_serial: 1    # password: from secrets.sls; written again only when this changes
+    matchers:
+      backups-to-ops:
+        match-field: ["exact:type=vzdump"]
+        match-severity: ["warning,error"]
+        targets: [ops-mail]
   # Node networks, per node: interfaces are written with PVE's keys and only staged
   # (/etc/network/interfaces.new); `apply: true` reloads the node afterwards, only while the cluster
   # is quorate with every node online. Nodes are applied one after the other.
@@ -322,10 +341,9 @@ proxmox:
     CiDeploy:
       privs: [VM.Audit, VM.Console, VM.PowerMgmt, VM.Backup]
     SaltProxmoxRead:
-      # SDN.Audit: bridges, zones, vnets; Mapping.Audit: resource mappings
-      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit]
-      # SDN.Audit: bridges, zones, vnets; Sys.Modify: PVE shows an ACME plugin only with it (ACMEPlugin.pm)
-      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Sys.Modify]
+      # SDN.Audit: bridges, zones, vnets; Mapping.Audit: resource mappings, notification endpoints and
+      # matchers; Sys.Modify: PVE shows an ACME plugin only with it (ACMEPlugin.pm)
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit, Sys.Modify]
     SaltProxmoxProvision:
       privs:
         - VM.Allocate
@@ -358,7 +376,7 @@ proxmox:
         - User.Modify          # users and their API tokens (pve-access-control API2/User.pm)
         - Realm.AllocateUser   # users of the pve realm
         - Group.Allocate       # groups
-        - Mapping.Modify       # resource mappings (pve-manager API2/Cluster/Mapping/*.pm)
+        - Mapping.Modify       # resource mappings (API2/Cluster/Mapping/*.pm), notification endpoints and matchers (API2/Cluster/Notifications.pm)
     # Reading a backup archive (a restore's plan lists it with the read token): PVE shows a backup only
     # to a caller with Datastore.AllocateSpace on its storage and VM.Backup on the guest it was taken
     # from (pve-storage Storage.pm check_volume_access), so grant them there only (acls below).

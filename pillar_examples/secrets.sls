@@ -28,6 +28,12 @@ proxmox:
         data:
           CF_Token: lab-only-cf-token-8Lm3
           CF_Account_ID: lab-account
+  # An SMTP notification endpoint's password: sent at create and when its secret_serial changes, never
+  # shown; PVE keeps it in priv/notifications.cfg and never reads it back.
+  notifications:
+    endpoints:
+      ops-mail:
+        password: lab-smtp-Pass-3Rt8
   # A user's password (pve realm): sent with the create only; PVE lets no API token change it later.
   users:
     ci@pve:

@@ -183,6 +183,30 @@ FAMILIES: tuple[Family, ...] = (
         prefix="proxmox-sdn-",
         applied=Run("salt_proxmox.sdn.apply:applied", spec=False),
     ),
+    # Notifications (Datacenter → Notifications): endpoints before the matchers targeting them, both before
+    # the backup jobs whose notification-mode the plan judges by them.
+    Family(
+        name="notification",
+        state="proxmox_notification",
+        module="proxmox",
+        kinds=(
+            Kind(
+                "notification_endpoint",
+                present="endpoint",
+                absent="endpoint_absent",
+                spec="salt_proxmox.datacenter.notifications:SPEC",
+                secrets="salt_proxmox.datacenter.notifications:SECRETS",
+            ),
+            Kind(
+                "notification_matcher",
+                present="matcher",
+                absent="matcher_absent",
+                spec="salt_proxmox.datacenter.matchers:SPEC",
+            ),
+        ),
+        section="proxmox:notifications",
+        prefix="proxmox-notification-",
+    ),
     # Resource mappings (Datacenter → Resource Mappings): before the VMs whose devices name them.
     Family(
         name="mapping",

@@ -66,6 +66,11 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:acme                     plugins: {<id>: proxmox_acme.plugin (type dns or standalone, api,
                                    validation-delay, nodes, disable; data, the DNS API's settings, a
                                    secret, and secret_serial)}; target.
+  proxmox:notifications            endpoints: {<name>: proxmox_notification.endpoint (type sendmail, smtp,
+                                   gotify or webhook, its keys; password, token, secret from pillar)},
+                                   matchers: {<name>: proxmox_notification.matcher (match-field,
+                                   match-severity, match-calendar, mode, invert-match, targets)}; target.
+                                   A matcher requires the endpoints it targets; absent endpoints run last.
   proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
                                    proxmox_firewall.ipset (scope, comment, cidrs, allow_lockout)},
                                    groups: {<name>: proxmox_firewall.group (comment)}, rules: {<scope>:
@@ -412,6 +417,7 @@ SECTIONS = [
 NESTED = [
     ("proxmox:networks", "proxmox-network-", "proxmox_network"),
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
+    ("proxmox:notifications", "proxmox-notification-", "proxmox_notification"),
     ("proxmox:mappings", "proxmox-mapping-", "proxmox_mapping"),
     # ACME (Datacenter -> ACME): plugins under proxmox:acme:plugins, rendered by _acme.
     ("proxmox:acme", "proxmox-acme-", "proxmox_acme"),
@@ -446,8 +452,8 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
-    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, mappings, acme, ha_groups, ha_resources, ha_rules, "
-    "backup_jobs, metric_servers, replication, firewall"
+    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, notifications, mappings, acme, ha_groups, "
+    "ha_resources, ha_rules, backup_jobs, metric_servers, replication, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -523,6 +529,10 @@ SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
 MAPPING_KINDS = ("pci", "usb", "dir")
 # The keys of proxmox:acme, and what an ACME plugin entry takes besides its options (type, api, ...).
 ACME_KEYS = {"plugins", "target"}
+# The keys of proxmox:notifications, an endpoint's secrets (never state arguments: read with secrets_pillar,
+# salt_proxmox/datacenter/notifications.py SECRETS) and what an absent endpoint passes on.
+NOTIFICATION_KEYS = {"endpoints", "matchers", "target"}
+NOTIFICATION_SECRETS = ("password", "secret", "token")
 # The keys of proxmox:firewall, and what each kind's absent state passes on besides target and removal.
 FIREWALL_KEYS = {"options", "ipsets", "groups", "rules", "target"}
 
@@ -912,6 +922,49 @@ def _networks(pillar, states):
     return bridges
 
 
+def _notifications(pillar, states):
+    """The notification endpoint and matcher states: endpoints declared present, then the matchers (each
+    requiring the endpoints it targets that this pillar declares), then the endpoints declared absent,
+    whose delete PVE refuses while a matcher targets them (proxmox-notify api/mod.rs ensure_safe_to_delete)."""
+    section = _lookup(pillar, "proxmox:notifications", states, "proxmox-notification-")
+    if not isinstance(section, Mapping):
+        if section is not None:
+            what = f"pillar proxmox:notifications is {_shape(section)}, not a mapping of endpoints and matchers."
+            _failing(states, "proxmox-notification-pillar", "proxmox:notifications", what)
+        return
+    path = "proxmox:notifications"
+    _unknown_keys(states, "proxmox-notification-pillar", path, section, NOTIFICATION_KEYS)
+    target = section.get("target")
+    endpoints, gone = {}, []
+    prefix = "proxmox-notification-endpoint-"
+    for key, declared in _entries(pillar, f"{path}:endpoints", prefix, "notification endpoint (type, ...)", states):
+        if target is not None and "target" not in declared:
+            declared = {**declared, "target": target}
+        name = declared.get("name", key)
+        if not _present(declared):
+            args = _arguments(name, declared, [], ["type", *NETWORK_ABSENT_KEYS])
+            gone.append((prefix + key, {"proxmox_notification.endpoint_absent": args}))
+            continue
+        secrets = [k for k in NOTIFICATION_SECRETS if k in declared]
+        args = _arguments(name, declared, ["ensure", "name", "removal", *secrets])
+        if secrets:
+            args.append({"secrets_pillar": ["proxmox", "notifications", "endpoints", key]})
+        states[prefix + key] = {"proxmox_notification.endpoint": args}
+        if _text(name):
+            endpoints[name] = {"proxmox_notification": prefix + key}
+    prefix = "proxmox-notification-matcher-"
+    for key, declared in _entries(pillar, f"{path}:matchers", prefix, "notification matcher (targets, ...)", states):
+        if target is not None and "target" not in declared:
+            declared = {**declared, "target": target}
+        name = declared.get("name", key)
+        present = _object(states, prefix + key, "proxmox_notification", "matcher", name, declared, ["ensure", "name"])
+        targets = declared.get("targets")
+        needs = [endpoints[t] for t in (targets if isinstance(targets, list) else [targets]) if _text(t) in endpoints]
+        if present and needs:
+            states[prefix + key]["proxmox_notification.matcher"].append({"require": needs})
+    states.update(gone)
+
+
 def _mappings(pillar, states):
     """The resource mapping states (proxmox:mappings:<kind>:<id>), run before the guests whose devices
     name them: ``proxmox_mapping.<kind>``, or ``<kind>_absent`` with its target and removal."""
@@ -927,6 +980,8 @@ def _mappings(pillar, states):
         what = f"{kind} mapping (map, description, ...)"
         for key, declared in _entries(pillar, f"proxmox:mappings:{kind}", prefix, what, states):
             _object(states, prefix + key, "proxmox_mapping", kind, declared.get("name", key), declared, ["ensure", "name"])
+
+
 def _acme(pillar, states):
     """The ACME plugin states (``proxmox_acme.plugin``), ``data`` (the DNS API's credentials) passed as
     its pillar path (SECRETS), never as an argument."""
@@ -1284,6 +1339,7 @@ def estate(pillar):
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
             bridges = _networks(pillar, states)
+            _notifications(pillar, states)
             _mappings(pillar, states)
             _acme(pillar, states)
         for key, declared in sections[path]:

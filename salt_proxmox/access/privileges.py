@@ -79,6 +79,11 @@ class Need:
 #: source), ...)}}``; ``action`` is ``read``, ``create``, ``update`` or ``delete``; paths are templates of
 #: the declaration's names (``{name}``, ``{node}``, ``{path}``, ``{realm}``, ``{zone}``).
 _AUDIT = ("Sys.Audit",)
+_NOTIFY = "/mapping/notifications"
+_NOTIFY_READ = ("Mapping.Audit", "Mapping.Modify")  # the first is what a least role holds
+_NOTIFY_WRITE = (
+    ("provision", _NOTIFY, ("Mapping.Modify",), False, "pve-manager API2/Cluster/Notifications.pm"),
+)
 SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], ...]]] = {
     "firewall_alias": {
         "read": (("read", "/", _AUDIT, False, "pve-firewall API2/Firewall/Aliases.pm get_aliases"),),
@@ -195,6 +200,29 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
     "acme_plugin": {
         "read": (("read", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm get_plugin_config"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm"),),
+    },
+    # Notifications.pm: reads Mapping.Modify or Mapping.Audit on /mapping/notifications; writes Mapping.Modify
+    # there, an endpoint's create and update also Sys.Audit and Sys.Modify on / (or Sys.AccessNetwork on /,
+    # the other branch of its 'or', which this table cannot say: the stricter branch is asked for).
+    "notification_endpoint": {
+        "read": (
+            ("read", _NOTIFY, _NOTIFY_READ, True, "pve-manager API2/Cluster/Notifications.pm get_*_endpoint"),
+        ),
+        "create": (
+            *_NOTIFY_WRITE,
+            ("provision", "/", ("Sys.Audit", "Sys.Modify"), False, "Notifications.pm create_*"),
+        ),
+        "update": (
+            *_NOTIFY_WRITE,
+            ("provision", "/", ("Sys.Audit", "Sys.Modify"), False, "Notifications.pm update_*"),
+        ),
+        "delete": _NOTIFY_WRITE,
+    },
+    "notification_matcher": {
+        "read": (
+            ("read", _NOTIFY, _NOTIFY_READ, True, "pve-manager API2/Cluster/Notifications.pm get_matcher"),
+        ),
+        "write": _NOTIFY_WRITE,
     },
     "snapshot": {
         "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-guest-common snapshot_list (VM.Audit)"),),

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.backup import declared
 from salt_proxmox.backup import schedule as calendar
+from salt_proxmox.datacenter.matchers import vzdump_note
 from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.guest.absence import index_rows
 from salt_proxmox.pve.client import api_path
@@ -363,6 +364,7 @@ SPEC = ObjectSpec(
     write_guard=write_guard,
     delete_guard=True,
     refusals=refusals,
+    side_effects=vzdump_note,
     # GET /cluster/backup (pve-manager API2/Backup.pm index) names each job by ``id``.
     export_names=export_by("id"),
     live_only=("fingerprint",),  # the job as read, for the write guard (no digest on /cluster/backup)

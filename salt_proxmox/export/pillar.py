@@ -159,6 +159,11 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
             entry
         )
         return
+    if family.section == "proxmox:notifications":  # the formula's NOTIFICATION_KEYS
+        plural = {"notification_endpoint": "endpoints", "notification_matcher": "matchers"}[kind.name]
+        entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})
+        entries[str(entry.pop("name"))] = entry
+        return
     if kind.name in FIREWALL:
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
         entries[_named(entries, entry)] = entry

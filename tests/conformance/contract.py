@@ -71,6 +71,8 @@ FIELD_OF: dict[str, dict[str, str]] = {
     "ha_resource": {"ha_state": "state"},
     # A replication job's target_node is PVE's target (``target`` names the proxmox:targets entry).
     "replication": {"target_node": "target"},
+    # A matcher's targets are PVE's target list (target names the cluster in every state).
+    "notification": {"targets": "target"},
 }
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write
@@ -186,6 +188,9 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
         return {top: {section: {f"{kind}s": {name: entry}}}}
     if family.section == "proxmox:mappings":
         return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
+    if family.section == "proxmox:notifications":
+        kind = fun.removesuffix("_absent")
+        return {top: {section: {f"{kind}s": {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":
         # A snapshot is an entry of its guest's snapshots list; the guest entry declares the guest too.
         guest = {"vmid": entry.pop("vmid"), "node": entry.pop("node")}

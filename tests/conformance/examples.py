@@ -205,6 +205,22 @@ def _mapping(kind: str) -> Examples:
 
 #: A DNS challenge plugin of one of PVE's DNS APIs (proxmox-acme ``DNSChallenge.pm``), on one node.
 _ACME_PLUGIN = {"name": "example-dns", "type": "dns", "api": "cf", "validation-delay": 60, "nodes": ["pve1"]}
+#: A sendmail notification endpoint and a matcher routing backup errors to the built-in mail-to-root
+#: (pve-manager API2/Cluster/Notifications.pm, proxmox-notify).
+_NOTIFY_ENDPOINT = {
+    "name": "example-mail",
+    "type": "sendmail",
+    "mailto": ["ops@example.org"],
+    "author": "Example PVE",
+    "comment": "Example",
+}
+_NOTIFY_MATCHER = {
+    "name": "example-matcher",
+    "match-field": ["exact:type=vzdump"],
+    "match-severity": ["error"],
+    "targets": ["mail-to-root"],
+    "comment": "Example",
+}
 _IFACE = {"name": "vmbr9", "node": "pve1", "type": "bridge", "autostart": True, "comments": "Example"}
 _ZONE = {"name": "example", "type": "simple", "mtu": 1450}
 #: A vnet of a simple zone (no tag: pve-network ``SimplePlugin.pm`` ``vnet_update_hook`` refuses one).
@@ -404,6 +420,26 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             },
             applies=(("applied", {"name": "sdn"}),),
             given=(*_SDN_GIVEN, ("proxmox_sdn", "vnet", {"name": "exvnet", "zone": "exzone"})),
+        ),
+        "notification_endpoint": Examples(
+            create=_NOTIFY_ENDPOINT,
+            update={**_NOTIFY_ENDPOINT, "comment": "Example, changed"},
+            clear={**_NOTIFY_ENDPOINT, "author": None},
+            delete={"name": _NOTIFY_ENDPOINT["name"], "removal": "destroy"},
+            bad={
+                **_bad(_NOTIFY_ENDPOINT, {"name": _NOTIFY_ENDPOINT["name"]}, "endpoint", "endpoint_absent"),
+                "wrong type": ("endpoint", {**_NOTIFY_ENDPOINT, "mailto": 7}, "mailto"),
+            },
+        ),
+        "notification_matcher": Examples(
+            create=_NOTIFY_MATCHER,
+            update={**_NOTIFY_MATCHER, "mode": "any"},
+            clear={**_NOTIFY_MATCHER, "comment": None},
+            delete={"name": _NOTIFY_MATCHER["name"], "removal": "destroy"},
+            bad={
+                **_bad(_NOTIFY_MATCHER, {"name": _NOTIFY_MATCHER["name"]}, "matcher", "matcher_absent"),
+                "wrong type": ("matcher", {**_NOTIFY_MATCHER, "invert-match": "maybe"}, "invert-match"),
+            },
         ),
         "mapping_pci": _mapping("pci"),
         "mapping_usb": _mapping("usb"),

@@ -44,6 +44,8 @@ MISSING = {
     "replication": ("VM.Replicate", "/vms/191"),
     # pve-manager API2/Cluster/Mapping/PCI.pm create: Mapping.Modify on /mapping/pci.
     "mapping": ("Mapping.Modify", "/mapping/pci"),
+    # pve-manager API2/Cluster/Notifications.pm create_sendmail_endpoint: Mapping.Modify there.
+    "notification": ("Mapping.Modify", "/mapping/notifications"),
     # pve-manager API2/Cluster.pm set_options: Sys.Modify on /.
     "cluster_options": ("Sys.Modify", "/"),
     # pve-manager API2/ACMEPlugin.pm add_plugin: Sys.Modify on /.

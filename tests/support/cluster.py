@@ -32,6 +32,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.replication.ReplicationPve`` (storage replication jobs),
 ``tests.support.mappings.MappingPve`` (resource mappings),
 ``tests.support.acme.AcmePve`` (ACME plugins and the nodes' certificate configuration),
+``tests.support.notifications.NotificationPve`` (notification endpoints and matchers),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -71,6 +72,7 @@ from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.mappings import MappingPve
 from tests.support.metrics import MetricServerPve
+from tests.support.notifications import NotificationPve
 from tests.support.pvesh import SendersPve
 from tests.support.replication import ReplicationPve
 from tests.support.restore import RestorePve
@@ -88,6 +90,7 @@ class ServedPve(
     ReplicationPve,
     MappingPve,
     AcmePve,
+    NotificationPve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""
@@ -109,7 +112,8 @@ ISO_SIZE = 754 * 1024**2
 
 # SDN.Audit: node network listings show a bridge only to a caller with SDN.Audit (or SDN.Use) on it, and SDN
 # listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
-READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit")
+# Mapping.Audit on /mapping/notifications reads notification endpoints and matchers (Notifications.pm).
+READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit", "Mapping.Audit")
 # PVE shows an ACME plugin only to a caller with Sys.Modify on / (pve-manager API2/ACMEPlugin.pm
 # get_plugin_config, index), so the read token of an estate declaring ACME plugins holds it too.
 ACME_READ_PRIVS = ("Sys.Modify",)
@@ -162,6 +166,9 @@ PROVISION_PRIVS = (
     "VM.Backup",
     # Replication jobs: VM.Replicate on /vms/<vmid> (pve-manager API2/ReplicationConfig.pm).
     "VM.Replicate",
+    # Notification endpoints and matchers: Mapping.Modify on /mapping/notifications, an endpoint's create and
+    # update Sys.Audit and Sys.Modify on / too (pve-manager PVE/API2/Cluster/Notifications.pm).
+    "Mapping.Modify",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"

@@ -78,6 +78,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-sdn-zone-lab",
         "proxmox-sdn-vnet-labnet",
         "proxmox-sdn-apply",
+        "proxmox-notification-endpoint-ops-mail",
+        "proxmox-notification-matcher-backups-to-ops",
         "proxmox-mapping-pci-lab-gpu",
         "proxmox-acme-plugin-lab-dns",
         "proxmox-lxc-db",
@@ -95,8 +97,9 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, the datacenter's options, networks, SDN, resource mappings and ACME plugins before "
-        "the guests, then containers and VMs, backup jobs, metric servers, replication jobs, then "
+        "policies first, the datacenter's options, networks, SDN, notifications, resource mappings and ACME "
+        "plugins before the guests, then containers and VMs, backup jobs, metric servers, replication jobs, "
+        "then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
@@ -129,6 +132,10 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         # An rbd storage needs the Ceph pool it names (pve-storage RBDPlugin: pool).
         "proxmox-storage-ceph-vm": [{"proxmox_ceph_pool": "proxmox-ceph-pool-vmdisks"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
+        # A matcher needs the endpoints it targets (proxmox-notify api/mod.rs ensure_endpoints_exist).
+        "proxmox-notification-matcher-backups-to-ops": [
+            {"proxmox_notification": "proxmox-notification-endpoint-ops-mail"}
+        ],
         "proxmox-sdn-apply": [
             {"proxmox_sdn": "proxmox-sdn-zone-lab"},
             {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
@@ -781,8 +788,8 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
         assert (
             "the sections are acls, acme, backup_jobs, ceph_pools, cluster_options, firewall, "
             "firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, mappings, metric_servers, "
-            "networks, pbs, pools, qemu, realms, replication, roles, sdn, storage, tokens, users, and "
-            "ownership_file, pbs_targets, "
+            "networks, notifications, pbs, pools, qemu, realms, replication, roles, sdn, storage, tokens, "
+            "users, and ownership_file, pbs_targets, "
             "targets are the configuration read with config.get." in problems[sid]
         )
 
@@ -856,6 +863,52 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:acme:plugins": tuple(sorted(acme.SECRETS)),
     } == module.SECRETS
     assert set(dcformats.KEYS) == module.CLUSTER_OPTIONS
+
+
+def test_notifications_render_endpoints_then_matchers_requiring_them_then_endpoints_absent():
+    # proxmox-notify api/mod.rs: a matcher's targets must exist (ensure_endpoints_exist) and an endpoint a
+    # matcher targets cannot be deleted (ensure_safe_to_delete); secrets are never state arguments.
+    from salt_proxmox.datacenter import notifications
+
+    pillar = {
+        "proxmox": {
+            "notifications": {
+                "target": "lab",
+                "endpoints": {
+                    "old": {"type": "gotify", "ensure": "absent", "removal": "destroy", "server": "x"},
+                    "ops": {"type": "smtp", "server": "m", "password": "s3cret", "secret_serial": 1},
+                },
+                "matchers": {"m": {"targets": ["ops", "mail-to-root"], "mode": "any"}},
+            }
+        }
+    }
+    states = render(pillar)
+    assert list(states) == [
+        "proxmox-notification-endpoint-ops",
+        "proxmox-notification-matcher-m",
+        "proxmox-notification-endpoint-old",
+    ]
+    assert args(states["proxmox-notification-endpoint-ops"]) == (
+        "proxmox_notification.endpoint",
+        {
+            "name": "ops",
+            "type": "smtp",
+            "server": "m",
+            "secret_serial": 1,
+            "target": "lab",
+            "secrets_pillar": ["proxmox", "notifications", "endpoints", "ops"],
+        },
+    )
+    assert args(states["proxmox-notification-matcher-m"])[1]["require"] == [
+        {"proxmox_notification": "proxmox-notification-endpoint-ops"}
+    ]
+    assert args(states["proxmox-notification-endpoint-old"]) == (
+        "proxmox_notification.endpoint_absent",
+        {"name": "old", "type": "gotify", "target": "lab", "removal": "destroy"},
+    )
+    assert set(formula().NOTIFICATION_SECRETS) == set(notifications.SECRETS)
+    unknown = failing(render({"proxmox": {"notifications": {"endpoint": {}}}}))
+    assert "unknown key(s) endpoint" in unknown["proxmox-notification-pillar"]
 
 
 def test_a_secret_is_passed_as_its_pillar_path():
