@@ -67,10 +67,11 @@ from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.metrics import MetricServerPve
 from tests.support.restore import RestorePve
+from tests.support.sdn_extras import SdnExtrasPve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
+class ServedPve(DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve, SdnExtrasPve):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring)."""
 
 

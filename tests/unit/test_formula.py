@@ -649,7 +649,8 @@ def test_a_salt_keyword_in_a_node_or_sdn_mapping_is_named_as_one():
     assert set(states) == set(problems) == {"proxmox-network-pve1", "proxmox-sdn-pillar"}, states
     assert "pillar proxmox:networks:pve1: unless is a Salt keyword" in problems["proxmox-network-pve1"]
     assert problems["proxmox-sdn-pillar"].startswith(
-        "pillar proxmox:sdn has unknown key(s) onlyif: it takes apply, subnets, target, vnets, zones "
+        "pillar proxmox:sdn has unknown key(s) onlyif: it takes apply, controllers, dns, ipams, subnets, "
+        "target, vnets, zones "
         "(onlyif is a Salt keyword an entry cannot carry"
     )
 
