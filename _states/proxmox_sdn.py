@@ -1,6 +1,19 @@
-"""State module ``proxmox_sdn``: SDN zones, vnets and subnets, and the SDN apply.
+"""State module ``proxmox_sdn``: SDN controllers, IPAMs, DNS servers, zones, vnets and subnets, and
+the SDN apply.
 
 .. code-block:: yaml
+
+    evpnctl:
+      proxmox_sdn.controller:
+        - type: evpn                   # evpn | bgp | isis, with that type's keys
+        - asn: 65000
+        - peers: [10.0.0.1, 10.0.0.2]
+
+    netbox:
+      proxmox_sdn.ipam:
+        - type: netbox                 # pve | netbox | phpipam
+        - url: https://netbox.example.com/api
+        - secrets_pillar: proxmox:sdn:ipams:netbox    # holds token
 
     lab:
       proxmox_sdn.zone:
@@ -30,7 +43,8 @@
         - require:
           - proxmox_sdn: labnet-v4
 
-Writes change the pending SDN configuration (pve-network); ``applied`` shows what is pending in
+Writes of controllers, zones, vnets and subnets change the pending SDN configuration (pve-network);
+IPAMs and DNS servers are written at once; ``applied`` shows what is pending in
 the plan and commits it (``PUT /cluster/sdn``, under PVE's SDN lock) in the apply, with the same
 health checks as ``proxmox_network.applied``. The logic lives in ``salt_proxmox.sdn`` behind the
 ``proxmox`` execution module."""
@@ -40,6 +54,21 @@ __virtualname__ = "proxmox_sdn"
 
 def __virtual__():
     return __virtualname__ if "proxmox.run_state" in __salt__ else (False, "no proxmox execution module")
+
+
+def controller(name, type, target=None, adopt=False, **kwargs):
+    """Ensure SDN controller ``name`` (evpn, bgp, isis) with its keys is in the SDN configuration."""
+    return __salt__["proxmox.run_state"](globals(), "controller", locals())
+
+
+def ipam(name, type, target=None, adopt=False, secrets_pillar=None, **kwargs):
+    """Ensure SDN IPAM ``name`` (pve, netbox, phpipam) with its keys; its token from ``secrets_pillar``."""
+    return __salt__["proxmox.run_state"](globals(), "ipam", locals())
+
+
+def dns(name, type, target=None, adopt=False, secrets_pillar=None, **kwargs):
+    """Ensure SDN DNS server ``name`` (powerdns) with its keys; its key from ``secrets_pillar``."""
+    return __salt__["proxmox.run_state"](globals(), "dns", locals())
 
 
 def zone(name, type, target=None, adopt=False, **kwargs):
@@ -55,6 +84,21 @@ def vnet(name, zone, target=None, adopt=False, **kwargs):
 def subnet(name, vnet, target=None, adopt=False, **kwargs):
     """Ensure SDN subnet ``name`` (a CIDR) of ``vnet`` with its keys is in the SDN configuration."""
     return __salt__["proxmox.run_state"](globals(), "subnet", locals())
+
+
+def controller_absent(name, target=None, removal="retain"):
+    """Stop managing SDN controller ``name``: retain (default) or destroy an owned, unchanged one."""
+    return __salt__["proxmox.run_state"](globals(), "controller_absent", locals())
+
+
+def ipam_absent(name, target=None, removal="retain"):
+    """Stop managing SDN IPAM ``name``: retain (default) or destroy an owned, unchanged one (not pve)."""
+    return __salt__["proxmox.run_state"](globals(), "ipam_absent", locals())
+
+
+def dns_absent(name, target=None, removal="retain"):
+    """Stop managing SDN DNS server ``name``: retain (default) or destroy an owned, unchanged one."""
+    return __salt__["proxmox.run_state"](globals(), "dns_absent", locals())
 
 
 def zone_absent(name, target=None, removal="retain"):

@@ -324,6 +324,18 @@ proxmox:
   # commits it (Datacenter → SDN → Apply) under PVE's SDN lock, with the same health checks.
   sdn:
     apply: true
+    # An EVPN controller (pending like the zones until the apply; one per cluster) and PVE's own IPAM,
+    # adopted: it is never deleted. IPAMs and DNS servers are written at once; a netbox or phpipam
+    # IPAM's token and a powerdns server's key go in secrets.sls (proxmox:sdn:ipams:<id>:token).
+    controllers:
+      evpnctl:
+        type: evpn
+        asn: 65000
+        peers: [10.0.0.1, 10.0.0.2]
+    ipams:
+      pve:
+        type: pve
+        adopt: true
     zones:
       lab:
         type: vlan

@@ -175,6 +175,23 @@ FAMILIES: tuple[Family, ...] = (
         state="proxmox_sdn",
         module="proxmox",
         kinds=(
+            # Controllers, IPAMs and DNS servers before the zones naming them; IPAMs and DNS servers are
+            # written at once (not staged), their token and key read from pillar.
+            _staged("sdn_controller", "controller", "salt_proxmox.sdn.extras:CONTROLLER"),
+            Kind(
+                "sdn_ipam",
+                present="ipam",
+                absent="ipam_absent",
+                spec="salt_proxmox.sdn.extras:IPAM",
+                secrets="salt_proxmox.sdn.extras:IPAM_SECRETS",
+            ),
+            Kind(
+                "sdn_dns",
+                present="dns",
+                absent="dns_absent",
+                spec="salt_proxmox.sdn.extras:DNS_SERVER",
+                secrets="salt_proxmox.sdn.extras:DNS_SECRETS",
+            ),
             _staged("sdn_zone", "zone", "salt_proxmox.sdn.objects:ZONE"),
             _staged("sdn_vnet", "vnet", "salt_proxmox.sdn.objects:VNET"),
             _staged("sdn_subnet", "subnet", "salt_proxmox.sdn.objects:SUBNET"),

@@ -57,9 +57,11 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
-  proxmox:sdn                      zones, vnets, subnets: {<key>: proxmox_sdn.zone (type, ...), .vnet
-                                   (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
-                                   target; apply: true adds proxmox_sdn.applied.
+  proxmox:sdn                      controllers, ipams, dns, zones, vnets, subnets: {<key>:
+                                   proxmox_sdn.controller (type, asn, peers, ...), .ipam (type, url,
+                                   token), .dns (type, url, key), .zone (type, ...), .vnet (zone, tag,
+                                   ...), .subnet (cidr, or the key as the CIDR; vnet, ...)}; target;
+                                   apply: true adds proxmox_sdn.applied.
   proxmox:mappings                 pci, usb, dir: {<id>: proxmox_mapping.pci|usb|dir (map: a list of entries,
                                    each node=..,path=..,id=.. as text or a mapping; description; PCI's
                                    mdev and live-migration-capable)}; ensure: absent as above.
@@ -523,7 +525,11 @@ FIREWALL_RULE_ABSENT_KEYS = ["target", "removal"]
 NETWORK_ABSENT_KEYS = ["target", "removal"]
 # The keys of a node under proxmox:networks, and of proxmox:sdn.
 NODE_KEYS = {"interfaces", "apply", "target"}
-SDN_KEYS = {"zones", "vnets", "subnets", "apply", "target"}
+SDN_KEYS = {"controllers", "ipams", "dns", "zones", "vnets", "subnets", "apply", "target"}
+# An SDN IPAM's token and a DNS server's key (salt_proxmox/sdn/extras.py IPAM_SECRETS, DNS_SECRETS).
+SDN_SECRETS = {"ipams": ("token",), "dns": ("key",)}
+# The zone keys naming a controller, IPAM or DNS server: the zone's state requires theirs.
+ZONE_NEEDS = {"controller": "controllers", "ipam": "ipams", "dns": "dns", "reversedns": "dns"}
 # The kinds of proxmox:mappings (salt_proxmox/datacenter/mappings.py KINDS), each a section of
 # <id>: {map, description, ...} entries; the state function is the kind's name.
 MAPPING_KINDS = ("pci", "usb", "dir")
@@ -891,8 +897,11 @@ def _networks(pillar, states):
     _unknown_keys(states, "proxmox-sdn-pillar", "proxmox:sdn", sdn, SDN_KEYS)
     target = sdn.get("target")
     objects = []
-    by_name = {"zones": {}, "vnets": {}}
+    by_name = {"controllers": {}, "ipams": {}, "dns": {}, "zones": {}, "vnets": {}}
     for kind, fun, what, identity, needs_key, needs_of in (
+        ("controllers", "controller", "SDN controller (type, asn, peers, ...)", (), None, None),
+        ("ipams", "ipam", "SDN IPAM (type, url, ...)", (), None, None),
+        ("dns", "dns", "SDN DNS server (type, url, ...)", (), None, None),
         ("zones", "zone", "SDN zone (type, ...)", (), None, None),
         ("vnets", "vnet", "SDN vnet (zone, tag, ...)", (), "zone", "zones"),
         ("subnets", "subnet", "SDN subnet (cidr, vnet, ...)", ("vnet",), "vnet", "vnets"),
@@ -903,13 +912,25 @@ def _networks(pillar, states):
                 declared = {**declared, "target": target}
             name = declared.get("cidr", key) if kind == "subnets" else declared.get("name", key)
             skip = ["ensure", "name", "cidr"] if kind == "subnets" else ["ensure", "name"]
-            present = _object(states, prefix + key, "proxmox_sdn", fun, name, declared, skip, identity)
-            objects.append({"proxmox_sdn": prefix + key})
+            secrets = [each for each in SDN_SECRETS.get(kind, ()) if each in declared]
+            present = _object(
+                states, prefix + key, "proxmox_sdn", fun, name, declared, [*skip, *secrets], identity
+            )
+            if present and secrets:
+                states[prefix + key][f"proxmox_sdn.{fun}"].append({"secrets_pillar": ["proxmox", "sdn", kind, key]})
+            if kind not in SDN_SECRETS:  # IPAMs and DNS servers are written at once, not staged
+                objects.append({"proxmox_sdn": prefix + key})
             if present and kind in by_name and _text(name):
                 by_name[kind][name] = {"proxmox_sdn": prefix + key}
             need = by_name[needs_of].get(_text(declared.get(needs_key))) if needs_key else None
-            if present and need is not None:
-                states[prefix + key][f"proxmox_sdn.{fun}"].append({"require": [need]})
+            needs = [need] if need is not None else []
+            if kind == "zones":
+                for zone_key, of in sorted(ZONE_NEEDS.items()):
+                    found = by_name[of].get(_text(declared.get(zone_key)))
+                    if found is not None and found not in needs:
+                        needs.append(found)
+            if present and needs:
+                states[prefix + key][f"proxmox_sdn.{fun}"].append({"require": needs})
     apply = None
     if _flag(states, "proxmox-sdn-apply", "proxmox:sdn:apply", sdn.get("apply")):
         args = [{"name": "sdn"}] + ([{"target": target}] if target is not None else [])

@@ -142,6 +142,29 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
         "update": (("provision", "/sdn/zones/{name}", ("SDN.Allocate",), False, "SDN/Zones.pm update"),),
         "delete": (("provision", "/sdn/zones/{name}", ("SDN.Allocate",), False, "SDN/Zones.pm delete"),),
     },
+    # pve-network API2/Network/SDN/{Controllers,Ipams,Dns}.pm: index lists what SDN.Audit or SDN.Allocate
+    # on /sdn/<kind>/<id> shows; create, update and delete check SDN.Allocate on /sdn/<kind>.
+    **{
+        kind: {
+            "read": (
+                (
+                    "read",
+                    f"/sdn/{plural}/{{name}}",
+                    ("SDN.Audit", "SDN.Allocate"),
+                    True,
+                    f"SDN/{api}.pm index",
+                ),
+            ),
+            "write": (
+                ("provision", f"/sdn/{plural}", ("SDN.Allocate",), False, f"pve-network SDN/{api}.pm"),
+            ),
+        }
+        for kind, plural, api in (
+            ("sdn_controller", "controllers", "Controllers"),
+            ("sdn_ipam", "ipams", "Ipams"),
+            ("sdn_dns", "dns", "Dns"),
+        )
+    },
     "sdn_vnet": {
         "write": (("provision", "/sdn/zones/{zone}", ("SDN.Allocate",), False, "pve-network SDN/Vnets.pm"),),
     },

@@ -141,7 +141,14 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         nodes.setdefault(node, {}).setdefault("interfaces", {})[name] = entry
         return
     if family.section == "proxmox:sdn":
-        plural = {"sdn_zone": "zones", "sdn_vnet": "vnets", "sdn_subnet": "subnets"}[kind.name]
+        plural = {
+            "sdn_controller": "controllers",
+            "sdn_ipam": "ipams",
+            "sdn_dns": "dns",
+            "sdn_zone": "zones",
+            "sdn_vnet": "vnets",
+            "sdn_subnet": "subnets",
+        }[kind.name]
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})
         if kind.name == "sdn_subnet":
             cidr = str(entry.pop("name"))

@@ -72,6 +72,7 @@ RELOAD_TASK = "srvreload"
 #: The families whose writes an apply step reloads, and the scope of a declaration.
 STAGING = {
     "network_interface": lambda declared: f"node {declared.get('node')}",
+    "sdn_controller": lambda declared: "sdn",
     "sdn_zone": lambda declared: "sdn",
     "sdn_vnet": lambda declared: "sdn",
     "sdn_subnet": lambda declared: "sdn",

@@ -45,8 +45,9 @@ commit started is found (its newest ``srvreload`` task, newer than the commit an
 before it) and awaited; a node without one, or whose reload failed, fails the apply, naming the
 node, the task and the reload that remedies it (``nodes_reloaded``).
 
-Zones, vnets and subnets are read; controllers, IPAMs, DNS and fabrics are not declared by this
-product, and a pending change of theirs is not listed.
+Controllers, zones, vnets and subnets are read (``pending=1``); IPAMs and DNS servers have no pending
+state (``Ipams.pm``/``Dns.pm`` write at once), and fabrics are not declared by this product, so a
+pending change of theirs is not listed.
 """
 
 from __future__ import annotations
@@ -84,13 +85,18 @@ def _lines(kind: str, rows: list[Mapping]) -> list[str]:
 
 
 def pending_rows(ctx) -> list[tuple[str, str, Mapping]]:
-    """``(kind, name, row)`` per SDN object whose configuration is not running: ``kind`` zone, vnet
-    or subnet, ``name`` as ``salt_proxmox.network.apply.removed_name`` names it (a subnet as
-    ``<vnet>/<cidr>``). Reads zones, vnets and each vnet's subnets with ``pending=1`` (a vnet
+    """``(kind, name, row)`` per SDN object whose configuration is not running: ``kind`` controller,
+    zone, vnet or subnet, ``name`` as ``salt_proxmox.network.apply.removed_name`` names it (a subnet as
+    ``<vnet>/<cidr>``). Reads controllers, zones, vnets and each vnet's subnets with ``pending=1`` (a vnet
     pending deletion still answers its subnets). Raises PveError, PveMalformed, PveUnreachable."""
     credential = ctx.broker.read()
     found = []
-    for kind, path in (("zone", "cluster/sdn/zones"), ("vnet", "cluster/sdn/vnets")):
+    kinds = (
+        ("controller", "cluster/sdn/controllers"),
+        ("zone", "cluster/sdn/zones"),
+        ("vnet", "cluster/sdn/vnets"),
+    )
+    for kind, path in kinds:
         rows = _rows(ctx, credential, path)
         found += [(kind, str(row.get(kind)), row) for row in rows if row.get("state") or "pending" in row]
         if kind == "vnet":

@@ -82,6 +82,24 @@ def _ids(ctx: PveContext, path: str, key: str, what: str) -> dict[str, Mapping]:
     return {str(row[key]): row for row in _rows(ctx, path, what) if isinstance(row.get(key), str)}
 
 
+#: ``{kind: (listing, what)}`` of the objects a zone names (``controller``, ``ipam``, ``dns``).
+NAMED = {
+    "controller": ("cluster/sdn/controllers", "controllers"),
+    "ipam": ("cluster/sdn/ipams", "IPAMs"),
+    "dns": ("cluster/sdn/dns", "DNS servers"),
+}
+
+
+def known(ctx: PveContext, kind: str) -> dict[str, Mapping[str, object]]:
+    """``{id: options}`` of the SDN ``kind`` (``controller``, ``ipam``, ``dns``): its listing, with
+    what this run creates or changes laid over it (``simple.spec.planned``), so a zone may name one
+    this run declares before it. Raises as ``get_rows``."""
+    path, what = NAMED[kind]
+    found = dict(_ids(ctx, path, kind, what))
+    found.update(planned(ctx, f"sdn_{kind}"))
+    return found
+
+
 def _subnets(ctx: PveContext, vnet: str) -> list[Mapping]:
     return _rows(ctx, api_path(VNETS, vnet, "subnets"), "subnets")
 
@@ -105,19 +123,19 @@ def zone_refusals(
     out: list[str] = []
     for key in ("dns", "reversedns"):
         server = values.get(key)
-        if server and str(server) not in _ids(ctx, "cluster/sdn/dns", "dns", "DNS servers"):
+        if server and str(server) not in known(ctx, "dns"):
             out.append(
                 f"{decl.label}: {key} names DNS server {server}, which does not exist, and PVE refuses the "
-                f"zone (`{server} don't exist`). Add the DNS server first (Datacenter → SDN → DNS), or drop "
+                f"zone (`{server} don't exist`). Add the DNS server first (proxmox:sdn:dns), or drop "
                 f"{key}."
             )
     if values.get("dnszone") and not values.get("dns"):
         out.append(f"{decl.label}: dnszone needs dns, and PVE refuses it alone (`missing dns server`).")
     ipam = values.get("ipam")
-    if ipam and str(ipam) not in _ids(ctx, "cluster/sdn/ipams", "ipam", "IPAMs"):
+    if ipam and str(ipam) not in known(ctx, "ipam"):
         out.append(
             f"{decl.label}: ipam names IPAM {ipam}, which does not exist, and PVE refuses the zone "
-            f"(`{ipam} not existing`). Add it first (Datacenter → SDN → IPAM), or drop ipam."
+            f"(`{ipam} not existing`). Add it first (proxmox:sdn:ipams), or drop ipam."
         )
     if action == "update" and live is not None and (live.get("ipam") or "") != (ipam or ""):
         used = [vnet for vnet, opts in vnets(ctx).items() if opts.get("zone") == name and _subnets(ctx, vnet)]
@@ -137,11 +155,12 @@ def zone_refusals(
 def _evpn(ctx: PveContext, decl: Declared) -> list[str]:
     out = []
     controller = str(decl.values.get("controller") or "")
-    found = _ids(ctx, "cluster/sdn/controllers", "controller", "controllers").get(controller)
+    found = known(ctx, "controller").get(controller)
     if found is None:
         out.append(
             f"{decl.label}: controller {controller} does not exist, and PVE refuses the zone (`controller "
-            f"{controller} don't exist`, EvpnPlugin on_update_hook). Add the EVPN controller first."
+            f"{controller} don't exist`, EvpnPlugin on_update_hook). Add the EVPN controller first "
+            "(proxmox:sdn:controllers)."
         )
     elif found.get("type") != "evpn":
         out.append(

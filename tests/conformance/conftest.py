@@ -3,6 +3,7 @@ dev server the policy family writes to, and a wire tap on every HTTP request the
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ import requests
 
 from salt_proxmox.registry import FAMILIES
 from tests.conformance.contract import CLUSTER_FOR
-from tests.conformance.examples import examples_of
+from tests.conformance.examples import SECRETS_PILLAR, examples_of
 from tests.faults.harness import debug_log
 from tests.support.cluster import ServedCluster
 from tests.support.guests import requests_since, static_targets
@@ -113,7 +114,7 @@ def minion(
         "proxmox": {"targets": static_targets(fresh_cluster), "pbs_targets": pbs_targets(pbs)},
         "openbao": {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}},
     }
-    world = SaltWorld(config, {}, tmp_path / "salt_proxmox_owned.json")
+    world = SaltWorld(config, copy.deepcopy(SECRETS_PILLAR), tmp_path / "salt_proxmox_owned.json")
     root = openbao.client()
     for family in FAMILIES:
         if family.module == "openbao":  # the session's OpenBao outlives a test: start without the example
@@ -121,5 +122,6 @@ def minion(
     seeded = fresh_cluster.seeded
     secrets = [seeded.read_token[1], seeded.provision_token[1], openbao.root_token]
     secrets += [pbs.read_token[1], pbs.provision_token[1]]
+    secrets += [value for entry in SECRETS_PILLAR["conformance"].values() for value in entry.values()]
     logging.getLogger().setLevel(logging.DEBUG)
     yield Minion(fresh_cluster, world, tap, secrets, pbs=pbs)

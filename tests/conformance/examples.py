@@ -229,6 +229,34 @@ _VNET = {"name": "exvnet", "zone": "exzone", "alias": "Example"}
 _SUBNET = {"name": "10.9.8.0/24", "vnet": "exvnet", "gateway": "10.9.8.1", "snat": False}
 #: The zone (and for a subnet the vnet) the vnet and subnet examples are made in.
 _SDN_GIVEN = (("proxmox_sdn", "zone", {"name": "exzone", "type": "simple"}),)
+#: A bgp controller (pve-network ``Controllers/BgpPlugin.pm``: node, asn and peers required), an IPAM
+#: and a DNS server, whose token and key are read from pillar (``SECRETS_PILLAR``), never arguments.
+_CONTROLLER = {
+    "name": "exbgp",
+    "type": "bgp",
+    "node": "pve1",
+    "asn": 65001,
+    "peers": "10.9.0.1",
+    "loopback": "lo0",
+}
+_IPAM = {
+    "name": "exnetbox",
+    "type": "netbox",
+    "url": "https://netbox.example.org/api",
+    "fingerprint": ":".join(["AB"] * 32),
+    "secrets_pillar": "conformance:sdn_ipam",
+}
+_DNS = {
+    "name": "expdns",
+    "type": "powerdns",
+    "url": "https://pdns.example.org/api/v1/servers/localhost",
+    "ttl": 3600,
+    "secrets_pillar": "conformance:sdn_dns",
+}
+#: The minion's pillar in the suite: the IPAM's token and the DNS server's key (never shown).
+SECRETS_PILLAR = {
+    "conformance": {"sdn_ipam": {"token": "nb-token-0123456789"}, "sdn_dns": {"key": "pdns-key-9876"}}
+}
 #: One cluster rule (a rule list whose scope is ``cluster``): PVE's POST puts it at the top of the empty
 #: list (pve-firewall ``API2/Firewall/Rules.pm`` ``create_rule``), a comment change is one PUT.
 _FW_RULES = {
@@ -383,6 +411,37 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
                 "wrong type": ("interface", {**_IFACE, "autostart": "maybe"}, "autostart"),
             },
             applies=(("applied", {"name": "network of pve1", "node": "pve1"}),),
+        ),
+        "sdn_controller": Examples(
+            create=_CONTROLLER,
+            update={**_CONTROLLER, "peers": "10.9.0.1,10.9.0.2"},
+            clear={**_CONTROLLER, "loopback": None},
+            delete={"name": _CONTROLLER["name"], "removal": "destroy"},
+            bad={
+                **_bad(_CONTROLLER, {"name": _CONTROLLER["name"]}, "controller", "controller_absent"),
+                "wrong type": ("controller", {**_CONTROLLER, "asn": "big"}, "asn"),
+            },
+            applies=(("applied", {"name": "sdn"}),),
+        ),
+        "sdn_ipam": Examples(
+            create=_IPAM,
+            update={**_IPAM, "url": "https://ipam.example.org/api"},
+            clear={**_IPAM, "fingerprint": None},
+            delete={"name": _IPAM["name"], "removal": "destroy"},
+            bad={
+                **_bad(_IPAM, {"name": _IPAM["name"]}, "ipam", "ipam_absent"),
+                "wrong type": ("ipam", {**_IPAM, "fingerprint": "AB:CD"}, "fingerprint"),
+            },
+        ),
+        "sdn_dns": Examples(
+            create=_DNS,
+            update={**_DNS, "ttl": 600},
+            clear={**_DNS, "ttl": None},
+            delete={"name": _DNS["name"], "removal": "destroy"},
+            bad={
+                **_bad(_DNS, {"name": _DNS["name"]}, "dns", "dns_absent"),
+                "wrong type": ("dns", {**_DNS, "ttl": "long"}, "ttl"),
+            },
         ),
         "sdn_zone": Examples(
             create=_ZONE,

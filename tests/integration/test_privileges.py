@@ -6,10 +6,12 @@ token lacks one privilege the create needs; PVE would refuse the apply with
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from salt_proxmox.registry import FAMILIES
-from tests.conformance.examples import examples_of
+from tests.conformance.examples import SECRETS_PILLAR, examples_of
 from tests.support.cluster import PROVISION_TOKEN_ID
 from tests.support.guests import static_targets
 from tests.support.saltworld import Low, SaltWorld, chunks_of
@@ -60,8 +62,8 @@ MISSING = {
     "ha_rule": ("Sys.Console", "/"),
     # pve-manager API2/Network.pm create_network: Sys.Modify on /nodes/{node}.
     "network": ("Sys.Modify", "/nodes/pve1"),
-    # pve-network API2/Network/SDN/Zones.pm create: SDN.Allocate on /sdn/zones.
-    "sdn": ("SDN.Allocate", "/sdn/zones"),
+    # pve-network API2/Network/SDN/Controllers.pm create (its first kind): SDN.Allocate on /sdn/controllers.
+    "sdn": ("SDN.Allocate", "/sdn/controllers"),
     # pve-container LXC.pm check_ct_modify_config_perm: memory needs VM.Config.Memory on /vms/<vmid>.
     "lxc": ("VM.Config.Memory", "/vms/190"),
     # qemu-server Qemu.pm $check_vm_modify_config_perm: memory needs VM.Config.Memory on /vms/<vmid>.
@@ -99,6 +101,36 @@ def test_a_missing_provision_privilege_is_predicted_at_plan_with_its_grant(
     said = returns[0]["comment"]
     assert returns[0]["result"] is False, said
     assert f"lacks {privilege} on {path}" in said, said
+    assert f"pveum acl modify {path} --tokens '{PROVISION_TOKEN_ID}'" in said, said
+    assert not [r for r in fresh_cluster.pve.requests[start:] if r[0] != "GET"]
+
+
+#: The other kinds of a family whose first kind the test above tries: pve-network
+#: API2/Network/SDN/{Zones,Ipams,Dns}.pm create check SDN.Allocate on /sdn/zones, /sdn/ipams, /sdn/dns.
+MISSING_KINDS = {
+    "sdn_zone": ("SDN.Allocate", "/sdn/zones"),
+    "sdn_ipam": ("SDN.Allocate", "/sdn/ipams"),
+    "sdn_dns": ("SDN.Allocate", "/sdn/dns"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MISSING_KINDS))
+def test_a_missing_provision_privilege_of_another_kind_is_predicted_at_plan(
+    kind, fresh_cluster, openbao, tmp_path
+):
+    privilege, path = MISSING_KINDS[kind]
+    _without(fresh_cluster.pve, privilege)
+    (family,) = [f for f in FAMILIES if any(k.name == kind for k in f.kinds)]
+    (found,) = [k for k in family.kinds if k.name == kind]
+    config = {
+        "proxmox": {"targets": static_targets(fresh_cluster)},
+        "openbao": {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}},
+    }
+    world = SaltWorld(config, copy.deepcopy(SECRETS_PILLAR), tmp_path / "owned.json")
+    start = len(fresh_cluster.pve.requests)
+    returns = world.run([Low(family.state, found.present, examples_of(kind).create)], True)
+    said = returns[0]["comment"]
+    assert returns[0]["result"] is False and f"lacks {privilege} on {path}" in said, said
     assert f"pveum acl modify {path} --tokens '{PROVISION_TOKEN_ID}'" in said, said
     assert not [r for r in fresh_cluster.pve.requests[start:] if r[0] != "GET"]
 

@@ -33,6 +33,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.mappings.MappingPve`` (resource mappings),
 ``tests.support.acme.AcmePve`` (ACME plugins and the nodes' certificate configuration),
 ``tests.support.notifications.NotificationPve`` (notification endpoints and matchers),
+``tests.support.sdn_extras.SdnExtrasPve`` (SDN controllers, IPAMs and DNS servers),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -76,6 +77,7 @@ from tests.support.notifications import NotificationPve
 from tests.support.pvesh import SendersPve
 from tests.support.replication import ReplicationPve
 from tests.support.restore import RestorePve
+from tests.support.sdn_extras import SdnExtrasPve
 from tests.support.usercfg import UserCfgPve
 
 
@@ -91,6 +93,7 @@ class ServedPve(
     MappingPve,
     AcmePve,
     NotificationPve,
+    SdnExtrasPve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""

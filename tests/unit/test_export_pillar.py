@@ -36,7 +36,7 @@ def test_each_family_lands_where_the_formula_reads_it() -> None:
         "proxmox": {"networks": {"pve1": {"interfaces": {"vmbr1": {"type": "bridge", "adopt": True}}}}}
     }
     subnet = {"name": "10.0.0.0/24", "vnet": "lab", "gateway": "10.0.0.1", "adopt": True}
-    assert _placed("sdn", {"name": "10.0.0.0/24", "vnet": "lab"}, subnet, kind=2) == {
+    assert _placed("sdn", {"name": "10.0.0.0/24", "vnet": "lab"}, subnet, kind=5) == {
         "proxmox": {"sdn": {"subnets": {"lab-10.0.0.0-24": {"cidr": "10.0.0.0/24", "vnet": "lab",
                                                            "gateway": "10.0.0.1", "adopt": True}}}}
     }  # fmt: skip

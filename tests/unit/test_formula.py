@@ -5,6 +5,7 @@ Loaded here as Salt's renderer loads it (``salt/utils/templates.py`` ``py``), wi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,8 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-network-pve1-vmbr1",
         "proxmox-network-apply-pve1",
         "proxmox-network-apply-pve2",
+        "proxmox-sdn-controller-evpnctl",
+        "proxmox-sdn-ipam-pve",
         "proxmox-sdn-zone-lab",
         "proxmox-sdn-vnet-labnet",
         "proxmox-sdn-apply",
@@ -136,7 +139,9 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-notification-matcher-backups-to-ops": [
             {"proxmox_notification": "proxmox-notification-endpoint-ops-mail"}
         ],
+        # The controller is staged too; the pve IPAM is written at once (Ipams.pm), nothing to commit.
         "proxmox-sdn-apply": [
+            {"proxmox_sdn": "proxmox-sdn-controller-evpnctl"},
             {"proxmox_sdn": "proxmox-sdn-zone-lab"},
             {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
             {"proxmox_network": "proxmox-network-apply-pve1"},
@@ -659,7 +664,8 @@ def test_a_salt_keyword_in_a_node_or_sdn_mapping_is_named_as_one():
     assert set(states) == set(problems) == {"proxmox-network-pve1", "proxmox-sdn-pillar"}, states
     assert "pillar proxmox:networks:pve1: unless is a Salt keyword" in problems["proxmox-network-pve1"]
     assert problems["proxmox-sdn-pillar"].startswith(
-        "pillar proxmox:sdn has unknown key(s) onlyif: it takes apply, subnets, target, vnets, zones "
+        "pillar proxmox:sdn has unknown key(s) onlyif: it takes apply, controllers, dns, ipams, subnets, "
+        "target, vnets, zones "
         "(onlyif is a Salt keyword an entry cannot carry"
     )
 
@@ -1223,3 +1229,49 @@ def test_two_entries_for_one_firewall_object_are_one_failing_state_naming_both()
         {"proxmox_firewall_alias": "proxmox-firewall-alias-ct-gw"},
         {"proxmox_lxc": "proxmox-lxc-web"},
     ]
+
+
+def test_sdn_controllers_ipams_and_dns_run_before_the_zones_naming_them_their_secrets_from_pillar():
+    """A zone requires the controller, IPAM and DNS servers it names (pve-network Zones.pm create refuses
+    one that does not exist); an IPAM's token and a DNS server's key are never state arguments but read
+    from the entry's pillar path; the SDN apply waits for the staged controller, not for IPAMs and DNS
+    servers, which Ipams.pm/Dns.pm write at once."""
+    from salt_proxmox.sdn import extras
+
+    module = formula()
+    assert module.SDN_SECRETS == {"ipams": extras.IPAM_SECRETS, "dns": extras.DNS_SECRETS}
+    pillar = {
+        "proxmox": {
+            "sdn": {
+                "apply": True,
+                "controllers": {"evpnctl": {"type": "evpn", "asn": 65000, "peers": "10.0.0.1"}},
+                "ipams": {"nb": {"type": "netbox", "url": "https://nb", "token": "t0k3n"}},
+                "dns": {"pdns": {"type": "powerdns", "url": "https://p", "key": "k3y"}},
+                "zones": {
+                    "ev": {
+                        "type": "evpn",
+                        "controller": "evpnctl",
+                        "vrf-vxlan": 10,
+                        "ipam": "nb",
+                        "dns": "pdns",
+                    }
+                },
+            }
+        }
+    }
+    states = render(pillar)
+    assert not failing(states)
+    fun, ipam = args(states["proxmox-sdn-ipam-nb"])
+    assert fun == "proxmox_sdn.ipam" and "token" not in ipam
+    assert ipam["secrets_pillar"] == ["proxmox", "sdn", "ipams", "nb"]
+    assert "key" not in args(states["proxmox-sdn-dns-pdns"])[1]
+    assert args(states["proxmox-sdn-zone-ev"])[1]["require"] == [
+        {"proxmox_sdn": "proxmox-sdn-controller-evpnctl"},
+        {"proxmox_sdn": "proxmox-sdn-dns-pdns"},
+        {"proxmox_sdn": "proxmox-sdn-ipam-nb"},
+    ]
+    assert args(states["proxmox-sdn-apply"])[1]["require"] == [
+        {"proxmox_sdn": "proxmox-sdn-controller-evpnctl"},
+        {"proxmox_sdn": "proxmox-sdn-zone-ev"},
+    ]
+    assert "t0k3n" not in json.dumps(states) and "k3y" not in json.dumps(states)
