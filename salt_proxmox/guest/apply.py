@@ -149,7 +149,9 @@ def create_guest(
     ``destroy_config`` before it dies, qemu-server ``PVE/API2/Qemu.pm`` ``create_vm`` likewise), so
     no row claims a guest that is not there, and a row another process wrote meanwhile is kept. Once
     the guest exists, a later step that fails keeps the ``creating`` row, as an uncertain end does:
-    the next run finishes it when it can tie it to this create. Each step that went through is
+    the next run finishes it when it can tie it to this create. The create's root keys follow in one
+    lane write (``guest.lane.create_write``); its failure keeps the row ``creating`` too. Each step
+    that went through is
     added to ``written`` (its ``what``); ``sending`` holds the keys of a config write step
     (``…/config``) while it is under way."""
     key = row_key(decl.target, family.kind, decl.vmid)
@@ -201,6 +203,10 @@ def create_guest(
         if written is not None:
             written.append(step.what)
         step = next(steps, None)
+    # The root keys the token's create left out, through the root lane (guest.lane).
+    laned = lane.create_write(ctx, family, decl)
+    if laned and written is not None:
+        written.append(f"write {', '.join(laned)} via root lane")
 
 
 def config_form(

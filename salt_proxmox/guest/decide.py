@@ -234,6 +234,11 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
         plan = family.plan_create(ctx, decl)
         if plan.refusals:
             return Decision("refuse", reasons=plan.refusals, row_key=key, row=row)
+        # The create's root keys: a lane write after the token's create, or refused naming the lane.
+        rooted = lane.create_change(family, decl)
+        via, refused = lane.route(ctx, rooted)
+        if refused:
+            return Decision("refuse", reasons=refused, row_key=key, row=row)
         wired = nics.create_plan(ctx, family, decl, start=power.action(None) == "start")
         if wired.refusals:
             return Decision("refuse", reasons=wired.refusals, notes=wired.notes, row_key=key, row=row)
@@ -246,13 +251,15 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
             note = f"{what}: an earlier create did not finish and the guest is absent; would create it"
         else:
             note = f"{what}: would be created {plan.source}"
-        notes = [note + plan.suffix, *plan.notes, *wired.notes]
+        note += plan.suffix + (lane.create_line(rooted, via) if via else "")
+        notes = [note, *plan.notes, *wired.notes]
         return Decision(
             "create",
             live=None,
             notes=notes,
             row_key=key,
             row=row,
+            lane=via,
             power=power.action(None),
             create_changes=None if plan.changes is None else dict(plan.changes),
         )
@@ -293,17 +300,23 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
         untied = None if decl.adopt else _creation_tie(ctx, family, decl, row, live)
         if untied:
             return Decision("refuse", **found, reasons=[identity.not_tied(what, untied)])
+        # The keys the create's lane write was to write (guest.lane.create_write) are not a
+        # difference: this update writes them through the lane, or refuses them naming it.
+        unfinished = [k for k in differs if k in change.root and k in family.create_root(decl)]
+        others = [k for k in differs if k not in unfinished]
         refusal, adopted = claim(
-            row, decl.adopt, what, matches=not differs, alike="it matches",
-            unlike=f"it differs in {', '.join(differs)}",
+            row, decl.adopt, what, matches=not others, alike="it matches",
+            unlike=f"it differs in {', '.join(others)}",
         )  # fmt: skip
         if refusal:
             return Decision("refuse", **found, reasons=[refusal])
         notes.append(
             str(adopted)
-            if differs or decl.adopt
+            if others or decl.adopt
             else f"{what}: our interrupted create is listed in the node's tasks and the guest matches its "
-            "declaration; it is recorded as ours"
+            "declaration"
+            + (f" but for {', '.join(unfinished)}, which the root lane writes" if unfinished else "")
+            + "; it is recorded as ours"
         )
         record = True
     else:

@@ -49,6 +49,10 @@ families live under ``/nodes/{node}/{lxc|qemu}/{vmid}`` with the same ``pending`
   lifecycle runs each step with the one provision credential ``credential()`` mints, awaits its
   task with it, and only then asks the generator for the next step, so a later step may read what
   an earlier one made. Code before the first ``yield`` may refuse (raise) with nothing recorded;
+- root keys at create: ``create_root(decl)``: key -> refusal sentence for the declared keys only
+  root@pam may set that the create writes through the root lane after the token's create
+  (``guest.lane.create_write``; the family's ``create_form`` leaves them out), refused with that
+  sentence when the target has no lane;
 - secrets: ``secrets_rule``, the plan's and the apply's sentence on what becomes of the
   declaration's secrets (a container's ``password`` goes with the create only; a VM's
   ``cipassword`` is also written again when it is unset or its serial changes).
@@ -158,6 +162,7 @@ class Family:
     )
     pending_first: bool = False
     names_guest: bool = False
+    create_root: Callable[[Declaration], Mapping[str, str]] = lambda decl: {}
 
     @property
     def kind(self) -> str:

@@ -6,6 +6,13 @@ is split by key: the keys only root@pam may set (``Change.root``) go in one conf
 the lane, the rest in the provision token's write as before. Plan and apply split the same way
 (``split``), and the plan names the keys of each (``plan_line``).
 
+A create whose declaration holds root keys (``Family.create_root``; PVE's ``create_vm`` checks
+the same rules over its form) is two writes: the token's create without them, then one lane write
+of them against the digest of the config the create made, read by the read token
+(``create_write``). A failure of the lane write leaves the ownership row ``creating``, as a later
+create step's failure does; the next run finds the guest tied to our create and matching but for
+those keys, records it as ours and writes them through the lane (``guest.decide``).
+
 Without a lane, a root key is refused at plan as before, plus the lane to configure (``route``).
 With one, its preconditions are checked once per run at plan and apply (``lane_check``): ``pvesh``
 present and answering (it runs as root@pam or refuses: ``please run as root``), and the node it
@@ -20,13 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from salt_proxmox.guest.change import Change
+from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.lane import NOT_ROOT, PveshLane
 from salt_proxmox.pve.tasks import await_task, upid_node
 from salt_proxmox.run.context import PveContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    from salt_proxmox.guest.family import Declaration, Family
 
 _CHECKED = "salt_proxmox.root_lane/{target}"
 
@@ -153,3 +165,31 @@ def send_root(
         await_task(
             lane, None, upid_node(answer) or node, answer, what, ctx.task_polls, ctx.poll_interval, **kwargs
         )
+
+
+def create_change(family: Family, decl: Declaration) -> Change:
+    """The root keys of a create of ``decl`` (``Family.create_root``: key -> the family's refusal
+    without a lane) as the ``Change`` ``route`` routes and ``create_write`` sends: their declared
+    values put."""
+    root = dict(family.create_root(decl))
+    return Change(put={key: decl.config[key] for key in root}, root=root, drift=sorted(root))
+
+
+def create_line(change: Change, via: str) -> str:
+    """How a create's plan line ends when the lane writes ``change``'s root keys after it."""
+    return f" with the provision token; then write {', '.join(change.root)} via root lane ({via})"
+
+
+def create_write(ctx: PveContext, family: Family, decl: Declaration) -> list[str]:
+    """After the token's create steps: the root keys of the create (``create_change``) in one lane
+    write (``send_root``) guarded by the digest of the config the create made, read by the read
+    token (``GET …/config?current=1``). Returns the keys written (none: nothing sent). Raises what
+    the read and ``send_root`` raise; the caller's ownership row stays ``creating``."""
+    change = create_change(family, decl)
+    if not change.root:
+        return []
+    path = f"{api_path('nodes', decl.node, family.kind, decl.vmid)}/config"
+    made = ctx.client.request("GET", path, ctx.broker.read(), params={"current": "1"})
+    digest = str((made or {}).get("digest", "")) if isinstance(made, Mapping) else ""
+    send_root(ctx, family.update, path, decl.node, change.put, [], digest)
+    return list(change.put)

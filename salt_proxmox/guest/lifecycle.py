@@ -179,7 +179,8 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
         if decision.create_changes is not None:
             outcome.changes.update(decision.create_changes)
         else:
-            form = family.create_form(decl)
+            # The token's create form, then the root keys the lane writes after it.
+            form = {**family.create_form(decl), **lane.create_change(family, decl).put}
             outcome.changes.update(
                 {k: family.key_change(k, None, v) for k, v in form.items() if k not in ("vmid",)}
             )

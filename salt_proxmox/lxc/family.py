@@ -86,7 +86,10 @@ def plan_create(ctx: PveContext, decl: LxcDeclaration) -> CreatePlan:
     if not refusals and _needs_sys_modify(decl, cluster):
         refusals, checked = privileged_create_check(ctx)
     if not refusals:
-        refusals, unchecked = privileges.guest_check(ctx, "lxc", decl.vmid, decl.config, "create", decl.pool)
+        # The root keys go through the root lane as root@pam after the create, not with the token.
+        laned = judge.create_root(decl)
+        sent = {key: value for key, value in decl.config.items() if key not in laned}
+        refusals, unchecked = privileges.guest_check(ctx, "lxc", decl.vmid, sent, "create", decl.pool)
         checked += unchecked
     suffix = ""
     if "unprivileged" not in decl.config:
@@ -151,8 +154,9 @@ def restore_plan(ctx: PveContext, decl: LxcDeclaration, refusals: list[str]) -> 
     form = _restore_form(decl)
     made = restored.restored_config(decl.vmid, archived, form, decl.unique)
     onto = judge.judge(decl, made, styled(ctx, decl))
-    if onto.refuse:
-        return CreatePlan(refusals=onto.refuse)
+    if onto.refuse or onto.root:
+        # Root keys onto a restored container are not written through a lane (guest.apply.written_onto).
+        return CreatePlan(refusals=[*onto.refuse, *onto.root.values()])
     checked: list[str] = []
     if release(ctx).privileged_create_needs_sys_modify and not judge.is_unprivileged(made):
         # create_vm (pve-container 6, PVE 9): "creating a new privileged container is checked here",
@@ -286,4 +290,5 @@ LXC = Family(
     plan_create=plan_create,
     create=create,
     create_form=judge.create_form,
+    create_root=judge.create_root,
 )

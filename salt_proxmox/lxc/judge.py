@@ -95,6 +95,9 @@ def root_only_at_create(decl: LxcDeclaration, key: str, value: str, why: str) ->
     return root_only_at_create_refusal(schema.WORDS, decl.vmid, decl.node, key, value, why, f" {template}")
 
 
+_HOST_PATH = "A bind or device mount point."
+
+
 def _feature_why(unprivileged: bool) -> str:
     return "A feature other than nesting." if unprivileged else "Any feature on a privileged guest."
 
@@ -188,7 +191,7 @@ def _judge_key(
                     f"(`{schema.WORDS.command} set {vmid} --delete {key}`) if that is what you want."
                 )
             return
-        bind = root_only(decl, key, want, "A bind or device mount point.")
+        bind = root_only(decl, key, want, _HOST_PATH)
         if have is None:
             drift.add(key)
             if parse_mountpoint(want).host_path:
@@ -316,12 +319,28 @@ def release_refusals(decl: LxcDeclaration, release: Release) -> list[str]:
     return reasons
 
 
+def create_root(decl: LxcDeclaration) -> dict[str, str]:
+    """The root keys of a create from a template, each with its refusal at create
+    (``root_only_at_create``): a bind or device mount point ``mpN``, which the create writes through
+    the root lane after the token's ``POST /nodes/{node}/lxc`` (``guest.lane.create_write``;
+    pve-container ``create_vm`` runs ``check_ct_modify_config_perm`` over its form). A restore has
+    none: its declared root keys are refused (``guest.apply.written_onto``)."""
+    if decl.restore is not None:
+        return {}
+    return {
+        key: root_only_at_create(decl, key, value, _HOST_PATH)
+        for key, value in decl.config.items()
+        if value and (schema.indexed(key) or ("", 0))[0] == "mp" and parse_mountpoint(value).host_path
+    }
+
+
 def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str]:
     """Why this declaration cannot be created with an API token (empty when it can).
 
     ``POST /nodes/{node}/lxc`` (pve-container ``src/PVE/API2/LXC.pm`` ``create_vm``): an
     ostemplate is required; an undeclared ``unprivileged`` is ``release``'s default
-    (``creates_unprivileged``); root-only rules as in ``check_ct_modify_config_perm``; volumes
+    (``creates_unprivileged``); root-only rules as in ``check_ct_modify_config_perm``, less the keys
+    the root lane writes after the create (``create_root``, routed by ``guest.lane.route``); volumes
     only as new ``storage:GiB`` disks, so a create never attaches a volume it did not allocate;
     options ``release`` does not know (``release_refusals``).
     """
@@ -334,6 +353,7 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
             "the guest that exists."
         )
     unprivileged = creates_unprivileged(decl, release)
+    laned = create_root(decl)
     for key, value in decl.config.items():
         family = (schema.indexed(key) or ("", 0))[0]
         if value == "":
@@ -344,9 +364,17 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
             reasons.append(root_only_at_create(decl, key, value, "Device passthrough."))
         elif key == "rootfs" or family == "mp":
             if parse_mountpoint(value).host_path:
-                reasons.append(root_only_at_create(decl, key, value, "A bind or device mount point."))
+                if key not in laned:
+                    reasons.append(root_only_at_create(decl, key, value, _HOST_PATH))
             elif refusal := added_volume_refusal(vmid, key, parse_mountpoint(value)):
                 reasons.append(refusal)
+    if laned and decl.start:
+        # create_vm starts the container inside its task (``start``), before the lane write.
+        reasons.append(
+            f"start: {', '.join(laned)} are written through the root lane after the create, and start: true "
+            "starts the container inside the create task, before that write. Declare status: running instead "
+            "(the container is started once its config is written)."
+        )
     if "rootfs" not in decl.config and any(k.startswith("mp") for k in decl.config):
         reasons.append("rootfs: mount points are declared but rootfs is not (PVE: `rootfs' not set`).")
     return reasons
@@ -354,12 +382,14 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
 
 def create_form(decl: LxcDeclaration) -> dict[str, str]:
     """The ``POST /nodes/{node}/lxc`` form: declared keys, empties dropped, features without off
-    keys, ``start`` only when asked. Refusals are ``create_refusals``'s to check first."""
+    keys, ``start`` only when asked; not the root keys (``create_root``: the lane writes them after
+    it). Refusals are ``create_refusals``'s to check first."""
     form = {"vmid": str(decl.vmid)}
     if decl.ostemplate is not None:
         form["ostemplate"] = decl.ostemplate
+    laned = create_root(decl)
     for key, value in decl.config.items():
-        if value == "":
+        if value == "" or key in laned:
             continue
         if key == "features":
             value = features_sent(value)

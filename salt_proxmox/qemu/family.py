@@ -25,6 +25,9 @@ them, from qemu-server's own rules.
   ``update_vm_api`` writes each value into ``[PENDING]`` before ``vmconfig_hotplug_pending`` (or
   ``vmconfig_apply_pending``) and raises their errors after, so a failed write is read back and
   reported key by key (``guest.lifecycle``).
+- Root keys (``args``, ``hookscript``, a host ``usbN``/``hostpciN``: ``judge.device_rule``): written
+  through the root lane on update and, after the token's create, at create (``judge.create_root``,
+  ``guest.lane``); onto a clone or a restore they are refused.
 - Refusals at plan: ``judge.create_refusals`` (root-only values, disks not allocated by the create),
   an ISO a written CD-ROM names that PVE says is not there (``iso_checks``),
   ``clone.clone_source_refusals`` (the template must exist and be one), and the judge's verdict of
@@ -159,9 +162,10 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
         refusals, said = startup_check(ctx, decl)
         notes += said
     if not refusals:
-        refusals, said = privileges.guest_check(
-            ctx, "qemu", decl.vmid, decl.config, "create", decl.pool, decl.clone
-        )
+        # The root keys go through the root lane as root@pam after the create, not with the token.
+        laned = judge.create_root(decl)
+        sent = {key: value for key, value in decl.config.items() if key not in laned}
+        refusals, said = privileges.guest_check(ctx, "qemu", decl.vmid, sent, "create", decl.pool, decl.clone)
         notes += said
     if decl.clone is None:
         if not refusals:
@@ -179,7 +183,8 @@ def plan_create(ctx: PveContext, decl: QemuDeclaration) -> CreatePlan:
     if config is not None and not refusals:
         made = clone.cloned_config(decl, config)
         onto = _onto(decl, made)
-        refusals += onto.refuse
+        # Root keys onto a clone are not written through a lane (guest.apply.written_onto).
+        refusals += [*onto.refuse, *onto.root.values()]
         if not refusals:
             refusals, unchecked = iso_checks(ctx, decl, onto.put)
             notes += unchecked
@@ -249,7 +254,7 @@ def restore_plan(ctx: PveContext, decl: QemuDeclaration, refusals: list[str]) ->
     archived = restore.archived_config(ctx, decl.node, decl.restore)
     made = clone.restored_config(decl, archived.config, archived.disks)
     onto = _onto(decl, made)
-    refusals = [*_restore_storage_refusals(ctx, decl, made), *onto.refuse]
+    refusals = [*_restore_storage_refusals(ctx, decl, made), *onto.refuse, *onto.root.values()]
     if refusals:
         return CreatePlan(refusals=refusals)
     what = QEMU.what(decl.vmid, decl.node)
@@ -362,12 +367,17 @@ def update_checks(
     if "startup" in change.put or "startup" in change.clear:
         more, said = startup_check(ctx, decl)
         refusals, notes = [*refusals, *more], [*notes, *said]
-    # A secret's value is not needed: its key's class is (cipassword: $cloudinitoptions).
+    # A secret's value is not needed: its key's class is (cipassword: $cloudinitoptions). Root keys
+    # go through the root lane as root@pam (guest.lane), not with the token.
     written = {
-        **dict.fromkeys(change.secrets, "*"),
-        **change.put,
-        **change.after,
-        **dict.fromkeys(change.clear, ""),
+        key: value
+        for key, value in {
+            **dict.fromkeys(change.secrets, "*"),
+            **change.put,
+            **change.after,
+            **dict.fromkeys(change.clear, ""),
+        }.items()
+        if key not in change.root
     }
     resized = [key for key, _ in change.resize]
     if written or resized:
@@ -488,6 +498,7 @@ QEMU = Family(
     plan_create=plan_create,
     create=create,
     create_form=judge.create_form,
+    create_root=judge.create_root,
     # qemu/judge.py: PVE shows a set cipassword masked, so it is compared as set / not set.
     secrets_rule=(
         "sent in the first config write after the create (PVE hashes it there, never in create_vm), and "

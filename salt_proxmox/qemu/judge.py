@@ -20,9 +20,12 @@ modules ``drives``, ``boot``, ``machine``, ``memory`` and ``clone``):
 - root@pam only (``PVE/API2/Qemu.pm`` ``$check_vm_modify_config_perm`` and friends): the
   ``schema.ROOT_ONLY`` keys, ``parallelN``, a ``serialN`` that is not ``socket``, a ``hostpciN``
   with ``host=`` or ``romfile=`` (``check_hostpci_perm``), a ``usbN`` with a ``host=`` other than
-  ``spice`` (``check_usb_perm``), a drive on a host path (pve-storage ``check_volume_access``):
-  refused at plan with the ``qm set`` command to run. A device with ``mapping=`` goes through
-  and names ``Mapping.Use`` on ``/mapping/<pci|usb>/<id>``.
+  ``spice`` (``check_usb_perm``): root writes (``Change.root_write``), written through the target's
+  root lane as root@pam (``guest.lane``), refused at plan with the ``qm set`` command to run and the
+  lane to configure when it has none; at create the same keys (``create_root``) go in a lane write
+  after the token's create. A drive on a host path (pve-storage ``check_volume_access``) is refused
+  with the ``qm set`` to run. A device with ``mapping=`` goes with the token and names
+  ``Mapping.Use`` on ``/mapping/<pci|usb>/<id>``.
 """
 
 from __future__ import annotations
@@ -241,7 +244,9 @@ def _judge_key(
         why, use = device_rule(key, want if want else have or "")
         old_why = device_rule(key, have)[0] if have else None
         if why or old_why:
-            change.refuse.append(root_only(decl, key, want, why or old_why or ""))
+            # Root's alone (the new value's rule, or the old one's: update_vm_api checks both):
+            # written through the root lane, refused naming it without one (guest.lane.route).
+            change.root_write(key, want, root_only(decl, key, want, why or old_why or ""))
             return
         if use:
             change.uses.append(use)
@@ -340,6 +345,27 @@ def mapping_uses(decl: QemuDeclaration) -> list[str]:
     return uses
 
 
+def root_at_create(decl: QemuDeclaration) -> dict[str, str]:
+    """The declared values only root@pam may set on a VM (``device_rule``), each with its refusal
+    at create (``root_only_at_create``); qemu-server ``create_vm`` runs ``$check_vm_modify_config_perm``
+    and ``check_vm_create_usb_perm``/``check_vm_create_hostpci_perm``/``$check_vm_create_serial_perm``
+    over its form."""
+    found = {}
+    for key, value in decl.config.items():
+        if value and device_key(key):
+            why = device_rule(key, value)[0]
+            if why:
+                found[key] = root_only_at_create(decl, key, value, why)
+    return found
+
+
+def create_root(decl: QemuDeclaration) -> dict[str, str]:
+    """The root keys of a create from scratch (``root_at_create``), which the create writes through
+    the root lane after the token's ``POST /nodes/{node}/qemu`` (``guest.lane.create_write``). A clone
+    or a restore has none: its declared root keys are refused (``guest.apply.written_onto``)."""
+    return root_at_create(decl) if decl.clone is None and decl.restore is None else {}
+
+
 def create_refusals(decl: QemuDeclaration) -> list[str]:
     """Why this declaration cannot be created with an API token (empty when it can).
 
@@ -354,14 +380,12 @@ def create_refusals(decl: QemuDeclaration) -> list[str]:
     if decl.clone is None and decl.config.get("boot"):
         declared = {key for key, value in decl.config.items() if value}
         reasons += boot_refusals(decl, decl.config["boot"], declared, at_create=True)
+    laned = create_root(decl)
+    reasons += [why for key, why in root_at_create(decl).items() if key not in laned]
     for key, value in decl.config.items():
         if value == "":
             continue
-        if device_key(key):
-            why, _use = device_rule(key, value)
-            if why:
-                reasons.append(root_only_at_create(decl, key, value, why))
-        elif schema.is_drive(key) and decl.clone is None:
+        if schema.is_drive(key) and decl.clone is None:
             refusal = added_drive_refusal(decl, key, value)
             if refusal and parse_drive(value).storage is None:
                 reasons.append(root_only_at_create(decl, key, value, "A drive on a host path."))
@@ -372,11 +396,13 @@ def create_refusals(decl: QemuDeclaration) -> list[str]:
 
 def create_form(decl: QemuDeclaration) -> dict[str, str]:
     """The ``POST /nodes/{node}/qemu`` form: declared keys, empties dropped, ``pool`` when declared,
-    ``name`` the state id when none is declared (``decl.default_name``). Secrets are added by the
-    caller from ``decl.secrets`` (never kept in a form that is shown)."""
+    ``name`` the state id when none is declared (``decl.default_name``); not the root keys
+    (``create_root``: the lane writes them after it). Secrets are added by the caller from
+    ``decl.secrets`` (never kept in a form that is shown)."""
     form = {"vmid": str(decl.vmid)}
+    laned = create_root(decl)
     for key, value in decl.config.items():
-        if value != "":
+        if value != "" and key not in laned:
             form[key] = value
     if "name" not in decl.config and decl.default_name:
         form["name"] = decl.default_name

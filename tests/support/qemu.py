@@ -196,7 +196,7 @@ from fakepve.server import USER, params
 from fakepve.storage import _is_file
 
 from tests.support.network import NetworkPve
-from tests.support.qemu_perms import check_update_perms
+from tests.support.qemu_perms import check_root_only, check_update_perms
 
 CONFIG_PATH = "/nodes/{node}/qemu/{vmid}/config"
 #: What ``vm_config`` and ``vm_pending`` print in place of a ``cipassword`` (the pending one ends in a space).
@@ -791,6 +791,7 @@ class QemuPve(NetworkPve):
             self.require(user, "/", "Sys.Modify")
 
     async def _qm_create(self, v, user):
+        check_root_only(user, v)
         self._startup_perm(user, v)
         self.check_bridge_access(user, [v[k] for k in v if re.fullmatch(r"net\d+", k)])
         return await super()._qm_create(v, user)
@@ -821,6 +822,7 @@ class QemuPve(NetworkPve):
 
     async def _apply_config(self, vm, user, p):
         check_update_perms(self, user, vm, p)
+        check_root_only(user, p, {**vm.config, **{k: v for k, v in vm.pending.items() if v is not None}})
         self._startup_perm(user, [*p, *split_list(p.get("delete"))])
         nics = [k for k in [*p, *split_list(p.get("delete"))] if re.fullmatch(r"net\d+", k)]
         old = {**vm.config, **{k: v for k, v in vm.pending.items() if v is not None}}

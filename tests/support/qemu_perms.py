@@ -19,6 +19,9 @@ the keys above). Its create (``_qm_create``) asks its per-key guess too, a drive
 VM.Config.CDROM included, where qemu-server's ``create_vm`` asks none for a drive (it calls
 ``$check_storage_access`` and ``$check_vm_modify_config_perm``, which skips drive keys): the fake's create
 is stricter than PVE there, and ``tests/unit/test_access.py`` pins PVE's rule for the plan.
+
+fakepve lets a token with VM.Config.HWType set ``args``, a ``usbN`` with a host device and a ``hostpciN``
+with ``host=``; qemu-server lets only root@pam (``check_root_only``, at create and update alike).
 """
 
 from __future__ import annotations
@@ -78,3 +81,28 @@ def check_update_perms(pve, user: str, vm, p: dict) -> None:
             if old.get(key):
                 need(*_drive_privileges(old[key]))
             need(*_drive_privileges(p[key]))
+
+
+def check_root_only(user: str, p: dict, old: dict | None = None) -> None:
+    """Die as qemu-server does when ``user`` is not root@pam and the create or update form ``p``
+    (``old``: the VM's values before an update) sets or deletes what only root@pam may: ``args``
+    (``$check_vm_modify_config_perm``: "only root can set '<key>' config"), a ``usbN`` with a
+    ``host=`` other than ``spice`` (``check_usb_perm``: "only root can set '<key>' config for real
+    devices") or a ``hostpciN`` with ``host=`` (``check_hostpci_perm``: "... for non-mapped devices");
+    an update checks the old value of a device too. Each is a bare ``die``: HTTP 500."""
+    if user == "root@pam":
+        return
+    old = old or {}
+    deletes = split_list(p.get("delete"))
+    for key in sorted({*[k for k in p if k not in _NOT_CONFIG], *deletes}):
+        if key == "args":
+            raise PveError(500, f"only root can set '{key}' config\n")
+        for value in (old.get(key), p.get(key)):
+            parts = dict(part.partition("=")[::2] for part in str(value or "").split(",") if part)
+            if "host" not in parts and value and "=" not in str(value).split(",")[0]:
+                parts["host"] = str(value).split(",")[0]  # host is the default key
+            host = parts.get("host")
+            if re.fullmatch(r"usb\d+", key) and host and host.lower() != "spice":
+                raise PveError(500, f"only root can set '{key}' config for real devices\n")
+            if re.fullmatch(r"hostpci\d+", key) and host:
+                raise PveError(500, f"only root can set '{key}' config for non-mapped devices\n")

@@ -28,6 +28,7 @@ from salt_proxmox.qemu.hotplug import applies_live
 from salt_proxmox.qemu.judge import (
     create_form,
     create_refusals,
+    create_root,
     identity_refusals,
     judge,
     key_change,
@@ -797,41 +798,68 @@ def test_a_bad_secret_is_refused_without_repeating_it() -> None:
 # ============================================================================================
 
 
-def test_args_is_root_only_with_the_qm_set_command() -> None:
-    # $check_vm_modify_config_perm: "catches args, lock, etc." -> only root can set 'args' config.
+def test_args_is_a_root_write_with_the_qm_set_command() -> None:
+    # $check_vm_modify_config_perm: "catches args, lock, etc." -> only root can set 'args' config:
+    # written through the root lane, and without one refused with the qm set to run (guest.lane.route).
     change = judge(decl(args="-device foo"), vm())
-    assert change.put == {}
-    assert "qm set 150 --args '-device foo'" in change.refuse[0] and "node pve1" in change.refuse[0]
+    assert change.put == {"args": "-device foo"} and change.refuse == []
+    assert "qm set 150 --args '-device foo'" in change.root["args"] and "node pve1" in change.root["args"]
 
 
-def test_a_non_mapped_pci_device_is_root_only_and_a_mapped_one_names_mapping_use() -> None:
+def test_a_non_mapped_pci_device_is_a_root_write_and_a_mapped_one_names_mapping_use() -> None:
     # check_hostpci_perm: host= -> "only root can set 'hostpci0' config for non-mapped devices";
-    # mapping= -> Mapping.Use on /mapping/pci/<id>.
-    refused = judge(decl(hostpci0="0000:01:00.0,pcie=1"), vm())
-    assert refused.put == {} and "qm set 150 --hostpci0" in refused.refuse[0]
+    # mapping= -> Mapping.Use on /mapping/pci/<id>, with the token.
+    rooted = judge(decl(hostpci0="0000:01:00.0,pcie=1"), vm())
+    assert rooted.put == {"hostpci0": "0000:01:00.0,pcie=1"} and rooted.refuse == []
+    assert "qm set 150 --hostpci0" in rooted.root["hostpci0"]
     mapped = judge(decl(hostpci0="mapping=gpu1,pcie=1"), vm())
-    assert mapped.put == {"hostpci0": "mapping=gpu1,pcie=1"} and mapped.refuse == []
+    assert mapped.put == {"hostpci0": "mapping=gpu1,pcie=1"} and mapped.refuse == [] and mapped.root == {}
     assert mapped.uses == ["Mapping.Use on /mapping/pci/gpu1"]
-    assert "romfile" in judge(decl(hostpci0="mapping=gpu1,romfile=vbios.bin"), vm()).refuse[0]
+    # raise_param_exc: "only root@pam can set 'romfile' option".
+    assert "romfile" in judge(decl(hostpci0="mapping=gpu1,romfile=vbios.bin"), vm()).root["hostpci0"]
 
 
-def test_usb_spice_is_allowed_a_host_device_root_only_a_mapping_named() -> None:
+def test_a_host_device_replaced_by_a_mapping_is_root_s_too() -> None:
+    # update_vm_api checks the old value too (check_hostpci_perm on $oldvalue, check_usb_perm on
+    # $conf->{$opt}), and deleting one (check_usb_perm on $val).
+    swapped = judge(decl(usb0="mapping=stick"), vm(usb0="host=1234:5678"))
+    assert swapped.root and swapped.put == {"usb0": "mapping=stick"}
+    dropped = judge(decl(usb0=""), vm(usb0="host=1234:5678"))
+    assert dropped.clear == ["usb0"] and "qm set 150 --delete usb0" in dropped.root["usb0"]
+
+
+def test_usb_spice_is_the_token_s_a_host_device_a_root_write_a_mapping_named() -> None:
     # check_usb_perm.
-    assert judge(decl(usb0="spice"), vm()).put == {"usb0": "spice"}
-    assert "qm set 150 --usb0" in judge(decl(usb0="host=1234:5678"), vm()).refuse[0]
+    spice = judge(decl(usb0="spice"), vm())
+    assert spice.put == {"usb0": "spice"} and spice.root == {}
+    assert "qm set 150 --usb0" in judge(decl(usb0="host=1234:5678"), vm()).root["usb0"]
     assert judge(decl(usb0="mapping=stick"), vm()).uses == ["Mapping.Use on /mapping/usb/stick"]
 
 
-def test_a_serial_socket_is_allowed_a_host_serial_root_only() -> None:
+def test_a_serial_socket_is_the_token_s_a_host_serial_a_root_write() -> None:
     # $check_vm_create_serial_perm / update_vm: "only root can modify 'serialN' config for real devices".
     assert judge(decl(serial0="socket"), vm()).put == {"serial0": "socket"}
-    assert "qm set 150 --serial0 '/dev/ttyS0'" in judge(decl(serial0="/dev/ttyS0"), vm()).refuse[0]
+    assert "qm set 150 --serial0 '/dev/ttyS0'" in judge(decl(serial0="/dev/ttyS0"), vm()).root["serial0"]
 
 
-def test_root_only_at_create_names_both_ways() -> None:
-    reasons = create_refusals(decl(args="-device foo", hostpci0="0000:01:00.0", scsi0="local-lvm:32"))
-    assert len(reasons) == 2
-    assert all("adopt: true" in reason and "qm create 150" in reason for reason in reasons)
+def test_root_keys_at_create_go_through_the_lane_after_the_token_s_create() -> None:
+    # create_vm: $check_vm_modify_config_perm and check_vm_create_hostpci_perm over its form. The
+    # token's create leaves them out; the lane writes them after it, or route refuses them with
+    # these sentences (both ways by hand: qm create as root and adopt, or qm set after).
+    declared = decl(args="-device foo", hostpci0="0000:01:00.0", scsi0="local-lvm:32")
+    assert create_refusals(declared) == []
+    root = create_root(declared)
+    assert sorted(root) == ["args", "hostpci0"]
+    assert all("adopt: true" in reason and "qm create 150" in reason for reason in root.values())
+    form = create_form(declared)
+    assert "args" not in form and "hostpci0" not in form and form["scsi0"] == "local-lvm:32"
+
+
+def test_root_keys_onto_a_clone_stay_refused_at_create() -> None:
+    # A clone's declaration is written onto the clone (guest.apply.written_onto), not through a lane.
+    reasons = create_refusals(decl(clone=9000, args="-device foo"))
+    assert create_root(decl(clone=9000, args="-device foo")) == {}
+    assert len(reasons) == 1 and "qm create 150" in reasons[0]
 
 
 def test_unchanged_root_only_values_are_not_refused() -> None:

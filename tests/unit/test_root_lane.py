@@ -19,7 +19,7 @@ import pytest
 
 from salt_proxmox.errors import DeclarationError, Uncertain
 from salt_proxmox.guest.change import Change
-from salt_proxmox.guest.lane import plan_line, route, split
+from salt_proxmox.guest.lane import create_change, create_line, plan_line, route, split
 from salt_proxmox.pve.errors import PveConfigMissing, PveError
 from salt_proxmox.pve.lane import (
     LaneConfig,
@@ -211,3 +211,24 @@ def test_without_a_lane_root_keys_are_refused_naming_the_lane() -> None:
     assert refusals[0].startswith("mp1: A bind or device mount point.")
     assert "configure proxmox:targets:lab:root_lane: pvesh" in refusals[1]
     assert route(_Ctx(), Change(put={"memory": "1"})) == (None, [])
+
+
+def test_a_create_s_root_keys_are_one_lane_write_or_refused_naming_the_lane() -> None:
+    # qemu-server create_vm ($check_vm_modify_config_perm: "only root can set 'args' config"): the
+    # token's create leaves them out, the lane writes them after it (guest.lane.create_write).
+    from salt_proxmox.qemu.family import QEMU
+    from salt_proxmox.qemu.props import parse_declaration
+
+    decl = parse_declaration(
+        "web", vmid=150, node="pve1", target="lab", config={"args": "-device foo", "usb0": "host=1234:5678"}
+    )
+    change = create_change(QEMU, decl)
+    assert change.put == {"args": "-device foo", "usb0": "host=1234:5678"} and change.clear == []
+    assert "args" not in QEMU.create_form(decl) and "usb0" not in QEMU.create_form(decl)
+    assert (
+        create_line(change, "pvesh on pve1")
+        == " with the provision token; then write args, usb0 via root lane (pvesh on pve1)"
+    )
+    via, refusals = route(_Ctx(), change)
+    assert via is None and "qm create 150" in refusals[0] and "adopt: true" in refusals[0]
+    assert "configure proxmox:targets:lab:root_lane: pvesh" in refusals[-1]
