@@ -321,17 +321,29 @@ def release_refusals(decl: LxcDeclaration, release: Release) -> list[str]:
 
 def create_root(decl: LxcDeclaration) -> dict[str, str]:
     """The root keys of a create from a template, each with its refusal at create
-    (``root_only_at_create``): a bind or device mount point ``mpN``, which the create writes through
-    the root lane after the token's ``POST /nodes/{node}/lxc`` (``guest.lane.create_write``;
-    pve-container ``create_vm`` runs ``check_ct_modify_config_perm`` over its form). A restore has
-    none: its declared root keys are refused (``guest.apply.written_onto``)."""
+    (``root_only_at_create``): a bind or device mount point ``mpN``, a ``devN``, and ``features``
+    when PVE reserves them for root (``features_need_root``) on the container the create makes as
+    declared (an undeclared ``unprivileged`` taken as PVE 9's default; on a PVE 8 cluster, which
+    creates privileged, ``create_refusals`` refuses the features the token would then send). The
+    create writes them through the root lane after the token's ``POST /nodes/{node}/lxc``
+    (``guest.lane.create_write``; pve-container ``create_vm`` runs ``check_ct_modify_config_perm``
+    over its form). A restore has none: its declared root keys are refused
+    (``guest.apply.written_onto``)."""
     if decl.restore is not None:
         return {}
-    return {
-        key: root_only_at_create(decl, key, value, _HOST_PATH)
-        for key, value in decl.config.items()
-        if value and (schema.indexed(key) or ("", 0))[0] == "mp" and parse_mountpoint(value).host_path
-    }
+    unprivileged = creates_unprivileged(decl, LATEST)
+    root = {}
+    for key, value in decl.config.items():
+        family = (schema.indexed(key) or ("", 0))[0]
+        if not value:
+            continue
+        if family == "mp" and parse_mountpoint(value).host_path:
+            root[key] = root_only_at_create(decl, key, value, _HOST_PATH)
+        elif family == "dev":
+            root[key] = root_only_at_create(decl, key, value, "Device passthrough.")
+        elif key == "features" and features_need_root("", features_sent(value) or None, unprivileged):
+            root[key] = root_only_at_create(decl, key, value, _feature_why(unprivileged))
+    return root
 
 
 def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str]:
@@ -356,16 +368,16 @@ def create_refusals(decl: LxcDeclaration, release: Release = LATEST) -> list[str
     laned = create_root(decl)
     for key, value in decl.config.items():
         family = (schema.indexed(key) or ("", 0))[0]
-        if value == "":
+        if value == "" or key in laned:
             continue
         if key == "features" and features_need_root("", features_sent(value) or None, unprivileged):
-            reasons.append(root_only_at_create(decl, key, value, _feature_why(unprivileged)))
-        elif family == "dev":
-            reasons.append(root_only_at_create(decl, key, value, "Device passthrough."))
+            reasons.append(
+                root_only_at_create(decl, key, value, _feature_why(unprivileged))
+                + " Or declare unprivileged: 1, which PVE 9 creates by default."
+            )
         elif key == "rootfs" or family == "mp":
             if parse_mountpoint(value).host_path:
-                if key not in laned:
-                    reasons.append(root_only_at_create(decl, key, value, _HOST_PATH))
+                reasons.append(root_only_at_create(decl, key, value, _HOST_PATH))
             elif refusal := added_volume_refusal(vmid, key, parse_mountpoint(value)):
                 reasons.append(refusal)
     if laned and decl.start:

@@ -24,6 +24,7 @@ from salt_proxmox.lxc.judge import (
 )
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.lxc.schema import VOLUMES, parse_mountpoint
+from salt_proxmox.pve.facts import Release
 from salt_proxmox.wire.sizes import GIB, parse_size
 from salt_proxmox.wire.volumes import judge_volume, size_option, volume_owner
 
@@ -205,10 +206,36 @@ def test_seed_create_form_carries_declared_keys_drops_empties_sends_features_wit
     }
 
 
-def test_seed_privileged_create_with_any_feature_is_refused() -> None:
-    # API2/LXC.pm create: unprivileged defaults 0, and features on a privileged guest are root's.
-    refusals = create_refusals(decl(features="nesting=1", ostemplate="t", unprivileged=False))
-    assert any("Any feature on a privileged guest" in reason for reason in refusals)
+def test_seed_privileged_create_with_any_feature_is_root_s() -> None:
+    # API2/LXC.pm create: features on a privileged guest are root's: the root lane writes them after
+    # the token's create, or the plan refuses them without a lane (guest.lane.route).
+    declared = decl(features="nesting=1", ostemplate="t", unprivileged=False)
+    assert "Any feature on a privileged guest" in create_root(declared)["features"]
+    assert "features" not in create_form(declared) and create_refusals(declared) == []
+
+
+def test_a_pve_8_create_with_undeclared_unprivileged_refuses_the_features_its_token_would_send() -> None:
+    # PVE 8 create_vm makes a privileged container when unprivileged is undeclared, so nesting alone is
+    # root's there; create_root takes PVE 9's default, so the plan refuses and names both remedies.
+    declared = decl(features="nesting=1", ostemplate="t")
+    assert create_root(declared) == {}
+    (refusal,) = create_refusals(declared, Release("8.4"))
+    assert "Any feature on a privileged guest" in refusal and "declare unprivileged: 1" in refusal
+
+
+@pytest.mark.parametrize(
+    ("declared", "key", "fragment"),
+    [
+        ({"features": "keyctl=1"}, "features", "A feature other than nesting"),
+        ({"dev0": "/dev/net/tun"}, "dev0", "`pct create 100 " + TEMPLATE + " --dev0 '/dev/net/tun'`"),
+    ],
+    ids=["keyctl", "dev"],
+)
+def test_devices_and_root_features_at_create_are_the_lane_s(declared: dict, key: str, fragment: str) -> None:
+    # check_ct_modify_config_perm in create_vm: devN and a feature other than nesting are root's.
+    made = decl(**CREATABLE, **declared)
+    assert fragment in create_root(made)[key]
+    assert key not in create_form(made) and create_refusals(made) == []
 
 
 def test_seed_stored_config_never_keeps_notes_digest_lock_env_or_raw_lxc() -> None:
@@ -886,12 +913,6 @@ CREATABLE = {"ostemplate": TEMPLATE, "rootfs": "local-zfs:8", "unprivileged": 1}
             None,  # PVE 9 create_vm: an undeclared unprivileged is 1, so nesting is not root-only
             id="undeclared-unprivileged-with-nesting",
         ),
-        pytest.param({**CREATABLE, "features": "keyctl=1"}, "A feature other than nesting", id="keyctl"),
-        pytest.param(
-            {**CREATABLE, "dev0": "/dev/net/tun"},
-            "`pct create 100 " + TEMPLATE + " --dev0 '/dev/net/tun'`",
-            id="dev",
-        ),
         pytest.param(
             {**CREATABLE, "rootfs": "local-zfs:subvol-100-disk-0"},
             "a create allocates new volumes only",
@@ -995,7 +1016,7 @@ def test_a_root_only_value_on_a_guest_not_yet_there_names_the_create_time_remedy
     # pct set needs a guest; before the create, only root@pam's create (then adopt: true) or a create
     # without the value and a pct set after can bring it (check_ct_modify_config_perm runs in create_vm
     # too, pve-container src/PVE/API2/LXC.pm).
-    (refusal,) = create_refusals(decl(**CREATABLE, features="nesting=1,keyctl=1"))
+    refusal = create_root(decl(**CREATABLE, features="nesting=1,keyctl=1"))["features"]
     assert refusal == (
         "features: A feature other than nesting. PVE lets only root@pam set this, and an API token is "
         "never root@pam. CT 100 does not exist yet: create it as root@pam on node pve1 (`pct create 100 "
