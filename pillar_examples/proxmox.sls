@@ -354,8 +354,8 @@ proxmox:
       privs: [VM.Audit, VM.Console, VM.PowerMgmt, VM.Backup]
     SaltProxmoxRead:
       # SDN.Audit: bridges, zones, vnets; Mapping.Audit: resource mappings, notification endpoints and
-      # matchers; Sys.Modify: PVE shows an ACME plugin only with it (ACMEPlugin.pm)
-      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit, Sys.Modify]
+      # matchers
+      privs: [VM.Audit, Datastore.Audit, Sys.Audit, Pool.Audit, SDN.Audit, Mapping.Audit]
     SaltProxmoxProvision:
       privs:
         - VM.Allocate

@@ -221,7 +221,9 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
     # pve-manager API2/ACMEPlugin.pm: every method, the reads too, needs Sys.Modify on / (the sections hold
     # the DNS APIs' credentials); a node's certificate configuration is read with Sys.Audit on /nodes/<node>.
     "acme_plugin": {
-        "read": (("read", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm get_plugin_config"),),
+        "read": (
+            ("provision", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm get_plugin_config"),
+        ),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm"),),
     },
     # Notifications.pm: reads Mapping.Modify or Mapping.Audit on /mapping/notifications; writes Mapping.Modify

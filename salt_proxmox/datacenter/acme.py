@@ -341,4 +341,7 @@ SPEC = ObjectSpec(
     export_values=export_values,
     export_secrets=lambda live: {"data"} if live.get("type") == "dns" else set(),
     live_only=("digest",),
+    # Every ACMEPlugin.pm method asks Sys.Modify on /: read with the provision credential, so the read
+    # token never needs a write privilege.
+    reads_with="provision",
 )

@@ -78,7 +78,7 @@ def export(ctx: PveContext, spec: ObjectSpec, keep=lambda names: True) -> Found:
     if spec.export_names is None:
         raise LookupError(f"{spec.family}: no export (ObjectSpec.export_names)")
     found = Found()
-    credential = ctx.broker.read()
+    credential = spec.credential(ctx)
     for call, extra in listings(ctx, spec):
         rows = ctx.client.request("GET", call.path, credential, params=call.params)
         for row in rows_of(rows, spec.noun):

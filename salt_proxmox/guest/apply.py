@@ -326,7 +326,7 @@ def update_guest(
             done = ctx.client.request("GET", f"{path}/config", ctx.broker.read(), params={"current": "1"})
             digest = str((done or {}).get("digest", ""))
         sending[:] = [*root_put, *root_clear]
-        lane.send_root(ctx, family.update, f"{path}/config", decl.node, root_put, root_clear, digest)
+        lane.send_root_keys(ctx, family, decl, f"{path}/config", root_put, root_clear, digest)
         sending.clear()
         written.extend([*root_put, *root_clear])
     for disk, size in change.resize:

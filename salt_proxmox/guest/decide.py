@@ -236,7 +236,7 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
             return Decision("refuse", reasons=plan.refusals, row_key=key, row=row)
         # The create's root keys: a lane write after the token's create, or refused naming the lane.
         rooted = lane.create_change(family, decl)
-        via, refused = lane.route(ctx, rooted)
+        via, refused = lane.route(ctx, rooted, decl.node, family.file_keys)
         if refused:
             return Decision("refuse", reasons=refused, row_key=key, row=row)
         wired = nics.create_plan(ctx, family, decl, start=power.action(None) == "start")
@@ -269,7 +269,7 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
     refused, notes = family.update_checks(ctx, decl, change, config)
     change.refuse.extend(refused)
     # The keys only root@pam may write: through the root lane, or refused naming it (guest.lane).
-    via, refused = lane.route(ctx, change)
+    via, refused = lane.route(ctx, change, decl.node, family.file_keys)
     change.refuse.extend(refused)
     archive = getattr(decl, "restore", None)
     if archive is not None:

@@ -163,6 +163,11 @@ class Family:
     pending_first: bool = False
     names_guest: bool = False
     create_root: Callable[[Declaration], Mapping[str, str]] = lambda decl: {}
+    #: Root keys no API call writes, kept in the guest's config file on its node (a container's raw
+    #: ``lxc`` lines), and their writer: ``file_write(ctx, decl, {key: text}, digest)`` through the
+    #: root lane's node (``guest.lane.send_root_keys``).
+    file_keys: frozenset[str] = frozenset()
+    file_write: Callable[[PveContext, Declaration, Mapping[str, str], str], None] | None = None
 
     @property
     def kind(self) -> str:

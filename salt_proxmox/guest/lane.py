@@ -25,7 +25,7 @@ and it is read back by the read token.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -88,6 +88,7 @@ def _membership(ctx: PveContext, where: str, laned: list[Mapping[str, object]]) 
         (str(row.get("name")) for row in laned if row.get("type") == "node" and row.get("local")), None
     )
     label = f"pvesh on {local}" if local else "pvesh"
+    ctx.memo[_CHECKED.format(target=ctx.target.name) + "/node"] = local
     nodes = {str(row.get("name")) for row in seen if row.get("type") == "node"}
     names = [{str(row.get("name")) for row in rows if row.get("type") == "cluster"} for rows in (laned, seen)]
     if local is None:
@@ -103,10 +104,14 @@ def _membership(ctx: PveContext, where: str, laned: list[Mapping[str, object]]) 
     return label, []
 
 
-def route(ctx: PveContext, change: Change) -> tuple[str | None, list[str]]:
+def route(
+    ctx: PveContext, change: Change, node: str | None = None, on_node: Collection[str] = ()
+) -> tuple[str | None, list[str]]:
     """Where ``change``'s root keys go: ``(label, [])`` through the lane (``pvesh on pve1``),
     ``(None, refusals)`` when there is no lane (the family's sentences, then the lane to
-    configure) or its preconditions fail (``lane_check``), ``(None, [])`` with no root keys."""
+    configure) or its preconditions fail (``lane_check``), ``(None, [])`` with no root keys. The
+    keys of ``on_node`` are written in the guest's files on its own node (``Family.file_keys``), so
+    the lane must run on ``node``, else they are refused naming where to run."""
     if not change.root:
         return None, []
     if ctx.lane is None:
@@ -117,6 +122,14 @@ def route(ctx: PveContext, change: Change) -> tuple[str | None, list[str]]:
             "(a minion there, or salt-ssh to it).",
         ]
     label, refusals = lane_check(ctx)
+    filed = [key for key in change.root if key in on_node]
+    local = ctx.memo.get(_CHECKED.format(target=ctx.target.name) + "/node")
+    if not refusals and filed and node is not None and local != node:
+        refusals = [
+            f"{', '.join(filed)}: written in the guest's config file on its own node {node}, under that "
+            "node's config lock (pve-guest-common AbstractConfig.pm lock_config), and the root lane runs "
+            f"on {local}. Run these states on node {node} (a minion there, or salt-ssh to it)."
+        ]
     return (None, refusals) if refusals else (label, [])
 
 
@@ -167,6 +180,33 @@ def send_root(
         )
 
 
+def send_root_keys(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    path: str,
+    put: Mapping[str, str],
+    clear: list[str],
+    digest: str,
+) -> None:
+    """The root keys of one write: the API's in one lane ``PUT`` (``send_root``), then the keys
+    PVE keeps only in the node's config file (``Family.file_keys``, ``''`` for a clear) through
+    ``Family.file_write``, guarded by the digest the config then has (re-read by the read token
+    after an API write, else ``digest``). Raises what those raise."""
+    api_put = {k: v for k, v in put.items() if k not in family.file_keys}
+    api_clear = [k for k in clear if k not in family.file_keys]
+    filed = {**{k: v for k, v in put.items() if k in family.file_keys}}
+    filed.update({k: "" for k in clear if k in family.file_keys})
+    if api_put or api_clear:
+        send_root(ctx, family.update, path, decl.node, api_put, api_clear, digest)
+        if filed:
+            done = ctx.client.request("GET", path, ctx.broker.read(), params={"current": "1"})
+            digest = str((done or {}).get("digest", "")) if isinstance(done, Mapping) else ""
+    if filed:
+        assert family.file_write is not None
+        family.file_write(ctx, decl, filed, digest)
+
+
 def create_change(family: Family, decl: Declaration) -> Change:
     """The root keys of a create of ``decl`` (``Family.create_root``: key -> the family's refusal
     without a lane) as the ``Change`` ``route`` routes and ``create_write`` sends: their declared
@@ -191,5 +231,5 @@ def create_write(ctx: PveContext, family: Family, decl: Declaration) -> list[str
     path = f"{api_path('nodes', decl.node, family.kind, decl.vmid)}/config"
     made = ctx.client.request("GET", path, ctx.broker.read(), params={"current": "1"})
     digest = str((made or {}).get("digest", "")) if isinstance(made, Mapping) else ""
-    send_root(ctx, family.update, path, decl.node, change.put, [], digest)
+    send_root_keys(ctx, family, decl, path, change.put, [], digest)
     return list(change.put)

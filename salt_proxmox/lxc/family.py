@@ -17,7 +17,7 @@ know of them, from pve-container's own rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from salt_proxmox.access import privileges
@@ -28,7 +28,7 @@ from salt_proxmox.guest.family import CreatePlan, CreateStep, Family
 from salt_proxmox.guest.fingerprint import GuestKeys
 from salt_proxmox.guest.live import styled
 from salt_proxmox.guest.pending import GuestConfig
-from salt_proxmox.lxc import judge, restored, schema
+from salt_proxmox.lxc import judge, rawkeys, restored, schema
 from salt_proxmox.lxc.props import LxcDeclaration, parse_declaration
 from salt_proxmox.lxc.refusals import check_own_sys_modify, privileged_create_check
 from salt_proxmox.lxc.schema import parse_mountpoint
@@ -243,6 +243,14 @@ def _restored(
     yield from written_onto(LXC, decl, judge.judge(decl, made, styled(ctx, decl)), made, path, task=False)
 
 
+def _write_raw(ctx: PveContext, decl: LxcDeclaration, values: Mapping[str, str], digest: str) -> None:
+    """The raw ``lxc`` lines into the container's config file on its node, through the root lane's
+    node (``lxc.rawkeys.write_lines``, under PVE's config lock, guarded by ``digest``); the
+    directories are the lane's ``pve_dir`` and ``lock_dir``."""
+    config = ctx.lane.config
+    rawkeys.write_lines(config.pve_dir, config.lock_dir, decl.node, decl.vmid, values[rawkeys.KEY], digest)
+
+
 def update_checks(
     ctx: PveContext, decl: LxcDeclaration, change: Change, config: GuestConfig
 ) -> tuple[list[str], list[str]]:
@@ -291,4 +299,6 @@ LXC = Family(
     create=create,
     create_form=judge.create_form,
     create_root=judge.create_root,
+    file_keys=frozenset({rawkeys.KEY}),
+    file_write=lambda ctx, decl, values, digest: _write_raw(ctx, decl, values, digest),
 )

@@ -30,7 +30,7 @@ from salt_proxmox.guest.rules import (
     root_only_at_create_refusal,
     root_only_refusal,
 )
-from salt_proxmox.lxc import schema
+from salt_proxmox.lxc import rawkeys, schema
 from salt_proxmox.lxc.props import LxcDeclaration
 from salt_proxmox.lxc.refusals import protected_volume_refusals
 from salt_proxmox.lxc.schema import parse_mountpoint
@@ -148,7 +148,7 @@ def judge(
     drift: set[str] = set()
     unprivileged = is_unprivileged(live)
     judge_each(
-        decl.config,
+        {k: v for k, v in decl.config.items() if k != rawkeys.KEY},
         live,
         change,
         drift,
@@ -156,9 +156,30 @@ def judge(
             decl, key, (schema.indexed(key) or ("", 0))[0], want, have, unprivileged, change, drift, style
         ),
     )
+    if rawkeys.KEY in decl.config:
+        _judge_raw(decl, decl.config[rawkeys.KEY], rawkeys.live_text(live), change, drift)
     change.refuse.extend(protected_volume_refusals(decl.vmid, live, list(change.put)))
     change.drift.extend(sorted(drift))
     return change
+
+
+def _judge_raw(decl: LxcDeclaration, want: str, have: str, change: Change, drift: set[str]) -> None:
+    """The raw ``lxc.*`` lines (``lxc.rawkeys``): an ordered list, so any other text is a change,
+    written by root in the node's config file (no API call takes them): a root write of the whole
+    text (``''``: every raw line removed), refused with the file to edit when there is no lane."""
+    if want == have:
+        return
+    drift.add(rawkeys.KEY)
+    why = (
+        f"Raw lxc.* lines ({rawkeys.diff(have, want)}): no API call writes them, only an edit of "
+        f"/etc/pve/nodes/{decl.node}/lxc/{decl.vmid}.conf on node {decl.node} (pve-container LXC/Config.pm "
+        "parse_pct_config)."
+    )
+    refusal = (
+        f"{rawkeys.KEY}: {why} PVE lets only root on the node make this change, and an API token is never "
+        f"root@pam. Edit the file by hand on node {decl.node}, then plan again."
+    )
+    change.root_write(rawkeys.KEY, want, refusal)
 
 
 def _judge_key(
@@ -343,6 +364,12 @@ def create_root(decl: LxcDeclaration) -> dict[str, str]:
             root[key] = root_only_at_create(decl, key, value, "Device passthrough.")
         elif key == "features" and features_need_root("", features_sent(value) or None, unprivileged):
             root[key] = root_only_at_create(decl, key, value, _feature_why(unprivileged))
+        elif key == rawkeys.KEY:
+            root[key] = (
+                f"{key}: raw lxc.* lines are written in /etc/pve/nodes/{decl.node}/lxc/{decl.vmid}.conf, "
+                f"which only root on node {decl.node} may edit. Create CT {decl.vmid} without them, add them "
+                "to the file by hand, then plan again."
+            )
     return root
 
 

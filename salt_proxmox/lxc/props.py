@@ -13,7 +13,7 @@ from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.guest.props import config_problems, guest_problems, secret_problem, wired_value
 from salt_proxmox.guest.restore import archive_problem
 from salt_proxmox.guest.schema import PropString
-from salt_proxmox.lxc import schema
+from salt_proxmox.lxc import rawkeys, schema
 from salt_proxmox.lxc.schema import parse_mountpoint
 from salt_proxmox.pve.constraints import options_problem
 from salt_proxmox.wire.propstring import flag, pairs
@@ -139,6 +139,11 @@ def parse_declaration(
                 return [f"restore: {problem}"]
             once["restore"] = raw
             return []
+        if key == rawkeys.KEY:
+            # The raw lxc.* lines, an ordered list (lxc.rawkeys), compared and written as one text.
+            text, problems = rawkeys.declared_text(raw)
+            wired[key] = text
+            return problems
         if key in schema.CREATE_SECRETS:
             problem = secret_problem(key, raw)
             if problem:

@@ -54,7 +54,7 @@ def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False
     """
     if spec.unborn is not None and spec.unborn(ctx, decl):
         return None
-    credential = ctx.broker.read()
+    credential = spec.credential(ctx)
     if shared and spec.listing is not None and spec.listed is not None:
         live = _listed(ctx, spec, decl, credential)
         if live is not None:
@@ -174,6 +174,12 @@ def decide(
     refusal = identity_refusal(ctx, spec, decl, allowed_previous)
     if refusal:
         return Decision("refuse", reasons=[refusal], row_key=key, row=row)
+    if plan and spec.reads_with == "provision":
+        # The provision credential reads this family (``ObjectSpec.reads_with``): a privilege it
+        # lacks for the read is refused with its grant before PVE answers 403.
+        lacking, _ = provision_check(ctx, spec, decl, "read")
+        if lacking:
+            return Decision("refuse", reasons=lacking, row_key=key, row=row)
     live = with_recorded(spec, read(ctx, spec, decl, shared=True), row)
     if live is None:
         call = (spec.on(ctx, decl) if spec.create_on_cluster else spec).create(decl)
@@ -282,7 +288,7 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
     assert call is not None
     if decision.action == "create":
         if spec.create_guard and spec.write_guard is not None:
-            call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, {}))
+            call = call.with_extra(spec.write_guard(ctx, spec.credential(ctx), decl, {}))
         check_form(spec.create_endpoint, call.payload(), presence=True)
         earlier = ctx.ownership.row(decision.row_key)
         ctx.ownership.mark_creating(decision.row_key, decl.state_id, decl.stored())
@@ -295,7 +301,7 @@ def write(ctx: PveContext, spec: ObjectSpec, decl: Declared, decision: Decision)
             raise
         return
     if spec.write_guard is not None:
-        call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, decision.live or {}))
+        call = call.with_extra(spec.write_guard(ctx, spec.credential(ctx), decl, decision.live or {}))
     check_form(spec.update_endpoint, call.payload(), presence=False)
     _send_write(ctx, spec, decl, call, f"update {decl.label}")
 
@@ -484,7 +490,7 @@ def delete(ctx: PveContext, spec: ObjectSpec, decl: Declared, live: Mapping[str,
     Raises PveError, Refused, Uncertain, or SaltProxmoxError when it is still there."""
     call = spec.on(ctx, decl).delete(decl, live)
     if spec.write_guard is not None and spec.delete_guard:
-        call = call.with_extra(spec.write_guard(ctx, ctx.broker.read(), decl, live))
+        call = call.with_extra(spec.write_guard(ctx, spec.credential(ctx), decl, live))
     _send_write(ctx, spec, decl, call, f"delete {decl.label}")
     if read(ctx, spec, decl) is not None:
         raise SaltProxmoxError(f"{decl.label}: the delete returned no error but PVE still has it.")

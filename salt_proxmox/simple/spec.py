@@ -285,6 +285,10 @@ class ObjectSpec:
     create_on_cluster: bool = False
     create_guard: bool = False
     unborn: Callable[[PveContext, Declared], str | None] | None = None
+    #: The credential that reads the family: ``read``, or ``provision`` where PVE shows an object only
+    #: to a caller that may change it (ACME plugins: pve-manager ``API2/ACMEPlugin.pm`` asks Sys.Modify
+    #: on ``/`` of every method), so the read token never holds a write privilege (``credential``).
+    reads_with: str = "read"
     copied: Callable[[PveContext, Declared], str | None] | None = None
     #: Which writes ``task_node`` runs as tasks (a PBS datastore's create and delete are, its update
     #: is not: proxmox-backup ``src/api2/config/datastore.rs``).
@@ -293,6 +297,10 @@ class ObjectSpec:
     #: The write methods that are tasks when ``task_node`` is set (a snapshot's create and delete are;
     #: its description's ``PUT …/config`` is not).
     task_methods: tuple[str, ...] = ("POST", "PUT", "DELETE")
+
+    def credential(self, ctx: PveContext):
+        """The credential this family reads with (``reads_with``). Raises CredentialError."""
+        return ctx.broker.provision() if self.reads_with == "provision" else ctx.broker.read()
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when

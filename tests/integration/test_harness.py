@@ -139,7 +139,16 @@ def test_tokens_hold_their_privileges_and_no_more(cluster: ServedCluster) -> Non
     assert cluster.seeded.provision_token[0] == PROVISION_TOKEN_ID
     held = pve_get(cluster, "/access/permissions", cluster.seeded.read_token).json()["data"]
     assert held == {
-        "/": {"Datastore.Audit": 1, "Pool.Audit": 1, "SDN.Audit": 1, "Sys.Audit": 1, "VM.Audit": 1},
+        # Mapping.Audit: resource mappings and notifications (pve-manager API2/Cluster/Mapping/*.pm,
+        # Notifications.pm); never a write privilege.
+        "/": {
+            "Datastore.Audit": 1,
+            "Mapping.Audit": 1,
+            "Pool.Audit": 1,
+            "SDN.Audit": 1,
+            "Sys.Audit": 1,
+            "VM.Audit": 1,
+        },
         # Reading the seeded backup archives (pve-storage Storage.pm check_volume_access), there only.
         "/storage/local": {"Datastore.AllocateSpace": 1},
         "/vms/150": {"VM.Backup": 1},

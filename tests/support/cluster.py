@@ -117,9 +117,6 @@ ISO_SIZE = 754 * 1024**2
 # listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
 # Mapping.Audit on /mapping/notifications reads notification endpoints and matchers (Notifications.pm).
 READ_PRIVS = ("VM.Audit", "Datastore.Audit", "Sys.Audit", "Pool.Audit", "SDN.Audit", "Mapping.Audit")
-# PVE shows an ACME plugin only to a caller with Sys.Modify on / (pve-manager API2/ACMEPlugin.pm
-# get_plugin_config, index), so the read token of an estate declaring ACME plugins holds it too.
-ACME_READ_PRIVS = ("Sys.Modify",)
 PROVISION_PRIVS = (
     "VM.Allocate",
     "VM.Audit",
@@ -363,7 +360,6 @@ def seed(pve: FakePve) -> Seeded:
         for path, more in ARCHIVE_PRIVS.items():
             pve.grant(token_id, path, *more)
         tokens[token_id] = (token_id, secret)
-    pve.grant(READ_TOKEN_ID, "/", *ACME_READ_PRIVS)
     return Seeded(read_token=tokens[READ_TOKEN_ID], provision_token=tokens[PROVISION_TOKEN_ID])
 
 

@@ -152,7 +152,9 @@ def test_a_plugin_is_read_and_written_with_sys_modify_on_root():
     decl = _dns()
     (read,) = simple_needs("acme_plugin", "read", decl)
     (write,) = simple_needs("acme_plugin", "create", decl)
-    assert (read.credential, read.path, read.privileges) == ("read", "/", ("Sys.Modify",))
+    # So the provision credential reads them (ObjectSpec.reads_with): the read token holds no Sys.Modify.
+    assert (read.credential, read.path, read.privileges) == ("provision", "/", ("Sys.Modify",))
+    assert acme.SPEC.reads_with == "provision"
     assert (write.credential, write.path, write.privileges) == ("provision", "/", ("Sys.Modify",))
 
 

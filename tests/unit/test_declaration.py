@@ -65,7 +65,6 @@ def test_a_good_declaration_is_wire_spelled() -> None:
         pytest.param("mp256", id="mp-index-beyond-MAX_MOUNT_POINTS"),
         pytest.param("net32", id="net-index-beyond-MAX_LXC_NETWORKS"),
         pytest.param("dev256", id="dev-index-beyond-MAX_DEVICES"),
-        pytest.param("lxc", id="raw-lxc-values"),
         pytest.param("digest", id="digest-is-not-declared"),
         pytest.param("lock", id="lock"),
         pytest.param("memroy", id="typo"),
