@@ -183,6 +183,25 @@ FAMILIES: tuple[Family, ...] = (
         prefix="proxmox-sdn-",
         applied=Run("salt_proxmox.sdn.apply:applied", spec=False),
     ),
+    # Snippets before the guests whose cicustom or hookscript names them; written through the root lane.
+    Family(
+        name="snippet",
+        state="proxmox_snippet",
+        module="proxmox",
+        kinds=(
+            Kind(
+                "snippet",
+                keys="salt_proxmox.snippet.lifecycle:declared_keys",
+                export="salt_proxmox.snippet.adhoc:export",
+                present_run=Run("salt_proxmox.snippet.lifecycle:present", spec=False),
+                absent_run=Run("salt_proxmox.snippet.lifecycle:absent", spec=False),
+                get="salt_proxmox.snippet.adhoc:get",
+                names=("name", "storage"),
+            ),
+        ),
+        section="proxmox:snippets",
+        prefix="proxmox-snippet-",
+    ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC"),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU"),
     # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
@@ -244,9 +263,22 @@ FAMILIES: tuple[Family, ...] = (
 GUEST_KEYS: Mapping[str, str] = MappingProxyType({"backup": "salt_proxmox.backup.coverage:guest_guard"})
 
 
+#: Keys a container or VM declaration carries and judges itself, which another family checks too: as
+#: ``GUEST_KEYS``, but the guest keeps the key (a snippet a ``cicustom`` or ``hookscript`` names must
+#: exist or be declared in this run, ``salt_proxmox.snippet.guard``).
+GUEST_CHECKS: Mapping[str, str] = MappingProxyType(
+    {"cicustom": "salt_proxmox.snippet.guard:named", "hookscript": "salt_proxmox.snippet.guard:hookscript"}
+)
+
+
 def guest_guards() -> dict[str, object]:
     """``{key: guard}`` of ``GUEST_KEYS``, imported."""
     return {key: imported(path) for key, path in GUEST_KEYS.items()}
+
+
+def guest_checks() -> dict[str, object]:
+    """``{key: check}`` of ``GUEST_CHECKS``, imported."""
+    return {key: imported(path) for key, path in GUEST_CHECKS.items()}
 
 
 #: ``{state module: Family}``.

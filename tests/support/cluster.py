@@ -68,12 +68,16 @@ from tests.support.ha import HaPve
 from tests.support.metrics import MetricServerPve
 from tests.support.pvesh import SendersPve
 from tests.support.restore import RestorePve
+from tests.support.snippets import SnippetsPve
 from tests.support.usercfg import UserCfgPve
 
 
-class ServedPve(SendersPve, DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve):
+class ServedPve(
+    SendersPve, SnippetsPve, DatacenterPve, HaPve, FirewallRulesPve, UserCfgPve, BackupPve, MetricServerPve
+):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
-    with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""
+    with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on
+    disk listed (``tests.support.snippets.SnippetsPve``)."""
 
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)
