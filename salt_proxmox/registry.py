@@ -197,6 +197,8 @@ FAMILIES: tuple[Family, ...] = (
                 absent_run=Run("salt_proxmox.snippet.lifecycle:absent", spec=False),
                 get="salt_proxmox.snippet.adhoc:get",
                 names=("name", "storage"),
+                sources="salt_proxmox.snippet.declare:read_source",
+                saltenv=True,
             ),
         ),
         section="proxmox:snippets",

@@ -59,7 +59,8 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    (zone, tag, ...), .subnet (cidr, or the key as the CIDR; vnet, ...)};
                                    target; apply: true adds proxmox_sdn.applied.
   proxmox:snippets:<storage>:<file>  proxmox_snippet: content (text, compared by its sha256, never
-                                   shown), executable (mode 0755, for a hookscript), target, adopt;
+                                   shown) or source (salt://, with template and context),
+                                   executable (mode 0755, for a hookscript), target, adopt;
                                    ensure: absent with removal. Written through the target's
                                    root_lane on a node; a guest whose cicustom or hookscript names one
                                    requires it.
@@ -500,7 +501,7 @@ FIREWALL_RULE_ABSENT_KEYS = ["target", "removal"]
 
 # The keys a snippet entry (proxmox:snippets:<storage>:<file>) passes to proxmox_snippet.present, and
 # to its absent state (salt_proxmox/snippet/declare.py KEYS, ABSENT_KEYS).
-SNIPPET_KEYS = ["content", "executable", "adopt", "target"]
+SNIPPET_KEYS = ["content", "source", "template", "context", "executable", "adopt", "target"]
 SNIPPET_ABSENT_KEYS = ["target", "removal"]
 
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import DeclarationError, boolean_problem, shown
@@ -118,7 +119,7 @@ def _unknown(extra: dict, has: tuple[str, ...], fun: str) -> str | None:
         f"unknown key(s) {', '.join(sorted(map(str, extra)))}: a snippet's {fun} takes name, {', '.join(has)}"
     )
     if "source" in extra:
-        said += " (source: salt://... is read into content by the proxmox_snippet state)"
+        said += " (source: salt://... is read into content by the proxmox execution module)"
     return said
 
 
@@ -163,6 +164,38 @@ def identify(
     if problems:
         raise DeclarationError(problems)
     return Snippet(state_id, target, str(storage), str(name))
+
+
+def read_source(declared: Mapping[str, object], fetch, render) -> dict[str, object]:
+    """``declared`` with ``source`` (a ``salt://`` file, read by ``fetch``, then rendered by ``render``
+    when ``template`` names a Salt renderer, with ``context``) read into ``content`` (the registry's
+    ``Kind.sources``: Salt's file server is the execution module's, so this package reads no file).
+    Raises DeclarationError for ``source`` with ``content``, a source that is not a ``salt://`` URL or
+    cannot be read, or ``template``/``context`` without ``source``."""
+    found = dict(declared)
+    source = found.pop("source", None)
+    template, context = found.pop("template", None), found.pop("context", None)
+    if source is None:
+        if template is not None or context is not None:
+            raise DeclarationError("template, context: they render a source; declare source: salt://...")
+        return found
+    if found.get("content") is not None:
+        raise DeclarationError("content, source: declare one of them, not both")
+    if not isinstance(source, str) or not source.startswith("salt://"):
+        raise DeclarationError(f"source: {shown(source)} is not a salt:// URL of the Salt file server")
+    if context is not None and not isinstance(context, Mapping):
+        raise DeclarationError("context: expected a mapping of the template's variables")
+    text = fetch(source)
+    if not isinstance(text, str):
+        raise DeclarationError(f"source: {source} cannot be read from the Salt file server")
+    if template is not None:
+        if not isinstance(template, str):
+            raise DeclarationError(f"template: {shown(template)} is not the name of a Salt renderer (jinja)")
+        text = render(text, template, dict(context or {}))
+        if not isinstance(text, str):
+            raise DeclarationError(f"template: {source} could not be rendered with {template}")
+    found["content"] = text
+    return found
 
 
 def snippet_volids(key: str, value: object) -> list[str]:

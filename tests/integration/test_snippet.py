@@ -17,6 +17,7 @@ from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.snippet import lifecycle
 from tests.support.guests import TARGET, make_context, static_targets, vm
 from tests.support.pvesh import write_fake_pvesh
+from tests.support.saltworld import Low, SaltWorld
 from tests.support.snippets import add_snippet_storage
 
 
@@ -197,3 +198,30 @@ def test_a_cicustom_naming_an_existing_snippet_is_planned(lab):
         make_context(targets), QEMU, "vm", True, **vm(cicustom="user=snip:snippets/user.yaml")
     )
     assert outcome.result is None, outcome.comment
+
+
+def test_a_source_on_the_salt_file_server_is_what_the_state_writes(lab, tmp_path):
+    """proxmox_snippet.present with source: salt://... through the skin and the execution module: Salt's
+    cp.get_file_str reads it (here SaltWorld's file server), the library compares and writes its text,
+    and the text is never a state argument or in a return."""
+    world = SaltWorld({"proxmox": {"targets": lab.targets}}, {}, tmp_path / "rows.json")
+    world.fetched["salt://proxmox/files/user.yaml"] = USER_DATA
+    low = Low("proxmox_snippet", "present", {"name": "user.yaml", "storage": "snip",
+                                             "source": "salt://proxmox/files/user.yaml"})  # fmt: skip
+    (plan,) = world.run([low], test=True)
+    assert (
+        plan["result"] is None
+        and plan["changes"]["sha256"]["new"] == hashlib.sha256(USER_DATA.encode()).hexdigest()
+    )
+    (done,) = world.run([low], test=False)
+    assert done["result"] is True, done["comment"]
+    assert (lab.directory / "user.yaml").read_text() == USER_DATA
+    (again,) = world.run([low], test=True)
+    assert again["result"] is True and again["changes"] == {}
+    assert "nginx" not in repr([plan, done, again])
+    world.fetched.clear()
+    (missing,) = world.run([low], test=True)
+    assert (
+        missing["result"] is False
+        and "source: salt://proxmox/files/user.yaml cannot be read" in missing["comment"]
+    )

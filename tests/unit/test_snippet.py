@@ -16,7 +16,7 @@ from salt_proxmox.errors import DeclarationError
 from salt_proxmox.pve.facts import parse_storages
 from salt_proxmox.simple.spec import remember
 from salt_proxmox.snippet import disk, guard
-from salt_proxmox.snippet.declare import declare, identify, snippet_volids
+from salt_proxmox.snippet.declare import declare, identify, read_source, snippet_volids
 from salt_proxmox.snippet.lifecycle import _changes
 from salt_proxmox.snippet.place import snippets_dir, storage_refusals
 from tests.support.formula import formula
@@ -193,3 +193,34 @@ def test_the_formula_declares_snippets_and_a_guest_requires_those_it_names() -> 
     vm = states["proxmox-qemu-web"]["proxmox_qemu.present"]
     assert {"require": [{"proxmox_snippet": "proxmox-snippet-local-u.yaml"}]} in vm
     assert list(states).index("proxmox-snippet-local-u.yaml") < list(states).index("proxmox-qemu-web")
+
+
+def test_a_source_is_read_and_rendered_by_salt_into_content() -> None:
+    """The execution module reads salt:// files (cp.get_file_str) and renders them
+    (file.apply_template_on_contents); the library gets text."""
+    files = {"salt://p/u.yaml": "hostname: {{ name }}\n"}
+    seen = []
+
+    def render(text, template, context):
+        seen.append((template, context))
+        return text.replace("{{ name }}", context["name"])
+
+    declared = {"source": "salt://p/u.yaml", "template": "jinja", "context": {"name": "web"}, "x": 1}
+    found = read_source(declared, files.get, render)
+    assert found == {"content": "hostname: web\n", "x": 1} and seen == [("jinja", {"name": "web"})]
+    assert read_source({"content": "a"}, files.get, render) == {"content": "a"}
+
+
+@pytest.mark.parametrize(
+    ("declared", "key"),
+    [
+        ({"source": "salt://p/u.yaml", "content": "a"}, "content, source"),
+        ({"source": "/etc/passwd"}, "source:"),
+        ({"source": "salt://missing"}, "source:"),
+        ({"template": "jinja", "content": "a"}, "template"),
+        ({"source": "salt://p/u.yaml", "context": ["x"]}, "context:"),
+    ],
+)
+def test_a_bad_source_is_refused_naming_the_key(declared, key) -> None:
+    with pytest.raises(DeclarationError, match=key):
+        read_source(declared, {"salt://p/u.yaml": "x"}.get, lambda text, template, context: text)
