@@ -16,7 +16,8 @@ one that is missing or not executable (pve-guest-common ``GuestHelpers.pm`` ``ch
   ``API2/Storage/Content.pm`` ``index``), sent through the root lane: PVE lists a snippet only to a
   user with ``Datastore.Allocate`` on the storage (``PVE/Storage.pm`` ``check_volume_access``: snippets
   are not among the types ``Datastore.Audit`` may see), which root@pam has. Not listed: refused. Without
-  a lane nothing can prove it missing, and the plan says it was not checked.
+  a lane nothing can prove it missing, and the plan says it was not checked; a lane whose preconditions
+  fail, or a listing that fails, refuses (a failed read is neither absence nor presence).
 """
 
 from __future__ import annotations
@@ -78,18 +79,22 @@ def named(
             refusals += [refused] if refused else []
             continue
         storage = VOLID.match(volid).group(1)  # type: ignore[union-attr]
-        if ctx.lane is None or lane_check(ctx)[1]:
+        if ctx.lane is None:
             notes.append(
                 f"{key}: {volid} is not declared in this run (proxmox:snippets), and PVE lists snippets only "
-                "to "
-                "root (Storage.pm check_volume_access), so without a working root lane whether it exists on "
-                f"node {node} was not checked."
+                "to root (Storage.pm check_volume_access), so without a root lane whether it exists on node "
+                f"{node} was not checked."
             )
             continue
         try:
-            listed = _listed(ctx, node, storage)
+            broken = lane_check(ctx)[1]
+            listed = set() if broken else _listed(ctx, node, storage)
         except SaltProxmoxError as exc:
-            refusals.append(f"{key}: whether {volid} exists on node {node} cannot be read: {exc}")
+            broken = [str(exc)]
+        if broken:
+            refusals.append(
+                f"{key}: whether {volid} exists on node {node} cannot be read: {' '.join(broken)}"
+            )
             continue
         if volid not in listed:
             refusals.append(

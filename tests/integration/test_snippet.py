@@ -225,3 +225,13 @@ def test_a_source_on_the_salt_file_server_is_what_the_state_writes(lab, tmp_path
         missing["result"] is False
         and "source: salt://proxmox/files/user.yaml cannot be read" in missing["comment"]
     )
+
+
+def test_a_cicustom_whose_snippet_cannot_be_looked_up_is_refused_never_passed(lab):
+    """A failed read is never absence, nor presence: the guest's plan is refused naming the read."""
+    lab.served.pve.fail("GET", "/cluster/status", 500, "got timeout")
+    outcome = guest_lifecycle.present(
+        make_context(lab.targets), QEMU, "vm", True, **vm(cicustom="user=snip:snippets/user.yaml")
+    )
+    assert outcome.result is False
+    assert "whether snip:snippets/user.yaml exists on node pve1 cannot be read" in "\n".join(outcome.comment)
