@@ -14,7 +14,7 @@ import pytest
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
-from salt_proxmox.snippet import lifecycle
+from salt_proxmox.snippet import adhoc, lifecycle
 from tests.support.guests import TARGET, make_context, static_targets, vm
 from tests.support.pvesh import write_fake_pvesh
 from tests.support.saltworld import Low, SaltWorld
@@ -235,3 +235,27 @@ def test_a_cicustom_whose_snippet_cannot_be_looked_up_is_refused_never_passed(la
     )
     assert outcome.result is False
     assert "whether snip:snippets/user.yaml exists on node pve1 cannot be read" in "\n".join(outcome.comment)
+
+
+def test_a_snippet_changed_by_hand_is_never_destroyed(lab):
+    store = MemoryStore()
+    assert _present(lab.targets, store, False).result is True
+    (lab.directory / "user.yaml").write_text("edited on the node\n")
+    outcome = lifecycle.absent(make_context(lab.targets, store=store), False, "ud", name="user.yaml",
+                               storage="snip", removal="destroy")  # fmt: skip
+    assert outcome.result is False and "no longer what this minion wrote" in "\n".join(outcome.comment)
+    assert (lab.directory / "user.yaml").read_text() == "edited on the node\n"
+
+
+def test_the_ad_hoc_read_shows_the_hash_never_the_content(lab):
+    ctx = make_context(lab.targets)
+    assert adhoc.get(ctx, "user.yaml", "snip") is None
+    assert _present(lab.targets, MemoryStore(), False).result is True
+    found = adhoc.get(make_context(lab.targets), "user.yaml", "snip")
+    assert found == {
+        "volid": "snip:snippets/user.yaml",
+        "node": "pve1",
+        "sha256": hashlib.sha256(USER_DATA.encode()).hexdigest(),
+        "size": len(USER_DATA),
+        "mode": "0o644",
+    }
