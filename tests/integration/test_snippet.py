@@ -14,7 +14,9 @@ import pytest
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.qemu.family import QEMU
+from salt_proxmox.simple import lifecycle as simple
 from salt_proxmox.snippet import adhoc, lifecycle
+from salt_proxmox.storage.objects import SPEC as STORAGE
 from tests.support.guests import TARGET, make_context, static_targets, vm
 from tests.support.pvesh import write_fake_pvesh
 from tests.support.saltworld import Low, SaltWorld
@@ -259,3 +261,14 @@ def test_the_ad_hoc_read_shows_the_hash_never_the_content(lab):
         "size": len(USER_DATA),
         "mode": "0o644",
     }
+
+
+def test_a_snippet_on_a_storage_this_run_creates_is_planned(lab, tmp_path):
+    """The storage does not exist yet: its declaration, planned earlier in the run, says where it will be."""
+    ctx = make_context(lab.targets)
+    storage = simple.present(ctx, STORAGE, True, "st", name="snip2", type="dir", path=str(tmp_path / "s2"),
+                             content="snippets,iso")  # fmt: skip
+    assert storage.result is None, storage.comment
+    plan = lifecycle.present(ctx, True, "ud", name="u.yaml", storage="snip2", content="x")
+    assert plan.result is None and "created" in plan.changes, plan.comment
+    assert f"to {tmp_path / 's2' / 'snippets'}" in plan.comment[-1]
