@@ -460,6 +460,11 @@ def _generated_call(made, args, kwargs):
     name, kind, run = own.get("name"), made.kind, made.call.run
     extra = {}
     present = kind is not None and made.verb == "present"
+    if present and kind.sources:
+        try:
+            declared = imported(kind.sources)(declared, *_file_server(own.get("saltenv")))
+        except SaltProxmoxError as exc:
+            return refused_return(name, exc)
     if present and kind.precheck:
         problem = imported(kind.precheck)(declared, own["target"])
         if problem:
@@ -492,6 +497,24 @@ def _generated_call(made, args, kwargs):
         **declared_keys(declared),
         **extra,
     )
+
+
+def _file_server(saltenv):
+    """``(fetch, render)`` of a kind's ``sources`` (``registry.Kind``): a ``salt://`` file's text read
+    with ``cp.get_file_str`` (None when it cannot be), rendered with ``file.apply_template_on_contents``,
+    in ``saltenv``."""
+    env = saltenv or "base"
+
+    def fetch(url):
+        text = __salt__["cp.get_file_str"](url, saltenv=env)
+        return text if isinstance(text, str) else None
+
+    def render(text, template, context):
+        return __salt__["file.apply_template_on_contents"](
+            text, template=template, context=context, defaults={}, saltenv=env
+        )
+
+    return fetch, render
 
 
 def _generate(made):

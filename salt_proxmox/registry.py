@@ -258,6 +258,27 @@ FAMILIES: tuple[Family, ...] = (
         section="proxmox:acme",
         prefix="proxmox-acme-",
     ),
+    # Snippets before the guests whose cicustom or hookscript names them; written through the root lane.
+    Family(
+        name="snippet",
+        state="proxmox_snippet",
+        module="proxmox",
+        kinds=(
+            Kind(
+                "snippet",
+                keys="salt_proxmox.snippet.lifecycle:declared_keys",
+                export="salt_proxmox.snippet.adhoc:export",
+                present_run=Run("salt_proxmox.snippet.lifecycle:present", spec=False),
+                absent_run=Run("salt_proxmox.snippet.lifecycle:absent", spec=False),
+                get="salt_proxmox.snippet.adhoc:get",
+                names=("name", "storage"),
+                sources="salt_proxmox.snippet.declare:read_source",
+                saltenv=True,
+            ),
+        ),
+        section="proxmox:snippets",
+        prefix="proxmox-snippet-",
+    ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC"),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU"),
     # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
@@ -321,10 +342,15 @@ FAMILIES: tuple[Family, ...] = (
 GUEST_KEYS: Mapping[str, str] = MappingProxyType({"backup": "salt_proxmox.backup.coverage:guest_guard"})
 
 
-#: Checks of a container or VM declaration by another family that leave its keys in it: ``"module:function"``
-#: called by the guest lifecycle as ``check(ctx, kind, node, declared)``, returning ``(refusals, run notes)``
-#: as a ``GUEST_KEYS`` guard does (a VM's ``hostpciN``/``usbN``/``virtiofsN`` naming a resource mapping).
-GUEST_CHECKS: tuple[str, ...] = ("salt_proxmox.datacenter.mapping_use:guest_check",)
+#: Checks of a container or VM declaration by another family that leave its keys in it:
+#: ``"module:function"`` called by the guest lifecycle as ``check(ctx, kind, vmid, node, pool, declared)``,
+#: returning ``(refusals, notes)`` as a ``GUEST_KEYS`` guard does: a VM's ``hostpciN``/``usbN``/
+#: ``virtiofsN`` naming a resource mapping, and the snippets a ``cicustom`` or ``hookscript`` names, which
+#: must exist or be declared in this run (``salt_proxmox.snippet.guard``).
+GUEST_CHECKS: tuple[str, ...] = (
+    "salt_proxmox.datacenter.mapping_use:guest_check",
+    "salt_proxmox.snippet.guard:guest_check",
+)
 
 
 def guest_checks() -> list[object]:

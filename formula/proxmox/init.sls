@@ -73,6 +73,12 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    matchers: {<name>: proxmox_notification.matcher (match-field,
                                    match-severity, match-calendar, mode, invert-match, targets)}; target.
                                    A matcher requires the endpoints it targets; absent endpoints run last.
+  proxmox:snippets:<storage>:<file>  proxmox_snippet: content (text, compared by its sha256, never
+                                   shown) or source (salt://, with template and context),
+                                   executable (mode 0755, for a hookscript), target, adopt;
+                                   ensure: absent with removal. Written through the target's
+                                   root_lane on a node; a guest whose cicustom or hookscript names one
+                                   requires it.
   proxmox:firewall                 options: {<scope>: proxmox_firewall.options keys}, ipsets: {<name>:
                                    proxmox_firewall.ipset (scope, comment, cidrs, allow_lockout)},
                                    groups: {<name>: proxmox_firewall.group (comment)}, rules: {<scope>:
@@ -423,6 +429,7 @@ NESTED = [
     ("proxmox:mappings", "proxmox-mapping-", "proxmox_mapping"),
     # ACME (Datacenter -> ACME): plugins under proxmox:acme:plugins, rendered by _acme.
     ("proxmox:acme", "proxmox-acme-", "proxmox_acme"),
+    ("proxmox:snippets", "proxmox-snippet-", "proxmox_snippet"),
 ]
 
 # The sections rendered after the guests (their objects may live on a guest), by _firewall:
@@ -454,8 +461,8 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
-    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, notifications, mappings, acme, ha_groups, "
-    "ha_resources, ha_rules, backup_jobs, metric_servers, replication, firewall"
+    "tokens, acls, ceph_pools, pbs, storage, networks, sdn, notifications, mappings, acme, snippets, "
+    "ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, replication, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -520,6 +527,11 @@ SECRETS = {
 # security groups its rules name and, for a guest's scope, the guest, when this pillar declares them
 # present (_firewall_need resolves each name).
 FIREWALL_RULE_ABSENT_KEYS = ["target", "removal"]
+
+# The keys a snippet entry (proxmox:snippets:<storage>:<file>) passes to proxmox_snippet.present, and
+# to its absent state (salt_proxmox/snippet/declare.py KEYS, ABSENT_KEYS).
+SNIPPET_KEYS = ["content", "source", "template", "context", "executable", "adopt", "target"]
+SNIPPET_ABSENT_KEYS = ["target", "removal"]
 
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
 NETWORK_ABSENT_KEYS = ["target", "removal"]
@@ -1030,6 +1042,49 @@ def _acme(pillar, states):
         states[prefix + key] = {"proxmox_acme.plugin": args}
 
 
+def _snippets(pillar, states):
+    """The snippet states (``proxmox:snippets:<storage>:<file>``), before the guests. Returns the
+    requisites of a guest naming one: ``{"<storage>:snippets/<file>": {"proxmox_snippet": id}}``."""
+    found = {}
+    for storage, files in _entries(
+        pillar, "proxmox:snippets", "proxmox-snippet-", "storage's snippets", states
+    ):
+        path = f"proxmox:snippets:{storage}"
+        for file, declared in _entries(
+            pillar, path, f"proxmox-snippet-{storage}-", "snippet (content)", states
+        ):
+            state_id = f"proxmox-snippet-{storage}-{file}"
+            name = declared.get("name", file)
+            if _present(declared):
+                args = _arguments(name, {**declared, "storage": storage}, [], [*SNIPPET_KEYS, "storage"])
+                extra = sorted(set(declared) - {*SNIPPET_KEYS, "ensure", "removal", "name"}, key=str)
+                args += [{key: declared[key]} for key in extra]
+                states[state_id] = {"proxmox_snippet.present": args}
+                found[f"{storage}:snippets/{file}"] = {"proxmox_snippet": state_id}
+            else:
+                args = _arguments(
+                    name, {**declared, "storage": storage}, [], [*SNIPPET_ABSENT_KEYS, "storage"]
+                )
+                states[state_id] = {"proxmox_snippet.absent": args}
+    return found
+
+
+def _snippet_needs(declared, snippets):
+    """The snippet states a guest requires: those its ``cicustom`` (``user=<volid>,...``) or
+    ``hookscript`` names, when this pillar declares them present."""
+    needs = []
+    for key in ("cicustom", "hookscript"):
+        value = declared.get(key)
+        if not isinstance(value, str):
+            continue
+        parts = [value] if key == "hookscript" else [part.partition("=")[2] for part in value.split(",")]
+        for volid in parts:
+            need = snippets.get(volid.strip())
+            if need is not None and need not in needs:
+                needs.append(need)
+    return needs
+
+
 def _listed(paths):
     """``a``, ``a and b``, ``a, b and c``."""
     return paths[0] if len(paths) == 1 else ", ".join(paths[:-1]) + " and " + paths[-1]
@@ -1353,6 +1408,7 @@ def estate(pillar):
         present[path].pop(None, None)
 
     bridges = {}
+    snippets = {}
     # Pools declared absent run after the guests, which move their members out first (LAST_ABSENT).
     last = {}
     snapshots = []
@@ -1363,6 +1419,7 @@ def estate(pillar):
             _notifications(pillar, states)
             _mappings(pillar, states)
             _acme(pillar, states)
+            snippets = _snippets(pillar, states)
         for key, declared in sections[path]:
             name = _name(path, key, declared)
             if not _present(declared):
@@ -1387,6 +1444,7 @@ def estate(pillar):
                 needs.append(present["proxmox:pools"].get(_text(declared.get("pool"))))
                 needs.extend(_bridge_needs(declared, bridges))
                 needs.extend(_storage_needs(declared, present["proxmox:storage"]))
+                needs.extend(_snippet_needs(declared, snippets))
             elif path == "proxmox:storage" and declared.get("type") == "rbd":
                 # An rbd storage names its Ceph pool (pve-storage RBDPlugin: pool, default rbd).
                 needs.append(present["proxmox:ceph_pools"].get(_text(declared.get("pool", "rbd"))))

@@ -65,7 +65,7 @@ def _entries(ctx: PveContext, kind: str, mapping: str) -> tuple[list[str] | None
 
 
 def guest_check(
-    ctx: PveContext, kind: str, node: object, declared: Mapping[str, object]
+    ctx: PveContext, kind: str, vmid: object, node: object, pool: object, declared: Mapping[str, object]
 ) -> tuple[list[str], list[str]]:
     """``(refusals, notes)`` for a guest declaration's device keys naming a mapping (module docstring):
     each names the key, the mapping and the node. Containers take no mapping. Never raises for a known

@@ -86,6 +86,26 @@ def index_rows(ctx: PveContext, credential: Credential | None = None) -> list[di
     return _read_index(ctx, credential)[0]
 
 
+def guest_configs(ctx: PveContext, credential: Credential | None = None) -> list[tuple[dict, Mapping]]:
+    """``(index row, config)`` of every guest of the cluster's index (``index_rows``), each config
+    read now (``GET nodes/<node>/<lxc|qemu>/<vmid>/config``, with ``credential`` or the read one). A
+    guest that cannot be read is an error, never left out. Raises as ``index_rows`` and the client."""
+    from salt_proxmox.pve.client import api_path
+
+    credential = credential or ctx.broker.read()
+    found = []
+    for row in index_rows(ctx, credential):
+        config = ctx.client.request(
+            "GET", f"{api_path('nodes', row['node'], row['type'], row['vmid'])}/config", credential
+        )
+        if not isinstance(config, Mapping):
+            raise PveMalformed(
+                "GET", f"nodes/{row['node']}/{row['type']}/{row['vmid']}/config", "not an object"
+            )
+        found.append((row, config))
+    return found
+
+
 def indexed_guest(ctx: PveContext, vmid: int, credential: Credential | None = None) -> dict | None:
     """The row of ``vmid`` in the cluster's guest index, read now (one ``GET cluster/resources?type=vm``,
     with ``credential`` or the read one), or None when it lists no guest ``vmid``.

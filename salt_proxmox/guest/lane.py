@@ -41,6 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.family import Declaration, Family
 
 _CHECKED = "salt_proxmox.root_lane/{target}"
+#: A lane's label before its node's name (``pvesh on pve1``).
+LABEL = "pvesh on "
 
 
 def _rows(answer: object) -> list[Mapping[str, object]]:
@@ -81,13 +83,23 @@ def lane_check(ctx: PveContext) -> tuple[str, list[str]]:
     return found
 
 
+def lane_node(ctx: PveContext) -> str | None:
+    """The node the target's root lane runs on, once ``lane_check`` found its preconditions hold
+    (its label is ``pvesh on <node>``), else None. Reads nothing."""
+    found = ctx.memo.get(_CHECKED.format(target=ctx.target.name))
+    if not found or found[1]:
+        return None
+    label = str(found[0])
+    return label.removeprefix(LABEL) if label.startswith(LABEL) else None
+
+
 def _membership(ctx: PveContext, where: str, laned: list[Mapping[str, object]]) -> tuple[str, list[str]]:
     """The lane's node checked against the cluster the read token sees (``lane_check``)."""
     seen = _rows(ctx.client.request("GET", "cluster/status", ctx.broker.read()))
     local = next(
         (str(row.get("name")) for row in laned if row.get("type") == "node" and row.get("local")), None
     )
-    label = f"pvesh on {local}" if local else "pvesh"
+    label = f"{LABEL}{local}" if local else "pvesh"
     ctx.memo[_CHECKED.format(target=ctx.target.name) + "/node"] = local
     nodes = {str(row.get("name")) for row in seen if row.get("type") == "node"}
     names = [{str(row.get("name")) for row in rows if row.get("type") == "cluster"} for rows in (laned, seen)]

@@ -107,8 +107,10 @@ def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declar
 
     Keys another family judges (``registry.GUEST_KEYS``: ``backup``) are taken out first and handed
     to that family's guard: its refusals refuse the state before anything is read or written for
-    the guest; its run notes (the run's backup coverage, once per run) ride on the return. The
-    ``registry.GUEST_CHECKS`` judge keys they leave in place (a VM's devices naming a resource mapping).
+    the guest; its run notes (the run's backup coverage, once per run) ride on the return. Keys
+    another family checks (``registry.GUEST_CHECKS``: a VM's devices naming a resource mapping, the
+    snippets ``cicustom`` and ``hookscript`` name) stay in the declaration; their refusals refuse the
+    state the same way, their notes go in its comment.
     """
     vmid, node, pool = declared.get("vmid"), declared.get("node"), declared.get("pool")
     planning(ctx, test)
@@ -117,10 +119,11 @@ def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declar
         refused, notes = guard(ctx, family.kind, vmid, node, pool, declared.pop(key, None))
         refusals += refused
         run_notes += notes
+    checked = []
     for check in registry.guest_checks():
-        refused, notes = check(ctx, family.kind, node, declared)
+        refused, notes = check(ctx, family.kind, vmid, node, pool, declared)
         refusals += refused
-        run_notes += notes
+        checked += notes
     if refusals:
         outcome = Outcome(run_notes=run_notes).refuse(DeclarationError(refusals))
         outcome.comment.extend(ctx.take_notes())
@@ -133,7 +136,7 @@ def present(ctx: PveContext, family: Family, state_id: str, test: bool, **declar
         # Validated by _present's parse (a bad pool fails it, result False).
         what = family.what(vmid_number(vmid), str(node))
         outcome = pool_membership(ctx, what, vmid_number(vmid), str(pool), test, outcome)
-    outcome.comment.extend(ctx.take_notes())
+    outcome.comment.extend([*checked, *ctx.take_notes()])
     outcome.run_notes.extend(run_notes)
     return outcome
 

@@ -255,16 +255,21 @@ SHARED_TYPES = frozenset({"iscsi", "nfs", "cifs", "rbd", "cephfs", "iscsidirect"
 
 
 def parse_storages(data: object) -> dict[str, dict[str, object]]:
-    """``GET /storage`` as ``{storage id: {type, shared (bool), content}}``; ``shared`` as
-    ``parse_config`` makes it (``SHARED_TYPES``). Raises ValueError for rows without ``storage`` or
-    ``type``."""
+    """``GET /storage`` as ``{storage id: {type, shared (bool), content, path, nodes, disable (bool),
+    content-dirs}}`` (text as PVE lists it, ``""`` when unset); ``shared`` as ``parse_config`` makes it
+    (``SHARED_TYPES``). Raises ValueError for rows without ``storage`` or ``type``."""
     out: dict[str, dict[str, object]] = {}
     for row in data or []:  # type: ignore[union-attr]
         if not isinstance(row, Mapping) or not row.get("storage") or not row.get("type"):
             raise ValueError("a storage row without storage or type")
         kind = str(row["type"])
         shared = kind in SHARED_TYPES or str(row.get("shared") or "0") not in ("0", "")
-        out[str(row["storage"])] = {"type": kind, "shared": shared, "content": str(row.get("content") or "")}
+        out[str(row["storage"])] = {
+            "type": kind,
+            "shared": shared,
+            "disable": str(row.get("disable") or "0") not in ("0", ""),
+            **{key: str(row.get(key) or "") for key in ("content", "path", "nodes", "content-dirs")},
+        }
     return out
 
 

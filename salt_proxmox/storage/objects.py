@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from salt_proxmox.access.privileges import listing_privileges
 from salt_proxmox.errors import DeclarationError, shown
-from salt_proxmox.guest.absence import index_rows
+from salt_proxmox.guest.absence import guest_configs
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
 from salt_proxmox.pve.facts import release
@@ -299,12 +299,10 @@ def _cluster_nodes(ctx: PveContext) -> set[str]:
 def guest_volumes(ctx: PveContext, storage: str) -> list[str]:
     """``<CT|VM> <vmid> <key>`` for each volume a guest the read credential can see (the guest index,
     then each guest's config) holds on ``storage``. Raises what the reads raise."""
-    credential = ctx.broker.read()
     found = []
-    for row in index_rows(ctx, credential):
-        kind, vmid, node = row["type"], row["vmid"], row["node"]
-        config = ctx.client.request("GET", f"{api_path('nodes', node, kind, vmid)}/config", credential)
-        for key, value in sorted((config or {}).items()):
+    for row, config in guest_configs(ctx):
+        kind, vmid = row["type"], row["vmid"]
+        for key, value in sorted(config.items()):
             if VOLUME_KEY.match(key) and _volume_storage(value) == storage:
                 found.append(f"{'CT' if kind == 'lxc' else 'VM'} {vmid} {key}")
     return found

@@ -15,13 +15,14 @@ import pytest
 import requests
 
 from salt_proxmox.registry import FAMILIES
-from tests.conformance.contract import CLUSTER_FOR
+from tests.conformance.contract import CLUSTER_FOR, ON_DISK, disk_state, disk_writes
 from tests.conformance.examples import SECRETS_PILLAR, examples_of
 from tests.faults.harness import debug_log
 from tests.support.cluster import ServedCluster
 from tests.support.guests import requests_since, static_targets
 from tests.support.openbao import DevOpenBao
 from tests.support.pbs import ServedPbs, pbs_targets, requests_of
+from tests.support.pvesh import write_fake_pvesh
 from tests.support.saltworld import Low, SaltWorld
 
 #: A proxy's page for an answer lost after the request reached its server (nginx's 502).
@@ -68,15 +69,25 @@ class Minion:
     lines: list[str] = field(default_factory=list, repr=False)
     #: The PBS target's fake (``proxmox:pbs_targets``), for the PBS families.
     pbs: ServedPbs | None = None
+    #: Where a family writing on the lane's node writes (``contract.ON_DISK``), else None.
+    disk: Path | None = None
 
-    def mark(self) -> tuple[int, int, int]:
+    def mark(self) -> tuple[int, int, int, dict]:
         pbs = len(self.pbs.pbs.requests) if self.pbs is not None and self.pbs.pbs is not None else 0
-        return len(self.cluster.pve.requests), len(self.tap.log), pbs
+        files = disk_state(self.disk) if self.disk is not None else {}
+        return len(self.cluster.pve.requests), len(self.tap.log), pbs, files
 
-    def log_since(self, mark: tuple[int, int, int]) -> list[tuple[str, str, Any]]:
-        """PVE's, PBS's and OpenBao's requests since ``mark``: (method, path, body)."""
+    def log_since(self, mark: tuple[int, int, int, dict]) -> list[tuple[str, str, Any]]:
+        """PVE's, PBS's and OpenBao's requests since ``mark``: (method, path, body); and the files
+        written on the lane's node (``contract.disk_writes``)."""
         pbs = requests_of(self.pbs, mark[2]) if self.pbs is not None else []
-        return [*requests_since(self.cluster, mark[0]), *pbs, *self.tap.log[mark[1] :]]
+        pve = requests_since(self.cluster, mark[0])
+        files = []
+        if self.disk is not None:
+            # The fake pvesh logs in (a real pvesh runs as root@pam and sends nothing: PVE/CLI/pvesh.pm).
+            pve = [(m, p, b) for m, p, b in pve if (m, p) != ("POST", "/access/ticket")]
+            files = disk_writes(mark[3], disk_state(self.disk))
+        return [*pve, *pbs, *self.tap.log[mark[1] :], *files]
 
     def run(self, lows: list[Low], test: bool) -> tuple[list[dict], list[tuple[str, str, Any]]]:
         """One state run: its returns and the requests it sent."""
@@ -103,6 +114,8 @@ def minion(
     prepare = CLUSTER_FOR.get(getattr(tested, "name", ""))
     if prepare is not None:
         prepare(fresh_cluster.pve)
+    on_disk = ON_DISK.get(getattr(tested, "name", ""))
+    disk = on_disk(fresh_cluster.pve, tmp_path) if on_disk is not None else None
     tap = Tap(bao=openbao.url)
     original = requests.Session.send
     monkeypatch.setattr(
@@ -110,8 +123,13 @@ def minion(
     )
     pbs = ServedPbs().start()
     request.addfinalizer(pbs.stop)
+    targets = static_targets(fresh_cluster)
+    if disk is not None:
+        pvesh = write_fake_pvesh(fresh_cluster, tmp_path / "fake-pvesh")
+        for target in targets.values():
+            target["root_lane"] = {"via": "pvesh", "pvesh": str(pvesh)}
     config = {
-        "proxmox": {"targets": static_targets(fresh_cluster), "pbs_targets": pbs_targets(pbs)},
+        "proxmox": {"targets": targets, "pbs_targets": pbs_targets(pbs)},
         "openbao": {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}},
     }
     world = SaltWorld(config, copy.deepcopy(SECRETS_PILLAR), tmp_path / "salt_proxmox_owned.json")
@@ -124,4 +142,4 @@ def minion(
     secrets += [pbs.read_token[1], pbs.provision_token[1]]
     secrets += [value for entry in SECRETS_PILLAR["conformance"].values() for value in entry.values()]
     logging.getLogger().setLevel(logging.DEBUG)
-    yield Minion(fresh_cluster, world, tap, secrets, pbs=pbs)
+    yield Minion(fresh_cluster, world, tap, secrets, pbs=pbs, disk=disk)

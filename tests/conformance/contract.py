@@ -55,6 +55,55 @@ def _ha_resource_of_ct120(pve: Any) -> None:
 #: only, and an HA rule names HA resources that must exist (pve-ha-manager API2/HA/Groups.pm, Rules.pm).
 CLUSTER_FOR: dict[str, Any] = {"ha_group": _pve8, "ha_rule": _ha_resource_of_ct120}
 
+
+def _snippet_storage(pve: Any, tmp: Path) -> Path:
+    """Storage ``snippets``: a dir storage at ``tmp/snippets-store`` taking snippets (its path)."""
+    from tests.support.snippets import add_snippet_storage
+
+    (tmp / "snippets-store").mkdir()
+    add_snippet_storage(pve, tmp / "snippets-store", "snippets")
+    return tmp / "snippets-store"
+
+
+#: Families that write files on the root lane's node rather than send API writes (a snippet: PVE has no
+#: API call that writes one, pve-storage API2/Storage/Status.pm upload): given the fake cluster and the
+#: test's temporary directory, the directory they write under. Their target gets the fake root lane
+#: (tests.support.pvesh), and each file created, changed or removed there counts as one write
+#: (``disk_writes``): a POST, PUT or DELETE of ``/disk/<file>`` naming the ``sha256``, ``size`` and
+#: ``mode`` it changed. An answer cannot be lost after such a write reached its server: there is none.
+ON_DISK: dict[str, Any] = {"snippet": _snippet_storage}
+
+
+def disk_state(root: Path) -> dict[str, tuple[str, int, str]]:
+    """``{relative path: (sha256, size, mode)}`` of every file under ``root``."""
+    import hashlib
+
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            data = path.read_bytes()
+            found[str(path.relative_to(root))] = (
+                hashlib.sha256(data).hexdigest(), len(data), oct(path.stat().st_mode & 0o777)
+            )  # fmt: skip
+    return found
+
+
+def disk_writes(before: Mapping[str, tuple], after: Mapping[str, tuple]) -> list[tuple[str, str, Any]]:
+    """The writes (``(method, path, JSON body)``) that turned the files ``before`` into ``after``."""
+    out = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if new is None:
+            out.append(("DELETE", f"/disk/{name}", None))
+            continue
+        fields = {key: value for key, value, was in zip(("sha256", "size", "mode"), new, old or (None,) * 3,
+                                                        strict=True) if value != was}  # fmt: skip
+        out.append(("POST" if old is None else "PUT", f"/disk/{name}", json.dumps(fields)))
+    return out
+
+
 #: Writes a family sends to OpenBao as part of one object write, and the plan changes they carry: an API
 #: token's secret, shown by PVE once, stored at its ``store`` path after a check that it may be written
 #: there (``sys/capabilities-self``), at create and when the secret is drawn anew
@@ -174,7 +223,7 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     the family's section keyed by its name (``proxmox:pools:example``; an ACME plugin under
     ``proxmox:acme:plugins``), a node's interface under
     ``proxmox:networks:<node>:interfaces``, an SDN object under ``proxmox:sdn:<kind>s``, a resource
-    mapping under ``proxmox:mappings:<kind>``; an absent
+    mapping under ``proxmox:mappings:<kind>``, a snippet under ``proxmox:snippets:<storage>``; an absent
     function is ``ensure: absent``. Raises LookupError for a section it does not know."""
     entry = dict(declared)
     name = str(entry.pop("name"))
@@ -184,6 +233,9 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:networks":
         node = entry.pop("node")
         return {top: {section: {node: {"interfaces": {name: entry}}}}}
+    if family.section == "proxmox:snippets":
+        storage = entry.pop("storage")
+        return {top: {section: {storage: {name: entry}}}}
     if family.section in ("proxmox:sdn", "proxmox:acme"):
         kind = fun.removesuffix("_absent")
         return {top: {section: {f"{kind}s": {name: entry}}}}

@@ -90,6 +90,17 @@ _CEPH_POOL = {
 _CEPH_EC = {"name": "example-ec", "node": "pve1", "erasure_coding": {"k": 2, "m": 1}}
 
 
+#: A hook script in storage ``snippets`` (a dir storage at the test's temporary path, written through the
+#: fake root lane: contract.ON_DISK), executable as PVE requires of a hookscript (GuestHelpers.pm
+#: check_hookscript).
+_SNIPPET = {
+    "name": "example-hook.sh",
+    "storage": "snippets",
+    "content": '#!/bin/sh\necho "$1 $2"\n',
+    "executable": True,
+}
+
+
 def _with_bad(examples: Examples, bad: Mapping[str, tuple[str, Mapping[str, object], str]]) -> Examples:
     """``examples`` with more inputs refused by name."""
     return replace(examples, bad={**examples.bad, **bad})
@@ -512,6 +523,13 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
                 **_bad(_ACME_PLUGIN, {"name": _ACME_PLUGIN["name"]}, "plugin", "plugin_absent"),
                 "wrong type": ("plugin", {**_ACME_PLUGIN, "validation-delay": "soon"}, "validation-delay"),
             },
+        ),
+        "snippet": _simple(
+            _SNIPPET,
+            {"content": '#!/bin/sh\nlogger "guest $1: $2"\n'},
+            {"executable": False},
+            {"content": 7},
+            identity=("name", "storage"),
         ),
         "lxc": _guest(_CT),
         "qemu": _guest(_VM),

@@ -178,6 +178,10 @@ def test_an_answer_lost_after_a_write_is_uncertain(case: contract.Case, minion: 
     state fails and never says nothing was written."""
     _ready(case, minion)
     family = case.family
+    if family.name in contract.ON_DISK:
+        pytest.skip(
+            "its write is a rename on the lane's node: no server answers it, so no answer can be lost"
+        )
     url = minion.tap.bao if family.module == "openbao" else "/api2/json/"
     prefix = "/v1/" if family.module == "openbao" else url
     minion.tap.faults.append((lambda m, p: m != "GET" and p.startswith(prefix), 502, LOST_PAGE, True))

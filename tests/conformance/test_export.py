@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from salt_proxmox.entry import imported
 from salt_proxmox.owned.declared import chunk_row_keys
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.registry import FAMILIES
@@ -34,7 +35,9 @@ def test_the_export_applied_as_it_is_plans_only_ownership(case: contract.Case, m
     minion.world.rows_file.unlink()
 
     spec = case.kind.load() if case.kind.spec else None
-    if spec is not None and spec.not_exported is not None:
+    exporter = imported(case.kind.export) if case.kind.export else None
+    never = spec.not_exported if spec is not None else getattr(exporter, "not_exported", None)
+    if never is not None:
         # A kind that is never exported says why (its secret cannot be read back), and exports nothing.
         done = minion.world.salt["proxmox.export"](family=family.name)
         top, _, section = family.section.partition(":")

@@ -78,6 +78,7 @@ from tests.support.pvesh import SendersPve
 from tests.support.replication import ReplicationPve
 from tests.support.restore import RestorePve
 from tests.support.sdn_extras import SdnExtrasPve
+from tests.support.snippets import SnippetsPve
 from tests.support.usercfg import UserCfgPve
 
 
@@ -94,9 +95,11 @@ class ServedPve(
     AcmePve,
     NotificationPve,
     SdnExtrasPve,
+    SnippetsPve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
-    with the identity that sent each request (``tests.support.pvesh.SendersPve``)."""
+    with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on
+    disk listed (``tests.support.snippets.SnippetsPve``)."""
 
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are not evaluated (PEP 563)

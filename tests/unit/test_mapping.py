@@ -167,24 +167,29 @@ def test_a_vm_naming_a_mapping_without_an_entry_for_its_node_is_refused_at_plan(
     # PVE takes the config (API2/Qemu.pm check_hostpci_perm checks Mapping.Use only) and refuses the start
     # on a node the mapping does not map: find_on_current_node finds none.
     ctx = _vm_ctx({"type": "pci", "map": [GPU]})
-    refusals, _ = mapping_use.guest_check(ctx, "qemu", "pve2", {"hostpci0": "mapping=gpu", "memory": 2048})
+    refusals, _ = mapping_use.guest_check(
+        ctx, "qemu", 300, "pve2", None, {"hostpci0": "mapping=gpu", "memory": 2048}
+    )
     (refusal,) = refusals
     assert refusal.startswith("hostpci0: pci mapping gpu has no entry for node pve2 (it maps pve1)")
     assert "PCI device mapping not found for 'gpu'" in refusal
-    assert mapping_use.guest_check(ctx, "qemu", "pve1", {"hostpci0": "mapping=gpu"}) == ([], [])
+    assert mapping_use.guest_check(ctx, "qemu", 300, "pve1", None, {"hostpci0": "mapping=gpu"}) == ([], [])
     # Containers take no mapping; nothing is read.
-    assert mapping_use.guest_check(_vm_ctx(None), "lxc", "pve2", {"hostpci0": "mapping=gpu"}) == ([], [])
+    assert mapping_use.guest_check(_vm_ctx(None), "lxc", 300, "pve2", None, {"hostpci0": "mapping=gpu"}) == (
+        [],
+        [],
+    )
 
 
 def test_a_vm_naming_a_missing_mapping_is_refused_unless_this_run_declares_it():
     absent = PveError("GET", "cluster/mapping/usb/key", 500, "mapping 'key' not found")
     ctx = _vm_ctx(absent)
-    (refusal,), _ = mapping_use.guest_check(ctx, "qemu", "pve1", {"usb0": "mapping=key"})
+    (refusal,), _ = mapping_use.guest_check(ctx, "qemu", 300, "pve1", None, {"usb0": "mapping=key"})
     assert refusal.startswith("usb0: usb mapping key does not exist and this run declares none")
     # A mapping state earlier in the run (its create, or the plan of it) counts, with its declared entries.
     remember(ctx, "mapping_usb", "key", {"map": ["node=pve1,id=1050:0407"]})
-    assert mapping_use.guest_check(ctx, "qemu", "pve1", {"usb0": "mapping=key"}) == ([], [])
-    (refusal,), _ = mapping_use.guest_check(ctx, "qemu", "pve2", {"usb0": "mapping=key"})
+    assert mapping_use.guest_check(ctx, "qemu", 300, "pve1", None, {"usb0": "mapping=key"}) == ([], [])
+    (refusal,), _ = mapping_use.guest_check(ctx, "qemu", 300, "pve2", None, {"usb0": "mapping=key"})
     assert "has no entry for node pve2" in refusal
 
 
