@@ -157,19 +157,31 @@ def judge(
         ),
     )
     if rawkeys.KEY in decl.config:
-        _judge_raw(decl, decl.config[rawkeys.KEY], rawkeys.live_text(live), change, drift)
+        _judge_raw(decl, decl.config[rawkeys.KEY], live, change, drift)
     change.refuse.extend(protected_volume_refusals(decl.vmid, live, list(change.put)))
     change.drift.extend(sorted(drift))
     return change
 
 
-def _judge_raw(decl: LxcDeclaration, want: str, have: str, change: Change, drift: set[str]) -> None:
+def _judge_raw(
+    decl: LxcDeclaration, want: str, live: Mapping[str, object], change: Change, drift: set[str]
+) -> None:
     """The raw ``lxc.*`` lines (``lxc.rawkeys``): an ordered list, so any other text is a change,
     written by root in the node's config file (no API call takes them): a root write of the whole
-    text (``''``: every raw line removed), refused with the file to edit when there is no lane."""
+    text (``''``: every raw line removed), refused with the file to edit when there is no lane, and
+    refused while the config holds a ``lock`` (pve-guest-common ``AbstractConfig.pm`` ``check_lock``,
+    which the file write honours as ``pct set`` does)."""
+    have = rawkeys.live_text(live)
     if want == have:
         return
     drift.add(rawkeys.KEY)
+    lock = live_text(live.get("lock"))
+    if lock:
+        change.refuse.append(
+            f"{rawkeys.KEY}: CT {decl.vmid} is locked ({lock}), and PVE changes no locked config "
+            "(pve-guest-common AbstractConfig.pm check_lock). Plan again once the lock is gone."
+        )
+        return
     why = (
         f"Raw lxc.* lines ({rawkeys.diff(have, want)}): no API call writes them, only an edit of "
         f"/etc/pve/nodes/{decl.node}/lxc/{decl.vmid}.conf on node {decl.node} (pve-container LXC/Config.pm "

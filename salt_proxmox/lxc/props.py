@@ -53,6 +53,9 @@ class LxcDeclaration:
         out: dict[str, object] = {
             key: value for key, value in self.config.items() if key not in schema.NEVER_STORED
         }
+        if rawkeys.KEY in out:
+            # Declared as a list of pairs; kept so (the text is this product's comparison form).
+            out[rawkeys.KEY] = rawkeys.pairs(str(out[rawkeys.KEY]))
         out["node"] = self.node
         out["vmid"] = self.vmid
         if self.ostemplate is not None:

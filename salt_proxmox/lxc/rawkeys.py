@@ -162,6 +162,11 @@ def render(pairs: object) -> str:
     return "\n".join(f"{p[0]}: {p[1]}" for p in pairs if isinstance(p, list | tuple) and len(p) == 2)
 
 
+def pairs(text: str) -> list[list[str]]:
+    """``render``'s text back as the declared list of ``[key, value]`` pairs."""
+    return [[part.strip() for part in line.split(":", 1)] for line in text.splitlines() if ":" in line]
+
+
 def diff(have: str, want: str) -> str:
     """The plan's words for a change of raw lines: ``-`` each line going, ``+`` each coming."""
     old, new = have.splitlines(), want.splitlines()

@@ -34,6 +34,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.acme.AcmePve`` (ACME plugins and the nodes' certificate configuration),
 ``tests.support.notifications.NotificationPve`` (notification endpoints and matchers),
 ``tests.support.sdn_extras.SdnExtrasPve`` (SDN controllers, IPAMs and DNS servers),
+``tests.support.pmxcfs.PmxcfsPve`` (containers' config files on disk, for raw ``lxc.*`` lines),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
@@ -74,6 +75,7 @@ from tests.support.ha import HaPve
 from tests.support.mappings import MappingPve
 from tests.support.metrics import MetricServerPve
 from tests.support.notifications import NotificationPve
+from tests.support.pmxcfs import PmxcfsPve
 from tests.support.pvesh import SendersPve
 from tests.support.replication import ReplicationPve
 from tests.support.restore import RestorePve
@@ -84,6 +86,7 @@ from tests.support.usercfg import UserCfgPve
 
 class ServedPve(
     SendersPve,
+    PmxcfsPve,
     DatacenterPve,
     HaPve,
     FirewallRulesPve,

@@ -161,3 +161,10 @@ def test_nothing_is_written_while_another_holds_the_config_lock(tmp_path) -> Non
         with pytest.raises(Refused, match=r"can't lock file .*pve-config-100\.lock' - got timeout"):
             rawkeys.write_lines(pve, lock, "pve1", 100, GPU_TEXT, sha1(FILE), timeout=0.3)
     assert path.read_text() == FILE
+
+
+def test_a_locked_config_s_raw_lines_are_refused_at_plan() -> None:
+    # AbstractConfig.pm check_lock (update_vm and pct set alike): no change to a locked config.
+    change = judge(decl(lxc=GPU), {"digest": "0" * 40, "lock": "backup"})
+    assert change.root == {} and change.put == {}
+    assert "is locked (backup)" in change.refuse[0]
