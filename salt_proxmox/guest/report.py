@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from salt_proxmox.errors import SaltProxmoxError, Uncertain
-from salt_proxmox.guest import identity
+from salt_proxmox.guest import identity, lane
 from salt_proxmox.guest.decide import Decision, changes_of, waiting_changes
 from salt_proxmox.guest.family import Declaration, Family
 from salt_proxmox.guest.live import guest_path, read_live, styled
@@ -26,6 +26,9 @@ def refusal_outcome(
     """A refusal that does not hide the rest of the plan: every other change the state would make
     is listed (in ``changes`` under test), and none is written."""
     change = decision.change
+    if decision.lane is None:
+        # Without a root lane the root keys are among the refusals (guest.lane.route).
+        change = lane.split(change)[0]
     others = [*change.put, *change.clear, *(disk for disk, _ in change.resize)]
     lines = [*decision.notes, *decision.reasons]
     if others and decision.others and decision.live is not None:

@@ -236,14 +236,11 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section == "proxmox:snippets":
         storage = entry.pop("storage")
         return {top: {section: {storage: {name: entry}}}}
-    if family.section in ("proxmox:sdn", "proxmox:acme"):
-        kind = fun.removesuffix("_absent")
-        return {top: {section: {f"{kind}s": {name: entry}}}}
-    if family.section == "proxmox:mappings":
-        return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
-    if family.section == "proxmox:notifications":
+    if family.section in ("proxmox:sdn", "proxmox:acme", "proxmox:notifications"):
         kind = fun.removesuffix("_absent")
         return {top: {section: {kind if kind == "dns" else f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:mappings":
+        return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":
         # A snapshot is an entry of its guest's snapshots list; the guest entry declares the guest too.
         guest = {"vmid": entry.pop("vmid"), "node": entry.pop("node")}

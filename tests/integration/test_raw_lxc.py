@@ -13,9 +13,12 @@ import pytest
 
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
-from tests.integration.test_root_lane import _declared, _owned, _targets, _writes
 from tests.support.cluster import DNS1_VMID
 from tests.support.guests import TARGET, make_context
+from tests.support.lanes import declared_dns1 as _declared
+from tests.support.lanes import lane_targets as _targets
+from tests.support.lanes import owned_dns1 as _owned
+from tests.support.lanes import writes_since as _writes
 from tests.support.pvesh import write_fake_pvesh
 
 GPU = [["lxc.cgroup2.devices.allow", "c 226:0 rwm"], ["lxc.cgroup2.devices.allow", "c 226:128 rwm"]]

@@ -9,47 +9,18 @@ from __future__ import annotations
 import pytest
 
 from salt_proxmox.errors import DeclarationError
-from salt_proxmox.guest import identity as guest_identity
 from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
-from salt_proxmox.ownership.rows import OWNED, row_key
-from salt_proxmox.ownership.stores import MemoryStore
 from tests.support.cluster import DNS1_VMID
-from tests.support.guests import TARGET, dns1, make_context, static_targets
+from tests.support.guests import TARGET, make_context
+from tests.support.lanes import declared_dns1 as _declared
+from tests.support.lanes import lane_targets as _targets
+from tests.support.lanes import owned_dns1 as _owned
+from tests.support.lanes import writes_since as _writes
 from tests.support.pvesh import write_fake_pvesh
 
 BIND = "/srv/share,mp=/share"
 CONFIG = f"/nodes/pve1/lxc/{DNS1_VMID}/config"
-
-
-def _owned(served) -> MemoryStore:
-    """Container 120 recorded as this state's own."""
-    return MemoryStore(
-        {
-            row_key(TARGET, "lxc", DNS1_VMID): {
-                "phase": OWNED,
-                "instance": "x",
-                "state_id": "dns",
-                "declared": {"vmid": DNS1_VMID, "node": "pve1"},
-                "fingerprint": guest_identity.live_fingerprint(LXC, served.pve.ct(DNS1_VMID).config),
-            }
-        }
-    )
-
-
-def _declared(**over):
-    return dns1(description="Resolver for the lab", **over)
-
-
-def _targets(served, lane=None):
-    targets = static_targets(served)
-    if lane is not None:
-        targets[TARGET]["root_lane"] = lane
-    return targets
-
-
-def _writes(served, start):
-    return [(m, p, who) for m, p, who in served.pve.senders[start:] if m != "GET" and p != "/access/ticket"]
 
 
 def test_a_bind_mount_without_a_lane_is_refused_naming_the_lane(cluster):

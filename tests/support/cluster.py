@@ -86,6 +86,7 @@ from tests.support.usercfg import UserCfgPve
 
 class ServedPve(
     SendersPve,
+    SnippetsPve,
     PmxcfsPve,
     DatacenterPve,
     HaPve,
@@ -98,7 +99,6 @@ class ServedPve(
     AcmePve,
     NotificationPve,
     SdnExtrasPve,
-    SnippetsPve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on
