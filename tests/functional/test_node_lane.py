@@ -1,0 +1,122 @@
+"""The node lane through ``salt-call --local state.apply``: a container with a bind mount and a GPU
+(``dev0`` plus two ``lxc.cgroup2.devices.allow`` lines) and a VM whose ``cicustom`` names a snippet the
+same pillar declares, planned, applied and planned clean with ``root_lane: pvesh``, and the same pillar
+refused at plan without a lane, naming the lane to configure.
+
+The lane is a fake ``pvesh`` (``tests.support.pvesh``) forwarding to the fake cluster as root@pam; the
+node's ``/etc/pve`` and ``/run/lock`` are temporary directories (``tests.support.pmxcfs``) and storage
+``snip`` a ``dir`` storage in another, all pointed at by the target's configuration."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.support.cluster import TEMPLATE, ServedCluster
+from tests.support.pvesh import write_fake_pvesh
+from tests.support.saltrun import salt_call, state_rows, write_minion_config
+from tests.support.snippets import add_snippet_storage
+
+USER_DATA = "#cloud-config\nhostname: app\npackages: [nginx]\n"
+GPU = [["lxc.cgroup2.devices.allow", "c 226:0 rwm"], ["lxc.cgroup2.devices.allow", "c 226:128 rwm"]]
+PILLAR = {
+    "proxmox": {
+        "snippets": {"snip": {"user.yaml": {"content": USER_DATA}}},
+        "lxc": {
+            "gpu": {
+                "vmid": 160,
+                "node": "pve1",
+                "ostemplate": TEMPLATE,
+                "unprivileged": True,
+                "hostname": "gpu",
+                "memory": 1024,
+                "rootfs": "local-lvm:8",
+                "mp0": "/srv/models,mp=/models,ro=1",
+                "dev0": "/dev/dri/renderD128,gid=104,mode=0660",
+                "lxc": GPU,
+            }
+        },
+        "qemu": {
+            "app": {
+                "vmid": 260,
+                "node": "pve1",
+                "memory": 1024,
+                "scsi0": "local-lvm:8",
+                "ide0": "local-lvm:cloudinit",
+                "net0": "virtio,bridge=vmbr0",
+                "cicustom": "user=snip:snippets/user.yaml",
+            }
+        },
+    }
+}
+
+
+def _config(cluster, tmp_path, lane):
+    pillar = tmp_path / "pillar"
+    pillar.mkdir(exist_ok=True)
+    (pillar / "top.sls").write_text("base:\n  '*':\n    - lane\n")
+    (pillar / "lane.sls").write_text(yaml.safe_dump(PILLAR))
+    seeded = cluster.seeded
+    static = {
+        role: {"token_id": token[0], "secret": token[1]}
+        for role, token in (("read", seeded.read_token), ("provision", seeded.provision_token))
+    }
+    config_dir = tmp_path / ("etc-lane" if lane else "etc")
+    path = write_minion_config(
+        config_dir, cluster.url, cluster.cafile, static=static, pillar_roots=[str(pillar)]
+    )
+    if lane:
+        config = yaml.safe_load(path.read_text())
+        config["proxmox"]["targets"]["demo"]["root_lane"] = lane
+        path.write_text(yaml.safe_dump(config))
+    return config_dir
+
+
+def _failed(rows):
+    return {row["id"]: row["comment"] for row in rows if row["result"] is False}
+
+
+def test_root_only_keys_and_a_snippet_plan_apply_and_replan_clean_through_the_pvesh_lane(tmp_path):
+    with ServedCluster(time_scale=0.0) as cluster:
+        (tmp_path / "store").mkdir()
+        add_snippet_storage(cluster.pve, tmp_path / "store")
+        cluster.pve.pve_dir = tmp_path / "etc" / "pve"
+
+        # Without a lane: refused at plan, each naming the lane to configure; nothing written.
+        plain = _config(cluster, tmp_path, None)
+        start = len(cluster.pve.requests)
+        rows = state_rows(salt_call(plain, "state.apply", "proxmox", "test=True")[0])
+        failed = _failed(rows)
+        assert set(failed) == {"proxmox-lxc-gpu", "proxmox-snippet-snip-user.yaml", "proxmox-qemu-app"}, rows
+        for sid in ("proxmox-lxc-gpu", "proxmox-snippet-snip-user.yaml"):
+            assert "proxmox:targets:demo:root_lane" in failed[sid], failed[sid]
+        # The VM requires the snippet its cicustom names (the formula's requisite).
+        assert "requisite failed" in failed["proxmox-qemu-app"]
+        assert [r for r in cluster.pve.requests[start:] if r[0] != "GET"] == []
+
+        lane = {
+            "via": "pvesh",
+            "pvesh": str(write_fake_pvesh(cluster, tmp_path / "bin")),
+            "pve_dir": str(tmp_path / "etc" / "pve"),
+            "lock_dir": str(tmp_path / "run" / "lock"),
+        }
+        laned = _config(cluster, tmp_path, lane)
+        plan = state_rows(salt_call(laned, "state.apply", "proxmox", "test=True")[0])
+        assert _failed(plan) == {}, plan
+        planned = {row["id"]: row for row in plan}
+        assert "via root lane (pvesh on pve1)" in planned["proxmox-lxc-gpu"]["comment"]
+        assert planned["proxmox-snippet-snip-user.yaml"]["changes"]
+
+        done = state_rows(salt_call(laned, "state.apply", "proxmox")[0])
+        assert _failed(done) == {}, done
+        ct = cluster.pve.ct(160)
+        assert ct.config["lxc"] == GPU
+        assert "/srv/models" in ct.config["mp0"] and "renderD128" in ct.config["dev0"]
+        assert (tmp_path / "store" / "snippets" / "user.yaml").read_text() == USER_DATA
+        assert cluster.pve.vm(260).config["cicustom"] == "user=snip:snippets/user.yaml"
+        senders = {(m, p, who) for m, p, who in cluster.pve.senders if m == "PUT" and "/lxc/160/" in p}
+        assert ("PUT", "/nodes/pve1/lxc/160/config", "root@pam") in senders
+
+        again = state_rows(salt_call(laned, "state.apply", "proxmox", "test=True")[0])
+        assert [
+            (row["id"], row["changes"]) for row in again if row["changes"] or row["result"] is not True
+        ] == []
