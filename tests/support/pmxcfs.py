@@ -73,7 +73,7 @@ class PmxcfsPve:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.pve_dir: Path | None = None
-        self._written: dict[Path, str] = {}
+        self._pmxcfs_files: dict[Path, str] = {}
 
     def _path(self, ct) -> Path:
         assert self.pve_dir is not None
@@ -85,9 +85,9 @@ class PmxcfsPve:
             return
         for ct in self.cts:
             path = self._path(ct)
-            if path in self._written and path.exists():
+            if path in self._pmxcfs_files and path.exists():
                 raw = path.read_text()
-                if raw != self._written[path]:
+                if raw != self._pmxcfs_files[path]:
                     lines = raw_lines(raw)
                     if lines:
                         ct.config["lxc"] = lines
@@ -103,16 +103,16 @@ class PmxcfsPve:
             path = self._path(ct)
             pending = {k: v for k, v in ct.pending.items()}
             raw = render(ct.config, pending, ct.snapshots)
-            if self._written.get(path) != raw or not path.exists():
+            if self._pmxcfs_files.get(path) != raw or not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(raw)
-                self._written[path] = raw
+                self._pmxcfs_files[path] = raw
             digest = hashlib.sha1(raw.encode()).hexdigest()  # noqa: S324 - PVE's digest
             ct.digest = lambda digest=digest: digest
             kept.add(path)
-        for path in set(self._written) - kept:
+        for path in set(self._pmxcfs_files) - kept:
             path.unlink(missing_ok=True)
-            del self._written[path]
+            del self._pmxcfs_files[path]
 
     async def _answer(self, request, handler, generic, path_node):
         self.files_in()
