@@ -26,7 +26,7 @@ proxmox:
     plugins:
       lab-dns:
         data:
-          CF_Token: lab-only-cf-token-8Lm3
+          CF_Token: lab-cf-token-8Lm3
           CF_Account_ID: lab-account
   # An SMTP notification endpoint's password: sent at create and when its secret_serial changes, never
   # shown; PVE keeps it in priv/notifications.cfg and never reads it back.

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from salt_proxmox.errors import DeclarationError, Refused, shown
@@ -274,7 +275,9 @@ def _declare(kind: str):
                 problems.append(f"{key}: {exc}")
         if problems:
             raise DeclarationError(problems)
-        return probe.declaring(values, adopt)
+        found = probe.declaring(values, adopt)
+        # A description is text a human wrote: compared, never kept in the rows (docs/design.md §6).
+        return replace(found, unstored=frozenset({"description"} & set(values)))
 
     return declare
 

@@ -65,7 +65,7 @@ JOB_ID = re.compile(r"^([1-9][0-9]{2,8})-(0|[1-9][0-9]{0,8})\Z", re.ASCII)
 DEFAULT_SCHEDULE = "*/15"
 #: The guest types and the ownership rows' families of their guests (``salt_proxmox.registry``).
 GUEST_KINDS = {"lxc": "CT", "qemu": "VM"}
-REMEDY_GUEST = "declare the guest under proxmox:containers or proxmox:vms (adopt: true for one made by hand)"
+REMEDY_GUEST = "declare the guest under proxmox:lxc or proxmox:qemu (adopt: true for one made by hand)"
 
 
 def _node(text: str) -> str | None:

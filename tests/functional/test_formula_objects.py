@@ -72,7 +72,12 @@ def test_rendered_requisites(tmp_path):
         ],
         "proxmox-network-apply-pve2": [{"proxmox_network": "proxmox-network-apply-pve1"}],
         "proxmox-sdn-vnet-labnet": [{"proxmox_sdn": "proxmox-sdn-zone-lab"}],
+        # A matcher needs the endpoints it targets (proxmox-notify api/mod.rs ensure_endpoints_exist).
+        "proxmox-notification-matcher-backups-to-ops": [
+            {"proxmox_notification": "proxmox-notification-endpoint-ops-mail"}
+        ],
         "proxmox-sdn-apply": [
+            {"proxmox_sdn": "proxmox-sdn-controller-evpnctl"},
             {"proxmox_sdn": "proxmox-sdn-zone-lab"},
             {"proxmox_sdn": "proxmox-sdn-vnet-labnet"},
             {"proxmox_network": "proxmox-network-apply-pve1"},
