@@ -28,8 +28,8 @@ def test_rendered_requisites(tmp_path):
         "group, one user, one token, six ACL entries, one Ceph pool, two storages, one HA resource, one "
         "HA rule, one interface, two node applies, one SDN controller, the pve IPAM, one SDN zone, one "
         "vnet, the SDN apply, one notification endpoint and one matcher, one PCI mapping, one ACME "
-        "plugin, one backup job, one metric server, one replication job, the cluster's firewall options, one IP set, one security group, one "
-        "firewall rule list and one snapshot (no PBS datastore nor pbs storage: no proxmox:pbs_targets "
+        "plugin, one backup job, one metric server, one replication job, the cluster's firewall "
+        "options, one IP set, one security group, one firewall rule list and one snapshot (no PBS datastore nor pbs storage: no proxmox:pbs_targets "
         "is configured, so top.sls leaves pbs.sls out)"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
