@@ -29,8 +29,8 @@ def test_rendered_requisites(tmp_path):
         "HA rule, one interface, two node applies, one SDN controller, the pve IPAM, one SDN zone, one "
         "vnet, the SDN apply, one notification endpoint and one matcher, one PCI mapping, one ACME "
         "plugin, one backup job, one metric server, one replication job, the cluster's firewall "
-        "options, one IP set, one security group, one firewall rule list and one snapshot (no PBS datastore nor pbs storage: no proxmox:pbs_targets "
-        "is configured, so top.sls leaves pbs.sls out)"
+        "options, one IP set, one security group, one firewall rule list and one snapshot (no PBS "
+        "datastore nor pbs storage: no proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out)"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
