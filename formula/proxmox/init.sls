@@ -1044,7 +1044,8 @@ def _acme(pillar, states):
 
 def _snippets(pillar, states):
     """The snippet states (``proxmox:snippets:<storage>:<file>``), before the guests. Returns the
-    requisites of a guest naming one: ``{"<storage>:snippets/<file>": {"proxmox_snippet": id}}``."""
+    requisites of a guest naming one: each snippet's volid (``<storage>:snippets/<file>``) mapped to the
+    requisite ``proxmox_snippet: <state id>``."""
     found = {}
     for storage, files in _entries(
         pillar, "proxmox:snippets", "proxmox-snippet-", "storage's snippets", states
