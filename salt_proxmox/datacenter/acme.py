@@ -44,7 +44,8 @@ from salt_proxmox.ha.common import NODES, digest_guard
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.listing import node_names
-from salt_proxmox.simple.fields import Field, serial
+from salt_proxmox.simple.fields import Field
+from salt_proxmox.simple.fields import secret_serial as secret_serial_value
 from salt_proxmox.simple.spec import (
     Call,
     Declared,
@@ -172,11 +173,9 @@ def declare(
     missing = [key for key in REQUIRED[type] if key not in options]
     problems += [f"{key}: a {type} ACME plugin requires it (DNSChallenge.pm options)" for key in missing]
     if secret_serial is not None:
-        number, problem = serial("secret_serial", secret_serial)
+        number, problem = secret_serial_value(secret_serial, secrets, "data")
         if problem:
             problems.append(problem)
-        elif not secrets:
-            problems.append("secret_serial: the declaration holds no data to write again")
         else:
             values["secret_serial"] = number
     if problems:

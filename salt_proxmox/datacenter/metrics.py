@@ -52,7 +52,8 @@ from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule, check_dns_name
 from salt_proxmox.pve.facts import release
-from salt_proxmox.simple.fields import Field, serial
+from salt_proxmox.simple.fields import Field
+from salt_proxmox.simple.fields import secret_serial as secret_serial_value
 from salt_proxmox.simple.spec import (
     Call,
     Declared,
@@ -322,11 +323,9 @@ def declare(
         if key not in options:
             problems.append(f"{key}: a {kind.name} metric server requires it ({kind.source} options)")
     if secret_serial is not None:
-        number, problem = serial("secret_serial", secret_serial)
+        number, problem = secret_serial_value(secret_serial, secrets, "token")
         if problem:
             problems.append(problem)
-        elif not secrets:
-            problems.append("secret_serial: the declaration holds no token to write again")
         else:
             values["secret_serial"] = number
     if problems:

@@ -50,7 +50,8 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows
-from salt_proxmox.simple.fields import Field, serial
+from salt_proxmox.simple.fields import Field
+from salt_proxmox.simple.fields import secret_serial as secret_serial_value
 from salt_proxmox.simple.spec import (
     Call,
     Declared,
@@ -310,11 +311,9 @@ def declare(
             "mailto-user`)"
         )
     if secret_serial is not None:
-        number, problem = serial("secret_serial", secret_serial)
+        number, problem = secret_serial_value(secret_serial, secrets, "secret")
         if problem:
             problems.append(problem)
-        elif not secrets:
-            problems.append("secret_serial: the declaration holds no secret to write again")
         else:
             values["secret_serial"] = number
     if problems:

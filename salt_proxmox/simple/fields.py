@@ -216,3 +216,13 @@ def serial(key: str, value: object) -> tuple[int | None, str | None]:
     ):
         return None, f"{key}: expected an integer, got {shown(value)}"
     return int(value), None
+
+
+def secret_serial(value: object, secrets: object, noun: str = "secret") -> tuple[int | None, str | None]:
+    """``secret_serial`` declared beside a family's secrets: ``(the integer, None)``, or ``(None, the
+    reason)`` when it is no integer (``serial``) or the declaration holds no ``noun`` it would write
+    again (a serial whose change would write nothing is refused by name)."""
+    number, problem = serial("secret_serial", value)
+    if problem is None and not secrets:
+        return None, f"secret_serial: the declaration holds no {noun} to write again"
+    return number, problem

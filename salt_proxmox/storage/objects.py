@@ -45,10 +45,11 @@ from salt_proxmox.access.privileges import listing_privileges
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.guest.absence import guest_configs
 from salt_proxmox.pve.client import api_path
-from salt_proxmox.pve.constraints import INTEGER, Endpoint, Rule
+from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.facts import release
 from salt_proxmox.pve.listing import get_rows, rows_of
 from salt_proxmox.simple.fields import canonical_values, deleted_keys, form_values, live_values
+from salt_proxmox.simple.fields import secret_serial as secret_serial_value
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, audited_listing, export_by, listed_row
 from salt_proxmox.storage.types import (
     ALL_OPTIONS,
@@ -198,15 +199,11 @@ def declare(
             "content: `unable to combine 'none' with other content types` (Plugin.pm decode_value)"
         )
     if secret_serial is not None:
-        if isinstance(secret_serial, bool) or not (
-            isinstance(secret_serial, int)
-            or (isinstance(secret_serial, str) and INTEGER.match(secret_serial))
-        ):
-            problems.append(f"secret_serial: expected an integer, got {shown(secret_serial)}")
-        elif not secrets:
-            problems.append("secret_serial: the declaration holds no secret to write again")
+        number, problem = secret_serial_value(secret_serial, secrets)
+        if problem:
+            problems.append(problem)
         else:
-            values["secret_serial"] = int(secret_serial)
+            values["secret_serial"] = number
     if problems:
         raise DeclarationError(problems)
     found = probe.declaring({"type": kind.name, **values}, adopt)
