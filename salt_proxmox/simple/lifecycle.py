@@ -37,6 +37,9 @@ from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.lowstate import Chunk
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect, note_declared, remember
 
+#: How a recorded serial beside a secret is named (``_last_declaration``).
+SERIAL = "_serial"
+
 
 def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False) -> dict | None:
     """The live object's canonical attributes, or None when PVE proves it absent.
@@ -497,9 +500,17 @@ def delete(ctx: PveContext, spec: ObjectSpec, decl: Declared, live: Mapping[str,
 
 
 def _last_declaration(spec: ObjectSpec, probe: Declared, row: dict | None) -> Declared:
+    """The declaration ``row`` recorded, declared again for the checks before a delete, or ``probe``
+    without a row. A serial ``spec.recorded`` keeps beside a secret (``secret_serial``,
+    ``password_serial``) is left out: the row never holds the secret, so the family would refuse the
+    serial alone, and a recorded value is compared with the row, which is this declaration."""
     if row is None or not isinstance(row.get("declared"), Mapping):
         return probe
-    recorded = dict(row["declared"])
+    recorded = {
+        key: value
+        for key, value in row["declared"].items()
+        if not (key in spec.recorded and str(key).endswith(SERIAL))
+    }
     try:
         return spec.declare(probe.state_id, probe.target, **recorded)
     except (DeclarationError, TypeError):

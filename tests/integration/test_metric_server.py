@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 from salt_proxmox.datacenter import metrics
 from salt_proxmox.export import objects
 from salt_proxmox.ownership.stores import MemoryStore
-from salt_proxmox.simple.lifecycle import present
+from salt_proxmox.simple.lifecycle import absent, present
 from tests.support.guests import make_context, requests_since, static_targets, writes
 
 TOKEN = "influx-token-0f1e2d3c"
@@ -127,3 +127,20 @@ def test_a_hand_made_server_exports_as_a_declaration_that_plans_clean_with_adopt
     done = present(ctx, metrics.SPEC, False, "influx", **exported.declaration)
     assert done.result is True and writes(requests_since(fresh_cluster, start)) == []
     assert fresh_cluster.pve.metric_tokens["influx"] == TOKEN, "adopting never touches the token"
+
+
+def test_a_server_declared_with_its_token_and_serial_is_destroyed_from_its_row(fresh_cluster):
+    """``removal: destroy`` re-reads the declaration the ownership row recorded, which never holds the
+    token: its ``secret_serial`` is compared with the row (``ObjectSpec.recorded``), so the row's
+    declaration without the token is still one the family can check before the delete."""
+    ctx = make_context(static_targets(fresh_cluster), store=MemoryStore())
+    _plan_apply_replan(fresh_cluster, ctx, "influx", **INFLUX)
+    plan = absent(ctx, metrics.SPEC, True, "influx", "destroy", name="influx")
+    assert plan.result is None and plan.changes == {
+        "deleted": {"old": plan.changes["deleted"]["old"], "new": None}
+    }
+    assert any("would be deleted" in line for line in plan.comment), plan.comment
+    gone = absent(ctx, metrics.SPEC, False, "influx", "destroy", name="influx")
+    assert gone.result is True, gone.comment
+    assert "influx" not in fresh_cluster.pve.metric_servers
+    assert TOKEN not in json.dumps([plan.comment, gone.comment], default=str)
