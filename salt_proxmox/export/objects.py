@@ -30,11 +30,14 @@ EXPORT = "export"
 @dataclass
 class Exported:
     """One object as pillar declares it: ``names`` (its identity keys, as ``identify`` takes them),
-    ``declaration`` (the entry's keys, identity included, ``adopt: true``), ``label`` (``pool prod``)."""
+    ``declaration`` (the entry's keys, identity included, ``adopt: true``), ``label`` (``pool prod``),
+    ``secrets``: the keys of its secrets left out (``ObjectSpec.export_secrets``), which
+    ``export.pillar.export`` notes with the pillar path each goes to."""
 
     names: dict
     declaration: dict
     label: str
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -112,11 +115,6 @@ def export(ctx: PveContext, spec: ObjectSpec, keep=lambda names: True) -> Found:
             except SaltProxmoxError as exc:
                 found.notes.append(f"{spec.noun} {names}: not exported, it cannot be read: {exc}")
                 continue
-            found.objects.append(Exported(names, declaration, probe.label))
-            secrets = sorted(spec.export_secrets(live)) if spec.export_secrets is not None else []
-            found.notes.extend(
-                f"{probe.label}: {key} is never shown by PVE, so not exported; if it holds one, put it in a "
-                f"secrets pillar file (the entry's {key}, read through secrets_pillar, never in this file)"
-                for key in secrets
-            )
+            secrets = tuple(sorted(spec.export_secrets(live))) if spec.export_secrets is not None else ()
+            found.objects.append(Exported(names, declaration, probe.label, secrets))
     return found

@@ -15,9 +15,11 @@ has them by its scope (``firewall.scope.export_place``): a guest's own options, 
 aliases (``vm/<vmid>``, ``ct/<vmid>``) pass ``vmid`` of that guest and ``node``/``pool`` of the guest's
 node and pool; a node's options and rule list (``node/<node>``) pass ``node`` of that node.
 
-Secrets are never exported (PVE does not show them, or shows them masked): a note names each, and
-where its value goes (a secrets pillar; the formula passes the entry's ``secrets_pillar``). ``to_yaml``
-writes the notes as YAML comments above the pillar.
+Secrets are never exported, whether PVE shows them or not (an smtp password, an InfluxDB token: never;
+an ``http_proxy`` password, ACME plugin data, an IPAM token: to an auditor): a note names each by the
+pillar path its value goes to in a secrets pillar file (``secret_note``), the entry's own path, which the
+formula passes its state as ``secrets_pillar``. ``to_yaml`` writes the notes as YAML comments above the
+pillar.
 """
 
 from __future__ import annotations
@@ -130,8 +132,9 @@ FIREWALL = {
 FIREWALL_SCOPED = frozenset({"firewall_alias", *FIREWALL})
 
 
-def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exported) -> None:
-    """Put ``found`` where the formula reads ``family``'s entries (its ``section``)."""
+def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exported) -> tuple[str, ...]:
+    """Put ``found`` where the formula reads ``family``'s entries (its ``section``); returns the entry's
+    pillar path (``("proxmox", "sdn", "ipams", "netbox")``)."""
     top, _, section = family.section.partition(":")
     entry = dict(found.declaration)
     names = found.names
@@ -139,7 +142,7 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         node, name = str(entry.pop("node")), str(entry.pop("name"))
         nodes = pillar.setdefault(top, {}).setdefault(section, {})
         nodes.setdefault(node, {}).setdefault("interfaces", {})[name] = entry
-        return
+        return (top, section, node, "interfaces", name)
     if family.section == "proxmox:sdn":
         plural = {
             "sdn_controller": "controllers",
@@ -152,43 +155,57 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})
         if kind.name == "sdn_subnet":
             cidr = str(entry.pop("name"))
-            entries[_label(f"{entry['vnet']}-{cidr}")] = {"cidr": cidr, **entry}
+            key = _label(f"{entry['vnet']}-{cidr}")
+            entries[key] = {"cidr": cidr, **entry}
         else:
-            entries[str(entry.pop("name"))] = entry
-        return
+            key = str(entry.pop("name"))
+            entries[key] = entry
+        return (top, section, plural, key)
     if family.section == "proxmox:mappings":  # proxmox:mappings:<kind>:<id> (mapping_pci: pci)
         entries = pillar.setdefault(top, {}).setdefault(section, {})
-        entries.setdefault(kind.name.removeprefix("mapping_"), {})[str(entry.pop("name"))] = entry
-        return
+        mapping_kind, key = kind.name.removeprefix("mapping_"), str(entry.pop("name"))
+        entries.setdefault(mapping_kind, {})[key] = entry
+        return (top, section, mapping_kind, key)
     if family.section == "proxmox:acme":  # proxmox:acme:plugins, as the formula's _acme reads it
-        plural = {"acme_plugin": "plugins"}[kind.name]
-        pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})[str(entry.pop("name"))] = (
-            entry
-        )
-        return
+        plural, key = {"acme_plugin": "plugins"}[kind.name], str(entry.pop("name"))
+        pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})[key] = entry
+        return (top, section, plural, key)
     if family.section == "proxmox:notifications":  # the formula's NOTIFICATION_KEYS
         plural = {"notification_endpoint": "endpoints", "notification_matcher": "matchers"}[kind.name]
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})
-        entries[str(entry.pop("name"))] = entry
-        return
+        key = str(entry.pop("name"))
+        entries[key] = entry
+        return (top, section, plural, key)
     if kind.name in FIREWALL:
         entries = pillar.setdefault(top, {}).setdefault(section, {}).setdefault(FIREWALL[kind.name], {})
-        entries[_named(entries, entry)] = entry
-        return
+        key = _named(entries, entry)
+        entries[key] = entry
+        return (top, section, FIREWALL[kind.name], key)
     entries = pillar.setdefault(top, {})
     for part in section.split(":"):  # proxmox:pbs:datastores nests one level deeper
         entries = entries.setdefault(part, {})
     if family.guest is not None:
         base = entry.get("hostname") or entry.get("name") or f"{family.name}{names['vmid']}"
-        entries[_unique(entries, _label(str(base)), names["vmid"])] = entry
-        return
-    if family.section in ID_ONLY:
+        key = _unique(entries, _label(str(base)), names["vmid"])
+    elif family.section in ID_ONLY:
         kind_key = next(key for key in ("user", "group", "token") if key in names)
         where = str(names["path"]).strip("/") or "root"
         base = _label(f"{names['role']}-{names[kind_key]}-on-{where}")
-        entries[_unique(entries, base, len(entries))] = entry
-        return
-    entries[_named(entries, entry)] = entry
+        key = _unique(entries, base, len(entries))
+    else:
+        key = _named(entries, entry)
+    entries[key] = entry
+    return (top, *section.split(":"), key)
+
+
+def secret_note(label: str, path: tuple[str, ...], key: str) -> str:
+    """The note on secret ``key`` of the object ``label`` exported at pillar ``path``: where its value
+    goes (the entry's own path, which the formula gives its state as ``secrets_pillar``)."""
+    return (
+        f"{label}: {key} is a secret, so not exported; if it holds one, put its value at "
+        f"{':'.join((*path, key))} in a secrets pillar file of its own (the state reads it there through "
+        "secrets_pillar), never in this file"
+    )
 
 
 def _scoped(entry: object) -> bool:
@@ -255,7 +272,8 @@ def export(ctx, bao, filters: Filters, pbs: Mapping[str, object] | None = None) 
                 for item in found.objects:
                     if where is not None and len(pbs) > 1:
                         item.declaration["target"] = where
-                    place(result.pillar, family, kind, item)
+                    path = place(result.pillar, family, kind, item)
+                    result.notes.extend(secret_note(item.label, path, key) for key in item.secrets)
                     result.count += 1
                 result.notes.extend(found.notes)
     return result

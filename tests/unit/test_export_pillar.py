@@ -8,7 +8,7 @@ import yaml
 
 from salt_proxmox import registry
 from salt_proxmox.export.objects import Exported, default_values
-from salt_proxmox.export.pillar import Export, Filters, family_filter, place, to_yaml
+from salt_proxmox.export.pillar import Export, Filters, family_filter, place, secret_note, to_yaml
 from salt_proxmox.firewall.scope import export_place
 from tests.support.formula import formula
 
@@ -124,3 +124,44 @@ def test_a_guest_s_own_alias_and_a_cluster_alias_named_as_its_label_are_both_kep
         place(pillar, family, family.kinds[0], Exported(names, dict(declaration), "x"))
     aliases = pillar["proxmox"]["firewall_aliases"]
     assert aliases == {"vm-510-gw": {"cidr": "10.9.9.9", "adopt": True}, "vm-510-gw-2": own}, aliases
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "declaration", "secret"),
+    [
+        ("cluster_options", 0, {"name": "cluster", "keyboard": "de"}, "http_proxy"),
+        ("notification", 0, {"name": "ops-mail", "type": "smtp", "server": "mail.example.org"}, "password"),
+        ("metric_server", 0, {"name": "influx", "type": "influxdb", "server": "influx.example.org"}, "token"),
+        ("acme", 0, {"name": "lab-dns", "type": "dns", "api": "cf"}, "data"),
+        ("sdn", 1, {"name": "netbox", "type": "netbox", "url": "https://nb.example.org/api"}, "token"),
+        ("sdn", 2, {"name": "pdns", "type": "powerdns", "url": "https://pdns.example.org"}, "key"),
+        ("storage", 0, {"name": "pbs", "type": "pbs", "server": "192.0.2.9"}, "password"),
+    ],
+)
+def test_a_secret_s_note_names_the_pillar_path_its_state_reads_it_from(
+    name: str, kind: int, declaration: dict, secret: str
+) -> None:
+    """A secret is never exported, whether PVE shows it (``http_proxy``, ACME ``data``, an IPAM ``token``
+    to an auditor) or not: the note names the pillar path its value goes to, and that is the path the
+    formula gives the entry's state as ``secrets_pillar``, so the value put there reaches the state."""
+    family = _family(name)
+    pillar: dict = {}
+    found = Exported({"name": declaration["name"]}, {**declaration, "adopt": True}, "x", (secret,))
+    path = place(pillar, family, family.kinds[kind], found)
+    note = secret_note("x", path, secret)
+    assert f" at {':'.join(path)}:{secret} in a secrets pillar file" in note
+    assert "never shown" not in note, "PVE shows some of them to an auditor"
+    entry = pillar
+    for part in path:
+        entry = entry[part]
+    entry[secret] = "s3cret-for-a-unit-test"
+    states = formula().estate(pillar)
+    given = [
+        arg["secrets_pillar"]
+        for body in states.values()
+        for args in body.values()
+        for arg in args
+        if "secrets_pillar" in arg
+    ]
+    assert given == [list(path)]
+    assert "s3cret-for-a-unit-test" not in repr(states), "a secret is never a state argument"
