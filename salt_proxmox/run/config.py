@@ -329,13 +329,14 @@ def context_for(
     ``overlap.own_connections``). ``slots_dir``: where the minion keeps its task slots
     (``overlap.slots_dir``), used when the target's guest tasks overlap (``task_concurrency`` above 1).
 
-    ``root_lane`` (``pve.lane.parse_root_lane``) becomes the context's ``lane``.
+    ``root_lane`` (``pve.lane.parse_root_lane``) becomes the context's ``lane`` (``pve.lane.make_lane``:
+    the ticket lane shares the run's session, OpenBao connection and memo).
 
     Raises DeclarationError for a missing or malformed target (a bad ``root_lane`` named by key).
     """
     chosen = pick_target(targets, name)
     target = parse_target(chosen, targets[chosen])
-    lane = make_lane(parse_root_lane(chosen, target.root_lane))
+    lane_config = parse_root_lane(chosen, target.root_lane, target.credentials.get("source"))
     overlap.own_connections(cache)
     session_key = f"salt_proxmox.session/{chosen}"
     session = cache.get(session_key)
@@ -358,6 +359,7 @@ def context_for(
         memo = RunMemo()
         cache[memo_key] = memo
     broker = CredentialBroker(target, cache, openbao)
+    lane = make_lane(lane_config, target, session, broker, memo)
     # ``extra`` is the run's cache, so what is read once per run (pve.facts) is read once, and a
     # failed network apply stops the later ones of the run.
     slots = None
