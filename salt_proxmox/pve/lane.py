@@ -37,18 +37,13 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote
 
-import requests
-
 from salt_proxmox.errors import DeclarationError, Uncertain
-from salt_proxmox.openbao.creds import CredentialBroker
-from salt_proxmox.pve.client import Target
 from salt_proxmox.pve.errors import PveError, classify
-from salt_proxmox.pve.ticket import TicketLane
 
 log = logging.getLogger(__name__)
 
@@ -320,21 +315,3 @@ class PveshLane:
         if done.returncode != 0:
             raise pvesh_error(method, path, done.returncode, done.stderr)
         return pvesh_result(method, path, done.stdout)
-
-
-def make_lane(
-    config: LaneConfig | None,
-    target: Target | None = None,
-    session: requests.Session | None = None,
-    broker: CredentialBroker | None = None,
-    memo: MutableMapping[str, object] | None = None,
-) -> PveshLane | TicketLane | None:
-    """The lane a target's ``root_lane`` configures, or None. The ticket lane calls ``target``'s
-    members over its run's ``session``, reads root@pam's password through ``broker``'s OpenBao
-    connection and keeps its ticket in the run's ``memo``; the pvesh lane needs none of them."""
-    if config is None:
-        return None
-    if config.via == "ticket":
-        assert target is not None and session is not None and broker is not None and memo is not None
-        return TicketLane(config, target, session, broker, memo)
-    return PveshLane(config)

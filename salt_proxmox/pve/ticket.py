@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import hvac.exceptions
 import requests
@@ -45,9 +44,7 @@ from salt_proxmox.openbao.client import describe_failure
 from salt_proxmox.openbao.creds import CredentialBroker, CredentialError, kv_payload
 from salt_proxmox.pve.client import PveClient, Target, header_problem
 from salt_proxmox.pve.errors import PveError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.pve.lane import LaneConfig
+from salt_proxmox.pve.lane import LaneConfig
 
 log = logging.getLogger(__name__)
 
