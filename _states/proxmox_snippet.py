@@ -15,10 +15,11 @@ a VM's ``cicustom`` names, a guest's hookscript), written through the target's r
         - adopt: false                   # true takes over a file this minion did not write
 
 PVE has no API call that writes a snippet, so the target needs ``root_lane: pvesh`` and the states run
-on a node of its cluster. A snippet is compared by the sha256 of its bytes; its content is never shown.
-A ``source`` is read (and rendered) by the ``proxmox`` execution module with Salt's own file machinery
-(``cp.get_file_str``, ``file.apply_template_on_contents``): the text never is a state argument. The logic
-lives in ``salt_proxmox.snippet`` behind the ``proxmox`` execution module."""
+on a node of its cluster (the ticket lane, which only calls the API, is refused). A snippet is compared
+by the sha256 of its bytes; its content is never shown. A ``source`` is read (and rendered) by the
+``proxmox`` execution module with Salt's own file machinery (``cp.get_file_str``,
+``file.apply_template_on_contents``): the text never is a state argument. The logic lives in
+``salt_proxmox.snippet`` behind the ``proxmox`` execution module."""
 
 __virtualname__ = "proxmox_snippet"
 

@@ -102,8 +102,8 @@ class Decision:
     #: (``Family.config_task``); None: the ``PUT``.
     task: str | None = None
     after_task: str | None = None
-    #: The root lane the change's root keys are written through (``pvesh on pve1``:
-    #: ``guest.lane.route``); None when it has none.
+    #: The root lane the change's root keys are written through (``pvesh on pve1``, ``ticket for
+    #: root@pam``: ``guest.lane.route``); None when it has none.
     lane: str | None = None
 
 

@@ -14,13 +14,20 @@ create step's failure does; the next run finds the guest tied to our create and 
 those keys, records it as ours and writes them through the lane (``guest.decide``).
 
 Without a lane, a root key is refused at plan as before, plus the lane to configure (``route``).
-With one, its preconditions are checked once per run at plan and apply (``lane_check``): ``pvesh``
-present and answering (it runs as root@pam or refuses: ``please run as root``), and the node it
-runs on a member of the target's cluster — ``GET /cluster/status`` through the lane (the row with
-``local: 1`` is its node, pve-manager ``PVE/API2/Cluster.pm`` ``get_status``) against the same read
-with the read token (the cluster's name and nodes). A lane write is digest-guarded like any other,
-a task it starts is awaited by its owner (root@pam, through the lane: ``pve.tasks.await_task``),
-and it is read back by the read token.
+With one, its preconditions are checked once per run at plan and apply (``lane_check``):
+
+- the pvesh lane: ``pvesh`` present and answering (it runs as root@pam or refuses: ``please run as
+  root``), and the node it runs on a member of the target's cluster — ``GET /cluster/status``
+  through the lane (the row with ``local: 1`` is its node, pve-manager ``PVE/API2/Cluster.pm``
+  ``get_status``) against the same read with the read token (the cluster's name and nodes);
+- the ticket lane: a ticket obtained for root@pam with its password from OpenBao
+  (``pve.ticket.TicketLane.login``: PVE's answer names ``username`` ``root@pam``, asks for no second
+  factor). It calls the target's own members, so it is in the cluster by construction; it has no
+  node of its own, so what is written as a file on a node (``Family.file_keys``: a container's raw
+  ``lxc.*`` lines; snippets) is refused naming the pvesh lane (``node_refusal``).
+
+A lane write is digest-guarded like any other, a task it starts is awaited by its owner (root@pam,
+through the lane: ``pve.tasks.await_task``), and it is read back by the read token.
 """
 
 from __future__ import annotations
@@ -29,12 +36,14 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.guest.change import Change
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.lane import NOT_ROOT, PveshLane
 from salt_proxmox.pve.tasks import await_task, upid_node
+from salt_proxmox.pve.ticket import TicketLane
 from salt_proxmox.run.context import PveContext
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,15 +60,25 @@ def _rows(answer: object) -> list[Mapping[str, object]]:
 
 def lane_check(ctx: PveContext) -> tuple[str, list[str]]:
     """``(label, refusals)`` of the target's root lane, checked once per run (``ctx.memo``):
-    ``pvesh on <node>`` when its preconditions hold (module docstring), else each one that does
-    not, as a sentence saying why. Raises what the read token's ``GET /cluster/status`` raises."""
+    ``pvesh on <node>`` or ``ticket for root@pam`` when its preconditions hold (module docstring),
+    else each one that does not, as a sentence saying why. Raises what the read token's ``GET
+    /cluster/status`` raises (the pvesh lane's membership check)."""
     key = _CHECKED.format(target=ctx.target.name)
     if key in ctx.memo:
         return ctx.memo[key]
     lane = ctx.lane
-    assert isinstance(lane, PveshLane)
     where = f"proxmox:targets:{ctx.target.name}:root_lane"
     found: tuple[str, list[str]]
+    if isinstance(lane, TicketLane):
+        try:
+            lane.login()  # its username is root@pam, or it raises TicketRefused
+        except SaltProxmoxError as exc:
+            found = (lane.label, [f"{where}: {exc} Nothing goes through the lane."])
+        else:
+            found = (lane.label, [])
+        ctx.memo[key] = found
+        return found
+    assert isinstance(lane, PveshLane)
     if lane.executable() is None:
         found = ("pvesh", [
             f"{where}: pvesh is not {'at ' + lane.config.pvesh if lane.config.pvesh else 'on the PATH'} of "
@@ -85,12 +104,27 @@ def lane_check(ctx: PveContext) -> tuple[str, list[str]]:
 
 def lane_node(ctx: PveContext) -> str | None:
     """The node the target's root lane runs on, once ``lane_check`` found its preconditions hold
-    (its label is ``pvesh on <node>``), else None. Reads nothing."""
+    (its label is ``pvesh on <node>``), else None: None for the ticket lane, which has no node of its
+    own. Reads nothing."""
     found = ctx.memo.get(_CHECKED.format(target=ctx.target.name))
     if not found or found[1]:
         return None
     label = str(found[0])
     return label.removeprefix(LABEL) if label.startswith(LABEL) else None
+
+
+def node_refusal(ctx: PveContext, what: str, files: str) -> str | None:
+    """None when the target's lane runs on a node (pvesh), else the sentence refusing ``what``
+    (``lxc``, a snippet) through the ticket lane: ``files`` are written on the node, by a local file
+    write, and the ticket lane only speaks the API, which has no call that writes them."""
+    if not isinstance(ctx.lane, TicketLane):
+        return None
+    return (
+        f"{what}: needs the pvesh lane ({files} are written on the node); the ticket lane ({ctx.lane.label}) "
+        "only calls the API, which has no call that writes them. Configure "
+        f"proxmox:targets:{ctx.target.name}:root_lane: pvesh and run the states on a node of the cluster "
+        "(a minion there, or salt-ssh to it)."
+    )
 
 
 def _membership(ctx: PveContext, where: str, laned: list[Mapping[str, object]]) -> tuple[str, list[str]]:
@@ -119,22 +153,36 @@ def _membership(ctx: PveContext, where: str, laned: list[Mapping[str, object]]) 
 def route(
     ctx: PveContext, change: Change, node: str | None = None, on_node: Collection[str] = ()
 ) -> tuple[str | None, list[str]]:
-    """Where ``change``'s root keys go: ``(label, [])`` through the lane (``pvesh on pve1``),
-    ``(None, refusals)`` when there is no lane (the family's sentences, then the lane to
-    configure) or its preconditions fail (``lane_check``), ``(None, [])`` with no root keys. The
-    keys of ``on_node`` are written in the guest's files on its own node (``Family.file_keys``), so
-    the lane must run on ``node``, else they are refused naming where to run."""
+    """Where ``change``'s root keys go: ``(label, [])`` through the lane (``pvesh on pve1``,
+    ``ticket for root@pam``), ``(None, refusals)`` when there is no lane (the family's sentences,
+    then the lane to configure) or its preconditions fail (``lane_check``), ``(None, [])`` with no
+    root keys. The keys of ``on_node`` are written in the guest's files on its own node
+    (``Family.file_keys``), so the lane must be pvesh (``node_refusal``) running on ``node``, else
+    they are refused naming where to run."""
     if not change.root:
         return None, []
+    filed = [key for key in change.root if key in on_node]
     if ctx.lane is None:
+        # Keys written as files on the node have the pvesh lane only (node_refusal).
+        ticket = (
+            ""
+            if len(filed) == len(change.root)
+            else (
+                ", or root_lane: {via: ticket, password: {path: <OpenBao path>}} (root@pam's password from "
+                "OpenBao)"
+            )
+        )
         return None, [
             *change.root.values(),
             f"Or let this product write {', '.join(change.root)} as root: configure "
             f"proxmox:targets:{ctx.target.name}:root_lane: pvesh and run the states on a node of the cluster "
-            "(a minion there, or salt-ssh to it).",
+            f"(a minion there, or salt-ssh to it){ticket}.",
         ]
     label, refusals = lane_check(ctx)
-    filed = [key for key in change.root if key in on_node]
+    if filed:
+        refused = node_refusal(ctx, ", ".join(filed), "files under /etc/pve")
+        if refused:
+            return None, [*refusals, refused]
     local = ctx.memo.get(_CHECKED.format(target=ctx.target.name) + "/node")
     if not refusals and filed and node is not None and local != node:
         refusals = [

@@ -303,11 +303,7 @@ class PveClient:
         request could not be made, and Uncertain when a write may have reached PVE but its answer
         does not say what happened.
         """
-        problem = credential_problem(credential.token_id, credential.secret)
-        if problem:
-            raise DeclarationError(
-                f"the {credential.role} credential of target {self.target.name}: {problem}"
-            )
+        auth = self.auth_for(method, credential)
         failures: list[str] = []
         for index, member in enumerate(self.target.members):
             url = f"{member}/api2/json/{path}"
@@ -319,7 +315,7 @@ class PveClient:
                     params=params,
                     data=None if as_json else form,
                     json=dict(form or {}) if as_json else None,
-                    auth=TokenAuth(self.authorization(credential)),
+                    auth=auth,
                     timeout=self.target.timeout,
                     # Per request: requests lets REQUESTS_CA_BUNDLE override a Session's verify.
                     verify=self.target.verify,
@@ -382,6 +378,17 @@ class PveClient:
             "this minion reaches their port, and for TLS that verify names the CA that signed their "
             "certificates, then run the state again."
         )
+
+    def auth_for(self, method: str, credential: Credential) -> AuthBase:
+        """The ``auth`` of one request (``method``) with ``credential``: its token's header
+        (``TokenAuth``). Raises DeclarationError for a credential that cannot go in a header. The root
+        lane's ticket client gives a ticket's cookie instead (``salt_proxmox.pve.ticket``)."""
+        problem = credential_problem(credential.token_id, credential.secret)
+        if problem:
+            raise DeclarationError(
+                f"the {credential.role} credential of target {self.target.name}: {problem}"
+            )
+        return TokenAuth(self.authorization(credential))
 
     def authorization(self, credential: Credential) -> str:
         """The ``Authorization`` header value for ``credential`` (PVE's ``PVEAPIToken=``)."""

@@ -1,8 +1,10 @@
 """The root lane: a second transport for the writes PVE lets only ``root@pam`` make
 (``proxmox:targets:<t>:root_lane``). Reads stay on the read token; only root-only keys go this way.
 
-One interface (``Lane``: ``label``, ``request``, ``check``), one implementation today: ``PveshLane``,
-``pvesh`` run as root on a node of the target's cluster. ``pvesh`` calls the same API handlers as
+One interface (``Lane``: ``label``, ``request``), two implementations: ``PveshLane`` here, ``pvesh``
+run as root on a node of the target's cluster, and ``salt_proxmox.pve.ticket.TicketLane``, the
+target's own API with a root@pam ticket got with its password from OpenBao (no node of its own, so
+nothing written as a file on a node goes that way). ``pvesh`` calls the same API handlers as
 pveproxy, as ``root@pam`` and with no credential (pve-manager ``PVE/CLI/pvesh.pm`` ``call_api_method``;
 ``setup_environment`` is pve-common ``PVE/RESTEnvironment.pm`` ``setup_default_cli_env``, whose user
 is ``root@pam`` and which dies ``please run as root`` for any other uid). So "am I root" is asked of
@@ -47,11 +49,14 @@ log = logging.getLogger(__name__)
 
 #: ``pvesh``'s verbs (pve-manager ``PVE/CLI/pvesh.pm`` ``$method_map``).
 VERBS = {"GET": "get", "POST": "create", "PUT": "set", "DELETE": "delete"}
-#: The lanes ``root_lane: <via>`` names; ``ticket`` is designed but not served yet.
-KINDS = ("pvesh",)
+#: The lanes ``root_lane: <via>`` names: ``pvesh`` on a node (``PveshLane``), or the API with a
+#: root@pam ticket (``salt_proxmox.pve.ticket.TicketLane``).
+KINDS = ("pvesh", "ticket")
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_PVE_DIR = "/etc/pve"
 DEFAULT_LOCK_DIR = "/run/lock"
+#: The key of root@pam's password at the ticket lane's OpenBao path, unless ``password:key`` says.
+DEFAULT_PASSWORD_KEY = "password"  # noqa: S105 - a key's name, not a password
 #: pve-common ``PVE/RESTEnvironment.pm`` ``setup_default_cli_env``.
 NOT_ROOT = "please run as root"
 _CODED = re.compile(r"^(\d{3}) (.*)$")
@@ -60,23 +65,37 @@ _PARAM = re.compile(r"^([A-Za-z][\w-]*): (.*)$")
 
 @dataclass(frozen=True)
 class LaneConfig:
-    """``proxmox:targets:<t>:root_lane`` as configured: ``via`` (``pvesh``), the ``pvesh`` to run (a
-    path; None: ``pvesh`` on the minion's PATH), ``timeout`` (seconds one call may take), and where
-    the node keeps what no API call writes: ``pve_dir`` (pmxcfs, ``/etc/pve``: a container's raw
-    ``lxc.*`` lines live in ``<pve_dir>/lxc/<vmid>.conf``) and ``lock_dir`` (``/run/lock``: PVE's
-    per-guest config locks, pve-guest-common ``PVE/AbstractConfig.pm`` ``config_file_lock``)."""
+    """``proxmox:targets:<t>:root_lane`` as configured: ``via`` (``pvesh`` or ``ticket``).
+
+    For ``pvesh``: the ``pvesh`` to run (a path; None: ``pvesh`` on the minion's PATH), ``timeout``
+    (seconds one call may take), and where the node keeps what no API call writes: ``pve_dir``
+    (pmxcfs, ``/etc/pve``: a container's raw ``lxc.*`` lines live in ``<pve_dir>/lxc/<vmid>.conf``)
+    and ``lock_dir`` (``/run/lock``: PVE's per-guest config locks, pve-guest-common
+    ``PVE/AbstractConfig.pm`` ``config_file_lock``).
+
+    For ``ticket`` (``salt_proxmox.pve.ticket``): ``password_path``, the OpenBao path holding
+    root@pam's password (as ``hvac``'s ``read`` takes it: a KV version 2 mount's ``data/`` segment
+    named), and ``password_key``, its key there; calls take the target's ``timeout``."""
 
     via: str
     pvesh: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     pve_dir: str = DEFAULT_PVE_DIR
     lock_dir: str = DEFAULT_LOCK_DIR
+    password_path: str | None = None
+    password_key: str = DEFAULT_PASSWORD_KEY
 
 
-def parse_root_lane(target: str, raw: object) -> LaneConfig | None:
-    """Check ``proxmox:targets:<target>:root_lane``: absent (None), ``pvesh``, or a mapping ``{via:
+#: The keys of each ``via``.
+KEYS = {"pvesh": {"via", "pvesh", "timeout", "pve_dir", "lock_dir"}, "ticket": {"via", "password"}}
+
+
+def parse_root_lane(target: str, raw: object, source: object = None) -> LaneConfig | None:
+    """Check ``proxmox:targets:<target>:root_lane``: absent (None), ``pvesh``, a mapping ``{via:
     pvesh, pvesh: <absolute path>, timeout: <seconds>, pve_dir: <absolute path>, lock_dir: <absolute
-    path>}``.
+    path>}``, or ``{via: ticket, password: {path: <OpenBao path>, key: <key, default password>}}``.
+    ``source``: the target's ``credentials:source``; the ticket lane needs ``openbao``, as root@pam's
+    password is read through the target's own OpenBao connection and never kept in pillar.
 
     Raises DeclarationError naming the key and the rule; nothing is run."""
     key = f"proxmox:targets:{target}:root_lane"
@@ -85,19 +104,22 @@ def parse_root_lane(target: str, raw: object) -> LaneConfig | None:
     if isinstance(raw, str):
         raw = {"via": raw}
     if not isinstance(raw, Mapping):
-        raise DeclarationError(f"{key}: expected pvesh, or a mapping with via: pvesh")
+        raise DeclarationError(f"{key}: expected pvesh, or a mapping with via: pvesh or via: ticket")
     problems = []
-    unknown = sorted(map(str, set(raw) - {"via", "pvesh", "timeout", "pve_dir", "lock_dir"}))
-    if unknown:
-        problems.append(f"{key}: unknown key(s) {', '.join(unknown)}")
     via = raw.get("via")
-    if via == "ticket":
+    if via not in KINDS:
+        problems.append(f"{key}:via: expected pvesh or ticket, got {via!r}")
+    unknown = sorted(map(str, set(raw) - KEYS.get(str(via), set().union(*KEYS.values()))))
+    if unknown:
         problems.append(
-            f"{key}:via: the ticket lane is not served by this release; use pvesh on a minion that runs "
-            "on a node of the cluster"
+            f"{key}: unknown key(s) {', '.join(unknown)}"
+            + (f" (via: {via} takes {', '.join(sorted(KEYS[via] - {'via'}))})" if via in KEYS else "")
         )
-    elif via not in KINDS:
-        problems.append(f"{key}:via: expected pvesh, got {via!r}")
+    if via == "ticket":
+        path, name, more = _ticket_password(key, raw.get("password"), source)
+        if problems or more:
+            raise DeclarationError([*problems, *more])
+        return LaneConfig(via="ticket", password_path=path, password_key=name)
     path = raw.get("pvesh")
     if path is not None and not (isinstance(path, str) and os.path.isabs(path)):
         problems.append(f"{key}:pvesh: expected the absolute path of pvesh")
@@ -116,16 +138,49 @@ def parse_root_lane(target: str, raw: object) -> LaneConfig | None:
     return LaneConfig(via=str(via), pvesh=path, timeout=float(timeout), **dirs)
 
 
+def _ticket_password(key: str, raw: object, source: object) -> tuple[str, str, list[str]]:
+    """``(path, key, problems)`` of a ticket lane's ``password`` (``parse_root_lane``)."""
+    problems = []
+    if source != "openbao":
+        problems.append(
+            f"{key}:via: the ticket lane reads root@pam's password from OpenBao through the target's "
+            f"credentials, and its credentials:source is {source!r}: set credentials:source: openbao, or "
+            "use root_lane: pvesh on a node of the cluster"
+        )
+    if not isinstance(raw, Mapping):
+        problems.append(
+            f"{key}:password: expected {{path: <OpenBao path>, key: <key>}} naming where root@pam's "
+            "password is kept in OpenBao (never the password itself)"
+        )
+        return "", DEFAULT_PASSWORD_KEY, problems
+    unknown = sorted(map(str, set(raw) - {"path", "key"}))
+    if unknown:
+        problems.append(f"{key}:password: unknown key(s) {', '.join(unknown)} (path, key)")
+    path, name = raw.get("path"), raw.get("key", DEFAULT_PASSWORD_KEY)
+    if not isinstance(path, str) or not path.strip("/"):
+        problems.append(
+            f"{key}:password:path: expected the OpenBao path of root@pam's password (a KV version 2 "
+            "mount's with its data/ segment: secret/data/pve/root)"
+        )
+        path = ""
+    if not isinstance(name, str) or not name:
+        problems.append(f"{key}:password:key: expected the key under which the password is kept")
+        name = DEFAULT_PASSWORD_KEY
+    return path.strip("/"), name, problems
+
+
 class SecretInLane(DeclarationError):
     """A form holding a secret was about to go through ``pvesh``'s argv; nothing was run."""
 
 
 class Lane(Protocol):
-    """What a root lane offers: its ``label`` for the plan (``pvesh on pve1``, known once
-    ``check``ed), ``request`` (``PveClient.request``'s shape, as root@pam: ``pve.tasks.await_task``
-    polls a lane's task through it) and ``check`` (its preconditions)."""
+    """What a root lane offers: its ``label`` for the plan (``pvesh on pve1`` once its node is
+    known, ``ticket for root@pam``), its ``config`` (``LaneConfig``) and ``request``
+    (``PveClient.request``'s shape, as root@pam: ``pve.tasks.await_task`` polls a lane's task through
+    it). Its preconditions are checked by ``guest.lane.lane_check``."""
 
     label: str
+    config: LaneConfig
 
     def request(
         self,
@@ -260,8 +315,3 @@ class PveshLane:
         if done.returncode != 0:
             raise pvesh_error(method, path, done.returncode, done.stderr)
         return pvesh_result(method, path, done.stdout)
-
-
-def make_lane(config: LaneConfig | None) -> PveshLane | None:
-    """The lane a target's ``root_lane`` configures, or None."""
-    return None if config is None else PveshLane(config)

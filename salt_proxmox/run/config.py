@@ -20,9 +20,10 @@ from salt_proxmox.outcome import Outcome
 from salt_proxmox.ownership.files import FileStore, GrainStore, MinionStore
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.stores import OwnershipStore, grains_file, rows_file
-from salt_proxmox.pve.client import PveClient, new_session, parse_target
-from salt_proxmox.pve.lane import make_lane, parse_root_lane
+from salt_proxmox.pve.client import PveClient, Target, new_session, parse_target
+from salt_proxmox.pve.lane import LaneConfig, PveshLane, parse_root_lane
 from salt_proxmox.pve.readahead import ReadAhead
+from salt_proxmox.pve.ticket import TicketLane
 from salt_proxmox.run import grain as owned_grain
 from salt_proxmox.run import overlap
 from salt_proxmox.run.context import PveContext
@@ -316,6 +317,24 @@ def pick_target(targets: object, name: str | None, section: str = "proxmox:targe
     return name
 
 
+def make_lane(
+    config: LaneConfig | None,
+    target: Target,
+    session: requests.Session,
+    broker: CredentialBroker,
+    memo: RunMemo,
+) -> PveshLane | TicketLane | None:
+    """The lane a target's ``root_lane`` configures (``pve.lane.parse_root_lane``), or None. The
+    ticket lane calls ``target``'s members over the run's ``session``, reads root@pam's password
+    through ``broker``'s OpenBao connection and keeps its ticket in the run's ``memo``
+    (``pve.ticket``); the pvesh lane needs none of them (``pve.lane.PveshLane``)."""
+    if config is None:
+        return None
+    if config.via == "ticket":
+        return TicketLane(config, target, session, broker, memo)
+    return PveshLane(config)
+
+
 def context_for(
     targets: object,
     name: str | None,
@@ -329,13 +348,14 @@ def context_for(
     ``overlap.own_connections``). ``slots_dir``: where the minion keeps its task slots
     (``overlap.slots_dir``), used when the target's guest tasks overlap (``task_concurrency`` above 1).
 
-    ``root_lane`` (``pve.lane.parse_root_lane``) becomes the context's ``lane``.
+    ``root_lane`` (``pve.lane.parse_root_lane``) becomes the context's ``lane`` (``make_lane``: the
+    ticket lane shares the run's session, OpenBao connection and memo).
 
     Raises DeclarationError for a missing or malformed target (a bad ``root_lane`` named by key).
     """
     chosen = pick_target(targets, name)
     target = parse_target(chosen, targets[chosen])
-    lane = make_lane(parse_root_lane(chosen, target.root_lane))
+    lane_config = parse_root_lane(chosen, target.root_lane, target.credentials.get("source"))
     overlap.own_connections(cache)
     session_key = f"salt_proxmox.session/{chosen}"
     session = cache.get(session_key)
@@ -358,6 +378,7 @@ def context_for(
         memo = RunMemo()
         cache[memo_key] = memo
     broker = CredentialBroker(target, cache, openbao)
+    lane = make_lane(lane_config, target, session, broker, memo)
     # ``extra`` is the run's cache, so what is read once per run (pve.facts) is read once, and a
     # failed network apply stops the later ones of the run.
     slots = None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from salt_proxmox.openbao.creds import CredentialBroker
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.pve.client import PveClient, Target
-from salt_proxmox.pve.lane import PveshLane
+from salt_proxmox.pve.lane import Lane
 from salt_proxmox.pve.readahead import ReadAhead
 from salt_proxmox.pve.tasks import (
     CREATE_POLLS,
@@ -57,7 +57,7 @@ class PveContext:
     notes: list[str] = field(default_factory=list)
     slots: TaskSlots | None = None
     #: The target's root lane (``proxmox:targets:<t>:root_lane``, ``salt_proxmox.pve.lane``), or None.
-    lane: PveshLane | None = None
+    lane: Lane | None = None
     _held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
     _holding: bool = field(default=False, repr=False)
 

@@ -4,7 +4,8 @@ refused at plan with why and the remedy (``place``).
 - **the lane**: PVE has no API call that writes a snippet (pve-storage ``src/PVE/API2/Storage/Status.pm``
   ``upload``: ``content`` is one of ``iso``, ``vztmpl``, ``import``), so the file is written on a node,
   by the states running there as root: the target needs ``root_lane: pvesh`` whose preconditions hold
-  (``guest.lane.lane_check``), and the node is the lane's;
+  (``guest.lane.lane_check``), and the node is the lane's; the ticket lane, which only calls the
+  API, is refused naming the pvesh lane (``guest.lane.node_refusal``);
 - **the storage** (``GET /storage``, ``pve.facts.storages``): it exists (or a state earlier in this run
   creates it); its type keeps files under a ``path`` and takes ``snippets`` (``plugindata`` ``content``:
   dir, nfs, cifs, cephfs, btrfs — ``storage.types.TYPES``); its ``content`` includes ``snippets``
@@ -24,7 +25,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from salt_proxmox.guest.lane import lane_check, lane_node
+from salt_proxmox.guest.lane import lane_check, lane_node, node_refusal
 from salt_proxmox.pve.facts import SHARED_TYPES, storages
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.simple.spec import planned, will_exist
@@ -131,15 +132,19 @@ def storage_refusals(storage: str, config: Mapping[str, object] | None, node: st
 
 
 def place(ctx: PveContext, snippet: Snippet, where: str) -> tuple[Place | None, list[str]]:
-    """``(Place, [])`` for ``snippet``, or ``(None, refusals)``: no lane, the lane's preconditions, the
-    storage (module docstring). ``where`` names the declaration in the lane's refusal. Raises what
-    the reads raise (PveError, PveMalformed, PveUnreachable, CredentialError): never taken for absence."""
+    """``(Place, [])`` for ``snippet``, or ``(None, refusals)``: no lane, the lane's preconditions, a
+    lane with no node (the ticket lane), the storage (module docstring). ``where`` names the
+    declaration in the lane's refusal. Raises what the reads raise (PveError, PveMalformed,
+    PveUnreachable, CredentialError): never taken for absence."""
     if ctx.lane is None:
         return None, [
             f"{where}: {NO_UPLOAD}: configure proxmox:targets:{ctx.target.name}:root_lane: pvesh and run the "
             "states on a node of the cluster (a minion there, or salt-ssh to it)."
         ]
     via, refusals = lane_check(ctx)
+    refused = node_refusal(ctx, where, "files in the storage's snippets directory")
+    if refused:
+        return None, [*refusals, refused]
     node = lane_node(ctx)
     if refusals or node is None:
         return None, refusals or [f"{where}: the root lane's node is unknown."]

@@ -58,8 +58,9 @@ def test_root_lane_configuration(raw, expected) -> None:
 @pytest.mark.parametrize(
     ("raw", "needle"),
     [
-        ("ssh", "proxmox:targets:lab:root_lane:via: expected pvesh, got 'ssh'"),
-        ("ticket", "proxmox:targets:lab:root_lane:via: the ticket lane is not served"),
+        ("ssh", "proxmox:targets:lab:root_lane:via: expected pvesh or ticket, got 'ssh'"),
+        # The ticket lane names where root@pam's password is kept (tests/unit/test_root_lane_ticket.py).
+        ("ticket", "proxmox:targets:lab:root_lane:password: expected {path: <OpenBao path>"),
         (
             {"via": "pvesh", "pvesh": "bin/pvesh"},
             "proxmox:targets:lab:root_lane:pvesh: expected the absolute path",
