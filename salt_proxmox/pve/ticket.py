@@ -21,7 +21,8 @@ password (``root_lane: {via: ticket, password: {path: <OpenBao path>, key: passw
   jar's ticket would make PVE take the token client's calls for root@pam's.
 - The ticket is fetched once per run and kept in the run's memo (memory only, dropped when another
   run begins, ``run.memo``); PVE's tickets last two hours (pve-access-control
-  ``src/PVE/AccessControl.pm`` ``$ticket_lifetime``). The password, the ticket and the CSRF token
+  ``src/PVE/AccessControl.pm`` ``$ticket_lifetime``), so a run older than ``RENEW_AFTER`` logs in again
+  before its next call rather than meet a ``401`` mid-apply. The password, the ticket and the CSRF token
   never reach a return, a log line or an exception text: a failed login names the OpenBao path and
   key, never a value.
 - A secret in a form is fine here (HTTPS, like the token client's): ``SecretInLane`` is about pvesh's
@@ -32,7 +33,8 @@ password (``root_lane: {via: ticket, password: {path: <OpenBao path>, key: passw
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, MutableMapping, Sequence
+import time
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 import hvac.exceptions
@@ -53,6 +55,8 @@ ROOT = "root@pam"
 #: The plan's name of the lane (``via root lane (ticket for root@pam)``).
 LABEL = f"ticket for {ROOT}"
 LOGIN = "access/ticket"
+#: Seconds after which a ticket is renewed: half of PVE's two-hour ``$ticket_lifetime``.
+RENEW_AFTER = 3600.0
 #: Where the run's memo keeps the ticket of a target.
 _MEMO = "salt_proxmox.root_lane.ticket/{target}"
 
@@ -69,6 +73,8 @@ class Login:
     username: str
     ticket: str = field(repr=False)
     csrf: str = field(repr=False)
+    #: When it was issued, on the lane's clock (seconds).
+    issued: float = 0.0
 
 
 class TicketAuth(AuthBase):
@@ -113,8 +119,10 @@ class TicketLane:
         session: requests.Session,
         broker: CredentialBroker,
         memo: MutableMapping[str, object],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
+        self.clock = clock
         self.label = LABEL
         self.client = TicketClient(target, session)
         self.broker = broker
@@ -162,7 +170,7 @@ class TicketLane:
         refused it, asked for a second factor, or answered another user or no ticket), and what the
         client raises when no member answers (PveUnreachable, Uncertain, PveRequestFailed)."""
         found = self.memo.get(self._key)
-        if isinstance(found, Login):
+        if isinstance(found, Login) and self.clock() - found.issued < RENEW_AFTER:
             return found
         form = {"username": ROOT, "password": self.password()}
         log.debug("root lane: POST /%s for %s (password from %s)", LOGIN, ROOT, self.where)
@@ -181,7 +189,7 @@ class TicketLane:
                 f"no ticket for root@pam with the password from {self.where}: {why}."
             ) from None
         login = self._checked(answer)
-        self.memo[self._key] = login
+        self.memo[self._key] = login = Login(login.username, login.ticket, login.csrf, self.clock())
         return login
 
     def _checked(self, answer: object) -> Login:

@@ -22,7 +22,7 @@ from salt_proxmox.openbao.creds import CredentialError
 from salt_proxmox.pve.client import Target
 from salt_proxmox.pve.errors import PveError
 from salt_proxmox.pve.lane import LaneConfig, parse_root_lane
-from salt_proxmox.pve.ticket import Login, TicketLane, TicketRefused
+from salt_proxmox.pve.ticket import RENEW_AFTER, Login, TicketLane, TicketRefused
 from salt_proxmox.snippet.declare import Snippet
 from salt_proxmox.snippet.place import place
 from tests.support.client_stubs import MEMBERS, Member, answers
@@ -190,6 +190,33 @@ def test_a_later_lane_of_the_same_run_reuses_the_ticket() -> None:
     bao = _Bao()
     _lane(again, bao, memo).request("GET", CONFIG)
     assert [seen["request"].method for seen in again.seen] == ["GET"] and bao.reads == []
+
+
+def test_a_ticket_near_pve_s_two_hour_lifetime_is_renewed_before_the_next_call() -> None:
+    """pve-access-control AccessControl.pm ``$ticket_lifetime`` is two hours: a run that lasts longer
+    logs in again after ``RENEW_AFTER`` rather than meet a 401 in the middle of an apply."""
+    now = [1000.0]
+    member = Member(
+        answers(200, {"data": LOGGED_IN}),
+        answers(200, {"data": None}),
+        answers(200, {"data": LOGGED_IN}),
+        answers(200, {"data": None}),
+    )
+    bao = _Bao()
+    lane = _lane(member, bao)
+    lane.clock = lambda: now[0]
+    lane.request("GET", CONFIG)
+    now[0] += RENEW_AFTER - 1
+    assert lane.login().issued == 1000.0, "a ticket younger than RENEW_AFTER is kept"
+    now[0] += 2
+    lane.request("GET", CONFIG)
+    assert lane.sent == [
+        ("POST", "access/ticket"),
+        ("GET", CONFIG),
+        ("POST", "access/ticket"),
+        ("GET", CONFIG),
+    ]
+    assert bao.reads == [PATH, PATH]
 
 
 def test_a_netrc_entry_never_reaches_the_login(tmp_path, monkeypatch) -> None:
