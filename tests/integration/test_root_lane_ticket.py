@@ -18,9 +18,10 @@ from salt_proxmox.guest import lifecycle as guest_lifecycle
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.ownership.files import FileStore
 from salt_proxmox.ownership.stores import MemoryStore
+from salt_proxmox.qemu.family import QEMU
 from salt_proxmox.snippet import lifecycle as snippet_lifecycle
 from tests.support.cluster import DNS1_VMID
-from tests.support.guests import TARGET, bao_targets, declaration, make_context
+from tests.support.guests import TARGET, bao_targets, declaration, make_context, vm
 from tests.support.lanes import ROOT_PASSWORD_KV2, ticket_lane
 from tests.support.lanes import declared_dns1 as _declared
 from tests.support.lanes import lane_targets as _static_targets
@@ -203,3 +204,31 @@ def test_a_ticket_lane_with_static_credentials_is_refused_naming_the_key(cluster
         DeclarationError, match=f"proxmox:targets:{TARGET}:root_lane:via: the ticket lane reads"
     ):
         make_context(_static_targets(cluster, lane))
+
+
+def test_a_vm_s_root_keys_go_with_the_ticket_at_create_and_update(fresh_cluster, openbao, bao_creds):
+    """qemu-server ``API2/Qemu.pm`` ``$check_vm_modify_config_perm`` ("only root can set 'args'
+    config") and ``check_vm_create_usb_perm`` (a host USB device): the token creates the VM without
+    them, the ticket writes them, and a later change of ``args`` goes the same way."""
+    targets, bao = ticket_lane(fresh_cluster, openbao, bao_creds)
+    store = MemoryStore()
+    declared = vm(vmid=156, args="-device intel-hda", usb0="host=1234:5678")
+    plan = guest_lifecycle.present(make_context(targets, bao, store=store), QEMU, "vm", True, **declared)
+    assert plan.result is None, plan.comment
+    assert plan.comment[0].endswith(f"with the provision token; then write args, usb0 {VIA}")
+    start = len(fresh_cluster.pve.senders)
+    done = guest_lifecycle.present(make_context(targets, bao, store=store), QEMU, "vm", False, **declared)
+    assert done.result is True, done.comment
+    provision = fresh_cluster.seeded.provision_token[0]
+    assert _writes(fresh_cluster, start) == [
+        ("POST", "/nodes/pve1/qemu", provision),
+        ("PUT", "/nodes/pve1/qemu/156/config", "root@pam"),
+    ]
+    changed = {**declared, "args": "-device intel-hda -device hda-duplex"}
+    begun = len(fresh_cluster.pve.senders)
+    update = guest_lifecycle.present(make_context(targets, bao, store=store), QEMU, "vm", False, **changed)
+    assert update.result is True and set(update.changes) == {"args"}, update.comment
+    assert _writes(fresh_cluster, begun) == [("PUT", "/nodes/pve1/qemu/156/config", "root@pam")]
+    assert fresh_cluster.pve.vm(156).config["args"] == changed["args"]
+    again = guest_lifecycle.present(make_context(targets, bao, store=store), QEMU, "vm", True, **changed)
+    assert again.result is True and again.changes == {}, again.comment
