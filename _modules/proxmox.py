@@ -460,20 +460,23 @@ def _generated_call(made, args, kwargs):
     name, kind, run = own.get("name"), made.kind, made.call.run
     extra = {}
     present = kind is not None and made.verb == "present"
-    if present and kind.sources:
-        try:
-            declared = imported(kind.sources)(declared, *_file_server(own.get("saltenv")))
-        except SaltProxmoxError as exc:
-            return refused_return(name, exc)
-    if present and kind.precheck:
-        problem = imported(kind.precheck)(declared, own["target"])
-        if problem:
-            return refused_return(name, DeclarationError(problem))
     if present and kind.secrets:
         secrets, refused = _pillar_secrets(name, imported(kind.secrets), declared, own.get("secrets_pillar"))
         if refused is not None:
             return refused
         extra.update(secrets)
+    if present and kind.sources:
+        # Handed the pillar's secrets too (a snippet's content), so a source beside them is refused by
+        # name; the secrets stay apart from the declaration, which the run's checks read.
+        try:
+            read = imported(kind.sources)({**declared, **extra}, *_file_server(own.get("saltenv")))
+        except SaltProxmoxError as exc:
+            return refused_return(name, exc)
+        declared = {key: value for key, value in read.items() if key not in extra}
+    if present and kind.precheck:
+        problem = imported(kind.precheck)(declared, own["target"])
+        if problem:
+            return refused_return(name, DeclarationError(problem))
     if present and kind.linked:
         linked, refused = _linked(name, kind, declared)
         if refused is not None:

@@ -5,16 +5,21 @@ container the example pillar adopts, a cloud-init VM template the example pillar
 change staged on pve2 by hand and never applied, and API tokens for a ``read`` and a ``provision``
 user) on a free loopback port, the staging PBS (``tests.support.pbs``: the example's ``pbs`` storage
 backs up to its datastore), starts an OpenBao dev server on loopback with the PVE tokens published at
-``proxmox/creds/<role>`` and the PBS ones at ``proxmox/creds/pbs/<role>``, writes a minion config in a
-private temporary directory, and runs
+``proxmox/creds/<role>`` and the PBS ones at ``proxmox/creds/pbs/<role>``, gives the target a root lane
+(``tests.support.lanes.node_lane``: a fake ``pvesh`` forwarding as root@pam on pve1, the node's
+``/etc/pve`` and ``/run/lock`` and storage ``snippets``, a ``dir`` storage taking snippets, in temporary
+directories), so that ``top.sls`` adds ``node.sls`` (a container with a bind mount, a cloud-init snippet
+the cloned VM's ``cicustom`` names), writes a minion config in a private temporary directory, and runs
 ``salt-call --local state.apply proxmox`` three times: ``test=True``, for real, ``test=True``, each
 printed by the ``proxmox_plan`` outputter (``_output/proxmox_plan.py``, what ``--out=proxmox_plan``
 prints).
 
 Exit status: 0 when no state failed, the apply wrote only what the first plan showed, the guests the
 example declares ``status: running`` (web, CT 150; app, VM 210) were started by one awaited start
-task each and run, the PBS token the ``pbs`` storage got never shows in an output, and the second plan
-is clean, reading their status and writing nothing to PVE or PBS; 1 otherwise. Everything it started
+task each and run, the PBS token the ``pbs`` storage got never shows in an output, the bind mount was
+written by root@pam through the lane and the snippet holds its declared content (which no output and no
+rows file holds), and the second plan is clean, reading their status and writing nothing to PVE or PBS;
+1 otherwise. Everything it started
 is stopped before it exits.
 """
 
@@ -29,12 +34,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+#: The container of ``pillar_examples/node.sls`` with a bind mount point.
+FILES_VMID = 153
 
 from salt_proxmox.ownership.stores import ROWS_FILE  # noqa: E402
 from tests.support.cluster import ServedCluster  # noqa: E402
+from tests.support.lanes import SNIPPET_STORAGE, api_writes, node_lane  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster, publish_pbs  # noqa: E402
 from tests.support.pbs import ServedPbs  # noqa: E402
-from tests.support.saltrun import pillar_secrets, salt_call, state_rows, write_minion_config  # noqa: E402
+from tests.support.saltrun import (  # noqa: E402
+    pillar_secrets,
+    salt_call,
+    snippet_contents,
+    state_rows,
+    write_minion_config,
+)
 from tests.support.ways import STARTED, expected_power, power_requests  # noqa: E402
 
 
@@ -44,10 +58,6 @@ def _plan_outputter():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _writes(pve) -> list[tuple[str, str]]:
-    return [(method, path) for method, path, _ in pve.requests if method != "GET"]
 
 
 def main() -> int:
@@ -66,7 +76,8 @@ def main() -> int:
             publish_pbs(client, pbs.read_token, pbs.provision_token)
             token = creds_token(client)
             secrets = [cluster.seeded.read_token[1], cluster.seeded.provision_token[1], token, bao.root_token]
-            secrets += [pbs.read_token[1], pbs.provision_token[1], *pillar_secrets()]
+            secrets += [pbs.read_token[1], pbs.provision_token[1], *pillar_secrets(), *snippet_contents()]
+            lane = node_lane(cluster, workdir / "node")
             config_dir = workdir / "etc"
             write_minion_config(
                 config_dir,
@@ -74,10 +85,12 @@ def main() -> int:
                 cluster.cafile,
                 openbao={"url": bao.url, "token": token},
                 pbs={"url": pbs.url, "cafile": pbs.cafile},
+                root_lane=lane,
             )
             print(
                 f"fake PVE cluster at {cluster.url}; OpenBao dev server at {bao.url}; fake PBS at {pbs.url}"
             )
+            print(f"root lane: {lane['pvesh']} (root@pam on pve1)")
             print(f"minion config: {config_dir / 'minion'}\n")
             outputter = _plan_outputter()
             colours = outputter.colours(sys.stdout.isatty())
@@ -114,7 +127,7 @@ def main() -> int:
                 failures.append("the apply's changes differ from what the plan showed")
             if any(row["changes"] or row["result"] is not True for row in replan):
                 failures.append("the second plan is not clean")
-            if any(method != "GET" for method, _, _ in runs[2][1]):
+            if api_writes(runs[2][1]):
                 failures.append("the second plan sent a write to PVE")
             if pbs_writes:
                 failures.append("the second plan sent a write to PBS")
@@ -131,6 +144,17 @@ def main() -> int:
                 failures.append("the apply did not start web and app by one awaited start task each")
             if power_requests(runs[2][1]) != expected_power("replan"):
                 failures.append("the second plan did not read web's and app's status/current")
+            # Through the lane: the bind mount written by root@pam, the snippet as declared on the node.
+            mounted = cluster.pve.ct(FILES_VMID)
+            if mounted is None or not str(mounted.config.get("mp0", "")).startswith("/srv/share,"):
+                failures.append(f"CT {FILES_VMID} has not its bind mount mp0")
+            if not any(
+                who == "root@pam" and f"/lxc/{FILES_VMID}" in path for _, path, who in cluster.pve.senders
+            ):
+                failures.append(f"CT {FILES_VMID}'s bind mount did not go through the root lane")
+            snippet = workdir / "node" / "store" / "snippets" / "ci-user.yaml"
+            if not snippet.is_file() or snippet.read_text() not in snippet_contents():
+                failures.append(f"snippet {SNIPPET_STORAGE}:snippets/ci-user.yaml is not as declared")
             for _, _, vmid in STARTED.values():
                 now, _ = salt_call(config_dir, "proxmox.guest_status", f"vmid={vmid}")
                 if now.get("status") != "running":
@@ -158,8 +182,8 @@ def main() -> int:
         print("DEMO FAILED:\n  " + "\n  ".join(failures))
         return 1
     print(
-        "Demo passed: the plan showed what the apply wrote (web and app started), and the second plan"
-        " is clean."
+        "Demo passed: the plan showed what the apply wrote (web and app started; the bind mount and the"
+        " snippet through the root lane), and the second plan is clean."
     )
     return 0
 

@@ -61,9 +61,10 @@ class Kind:
     - ``secrets``: ``"module:attribute"`` of the keys its present state reads from pillar
       (``secrets_pillar``), never taken as state arguments (Salt caches those);
     - ``sources``: ``"module:function"`` given a present's ``(declared, fetch, render)`` before any
-      context, returning the declaration with the Salt file server's files it names read in
-      (``fetch(url)``: the text or None, ``render(text, template, context)``: Salt's templating), or
-      raising DeclarationError (a snippet's ``source: salt://...``); needs ``saltenv``;
+      context, ``declared`` holding its pillar ``secrets`` too, returning the declaration with the Salt
+      file server's files it names read in (``fetch(url)``: the text or None, ``render(text, template,
+      context)``: Salt's templating), or raising DeclarationError (a snippet's ``source: salt://...``);
+      needs ``saltenv``;
     - ``precheck``: ``"module:function"`` given a present's ``(declared, target)`` before any context,
       returning a refusal sentence or None (a storage's ``target`` spelt as an iSCSI name);
     - ``linked``: ``{declared key: targets section}``: a key naming a target of another section (a

@@ -273,6 +273,7 @@ FAMILIES: tuple[Family, ...] = (
                 get="salt_proxmox.snippet.adhoc:get",
                 names=("name", "storage"),
                 sources="salt_proxmox.snippet.declare:read_source",
+                secrets="salt_proxmox.snippet.declare:SECRETS",
                 saltenv=True,
             ),
         ),

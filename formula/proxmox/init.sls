@@ -74,7 +74,8 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    match-severity, match-calendar, mode, invert-match, targets)}; target.
                                    A matcher requires the endpoints it targets; absent endpoints run last.
   proxmox:snippets:<storage>:<file>  proxmox_snippet: content (text, compared by its sha256, never
-                                   shown) or source (salt://, with template and context),
+                                   shown, read from pillar through secrets_pillar: never a state
+                                   argument) or source (salt://, with template and context),
                                    executable (mode 0755, for a hookscript), target, adopt;
                                    ensure: absent with removal. Written through the target's
                                    root_lane on a node; a guest whose cicustom or hookscript names one
@@ -148,8 +149,9 @@ known ones. An absent entry passes only its identity, target and removal; the re
 when present is kept and changes nothing.
 
 Secrets (SECRETS: a container's password, a VM's cipassword, a user's password, a realm's bind
-password and client key, a metric server's token, an ACME plugin's data) are never state arguments: Salt keeps a
-highstate's arguments in highstate.cache.p in its cachedir. The entry's state gets ``secrets_pillar``,
+password and client key, a metric server's token, an ACME plugin's data; SNIPPET_SECRETS: a snippet's
+content) are never state arguments: Salt keeps a highstate's arguments in highstate.cache.p in its
+cachedir. The entry's state gets ``secrets_pillar``,
 the pillar path of the entry as a list of keys, and reads the value from pillar itself.
 
 Pillar shapes. A section or an entry of another shape (a YAML list, a bare string), or a key that is
@@ -528,10 +530,12 @@ SECRETS = {
 # present (_firewall_need resolves each name).
 FIREWALL_RULE_ABSENT_KEYS = ["target", "removal"]
 
-# The keys a snippet entry (proxmox:snippets:<storage>:<file>) passes to proxmox_snippet.present, and
-# to its absent state (salt_proxmox/snippet/declare.py KEYS, ABSENT_KEYS).
+# The keys a snippet entry (proxmox:snippets:<storage>:<file>) declares, and those its absent state takes
+# (salt_proxmox/snippet/declare.py KEYS, ABSENT_KEYS). Its content may hold secrets (cloud-init user data):
+# it is never a state argument, the state reads it through secrets_pillar (declare.py SECRETS).
 SNIPPET_KEYS = ["content", "source", "template", "context", "executable", "adopt", "target"]
 SNIPPET_ABSENT_KEYS = ["target", "removal"]
+SNIPPET_SECRETS = ("content",)
 
 # The keys an absent interface or SDN object passes on (with its identity: node, vnet).
 NETWORK_ABSENT_KEYS = ["target", "removal"]
@@ -1057,9 +1061,13 @@ def _snippets(pillar, states):
             state_id = f"proxmox-snippet-{storage}-{file}"
             name = declared.get("name", file)
             if _present(declared):
-                args = _arguments(name, {**declared, "storage": storage}, [], [*SNIPPET_KEYS, "storage"])
+                secrets = [key for key in SNIPPET_SECRETS if key in declared]
+                passed = [key for key in SNIPPET_KEYS if key not in secrets]
+                args = _arguments(name, {**declared, "storage": storage}, [], [*passed, "storage"])
                 extra = sorted(set(declared) - {*SNIPPET_KEYS, "ensure", "removal", "name"}, key=str)
                 args += [{key: declared[key]} for key in extra]
+                if secrets:
+                    args.append({"secrets_pillar": ["proxmox", "snippets", storage, file]})
                 states[state_id] = {"proxmox_snippet.present": args}
                 found[f"{storage}:snippets/{file}"] = {"proxmox_snippet": state_id}
             else:

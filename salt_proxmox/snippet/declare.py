@@ -7,6 +7,13 @@ File names (pve-storage ``src/PVE/Storage/Plugin.pm``): ``parse_volname`` takes 
 name as ``m!^snippets/([^/]+)$!`` — any name without ``/``; ``get_subdir_files`` lists a storage's
 snippets with the glob ``<$path/*>``, which never matches a name starting with ``.``, so such a file
 would be on disk yet absent from every content listing: refused too.
+
+The content is a secret of the state (``SECRETS``, the registry's ``Kind.secrets``): cloud-init user data
+may hold passwords and keys, and Salt keeps a state's arguments in ``highstate.cache.p`` in its cachedir
+and in the lowstate every state is handed. A state names the pillar mapping holding it
+(``secrets_pillar``, as the proxmox formula passes ``proxmox:snippets:<storage>:<file>``) and the
+execution module reads it from pillar; a ``source: salt://...`` is read by the execution module too
+(``read_source``).
 """
 
 from __future__ import annotations
@@ -28,9 +35,18 @@ VTYPE = "snippets"
 MODES = {False: 0o644, True: 0o755}
 #: The keys a present state takes besides ``name``, and an absent one.
 KEYS = ("storage", "content", "executable", "adopt")
+#: The keys read from pillar through ``secrets_pillar``, never state arguments (module docstring).
+SECRETS = frozenset({"content"})
 ABSENT_KEYS = ("storage", "removal")
 #: A volid naming a snippet (pve-storage ``Storage.pm`` ``parse_volume_id`` then ``parse_volname``).
 VOLID = re.compile(r"^([a-z][a-z0-9\-_.]*[a-z0-9]):snippets/([^/]+)$", re.IGNORECASE)
+
+
+#: The refusal of a declaration without text.
+CONTENT_REQUIRED = (
+    "content: the snippet's text is required (a string in the pillar mapping secrets_pillar names, or "
+    "source: salt://...)"
+)
 
 
 @dataclass(frozen=True)
@@ -141,7 +157,7 @@ def declare(
             _unknown(extra, KEYS, "present"),
             file_problem(name),
             storage_problem(storage),
-            None if isinstance(content, str) else "content: the snippet's text is required (a string)",
+            None if isinstance(content, str) else CONTENT_REQUIRED,
             boolean_problem("executable", executable),
             boolean_problem("adopt", adopt),
         )
@@ -170,8 +186,9 @@ def read_source(declared: Mapping[str, object], fetch, render) -> dict[str, obje
     """``declared`` with ``source`` (a ``salt://`` file, read by ``fetch``, then rendered by ``render``
     when ``template`` names a Salt renderer, with ``context``) read into ``content`` (the registry's
     ``Kind.sources``: Salt's file server is the execution module's, so this package reads no file).
-    Raises DeclarationError for ``source`` with ``content``, a source that is not a ``salt://`` URL or
-    cannot be read, or ``template``/``context`` without ``source``."""
+    ``declared`` holds the ``content`` read from pillar too, so a source beside it is refused. Raises
+    DeclarationError for ``source`` with ``content``, a source that is not a ``salt://`` URL or cannot
+    be read, or ``template``/``context`` without ``source``."""
     found = dict(declared)
     source = found.pop("source", None)
     template, context = found.pop("template", None), found.pop("context", None)

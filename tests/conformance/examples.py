@@ -92,11 +92,12 @@ _CEPH_EC = {"name": "example-ec", "node": "pve1", "erasure_coding": {"k": 2, "m"
 
 #: A hook script in storage ``snippets`` (a dir storage at the test's temporary path, written through the
 #: fake root lane: contract.ON_DISK), executable as PVE requires of a hookscript (GuestHelpers.pm
-#: check_hookscript).
+#: check_hookscript). Its content is read from pillar (``SECRETS_PILLAR``), never an argument; the update
+#: names another entry holding other content.
 _SNIPPET = {
     "name": "example-hook.sh",
     "storage": "snippets",
-    "content": '#!/bin/sh\necho "$1 $2"\n',
+    "secrets_pillar": "conformance:snippet",
     "executable": True,
 }
 
@@ -264,9 +265,15 @@ _DNS = {
     "ttl": 3600,
     "secrets_pillar": "conformance:sdn_dns",
 }
-#: The minion's pillar in the suite: the IPAM's token and the DNS server's key (never shown).
+#: The minion's pillar in the suite: the IPAM's token, the DNS server's key and the snippet's content (never
+#: shown).
 SECRETS_PILLAR = {
-    "conformance": {"sdn_ipam": {"token": "nb-token-0123456789"}, "sdn_dns": {"key": "pdns-key-9876"}}
+    "conformance": {
+        "sdn_ipam": {"token": "nb-token-0123456789"},
+        "sdn_dns": {"key": "pdns-key-9876"},
+        "snippet": {"content": '#!/bin/sh\necho "$1 $2" # hook-4Fq8\n'},
+        "snippet_update": {"content": '#!/bin/sh\nlogger "guest $1: $2" # hook-7Kd2\n'},
+    }
 }
 #: One cluster rule (a rule list whose scope is ``cluster``): PVE's POST puts it at the top of the empty
 #: list (pve-firewall ``API2/Firewall/Rules.pm`` ``create_rule``), a comment change is one PUT.
@@ -526,9 +533,9 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         ),
         "snippet": _simple(
             _SNIPPET,
-            {"content": '#!/bin/sh\nlogger "guest $1: $2"\n'},
+            {"secrets_pillar": "conformance:snippet_update"},
             {"executable": False},
-            {"content": 7},
+            {"executable": "yes"},
             identity=("name", "storage"),
         ),
         "lxc": _guest(_CT),

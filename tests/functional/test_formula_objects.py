@@ -9,7 +9,7 @@ import json
 import pytest
 
 from salt_proxmox.ownership.stores import ROWS_FILE
-from tests.support.saltrun import example_pillar, salt_call, state_rows, write_minion_config
+from tests.support.saltrun import example_pillar, salt_call, snippet_contents, state_rows, write_minion_config
 
 pytestmark = pytest.mark.functional
 
@@ -30,7 +30,8 @@ def test_rendered_requisites(tmp_path):
         "vnet, the SDN apply, one notification endpoint and one matcher, one PCI mapping, one ACME "
         "plugin, one backup job, one metric server, one replication job, the cluster's firewall "
         "options, one IP set, one security group, one firewall rule list and one snapshot (no PBS "
-        "datastore nor pbs storage: no proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out)"
+        "datastore nor pbs storage: no proxmox:pbs_targets is configured, so top.sls leaves pbs.sls out; "
+        "nor node.sls's container and snippet: no target has a root_lane)"
     )
     policy = by_id["openbao-policy-salt-proxmox-creds"]
     # The policy runs first, yet is no requisite: a failed policy leaves the others to run.
@@ -100,6 +101,39 @@ def test_rendered_requisites(tmp_path):
         fragments[0] == "salt://proxmox/files/openbao/proxmox-creds.hcl"
         and 'path "sys/policy/' in fragments[1]
     )
+
+
+def test_a_target_with_a_root_lane_adds_the_bind_mount_and_the_snippet_whose_content_is_no_argument(
+    tmp_path,
+):
+    """top.sls includes node.sls where a target has a root_lane: container files (a bind mount point,
+    root@pam's alone) and the snippet the cloned VM's cicustom names, which that VM's state requires. The
+    lowstate Salt compiles (what it keeps in highstate.cache.p) holds the snippet's pillar path, never its
+    content (cloud-init user data may hold secrets)."""
+    config_dir = tmp_path / "etc"
+    lane = {"via": "pvesh", "pvesh": str(tmp_path / "pvesh")}
+    write_minion_config(
+        config_dir,
+        "https://127.0.0.1:9",
+        "",
+        openbao={"url": "http://127.0.0.1:9", "token": "unused"},
+        root_lane=lane,
+    )
+    low, raw = salt_call(config_dir, "state.show_low_sls", "proxmox")
+    assert isinstance(low, list), raw
+    pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
+    assert len(pve) == 52, "the 50 states of the estate without a lane, container files and the snippet"
+    by_id = {chunk["__id__"]: chunk for chunk in low}
+    assert by_id["proxmox-lxc-files"]["mp0"] == "/srv/share,mp=/srv/share"
+    snippet = by_id["proxmox-snippet-snippets-ci-user.yaml"]
+    assert (snippet["name"], snippet["storage"]) == ("ci-user.yaml", "snippets")
+    assert snippet["secrets_pillar"] == ["proxmox", "snippets", "snippets", "ci-user.yaml"]
+    assert "content" not in snippet
+    (content,) = snippet_contents()
+    assert content not in raw and "qemu-guest-agent" not in raw
+    ci = by_id["proxmox-qemu-ci"]
+    assert ci["cicustom"] == "user=snippets:snippets/ci-user.yaml"
+    assert ci["require"] == [{"proxmox_snippet": "proxmox-snippet-snippets-ci-user.yaml"}]
 
 
 INJECTED = "x\nproxmox-lxc-evil:\n  proxmox_lxc.absent:\n    - vmid: 120\n    - removal: destroy"

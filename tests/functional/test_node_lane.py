@@ -3,18 +3,19 @@
 same pillar declares, planned, applied and planned clean with ``root_lane: pvesh``, and the same pillar
 refused at plan without a lane, naming the lane to configure.
 
-The lane is a fake ``pvesh`` (``tests.support.pvesh``) forwarding to the fake cluster as root@pam; the
-node's ``/etc/pve`` and ``/run/lock`` are temporary directories (``tests.support.pmxcfs``) and storage
-``snip`` a ``dir`` storage in another, all pointed at by the target's configuration."""
+The lane is ``tests.support.lanes.node_lane``: a fake ``pvesh`` (``tests.support.pvesh``) forwarding to the
+fake cluster as root@pam; the node's ``/etc/pve`` and ``/run/lock`` are temporary directories
+(``tests.support.pmxcfs``) and storage ``snip`` a ``dir`` storage in another, all pointed at by the
+target's configuration. The snippet's content is read from pillar by its state, and no file under the
+minion's directories (Salt's cache among them) holds it."""
 
 from __future__ import annotations
 
 import yaml
 
 from tests.support.cluster import TEMPLATE, ServedCluster
-from tests.support.pvesh import write_fake_pvesh
-from tests.support.saltrun import salt_call, state_rows, write_minion_config
-from tests.support.snippets import add_snippet_storage
+from tests.support.lanes import node_lane
+from tests.support.saltrun import files_holding, salt_call, state_rows, write_minion_config
 
 USER_DATA = "#cloud-config\nhostname: app\npackages: [nginx]\n"
 GPU = [["lxc.cgroup2.devices.allow", "c 226:0 rwm"], ["lxc.cgroup2.devices.allow", "c 226:128 rwm"]]
@@ -61,13 +62,9 @@ def _config(cluster, tmp_path, lane):
         for role, token in (("read", seeded.read_token), ("provision", seeded.provision_token))
     }
     config_dir = tmp_path / ("etc-lane" if lane else "etc")
-    path = write_minion_config(
-        config_dir, cluster.url, cluster.cafile, static=static, pillar_roots=[str(pillar)]
+    write_minion_config(
+        config_dir, cluster.url, cluster.cafile, static=static, pillar_roots=[str(pillar)], root_lane=lane
     )
-    if lane:
-        config = yaml.safe_load(path.read_text())
-        config["proxmox"]["targets"]["demo"]["root_lane"] = lane
-        path.write_text(yaml.safe_dump(config))
     return config_dir
 
 
@@ -77,9 +74,7 @@ def _failed(rows):
 
 def test_root_only_keys_and_a_snippet_plan_apply_and_replan_clean_through_the_pvesh_lane(tmp_path):
     with ServedCluster(time_scale=0.0) as cluster:
-        (tmp_path / "store").mkdir()
-        add_snippet_storage(cluster.pve, tmp_path / "store")
-        cluster.pve.pve_dir = tmp_path / "etc" / "pve"
+        lane = node_lane(cluster, tmp_path / "node", storage="snip")
 
         # Without a lane: refused at plan, each naming the lane to configure; nothing written.
         plain = _config(cluster, tmp_path, None)
@@ -93,12 +88,6 @@ def test_root_only_keys_and_a_snippet_plan_apply_and_replan_clean_through_the_pv
         assert "requisite failed" in failed["proxmox-qemu-app"]
         assert [r for r in cluster.pve.requests[start:] if r[0] != "GET"] == []
 
-        lane = {
-            "via": "pvesh",
-            "pvesh": str(write_fake_pvesh(cluster, tmp_path / "bin")),
-            "pve_dir": str(tmp_path / "etc" / "pve"),
-            "lock_dir": str(tmp_path / "run" / "lock"),
-        }
         laned = _config(cluster, tmp_path, lane)
         plan = state_rows(salt_call(laned, "state.apply", "proxmox", "test=True")[0])
         assert _failed(plan) == {}, plan
@@ -111,7 +100,7 @@ def test_root_only_keys_and_a_snippet_plan_apply_and_replan_clean_through_the_pv
         ct = cluster.pve.ct(160)
         assert ct.config["lxc"] == GPU
         assert "/srv/models" in ct.config["mp0"] and "renderD128" in ct.config["dev0"]
-        assert (tmp_path / "store" / "snippets" / "user.yaml").read_text() == USER_DATA
+        assert (tmp_path / "node" / "store" / "snippets" / "user.yaml").read_text() == USER_DATA
         assert cluster.pve.vm(260).config["cicustom"] == "user=snip:snippets/user.yaml"
         senders = {(m, p, who) for m, p, who in cluster.pve.senders if m == "PUT" and "/lxc/160/" in p}
         assert ("PUT", "/nodes/pve1/lxc/160/config", "root@pam") in senders
@@ -120,3 +109,7 @@ def test_root_only_keys_and_a_snippet_plan_apply_and_replan_clean_through_the_pv
         assert [
             (row["id"], row["changes"]) for row in again if row["changes"] or row["result"] is not True
         ] == []
+        # The state read the content from pillar (secrets_pillar): Salt's cache (highstate.cache.p, sls.p,
+        # proc/), the debug log and the rows file hold none of it, and no output shows it.
+        assert files_holding(laned, [USER_DATA, "packages: [nginx]"]) == {}
+        assert (laned / "root" / "cache" / "highstate.cache.p").is_file(), "the scan saw Salt's state cache"

@@ -1,5 +1,7 @@
 """``salt-call --local state.apply proxmox`` on the formula with ``pillar_examples``, for real: plan,
-apply, plan again against a fake cluster with credentials minted from a real OpenBao dev server."""
+apply, plan again against a fake cluster with credentials minted from a real OpenBao dev server, the
+target's root lane a fake ``pvesh`` on pve1 (``tests.support.lanes.node_lane``), so ``node.sls``'s
+bind mount and snippet are declared too, as in the demo."""
 
 from __future__ import annotations
 
@@ -9,7 +11,15 @@ from urllib.parse import parse_qs
 import pytest
 
 from salt_proxmox.ownership.stores import ROWS_FILE
-from tests.support.saltrun import files_holding, pillar_secrets, salt_call, state_rows, write_minion_config
+from tests.support.lanes import LOGIN, api_writes, node_lane
+from tests.support.saltrun import (
+    files_holding,
+    pillar_secrets,
+    salt_call,
+    snippet_contents,
+    state_rows,
+    write_minion_config,
+)
 from tests.support.ways import STARTED, expected_power, power_requests
 
 pytestmark = pytest.mark.functional
@@ -17,11 +27,17 @@ pytestmark = pytest.mark.functional
 
 def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, openbao, tmp_path):
     config_dir = tmp_path / "etc"
-    write_minion_config(config_dir, fresh_cluster.url, fresh_cluster.cafile, openbao=bao_creds)
+    lane = node_lane(fresh_cluster, tmp_path / "node")
+    write_minion_config(
+        config_dir, fresh_cluster.url, fresh_cluster.cafile, openbao=bao_creds, root_lane=lane
+    )
     seeded = fresh_cluster.seeded
     # The example's secrets (pillar_examples/secrets.sls: web's create password, app's cloud-init
-    # password) are secrets like the tokens.
+    # password) are secrets like the tokens, and so is a snippet's content (node.sls: cloud-init user
+    # data may hold passwords), which its state reads from pillar.
     secrets = [seeded.read_token[1], seeded.provision_token[1], bao_creds["token"], *pillar_secrets()]
+    (user_data,) = snippet_contents()
+    secrets.append(user_data)
 
     outputs = []
     runs = []
@@ -38,12 +54,13 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         "proxmox-lxc-db",
         "proxmox-lxc-dns",
         "proxmox-lxc-web2",
+        "proxmox-lxc-files",
     }
     qemu = [row for row in plan if row["function"] == "proxmox_qemu.present"]
     assert {row["id"] for row in qemu} == {"proxmox-qemu-app", "proxmox-qemu-ci"}
     every = plan + apply + replan
     assert all(row["result"] is not False for row in every), [row["comment"] for row in every]
-    assert all(method == "GET" for method, _, _ in plan_log + replan_log), "a plan never writes"
+    assert api_writes(plan_log + replan_log) == [], "a plan never writes"
     # The apply changed exactly what the plan showed, state by state and key by key.
     assert {r["id"]: sorted(r["changes"]) for r in plan} == {r["id"]: sorted(r["changes"]) for r in apply}
     assert all(row["result"] is True and not row["changes"] for row in replan)
@@ -82,6 +99,12 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert (str(ci["memory"]), ci["cores"], ci["ipconfig0"]) == ("4096", 4, "ip=10.0.0.31/24,gw=10.0.0.1")
     assert ci["net0"] != fresh_cluster.pve.vm(9000).config["net0"]
     assert fresh_cluster.pve.resized == [(211, "scsi0", 10 * 1024**3)]
+    # Through the root lane: files' bind mount written by root@pam (an API token may not: pve-container
+    # LXC.pm check_ct_modify_config_perm), and the snippet ci's cicustom names, written on pve1 as declared.
+    assert fresh_cluster.pve.ct(153).config["mp0"].startswith("/srv/share,mp=/srv/share")
+    assert ("PUT", "/nodes/pve1/lxc/153/config", "root@pam") in fresh_cluster.pve.senders
+    assert (tmp_path / "node" / "store" / "snippets" / "ci-user.yaml").read_text() == user_data
+    assert ci["cicustom"] == "user=snippets:snippets/ci-user.yaml"
     # pool: web was created in pool prod, which the same run created first (the formula's requisite).
     assert 150 in fresh_cluster.pve.pools["prod"]
     web = next(row for row in plan if row["id"] == "proxmox-lxc-web")
@@ -91,10 +114,12 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     # POST …/qemu (create_vm would keep it in clear in /etc/pve; update_vm_api hashes it).
 
     def carried(key):
+        # The fake pvesh's logins left out: a real pvesh sends none (tests.support.lanes.LOGIN).
         return [
             (method, path)
             for method, path, body in apply_log
             if key in parse_qs(bytes(body or b"").decode(errors="replace"), keep_blank_values=True)
+            and (method, path) != LOGIN
         ]
 
     # ci@pve's password (pve realm) went with its user's create only (User.pm create_user).
@@ -132,6 +157,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         "demo/lxc/150": "owned",
         "demo/lxc/151": "owned",
         "demo/lxc/152": "owned",
+        "demo/lxc/153": "owned",
     }
     assert {key: row["phase"] for key, row in owned.items() if "/qemu/" in key} == {
         "demo/qemu/210": "owned",

@@ -229,6 +229,41 @@ def test_a_source_on_the_salt_file_server_is_what_the_state_writes(lab, tmp_path
     )
 
 
+def test_the_state_reads_content_from_pillar_and_refuses_it_as_an_argument(lab, tmp_path):
+    """proxmox_snippet.present through the skin and the execution module: the content comes from the pillar
+    mapping secrets_pillar names (Salt keeps a state's arguments in highstate.cache.p, and cloud-init user
+    data may hold secrets); given as an argument, or beside a source, it is refused by name, nothing
+    written. The content is in no return, no row and no run cache."""
+    pillar = {"proxmox": {"snippets": {"snip": {"user.yaml": {"content": USER_DATA}}}}}
+    world = SaltWorld({"proxmox": {"targets": lab.targets}}, pillar, tmp_path / "rows.json")
+    ref = {
+        "name": "user.yaml",
+        "storage": "snip",
+        "secrets_pillar": ["proxmox", "snippets", "snip", "user.yaml"],
+    }
+    direct = Low("proxmox_snippet", "present", {"name": "user.yaml", "storage": "snip", "content": USER_DATA})
+    world.fetched["salt://u.yaml"] = "other\n"
+    both = Low("proxmox_snippet", "present", {**ref, "source": "salt://u.yaml"})
+    for low, words in ((direct, "content: a secret is never a state argument"), (both, "content, source")):
+        (refused,) = world.run([low], test=False)
+        assert refused["result"] is False and words in refused["comment"], refused["comment"]
+    assert "secrets_pillar" in world.run([direct], test=True)[0]["comment"]
+    assert not (lab.directory / "user.yaml").exists()
+    low = Low("proxmox_snippet", "present", ref)
+    (plan,) = world.run([low], test=True)
+    assert (
+        plan["result"] is None
+        and plan["changes"]["sha256"]["new"] == hashlib.sha256(USER_DATA.encode()).hexdigest()
+    )
+    (done,) = world.run([low], test=False)
+    assert done["result"] is True, done["comment"]
+    assert (lab.directory / "user.yaml").read_text() == USER_DATA
+    (again,) = world.run([low], test=True)
+    assert again["result"] is True and again["changes"] == {}
+    kept = repr([plan, done, again]) + repr(world.context) + world.rows_file.read_text()
+    assert "nginx" not in kept
+
+
 def test_a_cicustom_whose_snippet_cannot_be_looked_up_is_refused_never_passed(lab):
     """A failed read is never absence, nor presence: the guest's plan is refused naming the read."""
     lab.served.pve.fail("GET", "/cluster/status", 500, "got timeout")

@@ -28,7 +28,7 @@ def example_pillar(tmp_path: Path, change: Callable[[dict], None] | None = None)
     ``change(data)``; returns the directory (a ``pillar_roots`` entry)."""
     root = tmp_path / "pillar"
     root.mkdir(exist_ok=True)
-    for name in ("top.sls", "secrets.sls"):
+    for name in ("top.sls", "secrets.sls", "node.sls"):
         shutil.copy(PILLAR / name, root / name)
     data = yaml.safe_load((PILLAR / "proxmox.sls").read_text())
     if change is not None:
@@ -54,6 +54,15 @@ def pillar_secrets(pillar_dir: Path = PILLAR) -> list[str]:
     if path.exists():
         walk(yaml.safe_load(path.read_text(encoding="utf-8")))
     return found
+
+
+def snippet_contents(pillar_dir: Path = PILLAR) -> list[str]:
+    """The content of every snippet ``node.sls`` in ``pillar_dir`` declares (``proxmox:snippets``):
+    cloud-init user data may hold secrets, so the same checks as ``pillar_secrets`` apply to it."""
+    path = pillar_dir / "node.sls"
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
+    storages = ((data or {}).get("proxmox") or {}).get("snippets") or {}
+    return [entry["content"] for files in storages.values() for entry in files.values() if "content" in entry]
 
 
 def files_holding(root: Path, secrets: list[str]) -> dict[str, list[int]]:
@@ -82,6 +91,7 @@ def write_minion_config(
     pillar_roots: list[str] | None = None,
     extra: dict[str, Any] | None = None,
     pbs: dict[str, Any] | None = None,
+    root_lane: dict[str, str] | None = None,
 ) -> Path:
     """Write ``config_dir/minion`` (0600) for a masterless minion and return its path.
 
@@ -90,6 +100,8 @@ def write_minion_config(
     ``pbs``: ``{"url", "cafile"}`` of a PBS (tests.support.pbs) → ``proxmox:pbs_targets:backup1``, its
     tokens minted from OpenBao at ``proxmox/creds/pbs`` (``publish_pbs``), or with ``"static":
     {"read": ..., "provision": ...}`` static ones.
+    ``root_lane``: the target's ``root_lane`` (``tests.support.lanes.node_lane``); ``top.sls`` then
+    includes ``node.sls``, the example's declarations that go through it.
     Targets and OpenBao go in the minion config (read with ``config.get``); the estate comes
     from the pillar.
     """
@@ -114,6 +126,8 @@ def write_minion_config(
             "targets": {target: {"members": [cluster_url], "verify": cafile, "credentials": credentials}}
         },
     }
+    if root_lane is not None:
+        config["proxmox"]["targets"][target]["root_lane"] = dict(root_lane)
     if pbs is not None:
         pbs_credentials = (
             {"source": "static", **pbs["static"]}
@@ -226,10 +240,10 @@ def summary(title: str, rows: list[dict[str, Any]]) -> str:
 
 def edited_pillar(tmp_path: Path, change: Callable[[dict], None]) -> Path:
     """A pillar root under ``tmp_path`` holding ``pillar_examples`` with its ``proxmox.sls`` edited by
-    ``change(data)`` (``top.sls`` and ``secrets.sls`` copied as they are)."""
+    ``change(data)`` (``top.sls``, ``secrets.sls`` and ``node.sls`` copied as they are)."""
     root = tmp_path / "pillar"
     root.mkdir(exist_ok=True)
-    for name in ("top.sls", "secrets.sls"):
+    for name in ("top.sls", "secrets.sls", "node.sls"):
         shutil.copy(PILLAR / name, root / name)
     data = yaml.safe_load((PILLAR / "proxmox.sls").read_text())
     change(data)

@@ -11,12 +11,14 @@ import hashlib
 from types import SimpleNamespace
 
 import pytest
+import salt.state
 
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.pve.facts import parse_storages
+from salt_proxmox.run.config import pillar_secrets
 from salt_proxmox.simple.spec import remember
 from salt_proxmox.snippet import disk, guard
-from salt_proxmox.snippet.declare import declare, identify, read_source, snippet_volids
+from salt_proxmox.snippet.declare import SECRETS, declare, identify, read_source, snippet_volids
 from salt_proxmox.snippet.lifecycle import _changes
 from salt_proxmox.snippet.place import snippets_dir, storage_refusals
 from tests.support.formula import formula
@@ -184,8 +186,13 @@ def test_the_formula_declares_snippets_and_a_guest_requires_those_it_names() -> 
             }
         }
     )
+    # The content is no argument: the state reads it from its own pillar entry (secrets_pillar).
     assert states["proxmox-snippet-local-u.yaml"] == {
-        "proxmox_snippet.present": [{"name": "u.yaml"}, {"content": "x"}, {"storage": "local"}]
+        "proxmox_snippet.present": [
+            {"name": "u.yaml"},
+            {"storage": "local"},
+            {"secrets_pillar": ["proxmox", "snippets", "local", "u.yaml"]},
+        ]
     }
     assert states["proxmox-snippet-local-old.sh"] == {
         "proxmox_snippet.absent": [{"name": "old.sh"}, {"storage": "local"}]
@@ -224,3 +231,58 @@ def test_a_source_is_read_and_rendered_by_salt_into_content() -> None:
 def test_a_bad_source_is_refused_naming_the_key(declared, key) -> None:
     with pytest.raises(DeclarationError, match=key):
         read_source(declared, {"salt://p/u.yaml": "x"}.get, lambda text, template, context: text)
+
+
+#: Cloud-init user data holding a password, as a snippet's content may.
+USER_DATA = "#cloud-config\nchpasswd:\n  list: |\n    ops:snippet-Secret-9Qz\n"
+
+
+def _lowstate(pillar: dict) -> list[dict]:
+    """The lowstate Salt's compiler makes of the formula's highstate for ``pillar`` (salt/state.py
+    ``Compiler.compile_high_data``): every chunk's arguments, which Salt keeps in ``highstate.cache.p``
+    and hands every state as ``__lowstate__``."""
+    high = {}
+    for sid, body in formula().estate(pillar).items():
+        ((function, arguments),) = body.items()
+        module, _, fun = function.partition(".")
+        high[sid] = {module: [fun, *arguments], "__sls__": "proxmox", "__env__": "base"}
+    compiler = salt.state.Compiler({"state_auto_order": True}, {})
+    low, errors = compiler.compile_high_data(compiler.pad_funcs(high))
+    assert errors == []
+    return low
+
+
+def test_a_snippets_content_is_in_no_chunk_of_the_lowstate_only_its_pillar_path() -> None:
+    """Salt keeps a state's arguments in highstate.cache.p in its cachedir: the content (cloud-init user
+    data may hold secrets) is read from pillar by the state (secrets_pillar), never an argument."""
+    pillar = {
+        "proxmox": {
+            "snippets": {"local": {"u.yaml": {"content": USER_DATA}, "hook.sh": {"source": "salt://h.sh"}}},
+            "qemu": {"web": {"vmid": 300, "node": "pve1", "cicustom": "user=local:snippets/u.yaml"}},
+        }
+    }
+    low = _lowstate(pillar)
+    assert USER_DATA not in repr(low) and "snippet-Secret" not in repr(low)
+    (chunk,) = [c for c in low if c["__id__"] == "proxmox-snippet-local-u.yaml"]
+    assert "content" not in chunk
+    assert chunk["secrets_pillar"] == ["proxmox", "snippets", "local", "u.yaml"]
+    # The path the state reads names the entry holding the content (run.config.pillar_secrets).
+    entry = pillar["proxmox"]["snippets"]["local"]["u.yaml"]
+    found = pillar_secrets(SECRETS, {"__low__": chunk}, chunk["secrets_pillar"], lambda path: entry)
+    assert found == {"content": USER_DATA}
+    # A source stays an argument: it names a salt:// file, which the execution module reads.
+    (hook,) = [c for c in low if c["__id__"] == "proxmox-snippet-local-hook.sh"]
+    assert hook["source"] == "salt://h.sh" and "secrets_pillar" not in hook
+
+
+def test_content_given_as_a_state_argument_is_refused_naming_secrets_pillar() -> None:
+    """A hand-written state passing content itself would leave it in Salt's cache: refused by name."""
+    with pytest.raises(
+        DeclarationError, match=r"content: a secret is never a state argument.*secrets_pillar"
+    ):
+        pillar_secrets(SECRETS, {"__low__": {"content": USER_DATA}, "content": USER_DATA}, None, dict().get)
+
+
+def test_the_formula_reads_the_snippets_secrets_the_library_names() -> None:
+    # The formula cannot import salt_proxmox (synced from file_roots): its copy is pinned here.
+    assert set(formula().SNIPPET_SECRETS) == set(SECRETS) == {"content"}
