@@ -41,7 +41,7 @@ from typing import Protocol
 from urllib.parse import unquote
 
 from salt_proxmox.errors import DeclarationError, Uncertain
-from salt_proxmox.pve.errors import PveError, classify
+from salt_proxmox.pve.errors import PVE_WORDS, PveError, Words, classify
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +200,10 @@ def pvesh_result(method: str, path: str, stdout: str) -> object:
 
 
 class PveshLane:
-    """The ``pvesh`` lane: calls run as subprocesses, as root@pam on this minion's node."""
+    """The ``pvesh`` lane: calls run as subprocesses, as root@pam on this minion's node. ``words``: what
+    its sentences name (PVE's: ``pve.tasks.await_task`` polls a lane's task and names its log command)."""
+
+    words: Words = PVE_WORDS
 
     def __init__(self, config: LaneConfig):
         self.config = config
