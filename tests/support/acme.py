@@ -39,7 +39,8 @@ from pve-manager ``PVE/API2/ACMEPlugin.pm``, ``PVE/API2/ACMEAccount.pm`` ``chall
 Differences from PVE: the CA is not contacted (a register always succeeds unless EAB is missing where
 required; ``location`` is made up); ``data`` is stored as it was sent (PVE decodes it and encodes it
 base64url again); the error texts are the die messages, without the cfs lock's wrapping; the digest is
-a hash of the sections, not the file's bytes; ``PUT /nodes/{node}/config`` does not check that a named plugin exists.
+a hash of the sections, not the file's bytes; ``PUT /nodes/{node}/config`` does not check that a named
+plugin exists.
 """
 
 from __future__ import annotations
