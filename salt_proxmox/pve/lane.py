@@ -122,10 +122,12 @@ class SecretInLane(DeclarationError):
 
 class Lane(Protocol):
     """What a root lane offers: its ``label`` for the plan (``pvesh on pve1``, known once
-    ``check``ed), ``request`` (``PveClient.request``'s shape, as root@pam: ``pve.tasks.await_task``
-    polls a lane's task through it) and ``check`` (its preconditions)."""
+    ``check``ed), ``words`` (what its sentences name, PVE's), ``request`` (``PveClient.request``'s
+    shape, as root@pam: ``pve.tasks.await_task`` polls a lane's task through it) and ``check`` (its
+    preconditions)."""
 
     label: str
+    words: Words
 
     def request(
         self,
