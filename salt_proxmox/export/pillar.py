@@ -160,8 +160,8 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         entries = pillar.setdefault(top, {}).setdefault(section, {})
         entries.setdefault(kind.name.removeprefix("mapping_"), {})[str(entry.pop("name"))] = entry
         return
-    if family.section == "proxmox:acme":  # proxmox:acme:plugins, as the formula's _acme reads it
-        plural = {"acme_plugin": "plugins"}[kind.name]
+    if family.section == "proxmox:acme":  # proxmox:acme:plugins and :accounts, as the formula's _acme
+        plural = {"acme_plugin": "plugins", "acme_account": "accounts"}[kind.name]
         pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})[str(entry.pop("name"))] = (
             entry
         )
