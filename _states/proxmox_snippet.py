@@ -21,13 +21,14 @@ a VM's ``cicustom`` names, a guest's hookscript), written through the target's r
         - secrets_pillar: proxmox:snippets:local:db-user.yaml   # reads content from there
 
 PVE has no API call that writes a snippet, so the target needs ``root_lane: pvesh`` and the states run
-on a node of its cluster (the ticket lane, which only calls the API, is refused). A snippet is compared by the sha256 of its bytes; its content is never shown.
-A ``source`` is read (and rendered) by the ``proxmox`` execution module with Salt's own file machinery
-(``cp.get_file_str``, ``file.apply_template_on_contents``), and inline text (``content``, which may hold
-secrets: cloud-init user data) from the pillar mapping ``secrets_pillar`` names, as the proxmox formula
-passes each entry's own path: Salt keeps a state's arguments in ``highstate.cache.p`` in its cachedir,
-so a ``content`` argument is refused, naming ``secrets_pillar``. The text never is a state argument. The
-logic lives in ``salt_proxmox.snippet`` behind the ``proxmox`` execution module."""
+on a node of its cluster (the ticket lane, which only calls the API, is refused). A snippet is compared
+by the sha256 of its bytes; its content is never shown. A ``source`` is read (and rendered) by the
+``proxmox`` execution module with Salt's own file machinery (``cp.get_file_str``,
+``file.apply_template_on_contents``), and inline text (``content``, which may hold secrets: cloud-init
+user data) from the pillar mapping ``secrets_pillar`` names, as the proxmox formula passes each entry's
+own path: Salt keeps a state's arguments in ``highstate.cache.p`` in its cachedir, so a ``content``
+argument is refused, naming ``secrets_pillar``. The text never is a state argument. The logic lives in
+``salt_proxmox.snippet`` behind the ``proxmox`` execution module."""
 
 __virtualname__ = "proxmox_snippet"
 

@@ -254,6 +254,14 @@ FAMILIES: tuple[Family, ...] = (
                 spec="salt_proxmox.datacenter.acme:SPEC",
                 secrets="salt_proxmox.datacenter.acme:SECRETS",
             ),
+            # Read and written as root@pam through the target's root lane (ObjectSpec.reads_with).
+            Kind(
+                "acme_account",
+                present="account",
+                absent="account_absent",
+                spec="salt_proxmox.datacenter.acme_account:SPEC",
+                secrets="salt_proxmox.datacenter.acme_account:SECRETS",
+            ),
         ),
         section="proxmox:acme",
         prefix="proxmox-acme-",

@@ -67,7 +67,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    mdev and live-migration-capable)}; ensure: absent as above.
   proxmox:acme                     plugins: {<id>: proxmox_acme.plugin (type dns or standalone, api,
                                    validation-delay, nodes, disable; data, the DNS API's settings, a
-                                   secret, and secret_serial)}; target.
+                                   secret, and secret_serial)}, accounts: {<name>: proxmox_acme.account
+                                   (contact, directory, tos_url, eab-kid; eab-hmac-key, a secret),
+                                   read and written through the target's root_lane}; target.
   proxmox:notifications            endpoints: {<name>: proxmox_notification.endpoint (type sendmail, smtp,
                                    gotify or webhook, its keys; password, token, secret from pillar)},
                                    matchers: {<name>: proxmox_notification.matcher (match-field,
@@ -522,6 +524,7 @@ SECRETS = {
     "proxmox:metric_servers": ("token",),
     "proxmox:cluster_options": ("http_proxy",),
     "proxmox:acme:plugins": ("data",),
+    "proxmox:acme:accounts": ("eab-hmac-key",),
 }
 
 # proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope
@@ -550,7 +553,12 @@ ZONE_NEEDS = {"controller": "controllers", "ipam": "ipams", "dns": "dns", "rever
 # <id>: {map, description, ...} entries; the state function is the kind's name.
 MAPPING_KINDS = ("pci", "usb", "dir")
 # The keys of proxmox:acme, and what an ACME plugin entry takes besides its options (type, api, ...).
-ACME_KEYS = {"plugins", "target"}
+ACME_KEYS = {"plugins", "accounts", "target"}
+# Each kind of proxmox:acme: its pillar key, state id prefix, what an entry is, and its state functions.
+ACME_KINDS = (
+    ("plugins", "proxmox-acme-plugin-", "ACME plugin (type, api, ...)", "plugin"),
+    ("accounts", "proxmox-acme-account-", "ACME account (contact, directory, ...)", "account"),
+)
 # The keys of proxmox:notifications, an endpoint's secrets (never state arguments: read with secrets_pillar,
 # salt_proxmox/datacenter/notifications.py SECRETS) and what an absent endpoint passes on.
 NOTIFICATION_KEYS = {"endpoints", "matchers", "target"}
@@ -1020,8 +1028,9 @@ def _mappings(pillar, states):
 
 
 def _acme(pillar, states):
-    """The ACME plugin states (``proxmox_acme.plugin``), ``data`` (the DNS API's credentials) passed as
-    its pillar path (SECRETS), never as an argument."""
+    """The ACME plugin and account states (``proxmox_acme.plugin``, ``proxmox_acme.account``), their
+    secrets (a plugin's ``data``, an account's ``eab-hmac-key``) passed as the entry's pillar path
+    (SECRETS), never as an argument."""
     acme = _lookup(pillar, "proxmox:acme", states, "proxmox-acme-")
     if not isinstance(acme, Mapping):
         if acme is not None:
@@ -1030,20 +1039,21 @@ def _acme(pillar, states):
         return
     _unknown_keys(states, "proxmox-acme-pillar", "proxmox:acme", acme, ACME_KEYS)
     target = acme.get("target")
-    path, prefix = "proxmox:acme:plugins", "proxmox-acme-plugin-"
-    for key, declared in _entries(pillar, path, prefix, "ACME plugin (type, api, ...)", states):
-        if target is not None and "target" not in declared:
-            declared = {**declared, "target": target}
-        name = declared.get("name", key)
-        if not _present(declared):
-            args = _arguments(name, declared, [], NETWORK_ABSENT_KEYS)
-            states[prefix + key] = {"proxmox_acme.plugin_absent": args}
-            continue
-        secrets = [k for k in SECRETS[path] if k in declared]
-        args = _arguments(name, declared, ["ensure", "name", "removal", *secrets])
-        if secrets:
-            args.append({"secrets_pillar": [*path.split(":"), key]})
-        states[prefix + key] = {"proxmox_acme.plugin": args}
+    for kind, prefix, what, fun in ACME_KINDS:
+        path = f"proxmox:acme:{kind}"
+        for key, declared in _entries(pillar, path, prefix, what, states):
+            if target is not None and "target" not in declared:
+                declared = {**declared, "target": target}
+            name = declared.get("name", key)
+            if not _present(declared):
+                args = _arguments(name, declared, [], NETWORK_ABSENT_KEYS)
+                states[prefix + key] = {f"proxmox_acme.{fun}_absent": args}
+                continue
+            secrets = [k for k in SECRETS[path] if k in declared]
+            args = _arguments(name, declared, ["ensure", "name", "removal", *secrets])
+            if secrets:
+                args.append({"secrets_pillar": [*path.split(":"), key]})
+            states[prefix + key] = {f"proxmox_acme.{fun}": args}
 
 
 def _snippets(pillar, states):

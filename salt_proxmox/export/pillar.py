@@ -166,8 +166,9 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
         mapping_kind, key = kind.name.removeprefix("mapping_"), str(entry.pop("name"))
         entries.setdefault(mapping_kind, {})[key] = entry
         return (top, section, mapping_kind, key)
-    if family.section == "proxmox:acme":  # proxmox:acme:plugins, as the formula's _acme reads it
-        plural, key = {"acme_plugin": "plugins"}[kind.name], str(entry.pop("name"))
+    if family.section == "proxmox:acme":  # proxmox:acme:plugins and :accounts, as the formula's _acme
+        plural = {"acme_plugin": "plugins", "acme_account": "accounts"}[kind.name]
+        key = str(entry.pop("name"))
         pillar.setdefault(top, {}).setdefault(section, {}).setdefault(plural, {})[key] = entry
         return (top, section, plural, key)
     if family.section == "proxmox:notifications":  # the formula's NOTIFICATION_KEYS

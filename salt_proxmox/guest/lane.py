@@ -98,6 +98,9 @@ def lane_check(ctx: PveContext) -> tuple[str, list[str]]:
             found = ("pvesh", [f"{where}: {why}; nothing goes through the lane."])
         else:
             found = _membership(ctx, where, laned)
+    if not found[1]:
+        # The Lane's label is known once checked (pve.lane.Lane): plans name it (``pvesh on pve1``).
+        lane.label = found[0]
     ctx.memo[key] = found
     return found
 

@@ -43,7 +43,7 @@ from typing import Protocol
 from urllib.parse import unquote
 
 from salt_proxmox.errors import DeclarationError, Uncertain
-from salt_proxmox.pve.errors import PveError, classify
+from salt_proxmox.pve.errors import PVE_WORDS, PveError, Words, classify
 
 log = logging.getLogger(__name__)
 
@@ -175,11 +175,13 @@ class SecretInLane(DeclarationError):
 
 class Lane(Protocol):
     """What a root lane offers: its ``label`` for the plan (``pvesh on pve1`` once its node is
-    known, ``ticket for root@pam``), its ``config`` (``LaneConfig``) and ``request``
-    (``PveClient.request``'s shape, as root@pam: ``pve.tasks.await_task`` polls a lane's task through
-    it). Its preconditions are checked by ``guest.lane.lane_check``."""
+    known, ``ticket for root@pam``), ``words`` (what its sentences name, PVE's), its ``config``
+    (``LaneConfig``) and ``request`` (``PveClient.request``'s shape, as root@pam:
+    ``pve.tasks.await_task`` polls a lane's task through it). Its preconditions are checked by
+    ``guest.lane.lane_check``."""
 
     label: str
+    words: Words
     config: LaneConfig
 
     def request(
@@ -255,7 +257,10 @@ def pvesh_result(method: str, path: str, stdout: str) -> object:
 
 
 class PveshLane:
-    """The ``pvesh`` lane: calls run as subprocesses, as root@pam on this minion's node."""
+    """The ``pvesh`` lane: calls run as subprocesses, as root@pam on this minion's node. ``words``: what
+    its sentences name (PVE's: ``pve.tasks.await_task`` polls a lane's task and names its log command)."""
+
+    words: Words = PVE_WORDS
 
     def __init__(self, config: LaneConfig):
         self.config = config

@@ -125,6 +125,8 @@ class TicketLane:
         self.clock = clock
         self.label = LABEL
         self.client = TicketClient(target, session)
+        #: What its sentences name: the token client's (PVE's) words.
+        self.words = self.client.words
         self.broker = broker
         self.memo = memo
         self._key = _MEMO.format(target=target.name)

@@ -33,6 +33,7 @@ from salt_proxmox.outcome import Outcome, forget_ownership
 from salt_proxmox.ownership.rows import absent_note, claim, destroy_path, removal_problem, row_key
 from salt_proxmox.pve.constraints import check_form
 from salt_proxmox.pve.errors import PveError, PveMalformed, PveUnreachable
+from salt_proxmox.pve.tasks import TaskUncertain, await_task, upid_node
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.run.lowstate import Chunk
 from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, expect, note_declared, remember
@@ -64,8 +65,10 @@ def read(ctx: PveContext, spec: ObjectSpec, decl: Declared, shared: bool = False
             return live
     spec = spec.on(ctx, decl)
     call = spec.read(decl)
+    # A root_lane family's object is read as root@pam through the lane (ObjectSpec.reader).
+    transport, credential = spec.reader(ctx)
     try:
-        data = ctx.client.request("GET", call.path, credential, params=call.params)
+        data = transport.request("GET", call.path, credential, params=call.params)
     except PveError as error:
         if spec.is_absent(error, decl):
             return None
@@ -184,6 +187,8 @@ def decide(
         if lacking:
             return Decision("refuse", reasons=lacking, row_key=key, row=row)
     live = with_recorded(spec, read(ctx, spec, decl, shared=True), row)
+    # Where only root@pam may read the object, the plan says the read went through the lane.
+    said = [lane_read_note(ctx, spec, decl)] if spec.reads_with == "root_lane" and ctx.lane else []
     if live is None:
         call = (spec.on(ctx, decl) if spec.create_on_cluster else spec).create(decl)
         try:
@@ -214,7 +219,7 @@ def decide(
         kept = [f"{key} {decl.values[key]}" for key in spec.recorded if key in decl.values]
         if kept:
             effects.append(f"{decl.label}: recorded with it, never sent to PVE: {', '.join(kept)}")
-        notes = [note, *([unborn] if unborn else []), *effects, *unchecked]
+        notes = [note, *said, *([unborn] if unborn else []), *effects, *unchecked]
         return Decision("create", call=call, changes=changes, notes=notes, row_key=key, row=row)
     diffs = spec.differences(live, decl)
     matches = spec.is_match(live, decl)
@@ -228,7 +233,7 @@ def decide(
     )
     if refusal:
         return Decision("refuse", live=live, row_key=key, row=row, reasons=[refusal])
-    notes = [note] if note else []
+    notes = [*([note] if note else []), *said]
     record = note is not None
     if matches:
         return Decision("noop", live=live, notes=notes, row_key=key, row=row, record=record)
@@ -262,6 +267,13 @@ def decide(
     return Decision(
         "update", live=live, call=call, changes=diffs, notes=notes, row_key=key, row=row, record=record
     )
+
+
+def lane_read_note(ctx: PveContext, spec: ObjectSpec, decl: Declared) -> str:
+    """The plan's note that ``decl`` was read as root@pam through the target's lane (a ``root_lane``
+    family: ``ObjectSpec.reads_with``). Reads nothing."""
+    via = getattr(ctx.lane, "label", "root lane")
+    return f"{decl.label}: read as root@pam through the root lane ({via}): PVE shows it to root@pam only"
 
 
 def provision_check(
@@ -319,6 +331,9 @@ def _send_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, w
     if spec.send is not None:
         spec.send(ctx, decl, call, what)
         return
+    if spec.writes_with == "root_lane":
+        lane_write(ctx, spec, decl, call, what)
+        return
     if (
         spec.task_node is None
         or what.split(" ", 1)[0] not in spec.task_writes
@@ -330,6 +345,34 @@ def _send_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, w
         raise ValueError(f"{call}: a task's form goes as a form")  # pragma: no cover - no such family
     ctx.reads.drop_listings()
     ctx.task(call.method, call.path, spec.task_node(decl), what, form=call.form, params=call.params)
+
+
+def lane_write(ctx: PveContext, spec: ObjectSpec, decl: Declared, call: Call, what: str) -> None:
+    """Send one write of a ``root_lane`` family (``ObjectSpec.writes_with``) through the target's root
+    lane as root@pam; the declaration's secrets are named to the lane, which refuses to carry them
+    (``pve.lane.SecretInLane``: pvesh's argv is readable by every user of the node). A UPID it answers
+    is awaited through the lane by its owner, root@pam (``pve.tasks.await_task``, on the node the UPID
+    names: PVE forks the worker where the call was served); a family whose writes are tasks
+    (``task_node``) that answers none is uncertain. Raises Refused (no lane), SecretInLane, PveError,
+    TaskFailed, TaskUncertain, Uncertain."""
+    lane = ctx.lane
+    if lane is None:
+        raise Refused(f"{what}: only root@pam may write it, and target {ctx.target.name} has no root lane")
+    ctx.reads.drop_listings()
+    answer = lane.request(
+        call.method, call.path, params=call.params, form=call.form, secrets=tuple(decl.secrets)
+    )
+    upid = answer if isinstance(answer, str) and answer.startswith("UPID:") else None
+    node = upid_node(upid) if upid else None
+    if upid is None or node is None:
+        if spec.task_node is not None:
+            raise TaskUncertain(
+                f"{what}: the root lane answered no task id, so the write cannot be confirmed and is not "
+                "claimed. Read the object before running the state again."
+            )
+        return
+    kwargs = {"sleep": ctx.sleep} if ctx.sleep is not None else {}
+    await_task(lane, None, node, upid, what, ctx.task_polls, ctx.poll_interval, **kwargs)
 
 
 def send(ctx: PveContext, credential, call: Call) -> object:

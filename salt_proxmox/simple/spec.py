@@ -287,8 +287,15 @@ class ObjectSpec:
     unborn: Callable[[PveContext, Declared], str | None] | None = None
     #: The credential that reads the family: ``read``, or ``provision`` where PVE shows an object only
     #: to a caller that may change it (ACME plugins: pve-manager ``API2/ACMEPlugin.pm`` asks Sys.Modify
-    #: on ``/`` of every method), so the read token never holds a write privilege (``credential``).
+    #: on ``/`` of every method), so the read token never holds a write privilege (``credential``); or
+    #: ``root_lane`` where only root@pam may read one (ACME accounts: ``API2/ACMEAccount.pm``
+    #: ``get_account`` has no ``permissions``): the object's read goes through ``ctx.lane`` (``reader``),
+    #: its listings and checks with the read token.
     reads_with: str = "read"
+    #: Who writes the family: ``provision`` (the token), or ``root_lane`` where only root@pam may (ACME
+    #: accounts): every write goes through ``ctx.lane`` as root@pam, and a task it starts is awaited
+    #: through the lane by that same owner (``simple.lifecycle``).
+    writes_with: str = "provision"
     copied: Callable[[PveContext, Declared], str | None] | None = None
     #: Which writes ``task_node`` runs as tasks (a PBS datastore's create and delete are, its update
     #: is not: proxmox-backup ``src/api2/config/datastore.rs``).
@@ -299,8 +306,22 @@ class ObjectSpec:
     task_methods: tuple[str, ...] = ("POST", "PUT", "DELETE")
 
     def credential(self, ctx: PveContext):
-        """The credential this family reads with (``reads_with``). Raises CredentialError."""
+        """The credential this family reads its listings with (``reads_with``: the read token for a
+        ``root_lane`` family, whose object reads go through the lane). Raises CredentialError."""
         return ctx.broker.provision() if self.reads_with == "provision" else ctx.broker.read()
+
+    def reader(self, ctx: PveContext) -> tuple[object, Credential | None]:
+        """``(transport, credential)`` one object of the family is read with: the root lane and no
+        credential for a ``root_lane`` family (pvesh runs as root@pam and takes none), else
+        ``ctx.client`` and ``credential``. Raises CredentialError, and Refused for a ``root_lane``
+        family on a target without a lane (the family's ``for_cluster`` reads otherwise there)."""
+        if self.reads_with != "root_lane":
+            return ctx.client, self.credential(ctx)
+        if ctx.lane is None:
+            raise Refused(
+                f"{self.noun}: only root@pam may read one, and target {ctx.target.name} has no root lane"
+            )
+        return ctx.lane, None
 
     def on(self, ctx: PveContext, decl: Declared) -> ObjectSpec:
         """This family as ``ctx``'s cluster takes it for ``decl`` (``for_cluster``; itself when
@@ -366,17 +387,21 @@ def fingerprint(data: Mapping[str, object], skip: tuple[str, ...] = ()) -> str:
 
 
 def reread_guard(
-    path_of: Callable[[Declared], str], why: str, skip: tuple[str, ...] = ()
+    path_of: Callable[[Declared], str], why: str, skip: tuple[str, ...] = (), lane: bool = False
 ) -> Callable[[PveContext, Credential, Declared, Mapping[str, object]], dict]:
     """A ``write_guard`` for a family whose reads show no digest (a backup job: ``/cluster/backup``
     keeps none; a metric server: ``status.cfg``'s digest is in no answer): right before a PUT or
     DELETE the object is read again (``GET path_of(decl)``) and its ``fingerprint`` compared with the
     live attributes' ``fingerprint`` the decision was made on. ``why`` says, in the refusal, why the
-    object was read again. The guard returns ``{}`` (nothing to send), and raises Refused when the
-    object changed, and what the read raises."""
+    object was read again; ``lane``: it is read through the root lane as root@pam (a ``root_lane``
+    family). The guard returns ``{}`` (nothing to send), and raises Refused when the object changed,
+    and what the read raises."""
 
     def guard(ctx: PveContext, credential: Credential, decl: Declared, live: Mapping[str, object]) -> dict:
-        data = ctx.client.request("GET", path_of(decl), credential)
+        transport = ctx.lane if lane else ctx.client
+        if transport is None:
+            raise Refused(f"{decl.label}: only root@pam may read it, and this target has no root lane")
+        data = transport.request("GET", path_of(decl), None if lane else credential)
         if not isinstance(data, Mapping) or fingerprint(data, skip) != live.get("fingerprint"):
             raise Refused(
                 f"{decl.label} changed after it was read for this decision ({why}, so it was read again "

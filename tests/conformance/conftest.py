@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from salt_proxmox.registry import FAMILIES
-from tests.conformance.contract import CLUSTER_FOR, ON_DISK, disk_state, disk_writes
+from tests.conformance.contract import CLUSTER_FOR, LANE, ON_DISK, disk_state, disk_writes
 from tests.conformance.examples import SECRETS_PILLAR, examples_of
 from tests.faults.harness import debug_log
 from tests.support.cluster import ServedCluster
@@ -71,6 +71,8 @@ class Minion:
     pbs: ServedPbs | None = None
     #: Where a family writing on the lane's node writes (``contract.ON_DISK``), else None.
     disk: Path | None = None
+    #: Whether the target has the fake root lane (``contract.ON_DISK``, ``contract.LANE``).
+    lane: bool = False
 
     def mark(self) -> tuple[int, int, int, dict]:
         pbs = len(self.pbs.pbs.requests) if self.pbs is not None and self.pbs.pbs is not None else 0
@@ -83,9 +85,10 @@ class Minion:
         pbs = requests_of(self.pbs, mark[2]) if self.pbs is not None else []
         pve = requests_since(self.cluster, mark[0])
         files = []
-        if self.disk is not None:
+        if self.lane:
             # The fake pvesh logs in (a real pvesh runs as root@pam and sends nothing: PVE/CLI/pvesh.pm).
             pve = [(m, p, b) for m, p, b in pve if (m, p) != ("POST", "/access/ticket")]
+        if self.disk is not None:
             files = disk_writes(mark[3], disk_state(self.disk))
         return [*pve, *pbs, *self.tap.log[mark[1] :], *files]
 
@@ -124,7 +127,8 @@ def minion(
     pbs = ServedPbs().start()
     request.addfinalizer(pbs.stop)
     targets = static_targets(fresh_cluster)
-    if disk is not None:
+    lane = disk is not None or getattr(tested, "name", "") in LANE
+    if lane:
         pvesh = write_fake_pvesh(fresh_cluster, tmp_path / "fake-pvesh")
         for target in targets.values():
             target["root_lane"] = {"via": "pvesh", "pvesh": str(pvesh)}
@@ -142,4 +146,4 @@ def minion(
     secrets += [pbs.read_token[1], pbs.provision_token[1]]
     secrets += [value for entry in SECRETS_PILLAR["conformance"].values() for value in entry.values()]
     logging.getLogger().setLevel(logging.DEBUG)
-    yield Minion(fresh_cluster, world, tap, secrets, pbs=pbs, disk=disk)
+    yield Minion(fresh_cluster, world, tap, secrets, pbs=pbs, disk=disk, lane=lane)

@@ -72,6 +72,15 @@ def _snippet_storage(pve: Any, tmp: Path) -> Path:
 #: (``disk_writes``): a POST, PUT or DELETE of ``/disk/<file>`` naming the ``sha256``, ``size`` and
 #: ``mode`` it changed. An answer cannot be lost after such a write reached its server: there is none.
 ON_DISK: dict[str, Any] = {"snippet": _snippet_storage}
+#: Families some of whose objects only root@pam may read and write (ACME accounts: pve-manager
+#: API2/ACMEAccount.pm, no ``permissions``): their target gets the fake root lane too (tests.support.pvesh,
+#: forwarding to the fake cluster as root@pam, whose ticket logins are no write of theirs).
+LANE: frozenset[str] = frozenset({"acme"})
+
+
+def through_lane(kind: Kind) -> bool:
+    """Whether ``kind``'s writes go through the root lane (``ObjectSpec.writes_with``)."""
+    return kind.spec is not None and getattr(kind.load(), "writes_with", "") == "root_lane"
 
 
 def disk_state(root: Path) -> dict[str, tuple[str, int, str]]:

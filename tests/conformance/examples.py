@@ -217,6 +217,14 @@ def _mapping(kind: str) -> Examples:
 
 #: A DNS challenge plugin of one of PVE's DNS APIs (proxmox-acme ``DNSChallenge.pm``), on one node.
 _ACME_PLUGIN = {"name": "example-dns", "type": "dns", "api": "cf", "validation-delay": 60, "nodes": ["pve1"]}
+#: An ACME account (pve-manager API2/ACMEAccount.pm), agreeing to Let's Encrypt's Terms of Service as the
+#: fake's directory meta names them (tests.support.acme.LE_TOS); read and written through the fake root
+#: lane (contract.LANE): only root@pam may.
+_ACME_ACCOUNT = {
+    "name": "example-acct",
+    "contact": ["ops@example.org"],
+    "tos_url": "https://letsencrypt.org/documents/LE-SA-v1.5-February-24-2025.pdf",
+}
 #: A sendmail notification endpoint and a matcher routing backup errors to the built-in mail-to-root
 #: (pve-manager API2/Cluster/Notifications.pm, proxmox-notify).
 _NOTIFY_ENDPOINT = {
@@ -529,6 +537,18 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             bad={
                 **_bad(_ACME_PLUGIN, {"name": _ACME_PLUGIN["name"]}, "plugin", "plugin_absent"),
                 "wrong type": ("plugin", {**_ACME_PLUGIN, "validation-delay": "soon"}, "validation-delay"),
+            },
+        ),
+        # An account has no value to clear back to a default (contact is required, directory and tos_url
+        # are fixed once registered: update_account takes contact only): its clear is another contact set.
+        "acme_account": Examples(
+            create=_ACME_ACCOUNT,
+            update={**_ACME_ACCOUNT, "contact": ["ops@example.org", "pki@example.org"]},
+            clear={**_ACME_ACCOUNT, "contact": ["pki@example.org"]},
+            delete={"name": _ACME_ACCOUNT["name"], "removal": "destroy"},
+            bad={
+                **_bad(_ACME_ACCOUNT, {"name": _ACME_ACCOUNT["name"]}, "account", "account_absent"),
+                "wrong type": ("account", {**_ACME_ACCOUNT, "contact": 7}, "contact"),
             },
         ),
         "snippet": _simple(

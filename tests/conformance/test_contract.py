@@ -182,6 +182,11 @@ def test_an_answer_lost_after_a_write_is_uncertain(case: contract.Case, minion: 
         pytest.skip(
             "its write is a rename on the lane's node: no server answers it, so no answer can be lost"
         )
+    if contract.through_lane(case.kind):
+        pytest.skip(
+            "its writes go through pvesh, another process, whose answer this process's tap cannot lose; "
+            "a write whose pvesh output holds no answer is the lane's Uncertain (unit test_root_lane.py)"
+        )
     url = minion.tap.bao if family.module == "openbao" else "/api2/json/"
     prefix = "/v1/" if family.module == "openbao" else url
     minion.tap.faults.append((lambda m, p: m != "GET" and p.startswith(prefix), 502, LOST_PAGE, True))

@@ -20,9 +20,27 @@ from pve-manager ``PVE/API2/ACMEPlugin.pm``, ``PVE/API2/ACMEAccount.pm`` ``chall
   (``DNSChallenge.pm`` ``get_supported_plugins``), and the ``standalone`` row;
 - ``node_configs``: each node's ``acme`` and ``acmedomainN`` keys; ``GET``/``PUT /nodes/{node}/config``.
 
-Differences from PVE: ``data`` is stored as it was sent (PVE decodes it and encodes it base64url again);
-the error texts are the die messages, without the cfs lock's wrapping; the digest is a hash of the
-sections, not the file's bytes; ``PUT /nodes/{node}/config`` does not check that a named plugin exists.
+- ``acme_accounts``: the account files ``priv/acme/<name>`` by name, ``{account: {contact: [mailto:...],
+  status}, directory, location, tos}`` as proxmox-acme ``PVE/ACME.pm`` ``save`` keeps them, written from
+  ``PVE/API2/ACMEAccount.pm``: ``GET /cluster/acme/account`` (``account_index``, any user: the names);
+  ``POST`` (``register_account``: ``ACME account config file '<name>' already exists.`` as a ``name``
+  parameter error, then task ``acmeregister``; ``tos_url`` saved as ``tos``; the EAB pair required when
+  ``acme_meta`` says ``externalAccountRequired``, else the CA's refusal fails the task); ``GET``/``PUT``/
+  ``DELETE /cluster/acme/account/{name}`` (``get_account``; ``update_account``: contact, or a refresh,
+  task ``acmeupdate``/``acmerefresh``; ``deactivate_account``: task ``acmedeactivate``, the account's
+  ``status`` ``deactivated`` and its file renamed ``_deactivated_<name>_<n>``, kept in
+  ``deactivated_accounts``), each missing name the 400 ``ACME account config file '<name>' does not
+  exist.``; only root@pam passes them (fakepve answers a token ``Permission check failed (user !=
+  root@pam)`` for a method without ``permissions``, as ``RPCEnvironment.pm`` ``check_api2_permissions``
+  does); ``eab_sent`` records the EAB key ids registered with (never the key);
+- ``GET /cluster/acme/directories`` (``$acme_directories``) and ``GET /cluster/acme/meta`` (``acme_meta``:
+  the CA's directory ``meta`` by directory URL, Let's Encrypt's ``termsOfService`` by default).
+
+Differences from PVE: the CA is not contacted (a register always succeeds unless EAB is missing where
+required; ``location`` is made up); ``data`` is stored as it was sent (PVE decodes it and encodes it
+base64url again); the error texts are the die messages, without the cfs lock's wrapping; the digest is
+a hash of the sections, not the file's bytes; ``PUT /nodes/{node}/config`` does not check that a named
+plugin exists.
 """
 
 from __future__ import annotations
@@ -31,7 +49,8 @@ import hashlib
 import json
 
 from fakepve import schema as pve_schema
-from fakepve.routing import check_digest, die, split_list
+from fakepve.model import TaskError
+from fakepve.routing import check_digest, die, param_error, split_list
 
 from tests.support.ceph import CephPve
 
@@ -41,6 +60,13 @@ OPTIONS = {
     "standalone": ({"disable", "nodes"}, set()),
 }
 NUMBERS = {"validation-delay", "disable"}
+#: ``ACMEAccount.pm`` ``$acme_directories``.
+DIRECTORIES = [
+    {"name": "Let's Encrypt V2", "url": "https://acme-v02.api.letsencrypt.org/directory"},
+    {"name": "Let's Encrypt V2 Staging", "url": "https://acme-staging-v02.api.letsencrypt.org/directory"},
+]
+#: Let's Encrypt's Terms of Service as its directory's ``meta`` names them.
+LE_TOS = "https://letsencrypt.org/documents/LE-SA-v1.5-February-24-2025.pdf"
 
 
 def _apis() -> list[str]:
@@ -56,6 +82,13 @@ class AcmePve(CephPve):
         super().__init__(*args, **kwargs)
         self.acme_plugins: dict[str, dict] = {}
         self.node_configs: dict[str, dict] = {}
+        self.acme_accounts: dict[str, dict] = {}
+        self.deactivated_accounts: dict[str, dict] = {}
+        self.acme_meta: dict[str, dict] = {
+            entry["url"]: {"termsOfService": LE_TOS, "website": "https://letsencrypt.org"}
+            for entry in DIRECTORIES
+        }
+        self.eab_sent: list[str] = []
 
     def acme_digest(self) -> str:
         text = json.dumps(self.acme_plugins, sort_keys=True)
@@ -76,6 +109,13 @@ class AcmePve(CephPve):
             ("PUT", plugin, self._acme_update),
             ("DELETE", plugin, self._acme_delete),
             ("GET", "/cluster/acme/challenge-schema", self._acme_schema),
+            ("GET", "/cluster/acme/account", self._account_index),
+            ("POST", "/cluster/acme/account", self._account_register),
+            ("GET", "/cluster/acme/account/{name}", self._account_read),
+            ("PUT", "/cluster/acme/account/{name}", self._account_update),
+            ("DELETE", "/cluster/acme/account/{name}", self._account_deactivate),
+            ("GET", "/cluster/acme/directories", self._acme_directories),
+            ("GET", "/cluster/acme/meta", self._acme_meta),
             ("GET", "/nodes/{node}/config", self._node_config),
             ("PUT", "/nodes/{node}/config", self._node_config_set),
         ]
@@ -160,3 +200,68 @@ class AcmePve(CephPve):
             }
         )
         return None
+
+    # ------------------------------------------------------------------ accounts (ACMEAccount.pm)
+
+    def _account_file(self, name: str) -> dict:
+        account = self.acme_accounts.get(name)
+        if account is None:
+            raise param_error(name=f"ACME account config file '{name}' does not exist.")
+        return account
+
+    async def _account_index(self, v, user):
+        return [{"name": name} for name in sorted(self.acme_accounts)]
+
+    async def _account_register(self, v, user):
+        name = v.get("name") or "default"
+        if name in self.acme_accounts:
+            raise param_error(name=f"ACME account config file '{name}' already exists.")
+        directory = v.get("directory") or DIRECTORIES[0]["url"]
+        contact = [f"mailto:{address}" for address in split_list(v.get("contact", ""))]
+        meta = self.acme_meta.get(directory, {})
+
+        async def worker():
+            if meta.get("externalAccountRequired") and not v.get("eab-kid"):
+                raise TaskError("Registration failed: POST to newAccount failed - externalAccountRequired")
+            if v.get("eab-kid"):
+                self.eab_sent.append(v["eab-kid"])
+            self.acme_accounts[name] = {
+                "account": {"contact": contact, "status": "valid"},
+                "directory": directory,
+                "location": f"{directory.rsplit('/', 1)[0]}/acct/{len(self.acme_accounts) + 1}",
+                **({"tos": v["tos_url"]} if v.get("tos_url") else {}),
+            }
+
+        return await self.task(sorted(self.nodes)[0], "acmeregister", name, user, worker)
+
+    async def _account_read(self, v, user):
+        return json.loads(json.dumps(self._account_file(v["name"])))
+
+    async def _account_update(self, v, user):
+        name = v["name"]
+        account = self._account_file(name)
+        contact = [f"mailto:{address}" for address in split_list(v.get("contact", ""))]
+
+        async def worker():
+            if contact:
+                account["account"]["contact"] = contact
+
+        kind = "acmeupdate" if contact else "acmerefresh"
+        return await self.task(sorted(self.nodes)[0], kind, name, user, worker)
+
+    async def _account_deactivate(self, v, user):
+        name = v["name"]
+        account = self._account_file(name)
+
+        async def worker():
+            account["account"]["status"] = "deactivated"
+            slot = next(i for i in range(101) if f"_deactivated_{name}_{i}" not in self.deactivated_accounts)
+            self.deactivated_accounts[f"_deactivated_{name}_{slot}"] = self.acme_accounts.pop(name)
+
+        return await self.task(sorted(self.nodes)[0], "acmedeactivate", name, user, worker)
+
+    async def _acme_directories(self, v, user):
+        return DIRECTORIES
+
+    async def _acme_meta(self, v, user):
+        return self.acme_meta.get(v.get("directory") or DIRECTORIES[0]["url"], {})

@@ -850,7 +850,7 @@ def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
     from salt_proxmox.access import realm, user
-    from salt_proxmox.datacenter import acme, dcformats, metrics, options
+    from salt_proxmox.datacenter import acme, acme_account, dcformats, metrics, options
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
     from salt_proxmox.qemu import schema as qemu_schema
@@ -867,8 +867,34 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:metric_servers": tuple(sorted(metrics.SECRETS)),
         "proxmox:cluster_options": tuple(sorted(options.SECRETS)),
         "proxmox:acme:plugins": tuple(sorted(acme.SECRETS)),
+        "proxmox:acme:accounts": tuple(sorted(acme_account.SECRETS)),
     } == module.SECRETS
     assert set(dcformats.KEYS) == module.CLUSTER_OPTIONS
+
+
+def test_an_acme_account_renders_with_its_hmac_key_read_from_pillar_never_an_argument():
+    # ACMEAccount.pm register_account: eab-hmac-key is the EAB secret; Salt caches a state's arguments.
+    pillar = {
+        "proxmox": {
+            "acme": {
+                "accounts": {
+                    "lab": {
+                        "contact": ["ops@lab.example"],
+                        "eab-kid": "kid-1",
+                        "eab-hmac-key": "never-shown",
+                    },
+                    "old": {"ensure": "absent", "removal": "destroy"},
+                }
+            }
+        }
+    }
+    states = render(pillar)
+    args = states["proxmox-acme-account-lab"]["proxmox_acme.account"]
+    assert {"secrets_pillar": ["proxmox", "acme", "accounts", "lab"]} in args
+    assert "never-shown" not in str(args) and {"eab-kid": "kid-1"} in args
+    assert states["proxmox-acme-account-old"] == {
+        "proxmox_acme.account_absent": [{"name": "old"}, {"removal": "destroy"}]
+    }
 
 
 def test_notifications_render_endpoints_then_matchers_requiring_them_then_endpoints_absent():
