@@ -33,9 +33,9 @@ Source: pve-manager ``PVE/API2/ACMEAccount.pm`` (``account_index``, ``register_a
 - ``eab-kid`` and ``eab-hmac-key`` (External Account Binding): both or neither (``requires``), sent at
   register only (no read shows them), never compared, shown, stored or exported; the HMAC key is a
   secret from pillar. ``pvesh`` would carry it in its argv, readable by every user of the node, so
-  through a pvesh lane an EAB account is never registered: refused at plan, the remedy ``pvenode acme
-  account register`` (it asks for the key at its prompt, ``pvenode.pm`` ``acme_register``), then
-  ``adopt: true``.
+  through a pvesh lane an EAB account is never registered: refused at plan, the remedies the ticket
+  lane (the key goes in the HTTPS form, as with any token write) or ``pvenode acme account register``
+  (it asks for the key at its prompt, ``pvenode.pm`` ``acme_register``), then ``adopt: true``.
 - Register, update and deactivate each ``fork_worker`` a task (``acmeregister``, ``acmeupdate``/
   ``acmerefresh``, ``acmedeactivate``), awaited through the lane by its owner, root@pam.
 - ``DELETE`` deactivates the account at the CA (irreversible: RFC 8555 §7.3.6) and renames its file to
@@ -60,6 +60,7 @@ from salt_proxmox.guest.lane import lane_check
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
+from salt_proxmox.pve.lane import PveshLane
 from salt_proxmox.pve.listing import node_names, rows_of
 from salt_proxmox.simple.spec import (
     Call,
@@ -350,12 +351,13 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 )
         return problems
     problems = []
-    if decl.secrets:
+    if decl.secrets and isinstance(ctx.lane, PveshLane):
         problems.append(
             f"{decl.label}: eab-hmac-key is a secret, and the pvesh lane would put it in pvesh's argv, "
             "readable by every user of the node (/proc/<pid>/cmdline), so it is never registered through "
-            f"it. Run {_by_hand(decl, 'create')} as root on a node (it asks for the EAB key id and key at "
-            "its prompt: pvenode.pm acme_register), then declare it with adopt: true."
+            f"it. Configure root_lane: {{via: ticket, ...}} (the key then goes in the HTTPS form), or run "
+            f"{_by_hand(decl, 'create')} as root on a node (it asks for the EAB key id and key at its "
+            "prompt: pvenode.pm acme_register), then declare it with adopt: true."
         )
     meta = _meta(ctx, str(decl.values["directory"]))
     tos = meta.get("termsOfService")

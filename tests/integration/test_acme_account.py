@@ -10,6 +10,7 @@ would be in pvesh's argv)."""
 from __future__ import annotations
 
 import json
+import logging
 
 import requests
 
@@ -19,7 +20,7 @@ from salt_proxmox.ownership.stores import MemoryStore
 from salt_proxmox.simple.lifecycle import absent, present
 from tests.support.acme import LE_TOS
 from tests.support.guests import TARGET, make_context
-from tests.support.lanes import lane_targets, writes_since
+from tests.support.lanes import lane_targets, ticket_lane, writes_since
 from tests.support.pvesh import write_fake_pvesh
 
 ACCOUNT = {"name": "lab", "contact": ["ops@lab.example", "pki@lab.example"], "tos_url": LE_TOS}
@@ -217,3 +218,34 @@ def test_a_hand_registered_account_exports_and_adopts_through_the_lane(fresh_clu
     assert set(plan.changes) == {"ownership"}, plan.comment
     assert present(ctx, acme_account.SPEC, False, "byhand", **one.declaration).result is True
     assert _root_writes(fresh_cluster, start) == []
+
+
+def test_an_eab_account_is_registered_through_the_ticket_lane_its_key_in_the_https_form_only(
+    fresh_cluster, openbao, bao_creds, caplog
+):
+    """The ticket lane sends the register over the target's HTTPS API as root@pam: the EAB key goes in
+    the form (ACMEAccount.pm register_account ``eab-hmac-key``), as a token's write would, never in an
+    argv; it is in no return and no log line."""
+    caplog.set_level(logging.DEBUG)
+    targets, bao = ticket_lane(fresh_cluster, openbao, bao_creds)
+    ctx = make_context(targets, bao, store=MemoryStore())
+    eab = {**ACCOUNT, "eab-kid": "kid-1", "eab-hmac-key": HMAC}
+    plan = present(ctx, acme_account.SPEC, True, "lab", **eab)
+    assert plan.result is None, plan.comment
+    start = len(fresh_cluster.pve.senders)
+    done = present(
+        make_context(targets, bao, store=ctx.ownership.store), acme_account.SPEC, False, "lab", **eab
+    )
+    assert done.result is True, done.comment
+    assert _root_writes(fresh_cluster, start) == [("POST", "/cluster/acme/account", "root@pam")]
+    assert fresh_cluster.pve.eab_sent == ["kid-1"]
+    (body,) = [
+        str(b) for m, p, b in fresh_cluster.pve.requests if m == "POST" and p.endswith("/acme/account")
+    ]
+    assert "eab-hmac-key" in body, "the key reached PVE in the register's form"
+    again = present(
+        make_context(targets, bao, store=ctx.ownership.store), acme_account.SPEC, True, "lab", **eab
+    )
+    assert again.result is True and again.changes == {}, again.comment
+    said = json.dumps([o.comment for o in (plan, done, again)] + [o.changes for o in (plan, done, again)])
+    assert HMAC not in said and HMAC not in caplog.text
