@@ -4,7 +4,9 @@ Targets are read with ``config.get('proxmox:targets')`` (minion config or pillar
 ``config.get('openbao')``. Ownership rows go to ``salt_proxmox_owned.json`` beside the grains file,
 shown as the grain ``salt_proxmox:owned``, or to the JSON file
 ``config.get('proxmox:ownership_file')`` names when set — what salt-ssh needs, because a
-salt-ssh target keeps its grains in the thin directory, which salt-ssh deletes on every redeploy.
+salt-ssh target keeps its grains in the thin directory, which salt-ssh deletes on every redeploy —
+or to OpenBao when ``proxmox:ownership`` says ``store: openbao``, where an apply also holds a run lock
+per target (``proxmox.unlock``).
 The logic lives in the ``salt_proxmox`` library; this module only translates Salt's world (opts,
 pillar, grains, ``__context__``) into library calls.
 
