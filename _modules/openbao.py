@@ -42,9 +42,10 @@ def _context():
     return lifecycle.context_for(__salt__["config.get"]("openbao", None), __context__, _store())
 
 
-def _state(name, call_kwargs, fun, /, *args, **kwargs):
+def _state(name, call_kwargs, fun, /, *args, plan=True, **kwargs):
     """The state return of ``fun(ctx, *args, **kwargs)`` (the policy plan/apply), or a refusal when
-    the OpenBao context cannot be built or another state of the run declares the same policy."""
+    the OpenBao context cannot be built or another state of the run declares the same policy.
+    ``plan``: the call's ``test`` (an apply holds the run lock, ``_locked``)."""
     try:
         ctx = _context()
     except Exception as exc:
@@ -52,7 +53,29 @@ def _state(name, call_kwargs, fun, /, *args, **kwargs):
     twin = run_config.twins_return(name, call_kwargs, (lifecycle.STATE,), lifecycle.chunk_keys, __context__)
     if twin is not None:
         return twin
-    return run_config.outcome_return(name, fun, ctx, *args, **kwargs)
+    return _locked(run_config.run_of(call_kwargs, __context__), plan, name, fun, ctx, *args, **kwargs)
+
+
+def _locked(run, plan, name, fun, /, *args, **kwargs):
+    """``run_config.outcome_return`` with the run lock of the policies' target held, as the
+    ``proxmox`` module's states hold theirs (``salt_proxmox.run.locking``)."""
+    from salt_proxmox.run import locking
+
+    def call():
+        try:
+            note = locking.of(__context__).hold(
+                _store(), lifecycle.TARGET, plan, __opts__.get("id"), __opts__.get("jid")
+            )
+        except SaltProxmoxError as exc:
+            return refused_return(name, exc)
+        ret = run_config.outcome_return(name, fun, *args, **kwargs)
+        if note:
+            ret["comment"] = "\n".join(filter(None, [ret.get("comment"), note]))
+        return ret
+
+    if run is None:
+        return locking.run_with_locks(__context__, None, __opts__.get("id"), call)
+    return call()
 
 
 def _fetch(saltenv):
@@ -143,18 +166,20 @@ def policy_present(
         salt-call openbao.policy_present salt-proxmox-creds \\
             fragments='["salt://proxmox/files/openbao/proxmox-creds.hcl"]' test=True
     """
+    test = _switch("test", test)
     return _state(
         name,
         extra,
         lifecycle.present,
         state_id or name,
-        _switch("test", test),
+        test,
         name,
         fragments,
         adopt=adopt,
         removal=removal,
         rename_from=rename_from,
         fetch=_fetch(saltenv),
+        plan=test,
         **declared_keys(extra),
     )
 
@@ -170,13 +195,15 @@ def policy_absent(name, test=False, removal="retain", state_id=None, **extra):
 
         salt-call openbao.policy_absent salt-proxmox-creds test=True
     """
+    test = _switch("test", test)
     return _state(
         name,
         extra,
         lifecycle.absent,
         state_id or name,
-        _switch("test", test),
+        test,
         name,
         removal=removal,
+        plan=test,
         **declared_keys(extra),
     )

@@ -4,7 +4,9 @@ Targets are read with ``config.get('proxmox:targets')`` (minion config or pillar
 ``config.get('openbao')``. Ownership rows go to ``salt_proxmox_owned.json`` beside the grains file,
 shown as the grain ``salt_proxmox:owned``, or to the JSON file
 ``config.get('proxmox:ownership_file')`` names when set — what salt-ssh needs, because a
-salt-ssh target keeps its grains in the thin directory, which salt-ssh deletes on every redeploy.
+salt-ssh target keeps its grains in the thin directory, which salt-ssh deletes on every redeploy —
+or to OpenBao when ``proxmox:ownership`` says ``store: openbao``, where an apply also holds a run lock
+per target (``proxmox.unlock``).
 The logic lives in the ``salt_proxmox`` library; this module only translates Salt's world (opts,
 pillar, grains, ``__context__``) into library calls.
 
@@ -80,7 +82,9 @@ def _pbs_context(target=None, funcs=None):
     )
 
 
-def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, targets_of=None, **kwargs):
+def _state(
+    name, target, fun, /, *args, run=None, twins=None, ahead=None, targets_of=None, plan=True, **kwargs
+):
     """The state return of ``fun(ctx, *args, **kwargs)`` (a library plan/apply returning an
     Outcome), or a refusal when the target's context cannot be built or, with ``twins``
     (``(state modules, keys_of(chunk, default_target))``), when another state of the run declares
@@ -89,9 +93,11 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, target
     enters its run here (``run_config.enter_run``), so what one run learned never serves another.
     ``ahead``: the family's ``read_ahead``, handed the run's declarations of the first state module in
     ``twins`` before the first of them runs. ``targets_of``: the section the target is configured in,
-    ``proxmox:pbs_targets`` for a PBS family (default ``proxmox:targets``). The return carries the
-    ``target`` (cluster) it ran against, which the ``proxmox_plan`` outputter names. Within a run,
-    configuration is read once (``run_config.salt_for_run``)."""
+    ``proxmox:pbs_targets`` for a PBS family (default ``proxmox:targets``). ``plan``: the call's
+    ``test``; an apply holds the target's run lock when the rows live in OpenBao
+    (``run.locking``). The return carries the ``target`` (cluster) it ran against, which the
+    ``proxmox_plan`` outputter names. Within a run, configuration is read once
+    (``run_config.salt_for_run``)."""
     funcs = run_config.salt_for_run(__salt__, run, __context__)
     section = targets_of or TARGETS
     try:
@@ -109,10 +115,32 @@ def _state(name, target, fun, /, *args, run=None, twins=None, ahead=None, target
             return refused
         if ahead is not None:
             run_config.read_ahead(ctx, run or {}, states[0], default, ahead, __context__)
-    ret = run_config.outcome_return(name, fun, ctx, *args, **kwargs)
+    ret = _locked(entered, ctx.ownership.store, ctx.target.name, plan, name, fun, ctx, *args, **kwargs)
     # The cluster it ran against, so that output from many minions (one per cluster) can name it.
     ret["target"] = ctx.target.name
     return _note_undeclared(ret, entered, ctx, funcs)
+
+
+def _locked(run, store, target, plan, name, fun, /, *args, **kwargs):
+    """``run_config.outcome_return(name, fun, *args, **kwargs)`` with ``target``'s run lock held
+    (``run.locking``: taken, renewed, or under ``plan`` only looked at, its note in the comment); a
+    lock that cannot be had refuses the state, nothing written. Outside a state run (``run`` None)
+    the lock is held for this call alone."""
+    from salt_proxmox.run import locking
+
+    def call():
+        try:
+            note = locking.of(__context__).hold(store, target, plan, __opts__.get("id"), __opts__.get("jid"))
+        except SaltProxmoxError as exc:
+            return refused_return(name, exc)
+        ret = run_config.outcome_return(name, fun, *args, **kwargs)
+        if note:
+            ret["comment"] = "\n".join(filter(None, [ret.get("comment"), note]))
+        return ret
+
+    if run is None:
+        return locking.run_with_locks(__context__, None, __opts__.get("id"), call)
+    return call()
 
 
 def _note_undeclared(ret, run, ctx, funcs):
@@ -174,14 +202,21 @@ def run_state(dunders, fun, arguments):
         return refused_return(name, exc)
     if function not in __salt__:
         return refused_return(name, LookupError(f"{function} is not available on this minion"))
-    return run_config.run_with_grain(
-        __salt__,
-        __opts__,
+    from salt_proxmox.run import locking
+
+    return locking.run_with_locks(
         __context__,
-        dunders,
-        _store,
-        lambda: __grains__,
-        lambda: __salt__[function](**kwargs),
+        run_config.run_of(dunders, __context__),
+        __opts__.get("id"),
+        lambda: run_config.run_with_grain(
+            __salt__,
+            __opts__,
+            __context__,
+            dunders,
+            _store,
+            lambda: __grains__,
+            lambda: __salt__[function](**kwargs),
+        ),
     )
 
 
@@ -483,6 +518,7 @@ def _generated_call(made, args, kwargs):
             return refused
         extra["linked"] = linked
     lead = (_spec(made),) if run.spec else ()
+    test = _switch("test", own["test"])
     ahead = None
     if present and kind.ahead:
         ahead = lambda ctx, declarations: imported(kind.ahead)(ctx, lead[0], declarations)  # noqa: E731
@@ -491,9 +527,10 @@ def _generated_call(made, args, kwargs):
         own["target"],
         imported(run.function),
         *lead,
-        _switch("test", own["test"]),
+        test,
         own.get("state_id") or name,
         run=declared,
+        plan=test,
         twins=_object_twins(kind.name) if kind is not None else None,
         ahead=ahead,
         targets_of=made.family.targets,
@@ -591,6 +628,28 @@ def owned(check=False, sls="proxmox", saltenv=None):
                 contexts[entry["target"]] = _context(entry["target"])
             entry.update(live_check(contexts[entry["target"]], entry["row"], rows[entry["row"]]))
     return found
+
+
+def unlock(target=None, force=False):
+    """
+    The run lock of ``target`` when ownership rows live in OpenBao (``proxmox:ownership: {store:
+    openbao}``): ``{target, held, holder: {minion, host, pid, jid, started, expires} | None,
+    broken}``. With ``force=True`` it is broken whoever holds it (an apply still running loses it:
+    its next state stops, naming the lock); without, nothing is written. Raises
+    CommandExecutionError when the rows are not in OpenBao or it cannot be reached.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-call proxmox.unlock target=homelab
+        salt-call proxmox.unlock target=homelab force=True
+    """
+    from salt_proxmox.run import locking
+
+    force = _switch("force", force)
+    name = _call(run_config.pick_target, __salt__["config.get"](TARGETS, {}), target)
+    return _call(locking.unlock, _store(), name, force)
 
 
 def forget(row):

@@ -32,6 +32,9 @@ from salt_proxmox.openbao.client import OpenBaoError, connect, describe_failure
 from salt_proxmox.pve.client import Credential, Target, credential_problem
 
 ROLES = ("read", "provision")
+#: Where the run's authenticated OpenBao client is kept in the run's cache (Salt's ``__context__``),
+#: shared by the credentials and the ownership rows (``run.config.bao_store``).
+BAO_CLIENT = "salt_proxmox.openbao.client"
 READ_MIN_LEFT = 60.0
 #: ``user@realm!tokenname`` (pve-access-control ``PVE::AccessControl::pve_verify_tokenid``).
 TOKEN_ID = re.compile(r"^[^\s@!:]+@[A-Za-z][A-Za-z0-9.\-_]*![A-Za-z][A-Za-z0-9.\-_]*\Z")
@@ -207,7 +210,7 @@ class CredentialBroker:
         return self._client()
 
     def _client(self):
-        key = "salt_proxmox.openbao.client"
+        key = BAO_CLIENT
         client = self.cache.get(key)
         if client is None:
             if self.openbao is None:

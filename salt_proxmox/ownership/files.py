@@ -33,7 +33,7 @@ class _DiskStore:
       or the new ones, and the new ones are on disk before the write they guard is sent. A file
       this process may not write is refused, not replaced behind its owner's back.
     - ``locked``: an exclusive ``flock`` on ``.<name>.lock`` beside the file, held by
-      ``Ownership`` from its read to its write.
+      ``Ownership`` from its read to its write (of any row: ``key`` is not needed).
 
     Subclasses say how the document holds the rows (``_parse``, ``_rows``, ``_with_rows``,
     ``_dump``). Every failure is an ``OwnershipFileError`` naming the file.
@@ -113,7 +113,7 @@ class _DiskStore:
         self._seen, self._document = self._identity(), document
 
     @contextlib.contextmanager
-    def locked(self):
+    def locked(self, key: str | None = None):
         directory, name = os.path.split(os.path.abspath(self.path))
         try:
             os.makedirs(directory, mode=0o700, exist_ok=True)

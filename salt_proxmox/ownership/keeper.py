@@ -41,12 +41,17 @@ from salt_proxmox.ownership.rows import (
     FINGERPRINT,
     OWNED,
     RowConflict,
+    StoreConflict,
     check_row,
     row_shown,
     row_version,
     writer_running,
 )
 from salt_proxmox.ownership.stores import OwnershipFileError, OwnershipStore
+
+#: How many times ``Ownership._change`` judges a row whose check-and-set write another writer won
+#: (``StoreConflict``) before it gives up with a RowConflict: each turn judges the row as it is then.
+JUDGED = 3
 
 
 def as_stored(rows: Mapping[str, dict]) -> Mapping[str, dict]:
@@ -208,45 +213,73 @@ class Ownership:
 
         The row stored now must be the version this Ownership last read or wrote (when it read
         or wrote one: ``_seen``), and ``also(row)``, when given, must not name a reason: else
-        RowConflict, nothing written.
+        RowConflict, nothing written. A store that writes check-and-set (``ownership.bao``) and
+        lost the write to another writer (``StoreConflict``) holds the row as it is now: it is
+        judged again by the same rules (so a row another host changed is a RowConflict, never
+        overwritten), at most ``JUDGED`` times.
 
         Raises OwnershipFileError naming the row, what it was to become and the file.
         """
         change = doing or "written"
         try:
-            with self.store.locked():
-                # The rows as stored now; copied only when this row changes (a no-drift apply
-                # confirms every row: copying every row for each would cost N² at N states).
-                stored = self.store.derived(as_stored)
-                earlier = stored.get(key)
-                earlier = earlier if isinstance(earlier, dict) else None
-                why = None
-                if key in self._seen and row_version(earlier) != self._seen[key]:
-                    why = (
-                        f"it is {row_shown(earlier)} now, not the "
-                        f"{'row' if self._seen[key] else 'absence of a row'} this run read or wrote"
-                    )
-                elif also is not None:
-                    why = also(earlier)
-                row = None if why else make(earlier)
-                if not doing:
-                    change = f"set to {row.get('phase')}" if row else "dropped"
-                if why:
-                    raise RowConflict(
-                        f"ownership row {key} was not {change}: {why}. Another run or salt-call changed it "
-                        "meanwhile; it is left as that process wrote it, and what this row was to guard was "
-                        "not sent. Let the other run finish, then run this state again."
-                    )
-                if row == earlier or (row is None and key not in stored):
-                    self._seen[key] = row_version(earlier)
-                    return earlier, False
-                rows = dict(stored)
-                if row is None:
-                    del rows[key]
-                else:
-                    rows[key] = row
-                self.store.save(rows, key)
-                self._seen[key] = row_version(row)
-                return earlier, True
+            for attempt in range(1, JUDGED + 1):
+                try:
+                    return self._judged(key, make, also, doing)
+                except StoreConflict:
+                    # Another host wrote the row between the read and the check-and-set write: the
+                    # store holds it as it is now, and the next turn judges that row, not ours.
+                    if attempt == JUDGED:
+                        raise
+            raise AssertionError("unreachable")  # pragma: no cover
+        except StoreConflict as exc:
+            raise RowConflict(
+                f"ownership row {key} was not {change}: {exc}. Another run kept changing it; what this row "
+                "was to guard was not sent. Let the other run finish, then run this state again."
+            ) from None
         except OwnershipFileError as exc:
             raise OwnershipFileError(f"ownership row {key} was not {change}: {exc}") from None
+
+    def _judged(
+        self,
+        key: str,
+        make: Callable[[dict | None], dict | None],
+        also: Callable[[dict | None], str | None] | None,
+        doing: str,
+    ) -> tuple[dict | None, bool]:
+        """One turn of ``_change``: the row as stored now judged and, when it is to change, saved.
+        Raises StoreConflict (a check-and-set write lost) for ``_change`` to judge again."""
+        change = doing or "written"
+        with self.store.locked(key):
+            # The rows as stored now; copied only when this row changes (a no-drift apply
+            # confirms every row: copying every row for each would cost N² at N states).
+            stored = self.store.derived(as_stored)
+            earlier = stored.get(key)
+            earlier = earlier if isinstance(earlier, dict) else None
+            why = None
+            if key in self._seen and row_version(earlier) != self._seen[key]:
+                why = (
+                    f"it is {row_shown(earlier)} now, not the "
+                    f"{'row' if self._seen[key] else 'absence of a row'} this run read or wrote"
+                )
+            elif also is not None:
+                why = also(earlier)
+            row = None if why else make(earlier)
+            if not doing:
+                change = f"set to {row.get('phase')}" if row else "dropped"
+            if why:
+                raise RowConflict(
+                    f"ownership row {key} was not {change}: {why}. Another run or salt-call changed it "
+                    "meanwhile; it is left as that process wrote it, and what this row was to guard was "
+                    "not sent. Let the other run finish, then run this state again."
+                )
+            if row == earlier or (row is None and key not in stored):
+                self._seen[key] = row_version(earlier)
+                return earlier, False
+            rows = dict(stored)
+            if row is None:
+                del rows[key]
+            else:
+                rows[key] = row
+            self.store.save(rows, key)
+            self._seen[key] = row_version(row)
+            return earlier, True

@@ -110,6 +110,12 @@ class RowConflict(SaltProxmoxError):
     overwritten, and the write the row was to guard is not sent."""
 
 
+class StoreConflict(RowConflict):
+    """A store's check-and-set write of a row (``ownership.bao``) found it at another version than
+    the one read: another host or run wrote it. Nothing was written; the store holds the row as it
+    is now, and ``Ownership`` judges that row again rather than writing it again."""
+
+
 def row_version(row: Mapping[str, object] | None) -> tuple[object, object] | None:
     """What tells one version of a row from another one's: its ``phase`` and ``instance``
     (a new ``instance`` at every ``mark_creating`` and every first record)."""

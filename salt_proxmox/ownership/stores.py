@@ -19,14 +19,21 @@ T = TypeVar("T")
 class OwnershipStore(Protocol):
     """Where rows live. ``load`` returns every row as stored now; ``save`` stores ``rows`` (all of
     them), of which only ``changed`` differs from the last ``load`` when a key is given (a store may
-    then write that row alone); ``locked`` keeps other writers out between a ``load`` and the
-    ``save`` built on it."""
+    then write that row alone); ``locked(key)`` keeps other writers of row ``key`` (of every row,
+    without one) out between the read of the rows as stored now and the ``save`` built on it.
+
+    A store that cannot keep other writers out (OpenBao: ``ownership.bao``) reads row ``key`` again
+    in ``locked`` and writes it check-and-set in ``save``. A writer that got there first is
+    ``RowConflict`` raised by ``save`` (``bao.StoreConflict``): nothing written, the row as stored
+    now readable again, and the caller (``Ownership``) judges that row again instead of writing. A
+    store that cannot be read or written raises ``OwnershipFileError`` naming where the rows are,
+    never an empty answer."""
 
     def load(self) -> dict[str, dict]: ...
 
     def save(self, rows: dict[str, dict], changed: str | None = None) -> None: ...
 
-    def locked(self) -> contextlib.AbstractContextManager[None]: ...
+    def locked(self, key: str | None = None) -> contextlib.AbstractContextManager[None]: ...
 
     def derived(
         self,
@@ -53,7 +60,7 @@ class MemoryStore:
         self.rows = copy.deepcopy(rows)
         self.saves += 1
 
-    def locked(self) -> contextlib.AbstractContextManager[None]:
+    def locked(self, key: str | None = None) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
     def derived(
@@ -66,7 +73,8 @@ class MemoryStore:
 
 
 class OwnershipFileError(SaltProxmoxError):
-    """The file holding ownership rows cannot be read as rows, or cannot be written."""
+    """The file (or OpenBao: ``bao.OwnershipBaoError``) holding ownership rows cannot be read as
+    rows, or cannot be written."""
 
 
 #: The file holding a minion's ownership rows, beside Salt's grains file.

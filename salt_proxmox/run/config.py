@@ -15,8 +15,10 @@ from collections.abc import Callable, Mapping, MutableMapping
 import requests
 
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-from salt_proxmox.openbao.creds import CredentialBroker
+from salt_proxmox.openbao.client import OpenBaoError, connect
+from salt_proxmox.openbao.creds import BAO_CLIENT, CredentialBroker
 from salt_proxmox.outcome import Outcome
+from salt_proxmox.ownership.bao import OpenBaoStore, OwnershipBaoError, parse_ownership
 from salt_proxmox.ownership.files import FileStore, GrainStore, MinionStore
 from salt_proxmox.ownership.keeper import Ownership
 from salt_proxmox.ownership.stores import OwnershipStore, grains_file, rows_file
@@ -33,6 +35,46 @@ from salt_proxmox.run.memo import RunMemo, keep_run
 #: The ``config.get`` key naming the JSON file that holds ownership rows instead of the grain.
 OWNERSHIP_FILE = "proxmox:ownership_file"
 
+#: The ``config.get`` key choosing where ownership rows live (``ownership.bao.parse_ownership``).
+OWNERSHIP = "proxmox:ownership"
+
+
+def bao_store(
+    salt: Mapping[str, Callable[..., object]], context: MutableMapping, run: object
+) -> OpenBaoStore | None:
+    """The ``OpenBaoStore`` ``proxmox:ownership`` names (``store: openbao``), else None (a file).
+    Made once per state run (``run``: the run's key, from ``RunSalt``), so every run reads the rows
+    afresh; a call outside a run makes its own. It logs in with the ``openbao:`` block the targets'
+    credentials use, and shares that client with them.
+
+    Raises DeclarationError naming a bad ``proxmox:ownership`` key, or when
+    ``proxmox:ownership_file`` names a file as well; OwnershipFileError (``OwnershipBaoError``)
+    when OpenBao cannot log in.
+    """
+    config = parse_ownership(salt["config.get"](OWNERSHIP, None))
+    if config["store"] != "openbao":
+        return None
+    if salt["config.get"](OWNERSHIP_FILE, None):
+        raise DeclarationError(
+            f"{OWNERSHIP_FILE}: rows are kept in OpenBao ({OWNERSHIP}:store: openbao); name one place only"
+        )
+    key = f"salt_proxmox.store/openbao/{config['mount']}/{config['path']}"
+    kept = context.get(key)
+    if run is not None and isinstance(kept, tuple) and kept[0] == run:
+        return kept[1]
+    client = context.get(BAO_CLIENT)
+    if client is None:
+        openbao = salt["config.get"]("openbao", None)
+        if openbao is None:
+            raise DeclarationError(f"{OWNERSHIP}:store: openbao needs the openbao: block (url, auth)")
+        try:
+            client = context[BAO_CLIENT] = connect(openbao)
+        except OpenBaoError as exc:
+            raise OwnershipBaoError(f"ownership rows in OpenBao: {exc}") from None
+    store = OpenBaoStore(client, config["mount"], config["path"], config["lock_timeout"], config["lock_ttl"])
+    context[key] = (run, store)
+    return store
+
 
 def salt_store(
     salt: Mapping[str, Callable[..., object]],
@@ -43,7 +85,8 @@ def salt_store(
 ) -> OwnershipStore:
     """The ownership store of a minion, made once per run (kept in ``__context__``).
 
-    The JSON file ``config.get('proxmox:ownership_file')`` names (salt-ssh, where grains do not
+    OpenBao when ``proxmox:ownership`` says ``store: openbao`` (``bao_store``); else the JSON file
+    ``config.get('proxmox:ownership_file')`` names (salt-ssh, where grains do not
     last: roster ``minion_opts``, minion config or pillar), else the minion's rows file beside its
     grains file (``MinionStore``; ``proxy``: this is a proxy minion), shown as the
     ``salt_proxmox:owned`` grain. After a row is written, ``grains`` (Salt's ``__grains__``) holds
@@ -52,6 +95,9 @@ def salt_store(
     ``run_with_grain``), or at once for a row an ad-hoc call wrote, so ``grains.get
     salt_proxmox:owned`` shows the rows.
     """
+    bao = bao_store(salt, context, getattr(salt, "run", None))
+    if bao is not None:
+        return bao
     path = salt["config.get"](OWNERSHIP_FILE, None)
     key = f"salt_proxmox.store/{path or grains_file(opts, proxy)}"
     store = context.get(key)

@@ -192,7 +192,10 @@ def test_the_grains_file_is_where_salt_keeps_it(tmp_path: Path) -> None:
 
 
 def test_the_ownership_file_when_configured(tmp_path: Path) -> None:
-    salt = {"config.get": lambda key, default=None: str(tmp_path / "owned.json")}
+    def config_get(key, default=None):
+        return str(tmp_path / "owned.json") if key == run_config.OWNERSHIP_FILE else default
+
+    salt = {"config.get": config_get}
     assert isinstance(run_config.salt_store(salt, {"conf_file": str(tmp_path / "minion")}, {}, {}), FileStore)
 
 
