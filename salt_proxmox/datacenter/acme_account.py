@@ -60,7 +60,6 @@ from salt_proxmox.guest.lane import lane_check
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
 from salt_proxmox.pve.errors import PveError, PveMalformed
-from salt_proxmox.pve.lane import PveshLane
 from salt_proxmox.pve.listing import node_names, rows_of
 from salt_proxmox.simple.spec import (
     Call,
@@ -351,7 +350,7 @@ def refusals(ctx: PveContext, decl: Declared, action: str, live: Mapping[str, ob
                 )
         return problems
     problems = []
-    if decl.secrets and isinstance(ctx.lane, PveshLane):
+    if decl.secrets and ctx.lane is not None and not ctx.lane.carries_secrets:
         problems.append(
             f"{decl.label}: eab-hmac-key is a secret, and the pvesh lane would put it in pvesh's argv, "
             "readable by every user of the node (/proc/<pid>/cmdline), so it is never registered through "

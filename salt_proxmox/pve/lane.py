@@ -183,6 +183,9 @@ class Lane(Protocol):
     label: str
     words: Words
     config: LaneConfig
+    #: Whether a form holding a secret may go through it: not pvesh's argv (``SecretInLane``), the
+    #: ticket lane's HTTPS form as a token's write does.
+    carries_secrets: bool
 
     def request(
         self,
@@ -261,6 +264,8 @@ class PveshLane:
     its sentences name (PVE's: ``pve.tasks.await_task`` polls a lane's task and names its log command)."""
 
     words: Words = PVE_WORDS
+    #: pvesh's argv is readable by every user of the node (``SecretInLane``).
+    carries_secrets = False
 
     def __init__(self, config: LaneConfig):
         self.config = config

@@ -124,6 +124,8 @@ class TicketLane:
         self.config = config
         self.clock = clock
         self.label = LABEL
+        #: A secret in a form goes over HTTPS, as with the token client.
+        self.carries_secrets = True
         self.client = TicketClient(target, session)
         #: What its sentences name: the token client's (PVE's) words.
         self.words = self.client.words

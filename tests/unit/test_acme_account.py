@@ -32,6 +32,7 @@ class _Lane:
 
     label = "pvesh on pve1"
     words = PVE_WORDS
+    carries_secrets = False
 
     def __init__(self, answers=None):
         self.answers, self.calls = answers or {}, []
@@ -173,6 +174,11 @@ def test_through_a_pvesh_lane_an_eab_account_is_refused_and_the_ca_s_terms_are_r
     eab = _declare(tos_url=TOS, **{"eab-kid": "kid-1", "eab-hmac-key": HMAC})
     (said,) = acct.refusals(ctx, eab, "create", None)
     assert "pvesh's argv" in said and "pvenode.pm acme_register" in said and HMAC not in said
+    assert "root_lane: {via: ticket" in said
+    # The ticket lane sends the key in its HTTPS form: no refusal of it.
+    lane.carries_secrets = True
+    assert acct.refusals(ctx, eab, "create", None) == []
+    lane.carries_secrets = False
     # get_meta termsOfService: registering agrees to them (register_account tos_url).
     (said,) = acct.refusals(ctx, _declare(), "create", None)
     assert f"declare tos_url: {TOS} to agree" in said

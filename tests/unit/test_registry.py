@@ -14,7 +14,7 @@ import pytest
 
 from salt_proxmox import registry
 from salt_proxmox.access import realm, user
-from salt_proxmox.datacenter import acme, metrics, options
+from salt_proxmox.datacenter import acme, acme_account, metrics, options
 from salt_proxmox.registry import FAMILIES, PILLAR_STATE
 from salt_proxmox.storage.types import LEGACY_SENSITIVE
 from tests.conformance.examples import EXAMPLES, examples_of
@@ -142,6 +142,7 @@ def test_the_formula_runs_the_registered_families_in_their_order():
         "proxmox:metric_servers",
         "proxmox:cluster_options",
         "proxmox:acme:plugins",
+        "proxmox:acme:accounts",
     }
     assert set(module.SECRETS["proxmox:storage"]) == LEGACY_SENSITIVE
     assert set(module.SECRETS["proxmox:users"]) == set(user.SECRETS)
@@ -152,6 +153,8 @@ def test_the_formula_runs_the_registered_families_in_their_order():
     # An ACME plugin's data holds its DNS API's credentials (pve-manager API2/ACMEPlugin.pm: Sys.Modify even
     # to read it).
     assert set(module.SECRETS["proxmox:acme:plugins"]) == set(acme.SECRETS)
+    # An ACME account's EAB HMAC key (pve-manager API2/ACMEAccount.pm register_account eab-hmac-key).
+    assert set(module.SECRETS["proxmox:acme:accounts"]) == set(acme_account.SECRETS)
 
 
 def test_the_outputter_names_each_family_as_the_registry_does():
