@@ -32,6 +32,7 @@ through the lane: ``pve.tasks.await_task``), and it is read back by the read tok
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -80,10 +81,15 @@ def lane_check(ctx: PveContext) -> tuple[str, list[str]]:
         return found
     assert isinstance(lane, PveshLane)
     if lane.executable() is None:
+        path = lane.config.pvesh
+        # A file there that may not be executed is not a missing pvesh: say which it is.
+        missing = (
+            f"{path} is not executable" if path and os.path.isfile(path)
+            else f"pvesh is not {'at ' + path if path else 'on the PATH'} of this minion"
+        )  # fmt: skip
         found = ("pvesh", [
-            f"{where}: pvesh is not {'at ' + lane.config.pvesh if lane.config.pvesh else 'on the PATH'} of "
-            "this minion. The pvesh lane writes as root on a PVE node: run the states on a node of the "
-            "cluster (a minion there, or salt-ssh to it), or configure the path of pvesh."
+            f"{where}: {missing}. The pvesh lane writes as root on a PVE node: run the states on a node of "
+            "the cluster (a minion there, or salt-ssh to it), or configure the path of pvesh."
         ])  # fmt: skip
     else:
         try:

@@ -13,10 +13,13 @@ is ``root@pam`` and which dies ``please run as root`` for any other uid). So "am
 What ``pvesh`` prints, and how it is read (``pvesh_error``, ``pvesh_result``):
 
 - a success prints ``data`` as JSON with ``--output-format json`` (pve-common
-  ``PVE/CLIFormatter.pm`` ``print_api_result``: ``to_json(..., pretty => 1)``), nothing when the
+  ``PVE/CLIFormatter.pm`` ``print_api_result``: ``to_json(...) . "\n"``, one line; ``json-pretty``
+  spreads it over lines, each value still starting a line), nothing when the
   method returns ``null`` (a container's ``PUT …/config``); a task started from the CLI runs in the
-  foreground (``PVE/RESTEnvironment.pm`` ``fork_worker``: ``$sync`` for ``cli``), its log lines and
-  ``TASK OK``/``TASK ERROR: …`` go to stdout before the UPID, which is the last JSON value;
+  foreground (``PVE/RESTEnvironment.pm`` ``fork_worker``: ``$sync`` for ``cli``): its log lines go to
+  stdout before the UPID, which is the last JSON value, and pvesh exits 0 however the task ended
+  (``$tee_worker`` prints a ``TASK ERROR``'s reason on stderr), so the task's end is read from its
+  status, as any task's;
 - a failure exits non-zero with the error on stderr as Perl's ``die`` prints it: a
   ``PVE::Exception`` stringified (pve-common ``PVE/Exception.pm`` ``stringify``: ``<code> <msg>``,
   then one ``<param>: <reason>`` line per ``errors`` entry, then the usage for a 400), any other
@@ -238,13 +241,16 @@ def pvesh_error(method: str, path: str, returncode: int, stderr: str) -> PveErro
 
 def pvesh_result(method: str, path: str, stdout: str) -> object:
     """``data`` of a successful call: None for no output, else the last JSON value pvesh printed
-    (a task's log lines come first). Raises Uncertain for a write whose output holds no JSON (PVE
-    may have acted), ValueError for a read's."""
+    (a task's log lines come first), which starts a line (``print_api_result``, module docstring):
+    the tail of a line cut off is never taken for an answer (``"UPID:pve1:0000`` is no ``0``).
+    Raises Uncertain for a write whose output holds no JSON (PVE may have acted), ValueError for a
+    read's."""
     text = stdout.strip()
     if not text:
         return None
     decoder = json.JSONDecoder()
-    for start in [i for i, ch in enumerate(text) if ch in '{["' or ch.isdigit()]:
+    lines = [0, *(i + 1 for i, ch in enumerate(text) if ch == "\n")]
+    for start in [i for i in lines if text[i] in '{["' or text[i].isdigit()]:
         try:
             value, end = decoder.raw_decode(text, start)
         except ValueError:

@@ -14,6 +14,11 @@ helpers below:
 - ``dead_member`` is a loopback port that is bound but not listening: connecting is refused at once;
 - ``before`` runs an action just before the client sends a matching request — "between calls":
   a concurrent edit, a node going offline, a token revoked — and the request then really goes out;
+  ``before_lane`` the same before the product runs ``pvesh`` for a matching call of the root lane;
+- ``root_lane`` gives the target a root lane (``proxmox:targets:<t>:root_lane``): a fake ``pvesh``
+  (``tests.support.pvesh``) in a directory of the run's own, forwarding to the fake cluster as
+  root@pam, and a ``pve_dir``/``lock_dir`` under it, where the fake keeps the containers' config
+  files when asked (``tests.support.pmxcfs``);
 - ``lose_answer`` lets a matching request really reach fakepve (PVE acts on it) and replaces its
   answer, as a proxy between the minion and pveproxy would lose it: a 504, pveproxy's 596/597, an
   HTML 200, a body cut off or one that cannot be decompressed;
@@ -30,9 +35,12 @@ import contextlib
 import json
 import logging
 import secrets
+import shutil
 import socket
-from collections.abc import Callable, Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -44,6 +52,7 @@ from salt_proxmox.ownership.stores import MemoryStore, OwnershipFileError
 from salt_proxmox.run.context import PveContext
 from tests.support.cluster import ServedCluster
 from tests.support.guests import TARGET, requests_since
+from tests.support.pvesh import write_fake_pvesh
 
 LOOPBACK = "127.0.0.1"
 
@@ -57,6 +66,8 @@ class Hook:
     action: Callable[[Run], None]
     once: bool = True
     fired: int = 0
+    #: A call of the root lane (``pvesh``) rather than of the client.
+    lane: bool = False
 
 
 #: How ``lose_answer`` loses an answer: a replacement (status, body) or an exception to raise.
@@ -102,6 +113,10 @@ class Faults:
         """Do ``action`` just before the first matching request (every one unless ``once``)."""
         self.hooks.append(Hook(method, suffix, action, once))
 
+    def before_lane(self, method: str, suffix: str, action: Callable[[Any], None]) -> None:
+        """Do ``action`` just before the product runs ``pvesh`` for the first matching call."""
+        self.hooks.append(Hook(method, suffix, action, lane=True))
+
     def lose_answer(self, method: str, suffix: str, how: str) -> None:
         """The first ``method`` request to a path ending in ``suffix`` reaches the fake, which acts on
         it; its answer is then lost as ``LOST_ANSWERS[how]`` says."""
@@ -139,6 +154,8 @@ class Run(Faults):
     hooks: list[Hook] = field(default_factory=list)
     lost: list[tuple[str, str, str]] = field(default_factory=list)
     foreign: set[int] = field(default_factory=set)
+    #: Other clusters a setup serves (a root lane's pvesh on a node of another cluster).
+    others: list[ServedCluster] = field(default_factory=list)
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     @property
@@ -185,6 +202,29 @@ class Run(Faults):
 
         pve.ct_resources = ct_resources
 
+    def root_lane(
+        self, files: bool = False, timeout: float | None = None, served: Any = None, **fake: Any
+    ) -> Path:
+        """Give the target a root lane: a fake ``pvesh`` (``write_fake_pvesh``'s ``node``, ``root``,
+        ``after`` from ``fake``) forwarding to ``served`` (default: the run's cluster) in a directory
+        removed when the run closes, and ``pve_dir``/``lock_dir`` under it; with ``files`` the fake
+        keeps the containers' config files in that ``pve_dir``. The root@pam password the fake pvesh
+        logs in with joins ``secrets``. Returns the directory."""
+        served = served or self.cluster
+        where = Path(tempfile.mkdtemp(prefix="salt-proxmox-lane-"))
+        self._closers.append(lambda: shutil.rmtree(where, ignore_errors=True))
+        pvesh = write_fake_pvesh(served, where / "bin", **fake)
+        lane: dict[str, Any] = {"via": "pvesh", "pvesh": str(pvesh), "pve_dir": str(where / "etc" / "pve"),
+                                "lock_dir": str(where / "run" / "lock")}  # fmt: skip
+        if timeout is not None:
+            lane["timeout"] = timeout
+        self.target["root_lane"] = lane
+        if files:
+            self.pve.pve_dir = where / "etc" / "pve"
+            self.pve.files_out()
+        self.secrets.append(served.pve.password)
+        return where
+
     def add_guest(self, vmid: int, node: str = "pve1", **config: object) -> None:
         """Somebody else's container on the cluster (recorded in ``foreign``)."""
         self.pve.add_ct(vmid, node=node, status="stopped", config=dict(config), defaults=False)
@@ -198,17 +238,26 @@ def install_hooks(ctx: PveContext, run: Run) -> None:
         _lose_answers(ctx.client.session, run.lost)
     if not run.hooks:
         return
-    original = ctx.client.request
+    _hooked(ctx.client, [hook for hook in run.hooks if not hook.lane], run)
+    if ctx.lane is not None:
+        _hooked(ctx.lane, [hook for hook in run.hooks if hook.lane], run)
 
-    def request(method, path, credential, params=None, form=None, **more):
-        for hook in run.hooks:
+
+def _hooked(sender: Any, hooks: list[Hook], run: Run) -> None:
+    """Wrap ``sender.request`` (the client's, or the lane's) so ``hooks`` fire before matching calls."""
+    if not hooks:
+        return
+    original = sender.request
+
+    def request(method, path, credential=None, params=None, form=None, **more):
+        for hook in hooks:
             sent = "/" + unquote(path).lstrip("/")
             if hook.method == method and sent.endswith(hook.suffix) and not (hook.once and hook.fired):
                 hook.fired += 1
                 hook.action(run)
         return original(method, path, credential, params=params, form=form, **more)
 
-    ctx.client.request = request
+    sender.request = request
 
 
 def _lose_answers(session: requests.Session, lost: list[tuple[str, str, str]]) -> None:
@@ -363,9 +412,30 @@ def pve_log(run: Run, start: int) -> list[tuple[str, str, Any]]:
     return requests_since(run.cluster, start)
 
 
-def write_lines(log: list[tuple[str, str, Any]]) -> list[str]:
-    """``["POST /nodes/pve1/lxc", ...]``: the writes of a log, in order."""
-    return [f"{method} {path}" for method, path, _ in log if method != "GET"]
+#: The login of the fake ``pvesh`` (a root@pam ticket): it writes nothing to the cluster.
+LOGIN = ("POST", "/access/ticket")
+
+
+#: Who sent each request: ``(method, path, identity)`` (``SendersPve.senders``).
+Senders = Sequence[tuple[str, str, str | None]]
+
+
+def write_lines(log: list[tuple[str, str, Any]], senders: Senders = ()) -> list[str]:
+    """``["POST /nodes/pve1/lxc", "PUT /nodes/pve1/lxc/150/config as root@pam", ...]``: the writes of
+    a log, in order, logins left out; with ``senders`` (``SendersPve.senders`` of the same requests)
+    a write root@pam sent (through the root lane) says so."""
+    who = [sender[2] for sender in senders] if senders else [None] * len(log)
+    return [
+        f"{method} {path}" + (" as root@pam" if sender == "root@pam" else "")
+        for (method, path, _), sender in zip(log, who, strict=True)
+        if method != "GET" and (method, path) != LOGIN
+    ]
+
+
+def senders_of(run: Run, log: list[tuple[str, str, Any]]) -> Senders:
+    """The identities of ``log``'s requests (the last ``len(log)`` entries of ``SendersPve.senders``,
+    which records each request fakepve logs)."""
+    return run.pve.senders[len(run.pve.senders) - len(log) :] if log else []
 
 
 def dump(value: object) -> str:

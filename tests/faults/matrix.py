@@ -29,6 +29,8 @@ from salt_proxmox.guest import identity as guest_identity
 from salt_proxmox.lxc.family import LXC
 from salt_proxmox.lxc.props import parse_declaration
 from tests.faults.harness import FailingStore, Run
+from tests.faults.lane_matrix import GROUP as LANE_GROUP
+from tests.faults.lane_matrix import LANE
 from tests.faults.pbs_matrix import PBS
 from tests.faults.scenario import Scenario
 from tests.support.cluster import DNS1_CONFIG, PROVISION_TOKEN_ID, READ_TOKEN_ID
@@ -50,6 +52,7 @@ GROUPS = {
     "backups": "Backups: a guest that must be backed up is covered by an enabled job, or refused",
     "firewall": "Firewall: a concurrent edit is never overwritten, a failed read is never PVE's defaults",
     "pbs": "PBS datastores: the same faults against a Proxmox Backup Server, its tasks and lost answers",
+    LANE_GROUP[0]: LANE_GROUP[1],
 }
 
 
@@ -2877,6 +2880,7 @@ FIREWALL = [
 ]
 SCENARIOS += FIREWALL
 SCENARIOS += PBS
+SCENARIOS += LANE
 
 
 def by_id(scenario_id: str) -> Scenario:
@@ -2908,7 +2912,9 @@ def markdown() -> str:
         "`set_node_offline()`, `hold_config_lock()`, `time_scale`, revoked tokens), by the suite's network",
         "fake (a reload task that fails, a task status that cannot be read, a node that drops out after a",
         "reload, a failing SDN commit task), by the staging PBS fake (a token's ACL entries or secret, a",
-        "task still running, a datastore made meanwhile) or by OpenBao (a sealed server, a token without",
+        "task still running, a datastore made meanwhile), by the root lane's fake `pvesh` and config files",
+        "(a pvesh missing, not root or on another cluster, one that never exits or whose output is cut off,",
+        "a config file edited, locked or not there) or by OpenBao (a sealed server, a token without",
         "a policy).",
         "",
         "Besides the outcome in its row, every scenario is held to the same promises:",

@@ -27,7 +27,9 @@ class Scenario:
     ``proxmox_sdn.applied`` instead of a container state; ``qemu_present``/``qemu_absent`` run
     ``proxmox_qemu.present``/``absent`` (``declaration``: the VM); ``pbs_present``/``pbs_absent``
     run ``pbs_datastore.present``/``absent`` against the staging PBS fake (``declaration``: the
-    datastore).
+    datastore). ``leaves(run)`` checks what the run must leave that fakepve's log does not show (a
+    container's config file on the root lane's node), raising AssertionError; ``writes`` of a lane
+    row end ``as root@pam`` for what went through ``pvesh``.
     """
 
     id: str
@@ -51,6 +53,7 @@ class Scenario:
     polls: int | None = None
     time_scale: float = 0.0
     uncertain: bool = False
+    leaves: Callable[[Any], None] | None = None
 
     def outcome(self) -> str:
         """The expected outcome in one line, for the documentation."""

@@ -39,6 +39,7 @@ from tests.faults.harness import (
     install_hooks,
     leaks,
     pve_log,
+    senders_of,
     with_lease_ids,
     write_lines,
 )
@@ -121,14 +122,16 @@ def _check_common(
     comment: str,
     forbidden=forbidden_writes,
     disagree=disagreements,
+    senders=(),
 ) -> None:
     """The promises of every row: result, comment, exact writes, rows, no forbidden write, agreement
-    (``forbidden`` and ``disagree``: the server's own checks, a PVE cluster's unless told)."""
+    (``forbidden`` and ``disagree``: the server's own checks, a PVE cluster's unless told; ``senders``:
+    who sent each request of ``log``, so a write through the root lane says so)."""
     assert result is scenario.result, comment
     for fragment in scenario.comment:
         assert fragment in comment, f"{fragment!r} not in the comment:\n{comment}"
     assert len(comment) <= COMMENT_LIMIT, f"the comment is {len(comment)} characters long"
-    assert write_lines(log) == list(scenario.writes), comment
+    assert write_lines(log, senders) == list(scenario.writes), comment
     for path in scenario.never:
         assert not [p for _, p, _ in log if p.endswith(path)], f"{path} was requested"
     phases = {key: row.get("phase") for key, row in run.store.rows.items() if isinstance(row, dict)}
@@ -212,7 +215,10 @@ def _in_process(scenario: Scenario, request: pytest.FixtureRequest, monkeypatch)
             log = pve_log(run, start)
             if scenario.test:
                 assert write_lines(log) == [] and run.store.saves == saves, "a plan writes nothing"
-            _check_common(scenario, run, before, log, scenario.seed_rows, outcome.result, places["comment"])
+            _check_common(scenario, run, before, log, scenario.seed_rows, outcome.result, places["comment"],
+                          senders=senders_of(run, log))  # fmt: skip
+            if scenario.leaves is not None:
+                scenario.leaves(run)
         finally:
             run.close()
 

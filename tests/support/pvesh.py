@@ -8,12 +8,18 @@ has), and prints what pve-manager's ``pvesh`` prints (``PVE/CLI/pvesh.pm``; pve-
 ``PVE/RESTEnvironment.pm`` ``setup_default_cli_env`` and ``fork_worker``):
 
 - data as pretty JSON on stdout (nothing for a ``null`` answer), exit 0;
-- a task runs in the foreground: ``TASK OK`` / ``TASK ERROR: <why>`` on stdout, then its UPID as JSON;
+- a task runs in the foreground, then its UPID is printed as JSON, exit 0 whatever the task's end:
+  an ``OK`` end prints nothing, ``TASK ERROR: <why>`` prints ``<why>`` on stderr and ``WARNINGS: <n>``
+  prints ``Task finished with <n> warning(s)!`` on stderr (pve-common ``PVE/RESTEnvironment.pm``
+  ``$tee_worker``, which ``fork_worker`` runs for a CLI caller);
 - a refusal on stderr as Perl's ``die`` prints a ``PVE::Exception``: ``<code> <message>``, a 400's
   ``<param>: <reason>`` lines and the usage; a 500 as a bare ``die`` prints it (its message alone,
   as pveproxy answers a bare die with 500: pve-manager ``PVE/HTTPServer.pm`` ``rest_handler``), exit 255;
 - ``root: false`` makes it the pvesh a non-root user runs: ``please run as root``, exit 255;
-- ``GET /cluster/status`` marks ``node`` as the ``local`` one, the node pvesh runs on.
+- ``GET /cluster/status`` marks ``node`` as the ``local`` one, the node pvesh runs on;
+- ``after`` (``{"<verb> <path>": how}``) spoils each matching call once fakepve answered it, as a node can:
+  ``hang`` never exits (a pvesh stuck on pmxcfs), ``cut`` prints only the first half of its output
+  (stdout cut off).
 
 ``SendersPve`` (a base of ``tests.support.cluster.ServedPve``) keeps ``senders``: each request's
 method, path and the identity fakepve authenticated (a token id, or ``root@pam`` for a ticket), so a
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -49,9 +56,17 @@ class SendersPve:
         return super()._record(request, body)
 
 
-def write_fake_pvesh(served, directory: Path, node: str = "pve1", root: bool = True) -> Path:
+#: How ``after`` spoils a call (module docstring).
+SPOILS = ("hang", "cut")
+
+
+def write_fake_pvesh(
+    served, directory: Path, node: str = "pve1", root: bool = True, after: dict[str, str] | None = None
+) -> Path:
     """Write ``directory/pvesh`` forwarding to ``served`` (a ``ServedCluster``) as root@pam on
-    ``node``; ``root`` False: a pvesh run by a non-root user. Returns its path."""
+    ``node``; ``root`` False: a pvesh run by a non-root user; ``after``: calls it spoils (module
+    docstring). Returns its path."""
+    assert set((after or {}).values()) <= set(SPOILS), after
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "fake-pvesh.json"
     assert served.pve is not None
@@ -62,6 +77,7 @@ def write_fake_pvesh(served, directory: Path, node: str = "pve1", root: bool = T
         "password": served.pve.password,
         "node": node,
         "root": root,
+        "after": dict(after or {}),
     }
     fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -143,10 +159,19 @@ def main(argv: list[str]) -> int:
             if status.get("status") == "stopped":
                 break
             time.sleep(0.05)
-        end = status.get("exitstatus")
-        print("TASK OK" if end == "OK" else f"TASK ERROR: {end}")
-    if data is not None:
-        print(json.dumps(data, indent=3, sort_keys=True))
+        end = str(status.get("exitstatus"))
+        warned = re.match(r"^WARNINGS: (\d+)$", end)
+        if warned:
+            print(f"Task finished with {warned.group(1)} warning(s)!", file=sys.stderr)
+        elif end != "OK":
+            print(end, file=sys.stderr)
+    out = "" if data is None else json.dumps(data, indent=3, sort_keys=True) + "\n"
+    spoil = settings["after"].get(f"{verb} {path}")
+    if spoil == "hang":
+        time.sleep(3600)
+    if spoil == "cut":
+        out = out[: len(out) // 2]
+    sys.stdout.write(out)
     return 0
 
 

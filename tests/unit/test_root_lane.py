@@ -6,14 +6,15 @@ Sources: pve-manager ``PVE/CLI/pvesh.pm`` (verbs, ``call_api_method``), pve-comm
 ``PVE/Exception.pm`` ``stringify`` (``<code> <msg>`` then ``<param>: <reason>`` lines),
 ``PVE/CLIFormatter.pm`` ``print_api_result`` (JSON, nothing for ``null``), ``PVE/RESTEnvironment.pm``
 ``setup_default_cli_env`` (``please run as root``) and ``fork_worker`` (a CLI task in the
-foreground, its end then its UPID on stdout), pve-manager ``PVE/HTTPServer.pm`` ``rest_handler`` (a
-bare ``die`` is HTTP 500).
+foreground: its log lines on stdout, a failure's reason on stderr, then its UPID, exit 0),
+pve-manager ``PVE/HTTPServer.pm`` ``rest_handler`` (a bare ``die`` is HTTP 500).
 """
 
 from __future__ import annotations
 
 import stat
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -30,6 +31,7 @@ from salt_proxmox.pve.lane import (
     pvesh_error,
     pvesh_result,
 )
+from salt_proxmox.pve.tasks import TaskFailed, await_task
 
 PATH = "nodes/pve1/lxc/120/config"
 UPID = "UPID:pve1:0000A1B2:0001C3D4:6650F00D:vzcreate:120:root@pam:"
@@ -148,6 +150,28 @@ def test_output_is_the_last_json_value() -> None:
         pvesh_result("PUT", PATH, "something that is not JSON\n")
     with pytest.raises(ValueError):
         pvesh_result("GET", PATH, "not JSON")
+
+
+def test_a_cut_off_answer_is_never_taken_for_one() -> None:
+    """print_api_result prints the answer as JSON starting a line: the tail of a UPID cut off
+    (``…:6650F00D`` cut after ``66``) holds a number, which is no answer; PVE may have acted."""
+    with pytest.raises(Uncertain, match="may or may not have acted"):
+        pvesh_result("PUT", PATH, f'"{UPID[:30]}')
+    with pytest.raises(Uncertain):
+        pvesh_result("POST", PATH, f'extracting archive\n"{UPID[:30]}\n')
+
+
+def test_a_lane_task_is_awaited_through_pvesh_and_its_log_named(tmp_path: Path) -> None:
+    """A task a lane write started is its owner's, root@pam's: polled through pvesh, and a
+    failure names the command that reads its log (pve-manager ``PVE/API2/Tasks.pm``)."""
+    status = '{"status": "stopped", "exitstatus": "cannot lock file"}'
+    lane = PveshLane(LaneConfig("pvesh", _script(tmp_path, f"echo '{status}'\n")))
+    with pytest.raises(TaskFailed, match=f"pvesh get /nodes/pve1/tasks/{UPID}/log") as failed:
+        await_task(lane, None, "pve1", UPID, "write mp1 via root lane", polls=1, sleep=lambda _s: None)
+    assert "cannot lock file" in str(failed.value)
+    assert [(method, unquote(path)) for method, path in lane.sent] == [
+        ("GET", f"nodes/pve1/tasks/{UPID}/status")
+    ]
 
 
 def _script(tmp_path: Path, body: str) -> str:
