@@ -24,7 +24,6 @@ try:
     from salt_proxmox.guest import adhoc as guest_adhoc
     from salt_proxmox.guest import lifecycle as guest_lifecycle
     from salt_proxmox.guest import live as guest_live
-    from salt_proxmox.pve.client import api_path
     from salt_proxmox.pve.constraints import vmid_number
     from salt_proxmox.run import config as run_config
     from salt_proxmox.run import overlap
@@ -220,36 +219,6 @@ def run_state(dunders, fun, arguments):
     )
 
 
-def cluster_resources(type="vm", target=None):
-    """
-    ``GET /cluster/resources`` with the read credential: a list of rows (vmid, node, type, status, ...).
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.cluster_resources type=vm target=homelab
-    """
-    ctx = _context(target)
-    return _call(ctx.client.request, "GET", "cluster/resources", ctx.broker.read(), params={"type": type})
-
-
-def task_status(node, upid, target=None):
-    """
-    The status of a task, read with the read credential (PVE needs Sys.Audit on the node for a
-    task another token started).
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.task_status node=pve1 upid='UPID:pve1:...'
-    """
-    ctx = _context(target)
-    path = f"{api_path('nodes', node, 'tasks', upid)}/status"
-    return _call(ctx.client.request, "GET", path, ctx.broker.read())
-
-
 def _pillar_secrets(name, secrets, declared, secrets_pillar):
     """``(secrets read, refusal)``: ``run_config.pillar_secrets`` on this minion's pillar (Salt's
     ``traverse_dict_and_list``), and None; or ``({}, a refused state return)``."""
@@ -262,120 +231,6 @@ def _pillar_secrets(name, secrets, declared, secrets_pillar):
         return run_config.pillar_secrets(secrets, declared, secrets_pillar, lookup), None
     except SaltProxmoxError as exc:
         return {}, refused_return(name, exc)
-
-
-# ----------------------------------------------------------------------------- guests, both families
-#
-# Power calls and the guest list serve containers and VMs alike (salt_proxmox.guest.power); each
-# finds the guest's node and type in the cluster's guest index.
-
-
-def guests(target=None):
-    """
-    Every guest of the cluster the read credential may audit, from one
-    ``GET /cluster/resources?type=vm``, sorted by vmid: a list of
-    ``{vmid, name, node, type (lxc|qemu), status, template}``. Fails (CommandExecutionError with
-    the sentence) when the cluster cannot be read or answers something other than a list of guests.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.guests
-        salt-call proxmox.guests target=homelab
-    """
-    from salt_proxmox.guest import power
-
-    return _call(power.guest_rows, _context(target))
-
-
-def guest_status(vmid, node=None, target=None):
-    """
-    The power state of one guest (container or VM): ``{vmid, node, type, status}``, the status from
-    ``GET /nodes/{node}/{lxc|qemu}/{vmid}/status/current``. ``node`` defaults to the one the
-    cluster's guest index lists; a ``node`` it is not on is refused.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.guest_status vmid=150
-    """
-    from salt_proxmox.guest import power
-
-    return _call(power.status_of, _context(target), vmid, node)
-
-
-def _power(call, vmid, node, target, adopt, timeout=None, force_stop=False):
-    from salt_proxmox.guest import power
-    from salt_proxmox.registry import guests
-
-    ctx = _context(target)
-    return _call(power.power_call, ctx, guests(), call, vmid, node, adopt, timeout, force_stop)
-
-
-def guest_start(vmid, node=None, target=None, adopt=False):
-    """
-    Start a stopped guest this minion owns (``POST …/status/start``) and wait for the task with the
-    credential that started it. Returns ``{vmid, node, type, status, changed, upid}``; a running
-    guest is left alone (``changed: False``). A guest this minion did not create or adopt, or one
-    that does not carry its recorded fingerprint, is refused unless ``adopt=True``.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.guest_start vmid=150
-        salt-call proxmox.guest_start vmid=9001 node=pve2 adopt=True
-    """
-    return _power("start", vmid, node, target, adopt)
-
-
-def guest_shutdown(vmid, node=None, target=None, adopt=False, timeout=None, force_stop=False):
-    """
-    Shut a running guest this minion owns down cleanly (``POST …/status/shutdown``), waiting at
-    most ``timeout`` seconds (PVE's default 60). Without ``force_stop=True`` a guest still running
-    then stays running and the call fails; with it PVE stops it hard. Ownership as
-    ``proxmox.guest_start``; a stopped guest is left alone.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.guest_shutdown vmid=150 timeout=120
-        salt-call proxmox.guest_shutdown vmid=150 timeout=30 force_stop=True
-    """
-    return _power("shutdown", vmid, node, target, adopt, timeout, force_stop)
-
-
-def guest_stop(vmid, node=None, target=None, adopt=False):
-    """
-    Stop a running guest this minion owns at once (``POST …/status/stop``: PVE's hard stop, like
-    pulling the plug; prefer ``proxmox.guest_shutdown``). Ownership as ``proxmox.guest_start``; a
-    stopped guest is left alone.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.guest_stop vmid=150
-    """
-    return _power("stop", vmid, node, target, adopt)
-
-
-def guest_reboot(vmid, node=None, target=None, adopt=False, timeout=None):
-    """
-    Reboot a running guest this minion owns (``POST …/status/reboot``: a shutdown, then a start,
-    which makes pending changes live); ``timeout`` bounds the shutdown in seconds. A stopped guest
-    is refused (nothing sent). Ownership as ``proxmox.guest_start``.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.guest_reboot vmid=150
-    """
-    return _power("reboot", vmid, node, target, adopt, timeout)
 
 
 # ------------------------------------------------------------------- every family's state calls
@@ -569,12 +424,35 @@ def _generate(made):
     return function
 
 
+def _operator(call):
+    """Operator call ``call`` (``salt_proxmox.adhoc``) as this module's function: its arguments
+    bound (``operator.bind``), the target's context built, the library's error its sentence."""
+    from salt.exceptions import CommandExecutionError
+
+    from salt_proxmox import adhoc as operator
+
+    def function(*args, **kwargs):
+        try:
+            target, arguments = operator.bind(call, args, kwargs)
+        except TypeError as exc:
+            raise CommandExecutionError(f"{__virtualname__}.{call.__name__}: {exc}") from None
+        return _call(call, _context(target), **arguments)
+
+    function.__name__ = function.__qualname__ = call.__name__
+    function.__doc__ = call.__doc__
+    function.__signature__ = operator.signature(call)
+    return function
+
+
 if HAS_LIBS:
+    from salt_proxmox import adhoc as _operators
     from salt_proxmox.run import calls as _calls
 
     for _made in _calls.generated(__virtualname__):
         globals()[_made.name] = _generate(_made)
-    del _made
+    for _op in _operators.CALLS:
+        globals()[_op.__name__] = _operator(_op)
+    del _made, _op
 
 
 # ----------------------------------------------------------------------------- what this minion owns
@@ -726,32 +604,6 @@ def export(family=None, node=None, pool=None, vmid=None, path=None, target=None)
     return done.pillar
 
 
-# ----------------------------------------------------------------------------- access control
-#
-# Realms, groups, users and API tokens (salt_proxmox.access) share the simple lifecycle; a user's password
-# and a realm's bind password or client key come from pillar (``_pillar_secrets``), a token's secret goes
-# to OpenBao and nowhere else.
-
-
-def realm_sync(realm, dry_run=True, target=None, **options):
-    """
-    Sync the users and groups of LDAP/AD ``realm`` from its directory now (``POST
-    /access/domains/{realm}/sync`` as a task, awaited): ``dry_run`` (default True) writes nothing.
-    ``scope``, ``remove-vanished``, ``enable-new`` as PVE takes them, else the realm's
-    ``sync-defaults-options``. Never a side effect of a plan. Returns ``{realm, dry_run, upid}``.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.realm_sync realm=corp dry_run=True
-    """
-    from salt_proxmox.access.realm import sync
-
-    ctx = _context(target)
-    return _call(sync, ctx, realm, _switch("dry_run", dry_run), **declared_keys(options))
-
-
 def privileges_needed(mods=None, target=None, saltenv=None):
     """
     What the declared estate needs of the ``read`` and ``provision`` credentials, as PVE checks each
@@ -779,99 +631,3 @@ def privileges_needed(mods=None, target=None, saltenv=None):
 
         raise CommandExecutionError(f"the state does not render: {lowstate}")
     return _call(estate.needed, _context(target), lowstate)
-
-
-# --------------------------------------------------------------------------------------- backups
-
-
-def backup_coverage(target=None):
-    """
-    Which guests of the cluster no enabled backup job covers, and the enabled jobs covering every other
-    guest: ``{uncovered: [CT 150, ...], covered: {VM 210: [nightly]}, disabled: [job ids]}``. PVE's
-    ``/cluster/backup-info/not-backed-up`` counts disabled jobs as covering; this does not.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.backup_coverage
-    """
-    from salt_proxmox.backup import coverage
-
-    return _call(coverage.report, _context(target))
-
-
-def snapshot_list(vmid, node=None, target=None):
-    """
-    The snapshots of guest ``vmid`` (``current`` left out), as PVE lists them: ``name``,
-    ``description``, ``snaptime``, ``parent``, ``vmstate`` (VMs).
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.snapshot_list 150
-    """
-    from salt_proxmox.backup import adhoc
-    from salt_proxmox.registry import guests
-
-    return _call(adhoc.list_snapshots, _context(target), guests(), vmid, node)
-
-
-def snapshot_create(vmid, snapname, node=None, description=None, vmstate=None, target=None, adopt=False):
-    """
-    Take snapshot ``snapname`` of a guest this minion owns (a PVE task), after the checks a plan makes
-    (a config lock, a volume that cannot snapshot, ``vmstate`` of a stopped VM). A guest this minion did
-    not create or adopt, or one not carrying its recorded fingerprint, is refused unless ``adopt=True``.
-    Returns ``{vmid, node, type, snapname, upid}``.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.snapshot_create 150 before-upgrade description='pre 13.2'
-    """
-    from salt_proxmox.backup import adhoc
-    from salt_proxmox.registry import guests
-
-    ctx = _context(target)
-    return _call(adhoc.create, ctx, guests(), vmid, snapname, node, description, vmstate, adopt)
-
-
-def snapshot_delete(vmid, snapname, node=None, target=None, adopt=False):
-    """
-    Delete snapshot ``snapname`` of a guest this minion owns (a PVE task; never forced). Ownership as
-    ``proxmox.snapshot_create``. Returns ``{vmid, node, type, snapname, upid}``.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.snapshot_delete 150 before-upgrade
-    """
-    from salt_proxmox.backup import adhoc
-    from salt_proxmox.registry import guests
-
-    return _call(adhoc.delete, _context(target), guests(), vmid, snapname, node, adopt)
-
-
-def snapshot_rollback(vmid, snapname, node=None, target=None, adopt=False, test=False):
-    """
-    Roll a guest this minion owns back to snapshot ``snapname`` (a PVE task), saying what it discards:
-    ``discards: {config: {key: {old, new}}, later_snapshots: [...]}``. With ``test=True`` only that is
-    returned and nothing is sent. Ownership as ``proxmox.snapshot_create``. Returns ``{vmid, node,
-    type, snapname, discards, upid}``.
-
-    CLI Example:
-
-    .. code-block:: bash
-
-        salt-call proxmox.snapshot_rollback 150 before-upgrade test=True
-        salt-call proxmox.snapshot_rollback 150 before-upgrade
-    """
-    from salt_proxmox.backup import adhoc
-    from salt_proxmox.registry import guests
-
-    return _call(
-        adhoc.rollback, _context(target), guests(), vmid, snapname, node, adopt, _switch("test", test)
-    )
