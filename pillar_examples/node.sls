@@ -35,6 +35,16 @@ proxmox:
           runcmd:
             - [systemctl, enable, --now, qemu-guest-agent]
 
+  # An ACME account (Datacenter -> ACME -> Accounts): every ACMEAccount.pm method but the index is
+  # root@pam's alone, so it is read and registered through the lane. tos_url agrees to the CA's terms
+  # (GET /cluster/acme/meta termsOfService); the directory is fixed once registered.
+  acme:
+    accounts:
+      lab:
+        contact: [pki@lab.example]
+        directory: https://acme-staging-v02.api.letsencrypt.org/directory
+        tos_url: https://letsencrypt.org/documents/LE-SA-v1.5-February-24-2025.pdf
+
   qemu:
     # The cloned CI runner (proxmox.sls) takes its cloud-init user data from the snippet above; its
     # state requires the snippet's, so the file is there before the VM names it.

@@ -122,7 +122,9 @@ def test_a_target_with_a_root_lane_adds_the_bind_mount_and_the_snippet_whose_con
     low, raw = salt_call(config_dir, "state.show_low_sls", "proxmox")
     assert isinstance(low, list), raw
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 52, "the 50 states of the estate without a lane, container files and the snippet"
+    assert len(pve) == 53, (
+        "the 50 states of the estate without a lane, container files, the snippet and the ACME account"
+    )
     by_id = {chunk["__id__"]: chunk for chunk in low}
     assert by_id["proxmox-lxc-files"]["mp0"] == "/srv/share,mp=/srv/share"
     snippet = by_id["proxmox-snippet-snippets-ci-user.yaml"]
@@ -134,6 +136,8 @@ def test_a_target_with_a_root_lane_adds_the_bind_mount_and_the_snippet_whose_con
     ci = by_id["proxmox-qemu-ci"]
     assert ci["cicustom"] == "user=snippets:snippets/ci-user.yaml"
     assert ci["require"] == [{"proxmox_snippet": "proxmox-snippet-snippets-ci-user.yaml"}]
+    account = by_id["proxmox-acme-account-lab"]
+    assert (account["fun"], account["contact"]) == ("account", ["pki@lab.example"])
 
 
 INJECTED = "x\nproxmox-lxc-evil:\n  proxmox_lxc.absent:\n    - vmid: 120\n    - removal: destroy"
