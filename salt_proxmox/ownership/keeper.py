@@ -49,6 +49,11 @@ from salt_proxmox.ownership.rows import (
 )
 from salt_proxmox.ownership.stores import OwnershipFileError, OwnershipStore
 
+
+class _Unsaved(OwnershipFileError):
+    """A row's save failed, its message already naming the row and what it was to become."""
+
+
 #: How many times ``Ownership._change`` judges a row whose check-and-set write another writer won
 #: (``StoreConflict``) before it gives up with a RowConflict: each turn judges the row as it is then.
 JUDGED = 3
@@ -236,6 +241,8 @@ class Ownership:
                 f"ownership row {key} was not {change}: {exc}. Another run kept changing it; what this row "
                 "was to guard was not sent. Let the other run finish, then run this state again."
             ) from None
+        except _Unsaved as exc:
+            raise OwnershipFileError(str(exc)) from None
         except OwnershipFileError as exc:
             raise OwnershipFileError(f"ownership row {key} was not {change}: {exc}") from None
 
@@ -280,6 +287,10 @@ class Ownership:
                 del rows[key]
             else:
                 rows[key] = row
-            self.store.save(rows, key)
+            try:
+                self.store.save(rows, key)
+            except OwnershipFileError as exc:
+                # Named by what the row was to become (set to owned, dropped), as the caller says it.
+                raise _Unsaved(f"ownership row {key} was not {change}: {exc}") from None
             self._seen[key] = row_version(row)
             return earlier, True
