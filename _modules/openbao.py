@@ -57,25 +57,24 @@ def _state(name, call_kwargs, fun, /, *args, plan=True, **kwargs):
 
 
 def _locked(run, plan, name, fun, /, *args, **kwargs):
-    """``run_config.outcome_return`` with the run lock of the policies' target held, as the
-    ``proxmox`` module's states hold theirs (``salt_proxmox.run.locking``)."""
+    """``run.locking.locked_return`` with the run lock of the policies' target held, as the ``proxmox``
+    module's states hold theirs."""
     from salt_proxmox.run import locking
 
-    def call():
-        try:
-            note = locking.of(__context__).hold(
-                _store(), lifecycle.TARGET, plan, __opts__.get("id"), __opts__.get("jid")
-            )
-        except SaltProxmoxError as exc:
-            return refused_return(name, exc)
-        ret = run_config.outcome_return(name, fun, *args, **kwargs)
-        if note:
-            ret["comment"] = "\n".join(filter(None, [ret.get("comment"), note]))
-        return ret
-
-    if run is None:
-        return locking.run_with_locks(__context__, None, __opts__.get("id"), call)
-    return call()
+    opts = __opts__
+    return locking.locked_return(
+        __context__,
+        run,
+        _store(),
+        lifecycle.TARGET,
+        plan,
+        opts.get("id"),
+        opts.get("jid"),
+        name,
+        fun,
+        *args,
+        **kwargs,
+    )
 
 
 def _fetch(saltenv):

@@ -121,25 +121,13 @@ def _state(
 
 
 def _locked(run, store, target, plan, name, fun, /, *args, **kwargs):
-    """``run_config.outcome_return(name, fun, *args, **kwargs)`` with ``target``'s run lock held
-    (``run.locking``: taken, renewed, or under ``plan`` only looked at, its note in the comment); a
-    lock that cannot be had refuses the state, nothing written. Outside a state run (``run`` None)
-    the lock is held for this call alone."""
+    """``run.locking.locked_return`` for this minion: ``target``'s run lock held around the state."""
     from salt_proxmox.run import locking
 
-    def call():
-        try:
-            note = locking.of(__context__).hold(store, target, plan, __opts__.get("id"), __opts__.get("jid"))
-        except SaltProxmoxError as exc:
-            return refused_return(name, exc)
-        ret = run_config.outcome_return(name, fun, *args, **kwargs)
-        if note:
-            ret["comment"] = "\n".join(filter(None, [ret.get("comment"), note]))
-        return ret
-
-    if run is None:
-        return locking.run_with_locks(__context__, None, __opts__.get("id"), call)
-    return call()
+    opts = __opts__
+    return locking.locked_return(
+        __context__, run, store, target, plan, opts.get("id"), opts.get("jid"), name, fun, *args, **kwargs
+    )
 
 
 def _note_undeclared(ret, run, ctx, funcs):

@@ -138,6 +138,41 @@ def run_with_locks(
             ret["comment"] = "\n".join([str(ret.get("comment") or ""), *notes]).strip()
 
 
+def locked_return(
+    context: MutableMapping,
+    run: Run | None,
+    store: object,
+    target: str,
+    plan: bool,
+    minion: str,
+    jid: object,
+    name: str,
+    fun: Callable[..., object],
+    /,
+    *args: object,
+    **kwargs: object,
+) -> dict:
+    """The state return of ``fun(*args, **kwargs)`` (``run.config.outcome_return``) with ``target``'s
+    run lock held: taken, renewed, or under ``plan`` only looked at, its note added to the comment; a
+    lock that cannot be had refuses the state (``refused_return``), nothing written. Outside a state
+    run (``run`` None) the lock is held for this call alone (``run_with_locks``)."""
+    from salt_proxmox.run.config import outcome_return, refused_return
+
+    def call() -> dict:
+        try:
+            note = of(context).hold(store, target, plan, minion, jid)
+        except SaltProxmoxError as exc:
+            return refused_return(name, exc)
+        ret = outcome_return(name, fun, *args, **kwargs)
+        if note:
+            ret["comment"] = "\n".join(filter(None, [ret.get("comment"), note]))
+        return ret
+
+    if run is None:
+        return run_with_locks(context, None, minion, call)  # type: ignore[return-value]
+    return call()
+
+
 def unlock(store: object, target: str, force: bool) -> dict:
     """``proxmox.unlock``: ``{target, held, holder, broken}`` of ``target``'s run lock; ``force``
     frees it whoever holds it. Raises DeclarationError when ``store`` keeps no run lock (a rows
