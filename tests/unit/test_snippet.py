@@ -247,8 +247,11 @@ def _lowstate(pillar: dict) -> list[dict]:
         module, _, fun = function.partition(".")
         high[sid] = {module: [fun, *arguments], "__sls__": "proxmox", "__env__": "base"}
     compiler = salt.state.Compiler({"state_auto_order": True}, {})
-    low, errors = compiler.compile_high_data(compiler.pad_funcs(high))
+    compiled = compiler.compile_high_data(compiler.pad_funcs(high))
+    # Salt 3008 returns (chunks, errors); 3006 and 3007 return the chunks alone.
+    low, errors = compiled if isinstance(compiled, tuple) else (compiled, [])
     assert errors == []
+    assert low, "the compiler made no chunk of the formula's highstate"
     return low
 
 
