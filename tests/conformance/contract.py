@@ -153,6 +153,11 @@ CONSTANTS: dict[str, dict[str, str]] = {
 #: ``API2/Firewall/{Cluster,Host,VM}.pm`` ``set_options``).
 RESETS = ("firewall_options", "cluster_options")
 
+#: Kinds PVE has no delete for, whose ``removal: destroy`` is refused naming why, nothing read or written:
+#: a node's DNS settings, hosts file and time zone (pve-manager ``PVE/API2/Nodes.pm`` registers no DELETE
+#: for ``dns``, ``hosts``, ``time``). Their examples' delete is ``ensure: absent`` alone (forget).
+KEPT = ("node_dns", "node_hosts", "node_time")
+
 #: Kinds whose one state writes a list entry by entry, by the field holding the list: an IP set's
 #: entries are each a ``POST …/ipset/<name>``, ``PUT``/``DELETE …/ipset/<name>/<cidr>`` (pve-firewall
 #: ``API2/Firewall/IPSet.pm``: the set has no write taking its entries). The plan's change of that field
@@ -248,6 +253,8 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section in ("proxmox:sdn", "proxmox:acme", "proxmox:notifications"):
         kind = fun.removesuffix("_absent")
         return {top: {section: {kind if kind == "dns" else f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:nodes":  # one entry per node and kind: proxmox:nodes:<node>:<kind>
+        return {top: {section: {name: {fun.removesuffix("_absent"): entry}}}}
     if family.section == "proxmox:mappings":
         return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":
