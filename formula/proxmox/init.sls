@@ -1026,9 +1026,13 @@ def _nodes(pillar, states):
             declared = entry.get(kind)
             if declared is None:
                 continue
+            shown = f"proxmox:nodes:{node}:{kind}"
             if not isinstance(declared, Mapping):
-                what = f"pillar proxmox:nodes:{node}:{kind} is {_shape(declared)}, not a mapping of its keys."
-                _failing(states, prefix + kind, f"proxmox:nodes:{node}:{kind}", what)
+                what = f"pillar {shown} is {_shape(declared)}, not a mapping of its keys."
+                _failing(states, prefix + kind, shown, what)
+                continue
+            if problems := _problems(shown, declared):
+                _failing(states, prefix + kind, shown, f"pillar {shown}: {'; '.join(problems)}.")
                 continue
             if entry.get("target") is not None and "target" not in declared:
                 declared = {**declared, "target": entry["target"]}

@@ -182,8 +182,12 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
     # (update_dns, write_etc_hosts, set_timezone) Sys.Modify on the node.
     **{
         f"node_{kind}": {
-            "read": (("read", "/" if kind == "hosts" else "/nodes/{name}", _AUDIT, False, f"Nodes.pm {read}"),),
-            "write": (("provision", "/nodes/{name}", ("Sys.Modify",), False, f"pve-manager Nodes.pm {write}"),),
+            "read": (
+                ("read", "/" if kind == "hosts" else "/nodes/{name}", _AUDIT, False, f"Nodes.pm {read}"),
+            ),
+            "write": (
+                ("provision", "/nodes/{name}", ("Sys.Modify",), False, f"pve-manager Nodes.pm {write}"),
+            ),
         }
         for kind, read, write in (
             ("dns", "dns", "update_dns"),

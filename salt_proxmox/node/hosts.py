@@ -119,7 +119,9 @@ def declare(
         for ip, value in entries.items():
             canonical = address(ip)
             if canonical is None:
-                problems.append(f"entries: {ip!r} is not an IP address (INotify.pm write_etc_hosts: Invalid IP)")
+                problems.append(
+                    f"entries: {ip!r} is not an IP address (INotify.pm write_etc_hosts: Invalid IP)"
+                )
                 continue
             if canonical in managed:
                 problems.append(f"entries: {ip} is declared twice (as {canonical})")

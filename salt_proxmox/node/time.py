@@ -79,7 +79,9 @@ def update(decl: Declared, live: Mapping[str, object]) -> Call | None:
     return Call("PUT", _path(decl), form={"timezone": str(decl.values["timezone"])})
 
 
-ENDPOINT = Endpoint("PUT /nodes/{node}/time", ("timezone",), lambda key: Rule() if key == "timezone" else None)
+ENDPOINT = Endpoint(
+    "PUT /nodes/{node}/time", ("timezone",), lambda key: Rule() if key == "timezone" else None
+)
 
 SPEC = ObjectSpec(
     family=FAMILY,

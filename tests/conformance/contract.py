@@ -132,6 +132,8 @@ FIELD_OF: dict[str, dict[str, str]] = {
     "replication": {"target_node": "target"},
     # A matcher's targets are PVE's target list (target names the cluster in every state).
     "notification": {"targets": "target"},
+    # A node's managed hosts entries are written as the whole file (Nodes.pm write_etc_hosts: data).
+    "node": {"entries": "data"},
 }
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write

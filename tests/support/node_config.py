@@ -35,7 +35,9 @@ from tests.support.ceph import CephPve
 
 #: A node's files before anything writes them (the Debian installer's, as on a fresh PVE node).
 RESOLV = "search example.org\nnameserver 192.0.2.53\n"
-HOSTS = "127.0.0.1 localhost.localdomain localhost\n{ip} {node}.example.org {node}\n\n# IPv6\n::1 ip6-localhost\n"
+HOSTS = (
+    "127.0.0.1 localhost.localdomain localhost\n{ip} {node}.example.org {node}\n\n# IPv6\n::1 ip6-localhost\n"
+)
 _NAME = re.compile(r"^[.\-a-zA-Z0-9]+$")
 
 
