@@ -1,9 +1,9 @@
 """What the kinds of ``proxmox_node`` share: a node named by the state, which must be in the cluster, and
 an object PVE always has and never deletes.
 
-- Identity is the node (``name``, pve-common ``JSONSchema.pm`` ``pve_verify_node_name``). A node the cluster does not list (``GET
-  /nodes``, pve-manager ``PVE/API2/Nodes.pm`` ``index``) is refused at plan by name: PVE would proxy the
-  read to it (``proxyto => 'node'``) and fail with no such host, which is no absence.
+- Identity is the node (``name``, pve-common ``JSONSchema.pm`` ``pve_verify_node_name``). A node the
+  cluster does not list (``GET /nodes``, pve-manager ``PVE/API2/Nodes.pm`` ``index``) is refused at plan
+  by name: PVE would proxy the read to it (``proxyto => 'node'``) and fail, which is no absence.
 - A node's resolv.conf, hosts file and time zone always exist: nothing is ever absent, so the first
   write needs ``adopt: true`` (nothing live is taken over silently), and ``ensure: absent`` forgets the
   ownership row and writes nothing. ``removal: destroy`` is refused by name: PVE has no DELETE for

@@ -5,6 +5,8 @@ them, and ``removal: destroy`` is refused, ``contract.KEPT``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.conformance.examples import Examples, _bad
 
 _DNS = {"name": "pve1", "search": "example.org", "dns1": "192.0.2.53", "dns2": "192.0.2.54", "adopt": True}
@@ -38,14 +40,11 @@ def examples() -> dict[str, Examples]:
         {"entries": "192.0.2.60 ci"},
     )
     time = _node("time", _TIME, {"timezone": "Europe/Berlin"}, {"timezone": "UTC"}, {"timezone": 7})
+    gap = ("dns", {**_DNS, "dns2": None, "dns3": "192.0.2.9"}, "dns3")
+    not_ip = ("hosts", {**_HOSTS, "entries": {"ci": ["x"]}}, "entries")
+    no_zone = ("time", {**_TIME, "timezone": "Mars/Olympus"}, "timezone")
     return {
-        "node_dns": Examples(
-            **{**dns.__dict__, "bad": {**dns.bad, "gap": ("dns", {**_DNS, "dns2": None, "dns3": "192.0.2.9"}, "dns3")}}
-        ),
-        "node_hosts": Examples(
-            **{**hosts.__dict__, "bad": {**hosts.bad, "not an address": ("hosts", {**_HOSTS, "entries": {"ci": ["x"]}}, "entries")}}
-        ),
-        "node_time": Examples(
-            **{**time.__dict__, "bad": {**time.bad, "no such zone": ("time", {**_TIME, "timezone": "Mars/Olympus"}, "timezone")}}
-        ),
-    }  # fmt: skip
+        "node_dns": replace(dns, bad={**dns.bad, "gap": gap}),
+        "node_hosts": replace(hosts, bad={**hosts.bad, "not an address": not_ip}),
+        "node_time": replace(time, bad={**time.bad, "no such zone": no_zone}),
+    }

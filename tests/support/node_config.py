@@ -95,7 +95,7 @@ class NodeConfigPve(CephPve):
         written = set()
         for key in ("dns1", "dns2", "dns3"):
             server = v.get(key)
-            if server and server != "0.0.0.0" and server not in written:
+            if server and server != "0.0.0.0" and server not in written:  # noqa: S104 - compared
                 written.add(server)
                 data += f"nameserver {server}\n"
         kept = [
