@@ -41,7 +41,7 @@ def test_dns_a_cleared_server_is_left_out_of_the_put():
         ({"search": None}, "search"),  # update_dns: search is not optional
         ({"dns1": "ns1.example.org"}, "dns1"),  # format => 'ip'
         ({"dns1": "192.0.2.1", "dns2": "192.0.2.1"}, "dnsN"),  # written once (update_etc_resolv_conf)
-        ({"dns1": "0.0.0.0"}, "dnsN"),  # update_etc_resolv_conf skips 0.0.0.0
+        ({"dns1": "0.0.0.0"}, "dnsN"),  # noqa: S104 - update_etc_resolv_conf skips it
         ({}, "declare at least one"),
     ],
 )
