@@ -170,6 +170,25 @@ FAMILIES: tuple[Family, ...] = (
         prefix="proxmox-network-",
         applied=Run("salt_proxmox.network.apply:applied", spec=False),
     ),
+    # A node's own settings (resolvers, /etc/hosts, time zone): always there, never deleted, so their
+    # absent refuses removal: destroy (salt_proxmox.node.common).
+    Family(
+        name="node",
+        state="proxmox_node",
+        module="proxmox",
+        kinds=tuple(
+            Kind(
+                f"node_{kind}",
+                present=kind,
+                absent=f"{kind}_absent",
+                spec=f"salt_proxmox.node.{kind}:SPEC",
+                absent_run=Run("salt_proxmox.node.common:absent"),
+            )
+            for kind in ("dns", "hosts", "time")
+        ),
+        section="proxmox:nodes",
+        prefix="proxmox-node-",
+    ),
     Family(
         name="sdn",
         state="proxmox_sdn",

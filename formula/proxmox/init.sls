@@ -57,6 +57,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
+  proxmox:nodes:<node>             dns, hosts, time: proxmox_node.dns (search, dns1..dns3), .hosts (data,
+                                   or entries: {<ip>: names}), .time (timezone); adopt; ensure: absent
+                                   forgets (PVE deletes none of them); target.
   proxmox:sdn                      controllers, ipams, dns, zones, vnets, subnets: {<key>:
                                    proxmox_sdn.controller (type, asn, peers, ...), .ipam (type, url,
                                    token), .dns (type, url, key), .zone (type, ...), .vnet (zone, tag,
@@ -428,6 +431,7 @@ SECTIONS = [
 # _networks: (pillar path, state id prefix, state module).
 NESTED = [
     ("proxmox:networks", "proxmox-network-", "proxmox_network"),
+    ("proxmox:nodes", "proxmox-node-", "proxmox_node"),
     ("proxmox:sdn", "proxmox-sdn-", "proxmox_sdn"),
     ("proxmox:notifications", "proxmox-notification-", "proxmox_notification"),
     ("proxmox:mappings", "proxmox-mapping-", "proxmox_mapping"),
@@ -549,6 +553,8 @@ SDN_KEYS = {"controllers", "ipams", "dns", "zones", "vnets", "subnets", "apply",
 SDN_SECRETS = {"ipams": ("token",), "dns": ("key",)}
 # The zone keys naming a controller, IPAM or DNS server: the zone's state requires theirs.
 ZONE_NEEDS = {"controller": "controllers", "ipam": "ipams", "dns": "dns", "reversedns": "dns"}
+# The kinds of proxmox:nodes:<node> (salt_proxmox/node: dns, hosts, time), and the node's own keys.
+NODE_KINDS = ("dns", "hosts", "time")
 # The kinds of proxmox:mappings (salt_proxmox/datacenter/mappings.py KINDS), each a section of
 # <id>: {map, description, ...} entries; the state function is the kind's name.
 MAPPING_KINDS = ("pci", "usb", "dir")
@@ -1010,6 +1016,29 @@ def _notifications(pillar, states):
     states.update(gone)
 
 
+def _nodes(pillar, states):
+    """A node's own settings (proxmox:nodes:<node>:<kind>): ``proxmox_node.<kind>`` with the node as its
+    name, or ``<kind>_absent`` (forget) with its target and removal; the node's ``target`` is each kind's."""
+    for node, entry in _entries(pillar, "proxmox:nodes", "proxmox-node-", "node (dns, hosts, time)", states):
+        prefix = f"proxmox-node-{node}-"
+        _unknown_keys(states, prefix + "pillar", f"proxmox:nodes:{node}", entry, {*NODE_KINDS, "target"})
+        for kind in NODE_KINDS:
+            declared = entry.get(kind)
+            if declared is None:
+                continue
+            shown = f"proxmox:nodes:{node}:{kind}"
+            if not isinstance(declared, Mapping):
+                what = f"pillar {shown} is {_shape(declared)}, not a mapping of its keys."
+                _failing(states, prefix + kind, shown, what)
+                continue
+            if problems := _problems(shown, declared):
+                _failing(states, prefix + kind, shown, f"pillar {shown}: {'; '.join(problems)}.")
+                continue
+            if entry.get("target") is not None and "target" not in declared:
+                declared = {**declared, "target": entry["target"]}
+            _object(states, prefix + kind, "proxmox_node", kind, node, declared, ["ensure", "name"])
+
+
 def _mappings(pillar, states):
     """The resource mapping states (proxmox:mappings:<kind>:<id>), run before the guests whose devices
     name them: ``proxmox_mapping.<kind>``, or ``<kind>_absent`` with its target and removal."""
@@ -1435,6 +1464,7 @@ def estate(pillar):
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
             bridges = _networks(pillar, states)
+            _nodes(pillar, states)
             _notifications(pillar, states)
             _mappings(pillar, states)
             _acme(pillar, states)

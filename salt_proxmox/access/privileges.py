@@ -178,6 +178,23 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
         "read": (("read", "/", _AUDIT, False, "pve-manager API2/Cluster.pm get_options"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Cluster.pm set_options"),),
     },
+    # pve-manager PVE/API2/Nodes.pm: dns/time read Sys.Audit on the node, get_etc_hosts on /; writes
+    # (update_dns, write_etc_hosts, set_timezone) Sys.Modify on the node.
+    **{
+        f"node_{kind}": {
+            "read": (
+                ("read", "/" if kind == "hosts" else "/nodes/{name}", _AUDIT, False, f"Nodes.pm {read}"),
+            ),
+            "write": (
+                ("provision", "/nodes/{name}", ("Sys.Modify",), False, f"pve-manager Nodes.pm {write}"),
+            ),
+        }
+        for kind, read, write in (
+            ("dns", "dns", "update_dns"),
+            ("hosts", "get_etc_hosts", "write_etc_hosts"),
+            ("time", "time", "set_timezone"),
+        )
+    },
     "metric_server": {
         "read": (("read", "/", _AUDIT, False, "pve-manager API2/Cluster/MetricServer.pm read"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Cluster/MetricServer.pm"),),

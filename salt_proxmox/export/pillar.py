@@ -161,6 +161,12 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
             key = str(entry.pop("name"))
             entries[key] = entry
         return (top, section, plural, key)
+    if (
+        family.section == "proxmox:nodes"
+    ):  # proxmox:nodes:<node>:<kind> (node_dns: dns), as the formula's _nodes
+        node, node_kind = str(entry.pop("name")), kind.name.removeprefix("node_")
+        pillar.setdefault(top, {}).setdefault(section, {}).setdefault(node, {})[node_kind] = entry
+        return (top, section, node, node_kind)
     if family.section == "proxmox:mappings":  # proxmox:mappings:<kind>:<id> (mapping_pci: pci)
         entries = pillar.setdefault(top, {}).setdefault(section, {})
         mapping_kind, key = kind.name.removeprefix("mapping_"), str(entry.pop("name"))

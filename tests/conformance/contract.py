@@ -132,6 +132,8 @@ FIELD_OF: dict[str, dict[str, str]] = {
     "replication": {"target_node": "target"},
     # A matcher's targets are PVE's target list (target names the cluster in every state).
     "notification": {"targets": "target"},
+    # A node's managed hosts entries are written as the whole file (Nodes.pm write_etc_hosts: data).
+    "node": {"entries": "data"},
 }
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write
@@ -152,6 +154,11 @@ CONSTANTS: dict[str, dict[str, str]] = {
 #: every key back to PVE's default (``PUT …/firewall/options`` with ``delete=<keys>``, pve-firewall
 #: ``API2/Firewall/{Cluster,Host,VM}.pm`` ``set_options``).
 RESETS = ("firewall_options", "cluster_options")
+
+#: Kinds PVE has no delete for, whose ``removal: destroy`` is refused naming why, nothing read or written:
+#: a node's DNS settings, hosts file and time zone (pve-manager ``PVE/API2/Nodes.pm`` registers no DELETE
+#: for ``dns``, ``hosts``, ``time``). Their examples' delete is ``ensure: absent`` alone (forget).
+KEPT = ("node_dns", "node_hosts", "node_time")
 
 #: Kinds whose one state writes a list entry by entry, by the field holding the list: an IP set's
 #: entries are each a ``POST …/ipset/<name>``, ``PUT``/``DELETE …/ipset/<name>/<cidr>`` (pve-firewall
@@ -248,6 +255,8 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     if family.section in ("proxmox:sdn", "proxmox:acme", "proxmox:notifications"):
         kind = fun.removesuffix("_absent")
         return {top: {section: {kind if kind == "dns" else f"{kind}s": {name: entry}}}}
+    if family.section == "proxmox:nodes":  # one entry per node and kind: proxmox:nodes:<node>:<kind>
+        return {top: {section: {name: {fun.removesuffix("_absent"): entry}}}}
     if family.section == "proxmox:mappings":
         return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":

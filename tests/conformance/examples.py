@@ -352,6 +352,12 @@ def _guest(create: Mapping[str, object]) -> Examples:
     )
 
 
+def _node_examples() -> dict[str, Examples]:
+    from tests.conformance.examples_node import examples  # its own file: this one is near 650 lines
+
+    return examples()
+
+
 #: ``{kind name: Examples}``, in the registry's order.
 EXAMPLES: Mapping[str, Examples] = MappingProxyType(
     {
@@ -438,6 +444,7 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             },
             applies=(("applied", {"name": "network of pve1", "node": "pve1"}),),
         ),
+        **_node_examples(),
         "sdn_controller": Examples(
             create=_CONTROLLER,
             update={**_CONTROLLER, "peers": "10.9.0.1,10.9.0.2"},

@@ -153,7 +153,9 @@ def test_a_failed_read_is_never_absence(case: contract.Case, how: str, minion: M
     written and the ownership rows as they were: when the object is missing (create) and when it is
     there and owned (update, delete)."""
     _ready(case, minion)
-    for phase in ("create", "update", "delete"):
+    # A kind PVE cannot delete has no destroy to read for: its absent forgets, reading nothing.
+    phases = ("create", "update") if case.kind.name in contract.KEPT else ("create", "update", "delete")
+    for phase in phases:
         if phase == "update":
             done, _ = minion.run(contract.lows(case, "create"), test=False)
             assert all(r["result"] is True for r in done), _ids(done)

@@ -78,6 +78,15 @@ def test_absent_without_removal_forgets_and_the_destroy_refusal_names_the_way_ba
         assert first["changes"] == {"ownership": {"old": "owned", "new": None}}, _shown(forgot)
     assert _rows(minion) == given, "the row is forgotten"
 
+    if case.kind.name in contract.KEPT:  # PVE cannot delete it: a destroy is refused, owned or not
+        for adopt in (False, True):
+            if adopt:
+                minion.run(_present_run(case, adopt=True), test=False)
+            for test in (True, False):
+                refused, log = minion.run(_absent_run(case, removal="destroy"), test=test)
+                assert _writes(log) == [] and refused[0]["result"] is False, _shown(refused)
+                assert "cannot be deleted" in refused[0]["comment"], _shown(refused)
+        return
     # The object is still live and no longer ours: a destroy is refused, naming the next step.
     refused, log = minion.run(_absent_run(case, removal="destroy"), test=True)
     assert _writes(log) == [] and refused[0]["result"] is False, _shown(refused)

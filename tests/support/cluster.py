@@ -34,6 +34,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.acme.AcmePve`` (ACME plugins and the nodes' certificate configuration),
 ``tests.support.notifications.NotificationPve`` (notification endpoints and matchers),
 ``tests.support.sdn_extras.SdnExtrasPve`` (SDN controllers, IPAMs and DNS servers),
+``tests.support.node_config.NodeConfigPve`` (each node's resolv.conf, hosts file and time zone),
 ``tests.support.pmxcfs.PmxcfsPve`` (containers' config files on disk, for raw ``lxc.*`` lines),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
@@ -74,6 +75,7 @@ from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.mappings import MappingPve
 from tests.support.metrics import MetricServerPve
+from tests.support.node_config import NodeConfigPve
 from tests.support.notifications import NotificationPve
 from tests.support.pmxcfs import PmxcfsPve
 from tests.support.pvesh import SendersPve
@@ -99,6 +101,7 @@ class ServedPve(
     AcmePve,
     NotificationPve,
     SdnExtrasPve,
+    NodeConfigPve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on
