@@ -288,6 +288,22 @@ FAMILIES: tuple[Family, ...] = (
         section="proxmox:snippets",
         prefix="proxmox-snippet-",
     ),
+    # A node's own settings (proxmox:nodes:<node>): its APT repositories; independent of every other family.
+    Family(
+        name="node",
+        state="proxmox_node",
+        module="proxmox",
+        kinds=(
+            Kind(
+                "apt_repository",
+                present="apt_repository",
+                absent="apt_repository_absent",
+                spec="salt_proxmox.node.apt:SPEC",
+            ),
+        ),
+        section="proxmox:nodes",
+        prefix="proxmox-node-",
+    ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC"),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU"),
     # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
@@ -341,22 +357,6 @@ FAMILIES: tuple[Family, ...] = (
         prefix="proxmox-firewall-",
     ),
     _simple("snapshot", "backup.snapshot", "{lxc,qemu}:<id>:snapshots"),
-    # A node's own settings (proxmox:nodes:<node>): its APT repositories; independent of every other family.
-    Family(
-        name="node",
-        state="proxmox_node",
-        module="proxmox",
-        kinds=(
-            Kind(
-                "apt_repository",
-                present="apt_repository",
-                absent="apt_repository_absent",
-                spec="salt_proxmox.node.apt:SPEC",
-            ),
-        ),
-        section="proxmox:nodes",
-        prefix="proxmox-node-",
-    ),
 )
 
 #: Keys a container or VM declaration carries that another family judges: ``{key: "module:attribute"}``

@@ -434,6 +434,8 @@ NESTED = [
     # ACME (Datacenter -> ACME): plugins under proxmox:acme:plugins, rendered by _acme.
     ("proxmox:acme", "proxmox-acme-", "proxmox_acme"),
     ("proxmox:snippets", "proxmox-snippet-", "proxmox_snippet"),
+    # A node's own settings (proxmox:nodes:<node>:apt), rendered by _nodes.
+    ("proxmox:nodes", "proxmox-node-", "proxmox_node"),
 ]
 
 # The sections rendered after the guests (their objects may live on a guest), by _firewall:
@@ -1056,6 +1058,34 @@ def _acme(pillar, states):
             states[prefix + key] = {f"proxmox_acme.{fun}": args}
 
 
+# The keys of a node under proxmox:nodes: each of its settings (NODE_SETTINGS: key, state function).
+NODE_SETTINGS = {"apt": "apt_repository"}
+
+
+def _nodes(pillar, states):
+    """A node's own settings (``proxmox:nodes:<node>:apt``: ``proxmox_node.apt_repository`` of the node,
+    its ``repositories``, ``adopt``, ``target``; ``ensure: absent`` with ``removal``)."""
+    for node, settings in _entries(pillar, "proxmox:nodes", "proxmox-node-", "node (apt)", states):
+        if not _unknown_keys(states, f"proxmox-node-{node}-pillar", f"proxmox:nodes:{node}", settings, NODE_SETTINGS):
+            continue
+        for key, fun in NODE_SETTINGS.items():
+            declared = settings.get(key)
+            if declared is None:
+                continue
+            state_id, path = f"proxmox-node-{node}-{key}", f"proxmox:nodes:{node}:{key}"
+            if not isinstance(declared, Mapping):
+                _failing(states, state_id, path, f"pillar {path} is {_shape(declared)}, not a mapping.")
+                continue
+            problems = _problems(path, declared)  # Salt's keywords, a misspelt ensure or removal
+            if problems:
+                _failing(states, state_id, path, f"pillar {path}: {'; '.join(problems)}.")
+                continue
+            if not _present(declared):
+                states[state_id] = {f"proxmox_node.{fun}_absent": _arguments(node, declared, [], NETWORK_ABSENT_KEYS)}
+                continue
+            states[state_id] = {f"proxmox_node.{fun}": _arguments(node, declared, ["ensure", "name", "removal"])}
+
+
 def _snippets(pillar, states):
     """The snippet states (``proxmox:snippets:<storage>:<file>``), before the guests. Returns the
     requisites of a guest naming one: each snippet's volid (``<storage>:snippets/<file>``) mapped to the
@@ -1439,6 +1469,7 @@ def estate(pillar):
             _mappings(pillar, states)
             _acme(pillar, states)
             snippets = _snippets(pillar, states)
+            _nodes(pillar, states)
         for key, declared in sections[path]:
             name = _name(path, key, declared)
             if not _present(declared):

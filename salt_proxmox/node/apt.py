@@ -227,11 +227,13 @@ def parse(data: object, decl: Declared) -> dict | None:
     """``GET /nodes/{node}/apt/repositories`` → ``{key: enabled}`` of each declared entry (not configured:
     false), ``offered`` (the node's standard handles) and ``digest``; None when the declaration enables
     an entry and none of its entries is enabled (nothing of it in use,
-    so nothing to take over). Without declared entries (an export): every
-    configured standard repository. Raises ValueError for another shape."""
+    so nothing to take over), and, without declared entries, when the node enables no standard repository.
+    Raises ValueError for another shape."""
     data = _checked(data)
     status, configured = _status(data), _configured(data)
-    keys = decl.values or {handle: None for handle, on in status.items() if on is not None}
+    if not decl.values:  # a removal without a row: the node uses a standard repository, or none
+        return {"offered": sorted(status), "digest": data["digest"]} if any(status.values()) else None
+    keys = decl.values
     live: dict[str, object] = {
         key: bool(status.get(key)) if key in KNOWN else configured.get(key, False) for key in keys
     }
@@ -362,12 +364,6 @@ def _rule(key: str) -> Rule | None:
     }.get(key)
 
 
-def export_values(live: Mapping[str, object], probe: Declared) -> dict:
-    """``proxmox.export``: every configured standard repository as ``repositories`` entries."""
-    entries = [{"handle": key, "enabled": bool(on)} for key, on in live.items() if key in KNOWN]
-    return {"repositories": entries}
-
-
 SPEC = ObjectSpec(
     family=FAMILY,
     noun="APT repositories",
@@ -386,8 +382,9 @@ SPEC = ObjectSpec(
     refusals=refusals,
     send=send,
     identity_keys=("name",),
-    export_names=lambda row: {"name": row["node"]} if isinstance(row.get("node"), str) else None,
-    export_listings=lambda ctx: [(Call("GET", "nodes"), {})],
-    export_values=export_values,
+    not_exported=(
+        "a node's repository entries nest under proxmox:nodes:<node>:apt, a pillar shape proxmox.export "
+        "does not write; declare the entries to manage from GET /nodes/<node>/apt/repositories"
+    ),
     live_only=("offered", "digest"),
 )

@@ -353,6 +353,12 @@ def _guest(create: Mapping[str, object]) -> Examples:
 
 
 #: ``{kind name: Examples}``, in the registry's order.
+#: A node's APT repositories (pve-manager API2/APT.pm over proxmox-apt): the fake node's fresh install has
+#: the enterprise repository enabled (adopt: true takes it over); the examples add no-subscription and
+#: disable enterprise, then add test, then disable test.
+_APT_OFF = {"path": "/etc/apt/sources.list.d/pve-enterprise.sources", "index": 0, "enabled": False}
+_APT = {"name": "pve1", "adopt": True, "repositories": [{"handle": "no-subscription"}, _APT_OFF]}
+
 EXAMPLES: Mapping[str, Examples] = MappingProxyType(
     {
         "policy": Examples(
@@ -557,6 +563,19 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             {"executable": False},
             {"executable": "yes"},
             identity=("name", "storage"),
+        ),
+        "apt_repository": Examples(
+            create=_APT,
+            update={"name": "pve1", "repositories": [*_APT["repositories"], {"handle": "test"}]},
+            clear={
+                "name": "pve1",
+                "repositories": [*_APT["repositories"], {"handle": "test", "enabled": False}],
+            },
+            delete={"name": "pve1", "removal": "destroy"},
+            bad={
+                **_bad(_APT, {"name": "pve1"}, "apt_repository", "apt_repository_absent"),
+                "wrong type": ("apt_repository", {**_APT, "repositories": "no-subscription"}, "repositories"),
+            },
         ),
         "lxc": _guest(_CT),
         "qemu": _guest(_VM),

@@ -794,7 +794,8 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
         assert (
             "the sections are acls, acme, backup_jobs, ceph_pools, cluster_options, firewall, "
             "firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, mappings, metric_servers, "
-            "networks, notifications, pbs, pools, qemu, realms, replication, roles, sdn, snippets, storage, "
+            "networks, nodes, notifications, pbs, pools, qemu, realms, replication, roles, sdn, snippets, "
+            "storage, "
             "tokens, users, and ownership_file, pbs_targets, "
             "targets are the configuration read with config.get." in problems[sid]
         )
