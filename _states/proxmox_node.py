@@ -1,4 +1,5 @@
-"""State module ``proxmox_node``: a node's own settings: its DNS resolvers, ``/etc/hosts`` and time zone.
+"""State module ``proxmox_node``: a node's own settings: its DNS resolvers, ``/etc/hosts``, time zone
+and APT repositories, one object per node and kind.
 
 .. code-block:: yaml
 
@@ -29,9 +30,26 @@
       proxmox_node.time_absent:
         - name: pve2                   # forget it; PVE cannot delete a node's settings
 
-Only the declared keys are compared; every line of ``/etc/hosts`` outside the managed entries is kept
-byte for byte, and each write carries the file's digest. ``removal: destroy`` is refused. The logic lives
-in ``salt_proxmox.node`` behind the ``proxmox`` execution module."""
+    pve1-apt:
+      proxmox_node.apt_repository:
+        - name: pve1                   # the node
+        - adopt: true                  # the node's repositories are live: take them over
+        - repositories:
+          - handle: no-subscription    # a standard repository (PVE 8 and 9 differ: proxmox-apt)
+          - path: /etc/apt/sources.list.d/pve-enterprise.sources
+            index: 0                   # the entry's place in its file, from 0
+            enabled: false
+
+    pve2-apt:
+      proxmox_node.apt_repository_absent:
+        - name: pve2
+        - removal: retain              # default: forget it; destroy: disable the entries it enabled
+
+Only the declared keys and entries are compared; every line of ``/etc/hosts`` outside the managed entries
+is kept byte for byte, and each write carries PVE's digest. For ``dns``, ``hosts`` and ``time``
+``removal: destroy`` is refused; for ``apt_repository`` it disables the entries the last declaration
+enabled. No upgrade and no ``apt update`` is ever run. The logic lives in ``salt_proxmox.node`` behind
+the ``proxmox`` execution module."""
 
 __virtualname__ = "proxmox_node"
 
@@ -68,3 +86,16 @@ def hosts_absent(name, target=None, removal="retain"):
 def time_absent(name, target=None, removal="retain"):
     """Stop managing node ``name``'s time zone: forget it (``removal: destroy`` is refused)."""
     return __salt__["proxmox.run_state"](globals(), "time_absent", locals())
+
+
+def apt_repository(name, repositories=None, target=None, adopt=False, **kwargs):
+    """Ensure node ``name``'s declared APT repository entries are enabled or disabled as declared. Under
+    ``test=True`` nothing is written."""
+    return __salt__["proxmox.run_state"](globals(), "apt_repository", locals())
+
+
+def apt_repository_absent(name, target=None, removal="retain", **kwargs):
+    """Stop managing node ``name``'s APT repositories: ``removal: retain`` (default) forgets them;
+    ``removal: destroy`` disables
+    the entries this minion's last declaration enabled, when it still matches."""
+    return __salt__["proxmox.run_state"](globals(), "apt_repository_absent", locals())

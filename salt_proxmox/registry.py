@@ -176,15 +176,25 @@ FAMILIES: tuple[Family, ...] = (
         name="node",
         state="proxmox_node",
         module="proxmox",
-        kinds=tuple(
+        kinds=(
+            *(
+                Kind(
+                    f"node_{kind}",
+                    present=kind,
+                    absent=f"{kind}_absent",
+                    spec=f"salt_proxmox.node.{kind}:SPEC",
+                    absent_run=Run("salt_proxmox.node.common:absent"),
+                )
+                for kind in ("dns", "hosts", "time")
+            ),
+            # Its APT repositories: a destroy disables the entries the last declaration enabled (APT.pm
+            # has no delete).
             Kind(
-                f"node_{kind}",
-                present=kind,
-                absent=f"{kind}_absent",
-                spec=f"salt_proxmox.node.{kind}:SPEC",
-                absent_run=Run("salt_proxmox.node.common:absent"),
-            )
-            for kind in ("dns", "hosts", "time")
+                "apt_repository",
+                present="apt_repository",
+                absent="apt_repository_absent",
+                spec="salt_proxmox.node.apt:SPEC",
+            ),
         ),
         section="proxmox:nodes",
         prefix="proxmox-node-",

@@ -57,9 +57,11 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:networks:<node>          interfaces: {<iface>: proxmox_network.interface keys (type, cidr,
                                    bridge_ports, ...), or ensure: absent with removal}; target;
                                    apply: true adds proxmox_network.applied for the node.
-  proxmox:nodes:<node>             dns, hosts, time: proxmox_node.dns (search, dns1..dns3), .hosts (data,
-                                   or entries: {<ip>: names}), .time (timezone); adopt; ensure: absent
-                                   forgets (PVE deletes none of them); target.
+  proxmox:nodes:<node>             dns, hosts, time, apt: proxmox_node.dns (search, dns1..dns3), .hosts
+                                   (data, or entries: {<ip>: names}), .time (timezone),
+                                   .apt_repository (repositories: [{handle} or {path, index, enabled}]);
+                                   adopt; ensure: absent forgets (apt: removal: destroy disables what
+                                   the last declaration enabled); target.
   proxmox:sdn                      controllers, ipams, dns, zones, vnets, subnets: {<key>:
                                    proxmox_sdn.controller (type, asn, peers, ...), .ipam (type, url,
                                    token), .dns (type, url, key), .zone (type, ...), .vnet (zone, tag,
@@ -553,8 +555,8 @@ SDN_KEYS = {"controllers", "ipams", "dns", "zones", "vnets", "subnets", "apply",
 SDN_SECRETS = {"ipams": ("token",), "dns": ("key",)}
 # The zone keys naming a controller, IPAM or DNS server: the zone's state requires theirs.
 ZONE_NEEDS = {"controller": "controllers", "ipam": "ipams", "dns": "dns", "reversedns": "dns"}
-# The kinds of proxmox:nodes:<node> (salt_proxmox/node: dns, hosts, time), and the node's own keys.
-NODE_KINDS = ("dns", "hosts", "time")
+# The kinds of proxmox:nodes:<node> (salt_proxmox/node): each pillar key and its state function.
+NODE_KINDS = {"dns": "dns", "hosts": "hosts", "time": "time", "apt": "apt_repository"}
 # The kinds of proxmox:mappings (salt_proxmox/datacenter/mappings.py KINDS), each a section of
 # <id>: {map, description, ...} entries; the state function is the kind's name.
 MAPPING_KINDS = ("pci", "usb", "dir")
@@ -1019,10 +1021,10 @@ def _notifications(pillar, states):
 def _nodes(pillar, states):
     """A node's own settings (proxmox:nodes:<node>:<kind>): ``proxmox_node.<kind>`` with the node as its
     name, or ``<kind>_absent`` (forget) with its target and removal; the node's ``target`` is each kind's."""
-    for node, entry in _entries(pillar, "proxmox:nodes", "proxmox-node-", "node (dns, hosts, time)", states):
+    for node, entry in _entries(pillar, "proxmox:nodes", "proxmox-node-", "node (dns, hosts, time, apt)", states):
         prefix = f"proxmox-node-{node}-"
         _unknown_keys(states, prefix + "pillar", f"proxmox:nodes:{node}", entry, {*NODE_KINDS, "target"})
-        for kind in NODE_KINDS:
+        for kind, function in NODE_KINDS.items():
             declared = entry.get(kind)
             if declared is None:
                 continue
@@ -1036,7 +1038,7 @@ def _nodes(pillar, states):
                 continue
             if entry.get("target") is not None and "target" not in declared:
                 declared = {**declared, "target": entry["target"]}
-            _object(states, prefix + kind, "proxmox_node", kind, node, declared, ["ensure", "name"])
+            _object(states, prefix + kind, "proxmox_node", function, node, declared, ["ensure", "name"])
 
 
 def _mappings(pillar, states):

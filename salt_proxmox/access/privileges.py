@@ -199,6 +199,12 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
         "read": (("read", "/", _AUDIT, False, "pve-manager API2/Cluster/MetricServer.pm read"),),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/Cluster/MetricServer.pm"),),
     },
+    # pve-manager API2/APT.pm: repositories Sys.Audit, add_repository/change_repository Sys.Modify on
+    # /nodes/{node} (the node is the object's name).
+    "apt_repository": {
+        "read": (("read", "/nodes/{name}", ("Sys.Audit",), False, "pve-manager API2/APT.pm repositories"),),
+        "write": (("provision", "/nodes/{name}", ("Sys.Modify",), False, "pve-manager API2/APT.pm"),),
+    },
     # pve-manager API2/ReplicationConfig.pm: read VM.Audit, create/update/delete VM.Replicate on /vms/<vmid>.
     "replication": {
         "read": (("read", "/vms/{vmid}", ("VM.Audit",), False, "pve-manager ReplicationConfig.pm read"),),

@@ -175,6 +175,11 @@ LISTED_WRITES: dict[str, dict[str, str]] = {
     "firewall_rules": {"insert": "POST", "move": "PUT", "update": "PUT", "delete": "DELETE"},
 }
 
+#: Kinds whose plan changes one key per entry of a list, each entry one write: a node's APT repositories
+#: (salt_proxmox/node/apt.py; pve-manager API2/APT.pm ``add_repository`` PUT ``handle``,
+#: ``change_repository`` POST ``path``, ``index``, ``enabled``); their destroy disables (``enabled=0``).
+PER_ENTRY: dict[str, str] = {"apt_repository": r"(PUT|POST) /nodes/[^/]+/apt/repositories"}
+
 #: Body keys that guard or steer a write rather than set a field: PVE's digest, the apply's lock token,
 #: ``delete`` (its values are the fields it clears; ``delete=1`` on ``PUT /access/acl`` removes the entry).
 GUARDS = ("digest", "lock-token", "delete", "allow-pending")
@@ -256,7 +261,8 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
         kind = fun.removesuffix("_absent")
         return {top: {section: {kind if kind == "dns" else f"{kind}s": {name: entry}}}}
     if family.section == "proxmox:nodes":  # one entry per node and kind: proxmox:nodes:<node>:<kind>
-        return {top: {section: {name: {fun.removesuffix("_absent"): entry}}}}
+        kind = fun.removesuffix("_absent")
+        return {top: {section: {name: {"apt" if kind == "apt_repository" else kind: entry}}}}
     if family.section == "proxmox:mappings":
         return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":
@@ -434,6 +440,8 @@ def write_problems(
     planned = [ret for ret in plan if set(ret.get("changes") or {}) - {RELOAD, *ROW_ONLY, entry_field}]
     if kind in LISTED_WRITES:
         return problems + _listed_problems(LISTED_WRITES[kind], planned, objects)
+    if kind in PER_ENTRY:
+        return problems + _per_entry_problems(PER_ENTRY[kind], planned, objects)
     if len(objects) != len(planned):
         problems.append(
             f"the plan lists {len(planned)} object write(s), the apply sent {[w.line for w in objects]}"
@@ -475,6 +483,28 @@ def write_problems(
             if key in write.deleted or write.fields.get(key) not in known:
                 problems.append(f"{ret['__id__']}: {write.line} sends {key}, which the plan does not change")
     return problems
+
+
+def _per_entry_problems(pattern: str, planned: list[dict], objects: list[Write]) -> list[str]:
+    """Where the writes sent differ from one per changed entry key (a removal: one ``enabled=0`` each)."""
+    want: list[str] = []
+    for ret in planned:
+        changes = set(ret["changes"])
+        if changes & set(DELETED):
+            want.append("disable")
+            continue
+        for key in sorted(changes - {*CREATED, *ROW_ONLY}):
+            new = (ret["changes"][key] or {}).get("new")
+            want.append(f"add {key}" if new is True else f"{'enable' if new else 'disable'} {key}")
+    got = [w for w in objects if re.fullmatch(pattern, w.line)]
+    if len(got) != len(objects) or len(got) != len(want):
+        return [f"the plans change entries {want}, the apply sent {[w.line for w in objects]}"]
+    sent_as = sorted(
+        "on" if w.line.startswith("PUT ") or w.fields.get("enabled") == "1" else "off" for w in got
+    )
+    if sent_as != sorted("off" if said.startswith("disable") else "on" for said in want):
+        return [f"the plans change entries {want}, the apply sent {[(w.line, w.fields) for w in got]}"]
+    return []
 
 
 def _listed_problems(methods: Mapping[str, str], planned: list[dict], objects: list[Write]) -> list[str]:

@@ -104,9 +104,12 @@ def test_absent_without_removal_forgets_and_the_destroy_refusal_names_the_way_ba
     destroyed, log = minion.run(_absent_run(case, removal="destroy"), test=False)
     assert all(r["result"] is True for r in destroyed), _shown(destroyed)
     resets = case.kind.name in contract.RESETS  # options: put back to PVE's defaults (PUT delete=)
-    assert [w for w in contract.sent(log) if w.removes or (resets and w.deleted)], (
-        f"the destroy deleted it\n{_shown(destroyed)}"
-    )
+    disables = case.kind.name in contract.PER_ENTRY  # APT repositories: disabled (APT.pm has no delete)
+    assert [
+        w
+        for w in contract.sent(log)
+        if w.removes or (resets and w.deleted) or (disables and w.fields.get("enabled") == "0")
+    ], f"the destroy deleted it\n{_shown(destroyed)}"
     again, log = minion.run(_absent_run(case, removal="destroy"), test=True)
     assert _writes(log) == [] and again[0]["result"] is True and again[0]["changes"] == {}, _shown(again)
 
