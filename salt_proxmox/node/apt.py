@@ -383,8 +383,9 @@ SPEC = ObjectSpec(
     send=send,
     identity_keys=("name",),
     not_exported=(
-        "a node's repository entries nest under proxmox:nodes:<node>:apt, a pillar shape proxmox.export "
-        "does not write; declare the entries to manage from GET /nodes/<node>/apt/repositories"
+        "a node lists every configured repository entry, and exporting them all would make each one this "
+        "minion's to disable on a destroy; declare the entries to manage under proxmox:nodes:<node>:apt "
+        "from GET /nodes/<node>/apt/repositories"
     ),
     live_only=("offered", "digest"),
 )

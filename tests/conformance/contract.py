@@ -138,8 +138,9 @@ FIELD_OF: dict[str, dict[str, str]] = {
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write
 #: leaves out: a firewall alias (pve-firewall ``API2/Firewall/Aliases.pm`` ``update_alias`` stores
-#: ``{name, cidr}`` plus ``comment`` only when one is given).
-REPLACED_WHOLE = ("firewall_alias",)
+#: ``{name, cidr}`` plus ``comment`` only when one is given); a node's DNS settings (pve-common
+#: ``INotify.pm`` ``update_etc_resolv_conf`` rewrites every ``nameserver`` line from the PUT alone).
+REPLACED_WHOLE = ("firewall_alias", "node_dns")
 
 #: Body fields a family's create sends with one fixed value, naming the endpoint's own kind of object
 #: rather than a declared field: an SDN subnet's ``type=subnet`` (pve-network ``SubnetPlugin.pm``
@@ -239,6 +240,12 @@ def given(case: Case) -> list[Low]:
     return [*made, *(Low(case.family.state, f, d) for f, d in case.examples.applies)]
 
 
+def node_key(fun: str) -> str:
+    """The key under ``proxmox:nodes:<node>`` of a node kind's state function (``apt_repository``: apt)."""
+    kind = fun.removesuffix("_absent")
+    return "apt" if kind == "apt_repository" else kind
+
+
 def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
     """The pillar entry the formula turns into ``family.state``.``fun`` with ``declared``: the entry under
     the family's section keyed by its name (``proxmox:pools:example``; an ACME plugin under
@@ -261,8 +268,7 @@ def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:
         kind = fun.removesuffix("_absent")
         return {top: {section: {kind if kind == "dns" else f"{kind}s": {name: entry}}}}
     if family.section == "proxmox:nodes":  # one entry per node and kind: proxmox:nodes:<node>:<kind>
-        kind = fun.removesuffix("_absent")
-        return {top: {section: {name: {"apt" if kind == "apt_repository" else kind: entry}}}}
+        return {top: {section: {name: {node_key(fun): entry}}}}
     if family.section == "proxmox:mappings":
         return {top: {section: {fun.removesuffix("_absent"): {name: entry}}}}
     if family.section == "proxmox:{lxc,qemu}:<id>:snapshots":
@@ -467,7 +473,7 @@ def write_problems(
         named = (
             (set(write.fields) - set(GUARDS)) | write.deleted | (set(carried) & fields if stores else set())
         )
-        if family.name in REPLACED_WHOLE:
+        if family.name in REPLACED_WHOLE or kind in REPLACED_WHOLE:
             # A field the plan clears (new value empty) is one the replacing write leaves out.
             named |= {key for key in fields if not _flat((ret["changes"][key] or {}).get("new"))} - set(
                 write.fields
