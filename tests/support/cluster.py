@@ -34,6 +34,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.acme.AcmePve`` (ACME plugins and the nodes' certificate configuration),
 ``tests.support.notifications.NotificationPve`` (notification endpoints and matchers),
 ``tests.support.sdn_extras.SdnExtrasPve`` (SDN controllers, IPAMs and DNS servers),
+``tests.support.certificates.CertificatePve`` (the nodes' pveproxy certificates),
 ``tests.support.pmxcfs.PmxcfsPve`` (containers' config files on disk, for raw ``lxc.*`` lines),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
@@ -69,6 +70,7 @@ from fakepve.certs import make_cert
 
 from tests.support.acme import AcmePve
 from tests.support.backup import BackupPve
+from tests.support.certificates import CertificatePve
 from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
@@ -99,6 +101,7 @@ class ServedPve(
     AcmePve,
     NotificationPve,
     SdnExtrasPve,
+    CertificatePve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on
