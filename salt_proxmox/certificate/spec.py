@@ -238,7 +238,9 @@ def parse(data: object, decl: Declared, config: Mapping | None = None) -> dict |
     """``info`` (and, for acme, the node config ``for_cluster`` read) → the live attributes, or None
     when absent. Raises ValueError for another shape."""
     row = served(data)
-    if decl.names.get("type") == "custom":
+    kind = decl.names.get("type")
+    # An identity alone (an absent state without a row) is present when either kind is.
+    if kind == "custom" or (kind is None and row is not None):
         if row is None:
             return None
         return {"fingerprint": row["fingerprint"], "san": row.get("san"), "notafter": row.get("notafter")}
@@ -274,10 +276,11 @@ def _config_form(decl: Declared, live: Mapping | None) -> dict:
 
 
 def create(decl: Declared) -> Call:
-    """custom: the upload (``force=0``: a file this run could not read is never overwritten); acme: the
+    """custom: the upload (without ``force``: a file this run could not read is never overwritten); acme: the
     node config write (the order follows it in ``send``)."""
     if decl.names["type"] == "custom":
-        form = {"certificates": str(decl.names["certificates"]), "force": "0", "restart": "1"}
+        # No force (PVE's default 0): set_cert_files dies over a file this run could not read.
+        form = {"certificates": str(decl.names["certificates"]), "restart": "1"}
         return Call("POST", api_path("nodes", decl.identity, "certificates", "custom"), form=form)
     return Call("PUT", _config_path(decl), form=_config_form(decl, None))
 

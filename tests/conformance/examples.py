@@ -580,7 +580,7 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         "certificate": _simple(
             _CERTIFICATE,
             {"certificates": _CERT2, "secrets_pillar": "conformance:certificate_update"},
-            {"certificates": _CERT2, "secrets_pillar": "conformance:certificate_update", "trusted": False},
+            {"adopt": False},
             {"certificates": 7},
         ),
         "replication": replace(

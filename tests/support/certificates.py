@@ -25,7 +25,7 @@ import json
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fakepve.model import PveError
 from fakepve.routing import die, param_error
 
@@ -50,7 +50,25 @@ def issue(names: list[str], days: int = 90, issuer: tuple | None = None) -> tupl
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
         .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer_key.public_key()), critical=False
+        )
     )
+    # What an RFC 5280 verifier (a TLS client) asks of a CA and of a server certificate.
+    if issuer is None:
+        usage = {"key_cert_sign": True, "crl_sign": True, "digital_signature": True}
+    else:
+        usage = {"key_cert_sign": False, "crl_sign": False, "digital_signature": True}
+        builder = builder.add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
+    flags = dict.fromkeys(
+        ("content_commitment", "key_encipherment", "data_encipherment", "key_agreement", "encipher_only",
+         "decipher_only"),
+        False,
+    )  # fmt: skip
+    builder = builder.add_extension(x509.KeyUsage(**usage, **flags), critical=True)
     cert = builder.sign(signer_key, hashes.SHA256())
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
