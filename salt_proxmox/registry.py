@@ -328,6 +328,10 @@ FAMILIES: tuple[Family, ...] = (
         "metric_servers",
         secrets="salt_proxmox.datacenter.metrics:SECRETS",
     ),
+    # A node's API/GUI certificate: after the ACME plugins and accounts an ACME certificate names.
+    _simple(
+        "certificate", "certificate.spec", "certificates", secrets="salt_proxmox.certificate.spec:SECRETS"
+    ),
     # Storage replication (Datacenter → Replication): after the guests whose disks a job replicates.
     _simple("replication", "datacenter.replication", "replication"),
     # The firewall runs after the guests: a guest's options, IP sets and aliases need their guest.

@@ -49,6 +49,9 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
   proxmox:metric_servers:<id>      proxmox_metric_server: type (graphite, influxdb, opentelemetry),
                                    server, port and the type's options; token (influxdb) and
                                    secret_serial.
+  proxmox:certificates:<node>      proxmox_certificate: type (custom: certificates, key from pillar;
+                                   acme: domains, account, renew_days), trusted, adopt (removal for
+                                   absent).
   proxmox:replication:<vmid>-<n>   proxmox_replication: target_node, schedule, rate, disable, comment,
                                    source (PVE's: the guest's node), adopt (removal for absent).
   proxmox:lxc|qemu:<id>:snapshots  a list of {snapname, description, vmstate (VMs), adopt, ensure,
@@ -420,6 +423,14 @@ SECTIONS = [
         ["ensure", "name", "type", "adopt", "token", "secret_serial"],
     ),
     (
+        "proxmox:certificates",
+        "proxmox-certificate-",
+        "proxmox_certificate",
+        "node certificate (type custom or acme, certificates, domains, ...)",
+        ["ensure", "name", "removal"],
+        ["ensure", "name", "type", "adopt", "account", "certificates", "domains", "key", "renew_days", "trusted"],
+    ),
+    (
         "proxmox:replication",
         "proxmox-replication-",
         "proxmox_replication",
@@ -472,7 +483,7 @@ GUEST_ABSENT_KEYS = ["vmid", "node", "target", "removal"]
 SECTION_NAMES = (
     "targets, pbs_targets, lxc, qemu, firewall_aliases, cluster_options, pools, roles, realms, groups, users, "
     "tokens, acls, ceph_pools, pbs, storage, networks, sdn, notifications, mappings, acme, snippets, "
-    "ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, replication, firewall"
+    "ha_groups, ha_resources, ha_rules, backup_jobs, metric_servers, certificates, replication, firewall"
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
@@ -531,6 +542,7 @@ SECRETS = {
     "proxmox:cluster_options": ("http_proxy",),
     "proxmox:acme:plugins": ("data",),
     "proxmox:acme:accounts": ("eab-hmac-key",),
+    "proxmox:certificates": ("key",),
 }
 
 # proxmox:firewall: its sections and configuration. A rule list (rules:) is keyed by its scope

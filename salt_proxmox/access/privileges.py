@@ -249,6 +249,23 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
         ),
         "write": (("provision", "/", ("Sys.Modify",), False, "pve-manager API2/ACMEPlugin.pm"),),
     },
+    # A node certificate: Certificates.pm upload_custom_cert/remove_custom_cert and ACME.pm new_certificate/
+    # renew_certificate check Sys.Modify on /nodes/<node>; an ACME one's node config write (API2/NodeConfig.pm
+    # set_options) Sys.Modify on /, its read (get_config) Sys.Audit on /. The table cannot tell the types
+    # apart: both are asked for.
+    "certificate": {
+        "read": (("read", "/", _AUDIT, False, "pve-manager API2/NodeConfig.pm get_config"),),
+        "write": (
+            (
+                "provision",
+                "/nodes/{name}",
+                ("Sys.Modify",),
+                False,
+                "pve-manager API2/Certificates.pm, ACME.pm",
+            ),
+            ("provision", "/", ("Sys.Modify",), False, "pve-manager API2/NodeConfig.pm set_options"),
+        ),
+    },
     # Notifications.pm: reads Mapping.Modify or Mapping.Audit on /mapping/notifications; writes Mapping.Modify
     # there, an endpoint's create and update also Sys.Audit and Sys.Modify on / (or Sys.AccessNetwork on /,
     # the other branch of its 'or', which this table cannot say: the stricter branch is asked for).

@@ -134,6 +134,8 @@ FIELD_OF: dict[str, dict[str, str]] = {
     "notification": {"targets": "target"},
     # A node's managed hosts entries are written as the whole file (Nodes.pm write_etc_hosts: data).
     "node": {"entries": "data"},
+    # A node certificate's fingerprint is the one of the chain it uploads (salt_proxmox/certificate/spec.py).
+    "certificate": {"fingerprint": "certificates"},
 }
 
 #: Families whose update write replaces the whole object, so a field the plan clears is one the write
@@ -149,7 +151,13 @@ CONSTANTS: dict[str, dict[str, str]] = {
     "sdn": {"type": "subnet"},
     # A replication job's type=local: ReplicationConfig.pm's one type, which create requires.
     "replication": {"type": "local"},
+    # upload_custom_cert: restart=1 (pveproxy serves the new file), force=1 over an owned file.
+    "certificate": {"restart": "1", "force": "1"},
 }
+
+#: Changes that carry a family's pillar secret with them: a node certificate's key goes with every new
+#: certificate (pve-manager ``API2/Certificates.pm`` ``upload_custom_cert``: the key of its public key).
+SENT_WITH: dict[str, tuple[str, ...]] = {"certificate": ("fingerprint",)}
 
 #: Kinds whose removal is no DELETE: a scope's firewall options cannot be deleted, so their destroy puts
 #: every key back to PVE's default (``PUT …/firewall/options`` with ``delete=<keys>``, pve-firewall
@@ -481,7 +489,11 @@ def write_problems(
         for key in sorted(fields - named):
             problems.append(f"{ret['__id__']}: the plan changes {key}, {write.line} does not send it")
         for key in sorted(named - fields):
-            if key in pillar_secrets and changes & {*CREATED, "secret_serial"}:
+            if key in pillar_secrets and changes & {
+                *CREATED,
+                "secret_serial",
+                *SENT_WITH.get(family.name, ()),
+            }:
                 continue  # a secret from pillar: sent at create and on a secret_serial bump, never shown
             constant = CONSTANTS.get(family.name, {}).get(key)
             if constant is not None and write.fields.get(key) == constant and key not in write.deleted:

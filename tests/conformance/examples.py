@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from tests.support.certificates import issue
+
 
 @dataclass(frozen=True)
 class Examples:
@@ -273,6 +275,17 @@ _DNS = {
     "ttl": 3600,
     "secrets_pillar": "conformance:sdn_dns",
 }
+#: A custom certificate of node pve1 and the one replacing it, made when the suite runs (their keys only in
+#: the suite's pillar, never committed); ``trusted``: the fake's CA bundle does not sign them.
+_CERT, _CERT_KEY, _ = issue(["pve1.example.org"])
+_CERT2, _CERT2_KEY, _ = issue(["pve1.example.org", "pve.example.org"])
+_CERTIFICATE = {
+    "name": "pve1",
+    "type": "custom",
+    "certificates": _CERT,
+    "secrets_pillar": "conformance:certificate",
+    "trusted": True,
+}
 #: The minion's pillar in the suite: the IPAM's token, the DNS server's key and the snippet's content (never
 #: shown).
 SECRETS_PILLAR = {
@@ -281,6 +294,8 @@ SECRETS_PILLAR = {
         "sdn_dns": {"key": "pdns-key-9876"},
         "snippet": {"content": '#!/bin/sh\necho "$1 $2" # hook-4Fq8\n'},
         "snippet_update": {"content": '#!/bin/sh\nlogger "guest $1: $2" # hook-7Kd2\n'},
+        "certificate": {"key": _CERT_KEY},
+        "certificate_update": {"key": _CERT2_KEY},
     }
 }
 #: One cluster rule (a rule list whose scope is ``cluster``): PVE's POST puts it at the top of the empty
@@ -569,6 +584,12 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         "qemu": _guest(_VM),
         "backup_job": _simple(_BACKUP_JOB, {"schedule": "03:30"}, {"comment": ""}, {"mode": "fast"}),
         "metric_server": _simple(_METRIC_SERVER, {"mtu": 1400}, {"path": None}, {"port": "many"}),
+        "certificate": _simple(
+            _CERTIFICATE,
+            {"certificates": _CERT2, "secrets_pillar": "conformance:certificate_update"},
+            {"adopt": False},
+            {"certificates": 7},
+        ),
         "replication": replace(
             _simple(_REPLICATION, {"schedule": "*/5"}, {"rate": None}, {"rate": "fast"}),
             given=(("proxmox_lxc", "present", _REPL_CT),),

@@ -36,6 +36,7 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.sdn_extras.SdnExtrasPve`` (SDN controllers, IPAMs and DNS servers),
 ``tests.support.node_config.NodeConfigPve`` (each node's resolv.conf, hosts file and time zone),
 ``tests.support.apt.AptPve`` (each node's APT repository files),
+``tests.support.certificates.CertificatePve`` (the nodes' pveproxy certificates),
 ``tests.support.pmxcfs.PmxcfsPve`` (containers' config files on disk, for raw ``lxc.*`` lines),
 then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
@@ -72,6 +73,7 @@ from fakepve.certs import make_cert
 from tests.support.acme import AcmePve
 from tests.support.apt import AptPve
 from tests.support.backup import BackupPve
+from tests.support.certificates import CertificatePve
 from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
@@ -105,6 +107,7 @@ class ServedPve(
     SdnExtrasPve,
     NodeConfigPve,
     AptPve,
+    CertificatePve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on

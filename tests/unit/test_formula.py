@@ -792,7 +792,7 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, acme, backup_jobs, ceph_pools, cluster_options, firewall, "
+            "the sections are acls, acme, backup_jobs, ceph_pools, certificates, cluster_options, firewall, "
             "firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, mappings, metric_servers, "
             "networks, nodes, notifications, pbs, pools, qemu, realms, replication, roles, sdn, snippets, "
             "storage, tokens, users, and ownership_file, pbs_targets, "
@@ -850,6 +850,7 @@ def test_the_formula_checks_what_the_library_checks():
     # The formula cannot import salt_proxmox (synced from file_roots it is importable only by Salt's
     # loader), so these pin its copies to the library's.
     from salt_proxmox.access import realm, user
+    from salt_proxmox.certificate import spec as certificate
     from salt_proxmox.datacenter import acme, acme_account, dcformats, metrics, options
     from salt_proxmox.lxc import schema as lxc_schema
     from salt_proxmox.ownership.rows import REMOVALS
@@ -868,6 +869,7 @@ def test_the_formula_checks_what_the_library_checks():
         "proxmox:cluster_options": tuple(sorted(options.SECRETS)),
         "proxmox:acme:plugins": tuple(sorted(acme.SECRETS)),
         "proxmox:acme:accounts": tuple(sorted(acme_account.SECRETS)),
+        "proxmox:certificates": tuple(sorted(certificate.SECRETS)),
     } == module.SECRETS
     assert set(dcformats.KEYS) == module.CLUSTER_OPTIONS
 

@@ -143,6 +143,7 @@ def test_the_formula_runs_the_registered_families_in_their_order():
         "proxmox:cluster_options",
         "proxmox:acme:plugins",
         "proxmox:acme:accounts",
+        "proxmox:certificates",
     }
     assert set(module.SECRETS["proxmox:storage"]) == LEGACY_SENSITIVE
     assert set(module.SECRETS["proxmox:users"]) == set(user.SECRETS)
