@@ -256,13 +256,7 @@ SIMPLE: dict[str, dict[str, tuple[tuple[str, str, tuple[str, ...], bool, str], .
     "certificate": {
         "read": (("read", "/", _AUDIT, False, "pve-manager API2/NodeConfig.pm get_config"),),
         "write": (
-            (
-                "provision",
-                "/nodes/{name}",
-                ("Sys.Modify",),
-                False,
-                "pve-manager API2/Certificates.pm, ACME.pm",
-            ),
+            ("provision", "/nodes/{name}", ("Sys.Modify",), False, "pve-manager Certificates.pm, ACME.pm"),
             ("provision", "/", ("Sys.Modify",), False, "pve-manager API2/NodeConfig.pm set_options"),
         ),
     },
