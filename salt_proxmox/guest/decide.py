@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest import ha_owned, identity, lane, nics, restore
+from salt_proxmox.guest import ha_owned, identity, lane, migrate, nics, restore
 from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.guest.family import Declaration, Family
-from salt_proxmox.guest.live import read_live, styled
+from salt_proxmox.guest.live import Elsewhere, read_live, styled
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.guest.power import Power, paused_route
 from salt_proxmox.guest.refusals import ha_managed, paused_state, read_current
@@ -105,6 +105,8 @@ class Decision:
     #: The root lane the change's root keys are written through (``pvesh on pve1``, ``ticket for
     #: root@pam``: ``guest.lane.route``); None when it has none.
     lane: str | None = None
+    #: A ``migrate`` decision's move (``guest.migrate.Move``): the guest lives on another node.
+    move: migrate.Move | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -208,10 +210,14 @@ def _creation_tie(
     )
 
 
-def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> Decision:
+def decide(
+    ctx: PveContext, family: Family, decl: Declaration, power: Power, moves: bool | None = None
+) -> Decision:
     """The one decision plan and apply share (docs/design.md §6 Plan, §8). The guest's status is
     read (one ``GET …/status/current``) only when ``power`` declares one and the guest is ours to
-    write."""
+    write. A guest of the family the cluster lists on another node is a ``migrate`` decision, or
+    refused naming ``migrate: true``: ``moves`` is the declared ``migrate`` (None: the target's,
+    ``guest.migrate.opted_in``)."""
     key = row_key(decl.target, family.kind, decl.vmid)
     row = ctx.ownership.row(key)
     previous = ctx.ownership.for_state(decl.target, family.kind, decl.state_id)
@@ -229,7 +235,12 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
         owned = ha_owned.status_refusal(ctx, family.ha_type, what, decl.vmid, power.status)
         if owned:
             return Decision("refuse", reasons=[owned], row_key=key, row=row)
-    config = read_live(ctx, family, decl.node, decl.vmid)
+    try:
+        config = read_live(ctx, family, decl.node, decl.vmid)
+    except Elsewhere as found:
+        if found.kind != family.kind:
+            raise
+        return migrate.decide_move(ctx, family, decl, power, found.node, migrate.opted_in(ctx, moves), key)
     if config is None:
         plan = family.plan_create(ctx, decl)
         if plan.refusals:

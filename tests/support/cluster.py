@@ -35,7 +35,8 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.notifications.NotificationPve`` (notification endpoints and matchers),
 ``tests.support.sdn_extras.SdnExtrasPve`` (SDN controllers, IPAMs and DNS servers),
 ``tests.support.pmxcfs.PmxcfsPve`` (containers' config files on disk, for raw ``lxc.*`` lines),
-then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
+then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) and
+``tests.support.migrate.MigratePve`` (VM migrations and their preconditions) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
 (``tests.support.network.NetworkPve``), which fakepve itself only answers with synthesised values, and
@@ -74,6 +75,7 @@ from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.mappings import MappingPve
 from tests.support.metrics import MetricServerPve
+from tests.support.migrate import MigratePve
 from tests.support.notifications import NotificationPve
 from tests.support.pmxcfs import PmxcfsPve
 from tests.support.pvesh import SendersPve
@@ -99,6 +101,7 @@ class ServedPve(
     AcmePve,
     NotificationPve,
     SdnExtrasPve,
+    MigratePve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on
@@ -175,6 +178,9 @@ PROVISION_PRIVS = (
     # Notification endpoints and matchers: Mapping.Modify on /mapping/notifications, an endpoint's create and
     # update Sys.Audit and Sys.Modify on / too (pve-manager PVE/API2/Cluster/Notifications.pm).
     "Mapping.Modify",
+    # A declared move: VM.Migrate on /vms/<vmid> (qemu-server API2/Qemu.pm migrate_vm and
+    # migrate_vm_precondition, pve-container API2/LXC.pm migrate_vm).
+    "VM.Migrate",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"
