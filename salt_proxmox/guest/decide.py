@@ -7,7 +7,7 @@ takes effect, the power action, the pending keys and the reboot that settles the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from salt_proxmox.errors import Refused
 from salt_proxmox.guest import ha_owned, identity, lane, migrate, nics, restore
@@ -20,6 +20,7 @@ from salt_proxmox.guest.refusals import ha_managed, paused_state, read_current
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.ownership.rows import CREATING, claim, row_key
 from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.tasks import upid_fields
 from salt_proxmox.run.context import PveContext
 
@@ -210,6 +211,39 @@ def _creation_tie(
     )
 
 
+def _moved(
+    ctx: PveContext, family: Family, decl: Declaration, power: Power, source: str, opted: bool, key: str
+) -> Decision:
+    """The decision on a guest declared on ``decl.node`` that lives on ``source``: ``migrate`` with its
+    move (``guest.migrate.plan_move``), or ``refuse`` (``opted``: ``migrate.opted_in``)."""
+    row = ctx.ownership.row(key)
+    if not opted:
+        return Decision(
+            "refuse", reasons=[migrate.not_opted_in(family, decl, source, ctx.target.name)], row_key=key
+        )
+    # Judged where it lives: ownership, fingerprint and adopt as for any write to it.
+    here = decide(ctx, family, replace(decl, node=source), power)
+    if here.action == "refuse":
+        return Decision("refuse", reasons=here.reasons, notes=here.notes, row_key=key, row=row)
+    if here.action == "create" or here.live is None:
+        raise PveMalformed(
+            "GET", f"nodes/{source}", "the guest index lists the guest, its node proves it absent"
+        )
+    deferred = list(here.change.drift) + (["status"] if here.power else [])
+    refused, notes, move = migrate.plan_move(ctx, family, decl, power, source, here.live, deferred)
+    if move is None:
+        return Decision("refuse", reasons=refused, notes=notes, row_key=key, row=row)
+    return Decision(
+        "migrate",
+        live=here.live,
+        config=here.config,
+        row_key=key,
+        row=row,
+        notes=[*here.notes, *notes],
+        move=move,
+    )
+
+
 def decide(
     ctx: PveContext, family: Family, decl: Declaration, power: Power, moves: bool | None = None
 ) -> Decision:
@@ -240,7 +274,7 @@ def decide(
     except Elsewhere as found:
         if found.kind != family.kind:
             raise
-        return migrate.decide_move(ctx, family, decl, power, found.node, migrate.opted_in(ctx, moves), key)
+        return _moved(ctx, family, decl, power, found.node, migrate.opted_in(ctx, moves), key)
     if config is None:
         plan = family.plan_create(ctx, decl)
         if plan.refusals:

@@ -3,8 +3,8 @@ there, when the declaration opts in (``migrate: true`` on the guest, or ``proxmo
 true`` for every guest of the target), since a move is not free (disks are copied, a running container
 is restarted). Without the opt-in it is refused as before, naming ``migrate: true`` as the remedy.
 
-The plan (``decide_move``) judges the guest where it lives first (``guest.decide`` on its live node:
-ownership, fingerprint, adopt), then runs the move's preflight and says what the move does:
+The plan judges the guest where it lives first (``guest.decide`` on its live node: ownership,
+fingerprint, adopt), then ``plan_move`` runs the move's preflight and says what the move does:
 
 - a VM: PVE's own preflight, ``GET nodes/{node}/qemu/{vmid}/migrate?target=`` (qemu-server
   ``src/PVE/API2/Qemu.pm`` ``migrate_vm_precondition``, VM.Migrate on ``/vms/{vmid}``): ``running``,
@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from salt_proxmox.access.privileges import Need, check, planning
 from salt_proxmox.errors import SaltProxmoxError, boolean_problem
@@ -50,7 +50,6 @@ from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveMalformed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from salt_proxmox.guest.decide import Decision
     from salt_proxmox.guest.family import Declaration, Family
     from salt_proxmox.guest.power import Power
     from salt_proxmox.outcome import Outcome
@@ -244,60 +243,53 @@ def _copied(sizes: list[int]) -> str:
     return f", {count} of {shown_size(sum(sizes))} copied"
 
 
-def decide_move(
-    ctx: PveContext, family: Family, decl: Declaration, power: Power, source: str, opted: bool, key: str
-) -> Decision:
-    """The decision on a guest declared on ``decl.node`` that lives on ``source``: ``migrate`` with its
-    ``Move``, or ``refuse``. ``opted``: ``opted_in``. Raises what the reads raise."""
-    from salt_proxmox.guest.decide import Decision, decide
-
-    row = ctx.ownership.row(key)
-    if not opted:
-        return Decision("refuse", reasons=[not_opted_in(family, decl, source, ctx.target.name)], row_key=key)
-    # Judged where it lives: ownership, fingerprint and adopt as for any write to it.
-    here = decide(ctx, family, replace(decl, node=source), power)
-    if here.action == "refuse":
-        return Decision("refuse", reasons=here.reasons, notes=here.notes, row_key=key, row=row)
-    if here.action == "create":
-        raise PveMalformed(
-            "GET", f"nodes/{source}", "the guest index lists it, but its node proves it absent"
-        )
+def plan_move(
+    ctx: PveContext,
+    family: Family,
+    decl: Declaration,
+    power: Power,
+    source: str,
+    live: Mapping[str, object],
+    deferred: list[str],
+) -> tuple[list[str], list[str], Move | None]:
+    """``(refusals, notes, move)`` of guest ``decl.vmid``, declared on ``decl.node``, that lives on
+    ``source`` with config ``live`` and was judged there (ownership and identity: ``guest.decide``);
+    ``deferred``: its drift and power change, planned after the move. Raises what the reads raise."""
     what = family.what(decl.vmid, source)
     current = read_current(ctx, family.kind, source, decl.vmid)
     if ha_managed(current) is not None:
         sid = f"{family.ha_type}:{decl.vmid}"
-        return Decision("refuse", row_key=key, row=row, reasons=[
-            f"{what} is managed by HA as {sid}: PVE hands its migration to the HA manager (`ha-manager "
-            f"migrate {sid} {decl.node}`; {_API[family.kind]} migrate_vm), so this state does not move it. "
-            f"Move it with HA (`ha-manager migrate {sid} {decl.node}` or `ha-manager relocate {sid} "
-            f"{decl.node}`), then declare the node it is on."
-        ])  # fmt: skip
+        return (
+            [
+                f"{what} is managed by HA as {sid}: PVE hands its migration to the HA manager (`ha-manager "
+                f"migrate {sid} {decl.node}`; {_API[family.kind]} migrate_vm), so this state does not move "
+                f"it. Move it with HA (`ha-manager migrate {sid} {decl.node}` or `ha-manager relocate {sid} "
+                f"{decl.node}`), then declare the node it is on."
+            ],
+            [],
+            None,
+        )
+    notes: list[str] = []
     if planning(ctx):
         why = f"migrate {family.label} {decl.vmid} ({_API[family.kind]} migrate_vm)"
-        needs = [Need("provision", f"/vms/{decl.vmid}", ("VM.Migrate",), why)]
-        refused, notes = check(ctx, needs)
+        refused, notes = check(ctx, [Need("provision", f"/vms/{decl.vmid}", ("VM.Migrate",), why)])
         if refused:
-            return Decision("refuse", reasons=refused, row_key=key, row=row)
-        here.notes.extend(notes)
-    assert here.live is not None
+            return refused, notes, None
     if family.kind == "qemu":
         form, mode, refused = _vm_preflight(ctx, family, decl, source)
     else:
-        form, mode, refused = _ct_preflight(ctx, family, decl, source, here.live, power)
+        form, mode, refused = _ct_preflight(ctx, family, decl, source, live, power)
     if refused:
-        return Decision("refuse", reasons=refused, row_key=key, row=row)
-    deferred = list(here.change.drift) + (["status"] if here.power else [])
+        return refused, notes, None
     path = f"{api_path('nodes', source, family.kind, decl.vmid)}/migrate"
-    move = Move(source, decl.node, path, form, f"would migrate to {decl.node} ({mode})", deferred)
-    return Decision(
-        "migrate", live=here.live, config=here.config, row_key=key, row=row, notes=here.notes, move=move
-    )
+    return [], notes, Move(source, decl.node, path, form, f"would migrate to {decl.node} ({mode})", deferred)
 
 
-def outcome(ctx: PveContext, family: Family, decl: Declaration, decision: Decision, test: bool, out: Outcome):
-    """Plan or apply a ``migrate`` decision onto ``out``: the plan lists the move; the apply sends its
-    ``POST …/migrate``, awaits the task with the credential that started it, reads the guest back on the
-    target node and records it there. Returns ``out``; never raises for a known failure."""
+def outcome(ctx: PveContext, family: Family, decl: Declaration, decision: Any, test: bool, out: Outcome):
+    """Plan or apply a ``migrate`` decision (a ``guest.decide.Decision`` with its ``move``) onto
+    ``out``: the plan lists the move; the apply sends its ``POST …/migrate``, awaits the task with the
+    credential that started it, reads the guest back on the target node and records it there. Returns
+    ``out``; never raises for a known failure."""
     from salt_proxmox.guest.live import read_live
 
     move = decision.move
