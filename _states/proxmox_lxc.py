@@ -18,6 +18,7 @@ without it, by the same judge.
         - features: nesting=1
         - tags: web;prod
         - adopt: false               # true takes over a live guest this minion did not create
+        - migrate: false             # true: declared on another node, it is migrated there
         - reboot_for_pending: false  # true reboots it when changes it wrote wait for a restart
         - status: running            # or stopped (a clean shutdown); left out: power left alone
         - shutdown_timeout: 60       # seconds a shutdown waits (status: stopped only)

@@ -26,6 +26,7 @@ without it, by the same judge.
         - ipconfig0: ip=dhcp
         - pool: web
         - adopt: false               # true takes over a live VM this minion did not create
+        - migrate: false             # true: declared on another node, it is migrated there
         - reboot_for_pending: false  # true reboots it when changes it wrote wait for a restart
         - removal: retain            # or destroy (used by absent)
         - backup: required           # refused at plan while no enabled backup job covers it

@@ -54,6 +54,7 @@ _GUEST_META = frozenset(
         "secrets_pillar",
         "name",
         "require",
+        "migrate",
     ]
 )
 
@@ -96,6 +97,9 @@ def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> lis
         if power:
             # pve-container API2/LXC/Status.pm, qemu-server API2/Qemu.pm vm_start/vm_reboot: VM.PowerMgmt.
             read.append(Need("provision", f"/vms/{vmid}", ("VM.PowerMgmt",), f"{', '.join(power)} of {vmid}"))
+        if chunk.args.get("migrate") is True:
+            # qemu-server API2/Qemu.pm, pve-container API2/LXC.pm migrate_vm (and its precondition GET).
+            read.append(Need("provision", f"/vms/{vmid}", ("VM.Migrate",), f"migrate {vmid} (migrate_vm)"))
         template = str(chunk.args.get("ostemplate") or "")
         if ":" in template:
             storage = template.split(":", 1)[0]

@@ -7,19 +7,20 @@ takes effect, the power action, the pending keys and the reboot that settles the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from salt_proxmox.errors import Refused
-from salt_proxmox.guest import ha_owned, identity, lane, nics, restore
+from salt_proxmox.guest import ha_owned, identity, lane, migrate, nics, restore
 from salt_proxmox.guest.absence import indexed_guest
 from salt_proxmox.guest.family import Declaration, Family
-from salt_proxmox.guest.live import read_live, styled
+from salt_proxmox.guest.live import Elsewhere, read_live, styled
 from salt_proxmox.guest.pending import GuestConfig
 from salt_proxmox.guest.power import Power, paused_route
 from salt_proxmox.guest.refusals import ha_managed, paused_state, read_current
 from salt_proxmox.guest.verdict import Change, Verdict, judge_guest, live_text, split_by_effect
 from salt_proxmox.ownership.rows import CREATING, claim, row_key
 from salt_proxmox.pve.client import api_path
+from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.tasks import upid_fields
 from salt_proxmox.run.context import PveContext
 
@@ -105,6 +106,8 @@ class Decision:
     #: The root lane the change's root keys are written through (``pvesh on pve1``, ``ticket for
     #: root@pam``: ``guest.lane.route``); None when it has none.
     lane: str | None = None
+    #: A ``migrate`` decision's move (``guest.migrate.Move``): the guest lives on another node.
+    move: migrate.Move | None = None
 
 
 def _ours(family: Family, decl: Declaration, row: Mapping[str, object] | None) -> Declaration | None:
@@ -208,10 +211,47 @@ def _creation_tie(
     )
 
 
-def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> Decision:
+def _moved(
+    ctx: PveContext, family: Family, decl: Declaration, power: Power, source: str, opted: bool, key: str
+) -> Decision:
+    """The decision on a guest declared on ``decl.node`` that lives on ``source``: ``migrate`` with its
+    move (``guest.migrate.plan_move``), or ``refuse`` (``opted``: ``migrate.opted_in``)."""
+    row = ctx.ownership.row(key)
+    if not opted:
+        return Decision(
+            "refuse", reasons=[migrate.not_opted_in(family, decl, source, ctx.target.name)], row_key=key
+        )
+    # Judged where it lives: ownership, fingerprint and adopt as for any write to it.
+    here = decide(ctx, family, replace(decl, node=source), power)
+    if here.action == "refuse":
+        return Decision("refuse", reasons=here.reasons, notes=here.notes, row_key=key, row=row)
+    if here.action == "create" or here.live is None:
+        raise PveMalformed(
+            "GET", f"nodes/{source}", "the guest index lists the guest, its node proves it absent"
+        )
+    deferred = list(here.change.drift) + (["status"] if here.power else [])
+    refused, notes, move = migrate.plan_move(ctx, family, decl, power, source, here.live, deferred)
+    if move is None:
+        return Decision("refuse", reasons=refused, notes=notes, row_key=key, row=row)
+    return Decision(
+        "migrate",
+        live=here.live,
+        config=here.config,
+        row_key=key,
+        row=row,
+        notes=[*here.notes, *notes],
+        move=move,
+    )
+
+
+def decide(
+    ctx: PveContext, family: Family, decl: Declaration, power: Power, moves: bool | None = None
+) -> Decision:
     """The one decision plan and apply share (docs/design.md §6 Plan, §8). The guest's status is
     read (one ``GET …/status/current``) only when ``power`` declares one and the guest is ours to
-    write."""
+    write. A guest of the family the cluster lists on another node is a ``migrate`` decision, or
+    refused naming ``migrate: true``: ``moves`` is the declared ``migrate`` (None: the target's,
+    ``guest.migrate.opted_in``)."""
     key = row_key(decl.target, family.kind, decl.vmid)
     row = ctx.ownership.row(key)
     previous = ctx.ownership.for_state(decl.target, family.kind, decl.state_id)
@@ -229,7 +269,12 @@ def decide(ctx: PveContext, family: Family, decl: Declaration, power: Power) -> 
         owned = ha_owned.status_refusal(ctx, family.ha_type, what, decl.vmid, power.status)
         if owned:
             return Decision("refuse", reasons=[owned], row_key=key, row=row)
-    config = read_live(ctx, family, decl.node, decl.vmid)
+    try:
+        config = read_live(ctx, family, decl.node, decl.vmid)
+    except Elsewhere as found:
+        if found.kind != family.kind:
+            raise
+        return _moved(ctx, family, decl, power, found.node, migrate.opted_in(ctx, moves), key)
     if config is None:
         plan = family.plan_create(ctx, decl)
         if plan.refusals:

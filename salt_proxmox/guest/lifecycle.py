@@ -33,7 +33,7 @@ from __future__ import annotations
 from salt_proxmox import registry
 from salt_proxmox.access.privileges import planning
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-from salt_proxmox.guest import identity, lane
+from salt_proxmox.guest import identity, lane, migrate
 
 # The door: callers (the execution module, qemu/family.py, the tests) reach the parts through it.
 from salt_proxmox.guest.absence import indexed_guest  # noqa: F401
@@ -148,6 +148,9 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             power, problems = parse_power(declared), []
         except DeclarationError as exc:
             power, problems = Power(), exc.problems
+        moves = declared.pop(migrate.KEY, None)
+        if moves is not None and (problem := migrate.option_problem(migrate.KEY, moves)):
+            problems.append(problem)
         try:
             decl = family.parse(
                 state_id,
@@ -167,13 +170,15 @@ def _present(ctx: PveContext, family: Family, state_id: str, test: bool, declare
             # A create Salt forked waits for its slot before the read it decides on: what it writes is
             # judged on what PVE holds when its turn comes, not when Salt forked it.
             ctx.write_slot(decl.node)
-        decision = decide(ctx, family, decl, power)
+        decision = decide(ctx, family, decl, power, moves)
     except DeclarationError as exc:
         return outcome.refuse(exc)
     except SaltProxmoxError as exc:
         return outcome.fail(f"{state_id}: {exc}", "Nothing was written.")
     if decision.action == "refuse":
         return refusal_outcome(outcome, family, decl, decision, test)
+    if decision.action == "migrate":
+        return migrate.outcome(ctx, family, decl, decision, test, outcome)
     power = decision.shutdown or power
     what = family.what(decl.vmid, decl.node)
     waiting = decision.verdict.waiting if decision.verdict else []

@@ -152,11 +152,24 @@ def read_live(ctx: PveContext, family: Family, node: str, vmid: int) -> GuestCon
         return None
     if found["node"] == node and found["type"] == family.kind:
         raise error
-    raise Refused(
+    raise Elsewhere(
         f"vmid {vmid} is a {found['type']} guest on node {found['node']}, not a {family.noun} on {node}. "
-        "A migration is not an update and vmids are cluster-wide: declare the node it is on, or pick a "
-        "free vmid."
+        "vmids are cluster-wide: declare the node it is on (or, for a guest of this type, migrate: true to "
+        "move it there: guest.migrate), or pick a free vmid.",
+        node=str(found["node"]),
+        kind=str(found["type"]),
     )
+
+
+class Elsewhere(Refused):
+    """A guest read on one node that the cluster's guest index lists on ``node``, as a guest of type
+    ``kind`` (``lxc``, ``qemu``): refused, unless it is of the family and its move is declared
+    (``guest.migrate``)."""
+
+    def __init__(self, message: str, node: str, kind: str) -> None:
+        super().__init__(message)
+        self.node = node
+        self.kind = kind
 
 
 def styled(ctx: PveContext, decl: Declaration) -> TagStyle:

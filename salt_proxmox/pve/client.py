@@ -36,7 +36,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
 
-from salt_proxmox.errors import DeclarationError, Uncertain
+from salt_proxmox.errors import DeclarationError, Uncertain, boolean_problem
 from salt_proxmox.pve.errors import PVE_WORDS, PveMalformed, PveRequestFailed, PveUnreachable, Words, classify
 from salt_proxmox.run import overlap
 
@@ -120,6 +120,9 @@ class Target:
     section: str = "proxmox:targets"
     #: ``root_lane`` as configured (``salt_proxmox.pve.lane.parse_root_lane`` checks it).
     root_lane: object = None
+    #: ``migrate``: every guest of the target declared on another node than its own is migrated there
+    #: (``salt_proxmox.guest.migrate``); a guest's own ``migrate`` overrides it.
+    migrate: bool = False
 
     @property
     def key(self) -> str:
@@ -145,7 +148,8 @@ def parse_target(
     (http only for loopback test servers is still refused: PVE serves https only),
     ``verify`` a bool or a path, ``timeout`` a positive number of seconds, ``concurrency`` a
     whole number from 1 to ``MAX_CONCURRENCY``; ``task_concurrency`` and ``task_concurrency_per_node``
-    (a PVE target only) as ``salt_proxmox.run.overlap.parse_bounds`` checks them.
+    (a PVE target only) as ``salt_proxmox.run.overlap.parse_bounds`` checks them, ``migrate`` (a PVE
+    target only) a boolean (``errors.boolean_problem``).
     """
     if not isinstance(raw, Mapping):
         raise DeclarationError(f"{section}:{name}: expected a mapping")
@@ -153,6 +157,7 @@ def parse_target(
     known = {"members", "verify", "timeout", "concurrency", "credentials"}
     if section == TARGETS:
         known.add("root_lane")  # checked by run.config (pve.lane.parse_root_lane)
+        known.add("migrate")  # guest.migrate: a boolean
     # Guest tasks overlap on a PVE cluster only (salt_proxmox.run.overlap): a PBS target has none.
     known.update(overlap.KEYS if section == TARGETS else ())
     unknown = sorted(set(raw) - known)
@@ -181,6 +186,9 @@ def parse_target(
         )
     (tasks, tasks_per_node), task_problems = overlap.parse_bounds(section, name, raw)
     problems.extend(task_problems)
+    migrate = raw.get("migrate", False)
+    if section == TARGETS and (problem := boolean_problem("migrate", migrate)):
+        problems.append(f"{section}:{name}:{problem}")
     credentials = raw.get("credentials")
     if not isinstance(credentials, Mapping):
         problems.append(f"{section}:{name}:credentials: expected a mapping (source: openbao|static)")
@@ -198,6 +206,7 @@ def parse_target(
         credentials=credentials,
         section=section,
         root_lane=raw.get("root_lane"),
+        migrate=migrate is True,
     )
 
 

@@ -38,7 +38,8 @@ the seed stores a container's and a VM's, ``CT_ARCHIVE`` and ``VM_ARCHIVE``),
 ``tests.support.apt.AptPve`` (each node's APT repository files),
 ``tests.support.certificates.CertificatePve`` (the nodes' pveproxy certificates),
 ``tests.support.pmxcfs.PmxcfsPve`` (containers' config files on disk, for raw ``lxc.*`` lines),
-then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) over
+then ``tests.support.ceph.CephPve`` (Ceph pools, CRUSH rules and health) and
+``tests.support.migrate.MigratePve`` (VM migrations and their preconditions) over
 ``tests.support.qemu.QemuPve``: fakepve plus stored roles and ACL entries
 (``tests.support.access.AccessPve``), staged node networks and stored SDN configuration
 (``tests.support.network.NetworkPve``), which fakepve itself only answers with synthesised values, and
@@ -79,6 +80,7 @@ from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
 from tests.support.mappings import MappingPve
 from tests.support.metrics import MetricServerPve
+from tests.support.migrate import MigratePve
 from tests.support.node_config import NodeConfigPve
 from tests.support.notifications import NotificationPve
 from tests.support.pmxcfs import PmxcfsPve
@@ -108,6 +110,7 @@ class ServedPve(
     NodeConfigPve,
     AptPve,
     CertificatePve,
+    MigratePve,
 ):
     """The fake cluster the tests, the demo and the sandbox serve: every staging fake (module docstring),
     with the identity that sent each request (``tests.support.pvesh.SendersPve``) and the snippets on
@@ -184,6 +187,9 @@ PROVISION_PRIVS = (
     # Notification endpoints and matchers: Mapping.Modify on /mapping/notifications, an endpoint's create and
     # update Sys.Audit and Sys.Modify on / too (pve-manager PVE/API2/Cluster/Notifications.pm).
     "Mapping.Modify",
+    # A declared move: VM.Migrate on /vms/<vmid> (qemu-server API2/Qemu.pm migrate_vm and
+    # migrate_vm_precondition, pve-container API2/LXC.pm migrate_vm).
+    "VM.Migrate",
 )
 READ_TOKEN_ID = "salt-read@pve!plan"
 PROVISION_TOKEN_ID = "salt-provision@pve!apply"

@@ -341,7 +341,7 @@ def test_a_changed_node_is_followed_when_the_guest_is_there() -> None:
 
 
 def test_a_changed_node_where_the_guest_is_not_fails_naming_where_it_is() -> None:
-    # Asking to move a guest is a migration, which this state does not do.
+    # Asking to move a guest is a migration, made only with migrate: true (guest.migrate).
     store = MemoryStore({ROW: stored_row()})
     pve2_config = "nodes/pve2/lxc/150/config"
     stub = (
@@ -351,7 +351,8 @@ def test_a_changed_node_where_the_guest_is_not_fails_naming_where_it_is() -> Non
     )
     outcome = plan(stub, store, test=False, node="pve2")
     assert outcome.result is False
-    assert "vmid 150 is a lxc guest on node pve1, not a container on pve2" in outcome.comment[0]
+    assert "the guest lives on node pve1, not pve2" in outcome.comment[0]
+    assert "declare migrate: true on this guest" in outcome.comment[0]
     assert stub.writes == [] and store.saves == 0
 
 
