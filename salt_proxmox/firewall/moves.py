@@ -107,15 +107,24 @@ def pairings(live: list[Rule], declared: list[Rule]) -> Iterator[dict[int, int]]
     last = len(declared) if len(declared) <= EXHAUSTIVE else max(0, len(declared) - len(live))
     for first, weights in product(range(last + 1), WEIGHTS):
         for chain in _chain(lf, df, first, weights):
-            yield _completed(lf, df, dict(chain), first)
+            once = _completed(lf, df, dict(chain), first, below_first=False)
+            yield once
+            again = _completed(lf, df, dict(chain), first, below_first=True)
+            if again != once:
+                yield again
 
 
-def _completed(lf: list[tuple], df: list[tuple], pairs: dict[int, int], first: int) -> dict[int, int]:
-    """``pairs`` (an alignment) with the rules off it paired: equal ones first, then those from
-    ``first`` on in list order, then the rest."""
+def _completed(
+    lf: list[tuple], df: list[tuple], pairs: dict[int, int], first: int, below_first: bool
+) -> dict[int, int]:
+    """``pairs`` (an alignment) with the rules off it paired: equal ones first (in list order, or with
+    ``below_first`` those from ``first`` on before those above it, which are left to the inserts: a live
+    rule equal to both keeps its place below), then those from ``first`` on in list order, then the
+    rest."""
     free_live = [i for i in range(len(lf)) if i not in pairs]
     free_declared = [j for j in range(len(df)) if j not in pairs.values()]
-    for j in list(free_declared):
+    by_place = sorted(free_declared, key=lambda j: j < first) if below_first else list(free_declared)
+    for j in by_place:
         i = next((i for i in free_live if lf[i] == df[j]), None)
         if i is not None:
             pairs[i] = j
