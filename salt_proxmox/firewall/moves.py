@@ -12,8 +12,9 @@ PVE's rule API has four writes (pve-firewall ``src/PVE/API2/Firewall/Rules.pm``)
 
 The plan (``plan``):
 
-1. *Pair* live rules with declared ones. Equal rules first, by a longest common subsequence, so the
-   most equal rules keep their relative order; then equal rules out of order; then the rest in list
+1. *Pair* live rules with declared ones. Short lists try every pairing (``EVERY_PAIRING``); longer
+   ones pair equal rules first, by a longest common subsequence, so the most equal rules keep their
+   relative order; then equal rules out of order; then the rest in list
    order, each pair an update. Pairing never costs more than leaving both unpaired: an update (1
    write, maybe a move) against a delete and an insert (2 writes, maybe a move). Alignments that
    weigh the same are read both ways (pairing first, skipping first): an equally heavy one may pair
@@ -35,6 +36,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import product
+from math import comb, factorial
 
 from salt_proxmox.firewall.ruleset import Rule, changed_fields, frozen
 
@@ -61,6 +63,8 @@ WEIGHTS = ((2, 1), (3, 1), (1, 0))
 #: Up to this many declared rules every ``first`` is tried; above it only those up to the number of
 #: rules the declaration adds (a prefix of inserted rules cannot be longer), to bound the plan's time.
 EXHAUSTIVE = 48
+#: Up to this many pairings (four live and five declared rules have 501) every one is tried.
+EVERY_PAIRING = 600
 
 
 def _chain(
@@ -98,24 +102,58 @@ def _chain(
         yield pairs
 
 
+def _injections(n: int, m: int) -> int:
+    """How many pairings ``n`` live and ``m`` declared rules have (each live rule paired or not)."""
+    return sum(comb(n, k) * comb(m, k) * factorial(k) for k in range(min(n, m) + 1))
+
+
+def _every_pairing(n: int, m: int) -> Iterator[dict[int, int]]:
+    """Every pairing of ``n`` live with ``m`` declared rules, each declared rule paired at most once."""
+
+    def extend(i: int, pairs: dict[int, int]) -> Iterator[dict[int, int]]:
+        if i == n:
+            yield dict(pairs)
+            return
+        yield from extend(i + 1, pairs)
+        for j in set(range(m)) - set(pairs.values()):
+            pairs[i] = j
+            yield from extend(i + 1, pairs)
+            del pairs[i]
+
+    return extend(0, {})
+
+
 def pairings(live: list[Rule], declared: list[Rule]) -> Iterator[dict[int, int]]:
-    """Candidate pairings ``{live index: declared index}`` (step 1 of the module docstring): for each
-    ``first``, the declared rules above it left to be inserted at the top, the others aligned by
+    """Candidate pairings ``{live index: declared index}`` (step 1 of the module docstring). Up to
+    ``EVERY_PAIRING`` of them, every one (the plan is then the fewest writes there are). Above it, for
+    each ``first``, the declared rules above it left to be inserted at the top, the others aligned by
     ``_chain``, and the rules off that alignment paired equal ones first, then those from ``first``
     on in list order (each pair saves a delete and an insert), then the rest."""
+    if _injections(len(live), len(declared)) <= EVERY_PAIRING:
+        yield from _every_pairing(len(live), len(declared))
+        return
     lf, df = [frozen(r) for r in live], [frozen(r) for r in declared]
     last = len(declared) if len(declared) <= EXHAUSTIVE else max(0, len(declared) - len(live))
     for first, weights in product(range(last + 1), WEIGHTS):
         for chain in _chain(lf, df, first, weights):
-            yield _completed(lf, df, dict(chain), first)
+            once = _completed(lf, df, dict(chain), first, below_first=False)
+            yield once
+            again = _completed(lf, df, dict(chain), first, below_first=True)
+            if again != once:
+                yield again
 
 
-def _completed(lf: list[tuple], df: list[tuple], pairs: dict[int, int], first: int) -> dict[int, int]:
-    """``pairs`` (an alignment) with the rules off it paired: equal ones first, then those from
-    ``first`` on in list order, then the rest."""
+def _completed(
+    lf: list[tuple], df: list[tuple], pairs: dict[int, int], first: int, below_first: bool
+) -> dict[int, int]:
+    """``pairs`` (an alignment) with the rules off it paired: equal ones first (in list order, or with
+    ``below_first`` those from ``first`` on before those above it, which are left to the inserts: a live
+    rule equal to both keeps its place below), then those from ``first`` on in list order, then the
+    rest."""
     free_live = [i for i in range(len(lf)) if i not in pairs]
     free_declared = [j for j in range(len(df)) if j not in pairs.values()]
-    for j in list(free_declared):
+    by_place = sorted(free_declared, key=lambda j: j < first) if below_first else list(free_declared)
+    for j in by_place:
         i = next((i for i in free_live if lf[i] == df[j]), None)
         if i is not None:
             pairs[i] = j

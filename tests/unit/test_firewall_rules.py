@@ -212,6 +212,12 @@ RULES = st.builds(_rule, st.sampled_from(["22", "80", "443", "53"]), st.sampled_
          declared=[_rule("22", "x"), _rule("443"), _rule("443"), _rule("80")])  # fmt: skip
 @example(live=[_rule("22"), _rule("443", "x"), _rule("443"), _rule("22", "x")],
          declared=[_rule("53"), _rule("443"), _rule("443", "x"), _rule("22")])  # fmt: skip
+# Two live rules equal a free declared one: the one off the alignment pairs the 22 below ``first``
+# (update 80x to 22x, insert 22 at the top, move 80 up: three), not the 22 above it, left to the insert.
+@example(live=[_rule("80", "x"), _rule("22"), _rule("80")],
+         declared=[_rule("22"), _rule("22", "x"), _rule("80"), _rule("22")])  # fmt: skip
+@example(live=[_rule("22"), _rule("22", "x"), _rule("80"), _rule("22")],
+         declared=[_rule("80"), _rule("80", "x"), _rule("22"), _rule("80")])  # fmt: skip
 def test_the_plan_reaches_the_declaration_with_the_fewest_writes(live, declared):
     steps = moves.plan(live, declared)
     current = live
