@@ -35,7 +35,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import product
+from itertools import combinations, permutations, product
 from math import comb, factorial
 
 from salt_proxmox.firewall.ruleset import Rule, changed_fields, frozen
@@ -108,30 +108,29 @@ def _injections(n: int, m: int) -> int:
 
 
 def _every_pairing(n: int, m: int) -> Iterator[dict[int, int]]:
-    """Every pairing of ``n`` live with ``m`` declared rules, each declared rule paired at most once."""
-
-    def extend(i: int, pairs: dict[int, int]) -> Iterator[dict[int, int]]:
-        if i == n:
-            yield dict(pairs)
-            return
-        yield from extend(i + 1, pairs)
-        for j in set(range(m)) - set(pairs.values()):
-            pairs[i] = j
-            yield from extend(i + 1, pairs)
-            del pairs[i]
-
-    return extend(0, {})
+    """Every pairing of ``n`` live with ``m`` declared rules, each declared rule paired at most once:
+    for each size ``k``, each ``k`` live rules with each ordered choice of ``k`` declared ones."""
+    for k in range(min(n, m) + 1):
+        for lives in combinations(range(n), k):
+            for chosen in permutations(range(m), k):
+                yield dict(zip(lives, chosen, strict=True))
 
 
 def pairings(live: list[Rule], declared: list[Rule]) -> Iterator[dict[int, int]]:
     """Candidate pairings ``{live index: declared index}`` (step 1 of the module docstring). Up to
-    ``EVERY_PAIRING`` of them, every one (the plan is then the fewest writes there are). Above it, for
-    each ``first``, the declared rules above it left to be inserted at the top, the others aligned by
-    ``_chain``, and the rules off that alignment paired equal ones first, then those from ``first``
-    on in list order (each pair saves a delete and an insert), then the rest."""
+    ``EVERY_PAIRING`` of them, every one (the plan is then the fewest writes there are). Above it
+    (``aligned_pairings``), for each ``first``, the declared rules above it left to be inserted at the
+    top, the others aligned by ``_chain``, and the rules off that alignment paired equal ones first,
+    then those from ``first`` on in list order (each pair saves a delete and an insert), then the
+    rest."""
     if _injections(len(live), len(declared)) <= EVERY_PAIRING:
-        yield from _every_pairing(len(live), len(declared))
-        return
+        return _every_pairing(len(live), len(declared))
+    return aligned_pairings(live, declared)
+
+
+def aligned_pairings(live: list[Rule], declared: list[Rule]) -> Iterator[dict[int, int]]:
+    """The pairings of lists too long to try every one (``pairings``): for each ``first`` and weights,
+    ``_chain``'s alignments, each completed by ``_completed`` both ways."""
     lf, df = [frozen(r) for r in live], [frozen(r) for r in declared]
     last = len(declared) if len(declared) <= EXHAUSTIVE else max(0, len(declared) - len(live))
     for first, weights in product(range(last + 1), WEIGHTS):

@@ -234,6 +234,18 @@ def test_the_plan_reaches_the_declaration_with_the_fewest_writes(live, declared)
     assert [frozen(r) for r in current] == [frozen(r) for r in declared]
 
 
+def test_the_alignments_of_long_lists_pair_a_free_rule_equal_to_two_with_the_one_below_first() -> None:
+    """The pairings ``plan`` uses above ``EVERY_PAIRING`` (``aligned_pairings``), on a list they once
+    fell one write short on: live 22 is off the alignment and equals declared 22 above ``first`` and 22
+    below it; paired with the one below (the one above left to an insert) the plan takes three writes
+    (update 80x to 22x, insert 22, move 80 up), paired with the one above four."""
+    live = [_rule("80", "x"), _rule("22"), _rule("80")]
+    declared = [_rule("22"), _rule("22", "x"), _rule("80"), _rule("22")]
+    tried = moves.aligned_pairings(live, declared)
+    best = min(len(moves.steps_for(live, declared, pairs)) for pairs in tried)
+    assert best == _bfs(live, declared) == 3
+
+
 A, B, C, D = (_rule(port) for port in ("22", "80", "443", "53"))
 
 
