@@ -288,6 +288,23 @@ FAMILIES: tuple[Family, ...] = (
         section="proxmox:snippets",
         prefix="proxmox-snippet-",
     ),
+    # Downloaded ISOs, templates and import images before the guests whose cdrom or ostemplate names them.
+    Family(
+        name="content",
+        state="proxmox_content",
+        module="proxmox",
+        kinds=(
+            Kind(
+                "content",
+                keys="salt_proxmox.content.lifecycle:declared_keys",
+                present_run=Run("salt_proxmox.content.lifecycle:present", spec=False),
+                absent_run=Run("salt_proxmox.content.lifecycle:absent", spec=False),
+                names=("name", "storage", "content", "filename"),
+            ),
+        ),
+        section="proxmox:content",
+        prefix="proxmox-content-",
+    ),
     _guest("lxc", "salt_proxmox.lxc.family:LXC"),
     _guest("qemu", "salt_proxmox.qemu.family:QEMU"),
     # Backups: after the guests and storage a job names, then the guests' snapshots (docs/design.md §7c).
