@@ -161,6 +161,25 @@ FAMILIES: tuple[Family, ...] = (
     _simple("ha_group", "ha.group", "ha_groups"),
     _simple("ha_resource", "ha.resource", "ha_resources"),
     _simple("ha_rule", "ha.rule", "ha_rules"),
+    # Downloaded ISOs, templates and import images after the storage
+    # holding them, before the guests whose cdrom or ostemplate names them.
+    Family(
+        name="content",
+        state="proxmox_content",
+        module="proxmox",
+        kinds=(
+            Kind(
+                "content",
+                keys="salt_proxmox.content.lifecycle:declared_keys",
+                export="salt_proxmox.content.adhoc:export",
+                present_run=Run("salt_proxmox.content.lifecycle:present", spec=False),
+                absent_run=Run("salt_proxmox.content.lifecycle:absent", spec=False),
+                names=("name", "storage", "content", "filename"),
+            ),
+        ),
+        section="proxmox:content",
+        prefix="proxmox-content-",
+    ),
     Family(
         name="network",
         state="proxmox_network",

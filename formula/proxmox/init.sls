@@ -391,6 +391,17 @@ SECTIONS = [
         ["ensure", "name", "type", "resources", "nodes", "strict", "affinity", "disable", "comment", "adopt"],
     ),
     (
+        "proxmox:content",
+        "proxmox-content-",
+        "proxmox_content",
+        "downloaded file (storage, content, filename, url, checksum, ...)",
+        ["ensure", "name", "removal"],
+        [
+            "ensure", "name", "url", "checksum", "checksum-algorithm", "compression",
+            "verify-certificates", "verify", "nodes", "replace", "adopt",
+        ],  # fmt: skip
+    ),
+    (
         "proxmox:lxc",
         "proxmox-lxc-",
         "proxmox_lxc",
@@ -1318,6 +1329,23 @@ def _storage_needs(declared, storages):
     return needs
 
 
+def _content_needs(declared, entries):
+    """The proxmox_content states a guest requires: those whose volid (``<storage>:<content>/<filename>``)
+    its ``ostemplate`` or a drive (``ide2: local:iso/x.iso,media=cdrom``) names, when declared present."""
+    volids = {}
+    for key, entry in entries:
+        if isinstance(entry, dict) and _present(entry):
+            volid = f"{entry.get('storage')}:{entry.get('content')}/{entry.get('filename')}"
+            volids[volid] = {"proxmox_content": f"proxmox-content-{key}"}
+    needs = []
+    for key, value in sorted(declared.items()):
+        if isinstance(key, str) and (key == "ostemplate" or VOLUME_KEY.match(key)) and isinstance(value, str):
+            need = volids.get(value.split(",", 1)[0].strip())
+            if need is not None and need not in needs:
+                needs.append(need)
+    return needs
+
+
 def _user_needs(name, declared, present):
     """The states a user requires: its realm and the groups its ``groups`` names (a list, or a
     comma/space separated text), when this pillar declares them present."""
@@ -1508,6 +1536,7 @@ def estate(pillar):
                 needs.extend(_bridge_needs(declared, bridges))
                 needs.extend(_storage_needs(declared, present["proxmox:storage"]))
                 needs.extend(_snippet_needs(declared, snippets))
+                needs.extend(_content_needs(declared, sections["proxmox:content"]))
             elif path == "proxmox:storage" and declared.get("type") == "rbd":
                 # An rbd storage names its Ceph pool (pve-storage RBDPlugin: pool, default rbd).
                 needs.append(present["proxmox:ceph_pools"].get(_text(declared.get("pool", "rbd"))))

@@ -75,6 +75,7 @@ from tests.support.acme import AcmePve
 from tests.support.apt import AptPve
 from tests.support.backup import BackupPve
 from tests.support.certificates import CertificatePve
+from tests.support.content import ContentPve
 from tests.support.datacenter import DatacenterPve
 from tests.support.firewall import FirewallRulesPve
 from tests.support.ha import HaPve
@@ -106,6 +107,7 @@ class ServedPve(
     MappingPve,
     AcmePve,
     NotificationPve,
+    ContentPve,
     SdnExtrasPve,
     NodeConfigPve,
     AptPve,
@@ -163,6 +165,8 @@ PROVISION_PRIVS = (
     # Storage definitions: Datastore.Allocate on /storage/<id> to create and update, on /storage to
     # delete (pve-storage src/PVE/API2/Storage/Config.pm create, update, delete).
     "Datastore.Allocate",
+    # Downloads: Datastore.AllocateTemplate on /storage/<id> (pve-storage Status.pm download_url).
+    "Datastore.AllocateTemplate",
     # Node interfaces and their reload need Sys.Modify on /nodes/<node> (above); SDN zones, vnets, subnets,
     # the SDN lock and the SDN apply SDN.Allocate (pve-network PVE/API2/Network/SDN*.pm).
     "SDN.Allocate",
