@@ -792,10 +792,10 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
     assert list(problems) == [sid] and words in problems[sid]
     if sid == "proxmox-pillar":
         assert (
-            "the sections are acls, acme, backup_jobs, ceph_pools, certificates, cluster_options, content, firewall, "
-            "firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, mappings, metric_servers, "
-            "networks, nodes, notifications, pbs, pools, qemu, realms, replication, roles, sdn, snippets, "
-            "storage, tokens, users, and ownership_file, pbs_targets, "
+            "the sections are acls, acme, backup_jobs, ceph_pools, certificates, cluster_options, content, "
+            "firewall, firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, mappings, "
+            "metric_servers, networks, nodes, notifications, pbs, pools, qemu, realms, replication, roles, "
+            "sdn, snippets, storage, tokens, users, and ownership_file, pbs_targets, "
             "targets are the configuration read with config.get." in problems[sid]
         )
 
