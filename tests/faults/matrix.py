@@ -111,6 +111,9 @@ CT160_LIVE = {"hostname": "old", "memory": 256, "unprivileged": 1, "arch": "amd6
               "net0": "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:16:00:01,ip=dhcp,type=veth"}  # fmt: skip
 OWNED_160 = owned_row(160, "old", CT160, CT160_LIVE)
 DESTROY_160 = {"vmid": 160, "node": "pve1", "removal": "destroy"}
+#: The same container declared on pve2, opted in to a move (salt_proxmox/guest/migrate.py), and its move.
+MOVE_160 = {**CT160, "node": "pve2", "migrate": True}
+MIGRATE_160 = "POST /nodes/pve1/lxc/160/migrate"
 
 
 def ours_160(run: Run) -> None:
@@ -970,6 +973,50 @@ SCENARIOS: list[Scenario] = [
         name="old",
         state="absent",
         writes=("DELETE /nodes/pve1/lxc/160",),
+        rows={f"{TARGET}/lxc/160": "owned"},
+        seed_rows=OWNED_160,
+        uncertain=True,
+    ),
+    # ------------------------------------------------------------------- moves (guest/migrate.py)
+    Scenario(
+        "migrate-stopped-ct",
+        "writes",
+        "none: our stopped CT 160 is declared on pve2 with migrate: true",
+        "one awaited migrate task (offline: a stopped container is not restarted), the row follows it",
+        True,
+        ("CT 160 on pve2 has been migrated from pve1",),
+        ours_160,
+        MOVE_160,
+        name="old",
+        writes=(MIGRATE_160,),
+        rows={f"{TARGET}/lxc/160": "owned"},
+        seed_rows=OWNED_160,
+    ),
+    Scenario(
+        "migrate-refused-by-pve",
+        "writes",
+        "PVE refuses the migrate POST (no quorum)",
+        "the guest stays where it is, the row is unchanged, nothing else is sent",
+        False,
+        ("no quorum",),
+        both(ours_160, fail("POST", "/lxc/160/migrate", error="no_quorum")),
+        MOVE_160,
+        name="old",
+        writes=(MIGRATE_160,),
+        rows={f"{TARGET}/lxc/160": "owned"},
+        seed_rows=OWNED_160,
+    ),
+    Scenario(
+        "migrate-answer-lost-504",
+        "writes",
+        "the migrate POST reaches PVE, which starts the move; its answer is lost (a gateway's 504)",
+        "uncertain, never re-sent in the same run: the next run reads where the guest is and judges again",
+        False,
+        ("may or may not have acted",),
+        both(ours_160, lose("POST", "/lxc/160/migrate", "504")),
+        MOVE_160,
+        name="old",
+        writes=(MIGRATE_160,),
         rows={f"{TARGET}/lxc/160": "owned"},
         seed_rows=OWNED_160,
         uncertain=True,
