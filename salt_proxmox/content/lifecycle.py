@@ -1,4 +1,4 @@
-"""Plan and apply of ``proxmox_content.present``/``absent`` (docs/design.md §7h).
+"""Plan and apply of ``proxmox_content.present``/``absent`` (docs/design.md §7i).
 
 One decision (``decide``) serves plan and apply: the nodes that must hold the file
 (``live.where_needed``), then on each its storage's state and the file (``live.on_node``), compared by
