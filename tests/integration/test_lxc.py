@@ -215,7 +215,9 @@ def test_a_vmid_held_by_a_qemu_guest_or_another_node_is_refused(cluster):
     moved = guest_lifecycle.present(
         make_context(static_targets(cluster)), LXC, "x", False, **declaration(vmid=DNS1_VMID, node="pve2")
     )
-    assert moved.result is False and "lxc guest on node pve1" in "\n".join(moved.comment)
+    # Without migrate: true a move is refused, naming the node it lives on and the opt-in (guest/migrate.py).
+    said = "\n".join(moved.comment)
+    assert moved.result is False and "lives on node pve1" in said and "migrate: true" in said, said
     assert writes(requests_since(cluster, start)) == []
 
 

@@ -64,6 +64,12 @@ MISSING = {
     "network": ("Sys.Modify", "/nodes/pve1"),
     # pve-network API2/Network/SDN/Controllers.pm create (its first kind): SDN.Allocate on /sdn/controllers.
     "sdn": ("SDN.Allocate", "/sdn/controllers"),
+    # pve-manager API2/Nodes.pm update_dns (the node family's first kind): Sys.Modify on /nodes/{node}.
+    "node": ("Sys.Modify", "/nodes/pve1"),
+    # pve-manager API2/Certificates.pm upload_custom_cert: Sys.Modify on /nodes/{node}.
+    "certificate": ("Sys.Modify", "/nodes/pve1"),
+    # pve-storage API2/Storage/Status.pm download_url: Datastore.AllocateTemplate on /storage/{storage}.
+    "content": ("Datastore.AllocateTemplate", "/storage/local"),
     # pve-container LXC.pm check_ct_modify_config_perm: memory needs VM.Config.Memory on /vms/<vmid>.
     "lxc": ("VM.Config.Memory", "/vms/190"),
     # qemu-server Qemu.pm $check_vm_modify_config_perm: memory needs VM.Config.Memory on /vms/<vmid>.
@@ -98,7 +104,7 @@ def test_a_missing_provision_privilege_is_predicted_at_plan_with_its_grant(
         "proxmox": {"targets": static_targets(fresh_cluster)},
         "openbao": {"url": openbao.url, "auth": {"method": "token", "token": openbao.root_token}},
     }
-    world = SaltWorld(config, {}, tmp_path / "owned.json")
+    world = SaltWorld(config, copy.deepcopy(SECRETS_PILLAR), tmp_path / "owned.json")
     start = len(fresh_cluster.pve.requests)
     returns = world.run(
         [Low(family.state, family.kinds[0].present, examples_of(family.kinds[0].name).create)], True
