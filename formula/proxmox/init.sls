@@ -65,6 +65,18 @@ Pillar sections, each a mapping of ``<key>: {keys}``:
                                    .apt_repository (repositories: [{handle} or {path, index, enabled}]);
                                    adopt; ensure: absent forgets (apt: removal: destroy disables what
                                    the last declaration enabled); target.
+  proxmox:nodes:all                the same kinds for every node of its target (its target: key), the
+                                   nodes read at render (proxmox.cluster_resources type=node, the read
+                                   credential): each node gets the states a declaration by name would
+                                   (proxmox-node-<node>-<kind>). A node also declared by name keeps its
+                                   own kind whole: its kind replaces all's, keys are not merged (every
+                                   declared key is compared and written, so what a node gets is written
+                                   in one place, and it can leave a key all sets unmanaged); all's other
+                                   kinds still apply to it, ensure: absent on its kind forgets that kind
+                                   there, and without a target: of its own it is on all's. A read that
+                                   fails or lists no node is one failing state, proxmox-node-all, never
+                                   zero nodes; a target: under one of all's kinds, or a named node on
+                                   another target than all's, is refused.
   proxmox:sdn                      controllers, ipams, dns, zones, vnets, subnets: {<key>:
                                    proxmox_sdn.controller (type, asn, peers, ...), .ipam (type, url,
                                    token), .dns (type, url, key), .zone (type, ...), .vnet (zone, tag,
@@ -580,6 +592,15 @@ SDN_SECRETS = {"ipams": ("token",), "dns": ("key",)}
 ZONE_NEEDS = {"controller": "controllers", "ipam": "ipams", "dns": "dns", "reversedns": "dns"}
 # The kinds of proxmox:nodes:<node> (salt_proxmox/node): each pillar key and its state function.
 NODE_KINDS = {"dns": "dns", "hosts": "hosts", "time": "time", "apt": "apt_repository"}
+# proxmox:nodes:all: kinds for every node of its target, each node its own states, as if declared by name.
+# The nodes are read at render with the target's read credential through the existing operator call
+# (salt_proxmox/adhoc.py cluster_resources, type=node): PVE lists there the nodes GET /nodes lists (both
+# pve-manager Cluster.pm resources and Nodes.pm index walk PVE::Cluster::get_nodelist), the list the
+# states check their node against; a target's config names API members, not nodes. A failed read is one
+# failing state, never zero nodes. A named node's kind replaces all's kind whole (the module docstring
+# says why); so `all` is no node name here.
+ALL_NODES = "all"
+ALL_NODES_READ = "proxmox.cluster_resources"
 # The kinds of proxmox:mappings (salt_proxmox/datacenter/mappings.py KINDS), each a section of
 # <id>: {map, description, ...} entries; the state function is the kind's name.
 MAPPING_KINDS = ("pci", "usb", "dir")
@@ -1041,27 +1062,102 @@ def _notifications(pillar, states):
     states.update(gone)
 
 
-def _nodes(pillar, states):
+def _node_kinds(states, node, entry):
+    """``{kind: declaration}`` of the node entry ``entry`` (``node`` a name or ``all``), the entry's
+    ``target`` on each kind that names none; a kind of another shape or breaking a rule is one failing
+    state and maps to None, so it still overrides ``all``'s kind for a named node (never renders twice)."""
+    prefix = f"proxmox-node-{node}-"
+    _unknown_keys(states, prefix + "pillar", f"proxmox:nodes:{node}", entry, {*NODE_KINDS, "target"})
+    kinds = {}
+    for kind in NODE_KINDS:
+        declared = entry.get(kind)
+        if declared is None:
+            continue
+        shown = f"proxmox:nodes:{node}:{kind}"
+        kinds[kind] = None
+        if not isinstance(declared, Mapping):
+            what = f"pillar {shown} is {_shape(declared)}, not a mapping of its keys."
+            _failing(states, prefix + kind, shown, what)
+            continue
+        problems = _problems(shown, declared)
+        if node == ALL_NODES and declared.get("target", entry.get("target")) != entry.get("target"):
+            # The node list is read from the entry's target: a kind on another cluster has other nodes.
+            problems.append(
+                "target: the nodes of proxmox:nodes:all are those of its own target; declare target: on "
+                "proxmox:nodes:all, not under one kind"
+            )
+        if problems:
+            _failing(states, prefix + kind, shown, f"pillar {shown}: {'; '.join(problems)}.")
+            continue
+        if entry.get("target") is not None and "target" not in declared:
+            declared = {**declared, "target": entry["target"]}
+        kinds[kind] = declared
+    return kinds
+
+
+def _cluster_nodes(states, target, salt):
+    """The node names of ``target`` (``ALL_NODES_READ``, the read credential), or None after one failing
+    state naming why: a read that fails, or answers no node, is never a cluster of no nodes."""
+    where = f"proxmox:nodes:{ALL_NODES}"
+    on = f"target {target}" if target is not None else "the default target"
+    try:
+        if salt is None:
+            raise LookupError("the formula was rendered without Salt's functions (__salt__)")
+        rows = salt[ALL_NODES_READ](type="node", target=target)
+        if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
+            raise ValueError(f"{ALL_NODES_READ} answered {_shape(rows)}, not a list of rows")
+        names = sorted({row.get("node") for row in rows if row.get("type") == "node"}, key=str)
+        if not names or not all(isinstance(name, str) and _key_problem(name) is None for name in names):
+            raise ValueError(f"{ALL_NODES_READ} named no node, or a node that is no name: {_shown(names)}")
+    except Exception as exc:  # noqa: BLE001 - any failure is this one state's reason, never zero nodes
+        _failing(
+            states,
+            f"proxmox-node-{ALL_NODES}",
+            where,
+            f"pillar {where}: the nodes of {on} could not be read ({type(exc).__name__}: {exc}), so no "
+            "node's state is rendered from it: a failed read is no cluster without nodes.",
+        )
+        return None
+    return names
+
+
+def _nodes(pillar, states, salt=None):
     """A node's own settings (proxmox:nodes:<node>:<kind>): ``proxmox_node.<kind>`` with the node as its
-    name, or ``<kind>_absent`` (forget) with its target and removal; the node's ``target`` is each kind's."""
-    for node, entry in _entries(pillar, "proxmox:nodes", "proxmox-node-", "node (dns, hosts, time, apt)", states):
-        prefix = f"proxmox-node-{node}-"
-        _unknown_keys(states, prefix + "pillar", f"proxmox:nodes:{node}", entry, {*NODE_KINDS, "target"})
+    name, or ``<kind>_absent`` (forget) with its target and removal; the node's ``target`` is each kind's.
+    ``all`` declares kinds for every node of its target (read at render, ``_cluster_nodes``): each node
+    gets the states a named declaration would (ids ``proxmox-node-<node>-<kind>``), a named node's kind
+    replacing ``all``'s whole."""
+    entries = dict(_entries(pillar, "proxmox:nodes", "proxmox-node-", "node (dns, hosts, time, apt)", states))
+    shared = entries.pop(ALL_NODES, None)
+    declared = {node: _node_kinds(states, node, entry) for node, entry in entries.items()}
+    common = _node_kinds(states, ALL_NODES, shared) if shared is not None else {}
+    common = {kind: value for kind, value in common.items() if value is not None}
+    listed = _cluster_nodes(states, shared.get("target"), salt) if common else None
+    for node in listed or []:
+        target, shared_target = entries.get(node, {}).get("target"), shared.get("target")
+        if target is not None and shared_target is not None and target != shared_target:
+            where = f"proxmox:nodes:{node}"
+            _failing(
+                states,
+                f"proxmox-node-{node}-pillar",
+                where,
+                f"pillar {where}: target {_shown(target)} is not proxmox:nodes:all's "
+                f"({_shown(shared_target)}), which lists node {node}: one node name is one node (its "
+                "state ids carry no target), so all's kinds are not rendered for it.",
+            )
+            continue
+        own = declared.setdefault(node, {})
+        if shared_target is not None and target is None:
+            # A node all's target lists is that target's node, its named kinds too, unless a kind names one.
+            own.update({k: {"target": shared_target, **v} for k, v in own.items() if v is not None})
+        for kind, value in common.items():
+            own.setdefault(kind, value)  # a kind the node declares by name replaces all's whole
+    for node in sorted(declared):
         for kind, function in NODE_KINDS.items():
-            declared = entry.get(kind)
-            if declared is None:
-                continue
-            shown = f"proxmox:nodes:{node}:{kind}"
-            if not isinstance(declared, Mapping):
-                what = f"pillar {shown} is {_shape(declared)}, not a mapping of its keys."
-                _failing(states, prefix + kind, shown, what)
-                continue
-            if problems := _problems(shown, declared):
-                _failing(states, prefix + kind, shown, f"pillar {shown}: {'; '.join(problems)}.")
-                continue
-            if entry.get("target") is not None and "target" not in declared:
-                declared = {**declared, "target": entry["target"]}
-            _object(states, prefix + kind, "proxmox_node", function, node, declared, ["ensure", "name"])
+            if declared[node].get(kind) is not None:
+                state_id = f"proxmox-node-{node}-{kind}"
+                kind_of = declared[node][kind]
+                _object(states, state_id, "proxmox_node", function, node, kind_of, ["ensure", "name"])
 
 
 def _mappings(pillar, states):
@@ -1465,9 +1561,9 @@ def _guest_needs(vmids, sections):
     return needs
 
 
-def estate(pillar):
+def estate(pillar, salt=None):
     """The highstate for ``pillar``: state id -> ``{"<module>.<function>": [one {argument: value} per
-    argument]}``, in run order."""
+    argument]}``, in run order. ``salt`` (Salt's functions) reads the nodes of ``proxmox:nodes:all``."""
     states = {}
     proxmox = pillar.get("proxmox")
     if proxmox is not None and not isinstance(proxmox, Mapping):
@@ -1506,7 +1602,7 @@ def estate(pillar):
         if path == GUESTS[0]:
             # Node networks and SDN run before the guests that use them.
             bridges = _networks(pillar, states)
-            _nodes(pillar, states)
+            _nodes(pillar, states, salt)
             _notifications(pillar, states)
             _mappings(pillar, states)
             _acme(pillar, states)
@@ -1709,7 +1805,7 @@ def overlap(states, opts, salt):
 def run():
     """The py renderer's entry point."""
     # Salt hands the pillar in a loader context object that reads as a mapping but is no dict.
-    states = estate(dict(__pillar__))  # noqa: F821 - set by Salt's py renderer
+    states = estate(dict(__pillar__), globals().get("__salt__"))  # noqa: F821 - set by Salt's py renderer
     if "__opts__" in globals():
         overlap(states, __opts__, __salt__)  # noqa: F821 - set by Salt's py renderer
     return states
