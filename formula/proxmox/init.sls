@@ -510,10 +510,10 @@ SECTION_NAMES = (
 )
 
 # What may sit under proxmox: and openbao: besides the sections above: the configuration the modules
-# read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE,
+# read with config.get (_modules/proxmox.py, salt_proxmox/run/config.py OWNERSHIP_FILE and OWNERSHIP,
 # salt_proxmox/openbao/client.py parse_config). Anything else is a misspelt section, refused by name.
 CONFIG_KEYS = {
-    "proxmox": frozenset({"targets", "pbs_targets", "ownership_file"}),
+    "proxmox": frozenset({"targets", "pbs_targets", "ownership_file", "ownership"}),
     "openbao": frozenset({"url", "verify", "auth", "timeout"}),
 }
 

@@ -795,7 +795,7 @@ def test_a_misspelt_section_is_one_failing_state_naming_the_known_ones(pillar, s
             "the sections are acls, acme, backup_jobs, ceph_pools, certificates, cluster_options, content, "
             "firewall, firewall_aliases, groups, ha_groups, ha_resources, ha_rules, lxc, mappings, "
             "metric_servers, networks, nodes, notifications, pbs, pools, qemu, realms, replication, roles, "
-            "sdn, snippets, storage, tokens, users, and ownership_file, pbs_targets, "
+            "sdn, snippets, storage, tokens, users, and ownership, ownership_file, pbs_targets, "
             "targets are the configuration read with config.get." in problems[sid]
         )
 
@@ -829,6 +829,9 @@ def test_the_configuration_read_with_config_get_is_no_section():
         "openbao": {"url": "https://b", "verify": True, "auth": {}, "timeout": 5, "policies": {}},
     }
     assert not failing(render(pillar))
+    # Rows in OpenBao for every host of one pillar: proxmox:ownership is read with config.get too.
+    shared = {"proxmox": {"ownership": {"store": "openbao", "mount": "secret", "path": "p"}, "lxc": {}}}
+    assert not failing(render(shared))
 
 
 def test_a_refused_entry_is_no_requisite_and_the_others_render():
