@@ -21,7 +21,8 @@ volid (a CD-ROM ``ide2: <volid>,media=cdrom``; ``live.guests_using``).
   lines are in the comment (``GET /nodes/{node}/tasks/{upid}/log``, pve-manager ``API2/Tasks.pm``
   ``read_task_log``); the file is read back after it;
 - ``absent``: ``removal: retain`` (default) forgets the row; ``removal: destroy`` deletes the file on
-  each node holding it, only when the row says it is ours and no VM names it.
+  each node holding it, only when the row says it is ours and no VM names it; without a row it is
+  refused when a node holds the file, and done when none does (``_destroy_unowned``).
 """
 
 from __future__ import annotations
@@ -262,6 +263,27 @@ def present(
     return _apply(ctx, download, decision, outcome)
 
 
+def _destroy_unowned(ctx: PveContext, download: Download, state_id: str, outcome: Outcome) -> Outcome:
+    """``removal: destroy`` without a row (destroyed by an earlier run, or forgotten): nothing records
+    where it was downloaded, so each node the storage is enabled on is read (``live.where_needed``, as
+    pve-storage API2/Storage/Status.pm ``download_url``'s ``storage_check_enabled`` picks them; the file
+    by ``live.on_node``, API2/Storage/Content.pm ``index``). A file found is not ours (``destroy_path``);
+    none found is absent already, so a destroy applied twice is clean. A read that fails is no absence."""
+    try:
+        nodes, _shared, refusals = live.where_needed(ctx, download)
+        if refusals:
+            return outcome.fail(*refusals, "Nothing was deleted.")
+        holding = [node for node in nodes if live.on_node(ctx, download, node) is not None]
+    except SaltProxmoxError as exc:
+        return outcome.fail(f"{state_id}: {exc}", "Nothing was deleted.")
+    if holding:
+        return outcome.fail(destroy_path(download.label))
+    outcome.comment.append(
+        f"{download.label} is on none of {', '.join(nodes)} and not ours: nothing to delete"
+    )
+    return outcome
+
+
 def absent(ctx: PveContext, test: bool, state_id: str, /, name: object = None, removal: object = "retain",
            **declared: object) -> Outcome:  # fmt: skip
     """Stop managing a downloaded file: ``removal: retain`` (default) forgets its row; ``removal:
@@ -279,7 +301,7 @@ def absent(ctx: PveContext, test: bool, state_id: str, /, name: object = None, r
         return forget_ownership(outcome, ctx.ownership, download.key, row, download.label, test)
     privileges.planning(ctx, test)
     if row is None:
-        return outcome.fail(destroy_path(download.label))
+        return _destroy_unowned(ctx, download, state_id, outcome)
     try:
         holding = [node for node in sorted((row.get("declared") or {}).get("sizes") or {})
                    if live.on_node(ctx, download, node) is not None]  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, unquote
 from salt_proxmox.entry import SIMPLE_PRESENT, imported
 from salt_proxmox.registry import Family, Kind
 from tests.conformance.examples import Examples, examples_of
+from tests.conformance.examples_node import CONTENT_URLS
 from tests.support.saltworld import Low, SaltWorld
 
 #: The phases every family's examples go through, in order: (phase, Examples attribute, kind function).
@@ -51,9 +52,14 @@ def _ha_resource_of_ct120(pve: Any) -> None:
     pve.ha_resources["ct:120"] = {}
 
 
+def _content_urls(pve: Any) -> None:
+    pve.content_urls.update(CONTENT_URLS)
+
+
 #: The cluster a family's examples need besides the seeded one, by family: an HA group exists on PVE 8
-#: only, and an HA rule names HA resources that must exist (pve-ha-manager API2/HA/Groups.pm, Rules.pm).
-CLUSTER_FOR: dict[str, Any] = {"ha_group": _pve8, "ha_rule": _ha_resource_of_ct120}
+#: only, an HA rule names HA resources that must exist (pve-ha-manager API2/HA/Groups.pm, Rules.pm), a
+#: download's URLs serve what the examples' checksums are of (tests.support.content).
+CLUSTER_FOR: dict[str, Any] = {"ha_group": _pve8, "ha_rule": _ha_resource_of_ct120, "content": _content_urls}
 
 
 def _snippet_storage(pve: Any, tmp: Path) -> Path:
@@ -183,11 +189,7 @@ ENTRIES: dict[str, str] = {"firewall_ipset": "cidrs"}
 LISTED_WRITES: dict[str, dict[str, str]] = {
     "firewall_rules": {"insert": "POST", "move": "PUT", "update": "PUT", "delete": "DELETE"},
 }
-
-#: Kinds whose plan changes one key per entry of a list, each entry one write: a node's APT repositories
-#: (salt_proxmox/node/apt.py; pve-manager API2/APT.pm ``add_repository`` PUT ``handle``,
-#: ``change_repository`` POST ``path``, ``index``, ``enabled``); their destroy disables (``enabled=0``).
-PER_ENTRY: dict[str, str] = {"apt_repository": r"(PUT|POST) /nodes/[^/]+/apt/repositories"}
+#: Kinds whose plan changes one key per entry, each entry its own writes: ``PER_ENTRY`` (below ``Write``).
 
 #: Body keys that guard or steer a write rather than set a field: PVE's digest, the apply's lock token,
 #: ``delete`` (its values are the fields it clears; ``delete=1`` on ``PUT /access/acl`` removes the entry).
@@ -347,6 +349,55 @@ class Write:
         return self.line.startswith("DELETE ") or self.fields.get("delete") == "1"
 
 
+@dataclass(frozen=True)
+class Entries:
+    """How a ``PER_ENTRY`` kind's plan names its writes: every write sent matches ``pattern``; ``want``
+    gives the writes one plan return's changes name, ``said`` a sent write in the same words, and the
+    two agree (in any order)."""
+
+    pattern: str
+    want: Callable[[Mapping[str, Any]], list[str]]
+    said: Callable[[Write], str]
+
+
+def _apt_want(changes: Mapping[str, Any]) -> list[str]:
+    """An added or enabled repository is ``on``, a disabled one ``off``; a destroy one ``off``."""
+    if set(changes) & set(DELETED):
+        return ["off"]
+    keys = sorted(set(changes) - {*CREATED, *ROW_ONLY})
+    return ["on" if (changes[key] or {}).get("new") else "off" for key in keys]
+
+
+#: A downloaded file's plan changes one key per node (salt_proxmox/content/lifecycle.py): ``download`` is
+#: one ``download-url`` POST there (pve-storage API2/Storage/Status.pm), ``replace`` a DELETE of the
+#: volume (API2/Storage/Content.pm ``delete``) then that POST, a destroy's ``new: None`` the DELETE;
+#: ``source`` tells what a replace downloads, no write of its own.
+_CONTENT_WRITES = {"download": ("download",), "replace": ("delete", "download"), None: ("delete",)}
+
+
+def _content_want(changes: Mapping[str, Any]) -> list[str]:
+    return [f"{verb} {node}" for node, change in changes.items() if node not in ("source", *ROW_ONLY)
+            for verb in _CONTENT_WRITES.get((change or {}).get("new"), ("unknown",))]  # fmt: skip
+
+
+#: Kinds whose plan changes one key per entry, each entry its own writes: a node's APT repositories
+#: (salt_proxmox/node/apt.py; pve-manager API2/APT.pm ``add_repository`` PUT ``handle``,
+#: ``change_repository`` POST ``path``, ``index``, ``enabled``), whose destroy disables (``enabled=0``);
+#: a downloaded file on each node a storage that is not shared holds it on (``_CONTENT_WRITES``).
+PER_ENTRY: dict[str, Entries] = {
+    "apt_repository": Entries(
+        r"(PUT|POST) /nodes/[^/]+/apt/repositories",
+        _apt_want,
+        lambda w: "on" if w.line.startswith("PUT ") or w.fields.get("enabled") == "1" else "off",
+    ),
+    "content": Entries(
+        r"POST /nodes/[^/]+/storage/[^/]+/download-url|DELETE /nodes/[^/]+/storage/[^/]+/content/.+",
+        _content_want,
+        lambda w: f"{'download' if w.line.startswith('POST ') else 'delete'} {w.line.split('/')[2]}",
+    ),
+}
+
+
 def _body(body: object) -> dict[str, str]:
     if not body:
         return {}
@@ -503,25 +554,12 @@ def write_problems(
     return problems
 
 
-def _per_entry_problems(pattern: str, planned: list[dict], objects: list[Write]) -> list[str]:
-    """Where the writes sent differ from one per changed entry key (a removal: one ``enabled=0`` each)."""
-    want: list[str] = []
-    for ret in planned:
-        changes = set(ret["changes"])
-        if changes & set(DELETED):
-            want.append("disable")
-            continue
-        for key in sorted(changes - {*CREATED, *ROW_ONLY}):
-            new = (ret["changes"][key] or {}).get("new")
-            want.append(f"add {key}" if new is True else f"{'enable' if new else 'disable'} {key}")
-    got = [w for w in objects if re.fullmatch(pattern, w.line)]
-    if len(got) != len(objects) or len(got) != len(want):
-        return [f"the plans change entries {want}, the apply sent {[w.line for w in objects]}"]
-    sent_as = sorted(
-        "on" if w.line.startswith("PUT ") or w.fields.get("enabled") == "1" else "off" for w in got
-    )
-    if sent_as != sorted("off" if said.startswith("disable") else "on" for said in want):
-        return [f"the plans change entries {want}, the apply sent {[(w.line, w.fields) for w in got]}"]
+def _per_entry_problems(entries: Entries, planned: list[dict], objects: list[Write]) -> list[str]:
+    """Where the writes sent differ from the ones the plans name entry by entry (``Entries``)."""
+    want = sorted(said for ret in planned for said in entries.want(ret["changes"]))
+    got = [w for w in objects if re.fullmatch(entries.pattern, w.line)]
+    if len(got) != len(objects) or sorted(map(entries.said, got)) != want:
+        return [f"the plans change entries {want}, the apply sent {[(w.line, w.fields) for w in objects]}"]
     return []
 
 

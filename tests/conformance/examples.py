@@ -2,51 +2,20 @@
 the kind's ownership row family, ``registry.Kind.name``), as its state takes them: ``name`` plus the
 state's arguments. A registered kind without an entry here fails the suite (``contract.missing``), and an
 entry naming no registered kind fails ``test_contract.py`` — the registry says what exists, this file
-holds the data each family is tried with.
+holds the data each family is tried with. The node-scoped families' examples are ``examples_node``'s; the
+shapes they are written in (``Examples``, re-exported here) are ``shapes``'.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 
-from tests.support.certificates import issue
+from tests.conformance.examples_node import CERTIFICATE, CERTIFICATE_SECRETS, CONTENT, NODE_EXAMPLES
+from tests.conformance.shapes import Examples, _bad, _simple, _with_bad
 
-
-@dataclass(frozen=True)
-class Examples:
-    """Declarations of one kind as its state takes them (``{"name": ..., <argument>: ...}``), for a
-    suite that runs every family through the same promises: ``create`` a new object, ``update`` it
-    (a changed value), ``clear`` a value it holds (``None``/``""``: back to PVE's default), ``delete``
-    it (its absent state's arguments, ``removal: destroy``), and ``bad``: inputs refused by name
-    before anything is written (``{what: (state function, declaration, the key named)}``)."""
-
-    create: Mapping[str, object]
-    update: Mapping[str, object]
-    clear: Mapping[str, object]
-    delete: Mapping[str, object]
-    bad: Mapping[str, tuple[str, Mapping[str, object], str]]
-    #: States of the family declared after each of the above in the same run, as ``(state function,
-    #: declaration)``: the node's or SDN apply that makes a staged change live, whose writes the
-    #: declaration's plan must name.
-    applies: tuple[tuple[str, Mapping[str, object]], ...] = ()
-    #: States applied once before the examples run, as ``(state module, state function, declaration)``:
-    #: the objects an example needs to exist (an SDN vnet's zone), which the suite itself does not judge.
-    given: tuple[tuple[str, str, Mapping[str, object]], ...] = ()
-
-
-#: A Salt keyword (``unless`` runs a command before the state), a misspelt ``ensure`` and ``removal``,
-#: and a key the family does not have: what every family refuses by name with nothing written.
-def _bad(
-    present: Mapping[str, object], absent: Mapping[str, object], fun: str = "present", gone: str = "absent"
-) -> dict:
-    return {
-        "salt keyword": (fun, {**present, "unless": "true"}, "unless"),
-        "unknown key": (fun, {**present, "colour": "red"}, "colour"),
-        "misspelt ensure": (fun, {**present, "ensure": "absnet"}, "ensure"),
-        "misspelt removal": (gone, {**absent, "removal": "destory"}, "removal"),
-    }
+__all__ = ["EXAMPLES", "SECRETS_PILLAR", "Examples", "examples_of"]
 
 
 _POLICY = {
@@ -102,11 +71,6 @@ _SNIPPET = {
     "secrets_pillar": "conformance:snippet",
     "executable": True,
 }
-
-
-def _with_bad(examples: Examples, bad: Mapping[str, tuple[str, Mapping[str, object], str]]) -> Examples:
-    """``examples`` with more inputs refused by name."""
-    return replace(examples, bad={**examples.bad, **bad})
 
 
 #: An IP set of the cluster (pve-firewall API2/Firewall/IPSet.pm), one entry a ``nomatch``.
@@ -275,27 +239,15 @@ _DNS = {
     "ttl": 3600,
     "secrets_pillar": "conformance:sdn_dns",
 }
-#: A custom certificate of node pve1 and the one replacing it, made when the suite runs (their keys only in
-#: the suite's pillar, never committed); ``trusted``: the fake's CA bundle does not sign them.
-_CERT, _CERT_KEY, _ = issue(["pve1.example.org"])
-_CERT2, _CERT2_KEY, _ = issue(["pve1.example.org", "pve.example.org"])
-_CERTIFICATE = {
-    "name": "pve1",
-    "type": "custom",
-    "certificates": _CERT,
-    "secrets_pillar": "conformance:certificate",
-    "trusted": True,
-}
-#: The minion's pillar in the suite: the IPAM's token, the DNS server's key and the snippet's content (never
-#: shown).
+#: The minion's pillar in the suite: the IPAM's token, the DNS server's key, the snippet's content and the
+#: node certificates' keys (``examples_node``), never shown.
 SECRETS_PILLAR = {
     "conformance": {
         "sdn_ipam": {"token": "nb-token-0123456789"},
         "sdn_dns": {"key": "pdns-key-9876"},
         "snippet": {"content": '#!/bin/sh\necho "$1 $2" # hook-4Fq8\n'},
         "snippet_update": {"content": '#!/bin/sh\nlogger "guest $1: $2" # hook-7Kd2\n'},
-        "certificate": {"key": _CERT_KEY},
-        "certificate_update": {"key": _CERT2_KEY},
+        **CERTIFICATE_SECRETS,
     }
 }
 #: One cluster rule (a rule list whose scope is ``cluster``): PVE's POST puts it at the top of the empty
@@ -329,26 +281,6 @@ _VM = {
 }
 
 
-def _simple(
-    create: Mapping[str, object],
-    update: Mapping[str, object],
-    clear: Mapping[str, object],
-    wrong: Mapping[str, object],
-    identity: tuple[str, ...] = ("name",),
-) -> Examples:
-    """The examples of a simple object kind (``present``/``absent``): ``create``, and ``update``,
-    ``clear`` and a ``wrong`` type as the keys they change; ``identity``: the keys its absent state
-    takes."""
-    absent = {key: create[key] for key in identity}
-    return Examples(
-        create=create,
-        update={**create, **update},
-        clear={**create, **clear},
-        delete={**absent, "removal": "destroy"},
-        bad={**_bad(create, absent), "wrong type": ("present", {**create, **wrong}, next(iter(wrong)))},
-    )
-
-
 def _guest(create: Mapping[str, object]) -> Examples:
     """The examples of a guest kind (``lxc``, ``qemu``): ``create``, a doubled ``memory``, a cleared
     ``description``."""
@@ -365,12 +297,6 @@ def _guest(create: Mapping[str, object]) -> Examples:
             "wrong type": ("present", {**create, "memory": "lots"}, "memory"),
         },
     )
-
-
-def _node_examples() -> dict[str, Examples]:
-    from tests.conformance.examples_node import examples  # its own file: this one is near 650 lines
-
-    return examples()
 
 
 #: ``{kind name: Examples}``, in the registry's order.
@@ -448,6 +374,7 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         "ha_group": _simple(_HA_GROUP, {"restricted": 1}, {"comment": ""}, {"nodes": 7}),
         "ha_resource": _simple(_HA_RESOURCE, {"max_restart": 3}, {"comment": ""}, {"max_restart": "often"}),
         "ha_rule": _simple(_HA_RULE, {"strict": 1}, {"comment": ""}, {"type": "anti-affinity"}),
+        "content": CONTENT,
         "network_interface": Examples(
             create=_IFACE,
             update={**_IFACE, "comments": "Example, changed"},
@@ -459,7 +386,7 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
             },
             applies=(("applied", {"name": "network of pve1", "node": "pve1"}),),
         ),
-        **_node_examples(),
+        **NODE_EXAMPLES,
         "sdn_controller": Examples(
             create=_CONTROLLER,
             update={**_CONTROLLER, "peers": "10.9.0.1,10.9.0.2"},
@@ -584,12 +511,7 @@ EXAMPLES: Mapping[str, Examples] = MappingProxyType(
         "qemu": _guest(_VM),
         "backup_job": _simple(_BACKUP_JOB, {"schedule": "03:30"}, {"comment": ""}, {"mode": "fast"}),
         "metric_server": _simple(_METRIC_SERVER, {"mtu": 1400}, {"path": None}, {"port": "many"}),
-        "certificate": _simple(
-            _CERTIFICATE,
-            {"certificates": _CERT2, "secrets_pillar": "conformance:certificate_update"},
-            {"adopt": False},
-            {"certificates": 7},
-        ),
+        "certificate": CERTIFICATE,
         "replication": replace(
             _simple(_REPLICATION, {"schedule": "*/5"}, {"rate": None}, {"rate": "fast"}),
             given=(("proxmox_lxc", "present", _REPL_CT),),

@@ -1,14 +1,19 @@
-"""The conformance examples of ``proxmox_node``'s kinds (``node_dns``, ``node_hosts``, ``node_time`` and
-``apt_repository``), merged into ``examples.EXAMPLES``. A node always has these settings, so each first
-write takes them over (``adopt: true``); the first three's delete is ``ensure: absent`` without
-``removal`` (forget: PVE deletes none of them, and ``removal: destroy`` is refused, ``contract.KEPT``), the
-APT repositories' is ``removal: destroy`` (it disables what the last declaration enabled)."""
+"""The conformance examples of the node-scoped families, merged into ``examples.EXAMPLES``: ``proxmox_node``'s
+kinds, a node's certificate, and downloaded content (held per node on a storage that is not shared).
+
+``proxmox_node``'s kinds (``node_dns``, ``node_hosts``, ``node_time`` and ``apt_repository``): a node
+always has these settings, so each first write takes them over (``adopt: true``); the first three's delete
+is ``ensure: absent`` without ``removal`` (forget: PVE deletes none of them, and ``removal: destroy`` is
+refused, ``contract.KEPT``), the APT repositories' is ``removal: destroy`` (it disables what the last
+declaration enabled)."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
-from tests.conformance.examples import Examples, _bad
+from tests.conformance.shapes import Examples, _bad, _simple
+from tests.support.certificates import issue
 
 _DNS = {"name": "pve1", "search": "example.org", "dns1": "192.0.2.53", "dns2": "192.0.2.54", "adopt": True}
 _HOSTS = {"name": "pve1", "entries": {"192.0.2.60": ["ci.example.org", "ci"]}, "adopt": True}
@@ -35,8 +40,8 @@ def _node(kind: str, create: dict, update: dict, clear: dict, wrong: dict) -> Ex
     )
 
 
-def examples() -> dict[str, Examples]:
-    """``{kind name: Examples}`` of the node kinds."""
+def _node_kinds() -> dict[str, Examples]:
+    """``{kind name: Examples}`` of ``proxmox_node``'s kinds."""
     dns = _node("dns", _DNS, {"dns2": "192.0.2.55"}, {"dns2": None}, {"dns1": 7})
     hosts = _node(
         "hosts",
@@ -67,3 +72,68 @@ def examples() -> dict[str, Examples]:
             },
         ),
     }
+
+
+#: ``{kind name: Examples}`` of ``proxmox_node``'s kinds, in the registry's order.
+NODE_EXAMPLES = _node_kinds()
+
+#: A custom certificate of node pve1 and the one replacing it, made when the suite runs (their keys only in
+#: the suite's pillar, never committed); ``trusted``: the fake's CA bundle does not sign them.
+_CERT, _CERT_KEY, _ = issue(["pve1.example.org"])
+_CERT2, _CERT2_KEY, _ = issue(["pve1.example.org", "pve.example.org"])
+_CERTIFICATE = {
+    "name": "pve1",
+    "type": "custom",
+    "certificates": _CERT,
+    "secrets_pillar": "conformance:certificate",
+    "trusted": True,
+}
+#: The certificates' keys, under ``conformance`` in the suite's pillar (``examples.SECRETS_PILLAR``).
+CERTIFICATE_SECRETS = {"certificate": {"key": _CERT_KEY}, "certificate_update": {"key": _CERT2_KEY}}
+CERTIFICATE = _simple(
+    _CERTIFICATE,
+    {"certificates": _CERT2, "secrets_pillar": "conformance:certificate_update"},
+    {"adopt": False},
+    {"certificates": 7},
+)
+
+#: What each URL of the content examples serves (``contract.CLUSTER_FOR``: the fake's ``content_urls``):
+#: an installer image, its next release compressed with zstd, and that release uncompressed.
+CONTENT_URLS = {
+    "https://cdimage.example.org/example-13.0.iso": b"an installer image, 13.0\n" * 64,
+    "https://cdimage.example.org/example-13.1.iso.zst": b"(zstd) an installer image, 13.1\n" * 16,
+    "https://cdimage.example.org/example-13.1.iso": b"an installer image, 13.1\n" * 64,
+}
+
+
+def _source(url: str) -> dict[str, str]:
+    """``url`` and the sha256 checksum of what it serves."""
+    return {
+        "url": url,
+        "checksum": hashlib.sha256(CONTENT_URLS[url]).hexdigest(),
+        "checksum-algorithm": "sha256",
+    }
+
+
+_ISO_NAMES = {"name": "example-iso", "storage": "local", "content": "iso", "filename": "example-13.iso"}
+_ISO = {**_ISO_NAMES, **_source("https://cdimage.example.org/example-13.0.iso")}
+#: An ISO downloaded on each node (storage ``local`` is not shared). Its update is another source, which
+#: PVE does not download over the file that is there (pve-common Tools.pm download_file_from_url:
+#: checksum mismatch, aborting), so ``replace: true`` plans a delete and a download on each node; its
+#: clear drops ``compression`` (PVE's default: the file stored as downloaded, pve-storage
+#: API2/Storage/Status.pm download_url), so the image comes from its uncompressed URL.
+_UPDATE = {**_ISO, **_source("https://cdimage.example.org/example-13.1.iso.zst"), "compression": "zst",
+           "replace": True}  # fmt: skip
+CONTENT = Examples(
+    create=_ISO,
+    update=_UPDATE,
+    clear={**_UPDATE, **_source("https://cdimage.example.org/example-13.1.iso"), "compression": None},
+    delete={**_ISO_NAMES, "removal": "destroy"},
+    bad={
+        **_bad(_ISO, _ISO_NAMES),
+        "wrong type": ("present", {**_ISO, "nodes": 7}, "nodes"),
+        # A download needs a checksum unless verify: false says it is taken unverified (declare.py).
+        # (None: the key left unset, as a pillar entry's ``checksum: ~``.)
+        "no checksum": ("present", {**_ISO, "checksum": None, "checksum-algorithm": None}, "checksum"),
+    },
+)

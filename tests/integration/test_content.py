@@ -117,3 +117,40 @@ def test_a_failed_listing_is_never_absence(fresh_cluster):
     pve.fail("GET", "/storage/local/content", status=500, message="storage read timeout")
     said = present(ctx, True, "iso", name="iso", **ISO)
     assert said.result is False and any("Nothing was written" in line for line in said.comment)
+
+
+def test_a_compressed_iso_is_downloaded_with_its_compression(
+    fresh_cluster,
+):
+    """download_url takes compression (Plugin.pm KNOWN_COMPRESSION_FORMATS), decompressing ISOs only
+    (its worker: decompression not supported for <content>)."""
+    pve = fresh_cluster.pve
+    ctx = _ctx(fresh_cluster)
+    zst = URL + ".zst"
+    pve.content_urls[zst] = b"(zstd) " + BODY
+    packed = {**ISO, "url": zst, "checksum": hashlib.sha256(pve.content_urls[zst]).hexdigest(),
+              "compression": "zst"}  # fmt: skip
+    done = present(ctx, False, "iso", name="iso", **packed)
+    assert done.result is True, done.comment
+    assert pve.storages["local"]["volumes"]["iso/debian-13.iso"]["size"] == len(pve.content_urls[zst])
+    assert present(ctx, True, "iso", name="iso", **packed).changes == {}
+
+
+def test_a_destroy_finding_no_file_succeeds_and_one_finding_a_file_not_ours_is_refused(fresh_cluster):
+    """Without a row (destroyed by an earlier run, or forgotten) nothing says where the file was
+    downloaded: absent reads each node the storage is enabled on (pve-storage API2/Storage/Content.pm
+    index, as download_url's storage_check_enabled picks them), so a destroy applied twice is clean and
+    a file found is still refused as not ours."""
+    pve = fresh_cluster.pve
+    ctx = _ctx(fresh_cluster)
+    names = {"storage": "local", "content": "iso", "filename": "debian-13.iso"}
+    assert present(ctx, False, "iso", name="iso", **ISO).result is True
+    assert absent(ctx, False, "iso", name="iso", removal="destroy", **names).result is True
+    for test in (True, False):
+        start = len(pve.requests)
+        again = absent(ctx, test, "iso", name="iso", removal="destroy", **names)
+        assert (again.result, again.changes) == (True, {}), again.comment
+        assert writes(requests_since(fresh_cluster, start)) == []
+    pve.store_file("local", "debian-13.iso", len(BODY))
+    refused = absent(ctx, True, "iso", name="iso", removal="destroy", **names)
+    assert refused.result is False and any("adopt: true" in line for line in refused.comment), refused.comment
