@@ -1,7 +1,8 @@
 """The demo: plan → apply → plan of the example estate against a local fake cluster and OpenBao.
 
 Starts fakepve (seeded: two nodes, storages, a container template, an installer ISO, the running
-container the example pillar adopts, a cloud-init VM template the example pillar clones, a network
+container the example pillar adopts, a stopped VM on pve2 it declares on pve1 (and migrates), a
+cloud-init VM template the example pillar clones, the body its download URL serves, a network
 change staged on pve2 by hand and never applied, and API tokens for a ``read`` and a ``provision``
 user) on a free loopback port, the staging PBS (``tests.support.pbs``: the example's ``pbs`` storage
 backs up to its datastore), starts an OpenBao dev server on loopback with the PVE tokens published at
@@ -18,9 +19,11 @@ Exit status: 0 when no state failed, the apply wrote only what the first plan sh
 example declares ``status: running`` (web, CT 150; app, VM 210) were started by one awaited start
 task each and run, the PBS token the ``pbs`` storage got never shows in an output, the bind mount was
 written by root@pam through the lane and the snippet holds its declared content (which no output and no
-rows file holds), and the second plan is clean, reading their status and writing nothing to PVE or PBS;
-1 otherwise. Everything it started
-is stopped before it exits.
+rows file holds), the ISO the example downloads (``proxmox:content``: the fake serves the body whose
+sha256 the pillar declares at its URL, nothing is fetched) is listed on every node of ``local``, the VM
+the example declares on another node than the seed's with ``migrate: true`` (build, VM 220, stopped on
+pve2) now lives on its declared node and is still stopped, and the second plan is clean, reading their
+status and writing nothing to PVE or PBS; 1 otherwise. Everything it started is stopped before it exits.
 """
 
 from __future__ import annotations
@@ -37,8 +40,15 @@ sys.path.insert(0, str(REPO))
 #: The container of ``pillar_examples/node.sls`` with a bind mount point.
 FILES_VMID = 153
 
+import requests  # noqa: E402
+
 from salt_proxmox.ownership.stores import ROWS_FILE  # noqa: E402
-from tests.support.cluster import ServedCluster  # noqa: E402
+from tests.support.cluster import (  # noqa: E402
+    DOWNLOAD_BODY,
+    DOWNLOAD_URL,
+    DOWNLOAD_VOLID,
+    ServedCluster,
+)
 from tests.support.lanes import SNIPPET_STORAGE, api_writes, node_lane  # noqa: E402
 from tests.support.openbao import DevOpenBao, creds_token, publish_cluster, publish_pbs  # noqa: E402
 from tests.support.pbs import ServedPbs  # noqa: E402
@@ -49,7 +59,7 @@ from tests.support.saltrun import (  # noqa: E402
     state_rows,
     write_minion_config,
 )
-from tests.support.ways import STARTED, expected_power, power_requests  # noqa: E402
+from tests.support.ways import MIGRATED, STARTED, expected_power, power_requests  # noqa: E402
 
 
 def _plan_outputter():
@@ -58,6 +68,35 @@ def _plan_outputter():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _read(cluster: ServedCluster, path: str, **params: str) -> object:
+    """``GET /api2/json/<path>`` of the fake cluster with the read token, as a client of PVE reads it."""
+    token_id, secret = cluster.seeded.read_token
+    answer = requests.get(
+        f"{cluster.url}/api2/json/{path}",
+        params=params,
+        headers={"Authorization": f"PVEAPIToken={token_id}={secret}"},
+        verify=cluster.cafile,
+        timeout=30,
+    )
+    answer.raise_for_status()
+    return answer.json()["data"]
+
+
+def _missing_download(cluster: ServedCluster) -> list[str]:
+    """The nodes of the download's storage (its ``nodes``, else every node) whose content listing (pve-storage
+    ``API2/Storage/Content.pm`` ``index``) holds no ``DOWNLOAD_VOLID`` of ``DOWNLOAD_BODY``'s size."""
+    storage, _, volname = DOWNLOAD_VOLID.partition(":")
+    config = next(row for row in _read(cluster, "storage") if row.get("storage") == storage)
+    nodes = str(config.get("nodes") or "").split(",") if config.get("nodes") else None
+    nodes = nodes or sorted(row["node"] for row in _read(cluster, "nodes"))
+    missing = []
+    for node in nodes:
+        listed = _read(cluster, f"nodes/{node}/storage/{storage}/content", content=volname.split("/")[0])
+        if not any(r.get("volid") == DOWNLOAD_VOLID and r.get("size") == len(DOWNLOAD_BODY) for r in listed):
+            missing.append(node)
+    return missing
 
 
 def main() -> int:
@@ -71,6 +110,9 @@ def main() -> int:
             interfaces = cluster.pve.interfaces("pve2")
             interfaces["vmbr0"]["mtu"] = "9000"
             cluster.pve.stage("pve2", interfaces)
+            # What the example's download URL holds: the body whose sha256 proxmox:content declares (the
+            # seed serves it too, so the tests and the sandbox plan the same download; nothing is fetched).
+            cluster.pve.content_urls[DOWNLOAD_URL] = DOWNLOAD_BODY
             client = bao.client()
             publish_cluster(client, cluster.seeded.read_token, cluster.seeded.provision_token)
             publish_pbs(client, pbs.read_token, pbs.provision_token)
@@ -140,6 +182,8 @@ def main() -> int:
             secrets += made
             if any(planned[sid].count("status") != 1 for sid in STARTED):
                 failures.append("the plan did not say web and app would be started")
+            if power_requests(runs[0][1]) != expected_power("plan"):
+                failures.append("the plan read a power state other than the migrated VM's")
             if power_requests(runs[1][1]) != expected_power("apply"):
                 failures.append("the apply did not start web and app by one awaited start task each")
             if power_requests(runs[2][1]) != expected_power("replan"):
@@ -159,6 +203,15 @@ def main() -> int:
                 now, _ = salt_call(config_dir, "proxmox.guest_status", f"vmid={vmid}")
                 if now.get("status") != "running":
                     failures.append(f"guest {vmid} does not run after the apply: {now.get('status')}")
+            # The download: on every node of its storage, as declared; the migrated VM: on its declared node.
+            if missing := _missing_download(cluster):
+                failures.append(f"{DOWNLOAD_VOLID} is not listed on node(s) {', '.join(missing)}")
+            for sid, (_, live, declared, vmid) in MIGRATED.items():
+                if planned[sid] != ["node"]:
+                    failures.append(f"the plan did not say VM {vmid} would migrate from {live} to {declared}")
+                now, _ = salt_call(config_dir, "proxmox.guest_status", f"vmid={vmid}")
+                if (now.get("node"), now.get("status")) != (declared, "stopped"):
+                    failures.append(f"VM {vmid} is not stopped on {declared} after the apply: {now}")
             # What the estate needs of each credential, and what each token lacks (the read token's own
             # privileges are read; the provision token's id is known once minted).
             needed, _ = salt_call(config_dir, "proxmox.privileges_needed", "mods=proxmox")
@@ -183,7 +236,8 @@ def main() -> int:
         return 1
     print(
         "Demo passed: the plan showed what the apply wrote (web and app started; the bind mount and the"
-        " snippet through the root lane), and the second plan is clean."
+        " snippet through the root lane; the ISO downloaded on every node of local; build migrated to its"
+        " declared node), and the second plan is clean."
     )
     return 0
 

@@ -4,8 +4,9 @@
 
 Starts three child processes on loopback, as the demo's cluster, PBS and OpenBao: ``python -m
 tests.support.cluster`` (fakepve seeded with nodes pve1 and pve2, storages local, local-lvm and
-local-zfs, the Debian 13 template and installer ISO, the running CT 120, VM 300, the cloud-init VM
-template 9000, and the read and provision API tokens), ``python -m tests.support.pbs`` (a staging
+local-zfs, the Debian 13 template and installer ISO, the running CT 120, VM 300, the stopped VM 220, the
+cloud-init VM template 9000, the body of the example's download URL, and the read and provision API
+tokens), ``python -m tests.support.pbs`` (a staging
 Proxmox Backup Server with its own read and provision tokens and the user pve-backup@pbs)
 and ``python -m tests.support.openbao`` (a dev server holding those tokens at ``proxmox/creds`` and
 ``proxmox/creds/pbs``). It
@@ -117,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             lines = [
                 f"fake PVE cluster  {pve_url}  (pid {cluster.pid}): nodes pve1, pve2;",
                 "                   storages local, local-lvm, local-zfs; CT 120 (dns1, running, on pve1);",
-                "                   VM 300 (router, on pve2); VM template 9000 (debian-13-cloud, on pve1);",
+                "                   VM 300 (router, on pve2); VM 220 (build, stopped, on pve2);",
+                "                   VM template 9000 (debian-13-cloud, on pve1);",
                 "                   ISO local:iso/debian-13.2.0-amd64-netinst.iso",
                 f"fake PBS          {pbs_url}  (pid {pbs.pid}): target backup1, user pve-backup@pbs",
                 f"OpenBao dev server {bao_url}  (pid {openbao['pid']}, started by pid {bao.pid})",

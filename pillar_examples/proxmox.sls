@@ -127,6 +127,18 @@ proxmox:
       onboot: true
       description: CI runner, cloned from the cloud-init template
 
+    # Built by hand on pve2 and stopped; wanted on pve1. Adopted as it is, then moved: a node other than
+    # the live one is refused unless migrate: true. PVE's preflight (qemu-server migrate_vm_precondition)
+    # judges it; stopped, it moves offline, its local-lvm disk copied. One move at a time: any other
+    # change of it waits for the next run. The provision token needs VM.Migrate on /vms/220.
+    build:
+      vmid: 220
+      node: pve1
+      adopt: true
+      migrate: true
+      memory: 2048
+      cores: 2
+
   # High availability (pve-ha-manager). An HA resource owns its guest's power state: declare
   # ha_state (PVE's state: started, stopped, disabled, ignored) here, never status: on the guest.
   ha_resources:
@@ -220,13 +232,27 @@ proxmox:
       content: images,rootdir
       krbd: false
 
+  # Downloaded files (Storage → ISO Images → Download from URL): PVE fetches the URL into the storage on
+  # each node that needs it (local is not shared: every node), refusing a body whose checksum differs.
+  # A download without a checksum is refused unless verify: false. PVE shows no checksum afterwards, so
+  # the ownership row keeps it: a changed url or checksum is a re-download, refused unless replace: true.
+  content:
+    alpine-virt-iso:
+      storage: local          # a file storage whose content includes iso; the volid is local:iso/<filename>
+      content: iso            # iso, vztmpl or import
+      filename: alpine-virt-3.22.2-x86_64.iso
+      url: https://dl-cdn.alpinelinux.org/alpine/v3.22/releases/x86_64/alpine-virt-3.22.2-x86_64.iso
+      # The sha256 of what the demo's fake serves at that URL: on a real cluster, the one Alpine publishes.
+      checksum: 0818ff0c60238a7925318f3bba8c30cc3d2d774d4d7e0ab3a5a508cdf3cb5afb
+      checksum-algorithm: sha256
+
   # Backup jobs (Datacenter → Backup), cluster-wide. The schedule is a calendar event compared by
   # meaning ('02:00' and '2:00' are one); every plan notes the declared guests no enabled job covers.
   backup_jobs:
     nightly:
       schedule: '02:00'
       storage: backups
-      vmid: [120, 150, 151, 152, 210, 211]   # or pool: <poolid>, or all: true with exclude: [...]
+      vmid: [120, 150, 151, 152, 210, 211, 220]   # or pool: <poolid>, or all: true with exclude: [...]
       mode: snapshot
       compress: zstd
       prune-backups: keep-daily=7,keep-weekly=4
@@ -320,6 +346,48 @@ proxmox:
     pve2:
       apply: true               # nothing declared here: apply what is already staged (the plan shows it)
 
+  # A node's own settings (System → DNS, Hosts, Time; Updates → Repositories). Every node already has
+  # them, so the first write takes them over: adopt: true. Only the declared keys and entries are
+  # compared; none is ever deleted (ensure: absent forgets; PVE has no DELETE for them).
+  nodes:
+    pve1:
+      dns:                      # /etc/resolv.conf: each write carries search and every server that stays
+        adopt: true
+        search: lab.example
+        dns1: 10.0.0.53         # the resolver, CT 120
+        dns2: 10.0.0.1
+      hosts:                    # /etc/hosts: these lines by address; every other line kept byte for byte
+        adopt: true
+        entries:
+          10.0.0.53: dns1.lab.example dns1
+          192.0.2.20: nas.lab.example nas
+      time:
+        adopt: true
+        timezone: Europe/Vienna # checked at plan against the zone names PVE takes
+      apt:                      # never an upgrade or apt update
+        adopt: true             # the enterprise entry is live and enabled: disabling it takes it over
+        repositories:
+          - handle: no-subscription             # added to its standard file, or enabled where it is
+          - {handle: enterprise, enabled: false}  # its entries disabled, never deleted
+
+  # A node's pveproxy certificate (System → Certificates), one entry per node. A custom one's key comes
+  # from secrets.sls (proxmox:certificates:<node>:key), checked to be the chain's leaf's, never shown or
+  # stored; the plan is refused unless the target's verify bundle trusts the chain, or trusted: true.
+  # Left out of this example: it would need a private key committed in secrets.sls.
+  # certificates:
+  #   pve1:
+  #     type: custom
+  #     certificates: |         # the PEM chain, leaf first
+  #       -----BEGIN CERTIFICATE-----
+  #       ...
+  #       -----END CERTIFICATE-----
+  #   pve2:
+  #     type: acme              # with account lab (node.sls) and plugin lab-dns (above); renewed 30 days ahead
+  #     account: lab
+  #     domains:
+  #       - {domain: pve2.lab.example, plugin: lab-dns}
+  #     trusted: true           # the verify bundle cannot vouch for a certificate not issued yet
+
   # SDN: zones, then vnets, then subnets land in the pending SDN configuration; `apply: true`
   # commits it (Datacenter → SDN → Apply) under PVE's SDN lock, with the same health checks.
   sdn:
@@ -375,6 +443,7 @@ proxmox:
         - Datastore.Audit
         - SDN.Use
         - Sys.Audit
+        # Sys.Modify on /nodes/<node> also writes a node's DNS, hosts file, time zone, APT repositories, certificate
         - Sys.Modify           # the cluster firewall (aliases, options, IP sets, groups), custom roles, node interfaces and reloads
         - Pool.Allocate        # pools
         - Permissions.Modify   # ACL entries
@@ -382,6 +451,8 @@ proxmox:
         - VM.Snapshot          # snapshots (proxmox_snapshot, proxmox.snapshot_create/delete)
         - VM.Snapshot.Rollback # proxmox.snapshot_rollback
         - VM.Replicate         # replication jobs (pve-manager API2/ReplicationConfig.pm)
+        - VM.Migrate           # a declared move (qemu-server API2/Qemu.pm migrate_vm, migrate_vm_precondition)
+        - Datastore.AllocateTemplate  # downloads (pve-storage API2/Storage/Status.pm download_url)
         - SDN.Allocate         # SDN zones, vnets, subnets, the SDN lock and apply
         - Sys.Console          # HA resources, groups and rules (pve-ha-manager API2/HA/*.pm)
         - VM.Backup            # restoring a backup (pve-storage check_volume_access)

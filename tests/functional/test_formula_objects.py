@@ -23,10 +23,11 @@ def test_rendered_requisites(tmp_path):
     assert isinstance(low, list), raw
     by_id = {chunk["__id__"]: chunk for chunk in low}
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 50, (
-        "the cluster's options, four containers, two VMs, three aliases, two pools, four roles, one "
-        "group, one user, one token, six ACL entries, one Ceph pool, two storages, one HA resource, one "
-        "HA rule, one interface, two node applies, one SDN controller, the pve IPAM, one SDN zone, one "
+    assert len(pve) == 56, (
+        "the cluster's options, four containers, three VMs, three aliases, two pools, four roles, one "
+        "group, one user, one token, six ACL entries, one Ceph pool, two storages, one download, one HA "
+        "resource, one HA rule, one interface, two node applies, pve1's DNS, hosts, time and APT "
+        "settings, one SDN controller, the pve IPAM, one SDN zone, one "
         "vnet, the SDN apply, one notification endpoint and one matcher, one PCI mapping, one ACME "
         "plugin, one backup job, one metric server, one replication job, the cluster's firewall "
         "options, one IP set, one security group, one firewall rule list and one snapshot (no PBS "
@@ -92,6 +93,7 @@ def test_rendered_requisites(tmp_path):
             {"proxmox_lxc": "proxmox-lxc-web"},
             {"proxmox_lxc": "proxmox-lxc-web2"},
             {"proxmox_qemu": "proxmox-qemu-app"},
+            {"proxmox_qemu": "proxmox-qemu-build"},
             {"proxmox_qemu": "proxmox-qemu-ci"},
         ],
         "proxmox-snapshot-web-first-boot": [{"proxmox_lxc": "proxmox-lxc-web"}],
@@ -122,8 +124,8 @@ def test_a_target_with_a_root_lane_adds_the_bind_mount_and_the_snippet_whose_con
     low, raw = salt_call(config_dir, "state.show_low_sls", "proxmox")
     assert isinstance(low, list), raw
     pve = [chunk for chunk in low if chunk["state"].startswith("proxmox_")]
-    assert len(pve) == 53, (
-        "the 50 states of the estate without a lane, container files, the snippet and the ACME account"
+    assert len(pve) == 59, (
+        "the 56 states of the estate without a lane, container files, the snippet and the ACME account"
     )
     by_id = {chunk["__id__"]: chunk for chunk in low}
     assert by_id["proxmox-lxc-files"]["mp0"] == "/srv/share,mp=/srv/share"
@@ -162,7 +164,7 @@ def test_pillar_keys_cannot_inject_states(fresh_cluster, bao_creds, tmp_path):
     start = len(fresh_cluster.pve.requests)
     plan, raw = salt_call(config_dir, "state.apply", "proxmox", "test=True")
     rows = {row["id"]: row for row in state_rows(plan)}
-    assert len(rows) == 53, raw  # the example's 51 states and the two pool keys
+    assert len(rows) == 59, raw  # the example's 57 states and the two pool keys
     assert not any("evil" in row["id"] and row["function"].startswith("proxmox_lxc") for row in rows.values())
     failed = {key: row["comment"] for key, row in rows.items() if row["result"] is False}
     escaped = "proxmox-pool-" + INJECTED.replace("\n", "\\n")
@@ -195,7 +197,7 @@ def test_a_failing_policy_or_container_fails_alone(fresh_cluster, bao_creds, tmp
     for args, expect in ((["test=True"], None), ([], True)):
         ret, raw = salt_call(config_dir, "state.apply", "proxmox", *args)
         rows = {row["id"]: row for row in state_rows(ret)}
-        assert len(rows) == 51, raw
+        assert len(rows) == 57, raw
         assert {key for key, row in rows.items() if row["result"] is False} == broken | needs_web, raw
         assert {key for key, row in rows.items() if "requisite" in str(row["comment"]).lower()} == needs_web
         assert rows["proxmox-lxc-db"]["result"] is expect and rows["proxmox-lxc-db"]["changes"], raw

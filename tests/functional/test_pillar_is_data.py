@@ -89,7 +89,7 @@ def test_salt_keywords_in_entries_run_nothing_and_fail_by_name(fresh_cluster, ba
     }
     for rows, _requests, raw in _runs(fresh_cluster, config_dir):
         # One state per entry of the example (web's snapshot goes with web's refused entry).
-        assert len(rows) == 50 and "evil" not in raw, raw
+        assert len(rows) == 56 and "evil" not in raw, raw
         failed = {sid: row["comment"] for sid, row in rows.items() if row["result"] is False}
         assert set(failed) == set(named), raw
         for sid, words in named.items():

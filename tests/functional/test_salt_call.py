@@ -57,7 +57,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
         "proxmox-lxc-files",
     }
     qemu = [row for row in plan if row["function"] == "proxmox_qemu.present"]
-    assert {row["id"] for row in qemu} == {"proxmox-qemu-app", "proxmox-qemu-ci"}
+    assert {row["id"] for row in qemu} == {"proxmox-qemu-app", "proxmox-qemu-ci", "proxmox-qemu-build"}
     every = plan + apply + replan
     assert all(row["result"] is not False for row in every), [row["comment"] for row in every]
     assert api_writes(plan_log + replan_log) == [], "a plan never writes"
@@ -70,7 +70,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     for sid in STARTED:
         assert next(r for r in plan if r["id"] == sid)["changes"]["status"] == {"old": None, "new": "running"}
         assert next(r for r in apply if r["id"] == sid)["comment"].count("has been started") == 1
-    assert power_requests(plan_log) == []
+    assert power_requests(plan_log) == expected_power("plan")
     assert power_requests(apply_log) == expected_power("apply")
     assert power_requests(replan_log) == expected_power("replan")
     # After the apply, GET …/status/current (proxmox.guest_status) says both run; guests declaring no
@@ -162,6 +162,7 @@ def test_plan_apply_plan_is_clean_and_leaks_no_secret(fresh_cluster, bao_creds, 
     assert {key: row["phase"] for key, row in owned.items() if "/qemu/" in key} == {
         "demo/qemu/210": "owned",
         "demo/qemu/211": "owned",
+        "demo/qemu/220": "owned",
     }
     app_row = owned["demo/qemu/210"]["declared"]
     assert "cipassword" not in app_row and app_row["cipassword_serial"] == 1, "recorded by its serial only"

@@ -100,6 +100,7 @@ def test_resources_list_the_seeded_guests(cluster: ServedCluster) -> None:
     }
     assert rows == {
         (120, "lxc", "pve1", "dns1", "running", 0),
+        (220, "qemu", "pve2", "build", "stopped", 0),
         (300, "qemu", "pve2", "router", "running", 0),
         (9000, "qemu", "pve1", "debian-13-cloud", "stopped", 1),
     }
@@ -343,7 +344,7 @@ def test_cluster_entry_point(tmp_path: Path) -> None:
             verify=info["cafile"],
             timeout=10,
         )
-        assert sorted(row["vmid"] for row in answer.json()["data"]) == [120, 300, 9000]
+        assert sorted(row["vmid"] for row in answer.json()["data"]) == [120, 220, 300, 9000]
     finally:
         out, err = stop_entry_point(proc)
     assert proc.returncode == 0, err

@@ -4,7 +4,8 @@ The cluster is what the example pillar expects to find: two nodes (``pve1``, ``p
 (dir, holding the Debian 13 OS template, a Debian 13 installer ISO and the vzdump backups of a container
 150 and a VM 250 that no longer exist), ``local-lvm`` (lvmthin) and
 ``local-zfs`` (zfspool); a running container 120 (``dns1`` on pve1) for the pillar to adopt; a QEMU VM 300
-(``router`` on pve2) holding a vmid no container may take; and a VM template 9000 (``debian-13-cloud`` on
+(``router`` on pve2) holding a vmid no container may take; a stopped VM 220 (``build`` on pve2) that the
+example pillar declares on pve1 and migrates; and a VM template 9000 (``debian-13-cloud`` on
 pve1: a cloud-image disk and a cloud-init drive) for the pillar to clone. Two API tokens carry the
 privileges the plan and apply steps need, granted on ``/``, and each the privileges that read the backups
 on their storage and archived vmids (fakepve has privileges but no roles, so each token gets its list of
@@ -133,6 +134,12 @@ TEMPLATE_SIZE = 123 * 1024**2
 ISO = "local:iso/debian-13.2.0-amd64-netinst.iso"
 ISO_SIZE = 754 * 1024**2
 
+# What the URL of the example pillar's download (proxmox:content) holds (tests.support.content: nothing is
+# fetched), its sha256 the one the pillar declares: a stand-in for the Alpine ISO the URL names.
+DOWNLOAD_URL = "https://dl-cdn.alpinelinux.org/alpine/v3.22/releases/x86_64/alpine-virt-3.22.2-x86_64.iso"
+DOWNLOAD_BODY = b"salt-proxmox demo: a stand-in for alpine-virt-3.22.2-x86_64.iso\n" * 1024
+DOWNLOAD_VOLID = "local:iso/alpine-virt-3.22.2-x86_64.iso"
+
 # SDN.Audit: node network listings show a bridge only to a caller with SDN.Audit (or SDN.Use) on it, and SDN
 # listings only the zones and vnets the caller may audit (pve-manager PVE/API2/Network.pm, pve-network).
 # Mapping.Audit on /mapping/notifications reads notification endpoints and matchers (Notifications.pm).
@@ -235,6 +242,27 @@ ROUTER_CONFIG: dict[str, Any] = {
     "net1": "virtio=BC:24:11:3A:00:02,bridge=vmbr1",
     "boot": "order=scsi0",
     "onboot": 1,
+}
+
+# A stopped VM on pve2, built by hand, that the example pillar adopts and declares on pve1 with
+# `migrate: true`: its one disk is on local-lvm (not shared, on every node), so the move is offline with
+# that disk copied (guest/migrate.py; tests.support.migrate.MigratePve). As GET .../qemu/220/config shows
+# it (plus digest).
+BUILD_VMID = 220
+BUILD_NODE = "pve2"
+BUILD_DISK_SIZE = 8 * 1024**3
+BUILD_CONFIG: dict[str, Any] = {
+    "name": "build",
+    "memory": 2048,
+    "cores": 2,
+    "sockets": 1,
+    "ostype": "l26",
+    "scsihw": "virtio-scsi-single",
+    "scsi0": "local-lvm:vm-220-disk-0,iothread=1,size=8G",
+    "net0": "virtio=BC:24:11:22:00:01,bridge=vmbr0",
+    "boot": "order=scsi0",
+    "smbios1": "uuid=7b2d4c5e-9f3a-4a6b-8d1e-2c3d4e5f6a22",
+    "vmgenid": "2b8e2f3a-4b5c-4d6e-9f7a-8b9c0d1e2f22",
 }
 
 # A VM template made the way PVE's cloud-init guide makes one (a cloud image imported as scsi0, a cloud-init
@@ -340,9 +368,10 @@ def seed(pve: FakePve) -> Seeded:
     """Seed ``pve`` (not yet serving, or serving with no client yet) with the lab cluster; return its tokens.
 
     Replaces pve's storages with the three above (the OS template and the ISO on ``local``), adds node
-    pve2, container 120, VM 300 and the VM template 9000 (its volumes on ``local-lvm``), registers the
-    two tokens with fresh random secrets and grants each its privileges on ``/``. From then on fakepve
-    checks privileges for every caller (before the first grant it lets everybody do everything).
+    pve2, container 120, VMs 300 and 220 and the VM template 9000 (their volumes on ``local-lvm``), serves
+    ``DOWNLOAD_BODY`` at ``DOWNLOAD_URL`` (a ``ContentPve``), registers the two tokens with fresh random
+    secrets and grants each its privileges on ``/``. From then on fakepve checks privileges for every
+    caller (before the first grant it lets everybody do everything).
     """
     for node in NODES:
         pve.add_node(node)
@@ -359,6 +388,10 @@ def seed(pve: FakePve) -> Seeded:
     pve.add_ct(DNS1_VMID, node=DNS1_NODE, status="running", config=DNS1_CONFIG, defaults=False)
     pve.add_vm(ROUTER_VMID, ROUTER_CONFIG["name"], node=ROUTER_NODE, status="running", config=ROUTER_CONFIG)
     volumes = pve.storages["local-lvm"]["volumes"]
+    volumes[f"vm-{BUILD_VMID}-disk-0"] = {
+        "content": "images", "format": "raw", "size": BUILD_DISK_SIZE, "vmid": BUILD_VMID,
+    }  # fmt: skip
+    pve.add_vm(BUILD_VMID, BUILD_CONFIG["name"], node=BUILD_NODE, config=BUILD_CONFIG)
     for volname, size in (
         (f"base-{CLOUD_TEMPLATE_VMID}-disk-0", CLOUD_TEMPLATE_DISK_SIZE),
         (f"vm-{CLOUD_TEMPLATE_VMID}-cloudinit", 4 * 1024**2),
@@ -375,6 +408,8 @@ def seed(pve: FakePve) -> Seeded:
     if isinstance(pve, RestorePve):
         pve.add_archive(CT_ARCHIVE, CT_ARCHIVE_CONFIG, ARCHIVE_SIZE, ARCHIVE_CTIME)
         pve.add_archive(VM_ARCHIVE, VM_ARCHIVE_CONFIG, ARCHIVE_SIZE, ARCHIVE_CTIME)
+    if isinstance(pve, ContentPve):
+        pve.content_urls[DOWNLOAD_URL] = DOWNLOAD_BODY
 
     tokens = {}
     for token_id, privs in ((READ_TOKEN_ID, READ_PRIVS), (PROVISION_TOKEN_ID, PROVISION_PRIVS)):

@@ -29,6 +29,11 @@ OWNED_ROWS = {f"{TARGET}/lxc/120", f"{TARGET}/lxc/150", f"{TARGET}/lxc/151", f"{
 #: created, so stopped; each is started by its own ``POST …/status/start`` task after the create
 #: (salt_proxmox/guest/power.py), and every later run reads ``GET …/status/current`` only.
 STARTED = {"proxmox-lxc-web": ("lxc", "pve1", 150), "proxmox-qemu-app": ("qemu", "pve1", 210)}
+#: The guest pillar_examples declares on another node than the one the seeded cluster has it on, with
+#: ``migrate: true``, by state id: (type, live node, declared node, vmid). It is stopped, so one offline
+#: migrate task moves it; the plan and the apply read its ``status/current`` once on its live node
+#: (guest/migrate.py ``plan_move``: an HA-managed guest is refused), the second plan none (no status).
+MIGRATED = {"proxmox-qemu-build": ("qemu", "pve2", "pve1", 220)}
 #: The UPID type of a start task: pve-container ``vzstart``, qemu-server ``qmstart``.
 START_TASK = {"lxc": "vzstart", "qemu": "qmstart"}
 #: The UPID types of every power task (start, shutdown, stop, reboot) of both guest types.
@@ -54,10 +59,18 @@ def power_requests(log: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
 
 
 def expected_power(log_of: str) -> list[tuple[str, str]]:
-    """What ``power_requests`` shows of pillar_examples' STARTED guests on the seeded cluster: for the
-    ``apply`` one ``POST …/status/start`` each, then its task polled until it ended (fakepve ends it at
-    once: one poll), then its status read back (``guest.power.verify_power``: a task's OK is no proof);
-    for a ``replan`` one ``GET …/status/current`` each and no power write."""
+    """What ``power_requests`` shows of pillar_examples' STARTED and MIGRATED guests on the seeded
+    cluster: for the ``plan`` only the MIGRATED guest's ``GET …/status/current`` on its live node (the
+    STARTED ones are created: stopped, not read); for the ``apply`` one ``POST …/status/start`` of each
+    STARTED guest, then its task polled until it ended (fakepve ends it at once: one poll), then its
+    status read back (``guest.power.verify_power``: a task's OK is no proof), and the MIGRATED guest's
+    read as in the plan; for a ``replan`` one ``GET …/status/current`` of each STARTED guest and no power
+    write."""
+    moved = [
+        ("GET", f"/nodes/{live}/{kind}/{vmid}/status/current") for kind, live, _, vmid in MIGRATED.values()
+    ]
+    if log_of == "plan":
+        return moved
     if log_of == "apply":
         return [
             step
@@ -67,7 +80,7 @@ def expected_power(log_of: str) -> list[tuple[str, str]]:
                 ("GET", f"task {START_TASK[kind]}:{vmid}"),
                 ("GET", f"/nodes/{node}/{kind}/{vmid}/status/current"),
             )
-        ]
+        ] + moved
     return [("GET", f"/nodes/{node}/{kind}/{vmid}/status/current") for kind, node, vmid in STARTED.values()]
 
 
@@ -172,7 +185,8 @@ def plan_apply_plan(estate: Estate, way: str, run: Callable[[bool], RunResult]) 
     assert (pve.ct(150).node, pve.ct(151).node) == ("pve1", "pve2")
     planned = {row["id"]: row["changes"].get("status") for row in plan if row["id"] in STARTED}
     assert planned == {key: {"old": None, "new": "running"} for key in STARTED}, shown
-    assert power_requests(plan_log) == [], "a guest being created is not read: it is stopped"
+    # A guest being created is not read (it is stopped); the one to migrate is, on its live node.
+    assert power_requests(plan_log) == expected_power("plan")
     assert power_requests(apply_log) == expected_power("apply")
     assert power_requests(replan_log) == expected_power("replan")
     assert (pve.ct(150).status, pve.vm(210).status) == ("running", "running")

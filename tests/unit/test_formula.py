@@ -73,6 +73,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-storage-ceph-vm",
         "proxmox-ha-resource-ct:120",
         "proxmox-ha-rule-dns-on-pve1",
+        "proxmox-content-alpine-virt-iso",
         "proxmox-network-pve1-vmbr1",
         "proxmox-network-apply-pve1",
         "proxmox-network-apply-pve2",
@@ -81,6 +82,10 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-sdn-zone-lab",
         "proxmox-sdn-vnet-labnet",
         "proxmox-sdn-apply",
+        "proxmox-node-pve1-dns",
+        "proxmox-node-pve1-hosts",
+        "proxmox-node-pve1-time",
+        "proxmox-node-pve1-apt",
         "proxmox-notification-endpoint-ops-mail",
         "proxmox-notification-matcher-backups-to-ops",
         "proxmox-mapping-pci-lab-gpu",
@@ -90,6 +95,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-web",
         "proxmox-lxc-web2",
         "proxmox-qemu-app",
+        "proxmox-qemu-build",
         "proxmox-qemu-ci",
         "proxmox-backup-job-nightly",
         "proxmox-metric-server-influx",
@@ -100,9 +106,9 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-firewall-rules-ct/120",
         "proxmox-snapshot-web-first-boot",
     ], (
-        "policies first, the datacenter's options, networks, SDN, notifications, resource mappings and ACME "
-        "plugins before the guests, then containers and VMs, backup jobs, metric servers, replication jobs, "
-        "then "
+        "policies first, the datacenter's options, downloads, networks, SDN, node settings, notifications, "
+        "resource mappings and ACME plugins before the guests, then containers and VMs, backup jobs, metric "
+        "servers, replication jobs, then "
         "the firewall (a guest's firewall needs its guest): its objects, then the rule lists naming them, "
         "then the guests' snapshots, each family in key order"
     )
@@ -167,6 +173,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
             {"proxmox_lxc": "proxmox-lxc-web"},
             {"proxmox_lxc": "proxmox-lxc-web2"},
             {"proxmox_qemu": "proxmox-qemu-app"},
+            {"proxmox_qemu": "proxmox-qemu-build"},
             {"proxmox_qemu": "proxmox-qemu-ci"},
         ],
         "proxmox-snapshot-web-first-boot": [{"proxmox_lxc": "proxmox-lxc-web"}],
@@ -190,6 +197,7 @@ def test_examples_render_every_entry_once_with_only_real_requisites():
         "proxmox-lxc-web": "running",
         "proxmox-lxc-web2": None,
         "proxmox-qemu-app": "running",
+        "proxmox-qemu-build": None,
         "proxmox-qemu-ci": None,
     }
 
