@@ -85,6 +85,10 @@ class Kind:
     #: ``"module:function"`` exporting a kind without ``spec`` (``(ctx, bao, keep) -> Found``,
     #: ``salt_proxmox.export``).
     export: str | None = None
+    #: ``"module:function"`` of what a present declaration of a kind without ``spec`` needs of the
+    #: credentials (``(state_id, target, name, args) -> list[Need]``, ``access.estate``); None: nothing
+    #: the estate's privileges report can name.
+    needs: str | None = None
     present_run: Run | None = SIMPLE_PRESENT
     absent_run: Run | None = SIMPLE_ABSENT
     get: str | None = None

@@ -172,6 +172,7 @@ FAMILIES: tuple[Family, ...] = (
                 "content",
                 keys="salt_proxmox.content.lifecycle:declared_keys",
                 export="salt_proxmox.content.adhoc:export",
+                needs="salt_proxmox.content.lifecycle:estate_needs",
                 present_run=Run("salt_proxmox.content.lifecycle:present", spec=False),
                 absent_run=Run("salt_proxmox.content.lifecycle:absent", spec=False),
                 names=("name", "storage", "content", "filename"),

@@ -27,6 +27,7 @@ from salt_proxmox.access.privileges import (
     simple_needs,
     token_of,
 )
+from salt_proxmox.entry import imported
 from salt_proxmox.errors import DeclarationError
 from salt_proxmox.registry import BY_STATE
 from salt_proxmox.run.lowstate import Chunk
@@ -121,6 +122,11 @@ def chunk_needs(chunk: Chunk, target: str, ctx: PveContext | None = None) -> lis
             + guest_needs(family.name, vmid, config, "update", zones)
         )
     kind = family.kind_of(chunk.fun)
+    if kind is not None and kind.spec is None and kind.needs and chunk.fun == kind.present:
+        # A kind of its own lifecycle (a download) says what its present needs (registry Kind.needs).
+        skip = ("name", "target", "require", "secrets_pillar")
+        args = {k: v for k, v in chunk.args.items() if k not in skip}
+        return imported(kind.needs)(chunk.state_id, str(chunk.args.get("target") or target), chunk.name, args)
     if kind is None or kind.spec is None:
         return []
     spec = kind.load()

@@ -72,6 +72,17 @@ def needs(download: Download, node: str) -> list[privileges.Need]:
     ]
 
 
+def estate_needs(state_id: str, target: str, name: object, args: dict) -> list[privileges.Need]:
+    """``needs`` of a declared download for the estate's privileges report (registry ``Kind.needs``,
+    ``access.estate``): those of its download on any node, or none for a declaration ``declare``
+    refuses (its state says why)."""
+    try:
+        download = declare(state_id, target, name=name, **args)
+    except DeclarationError:
+        return []
+    return needs(download, "each node that needs it")
+
+
 def stored(download: Download, sizes: dict[str, int]) -> dict[str, object]:
     """What the ownership row keeps: the names, the declared source and each node's size."""
     return {
