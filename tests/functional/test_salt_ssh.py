@@ -127,7 +127,7 @@ def salt_ssh(salt_factories: Any, sshd: Any, estate: Estate, layout: dict[str, P
             "interface": "127.0.0.1",
             "file_roots": {"base": [str(FORMULA)]},
             "pillar_roots": {"base": [str(pillar), str(PILLAR)]},
-            "thin_extra_mods": "salt_proxmox,hvac",
+            "thin_extra_mods": "salt_proxmox,hvac,cryptography",
             "known_hosts_file": str(layout["known_hosts"]),
         },
     )
