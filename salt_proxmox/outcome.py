@@ -80,3 +80,19 @@ def forget_ownership(outcome: Outcome, ownership, key: str, row: dict | None, su
     ownership.forget(key)
     outcome.comment.append(f"{subject} {state}; ownership forgotten")
     return outcome
+
+
+def record_ownership(outcome: Outcome, ownership, key: str, state_id: str, stored: dict, subject: str,
+                     test: bool) -> Outcome:  # fmt: skip
+    """Record ``key`` as ours (``stored``: the row's declaration) and say so: an object that is as
+    declared and not yet ours (an ``adopt: true``, a row lost after a write). Nothing but the row is
+    written; under ``test`` not even that (result None). Raises what ``ownership.mark_owned`` raises."""
+    row = ownership.row(key)
+    outcome.changes["ownership"] = {"old": (row or {}).get("phase"), "new": "owned"}
+    if test:
+        outcome.result = None
+        outcome.comment.append(f"{subject} is as declared; would record it as ours")
+        return outcome
+    ownership.mark_owned(key, state_id, stored)
+    outcome.comment.append(f"{subject} is as declared; recorded as ours")
+    return outcome

@@ -33,7 +33,7 @@ from salt_proxmox.access import privileges
 from salt_proxmox.content import live
 from salt_proxmox.content.declare import Download, declare, identify, row_source
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
-from salt_proxmox.outcome import Outcome, forget_ownership
+from salt_proxmox.outcome import Outcome, forget_ownership, record_ownership
 from salt_proxmox.ownership.rows import destroy_path, removal_problem
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.tasks import TaskFailed, start_task
@@ -255,15 +255,15 @@ def present(
         outcome.comment.append(f"{download.label} is as declared on {', '.join(decision.sizes) or 'no node'}")
         return outcome
     if decision.action == "record":
-        row = ctx.ownership.row(download.key)
-        outcome.changes["ownership"] = {"old": (row or {}).get("phase"), "new": "owned"}
-        if test:
-            outcome.result = None
-            outcome.comment.append(f"{download.label} is as declared; would record it as ours")
-            return outcome
-        ctx.ownership.mark_owned(download.key, state_id, stored(download, decision.sizes))
-        outcome.comment.append(f"{download.label} is as declared; recorded as ours")
-        return outcome
+        return record_ownership(
+            outcome,
+            ctx.ownership,
+            download.key,
+            state_id,
+            stored(download, decision.sizes),
+            download.label,
+            test,
+        )
     outcome.changes.update(decision.changes)
     if test:
         outcome.result = None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from salt_proxmox.access import privileges
 from salt_proxmox.errors import DeclarationError, SaltProxmoxError
 from salt_proxmox.guest.absence import guest_configs
-from salt_proxmox.outcome import Outcome, forget_ownership
+from salt_proxmox.outcome import Outcome, forget_ownership, record_ownership
 from salt_proxmox.ownership.rows import destroy_path, removal_problem
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.simple.spec import expect, remember
@@ -131,15 +131,9 @@ def present(
         outcome.comment.append(f"{snippet.label} is as declared (sha256 {_short(snippet.sha256)})")
         return outcome
     if decision.action == "record":
-        row = ctx.ownership.row(snippet.key)
-        outcome.changes["ownership"] = {"old": (row or {}).get("phase"), "new": "owned"}
-        if test:
-            outcome.result = None
-            outcome.comment.append(f"{snippet.label} is as declared; would record it as ours")
-            return outcome
-        ctx.ownership.mark_owned(snippet.key, state_id, snippet.stored())
-        outcome.comment.append(f"{snippet.label} is as declared; recorded as ours")
-        return outcome
+        return record_ownership(
+            outcome, ctx.ownership, snippet.key, state_id, snippet.stored(), snippet.label, test
+        )
     outcome.changes.update(decision.changes)
     said = (
         f"{snippet.label} ({snippet.size} bytes, sha256 {_short(snippet.sha256)}, mode {oct(snippet.mode)}): "
