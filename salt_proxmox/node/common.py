@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from salt_proxmox.errors import DeclarationError, shown
 from salt_proxmox.pve.errors import PveMalformed
 from salt_proxmox.pve.listing import rows_of
-from salt_proxmox.simple.spec import Declared, ObjectSpec
+from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.outcome import Outcome
@@ -110,3 +110,20 @@ def node_export(row: Mapping[str, object]) -> Mapping[str, object] | None:
     """``export_names``: a ``GET /nodes`` row names its node."""
     value = row.get("node")
     return {"name": value} if isinstance(value, str) and value else None
+
+
+def setting_spec(noun: str, absence: str, **fields: object) -> ObjectSpec:
+    """The ``ObjectSpec`` of one of a node's settings (``dns``, ``hosts``, ``time``) with what they all
+    share: never absent, never deleted (``absence``: why, with its pve-manager ``PVE/API2/Nodes.pm``
+    method), node names resolved against the cluster's, exported one entry per ``GET /nodes`` row.
+    ``fields``: the rest of the spec (``family``, ``declare``, ``read``, the endpoints, ...)."""
+    return ObjectSpec(
+        noun=noun,
+        absence=absence,
+        is_absent=never_absent,
+        delete=no_delete(noun),
+        resolve=resolve,
+        export_names=node_export,
+        export_listings=lambda ctx: [(Call("GET", "nodes"), {})],
+        **fields,
+    )

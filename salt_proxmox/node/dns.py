@@ -30,7 +30,7 @@ from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.node import common
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, fingerprint, reread_guard
+from salt_proxmox.simple.spec import Call, Declared, fingerprint, reread_guard
 
 FAMILY = "node_dns"
 SERVERS = ("dns1", "dns2", "dns3")
@@ -164,25 +164,20 @@ def _rule(key: str) -> Rule | None:
 
 ENDPOINT = Endpoint("PUT /nodes/{node}/dns", ("search",), _rule)
 
-SPEC = ObjectSpec(
+SPEC = common.setting_spec(
+    "DNS settings",
+    "never: a node always has DNS settings (pve-manager PVE/API2/Nodes.pm dns)",
     family=FAMILY,
-    noun="DNS settings",
     declare=declare,
     identify=identify,
     read=lambda decl: Call("GET", _path(decl)),
-    absence="never: a node always has DNS settings (pve-manager PVE/API2/Nodes.pm dns)",
-    is_absent=common.never_absent,
     parse=parse,
     create=lambda decl: update(decl, {}) or Call("PUT", _path(decl), form={}),
     create_endpoint=ENDPOINT,
     update=update,
     update_endpoint=ENDPOINT,
-    delete=common.no_delete("DNS settings"),
     write_guard=reread_guard(_path, "GET /nodes/{node}/dns shows no digest"),
     refusals=refusals,
-    resolve=common.resolve,
-    export_names=common.node_export,
-    export_listings=lambda ctx: [(Call("GET", "nodes"), {})],
     export_values=lambda live, probe: {k: v for k, v in live.items() if k in KEYS and v is not None},
     live_only=("fingerprint",),
 )

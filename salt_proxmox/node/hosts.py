@@ -31,7 +31,7 @@ from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.node import common
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec
+from salt_proxmox.simple.spec import Call, Declared
 
 FAMILY = "node_hosts"
 #: INotify.pm ``write_etc_hosts``: a host name.
@@ -215,26 +215,21 @@ ENDPOINT = Endpoint(
     "POST /nodes/{node}/hosts", ("data",), lambda key: Rule() if key in ("data", "digest") else None
 )
 
-SPEC = ObjectSpec(
+SPEC = common.setting_spec(
+    "hosts file",
+    "never: a node always has /etc/hosts (pve-manager PVE/API2/Nodes.pm get_etc_hosts)",
     family=FAMILY,
-    noun="hosts file",
     declare=declare,
     identify=identify,
     read=lambda decl: Call("GET", _path(decl)),
-    absence="never: a node always has /etc/hosts (pve-manager PVE/API2/Nodes.pm get_etc_hosts)",
-    is_absent=common.never_absent,
     parse=parse,
     create=lambda decl: Call("POST", _path(decl), form={"data": written(decl, "")}),
     create_endpoint=ENDPOINT,
     update=update,
     update_endpoint=ENDPOINT,
-    delete=common.no_delete("hosts file"),
     # The digest the decision was judged on: write_etc_hosts refuses the write if the file changed since.
     write_guard=lambda ctx, credential, decl, live: {"digest": str(live["digest"])},
     refusals=refusals,
-    resolve=common.resolve,
-    export_names=common.node_export,
-    export_listings=lambda ctx: [(Call("GET", "nodes"), {})],
     export_values=lambda live, probe: {"data": live["data"]},
     live_only=("digest", "entries"),
 )

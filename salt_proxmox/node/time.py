@@ -22,7 +22,7 @@ from salt_proxmox.errors import DeclarationError, boolean_problem, shown
 from salt_proxmox.node import common
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.constraints import Endpoint, Rule
-from salt_proxmox.simple.spec import Call, Declared, ObjectSpec, fingerprint, reread_guard
+from salt_proxmox.simple.spec import Call, Declared, fingerprint, reread_guard
 
 FAMILY = "node_time"
 #: What moves with the clock in ``GET /nodes/{node}/time``.
@@ -83,24 +83,19 @@ ENDPOINT = Endpoint(
     "PUT /nodes/{node}/time", ("timezone",), lambda key: Rule() if key == "timezone" else None
 )
 
-SPEC = ObjectSpec(
+SPEC = common.setting_spec(
+    "time zone",
+    "never: a node always has a time zone (pve-manager PVE/API2/Nodes.pm time)",
     family=FAMILY,
-    noun="time zone",
     declare=declare,
     identify=identify,
     read=lambda decl: Call("GET", _path(decl)),
-    absence="never: a node always has a time zone (pve-manager PVE/API2/Nodes.pm time)",
-    is_absent=common.never_absent,
     parse=parse,
     create=lambda decl: update(decl, {}),
     create_endpoint=ENDPOINT,
     update=update,
     update_endpoint=ENDPOINT,
-    delete=common.no_delete("time zone"),
     write_guard=reread_guard(_path, "GET /nodes/{node}/time shows no digest", skip=CLOCK),
-    resolve=common.resolve,
-    export_names=common.node_export,
-    export_listings=lambda ctx: [(Call("GET", "nodes"), {})],
     export_values=lambda live, probe: {"timezone": live["timezone"]},
     live_only=("fingerprint",),
 )
