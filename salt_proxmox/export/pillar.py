@@ -161,10 +161,10 @@ def place(pillar: dict, family: registry.Family, kind: registry.Kind, found: Exp
             key = str(entry.pop("name"))
             entries[key] = entry
         return (top, section, plural, key)
-    if (
-        family.section == "proxmox:nodes"
-    ):  # proxmox:nodes:<node>:<kind> (node_dns: dns), as the formula's _nodes
-        node, node_kind = str(entry.pop("name")), kind.name.removeprefix("node_")
+    if family.section == "proxmox:nodes":  # proxmox:nodes:<node>:<kind> (node_dns: dns), as the formula's
+        from salt_proxmox.node import PILLAR_KEYS
+
+        node, node_kind = str(entry.pop("name")), PILLAR_KEYS[kind.name]
         pillar.setdefault(top, {}).setdefault(section, {}).setdefault(node, {})[node_kind] = entry
         return (top, section, node, node_kind)
     if family.section == "proxmox:mappings":  # proxmox:mappings:<kind>:<id> (mapping_pci: pci)

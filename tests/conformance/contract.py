@@ -251,9 +251,13 @@ def given(case: Case) -> list[Low]:
 
 
 def node_key(fun: str) -> str:
-    """The key under ``proxmox:nodes:<node>`` of a node kind's state function (``apt_repository``: apt)."""
-    kind = fun.removesuffix("_absent")
-    return "apt" if kind == "apt_repository" else kind
+    """The key under ``proxmox:nodes:<node>`` of a node kind's state function (``apt_repository``: apt),
+    as ``salt_proxmox.node.PILLAR_KEYS`` names it."""
+    from salt_proxmox.node import PILLAR_KEYS
+    from salt_proxmox.registry import FAMILIES
+
+    (kind,) = [k for f in FAMILIES if f.name == "node" for k in f.kinds if fun in (k.present, k.absent)]
+    return PILLAR_KEYS[kind.name]
 
 
 def pillar_of(family: Family, fun: str, declared: Mapping[str, Any]) -> dict:

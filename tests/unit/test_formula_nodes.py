@@ -154,3 +154,13 @@ def test_nothing_is_read_without_a_kind_of_all_to_expand(nodes):
     read = Read(AssertionError("read"))
     render(nodes, read)
     assert read.calls == []
+
+
+def test_the_formula_s_node_kinds_are_the_library_s_pillar_keys():
+    # formula/proxmox/init.sls NODE_KINDS (pillar key -> state function) cannot import salt_proxmox.
+    from salt_proxmox.node import PILLAR_KEYS
+    from salt_proxmox.registry import FAMILIES
+
+    (node,) = [f for f in FAMILIES if f.name == "node"]
+    by_function = {kind.present: PILLAR_KEYS[kind.name] for kind in node.kinds}
+    assert {key: fun for fun, key in by_function.items()} == formula().NODE_KINDS
