@@ -28,7 +28,7 @@ from salt_proxmox.errors import SaltProxmoxError
 from salt_proxmox.guest.absence import guest_configs
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveMalformed
-from salt_proxmox.pve.facts import storages
+from salt_proxmox.pve.facts import node_storages, storages
 from salt_proxmox.pve.listing import get_rows
 from salt_proxmox.run.context import PveContext
 from salt_proxmox.storage.types import TYPES
@@ -128,8 +128,7 @@ def where_needed(ctx: PveContext, download: Download) -> tuple[list[str], bool, 
 
 def active(ctx: PveContext, download: Download, node: str) -> str | None:
     """None when the storage is enabled and active on ``node`` (``GET /nodes/{node}/storage``), else why."""
-    rows = get_rows(ctx.client, api_path("nodes", node, "storage"), ctx.broker.read(), what="storages")
-    row = next((row for row in rows if row.get("storage") == download.storage), None)
+    row = node_storages(ctx, node).get(download.storage)
     if row is None or not row.get("enabled", 1) or not row.get("active"):
         return (
             f"storage: {download.storage} is not active on node {node} (GET nodes/{node}/storage: "

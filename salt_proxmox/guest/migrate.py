@@ -48,6 +48,7 @@ from salt_proxmox.guest import identity
 from salt_proxmox.guest.refusals import ha_managed, read_current
 from salt_proxmox.pve.client import api_path
 from salt_proxmox.pve.errors import PveMalformed
+from salt_proxmox.pve.facts import node_storages
 
 if TYPE_CHECKING:  # pragma: no cover
     from salt_proxmox.guest.family import Declaration, Family
@@ -198,9 +199,7 @@ def _ct_preflight(
     """``(form, what the move does, refusals)`` of a container, from pve-container ``LXC/Migrate.pm``
     ``prepare`` (PVE 8 has no preflight call for containers)."""
     what, target = family.what(decl.vmid, source), decl.node
-    credential = ctx.broker.read()
-    listed = ctx.client.request("GET", f"{api_path('nodes', target, 'storage')}", credential) or []
-    storages = {str(s.get("storage")): s for s in listed if isinstance(s, Mapping)}
+    storages = node_storages(ctx, target)
     refusals, copied = [], []
     for key in sorted(k for k in live if _MOUNT.fullmatch(k)):
         value = str(live[key])

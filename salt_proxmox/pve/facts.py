@@ -280,6 +280,17 @@ def storages(ctx: PveContext) -> dict[str, dict[str, object]]:
     return _read_once(ctx, "storage", parse_storages)  # type: ignore[return-value]
 
 
+def node_storages(ctx: PveContext, node: str) -> dict[str, Mapping[str, object]]:
+    """``{storage id: row}`` of ``GET /nodes/{node}/storage`` (pve-storage ``API2/Storage/Status.pm``
+    ``index``: ``enabled``, ``active``, ``shared``, ...; a storage not available on the node is not
+    listed, one disabled there has ``enabled`` 0), read with the ``read`` credential. Raises PveError,
+    PveMalformed (not a list of rows naming their storage), PveUnreachable, CredentialError."""
+    from salt_proxmox.pve.listing import get_rows
+
+    rows = get_rows(ctx.client, api_path("nodes", node, "storage"), ctx.broker.read(), what="storages")
+    return {str(row.get("storage")): row for row in rows}
+
+
 def release(ctx: PveContext) -> Release:
     """The cluster's release (``GET /version``), read with the ``read`` credential once per run.
 

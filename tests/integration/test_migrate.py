@@ -120,3 +120,18 @@ def test_a_migrate_value_that_is_not_a_boolean_is_refused_by_name(fresh_cluster)
     plan = present(fresh_cluster, store, QEMU, True, **vm(**MOVED, node="pve2", migrate="yes"))
     assert plan.result is False and "migrate: expected true or false" in " ".join(plan.comment)
     assert fresh_cluster.pve.vm(150).node == "pve1"
+
+
+def test_a_target_node_s_storage_listing_that_is_no_list_fails_the_plan_never_reads_as_not_available(
+    fresh_cluster,
+):
+    # pve-storage API2/Storage/Status.pm index answers a list of rows; a 200 without one is no proof that
+    # the container's storages are missing on pve2 (LXC/Migrate.pm prepare's storage_check_enabled).
+    store = made(fresh_cluster, LXC, **declaration())
+    fresh_cluster.pve.fail("GET", "/nodes/pve2/storage", 200, "")
+    start = len(fresh_cluster.pve.requests)
+    plan = present(fresh_cluster, store, LXC, True, **declaration(node="pve2", migrate=True))
+    said = " ".join(plan.comment)
+    assert plan.result is False and "nodes/pve2/storage" in said, said
+    assert "is not available on node" not in said, said
+    assert writes(requests_since(fresh_cluster, start)) == []
